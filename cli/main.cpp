@@ -1,0 +1,60 @@
+// geopt: an ONNX graph compiler for Ascend NPUs. This file only wires the
+// subcommands together; each lives in its own *_command.cpp.
+#include <google/protobuf/stubs/common.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "info_command.h"
+#include "logging.h"
+#include "util/error.h"
+
+namespace {
+
+std::string version_text() {
+  int pb = GOOGLE_PROTOBUF_VERSION;
+  return std::string("geopt ") + GEOPT_VERSION + " (onnx " + GEOPT_ONNX_VERSION + ", protobuf " +
+         std::to_string(pb / 1000000) + "." + std::to_string(pb / 1000 % 1000) + "." + std::to_string(pb % 1000) + ")";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"geopt: optimize ONNX models for Ascend NPUs and compile them to execution plans"};
+  app.name("geopt");
+  app.set_version_flag("--version", version_text());
+  std::string log_level = "warn";
+  int verbosity = 0;
+  app.add_option("--log-level", log_level, "Log level: trace, debug, info, warn, error, off")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(geopt::cli::kLogLevels), std::end(geopt::cli::kLogLevels))))
+      ->capture_default_str();
+  app.add_flag("-v,--verbose", verbosity, "More log output (-v info, -vv debug, -vvv trace)");
+  app.require_subcommand(1);
+
+  std::vector<std::function<int()>> commands;
+  commands.push_back(geopt::cli::add_info_command(app));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);  // prints help, version or the usage error
+    return rc == 0 ? 0 : 2;
+  }
+  geopt::cli::setup_logging(log_level, verbosity);
+  try {
+    for (const auto& run : commands) {
+      int rc = run();
+      if (rc >= 0) return rc;
+    }
+  } catch (const geopt::Error& e) {
+    std::fprintf(stderr, "geopt: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "geopt: internal error: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,122 @@
+#include "ir/attribute.h"
+
+#include <sstream>
+
+namespace geopt {
+
+const char* attr_kind_name(AttrKind k) {
+  switch (k) {
+    case AttrKind::Float: return "float";
+    case AttrKind::Int: return "int";
+    case AttrKind::String: return "string";
+    case AttrKind::Tensor: return "tensor";
+    case AttrKind::Graph: return "graph";
+    case AttrKind::Floats: return "floats";
+    case AttrKind::Ints: return "ints";
+    case AttrKind::Strings: return "strings";
+    case AttrKind::Tensors: return "tensors";
+    case AttrKind::Graphs: return "graphs";
+    case AttrKind::SparseTensor: return "sparse_tensor";
+    case AttrKind::SparseTensors: return "sparse_tensors";
+    case AttrKind::TypeProto: return "type_proto";
+    case AttrKind::TypeProtos: return "type_protos";
+    case AttrKind::Undefined: break;
+  }
+  return "undefined";
+}
+
+Attribute Attribute::make_int(std::string name, int64_t v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.kind = AttrKind::Int;
+  a.i = v;
+  return a;
+}
+
+Attribute Attribute::make_float(std::string name, float v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.kind = AttrKind::Float;
+  a.f = v;
+  return a;
+}
+
+Attribute Attribute::make_string(std::string name, std::string v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.kind = AttrKind::String;
+  a.s = std::move(v);
+  return a;
+}
+
+Attribute Attribute::make_ints(std::string name, std::vector<int64_t> v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.kind = AttrKind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+
+Attribute Attribute::make_floats(std::string name, std::vector<float> v) {
+  Attribute a;
+  a.name = std::move(name);
+  a.kind = AttrKind::Floats;
+  a.floats = std::move(v);
+  return a;
+}
+
+Attribute Attribute::make_tensor(std::string name, std::shared_ptr<const Tensor> t) {
+  Attribute a;
+  a.name = std::move(name);
+  a.kind = AttrKind::Tensor;
+  a.tensors.push_back(std::move(t));
+  return a;
+}
+
+namespace {
+
+template <class T>
+void join(std::ostringstream& os, const std::vector<T>& v) {
+  os << "[";
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
+  os << "]";
+}
+
+std::string tensor_summary(const Tensor& t) {
+  std::string s = "<" + dtype_name(t.dtype) + "[";
+  for (size_t i = 0; i < t.dims.size(); ++i) s += (i ? "," : "") + std::to_string(t.dims[i]);
+  return s + "]>";
+}
+
+}  // namespace
+
+std::string Attribute::to_string() const {
+  std::ostringstream os;
+  os.precision(9);
+  os << name << "=";
+  switch (kind) {
+    case AttrKind::Float: os << f; break;
+    case AttrKind::Int: os << i; break;
+    case AttrKind::String: os << '"' << s << '"'; break;
+    case AttrKind::Floats: join(os, floats); break;
+    case AttrKind::Ints: join(os, ints); break;
+    case AttrKind::Strings: {
+      os << "[";
+      for (size_t k = 0; k < strings.size(); ++k) os << (k ? "," : "") << '"' << strings[k] << '"';
+      os << "]";
+      break;
+    }
+    case AttrKind::Tensor:
+    case AttrKind::Tensors: {
+      os << (kind == AttrKind::Tensors ? "[" : "");
+      for (size_t k = 0; k < tensors.size(); ++k) os << (k ? "," : "") << tensor_summary(*tensors[k]);
+      os << (kind == AttrKind::Tensors ? "]" : "");
+      break;
+    }
+    default: os << "<" << attr_kind_name(kind) << " x" << opaque.size() << ">"; break;
+  }
+  if (!ref_attr_name.empty()) os << " (ref " << ref_attr_name << ")";
+  return os.str();
+}
+
+}  // namespace geopt

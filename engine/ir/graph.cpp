@@ -1,0 +1,131 @@
+#include "ir/graph.h"
+
+#include <algorithm>
+#include <queue>
+#include <unordered_set>
+
+#include "util/error.h"
+
+namespace geopt {
+
+Value* Graph::add_value(std::string value_name) {
+  if (value_name.empty()) throw Error("internal: values need a name");
+  auto v = std::make_unique<Value>(value_name);
+  auto [it, inserted] = by_name_.emplace(std::move(value_name), v.get());
+  if (!inserted) throw Error("duplicate value name '" + it->first + "'");
+  values_.push_back(std::move(v));
+  return values_.back().get();
+}
+
+Value* Graph::find_value(std::string_view value_name) const {
+  auto it = by_name_.find(std::string(value_name));
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+std::string Graph::unique_name(std::string_view prefix) const {
+  std::string candidate(prefix);
+  for (size_t k = 1; find_value(candidate) || find_node(candidate); ++k)
+    candidate = std::string(prefix) + "_" + std::to_string(k);
+  return candidate;
+}
+
+void Graph::add_initializer(Value* v, std::shared_ptr<const Tensor> data) {
+  v->initializer = std::move(data);
+  initializers_.push_back(v);
+}
+
+Node* Graph::add_node(std::string op_type, std::string_view domain, std::string node_name,
+                      const std::vector<Value*>& inputs, const std::vector<Value*>& outputs) {
+  auto n = std::make_unique<Node>();
+  n->op_type = std::move(op_type);
+  n->domain = domain == "ai.onnx" ? std::string() : std::string(domain);
+  n->name = std::move(node_name);
+  n->index_hint_ = nodes_added_++;
+  n->inputs_ = inputs;
+  n->outputs_ = outputs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i]) inputs[i]->uses_.push_back({n.get(), i});
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Value* out = outputs[i];
+    if (!out) continue;
+    if (out->producer_)
+      throw Error(n->describe() + ": output '" + out->name() + "' is already produced by " +
+                  out->producer_->describe());
+    out->producer_ = n.get();
+    out->producer_output_ = i;
+  }
+  nodes_.push_back(std::move(n));
+  return nodes_.back().get();
+}
+
+void Graph::set_input(Node* n, size_t index, Value* v) {
+  if (index >= n->inputs_.size()) n->inputs_.resize(index + 1, nullptr);
+  if (Value* old = n->inputs_[index]) std::erase(old->uses_, Use{n, index});
+  n->inputs_[index] = v;
+  if (v) v->uses_.push_back({n, index});
+}
+
+void Graph::remove_node(Node* n) {
+  for (Value* out : n->outputs_)
+    if (out && !out->uses_.empty())
+      throw Error("internal: removing " + n->describe() + " whose output '" + out->name() + "' is still used");
+  for (size_t i = 0; i < n->inputs_.size(); ++i)
+    if (Value* in = n->inputs_[i]) std::erase(in->uses_, Use{n, i});
+  for (Value* out : n->outputs_)
+    if (out) out->producer_ = nullptr;
+  std::erase_if(nodes_, [n](const std::unique_ptr<Node>& p) { return p.get() == n; });
+}
+
+bool Graph::topological_sort() {
+  // Kahn's algorithm, always taking the earliest ready node in the current order.
+  std::unordered_map<const Node*, size_t> position;
+  for (size_t i = 0; i < nodes_.size(); ++i) position[nodes_[i].get()] = i;
+  std::vector<size_t> pending(nodes_.size(), 0);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    std::unordered_set<const Node*> producers;
+    for (Value* in : nodes_[i]->inputs_)
+      if (in && in->producer_) producers.insert(in->producer_);
+    pending[i] = producers.size();
+  }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (pending[i] == 0) ready.push(i);
+  std::vector<size_t> order;
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    std::unordered_set<const Node*> consumers;
+    for (Value* out : nodes_[i]->outputs_)
+      if (out)
+        for (const Use& u : out->uses_) consumers.insert(u.node);
+    // Visit consumers in graph order for determinism.
+    std::vector<size_t> next;
+    for (const Node* c : consumers) next.push_back(position.at(c));
+    std::sort(next.begin(), next.end());
+    for (size_t c : next)
+      if (--pending[c] == 0) ready.push(c);
+  }
+  if (order.size() != nodes_.size()) return false;
+  std::vector<std::unique_ptr<Node>> sorted;
+  sorted.reserve(nodes_.size());
+  for (size_t i : order) sorted.push_back(std::move(nodes_[i]));
+  nodes_ = std::move(sorted);
+  return true;
+}
+
+const Node* Graph::find_node(std::string_view node_name) const {
+  if (node_name.empty()) return nullptr;
+  for (const auto& n : nodes_)
+    if (n->name == node_name) return n.get();
+  return nullptr;
+}
+
+int64_t Model::opset_version(std::string_view d) const {
+  if (d == "ai.onnx") d = "";
+  for (const auto& o : opsets)
+    if (o.domain == d || (d.empty() && o.domain == "ai.onnx")) return o.version;
+  return 0;
+}
+
+}  // namespace geopt

@@ -1,0 +1,89 @@
+#pragma once
+// A dataflow graph: owns its nodes and values and keeps producer/use links
+// consistent. Nodes are kept in a topological order.
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/node.h"
+#include "ir/value.h"
+
+namespace geopt {
+
+class Graph {
+ public:
+  std::string name;
+  std::string doc_string;
+  // Graph-level parts geopt does not interpret, kept as serialized ONNX for round trips.
+  std::vector<std::string> opaque_sparse_initializers;
+  std::vector<std::string> opaque_quantization_annotations;
+
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Creates a value; names are unique within the graph (throws geopt::Error otherwise).
+  Value* add_value(std::string value_name);
+  Value* find_value(std::string_view value_name) const;
+  // A fresh name "prefix", "prefix_1", ... not used by any value or node.
+  std::string unique_name(std::string_view prefix) const;
+
+  void add_input(Value* v) { inputs_.push_back(v); }
+  void add_output(Value* v) { outputs_.push_back(v); }
+  void add_initializer(Value* v, std::shared_ptr<const Tensor> data);
+
+  // Appends a node; its outputs must not have a producer yet.
+  Node* add_node(std::string op_type, std::string_view domain, std::string node_name,
+                 const std::vector<Value*>& inputs, const std::vector<Value*>& outputs);
+  void set_input(Node* n, size_t index, Value* v);
+  // Removes a node whose outputs are unused.
+  void remove_node(Node* n);
+  // Reorders nodes topologically (stable: keeps the given order where legal).
+  // Returns false, leaving the order unchanged, when the graph has a cycle.
+  bool topological_sort();
+
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  const std::vector<Value*>& initializers() const { return initializers_; }
+  // Every value, in creation order.
+  const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
+  const Node* find_node(std::string_view node_name) const;
+
+ private:
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::unique_ptr<Value>> values_;
+  std::unordered_map<std::string, Value*> by_name_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> outputs_;
+  std::vector<Value*> initializers_;
+  size_t nodes_added_ = 0;
+};
+
+struct OpsetImport {
+  std::string domain;
+  int64_t version = 0;
+  bool operator==(const OpsetImport&) const = default;
+};
+
+struct Model {
+  int64_t ir_version = 8;
+  std::vector<OpsetImport> opsets;
+  std::string producer_name;
+  std::string producer_version;
+  std::string domain;
+  int64_t model_version = 0;
+  std::string doc_string;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  std::vector<std::string> opaque_functions;      // serialized FunctionProto
+  std::vector<std::string> opaque_training_info;  // serialized TrainingInfoProto
+  std::unique_ptr<Graph> graph = std::make_unique<Graph>();
+
+  // Version of an imported domain ("" and "ai.onnx" are the same); 0 if not imported.
+  int64_t opset_version(std::string_view domain) const;
+};
+
+}  // namespace geopt

@@ -1,0 +1,228 @@
+#include "onnx/export.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <onnx/onnx_pb.h>
+
+#include <climits>
+#include <optional>
+#include <unordered_set>
+
+#include "onnx/proto_types.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace geopt {
+namespace fs = std::filesystem;
+namespace {
+
+using google::protobuf::io::CodedOutputStream;
+
+constexpr size_t kExternalAlignment = 64;  // keeps each external tensor SIMD-aligned when mapped
+
+// Protobuf's length-delimited wire type: tag = (field number << 3) | 2.
+uint32_t length_delimited_tag(int field) { return (static_cast<uint32_t>(field) << 3) | 2u; }
+
+std::string varint(uint64_t v) {
+  uint8_t buf[10];
+  uint8_t* end = CodedOutputStream::WriteVarint64ToArray(v, buf);
+  return std::string(reinterpret_cast<char*>(buf), static_cast<size_t>(end - buf));
+}
+
+void tensor_header_to_proto(const Tensor& t, onnx::TensorProto* out) {
+  out->set_name(t.name);
+  out->set_data_type(static_cast<int32_t>(t.dtype));
+  for (int64_t d : t.dims) out->add_dims(d);
+  if (!t.doc_string.empty()) out->set_doc_string(t.doc_string);
+  for (const auto& s : t.strings) out->add_string_data(s);
+}
+
+void tensor_to_proto(const Tensor& t, onnx::TensorProto* out) {
+  tensor_header_to_proto(t, out);
+  if (t.dtype != DType::String) out->set_raw_data(t.bytes().data(), t.bytes().size());
+}
+
+void attribute_to_proto(const Attribute& a, onnx::AttributeProto* out) {
+  out->set_name(a.name);
+  out->set_type(static_cast<onnx::AttributeProto::AttributeType>(a.kind));
+  if (!a.ref_attr_name.empty()) out->set_ref_attr_name(a.ref_attr_name);
+  if (!a.doc_string.empty()) out->set_doc_string(a.doc_string);
+  auto parse = [&](auto* msg, const std::string& bytes) {
+    if (!msg->ParseFromString(bytes)) throw Error("internal: attribute '" + a.name + "' holds a corrupt subgraph");
+  };
+  switch (a.kind) {
+    case AttrKind::Float: out->set_f(a.f); break;
+    case AttrKind::Int: out->set_i(a.i); break;
+    case AttrKind::String: out->set_s(a.s); break;
+    case AttrKind::Floats: for (float f : a.floats) out->add_floats(f); break;
+    case AttrKind::Ints: for (int64_t i : a.ints) out->add_ints(i); break;
+    case AttrKind::Strings: for (const auto& s : a.strings) out->add_strings(s); break;
+    case AttrKind::Tensor: tensor_to_proto(*a.tensors.at(0), out->mutable_t()); break;
+    case AttrKind::Tensors: for (const auto& t : a.tensors) tensor_to_proto(*t, out->add_tensors()); break;
+    case AttrKind::Graph: parse(out->mutable_g(), a.opaque.at(0)); break;
+    case AttrKind::Graphs: for (const auto& g : a.opaque) parse(out->add_graphs(), g); break;
+    case AttrKind::SparseTensor: parse(out->mutable_sparse_tensor(), a.opaque.at(0)); break;
+    case AttrKind::SparseTensors: for (const auto& s : a.opaque) parse(out->add_sparse_tensors(), s); break;
+    case AttrKind::TypeProto: parse(out->mutable_tp(), a.opaque.at(0)); break;
+    case AttrKind::TypeProtos: for (const auto& t : a.opaque) parse(out->add_type_protos(), t); break;
+    case AttrKind::Undefined: throw Error("internal: attribute '" + a.name + "' has no type");
+  }
+}
+
+void value_info_to_proto(const Value& v, onnx::ValueInfoProto* out) {
+  out->set_name(v.name());
+  onnx_io::value_type_to_proto(v.type, out->mutable_type());
+  if (!v.doc_string.empty()) out->set_doc_string(v.doc_string);
+}
+
+// Everything except initializer payloads.
+onnx::ModelProto model_skeleton(const Model& m) {
+  onnx::ModelProto mp;
+  mp.set_ir_version(m.ir_version);
+  for (const auto& o : m.opsets) {
+    auto* op = mp.add_opset_import();
+    op->set_domain(o.domain);
+    op->set_version(o.version);
+  }
+  if (!m.producer_name.empty()) mp.set_producer_name(m.producer_name);
+  if (!m.producer_version.empty()) mp.set_producer_version(m.producer_version);
+  if (!m.domain.empty()) mp.set_domain(m.domain);
+  if (m.model_version) mp.set_model_version(m.model_version);
+  if (!m.doc_string.empty()) mp.set_doc_string(m.doc_string);
+  for (const auto& [k, v] : m.metadata) {
+    auto* kv = mp.add_metadata_props();
+    kv->set_key(k);
+    kv->set_value(v);
+  }
+  for (const auto& f : m.opaque_functions) mp.add_functions()->ParseFromString(f);
+  for (const auto& t : m.opaque_training_info) mp.add_training_info()->ParseFromString(t);
+
+  const Graph& g = *m.graph;
+  auto* gp = mp.mutable_graph();
+  gp->set_name(g.name);
+  if (!g.doc_string.empty()) gp->set_doc_string(g.doc_string);
+  std::unordered_set<const Value*> listed;
+  for (const Value* v : g.inputs()) {
+    value_info_to_proto(*v, gp->add_input());
+    listed.insert(v);
+  }
+  for (const Value* v : g.outputs()) {
+    value_info_to_proto(*v, gp->add_output());
+    listed.insert(v);
+  }
+  for (const auto& n : g.nodes()) {
+    auto* np = gp->add_node();
+    if (!n->name.empty()) np->set_name(n->name);
+    np->set_op_type(n->op_type);
+    if (!n->domain.empty()) np->set_domain(n->domain);
+    if (!n->doc_string.empty()) np->set_doc_string(n->doc_string);
+    for (const Value* in : n->inputs()) np->add_input(in ? in->name() : "");
+    for (const Value* out : n->outputs()) np->add_output(out ? out->name() : "");
+    for (const auto& a : n->attributes) attribute_to_proto(a, np->add_attribute());
+    for (const Value* out : n->outputs()) {
+      if (!out || listed.count(out)) continue;
+      onnx::ValueInfoProto vi;
+      vi.set_name(out->name());
+      if (onnx_io::value_type_to_proto(out->type, vi.mutable_type())) {
+        if (!out->doc_string.empty()) vi.set_doc_string(out->doc_string);
+        *gp->add_value_info() = std::move(vi);
+      }
+    }
+  }
+  for (const auto& s : g.opaque_sparse_initializers) gp->add_sparse_initializer()->ParseFromString(s);
+  for (const auto& q : g.opaque_quantization_annotations) gp->add_quantization_annotation()->ParseFromString(q);
+  return mp;
+}
+
+struct InitializerEntry {
+  std::string header;                     // serialized TensorProto without its payload
+  std::span<const std::byte> inline_data;  // written as raw_data after the header
+  size_t size() const {
+    size_t n = header.size();
+    if (!inline_data.empty()) n += 1 /* raw_data tag */ + CodedOutputStream::VarintSize64(inline_data.size()) + inline_data.size();
+    return n;
+  }
+};
+
+}  // namespace
+
+void export_onnx(const Model& model, const fs::path& path, const ExportOptions& options) {
+  const Graph& g = *model.graph;
+  std::optional<AtomicFile> side;
+  size_t side_offset = 0;
+  if (!options.external_data.empty()) {
+    fs::path loc(options.external_data);
+    if (loc.is_absolute() || loc.has_parent_path())
+      throw Error(path.string() + ": external data location '" + options.external_data + "' must be a plain file name");
+    side.emplace(path.parent_path() / loc);
+  }
+
+  std::vector<InitializerEntry> entries;
+  entries.reserve(g.initializers().size());
+  for (const Value* v : g.initializers()) {
+    const Tensor& t = *v->initializer;
+    onnx::TensorProto tp;
+    tensor_header_to_proto(t, &tp);
+    tp.set_name(v->name());
+    InitializerEntry e;
+    bool external = side && t.dtype != DType::String && t.byte_size() >= options.external_threshold;
+    if (external) {
+      size_t pad = (kExternalAlignment - side_offset % kExternalAlignment) % kExternalAlignment;
+      static const char zeros[kExternalAlignment] = {};
+      side->write(zeros, pad);
+      side_offset += pad;
+      side->write(t.bytes().data(), t.byte_size());
+      tp.set_data_location(onnx::TensorProto::EXTERNAL);
+      auto add = [&](const char* key, std::string value) {
+        auto* kv = tp.add_external_data();
+        kv->set_key(key);
+        kv->set_value(std::move(value));
+      };
+      add("location", options.external_data);
+      add("offset", std::to_string(side_offset));
+      add("length", std::to_string(t.byte_size()));
+      side_offset += t.byte_size();
+    } else if (t.dtype != DType::String) {
+      if (t.byte_size() == 0) tp.set_raw_data("");
+      e.inline_data = t.bytes();
+    }
+    e.header = tp.SerializeAsString();
+    entries.push_back(std::move(e));
+  }
+
+  onnx::ModelProto skeleton = model_skeleton(model);
+  std::string graph_bytes = skeleton.graph().SerializeAsString();
+  skeleton.clear_graph();
+  std::string model_bytes = skeleton.SerializeAsString();
+
+  const uint32_t init_tag = length_delimited_tag(onnx::GraphProto::kInitializerFieldNumber);
+  const uint32_t raw_tag = length_delimited_tag(onnx::TensorProto::kRawDataFieldNumber);
+  const uint32_t graph_tag = length_delimited_tag(onnx::ModelProto::kGraphFieldNumber);
+  uint64_t graph_size = graph_bytes.size();
+  for (const auto& e : entries)
+    graph_size += CodedOutputStream::VarintSize32(init_tag) + CodedOutputStream::VarintSize64(e.size()) + e.size();
+  uint64_t total = model_bytes.size() + CodedOutputStream::VarintSize32(graph_tag) +
+                   CodedOutputStream::VarintSize64(graph_size) + graph_size;
+  if (total > static_cast<uint64_t>(INT_MAX))
+    throw Error(path.string() + ": the model would be " + std::to_string(total >> 20) +
+                " MiB, over protobuf's 2 GB limit; write the weights as external data");
+
+  AtomicFile out(path);
+  out.write(model_bytes);
+  out.write(varint(graph_tag));
+  out.write(varint(graph_size));
+  out.write(graph_bytes);
+  for (const auto& e : entries) {
+    out.write(varint(init_tag));
+    out.write(varint(e.size()));
+    out.write(e.header);
+    if (!e.inline_data.empty()) {
+      out.write(varint(raw_tag));
+      out.write(varint(e.inline_data.size()));
+      out.write(e.inline_data.data(), e.inline_data.size());
+    }
+  }
+  if (side) side->commit();  // the side file first: the model must never point at missing data
+  out.commit();
+}
+
+}  // namespace geopt

@@ -1,0 +1,22 @@
+#pragma once
+// IR -> ONNX. Writes a .onnx file that passes onnx::checker. Weights are
+// streamed from their buffers straight to disk, never copied into a protobuf,
+// and every file is written atomically.
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+#include "ir/graph.h"
+
+namespace geopt {
+
+struct ExportOptions {
+  // When set, tensors of at least external_threshold bytes go to this side file
+  // (a file name, relative to the model's folder) as ONNX external data.
+  std::string external_data;
+  size_t external_threshold = 1024;
+};
+
+void export_onnx(const Model& model, const std::filesystem::path& path, const ExportOptions& options = {});
+
+}  // namespace geopt

@@ -1,0 +1,377 @@
+#include "onnx/import.h"
+
+#include <fcntl.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <map>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "onnx/proto_types.h"
+#include "onnx/validate.h"
+#include "util/error.h"
+
+static_assert(std::endian::native == std::endian::little, "geopt stores tensors as little-endian bytes");
+
+namespace geopt {
+namespace fs = std::filesystem;
+namespace {
+
+std::string node_label(const onnx::NodeProto& n, int index) {
+  std::string op = n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "::" + n.op_type();
+  if (!n.name().empty()) return "node '" + n.name() + "' (" + op + ")";
+  return "node #" + std::to_string(index) + " (" + op + ", unnamed)";
+}
+
+// Maps external-data side files once each and hands out slices of them.
+class ExternalData {
+ public:
+  explicit ExternalData(fs::path model_dir) : dir_(std::move(model_dir)) {}
+
+  BufferSlice slice(const onnx::TensorProto& t, size_t expected, const std::string& where) {
+    std::string location;
+    uint64_t offset = 0;
+    std::optional<uint64_t> length;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      else if (kv.key() == "offset") offset = parse_u64(kv.value(), where, "offset");
+      else if (kv.key() == "length") length = parse_u64(kv.value(), where, "length");
+    }
+    if (location.empty()) throw Error(where + ": external data has no 'location'");
+    fs::path rel(location);
+    if (rel.is_absolute()) throw Error(where + ": external data location '" + location + "' must be relative to the model");
+    for (const auto& part : rel)
+      if (part == "..") throw Error(where + ": external data location '" + location + "' leaves the model's folder");
+    fs::path full = dir_ / rel;
+    auto& file = files_[full];
+    if (!file) {
+      try {
+        file = std::make_shared<MappedFile>(full);
+      } catch (const Error& e) {
+        throw Error(where + ": external data: " + e.what());
+      }
+    }
+    size_t file_size = file->bytes().size();
+    uint64_t len = length.value_or(expected);
+    if (len != expected)
+      throw Error(where + ": external data length " + std::to_string(len) + " does not match the " +
+                  std::to_string(expected) + " bytes its dims and dtype need");
+    if (offset > file_size || len > file_size - offset)
+      throw Error(where + ": external data [" + std::to_string(offset) + ", +" + std::to_string(len) +
+                  ") lies beyond the end of '" + location + "' (" + std::to_string(file_size) + " bytes)");
+    return BufferSlice(file, offset, len);
+  }
+
+ private:
+  static uint64_t parse_u64(const std::string& s, const std::string& where, const char* key) {
+    try {
+      size_t used = 0;
+      uint64_t v = std::stoull(s, &used);
+      if (used == s.size()) return v;
+    } catch (const std::exception&) {
+    }
+    throw Error(where + ": external data " + key + " '" + s + "' is not a number");
+  }
+
+  fs::path dir_;
+  std::map<fs::path, std::shared_ptr<MappedFile>> files_;
+};
+
+template <class Dst, class Field>
+std::string pack(const Field& field) {
+  std::string out(static_cast<size_t>(field.size()) * sizeof(Dst), '\0');
+  for (int i = 0; i < field.size(); ++i) {
+    Dst v = static_cast<Dst>(field.Get(i));
+    std::memcpy(out.data() + static_cast<size_t>(i) * sizeof(Dst), &v, sizeof(Dst));
+  }
+  return out;
+}
+
+// Element bytes from the typed repeated fields ONNX allows instead of raw_data.
+std::string typed_field_bytes(onnx::TensorProto& t) {
+  switch (static_cast<DType>(t.data_type())) {
+    case DType::F32: return pack<float>(t.float_data());
+    case DType::C64: return pack<float>(t.float_data());
+    case DType::F64: return pack<double>(t.double_data());
+    case DType::C128: return pack<double>(t.double_data());
+    case DType::I64: return pack<int64_t>(t.int64_data());
+    case DType::U32: return pack<uint32_t>(t.uint64_data());
+    case DType::U64: return pack<uint64_t>(t.uint64_data());
+    case DType::I32: return pack<int32_t>(t.int32_data());
+    case DType::I16: return pack<int16_t>(t.int32_data());
+    case DType::U16: case DType::F16: case DType::BF16: return pack<uint16_t>(t.int32_data());
+    case DType::I8: return pack<int8_t>(t.int32_data());
+    case DType::U8: case DType::Bool: return pack<uint8_t>(t.int32_data());
+    default: return {};
+  }
+}
+
+// Moves a TensorProto's payload into an IR tensor without copying raw bytes.
+std::shared_ptr<const Tensor> take_tensor(onnx::TensorProto& tp, ExternalData& ext, const std::string& where) {
+  auto t = std::make_shared<Tensor>();
+  t->name = tp.name();
+  t->dtype = static_cast<DType>(tp.data_type());
+  t->doc_string = tp.doc_string();
+  t->dims.assign(tp.dims().begin(), tp.dims().end());
+  if (tp.has_segment()) throw Error(where + ": segmented tensors are not supported");
+  for (int64_t d : t->dims)
+    if (d < 0) throw Error(where + ": negative dimension " + std::to_string(d));
+  if (t->dtype == DType::String) {
+    for (auto& s : *tp.mutable_string_data()) t->strings.push_back(std::move(s));
+    if (static_cast<int64_t>(t->strings.size()) != t->element_count())
+      throw Error(where + ": holds " + std::to_string(t->strings.size()) + " strings, dims need " +
+                  std::to_string(t->element_count()));
+    return t;
+  }
+  size_t elem = dtype_size(t->dtype);
+  if (elem == 0) throw Error(where + ": unsupported tensor dtype " + std::to_string(tp.data_type()));
+  size_t expected = static_cast<size_t>(t->element_count()) * elem;
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    t->data = ext.slice(tp, expected, where);
+    return t;
+  }
+  std::string bytes = tp.has_raw_data() ? std::move(*tp.mutable_raw_data()) : typed_field_bytes(tp);
+  if (bytes.size() != expected)
+    throw Error(where + ": holds " + std::to_string(bytes.size()) + " bytes of data, its dims and dtype need " +
+                std::to_string(expected));
+  t->data = BufferSlice(std::move(bytes));
+  return t;
+}
+
+Attribute take_attribute(onnx::AttributeProto& ap, ExternalData& ext, const std::string& where) {
+  Attribute a;
+  a.name = ap.name();
+  a.kind = static_cast<AttrKind>(ap.type());
+  a.ref_attr_name = ap.ref_attr_name();
+  a.doc_string = ap.doc_string();
+  const std::string at = where + " attribute '" + ap.name() + "'";
+  switch (a.kind) {
+    case AttrKind::Float: a.f = ap.f(); break;
+    case AttrKind::Int: a.i = ap.i(); break;
+    case AttrKind::String: a.s = ap.s(); break;
+    case AttrKind::Floats: a.floats.assign(ap.floats().begin(), ap.floats().end()); break;
+    case AttrKind::Ints: a.ints.assign(ap.ints().begin(), ap.ints().end()); break;
+    case AttrKind::Strings: a.strings.assign(ap.strings().begin(), ap.strings().end()); break;
+    case AttrKind::Tensor: a.tensors.push_back(take_tensor(*ap.mutable_t(), ext, at)); break;
+    case AttrKind::Tensors:
+      for (auto& t : *ap.mutable_tensors()) a.tensors.push_back(take_tensor(t, ext, at));
+      break;
+    case AttrKind::Graph: a.opaque.push_back(ap.g().SerializeAsString()); break;
+    case AttrKind::Graphs:
+      for (const auto& g : ap.graphs()) a.opaque.push_back(g.SerializeAsString());
+      break;
+    case AttrKind::SparseTensor: a.opaque.push_back(ap.sparse_tensor().SerializeAsString()); break;
+    case AttrKind::SparseTensors:
+      for (const auto& s : ap.sparse_tensors()) a.opaque.push_back(s.SerializeAsString());
+      break;
+    case AttrKind::TypeProto: a.opaque.push_back(ap.tp().SerializeAsString()); break;
+    case AttrKind::TypeProtos:
+      for (const auto& t : ap.type_protos()) a.opaque.push_back(t.SerializeAsString());
+      break;
+    case AttrKind::Undefined: throw Error(at + ": has no type");
+  }
+  return a;
+}
+
+onnx::ModelProto read_model_proto(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path.string() + ": cannot open: " + std::strerror(errno));
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  if (!ec && size > static_cast<uintmax_t>(INT_MAX)) {
+    ::close(fd);
+    throw Error(path.string() + ": a protobuf file cannot exceed 2 GB; store the weights as ONNX external data");
+  }
+  onnx::ModelProto model;
+  bool ok;
+  {
+    google::protobuf::io::FileInputStream stream(fd);
+    ok = model.ParseFromZeroCopyStream(&stream) && stream.GetErrno() == 0;
+  }
+  ::close(fd);
+  if (!ok) throw Error(path.string() + ": not a valid ONNX model (protobuf parse failed: truncated or corrupt file)");
+  if (!model.has_graph()) throw Error(path.string() + ": not a valid ONNX model (it has no graph)");
+  if (model.ir_version() <= 0) throw Error(path.string() + ": not a valid ONNX model (ir_version is missing)");
+  return model;
+}
+
+// Checks what ONNX's checker reports poorly (dangling inputs, unknown ops) with
+// messages that name the node, and puts the nodes in topological order.
+void check_structure_and_sort(onnx::ModelProto& model, const fs::path& path) {
+  const std::string file = path.string() + ": ";
+  auto& g = *model.mutable_graph();
+  std::unordered_map<std::string, int> producer;  // value name -> node index, -1 for graph-level
+  auto define = [&](const std::string& name, int index, const std::string& what) {
+    if (name.empty()) return;
+    auto [it, inserted] = producer.emplace(name, index);
+    if (!inserted && index >= 0)
+      throw Error(file + what + ": output '" + name + "' is already defined" +
+                  (it->second >= 0 ? " by " + node_label(g.node(it->second), it->second) : " by the graph"));
+  };
+  for (const auto& in : g.input()) define(in.name(), -1, "graph input");
+  for (const auto& init : g.initializer()) producer.emplace(init.name(), -1);
+  for (const auto& sp : g.sparse_initializer()) producer.emplace(sp.values().name(), -1);
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto& out : g.node(i).output()) define(out, i, node_label(g.node(i), i));
+
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    for (const auto& in : n.input())
+      if (!in.empty() && !producer.count(in))
+        throw Error(file + node_label(n, i) + ": input '" + in +
+                    "' is not a graph input, an initializer or the output of any node");
+    if (!onnx_io::has_schema(model, n)) {
+      const std::string& d = n.domain();
+      bool standard = d.empty() || d == "ai.onnx" || d == "ai.onnx.ml" || d == kGeoptDomain;
+      std::string domain = d.empty() ? "ai.onnx" : d;
+      int64_t version = 0;
+      for (const auto& o : model.opset_import())
+        if (o.domain() == d || (d.empty() && o.domain() == "ai.onnx") || (d == "ai.onnx" && o.domain().empty()))
+          version = o.version();
+      if (version == 0)
+        throw Error(file + node_label(n, i) + ": domain '" + domain + "' is not in the model's opset imports");
+      if (standard)
+        throw Error(file + node_label(n, i) + ": unknown operator '" + n.op_type() + "' in domain '" + domain +
+                    "' at opset " + std::to_string(version));
+      spdlog::warn("{}{}: no schema for domain '{}'; its output types stay unknown", file, node_label(n, i), domain);
+    }
+  }
+  for (const auto& out : g.output())
+    if (!producer.count(out.name()))
+      throw Error(file + "graph output '" + out.name() + "' is not produced by any node, input or initializer");
+
+  // Kahn's algorithm over node indices, earliest first, so sorted graphs keep their order.
+  const int count = g.node_size();
+  std::vector<std::vector<int>> consumers(count);
+  std::vector<int> pending(count, 0);
+  for (int i = 0; i < count; ++i) {
+    std::unordered_set<int> deps;
+    for (const auto& in : g.node(i).input()) {
+      auto it = in.empty() ? producer.end() : producer.find(in);
+      if (it != producer.end() && it->second >= 0) deps.insert(it->second);
+    }
+    for (int d : deps) consumers[d].push_back(i);
+    pending[i] = static_cast<int>(deps.size());
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (int i = 0; i < count; ++i)
+    if (pending[i] == 0) ready.push(i);
+  std::vector<int> order;
+  order.reserve(count);
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int c : consumers[i])
+      if (--pending[c] == 0) ready.push(c);
+  }
+  if (static_cast<int>(order.size()) != count) {
+    for (int i = 0; i < count; ++i)
+      if (pending[i] > 0) throw Error(file + node_label(g.node(i), i) + ": is part of a cycle");
+  }
+  bool sorted = true;
+  for (int i = 0; i < count; ++i) sorted = sorted && order[i] == i;
+  if (sorted) return;
+  spdlog::info("{}nodes were not in topological order; reordered", file);
+  std::vector<onnx::NodeProto*> released(count);
+  for (int i = count - 1; i >= 0; --i) released[i] = g.mutable_node()->ReleaseLast();
+  for (int i : order) g.mutable_node()->AddAllocated(released[i]);
+}
+
+void to_ir(onnx::ModelProto& mp, ExternalData& ext, const fs::path& path, Model& m) {
+  const std::string file = path.string() + ": ";
+  m.ir_version = mp.ir_version();
+  for (const auto& o : mp.opset_import())
+    m.opsets.push_back({o.domain() == "ai.onnx" ? "" : o.domain(), o.version()});
+  m.producer_name = mp.producer_name();
+  m.producer_version = mp.producer_version();
+  m.domain = mp.domain();
+  m.model_version = mp.model_version();
+  m.doc_string = mp.doc_string();
+  for (const auto& kv : mp.metadata_props()) m.metadata.emplace_back(kv.key(), kv.value());
+  for (const auto& f : mp.functions()) m.opaque_functions.push_back(f.SerializeAsString());
+  for (const auto& t : mp.training_info()) m.opaque_training_info.push_back(t.SerializeAsString());
+
+  auto& gp = *mp.mutable_graph();
+  Graph& g = *m.graph;
+  g.name = gp.name();
+  g.doc_string = gp.doc_string();
+  auto checked_add = [&](const std::string& name, const std::string& what) {
+    try {
+      return g.add_value(name);
+    } catch (const Error& e) {
+      throw Error(file + what + ": " + e.what());
+    }
+  };
+  for (const auto& in : gp.input()) {
+    Value* v = checked_add(in.name(), "graph input");
+    v->type = onnx_io::value_type_from_proto(in.type());
+    v->doc_string = in.doc_string();
+    g.add_input(v);
+  }
+  for (auto& init : *gp.mutable_initializer()) {
+    const std::string where = file + "initializer '" + init.name() + "'";
+    Value* v = g.find_value(init.name());
+    if (v && v->initializer) throw Error(where + ": defined twice");
+    if (!v) v = checked_add(init.name(), "initializer");
+    auto t = take_tensor(init, ext, where);
+    if (v->type.dtype == DType::Undefined) {
+      v->type.dtype = t->dtype;
+      v->type.shape = Shape(std::vector<Dim>(t->dims.begin(), t->dims.end()));
+    }
+    g.add_initializer(v, std::move(t));
+  }
+  for (const auto& sp : gp.sparse_initializer()) {
+    g.opaque_sparse_initializers.push_back(sp.SerializeAsString());
+    if (!g.find_value(sp.values().name())) checked_add(sp.values().name(), "sparse initializer");
+  }
+  for (const auto& qa : gp.quantization_annotation()) g.opaque_quantization_annotations.push_back(qa.SerializeAsString());
+
+  for (int i = 0; i < gp.node_size(); ++i) {
+    auto& np = *gp.mutable_node(i);
+    const std::string where = file + node_label(np, i);
+    std::vector<Value*> inputs, outputs;
+    for (const auto& in : np.input()) inputs.push_back(in.empty() ? nullptr : g.find_value(in));
+    for (const auto& out : np.output()) outputs.push_back(out.empty() ? nullptr : checked_add(out, node_label(np, i)));
+    Node* n = g.add_node(np.op_type(), np.domain(), np.name(), inputs, outputs);
+    n->doc_string = np.doc_string();
+    for (auto& ap : *np.mutable_attribute()) n->attributes.push_back(take_attribute(ap, ext, where));
+  }
+  for (const auto& vi : gp.value_info()) {
+    if (Value* v = g.find_value(vi.name())) {
+      v->type = onnx_io::value_type_from_proto(vi.type());
+      v->doc_string = vi.doc_string();
+    }
+  }
+  for (const auto& out : gp.output()) {
+    Value* v = g.find_value(out.name());
+    ValueType t = onnx_io::value_type_from_proto(out.type());
+    if (t.dtype != DType::Undefined || !t.is_tensor()) v->type = t;
+    if (!out.doc_string().empty()) v->doc_string = out.doc_string();
+    g.add_output(v);
+  }
+}
+
+}  // namespace
+
+Model import_onnx(const fs::path& path, const ImportOptions& options) {
+  onnx::ModelProto proto = read_model_proto(path);
+  check_structure_and_sort(proto, path);
+  onnx_io::run_checker(proto, path);
+  if (options.infer_shapes) onnx_io::run_shape_inference(proto, path);
+  ExternalData ext(path.parent_path());
+  Model model;
+  to_ir(proto, ext, path, model);
+  spdlog::debug("imported {}: {} nodes, {} initializers", path.string(), model.graph->nodes().size(),
+                model.graph->initializers().size());
+  return model;
+}
+
+}  // namespace geopt

@@ -1,0 +1,19 @@
+#pragma once
+// ONNX -> IR. Reads a .onnx file (and its external-data side files), checks it,
+// runs ONNX's own type and shape inference, and builds the IR without copying
+// weights: raw bytes move out of the protobuf, external data is memory-mapped.
+#include <filesystem>
+
+#include "ir/graph.h"
+
+namespace geopt {
+
+struct ImportOptions {
+  bool infer_shapes = true;  // run onnx::shape_inference (strict: type errors are rejected)
+};
+
+// Throws geopt::Error with a message that names the file and, where it applies,
+// the node and the reason.
+Model import_onnx(const std::filesystem::path& path, const ImportOptions& options = {});
+
+}  // namespace geopt

@@ -1,0 +1,333 @@
+#!/usr/bin/python3
+"""Export geopt's example models with random weights, plus reference inputs/outputs.
+
+Uses Debian's python3-torch / python3-torchvision / python3-onnx (run with /usr/bin/python3).
+Every architecture is exported at opset 13 (LayerNorm as primitive ops) and opset 17
+(native LayerNormalization). Weights are random (torch.manual_seed) with noise added to
+norm weights so that the exporter does not deduplicate equal tensors.
+
+Regenerate the committed models:
+    /usr/bin/python3 examples/export_models.py --out examples/models
+Make the BERT-base-sized benchmark model (about 440 MB; not committed):
+    /usr/bin/python3 examples/export_models.py --bert-base build/bench/bert_base_op13.onnx
+
+Layout per model NAME:
+    NAME.onnx
+    NAME/inputs/<input name>.npy     reference input, computed with torch.manual_seed
+    NAME/outputs/<output name>.npy   torch's output for that input
+"""
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+from torchvision.models.resnet import BasicBlock
+
+SEED = 20261129
+
+
+def perturb_(module: nn.Module) -> nn.Module:
+    """Give every parameter trained-looking random values (no two equal tensors)."""
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if p.dim() == 1 and ("norm" in name.lower() or name.endswith("ln.weight") or "bn" in name):
+                p.copy_(1.0 + 0.1 * torch.randn_like(p)) if name.endswith("weight") else p.copy_(0.05 * torch.randn_like(p))
+            elif p.dim() == 1:
+                p.copy_(0.05 * torch.randn_like(p))
+            else:
+                fan_in = p[0].numel()
+                p.copy_(torch.randn_like(p) / math.sqrt(fan_in))
+        for name, b in module.named_buffers():
+            if name.endswith("running_mean"):
+                b.copy_(0.1 * torch.randn_like(b))
+            elif name.endswith("running_var"):
+                b.copy_(1.0 + 0.2 * torch.rand_like(b))
+    return module
+
+
+# ---------------------------------------------------------------- BERT-like encoder
+class BertLayer(nn.Module):
+    def __init__(self, hidden, heads, inter, eps):
+        super().__init__()
+        self.heads = heads
+        self.head_dim = hidden // heads
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+        self.attn_out = nn.Linear(hidden, hidden)
+        self.attn_norm = nn.LayerNorm(hidden, eps=eps)
+        self.inter = nn.Linear(hidden, inter)
+        self.out = nn.Linear(inter, hidden)
+        self.out_norm = nn.LayerNorm(hidden, eps=eps)
+        self.dropout = nn.Dropout(0.1)
+
+    def split(self, x):
+        b, s, _ = x.shape
+        return x.view(b, s, self.heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, x, mask_bias):
+        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim) + mask_bias
+        probs = self.dropout(torch.softmax(scores, dim=-1))
+        ctx = torch.matmul(probs, v).transpose(1, 2).reshape(x.shape)
+        x = self.attn_norm(x + self.dropout(self.attn_out(ctx)))
+        h = F.gelu(self.inter(x))  # erf form
+        return self.out_norm(x + self.dropout(self.out(h)))
+
+
+class BertLike(nn.Module):
+    def __init__(self, vocab=512, hidden=64, layers=2, heads=4, inter=128, max_pos=64, eps=1e-12):
+        super().__init__()
+        self.word = nn.Embedding(vocab, hidden)
+        self.position = nn.Embedding(max_pos, hidden)
+        self.token_type = nn.Embedding(2, hidden)
+        self.emb_norm = nn.LayerNorm(hidden, eps=eps)
+        self.layers = nn.ModuleList([BertLayer(hidden, heads, inter, eps) for _ in range(layers)])
+        self.pooler = nn.Linear(hidden, hidden)
+
+    def forward(self, input_ids, attention_mask):
+        seq = input_ids.shape[1]
+        pos = torch.arange(seq, device=input_ids.device).unsqueeze(0)
+        x = self.word(input_ids) + self.position(pos) + self.token_type(torch.zeros_like(input_ids))
+        x = self.emb_norm(x)
+        mask_bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0
+        for layer in self.layers:
+            x = layer(x, mask_bias)
+        return x, torch.tanh(self.pooler(x[:, 0]))
+
+
+# ---------------------------------------------------------------- GPT-2-like decoder
+class Gpt2Block(nn.Module):
+    def __init__(self, hidden, heads, max_pos):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(hidden, eps=1e-5)
+        self.c_attn = nn.Linear(hidden, 3 * hidden)
+        self.c_proj = nn.Linear(hidden, hidden)
+        self.ln_2 = nn.LayerNorm(hidden, eps=1e-5)
+        self.fc = nn.Linear(hidden, 4 * hidden)
+        self.proj = nn.Linear(4 * hidden, hidden)
+        self.register_buffer("causal", torch.tril(torch.ones(max_pos, max_pos, dtype=torch.bool)).view(1, 1, max_pos, max_pos))
+
+    def forward(self, x):
+        b, s, h = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(h, dim=2)
+        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(h // self.heads)
+        scores = torch.where(self.causal[:, :, :s, :s], scores, torch.tensor(-1e4, dtype=scores.dtype))
+        ctx = torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).reshape(b, s, h)
+        x = x + self.c_proj(ctx)
+        return x + self.proj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+
+
+class Gpt2Like(nn.Module):
+    def __init__(self, vocab=512, hidden=64, layers=2, heads=4, max_pos=64):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, hidden)
+        self.wpe = nn.Embedding(max_pos, hidden)
+        self.blocks = nn.ModuleList([Gpt2Block(hidden, heads, max_pos) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(hidden, eps=1e-5)
+
+    def forward(self, input_ids):
+        pos = torch.arange(input_ids.shape[1]).unsqueeze(0)
+        x = self.wte(input_ids) + self.wpe(pos)
+        for block in self.blocks:
+            x = block(x)
+        return torch.matmul(self.ln_f(x), self.wte.weight.t())  # tied LM head
+
+
+# ---------------------------------------------------------------- LLaMA-like decoder
+class RmsNorm(nn.Module):
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden))
+        self.eps = eps
+
+    def forward(self, x):
+        variance = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(variance + self.eps))
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, hidden, heads, inter):
+        super().__init__()
+        self.heads = heads
+        self.head_dim = hidden // heads
+        self.input_norm = RmsNorm(hidden)
+        self.q_proj = nn.Linear(hidden, hidden, bias=False)
+        self.k_proj = nn.Linear(hidden, hidden, bias=False)
+        self.v_proj = nn.Linear(hidden, hidden, bias=False)
+        self.o_proj = nn.Linear(hidden, hidden, bias=False)
+        self.post_norm = RmsNorm(hidden)
+        self.gate_proj = nn.Linear(hidden, inter, bias=False)
+        self.up_proj = nn.Linear(hidden, inter, bias=False)
+        self.down_proj = nn.Linear(inter, hidden, bias=False)
+
+    def forward(self, x, cos, sin, causal_bias):
+        b, s, h = x.shape
+        y = self.input_norm(x)
+        q, k, v = (p(y).view(b, s, self.heads, self.head_dim).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim) + causal_bias
+        ctx = torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).reshape(b, s, h)
+        x = x + self.o_proj(ctx)
+        y = self.post_norm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(y)) * self.up_proj(y))
+
+
+class LlamaLike(nn.Module):
+    def __init__(self, vocab=512, hidden=64, layers=2, heads=4, inter=172, max_pos=64):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.blocks = nn.ModuleList([LlamaBlock(hidden, heads, inter) for _ in range(layers)])
+        self.norm = RmsNorm(hidden)
+        self.lm_head = nn.Linear(hidden, vocab, bias=False)
+        head_dim = hidden // heads
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2).float() / head_dim))
+        freqs = torch.outer(torch.arange(max_pos).float(), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos_cached", emb.cos()[None, None])
+        self.register_buffer("sin_cached", emb.sin()[None, None])
+        self.register_buffer("causal", torch.triu(torch.full((max_pos, max_pos), -1e4), diagonal=1)[None, None])
+
+    def forward(self, input_ids):
+        s = input_ids.shape[1]
+        x = self.embed(input_ids)
+        cos, sin = self.cos_cached[:, :, :s], self.sin_cached[:, :, :s]
+        causal = self.causal[:, :, :s, :s]
+        for block in self.blocks:
+            x = block(x, cos, sin, causal)
+        return self.lm_head(self.norm(x))
+
+
+# ---------------------------------------------------------------- CNNs
+class ResNet18Narrow(nn.Module):
+    """ResNet-18 topology (torchvision BasicBlock) at a quarter of the width."""
+
+    def __init__(self, base=16, num_classes=100):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, base, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(base)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        layers, inplanes = [], base
+        for i, blocks in enumerate([2, 2, 2, 2]):
+            planes, stride = base * 2 ** i, 1 if i == 0 else 2
+            for j in range(blocks):
+                down = None
+                if j == 0 and (stride != 1 or inplanes != planes):
+                    down = nn.Sequential(nn.Conv2d(inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes))
+                layers.append(BasicBlock(inplanes, planes, stride if j == 0 else 1, down))
+                inplanes = planes
+        self.layers = nn.Sequential(*layers)
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(inplanes, num_classes)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        return self.fc(torch.flatten(self.avgpool(self.layers(x)), 1))
+
+
+# ---------------------------------------------------------------- export
+def export(model, args, names_in, names_out, path, opset, dynamic_axes=None):
+    model.eval()
+    torch.onnx.export(model, args, path, opset_version=opset, input_names=names_in, output_names=names_out,
+                      dynamic_axes=dynamic_axes, do_constant_folding=True)
+    onnx.checker.check_model(onnx.load(path))  # check a loaded model: check_model(path) may rewrite the file
+
+
+def save_reference(model, args, names_in, names_out, directory):
+    with torch.no_grad():
+        outs = model(*args)
+    if isinstance(outs, torch.Tensor):
+        outs = (outs,)
+    for sub, names, tensors in (("inputs", names_in, args), ("outputs", names_out, outs)):
+        os.makedirs(os.path.join(directory, sub), exist_ok=True)
+        for n, t in zip(names, tensors):
+            np.save(os.path.join(directory, sub, n + ".npy"), t.numpy())
+
+
+def build(name):
+    """Return (model, example args, input names, output names, dynamic axes) for one architecture."""
+    torch.manual_seed(SEED)
+    g = torch.Generator().manual_seed(SEED + 1)
+    if name == "bert_tiny":
+        ids = torch.randint(0, 512, (1, 16), generator=g)
+        mask = torch.ones(1, 16, dtype=torch.int64)
+        mask[0, 12:] = 0
+        return perturb_(BertLike()), (ids, mask), ["input_ids", "attention_mask"], ["last_hidden_state", "pooled"], None
+    if name == "gpt2_tiny":
+        return perturb_(Gpt2Like()), (torch.randint(0, 512, (1, 16), generator=g),), ["input_ids"], ["logits"], None
+    if name == "llama_tiny":
+        return perturb_(LlamaLike()), (torch.randint(0, 512, (1, 16), generator=g),), ["input_ids"], ["logits"], None
+    if name == "resnet18_narrow":
+        return perturb_(ResNet18Narrow()), (torch.randn(1, 3, 64, 64, generator=g),), ["image"], ["logits"], None
+    if name == "mobilenetv2_half":
+        m = torchvision.models.mobilenet_v2(width_mult=0.5, num_classes=100)
+        return perturb_(m), (torch.randn(1, 3, 96, 96, generator=g),), ["image"], ["logits"], None
+    if name == "bert_tiny_dynamic":
+        model, args, ins, outs, _ = build("bert_tiny")
+        axes = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+                "last_hidden_state": {0: "batch", 1: "seq"}, "pooled": {0: "batch"}}
+        return model, args, ins, outs, axes
+    raise ValueError(name)
+
+
+def export_all(out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    plan = [(a, o) for a in ("bert_tiny", "gpt2_tiny", "llama_tiny", "resnet18_narrow", "mobilenetv2_half") for o in (13, 17)]
+    plan.append(("bert_tiny_dynamic", 17))
+    for arch, opset in plan:
+        name = f"{arch}_op{opset}" if arch != "bert_tiny_dynamic" else "bert_tiny_dynamic_seq_op17"
+        model, args, ins, outs, axes = build(arch)
+        path = os.path.join(out_dir, name + ".onnx")
+        export(model, args, ins, outs, path, opset, axes)
+        save_reference(model, args, ins, outs, os.path.join(out_dir, name))
+        print(f"{path}: {os.path.getsize(path)} bytes")
+    # A model whose weights live in a side file, written by ONNX's own external-data writer.
+    ext = onnx.load(os.path.join(out_dir, "resnet18_narrow_op13.onnx"))
+    ext_path = os.path.join(out_dir, "resnet18_narrow_external_op13.onnx")
+    onnx.save_model(ext, ext_path, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="resnet18_narrow_external_op13.weights", size_threshold=1024)
+    print(f"{ext_path}: external data")
+
+
+def export_bert_base(path):
+    torch.manual_seed(SEED)
+    model = perturb_(BertLike(vocab=30522, hidden=768, layers=12, heads=12, inter=3072, max_pos=512))
+    ids = torch.randint(0, 30522, (1, 128))
+    mask = torch.ones(1, 128, dtype=torch.int64)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    model.eval()
+    torch.onnx.export(model, (ids, mask), path, opset_version=13, input_names=["input_ids", "attention_mask"],
+                      output_names=["last_hidden_state", "pooled"], do_constant_folding=True)
+    print(f"{path}: {os.path.getsize(path)} bytes")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "models"))
+    ap.add_argument("--bert-base", metavar="PATH", help="write only the BERT-base-sized benchmark model to PATH")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    if a.bert_base:
+        export_bert_base(a.bert_base)
+    else:
+        export_all(a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages geopt needs. Does nothing when they are already there.
+#   scripts/install-deps.sh            build + test dependencies
+#   scripts/install-deps.sh --examples also python3-torch etc. to regenerate examples/
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  tao-pegtl-dev libprotobuf-dev protobuf-compiler libonnx-dev libtomlplusplus-dev
+  doctest-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
+)
+if [[ "${1:-}" == "--examples" ]]; then
+  packages+=(python3-torch python3-torchvision python3-onnx python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -9,7 +9,7 @@ norm weights so that the exporter does not deduplicate equal tensors.
 Regenerate the committed models:
     /usr/bin/python3 examples/export_models.py --out examples/models
 Make the BERT-base-sized benchmark model (about 440 MB; not committed):
-    /usr/bin/python3 examples/export_models.py --bert-base build/bench/bert_base_op13.onnx
+    /usr/bin/python3 examples/export_models.py --bert-base bench/out/bert_base_op13.onnx
 
 Layout per model NAME:
     NAME.onnx

@@ -35,6 +35,15 @@ class ExternalData {
  public:
   explicit ExternalData(fs::path model_dir) : dir_(std::move(model_dir)) {}
 
+  // Side files must stay inside the model's folder (as ONNX Runtime requires).
+  static void check_location(const std::string& location, const std::string& where) {
+    if (location.empty()) throw Error(where + ": external data has no 'location'");
+    fs::path rel(location);
+    if (rel.is_absolute()) throw Error(where + ": external data location '" + location + "' must be relative to the model");
+    for (const auto& part : rel)
+      if (part == "..") throw Error(where + ": external data location '" + location + "' leaves the model's folder");
+  }
+
   BufferSlice slice(const onnx::TensorProto& t, size_t expected, const std::string& where) {
     std::string location;
     uint64_t offset = 0;
@@ -44,12 +53,8 @@ class ExternalData {
       else if (kv.key() == "offset") offset = parse_u64(kv.value(), where, "offset");
       else if (kv.key() == "length") length = parse_u64(kv.value(), where, "length");
     }
-    if (location.empty()) throw Error(where + ": external data has no 'location'");
-    fs::path rel(location);
-    if (rel.is_absolute()) throw Error(where + ": external data location '" + location + "' must be relative to the model");
-    for (const auto& part : rel)
-      if (part == "..") throw Error(where + ": external data location '" + location + "' leaves the model's folder");
-    fs::path full = dir_ / rel;
+    check_location(location, where);
+    fs::path full = dir_ / location;
     auto& file = files_[full];
     if (!file) {
       try {
@@ -216,7 +221,11 @@ void check_structure_and_sort(onnx::ModelProto& model, const fs::path& path) {
                   (it->second >= 0 ? " by " + node_label(g.node(it->second), it->second) : " by the graph"));
   };
   for (const auto& in : g.input()) define(in.name(), -1, "graph input");
-  for (const auto& init : g.initializer()) producer.emplace(init.name(), -1);
+  for (const auto& init : g.initializer()) {
+    producer.emplace(init.name(), -1);
+    for (const auto& kv : init.external_data())
+      if (kv.key() == "location") ExternalData::check_location(kv.value(), file + "initializer '" + init.name() + "'");
+  }
   for (const auto& sp : g.sparse_initializer()) producer.emplace(sp.values().name(), -1);
   for (int i = 0; i < g.node_size(); ++i)
     for (const auto& out : g.node(i).output()) define(out, i, node_label(g.node(i), i));

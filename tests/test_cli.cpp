@@ -1,0 +1,78 @@
+// The geopt binary: subcommands, exit codes, text and JSON reports.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+using geopt::test::run_cli;
+namespace fs = std::filesystem;
+
+TEST_CASE("geopt --version and --help") {
+  auto v = run_cli({"--version"});
+  CHECK(v.exit_code == 0);
+  CHECK(v.out.find("geopt 0.1.0") == 0);
+  auto h = run_cli({"--help"});
+  CHECK(h.exit_code == 0);
+  CHECK(h.out.find("info") != std::string::npos);
+  auto ih = run_cli({"info", "--help"});
+  CHECK(ih.exit_code == 0);
+  CHECK(ih.out.find("--json") != std::string::npos);
+}
+
+TEST_CASE("usage errors exit 2 with a message") {
+  auto r = run_cli({"info", "--no-such-flag", "x.onnx"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--no-such-flag") != std::string::npos);
+  CHECK(run_cli({}).exit_code == 2);                     // no subcommand
+  CHECK(run_cli({"frobnicate"}).exit_code == 2);         // unknown subcommand
+  CHECK(run_cli({"--log-level", "loud", "info", "m"}).exit_code == 2);
+}
+
+TEST_CASE("geopt info prints the model's interface and op mix") {
+  auto r = run_cli({"info", (geopt::test::examples_dir() / "bert_tiny_op13.onnx").string()});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("producer      pytorch") != std::string::npos);
+  CHECK(r.out.find("opsets        ai.onnx 13") != std::string::npos);
+  CHECK(r.out.find("input_ids") != std::string::npos);
+  CHECK(r.out.find("i64[1,16]") != std::string::npos);
+  CHECK(r.out.find("last_hidden_state") != std::string::npos);
+  CHECK(r.out.find("f32[1,16,64]") != std::string::npos);
+  CHECK(r.out.find("ReduceMean") != std::string::npos);
+  CHECK(r.err.empty());
+}
+
+TEST_CASE("geopt info --json agrees with the model") {
+  auto r = run_cli({"info", "--json", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string()});
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["opsets"]["ai.onnx"] == 17);
+  REQUIRE(j["inputs"].size() == 2);
+  CHECK(j["inputs"][0]["name"] == "input_ids");
+  CHECK(j["inputs"][0]["dtype"] == "i64");
+  CHECK(j["inputs"][0]["shape"] == nlohmann::json::array({"batch", "seq"}));
+  CHECK(j["symbolic_dims"] == nlohmann::json::array({"batch", "seq"}));
+  CHECK(j["op_histogram"]["LayerNormalization"] == 5);  // embedding LN + 2 per layer
+  CHECK(j["op_histogram"]["Erf"] == 2);                 // one GELU per layer
+  size_t total = 0;
+  for (const auto& [op, n] : j["op_histogram"].items()) total += n.get<size_t>();
+  CHECK(total == j["node_count"].get<size_t>());
+  // Pinned from ONNX's Python API: initializers plus Constant-node tensors.
+  CHECK(j["parameter_count"] == 108289);
+  CHECK(j["parameter_bytes"] == 433376);
+  CHECK(j["initializer_count"] == 39);
+}
+
+TEST_CASE("geopt info on bad input exits 1 with a one-line error") {
+  fs::path dir = geopt::test::scratch_dir("cli-bad");
+  geopt::test::write_file(dir / "cut.onnx",
+                          geopt::test::read_file(geopt::test::examples_dir() / "gpt2_tiny_op13.onnx").substr(0, 5000));
+  auto r = run_cli({"info", (dir / "cut.onnx").string()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("geopt: error: ") == 0);
+  CHECK(r.err.find("cut.onnx") != std::string::npos);
+  CHECK(r.out.empty());
+  auto missing = run_cli({"info", (dir / "absent.onnx").string()});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("cannot open") != std::string::npos);
+}

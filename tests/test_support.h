@@ -1,0 +1,31 @@
+#pragma once
+// Shared helpers for the test suites: example models, scratch folders, CLI runs.
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace geopt::test {
+
+std::filesystem::path examples_dir();
+// Every committed example model (*.onnx), sorted.
+std::vector<std::filesystem::path> example_models();
+// A fresh empty folder under the system temp dir, removed at exit.
+std::filesystem::path scratch_dir(const std::string& tag);
+
+std::string read_file(const std::filesystem::path& p);
+void write_file(const std::filesystem::path& p, const std::string& bytes);
+// Parses ONNX's textual model syntax (onnx/defs/parser.h); fails the test on a syntax error.
+onnx::ModelProto parse_text_model(const char* text);
+void save_model(const onnx::ModelProto& m, const std::filesystem::path& p);
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs the geopt binary with these arguments (shell-quoted for you).
+CliResult run_cli(const std::vector<std::string>& args);
+
+}  // namespace geopt::test

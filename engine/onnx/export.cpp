@@ -101,11 +101,19 @@ onnx::ModelProto model_skeleton(const Model& m) {
   gp->set_name(g.name);
   if (!g.doc_string.empty()) gp->set_doc_string(g.doc_string);
   std::unordered_set<const Value*> listed;
+  // ONNX's checker requires a dtype and a shape (of known rank) on graph inputs and outputs.
+  auto require_type = [](const Value* v, const char* what) {
+    if (!v->type.is_tensor()) return;
+    if (v->type.dtype == DType::Undefined) throw Error(std::string(what) + " '" + v->name() + "' has no type");
+    if (!v->type.shape) throw Error(std::string(what) + " '" + v->name() + "' has no shape (not even a rank)");
+  };
   for (const Value* v : g.inputs()) {
+    require_type(v, "graph input");
     value_info_to_proto(*v, gp->add_input());
     listed.insert(v);
   }
   for (const Value* v : g.outputs()) {
+    require_type(v, "graph output");
     value_info_to_proto(*v, gp->add_output());
     listed.insert(v);
   }
@@ -147,6 +155,12 @@ struct InitializerEntry {
 
 void export_onnx(const Model& model, const fs::path& path, const ExportOptions& options) {
   const Graph& g = *model.graph;
+  onnx::ModelProto skeleton;
+  try {
+    skeleton = model_skeleton(model);  // validates before any file is touched
+  } catch (const Error& e) {
+    throw Error(path.string() + ": cannot export: " + e.what());
+  }
   std::optional<AtomicFile> side;
   size_t side_offset = 0;
   if (!options.external_data.empty()) {
@@ -189,7 +203,6 @@ void export_onnx(const Model& model, const fs::path& path, const ExportOptions& 
     entries.push_back(std::move(e));
   }
 
-  onnx::ModelProto skeleton = model_skeleton(model);
   std::string graph_bytes = skeleton.graph().SerializeAsString();
   skeleton.clear_graph();
   std::string model_bytes = skeleton.SerializeAsString();

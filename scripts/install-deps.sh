@@ -7,7 +7,9 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   tao-pegtl-dev libprotobuf-dev protobuf-compiler libonnx-dev libtomlplusplus-dev
-  doctest-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
+  doctest-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libdnnl-dev
+  ocl-icd-opencl-dev  # dnnl-config.cmake looks for OpenCL (oneDNN is built with its GPU runtime)
+  libonnx-testdata
 )
 if [[ "${1:-}" == "--examples" ]]; then
   packages+=(python3-torch python3-torchvision python3-onnx python3-numpy)

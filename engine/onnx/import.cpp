@@ -370,6 +370,21 @@ void to_ir(onnx::ModelProto& mp, ExternalData& ext, const fs::path& path, Model&
 
 }  // namespace
 
+std::shared_ptr<const Tensor> import_tensor(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path.string() + ": cannot open: " + std::strerror(errno));
+  onnx::TensorProto proto;
+  bool ok;
+  {
+    google::protobuf::io::FileInputStream stream(fd);
+    ok = proto.ParseFromZeroCopyStream(&stream);
+  }
+  ::close(fd);
+  if (!ok) throw Error(path.string() + ": not a serialized onnx.TensorProto");
+  ExternalData ext(path.parent_path());
+  return take_tensor(proto, ext, path.string());
+}
+
 Model import_onnx(const fs::path& path, const ImportOptions& options) {
   onnx::ModelProto proto = read_model_proto(path);
   check_structure_and_sort(proto, path);

@@ -16,4 +16,7 @@ struct ImportOptions {
 // the node and the reason.
 Model import_onnx(const std::filesystem::path& path, const ImportOptions& options = {});
 
+// Reads one serialized onnx.TensorProto (as ONNX's test data stores them).
+std::shared_ptr<const Tensor> import_tensor(const std::filesystem::path& path);
+
 }  // namespace geopt

@@ -1,0 +1,41 @@
+#pragma once
+// The reference evaluator: runs an IR graph on the host, node by node in
+// topological order, with the built-in kernels. No hardware knowledge.
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "eval/host_tensor.h"
+#include "eval/kernel.h"
+#include "ir/graph.h"
+
+namespace geopt {
+
+using NamedTensors = std::vector<std::pair<std::string, HostTensor>>;
+
+class Evaluator {
+ public:
+  // Throws geopt::Error listing every node whose op has no kernel.
+  explicit Evaluator(const Model& model, const KernelRegistry& kernels = KernelRegistry::builtin());
+
+  // Graph inputs the caller must feed (those without an initializer).
+  std::vector<const Value*> required_inputs() const;
+  // Checks the feeds (names, dtypes, shapes, symbolic dims) and runs the graph.
+  // Returns the graph outputs in their declared order.
+  NamedTensors run(const std::map<std::string, HostTensor>& inputs) const;
+
+ private:
+  void check_inputs(const std::map<std::string, HostTensor>& inputs) const;
+
+  const Model& model_;
+  const KernelRegistry& kernels_;
+  std::vector<const KernelInfo*> node_kernels_;
+};
+
+// Random inputs for every required graph input (uniform [-1,1) floats; small
+// non-negative integers; `symbol_values` fixes symbolic dims, default 1).
+std::map<std::string, HostTensor> random_inputs(const Model& model, uint64_t seed,
+                                                const std::map<std::string, int64_t>& symbol_values = {});
+
+}  // namespace geopt

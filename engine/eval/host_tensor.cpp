@@ -1,0 +1,125 @@
+#include "eval/host_tensor.h"
+
+#include <cstring>
+#include <new>
+
+#include "eval/half.h"
+#include "util/error.h"
+
+namespace geopt {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+std::shared_ptr<std::byte> allocate(size_t nbytes) {
+  size_t n = nbytes == 0 ? kAlignment : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+  auto* p = static_cast<std::byte*>(::operator new(n, std::align_val_t(kAlignment)));
+  std::memset(p, 0, n);
+  return std::shared_ptr<std::byte>(p, [](std::byte* q) { ::operator delete(q, std::align_val_t(kAlignment)); });
+}
+
+int64_t count(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) throw Error("negative dimension " + std::to_string(d));
+    n *= d;
+  }
+  return n;
+}
+
+}  // namespace
+
+HostTensor::HostTensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), dims_(std::move(dims)) {
+  int64_t n = count(dims_);
+  if (dtype_ == DType::String) {
+    strings.resize(static_cast<size_t>(n));
+    return;
+  }
+  nbytes_ = static_cast<size_t>(n) * dtype_size(dtype_);
+  auto storage = allocate(nbytes_);
+  data_ = storage.get();
+  keep_ = std::move(storage);
+  writable_ = true;
+}
+
+HostTensor HostTensor::view(const Tensor& constant) {
+  HostTensor t;
+  t.dtype_ = constant.dtype;
+  t.dims_ = constant.dims;
+  if (constant.dtype == DType::String) {
+    t.strings = constant.strings;
+    return t;
+  }
+  auto bytes = constant.bytes();
+  size_t align = std::max<size_t>(dtype_size(constant.dtype), 1);
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % align != 0 || bytes.empty()) {
+    HostTensor copy(constant.dtype, constant.dims);
+    if (!bytes.empty()) std::memcpy(copy.data_, bytes.data(), bytes.size());
+    return copy;
+  }
+  t.nbytes_ = bytes.size();
+  t.data_ = const_cast<std::byte*>(bytes.data());
+  t.keep_ = constant.data.owner();
+  t.writable_ = false;
+  return t;
+}
+
+int64_t HostTensor::size() const { return count(dims_); }
+
+std::byte* HostTensor::mutable_raw() {
+  if (!writable_ && data_) throw Error("internal: writing to a read-only constant tensor");
+  return data_;
+}
+
+int64_t HostTensor::int_at(int64_t i) const {
+  switch (dtype_) {
+    case DType::I64: return data<int64_t>()[i];
+    case DType::I32: return data<int32_t>()[i];
+    case DType::I16: return data<int16_t>()[i];
+    case DType::I8: return data<int8_t>()[i];
+    case DType::U8: return data<uint8_t>()[i];
+    case DType::U16: return data<uint16_t>()[i];
+    case DType::U32: return data<uint32_t>()[i];
+    case DType::U64: return static_cast<int64_t>(data<uint64_t>()[i]);
+    case DType::Bool: return data<uint8_t>()[i];
+    default: throw Error("expected an integer tensor, got " + dtype_name(dtype_));
+  }
+}
+
+std::vector<int64_t> HostTensor::ints() const {
+  std::vector<int64_t> v(static_cast<size_t>(size()));
+  for (int64_t i = 0; i < size(); ++i) v[static_cast<size_t>(i)] = int_at(i);
+  return v;
+}
+
+double HostTensor::real_at(int64_t i) const {
+  switch (dtype_) {
+    case DType::F32: return data<float>()[i];
+    case DType::F64: return data<double>()[i];
+    case DType::F16: return half_to_float(data<uint16_t>()[i]);
+    case DType::BF16: return bf16_to_float(data<uint16_t>()[i]);
+    default: return static_cast<double>(int_at(i));
+  }
+}
+
+HostTensor HostTensor::reshaped(std::vector<int64_t> dims) const {
+  if (count(dims) != size()) throw Error("internal: reshape changes the element count");
+  HostTensor t = *this;
+  t.dims_ = std::move(dims);
+  return t;
+}
+
+HostTensor HostTensor::clone() const {
+  HostTensor t(dtype_, dims_);
+  if (nbytes_) std::memcpy(t.data_, data_, nbytes_);
+  t.strings = strings;
+  return t;
+}
+
+std::string HostTensor::shape_string() const {
+  std::string s = dtype_name(dtype_) + "[";
+  for (size_t i = 0; i < dims_.size(); ++i) s += (i ? "," : "") + std::to_string(dims_[i]);
+  return s + "]";
+}
+
+}  // namespace geopt

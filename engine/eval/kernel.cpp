@@ -1,0 +1,82 @@
+#include "eval/kernel.h"
+
+#include "util/error.h"
+
+namespace geopt {
+
+const HostTensor& KernelContext::input(size_t i) const {
+  if (!has_input(i)) fail("input " + std::to_string(i) + " is required");
+  return *inputs_[i];
+}
+
+int64_t KernelContext::attr_int(std::string_view name, int64_t fallback) const {
+  const Attribute* a = node_.attr(name);
+  return a ? a->i : fallback;
+}
+
+float KernelContext::attr_float(std::string_view name, float fallback) const {
+  const Attribute* a = node_.attr(name);
+  return a ? a->f : fallback;
+}
+
+std::string KernelContext::attr_string(std::string_view name, const std::string& fallback) const {
+  const Attribute* a = node_.attr(name);
+  return a ? a->s : fallback;
+}
+
+std::vector<int64_t> KernelContext::attr_ints(std::string_view name, std::vector<int64_t> fallback) const {
+  const Attribute* a = node_.attr(name);
+  return a ? a->ints : fallback;
+}
+
+std::vector<float> KernelContext::attr_floats(std::string_view name, std::vector<float> fallback) const {
+  const Attribute* a = node_.attr(name);
+  return a ? a->floats : fallback;
+}
+
+const Tensor* KernelContext::attr_tensor(std::string_view name) const {
+  const Attribute* a = node_.attr(name);
+  return a && !a->tensors.empty() ? a->tensors[0].get() : nullptr;
+}
+
+void KernelContext::fail(const std::string& message) const { throw Error(node_.describe() + ": " + message); }
+
+const KernelRegistry& KernelRegistry::builtin() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    register_elementwise_kernels(r);
+    register_linalg_kernels(r);
+    register_conv_pool_kernels(r);
+    register_norm_kernels(r);
+    register_reduce_kernels(r);
+    register_softmax_kernels(r);
+    register_shape_kernels(r);
+    register_fused_kernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+namespace {
+std::string key(std::string_view domain, std::string_view op) {
+  if (domain.empty() || domain == "ai.onnx") return std::string(op);
+  return std::string(domain) + "::" + std::string(op);
+}
+}  // namespace
+
+void KernelRegistry::add(std::string_view domain, std::string_view op, KernelFn fn, bool half_via_f32) {
+  kernels_[key(domain, op)] = KernelInfo{std::move(fn), half_via_f32};
+}
+
+const KernelInfo* KernelRegistry::find(std::string_view domain, std::string_view op) const {
+  auto it = kernels_.find(key(domain, op));
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> KernelRegistry::op_names() const {
+  std::vector<std::string> names;
+  for (const auto& [k, v] : kernels_) names.push_back(k);
+  return names;
+}
+
+}  // namespace geopt

@@ -1,0 +1,45 @@
+#include "kernels/activation.h"
+
+#include <cmath>
+
+namespace geopt {
+
+float gelu_erf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+
+float gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+}
+
+void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string& name, const std::vector<float>& params) {
+  if (name == "none" || name.empty()) return;
+  float* p = y.mutable_data<float>();
+  const int64_t n = y.size();
+  auto each = [&](auto f) {
+#pragma omp parallel for if (n > (1 << 16))
+    for (int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
+  };
+  if (name == "Relu") {
+    each([](float v) { return v > 0 ? v : 0.0f; });
+  } else if (name == "Clip") {
+    if (params.size() != 2) ctx.fail("Clip activation needs 2 params (min, max)");
+    float lo = params[0], hi = params[1];
+    each([lo, hi](float v) { return v < lo ? lo : (v > hi ? hi : v); });
+  } else if (name == "LeakyRelu") {
+    float a = params.empty() ? 0.01f : params[0];
+    each([a](float v) { return v >= 0 ? v : a * v; });
+  } else if (name == "HardSwish") {
+    each([](float v) { return v * std::max(0.0f, std::min(1.0f, v / 6.0f + 0.5f)); });
+  } else if (name == "Sigmoid") {
+    each([](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+  } else if (name == "SiLU") {
+    each([](float v) { return v / (1.0f + std::exp(-v)); });
+  } else if (name == "Gelu") {
+    each(gelu_erf);
+  } else if (name == "Tanh") {
+    each([](float v) { return std::tanh(v); });
+  } else {
+    ctx.fail("unknown activation '" + name + "'");
+  }
+}
+
+}  // namespace geopt

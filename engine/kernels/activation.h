@@ -1,0 +1,15 @@
+#pragma once
+// The activations that fused kernels apply last (see docs/OPS.md).
+#include <string>
+#include <vector>
+
+#include "eval/kernel.h"
+
+namespace geopt {
+
+// Applies `name` with `params` to every element of an f32 tensor, in place.
+void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string& name, const std::vector<float>& params);
+float gelu_erf(float x);
+float gelu_tanh(float x);
+
+}  // namespace geopt

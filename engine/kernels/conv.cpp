@@ -1,0 +1,225 @@
+// Conv on oneDNN (blocked layouts chosen by oneDNN, reorders around it) and
+// ConvTranspose as a direct scatter loop.
+#include "kernels/conv.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cmath>
+
+#include "kernels/dispatch.h"
+
+namespace geopt {
+
+WindowGeometry window_geometry(const KernelContext& ctx, const std::vector<int64_t>& x_dims,
+                               const std::vector<int64_t>& kernel, bool ceil_mode) {
+  const size_t sp = x_dims.size() - 2;
+  WindowGeometry g;
+  g.in.assign(x_dims.begin() + 2, x_dims.end());
+  g.kernel = kernel;
+  if (g.kernel.size() != sp) ctx.fail("kernel has " + std::to_string(g.kernel.size()) + " spatial dims, input has " + std::to_string(sp));
+  g.strides = ctx.attr_ints("strides", std::vector<int64_t>(sp, 1));
+  g.dilations = ctx.attr_ints("dilations", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
+  if (g.strides.size() != sp || g.dilations.size() != sp || pads.size() != 2 * sp) ctx.fail("strides, dilations or pads have the wrong length");
+  g.pad_begin.assign(pads.begin(), pads.begin() + static_cast<int64_t>(sp));
+  g.pad_end.assign(pads.begin() + static_cast<int64_t>(sp), pads.end());
+  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  g.out.resize(sp);
+  for (size_t i = 0; i < sp; ++i) {
+    if (g.strides[i] <= 0 || g.dilations[i] <= 0) ctx.fail("strides and dilations must be positive");
+    const int64_t span = (g.kernel[i] - 1) * g.dilations[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t out = (g.in[i] + g.strides[i] - 1) / g.strides[i];
+      int64_t total = std::max<int64_t>(0, (out - 1) * g.strides[i] + span - g.in[i]);
+      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.pad_end[i] = total - g.pad_begin[i];
+    } else if (auto_pad == "VALID") {
+      g.pad_begin[i] = g.pad_end[i] = 0;
+    } else if (auto_pad != "NOTSET") {
+      ctx.fail("unknown auto_pad '" + auto_pad + "'");
+    }
+    const int64_t padded = g.in[i] + g.pad_begin[i] + g.pad_end[i] - span;
+    if (padded < 0) ctx.fail("the window is larger than the padded input");
+    int64_t out = (ceil_mode ? (padded + g.strides[i] - 1) / g.strides[i] : padded / g.strides[i]) + 1;
+    // With ceil_mode, a last window that starts in the end padding is dropped.
+    if (ceil_mode && (out - 1) * g.strides[i] >= g.in[i] + g.pad_begin[i]) --out;
+    g.out[i] = out;
+  }
+  return g;
+}
+
+namespace {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::memory::format_tag plain_tag(size_t rank, bool grouped_weights) {
+  using tag = dnnl::memory::format_tag;
+  if (grouped_weights) return rank == 3 ? tag::goiw : rank == 4 ? tag::goihw : tag::goidhw;
+  return rank == 3 ? tag::abc : rank == 4 ? tag::abcd : tag::abcde;
+}
+
+}  // namespace
+
+HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const HostTensor* b) {
+  using namespace dnnl;
+  using dt = memory::data_type;
+  if (x.rank() < 3 || x.rank() > 5) ctx.fail("Conv supports 1-D, 2-D and 3-D inputs");
+  if (w.rank() != x.rank()) ctx.fail("weights rank differs from input rank");
+  if (x.dtype() != DType::F32 || w.dtype() != DType::F32) ctx.fail("Conv runs on f32 (got " + dtype_name(x.dtype()) + ")");
+  const int64_t group = ctx.attr_int("group", 1);
+  const int64_t n = x.dims()[0], c = x.dims()[1], m = w.dims()[0];
+  if (group <= 0 || c % group != 0 || m % group != 0 || w.dims()[1] * group != c)
+    ctx.fail("channels " + std::to_string(c) + " and weights " + w.shape_string() + " do not match group " + std::to_string(group));
+  std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape", std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
+  WindowGeometry g = window_geometry(ctx, x.dims(), kernel, false);
+
+  memory::dims src_dims{n, c}, dst_dims{n, m}, wei_dims, dil, strides(g.strides.begin(), g.strides.end());
+  src_dims.insert(src_dims.end(), g.in.begin(), g.in.end());
+  dst_dims.insert(dst_dims.end(), g.out.begin(), g.out.end());
+  if (group > 1) wei_dims = {group, m / group, c / group};
+  else wei_dims = {m, c};
+  wei_dims.insert(wei_dims.end(), w.dims().begin() + 2, w.dims().end());
+  for (int64_t d : g.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
+  memory::dims pl(g.pad_begin.begin(), g.pad_begin.end()), pr(g.pad_end.begin(), g.pad_end.end());
+
+  std::vector<int64_t> out_dims(dst_dims.begin(), dst_dims.end());
+  HostTensor y(DType::F32, out_dims);
+  if (y.size() == 0) return y;
+  engine& eng = cpu_engine();
+  stream s(eng);
+  const size_t rank = x.rank();
+  memory::desc src_user_md(src_dims, dt::f32, plain_tag(rank, false));
+  memory::desc wei_user_md(wei_dims, dt::f32, plain_tag(rank, group > 1));
+  memory::desc dst_user_md(dst_dims, dt::f32, plain_tag(rank, false));
+  memory::desc bias_md = b ? memory::desc({m}, dt::f32, memory::format_tag::a) : memory::desc();
+  auto any = [](const memory::dims& d) { return memory::desc(d, dt::f32, memory::format_tag::any); };
+  convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct, any(src_dims), any(wei_dims),
+                                 bias_md, any(dst_dims), strides, dil, pl, pr);
+  convolution_forward::primitive_desc pd(desc, eng);
+
+  auto prepare = [&](const memory::desc& want, const memory::desc& user_md, const void* data) {
+    memory user(user_md, eng, const_cast<void*>(data));
+    if (want == user_md) return user;
+    memory m2(want, eng);
+    reorder(user, m2).execute(s, user, m2);
+    return m2;
+  };
+  memory src = prepare(pd.src_desc(), src_user_md, x.raw());
+  memory wei = prepare(pd.weights_desc(), wei_user_md, w.raw());
+  memory dst_user(dst_user_md, eng, y.mutable_raw());
+  memory dst = pd.dst_desc() == dst_user_md ? dst_user : memory(pd.dst_desc(), eng);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+  if (b) {
+    if (b->size() != m) ctx.fail("bias has " + std::to_string(b->size()) + " values for " + std::to_string(m) + " channels");
+    args[DNNL_ARG_BIAS] = memory(bias_md, eng, const_cast<std::byte*>(b->raw()));
+  }
+  convolution_forward(pd).execute(s, args);
+  if (dst != dst_user) reorder(dst, dst_user).execute(s, dst, dst_user);
+  s.wait();
+  return y;
+}
+
+namespace {
+
+// ConvTranspose: every input pixel scatters its kernel-weighted contribution.
+void conv_transpose(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  const HostTensor& w = ctx.input(1);
+  const size_t sp = x.rank() - 2;
+  if (x.rank() < 3) ctx.fail("ConvTranspose needs a spatial input");
+  const int64_t group = ctx.attr_int("group", 1);
+  const int64_t n = x.dims()[0], c = x.dims()[1];
+  const int64_t m_per_group = w.dims()[1], m = m_per_group * group, c_per_group = c / group;
+  if (w.dims()[0] != c || c % group != 0) ctx.fail("weights " + w.shape_string() + " do not match " + std::to_string(c) + " channels");
+  std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape", std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
+  std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> dil = ctx.attr_ints("dilations", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> out_pad = ctx.attr_ints("output_padding", std::vector<int64_t>(sp, 0));
+  std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
+  std::vector<int64_t> output_shape = ctx.attr_ints("output_shape");
+  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  std::vector<int64_t> in(x.dims().begin() + 2, x.dims().end()), out(sp);
+  for (size_t i = 0; i < sp; ++i) {
+    const int64_t full = strides[i] * (in[i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1;
+    const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+    if (!output_shape.empty() || same) {
+      // ONNX: total padding makes the output the requested (or input * stride) size;
+      // SAME_UPPER puts the smaller half first, everything else the larger half.
+      int64_t want = output_shape.empty() ? in[i] * strides[i] : output_shape[output_shape.size() - sp + i];
+      int64_t total = full - want;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division: total may be negative
+      pads[i] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[sp + i] = total - pads[i];
+    } else if (auto_pad == "VALID") {
+      pads[i] = pads[sp + i] = 0;
+    }
+    out[i] = full - pads[i] - pads[sp + i];
+    if (out[i] < 0) ctx.fail("output would have a negative size");
+  }
+  std::vector<int64_t> ydims{n, m};
+  ydims.insert(ydims.end(), out.begin(), out.end());
+  HostTensor y(x.dtype(), ydims);
+  int64_t in_px = 1, out_px = 1, k_px = 1;
+  for (size_t i = 0; i < sp; ++i) {
+    in_px *= in[i];
+    out_px *= out[i];
+    k_px *= kernel[i];
+  }
+  dispatch_float(x.dtype(), [&]<class T>() {
+    const T* px = x.data<T>();
+    const T* pw = w.data<T>();
+    T* py = y.mutable_data<T>();
+    std::vector<int64_t> ic(sp), kc(sp);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const int64_t grp = ch / c_per_group;
+        for (int64_t p = 0; p < in_px; ++p) {
+          for (size_t i = sp, r = static_cast<size_t>(p); i-- > 0;) {
+            ic[i] = static_cast<int64_t>(r) % in[i];
+            r /= static_cast<size_t>(in[i]);
+          }
+          const T v = px[(b * c + ch) * in_px + p];
+          for (int64_t kp = 0; kp < k_px; ++kp) {
+            int64_t r = kp, o = 0;
+            bool inside = true;
+            for (size_t i = sp; i-- > 0;) {
+              kc[i] = r % kernel[i];
+              r /= kernel[i];
+            }
+            for (size_t i = 0; i < sp && inside; ++i) {
+              int64_t pos = ic[i] * strides[i] + kc[i] * dil[i] - pads[i];
+              inside = pos >= 0 && pos < out[i];
+              o = o * out[i] + pos;
+            }
+            if (!inside) continue;
+            for (int64_t oc = 0; oc < m_per_group; ++oc)
+              py[(b * m + grp * m_per_group + oc) * out_px + o] += v * pw[(ch * m_per_group + oc) * k_px + kp];
+          }
+        }
+      }
+    if (ctx.has_input(2)) {
+      const T* pb = ctx.input(2).data<T>();
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t oc = 0; oc < m; ++oc)
+          for (int64_t o = 0; o < out_px; ++o) py[(b * m + oc) * out_px + o] += pb[oc];
+    }
+  }, "ConvTranspose");
+  ctx.outputs[0] = std::move(y);
+}
+
+}  // namespace
+
+void register_pool_kernels(KernelRegistry& r);
+
+void register_conv_pool_kernels(KernelRegistry& r) {
+  r.add("", "Conv", [](KernelContext& ctx) {
+    ctx.outputs[0] = convolution(ctx, ctx.input(0), ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr);
+  });
+  r.add("", "ConvTranspose", conv_transpose);
+  register_pool_kernels(r);
+}
+
+}  // namespace geopt

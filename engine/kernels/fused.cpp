@@ -1,0 +1,131 @@
+// Reference kernels of the ai.geopt fused ops (docs/OPS.md). Each must equal
+// its unfused definition; tests/test_fused_kernels.cpp checks that.
+#include <cmath>
+#include <limits>
+
+#include "kernels/activation.h"
+#include "kernels/broadcast.h"
+#include "kernels/conv.h"
+#include "kernels/elementwise_util.h"
+#include "kernels/linalg.h"
+
+namespace geopt {
+namespace {
+
+void require_f32(const KernelContext& ctx, const HostTensor& t) {
+  if (t.dtype() != DType::F32) ctx.fail("runs on f32 (got " + dtype_name(t.dtype()) + ")");
+}
+
+void gelu(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  require_f32(ctx, x);
+  const std::string mode = ctx.attr_string("approximate", "none");
+  if (mode != "none" && mode != "tanh") ctx.fail("approximate must be 'none' or 'tanh'");
+  ctx.outputs[0] = map_unary<float>(x, DType::F32, mode == "tanh" ? gelu_tanh : gelu_erf);
+}
+
+// Adds `bias` (broadcast to y's shape) to y in place.
+void add_broadcast(const KernelContext& ctx, HostTensor& y, const HostTensor& bias) {
+  require_f32(ctx, bias);
+  auto plan = plan_broadcast<2>(ctx, {&y, &bias});
+  if (plan.dims != y.dims()) ctx.fail("bias " + bias.shape_string() + " does not broadcast to " + y.shape_string());
+  float* py = y.mutable_data<float>();
+  const float* pb = bias.data<float>();
+  apply_broadcast(plan, [&](int64_t, const int64_t* o) { py[o[0]] += pb[o[1]]; });
+}
+
+void fused_matmul(KernelContext& ctx) {
+  HostTensor y = matmul(ctx, ctx.input(0), ctx.input(1));
+  require_f32(ctx, y);
+  if (ctx.has_input(2)) add_broadcast(ctx, y, ctx.input(2));
+  apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
+  ctx.outputs[0] = std::move(y);
+}
+
+void fused_conv(KernelContext& ctx) {
+  HostTensor y = convolution(ctx, ctx.input(0), ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr);
+  if (ctx.has_input(3)) add_broadcast(ctx, y, ctx.input(3));
+  apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
+  ctx.outputs[0] = std::move(y);
+}
+
+// softmax(Q K^T * scale + mask [causal]) V, one (batch, head) matrix at a time.
+void flash_attention(KernelContext& ctx) {
+  const HostTensor& q = ctx.input(0);
+  const HostTensor& k = ctx.input(1);
+  const HostTensor& v = ctx.input(2);
+  const HostTensor* mask = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  for (const HostTensor* t : {&q, &k, &v}) {
+    require_f32(ctx, *t);
+    if (t->rank() < 2) ctx.fail("Q, K and V need rank >= 2");
+  }
+  const int64_t s = q.dim(-2), d = q.dim(-1), t = k.dim(-2), dv = v.dim(-1);
+  if (k.dim(-1) != d || v.dim(-2) != t) ctx.fail("Q " + q.shape_string() + ", K " + k.shape_string() + ", V " + v.shape_string() + " do not fit");
+  auto lead = [](const HostTensor& x) { return std::vector<int64_t>(x.dims().begin(), x.dims().end() - 2); };
+  std::vector<int64_t> batch;
+  if (!broadcast_shape({lead(q), lead(k), lead(v)}, batch)) ctx.fail("batch dims of Q, K, V do not broadcast");
+  float scale = ctx.attr_float("scale", 0.0f);
+  if (scale == 0.0f) scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const bool causal = ctx.attr_int("causal", 0) != 0;
+
+  std::vector<int64_t> mask_strides;
+  std::vector<int64_t> score_dims = batch;
+  score_dims.push_back(s);
+  score_dims.push_back(t);
+  if (mask) {
+    require_f32(ctx, *mask);
+    std::vector<int64_t> md;
+    if (!broadcast_shape({mask->dims(), score_dims}, md) || md != score_dims) ctx.fail("mask " + mask->shape_string() + " does not broadcast to the scores");
+    mask_strides = broadcast_strides(mask->dims(), score_dims);
+  }
+  std::vector<int64_t> out_dims = batch;
+  out_dims.push_back(s);
+  out_dims.push_back(dv);
+  HostTensor y(DType::F32, out_dims);
+  int64_t batches = 1;
+  for (int64_t b : batch) batches *= b;
+  auto sq = broadcast_strides(lead(q), batch), sk = broadcast_strides(lead(k), batch), sv = broadcast_strides(lead(v), batch);
+  const size_t nb = batch.size();
+#pragma omp parallel for if (batches > 1)
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    std::vector<float> scores(static_cast<size_t>(s * t));
+    int64_t oq = 0, ok = 0, ov = 0, om = 0, r = bi;
+    for (size_t i = nb; i-- > 0;) {
+      int64_t c = r % batch[i];
+      r /= batch[i];
+      oq += c * sq[i];
+      ok += c * sk[i];
+      ov += c * sv[i];
+      if (mask) om += c * mask_strides[i];
+    }
+    gemm_f32(false, true, s, t, d, scale, q.data<float>() + oq * s * d, k.data<float>() + ok * t * d, 0.0f, scores.data());
+    for (int64_t i = 0; i < s; ++i) {
+      float* row = scores.data() + i * t;
+      if (mask)
+        for (int64_t j = 0; j < t; ++j) row[j] += mask->data<float>()[om + i * mask_strides[nb] + j * mask_strides[nb + 1]];
+      if (causal)
+        for (int64_t j = i + (t - s) + 1; j < t; ++j) row[j] = -std::numeric_limits<float>::infinity();
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < t; ++j) mx = std::max(mx, row[j]);
+      float sum = 0;
+      for (int64_t j = 0; j < t; ++j) {
+        row[j] = std::exp(row[j] - mx);
+        sum += row[j];
+      }
+      for (int64_t j = 0; j < t; ++j) row[j] /= sum;
+    }
+    gemm_f32(false, false, s, dv, t, 1.0f, scores.data(), v.data<float>() + ov * t * dv, 0.0f, y.mutable_data<float>() + bi * s * dv);
+  }
+  ctx.outputs[0] = std::move(y);
+}
+
+}  // namespace
+
+void register_fused_kernels(KernelRegistry& r) {
+  r.add(kGeoptDomain, "Gelu", gelu);
+  r.add(kGeoptDomain, "FusedMatMul", fused_matmul);
+  r.add(kGeoptDomain, "FusedConv", fused_conv);
+  r.add(kGeoptDomain, "FlashAttention", flash_attention);
+}
+
+}  // namespace geopt

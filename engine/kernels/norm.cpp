@@ -1,0 +1,168 @@
+// Normalizations: BatchNormalization (inference), InstanceNormalization,
+// LayerNormalization, and the ai.geopt LayerNorm, RMSNorm and AddLayerNorm.
+#include <cmath>
+
+#include "kernels/broadcast.h"
+#include "kernels/dispatch.h"
+#include "kernels/elementwise_util.h"
+#include "kernels/layout.h"
+
+namespace geopt {
+namespace {
+
+// Scale/bias broadcast over the normalized dims, as one value per normalized element.
+std::vector<float> expand_param(const KernelContext& ctx, const HostTensor* p, const std::vector<int64_t>& norm_dims,
+                                int64_t cols, float fallback) {
+  std::vector<float> out(static_cast<size_t>(cols), fallback);
+  if (!p) return out;
+  std::vector<int64_t> dims;
+  if (!broadcast_shape({p->dims(), norm_dims}, dims) || dims != norm_dims)
+    ctx.fail("scale/bias " + p->shape_string() + " does not broadcast to the normalized shape");
+  std::vector<int64_t> strides[1] = {broadcast_strides(p->dims(), norm_dims)};
+  for_each_broadcast(norm_dims, strides, [&](int64_t i, const int64_t* o) { out[static_cast<size_t>(i)] = static_cast<float>(p->real_at(o[0])); });
+  return out;
+}
+
+struct RowNorm {
+  int64_t rows = 0, cols = 0;
+  std::vector<int64_t> stat_dims;  // dims[:axis] + 1s
+  std::vector<int64_t> norm_dims;
+};
+
+RowNorm split_rows(const KernelContext& ctx, const HostTensor& x, int64_t axis_attr) {
+  RowNorm r;
+  int64_t axis = normalize_axis(axis_attr, static_cast<int64_t>(x.rank()));
+  r.rows = 1;
+  r.cols = 1;
+  for (size_t d = 0; d < x.rank(); ++d) {
+    if (static_cast<int64_t>(d) < axis) {
+      r.rows *= x.dims()[d];
+      r.stat_dims.push_back(x.dims()[d]);
+    } else {
+      r.cols *= x.dims()[d];
+      r.stat_dims.push_back(1);
+      r.norm_dims.push_back(x.dims()[d]);
+    }
+  }
+  (void)ctx;
+  return r;
+}
+
+// y = (x - mean) * invstd * scale + bias per row; rms: no mean subtraction.
+void normalize_rows(const float* x, float* y, const RowNorm& r, const std::vector<float>& scale, const std::vector<float>& bias,
+                    float eps, bool rms, float* mean_out, float* invstd_out) {
+#pragma omp parallel for if (r.rows * r.cols > (1 << 15))
+  for (int64_t row = 0; row < r.rows; ++row) {
+    const float* in = x + row * r.cols;
+    float* out = y + row * r.cols;
+    double mean = 0, sq = 0;
+    if (!rms) {
+      for (int64_t j = 0; j < r.cols; ++j) mean += in[j];
+      mean /= static_cast<double>(r.cols);
+    }
+    for (int64_t j = 0; j < r.cols; ++j) {
+      double d = in[j] - mean;
+      sq += d * d;
+    }
+    const double inv = 1.0 / std::sqrt(sq / static_cast<double>(r.cols) + eps);
+    for (int64_t j = 0; j < r.cols; ++j)
+      out[j] = static_cast<float>((in[j] - mean) * inv) * scale[static_cast<size_t>(j)] + bias[static_cast<size_t>(j)];
+    if (mean_out) mean_out[row] = static_cast<float>(mean);
+    if (invstd_out) invstd_out[row] = static_cast<float>(inv);
+  }
+}
+
+void require_f32(const KernelContext& ctx, const HostTensor& x) {
+  if (x.dtype() != DType::F32) ctx.fail("runs on f32 (got " + dtype_name(x.dtype()) + ")");
+}
+
+void layer_norm(KernelContext& ctx, const HostTensor& x, const HostTensor* scale, const HostTensor* bias, bool rms) {
+  require_f32(ctx, x);
+  RowNorm r = split_rows(ctx, x, ctx.attr_int("axis", -1));
+  float eps = ctx.attr_float("epsilon", rms ? 1e-6f : 1e-5f);
+  auto s = expand_param(ctx, scale, r.norm_dims, r.cols, 1.0f);
+  auto b = expand_param(ctx, bias, r.norm_dims, r.cols, 0.0f);
+  HostTensor y(DType::F32, x.dims());
+  HostTensor mean(DType::F32, r.stat_dims), inv(DType::F32, r.stat_dims);
+  normalize_rows(x.data<float>(), y.mutable_data<float>(), r, s, b, eps, rms, mean.mutable_data<float>(), inv.mutable_data<float>());
+  ctx.outputs[0] = std::move(y);
+  if (ctx.wants_output(1) && !rms && ctx.node().domain.empty()) ctx.outputs[1] = std::move(mean);
+  if (ctx.wants_output(2) && !rms && ctx.node().domain.empty()) ctx.outputs[2] = std::move(inv);
+}
+
+void batch_norm(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  if (ctx.attr_int("training_mode", 0) != 0) ctx.fail("training-mode BatchNormalization is not supported (inference only)");
+  if (x.rank() < 2) ctx.fail("input needs a channel axis");
+  const int64_t n = x.dims()[0], c = x.dims()[1];
+  const int64_t inner = c ? x.size() / (n * c) : 0;
+  const double eps = ctx.attr_float("epsilon", 1e-5f);
+  dispatch_float(x.dtype(), [&]<class T>() {
+    HostTensor y(x.dtype(), x.dims());
+    const T* px = x.data<T>();
+    T* py = y.mutable_data<T>();
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double scale = ctx.input(1).real_at(ch) / std::sqrt(ctx.input(4).real_at(ch) + eps);
+      double shift = ctx.input(2).real_at(ch) - ctx.input(3).real_at(ch) * scale;
+      for (int64_t b = 0; b < n; ++b) {
+        const int64_t base = (b * c + ch) * inner;
+        for (int64_t i = 0; i < inner; ++i) py[base + i] = static_cast<T>(px[base + i] * scale + shift);
+      }
+    }
+    ctx.outputs[0] = std::move(y);
+  }, "BatchNormalization");
+}
+
+void instance_norm(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  require_f32(ctx, x);
+  if (x.rank() < 3) ctx.fail("input needs spatial axes");
+  const int64_t n = x.dims()[0], c = x.dims()[1];
+  RowNorm r;
+  r.rows = n * c;
+  r.cols = c ? x.size() / (n * c) : 0;
+  const float eps = ctx.attr_float("epsilon", 1e-5f);
+  HostTensor y(DType::F32, x.dims());
+  for (int64_t ch = 0; ch < c; ++ch) {
+    std::vector<float> s(static_cast<size_t>(r.cols), static_cast<float>(ctx.input(1).real_at(ch)));
+    std::vector<float> b(static_cast<size_t>(r.cols), static_cast<float>(ctx.input(2).real_at(ch)));
+    RowNorm one = r;
+    one.rows = 1;
+    for (int64_t bi = 0; bi < n; ++bi) {
+      const int64_t off = (bi * c + ch) * r.cols;
+      normalize_rows(x.data<float>() + off, y.mutable_data<float>() + off, one, s, b, eps, false, nullptr, nullptr);
+    }
+  }
+  ctx.outputs[0] = std::move(y);
+}
+
+void add_layer_norm(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  const HostTensor& res = ctx.input(1);
+  require_f32(ctx, x);
+  if (res.dims() != x.dims() || res.dtype() != x.dtype()) ctx.fail("Residual must match X (" + x.shape_string() + ")");
+  HostTensor sum(DType::F32, x.dims());
+  const float* a = x.data<float>();
+  const float* b = res.data<float>();
+  float* s = sum.mutable_data<float>();
+  for (int64_t i = 0; i < x.size(); ++i) s[i] = a[i] + b[i];
+  layer_norm(ctx, sum, &ctx.input(2), ctx.has_input(3) ? &ctx.input(3) : nullptr, false);
+  if (ctx.wants_output(1)) ctx.outputs[1] = std::move(sum);
+}
+
+}  // namespace
+
+void register_norm_kernels(KernelRegistry& r) {
+  r.add("", "BatchNormalization", batch_norm);
+  r.add("", "InstanceNormalization", instance_norm);
+  r.add("", "LayerNormalization", [](KernelContext& ctx) {
+    layer_norm(ctx, ctx.input(0), &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, false);
+  });
+  r.add(kGeoptDomain, "LayerNorm", [](KernelContext& ctx) {
+    layer_norm(ctx, ctx.input(0), &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, false);
+  });
+  r.add(kGeoptDomain, "RMSNorm", [](KernelContext& ctx) { layer_norm(ctx, ctx.input(0), &ctx.input(1), nullptr, true); });
+  r.add(kGeoptDomain, "AddLayerNorm", add_layer_norm);
+}
+
+}  // namespace geopt

@@ -1,0 +1,126 @@
+// MaxPool (with Indices), AveragePool, GlobalAveragePool and GlobalMaxPool over
+// any number of spatial axes, with pads, auto_pad, dilations and ceil_mode.
+#include <cmath>
+#include <limits>
+
+#include "kernels/conv.h"
+#include "kernels/dispatch.h"
+
+namespace geopt {
+namespace {
+
+enum class Pool { Max, Average };
+
+void pool(KernelContext& ctx, Pool kind) {
+  const HostTensor& x = ctx.input(0);
+  if (x.rank() < 3) ctx.fail("pooling needs an input of rank >= 3");
+  const size_t sp = x.rank() - 2;
+  std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape");
+  if (kernel.size() != sp) ctx.fail("kernel_shape must have one entry per spatial axis");
+  WindowGeometry g = window_geometry(ctx, x.dims(), kernel, ctx.attr_int("ceil_mode", 0) != 0);
+  const bool include_pad = ctx.attr_int("count_include_pad", 0) != 0;
+  const bool column_major = ctx.attr_int("storage_order", 0) != 0;
+  const int64_t n = x.dims()[0], c = x.dims()[1];
+  std::vector<int64_t> ydims{n, c};
+  ydims.insert(ydims.end(), g.out.begin(), g.out.end());
+  HostTensor y(x.dtype(), ydims);
+  HostTensor indices(DType::I64, ydims);
+  int64_t in_px = 1, out_px = 1, k_px = 1;
+  for (size_t i = 0; i < sp; ++i) {
+    in_px *= g.in[i];
+    out_px *= g.out[i];
+    k_px *= g.kernel[i];
+  }
+  dispatch_real(x.dtype(), [&]<class T>() {
+    const T* px = x.data<T>();
+    T* py = y.mutable_data<T>();
+    int64_t* pi = indices.mutable_data<int64_t>();
+#pragma omp parallel for if (n * c * out_px > (1 << 14))
+    for (int64_t plane = 0; plane < n * c; ++plane) {
+      std::vector<int64_t> oc(sp), kc(sp), pos(sp);
+      for (int64_t o = 0; o < out_px; ++o) {
+        for (size_t i = sp, r = static_cast<size_t>(o); i-- > 0;) {
+          oc[i] = static_cast<int64_t>(r) % g.out[i];
+          r /= static_cast<size_t>(g.out[i]);
+        }
+        double sum = 0;
+        T best = std::numeric_limits<T>::lowest();
+        int64_t best_at = -1, valid = 0, padded_count = 0;
+        for (int64_t kp = 0; kp < k_px; ++kp) {
+          int64_t r = kp;
+          for (size_t i = sp; i-- > 0;) {
+            kc[i] = r % g.kernel[i];
+            r /= g.kernel[i];
+          }
+          bool inside = true, within_pads = true;
+          for (size_t i = 0; i < sp; ++i) {
+            pos[i] = oc[i] * g.strides[i] + kc[i] * g.dilations[i] - g.pad_begin[i];
+            inside = inside && pos[i] >= 0 && pos[i] < g.in[i];
+            within_pads = within_pads && pos[i] < g.in[i] + g.pad_end[i];
+          }
+          if (within_pads) ++padded_count;
+          if (!inside) continue;
+          int64_t flat = 0;
+          for (size_t i = 0; i < sp; ++i) flat = flat * g.in[i] + pos[i];
+          T v = px[plane * in_px + flat];
+          ++valid;
+          sum += static_cast<double>(v);
+          if (best_at < 0 || v > best) {
+            best = v;
+            if (column_major) {  // index in column-major spatial order
+              int64_t cm = 0;
+              for (size_t i = sp; i-- > 0;) cm = cm * g.in[i] + pos[i];
+              best_at = plane * in_px + cm;
+            } else {
+              best_at = plane * in_px + flat;
+            }
+          }
+        }
+        if (kind == Pool::Max) {
+          py[plane * out_px + o] = best;
+          pi[plane * out_px + o] = best_at;
+        } else {
+          int64_t divisor = include_pad ? padded_count : valid;
+          py[plane * out_px + o] = static_cast<T>(divisor ? sum / static_cast<double>(divisor) : 0.0);
+        }
+      }
+    }
+  }, kind == Pool::Max ? "MaxPool" : "AveragePool");
+  ctx.outputs[0] = std::move(y);
+  if (kind == Pool::Max && ctx.wants_output(1)) ctx.outputs[1] = std::move(indices);
+}
+
+void global_pool(KernelContext& ctx, Pool kind) {
+  const HostTensor& x = ctx.input(0);
+  if (x.rank() < 3) ctx.fail("global pooling needs an input of rank >= 3");
+  std::vector<int64_t> ydims(x.rank(), 1);
+  ydims[0] = x.dims()[0];
+  ydims[1] = x.dims()[1];
+  HostTensor y(x.dtype(), ydims);
+  const int64_t planes = ydims[0] * ydims[1];
+  const int64_t px_count = planes ? x.size() / planes : 0;
+  dispatch_float(x.dtype(), [&]<class T>() {
+    const T* px = x.data<T>();
+    T* py = y.mutable_data<T>();
+    for (int64_t p = 0; p < planes; ++p) {
+      double acc = kind == Pool::Max ? -std::numeric_limits<double>::infinity() : 0.0;
+      for (int64_t i = 0; i < px_count; ++i) {
+        double v = static_cast<double>(px[p * px_count + i]);
+        acc = kind == Pool::Max ? std::max(acc, v) : acc + v;
+      }
+      py[p] = static_cast<T>(kind == Pool::Max ? acc : acc / static_cast<double>(px_count));
+    }
+  }, "GlobalPool");
+  ctx.outputs[0] = std::move(y);
+}
+
+}  // namespace
+
+void register_pool_kernels(KernelRegistry& r) {
+  r.add("", "MaxPool", [](KernelContext& ctx) { pool(ctx, Pool::Max); });
+  r.add("", "AveragePool", [](KernelContext& ctx) { pool(ctx, Pool::Average); });
+  r.add("", "GlobalAveragePool", [](KernelContext& ctx) { global_pool(ctx, Pool::Average); });
+  r.add("", "GlobalMaxPool", [](KernelContext& ctx) { global_pool(ctx, Pool::Max); });
+}
+
+}  // namespace geopt

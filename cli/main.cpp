@@ -10,6 +10,7 @@
 
 #include "info_command.h"
 #include "logging.h"
+#include "run_command.h"
 #include "util/error.h"
 
 namespace {
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
 
   std::vector<std::function<int()>> commands;
   commands.push_back(geopt::cli::add_info_command(app));
+  commands.push_back(geopt::cli::add_run_command(app));
 
   try {
     app.parse(argc, argv);

@@ -76,3 +76,46 @@ TEST_CASE("geopt info on bad input exits 1 with a one-line error") {
   CHECK(missing.exit_code == 1);
   CHECK(missing.err.find("cannot open") != std::string::npos);
 }
+
+TEST_CASE("geopt run compares with torch's reference and writes .npy outputs") {
+  fs::path m = geopt::test::examples_dir() / "gpt2_tiny_op13";
+  fs::path out = geopt::test::scratch_dir("run-out");
+  auto r = run_cli({"run", m.string() + ".onnx", "--input", "input_ids=" + (m / "inputs" / "input_ids.npy").string(),
+                    "--compare", (m / "outputs").string(), "--output-dir", out.string(), "--threads", "1"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("logits  f32[1,16,512]") != std::string::npos);
+  CHECK(r.out.find(" ok") != std::string::npos);
+  CHECK(fs::exists(out / "logits.npy"));
+
+  // Comparing against a different model's outputs fails with exit 1.
+  fs::path other = geopt::test::examples_dir() / "llama_tiny_op13" / "outputs";
+  auto bad = run_cli({"run", m.string() + ".onnx", "--random-inputs", "--compare", other.string()});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.out.find("FAIL") != std::string::npos);
+  CHECK(bad.err.find("beyond max abs error") != std::string::npos);
+}
+
+TEST_CASE("geopt run --random-inputs is deterministic per seed and checks its arguments") {
+  fs::path model = geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx";
+  auto a = run_cli({"run", model.string(), "--random-inputs", "--seed", "3", "--dim", "seq=5", "--json"});
+  auto b = run_cli({"run", model.string(), "--random-inputs", "--seed", "3", "--dim", "seq=5", "--json"});
+  REQUIRE(a.exit_code == 0);
+  auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  CHECK(ja["outputs"][0]["shape"] == "f32[1,5,64]");
+  fs::path d1 = geopt::test::scratch_dir("seed"), d2 = geopt::test::scratch_dir("seed");
+  CHECK(run_cli({"run", model.string(), "--random-inputs", "--seed", "3", "--output-dir", d1.string()}).exit_code == 0);
+  CHECK(run_cli({"run", model.string(), "--random-inputs", "--seed", "3", "--output-dir", d2.string()}).exit_code == 0);
+  CHECK(geopt::test::read_file(d1 / "pooled.npy") == geopt::test::read_file(d2 / "pooled.npy"));
+
+  auto missing = run_cli({"run", model.string()});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("input 'input_ids' is not given") != std::string::npos);
+  auto bad_dim = run_cli({"run", model.string(), "--random-inputs", "--dim", "seq"});
+  CHECK(bad_dim.exit_code == 1);
+  CHECK(bad_dim.err.find("expected NAME=VALUE") != std::string::npos);
+  auto bad_shape = run_cli({"run", model.string(), "--input",
+                            "input_ids=" + (geopt::test::examples_dir() / "resnet18_narrow_op13" / "inputs" / "image.npy").string(),
+                            "--random-inputs"});
+  CHECK(bad_shape.exit_code == 1);
+  CHECK(bad_shape.err.find("input 'input_ids': expected dtype i64, got f32") != std::string::npos);
+}

@@ -1,0 +1,139 @@
+#include "run_command.h"
+
+#include <omp.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "eval/compare.h"
+#include "eval/evaluator.h"
+#include "io/npy.h"
+#include "onnx/import.h"
+#include "util/error.h"
+
+namespace geopt::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunOptions {
+  std::string model;
+  std::vector<std::string> inputs;  // name=file.npy
+  std::vector<std::string> dims;    // symbol=value, for random inputs
+  bool random = false;
+  uint64_t seed = 0;
+  std::string output_dir;
+  std::string compare_dir;
+  double atol = 1e-4;
+  int threads = 0;
+  bool json = false;
+};
+
+// Output names may hold '/', ':' and the like (exporters name values after modules).
+std::string file_name_for(const std::string& value_name) {
+  std::string s;
+  for (char c : value_name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
+  return s + ".npy";
+}
+
+std::pair<std::string, std::string> split_assignment(const std::string& arg, const char* flag) {
+  auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+    throw Error(std::string(flag) + " '" + arg + "': expected NAME=VALUE");
+  return {arg.substr(0, eq), arg.substr(eq + 1)};
+}
+
+int run(const RunOptions& o) {
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  Model model = import_onnx(o.model);
+  Evaluator ev(model);
+  std::map<std::string, int64_t> symbols;
+  for (const auto& d : o.dims) {
+    auto [name, value] = split_assignment(d, "--dim");
+    try {
+      symbols[name] = std::stoll(value);
+    } catch (const std::exception&) {
+      throw Error("--dim '" + d + "': value is not an integer");
+    }
+  }
+  std::map<std::string, HostTensor> feeds;
+  if (o.random) feeds = random_inputs(model, o.seed, symbols);
+  for (const auto& in : o.inputs) {
+    auto [name, file] = split_assignment(in, "--input");
+    feeds[name] = read_npy(file);
+  }
+  if (!o.random)
+    for (const Value* v : ev.required_inputs())
+      if (!feeds.count(v->name()))
+        throw Error("input '" + v->name() + "' is not given: pass --input " + v->name() + "=FILE.npy or --random-inputs");
+
+  auto start = std::chrono::steady_clock::now();
+  NamedTensors outs = ev.run(feeds);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  if (!o.output_dir.empty()) {
+    fs::create_directories(o.output_dir);
+    for (const auto& [name, t] : outs) write_npy(fs::path(o.output_dir) / file_name_for(name), t);
+  }
+  bool all_ok = true;
+  nlohmann::ordered_json j;
+  j["model"] = o.model;
+  j["run_ms"] = ms;
+  auto arr = nlohmann::ordered_json::array();
+  if (!o.json) std::printf("%s: ran in %.2f ms\n", o.model.c_str(), ms);
+  for (const auto& [name, t] : outs) {
+    nlohmann::ordered_json e{{"name", name}, {"shape", t.shape_string()}};
+    std::string line = "  " + name + "  " + t.shape_string();
+    if (!o.compare_dir.empty()) {
+      fs::path ref_path = fs::path(o.compare_dir) / file_name_for(name);
+      TensorDiff d = diff(t, read_npy(ref_path));
+      bool ok = d.comparable && d.nan_mismatches == 0 && d.max_abs <= o.atol;
+      all_ok = all_ok && ok;
+      char buf[160];
+      if (d.comparable)
+        std::snprintf(buf, sizeof buf, "  max_abs %.3g  max_rel %.3g  cosine %.6f  %s", d.max_abs, d.max_rel, d.cosine, ok ? "ok" : "FAIL");
+      else
+        std::snprintf(buf, sizeof buf, "  %s  FAIL", d.mismatch.c_str());
+      line += buf;
+      e["max_abs"] = d.max_abs;
+      e["max_rel"] = d.max_rel;
+      e["cosine"] = d.cosine;
+      e["ok"] = ok;
+      if (!d.comparable) e["mismatch"] = d.mismatch;
+    }
+    arr.push_back(e);
+    if (!o.json) std::printf("%s\n", line.c_str());
+  }
+  j["outputs"] = arr;
+  if (!o.compare_dir.empty()) j["within_tolerance"] = all_ok;
+  if (o.json) std::cout << j.dump(2) << "\n";
+  if (!all_ok) {
+    std::fprintf(stderr, "geopt: error: outputs differ from %s beyond max abs error %g\n", o.compare_dir.c_str(), o.atol);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a model with the reference evaluator and write or compare its outputs");
+  cmd->add_option("model", o->model, "ONNX model file")->required();
+  cmd->add_option("--input", o->inputs, "Input as NAME=FILE.npy (repeatable)");
+  cmd->add_flag("--random-inputs", o->random, "Feed uniform random inputs (floats in [-1,1), integers in {0,1})");
+  cmd->add_option("--seed", o->seed, "Seed for --random-inputs")->capture_default_str();
+  cmd->add_option("--dim", o->dims, "Symbolic dim value for --random-inputs, as NAME=N (default 1)");
+  cmd->add_option("--output-dir", o->output_dir, "Write each output as DIR/<name>.npy ('/' and other odd characters become '_')");
+  cmd->add_option("--compare", o->compare_dir, "Compare with DIR/<name>.npy; exit 1 when an output is off by more than --atol");
+  cmd->add_option("--atol", o->atol, "Max abs error allowed by --compare")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Threads for the kernels (default: all cores)");
+  cmd->add_flag("--json", o->json, "Print the report as JSON");
+  return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
+}
+
+}  // namespace geopt::cli

@@ -1,0 +1,132 @@
+// The reference evaluator on the committed example models (against torch's
+// outputs) and its input checks.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "eval/evaluator.h"
+#include "io/npy.h"
+#include "onnx/import.h"
+#include "test_support.h"
+#include "util/error.h"
+
+using namespace geopt;
+namespace fs = std::filesystem;
+
+namespace {
+
+double max_abs_diff(const HostTensor& a, const HostTensor& b) {
+  REQUIRE(a.dims() == b.dims());
+  double worst = 0;
+  for (int64_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a.real_at(i) - b.real_at(i)));
+  return worst;
+}
+
+std::map<std::string, HostTensor> load_dir(const fs::path& dir) {
+  std::map<std::string, HostTensor> out;
+  for (const auto& e : fs::directory_iterator(dir)) out[e.path().stem().string()] = read_npy(e.path());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every example model matches torch's reference output within 1e-4") {
+  int checked = 0;
+  for (const auto& path : test::example_models()) {
+    fs::path ref = path.parent_path() / path.stem();
+    if (!fs::is_directory(ref)) continue;  // the external-data copy shares resnet18's reference
+    SUBCASE(path.filename().string().c_str()) {
+      Model model = import_onnx(path);
+      Evaluator ev(model);
+      NamedTensors outs = ev.run(load_dir(ref / "inputs"));
+      auto want = load_dir(ref / "outputs");
+      REQUIRE(outs.size() == want.size());
+      for (const auto& [name, got] : outs) {
+        INFO("output " << name);
+        REQUIRE(want.count(name));
+        CHECK(max_abs_diff(got, want.at(name)) <= 1e-4);
+      }
+    }
+    ++checked;
+  }
+  CHECK(checked == 11);
+}
+
+TEST_CASE("the dynamic-sequence model runs at other sequence lengths") {
+  Model model = import_onnx(test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx");
+  Evaluator ev(model);
+  for (int64_t seq : {1, 7, 33}) {
+    auto feeds = random_inputs(model, 5, {{"batch", 2}, {"seq", seq}});
+    NamedTensors outs = ev.run(feeds);
+    CHECK(outs[0].second.dims() == std::vector<int64_t>{2, seq, 64});
+    CHECK(outs[1].second.dims() == std::vector<int64_t>{2, 64});
+  }
+}
+
+TEST_CASE("bad inputs get clear errors") {
+  Model model = import_onnx(test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx");
+  Evaluator ev(model);
+  auto good = random_inputs(model, 1, {{"seq", 8}});
+
+  auto missing = good;
+  missing.erase("attention_mask");
+  CHECK_THROWS_WITH_AS(ev.run(missing), doctest::Contains("input 'attention_mask' is missing"), Error);
+
+  auto extra = good;
+  extra["input_idz"] = good.at("input_ids");
+  CHECK_THROWS_WITH_AS(ev.run(extra), doctest::Contains("input 'input_idz' is not an input of the model"), Error);
+
+  auto wrong_type = good;
+  wrong_type["input_ids"] = HostTensor(DType::F32, {1, 8});
+  CHECK_THROWS_WITH_AS(ev.run(wrong_type), doctest::Contains("input 'input_ids': expected dtype i64, got f32"), Error);
+
+  auto wrong_rank = good;
+  wrong_rank["input_ids"] = HostTensor(DType::I64, {8});
+  CHECK_THROWS_WITH_AS(ev.run(wrong_rank), doctest::Contains("expected shape [batch,seq], got i64[8]"), Error);
+
+  auto inconsistent = good;
+  inconsistent["attention_mask"] = HostTensor(DType::I64, {1, 9});
+  CHECK_THROWS_WITH_AS(ev.run(inconsistent), doctest::Contains("('seq') is 9, but input 'input_ids' set it to 8"), Error);
+
+  Model fixed = import_onnx(test::examples_dir() / "resnet18_narrow_op13.onnx");
+  Evaluator fev(fixed);
+  CHECK_THROWS_WITH_AS(fev.run({{"image", HostTensor(DType::F32, {1, 3, 64, 65})}}),
+                       doctest::Contains("input 'image': expected shape [1,3,64,64], got f32[1,3,64,65]"), Error);
+}
+
+TEST_CASE("a model with an op that has no kernel is refused up front, naming it") {
+  onnx::ModelProto m = test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] x) => (float[4] y) {
+      y = Det(x)
+    })");
+  m.mutable_graph()->mutable_node(0)->set_name("the_det");
+  fs::path p = test::scratch_dir("nokernel") / "m.onnx";
+  test::save_model(m, p);
+  Model model = import_onnx(p, {.infer_shapes = false});
+  CHECK_THROWS_WITH_AS(Evaluator{model}, doctest::Contains("no kernel for:\n  Det (e.g. Det 'the_det')"), Error);
+}
+
+TEST_CASE("npy files round-trip and bad ones are rejected") {
+  fs::path dir = test::scratch_dir("npy");
+  HostTensor t = HostTensor::from_vector<float>(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  write_npy(dir / "t.npy", t);
+  HostTensor back = read_npy(dir / "t.npy");
+  CHECK(back.dims() == t.dims());
+  CHECK(back.to_vector<float>() == t.to_vector<float>());
+  HostTensor s = HostTensor::scalar<int64_t>(DType::I64, 42);
+  write_npy(dir / "s.npy", s);
+  CHECK(read_npy(dir / "s.npy").to_vector<int64_t>() == std::vector<int64_t>{42});
+  // numpy wrote these reference files: read one whose values we know.
+  HostTensor ids = read_npy(test::examples_dir() / "bert_tiny_op13" / "inputs" / "attention_mask.npy");
+  CHECK(ids.dtype() == DType::I64);
+  CHECK(ids.dims() == std::vector<int64_t>{1, 16});
+  CHECK(ids.int_at(0) == 1);
+  CHECK(ids.int_at(15) == 0);
+
+  test::write_file(dir / "bad.npy", "not numpy at all");
+  CHECK_THROWS_WITH_AS(read_npy(dir / "bad.npy"), doctest::Contains("bad magic"), Error);
+  std::string truncated = test::read_file(dir / "t.npy");
+  test::write_file(dir / "cut.npy", truncated.substr(0, truncated.size() - 4));
+  CHECK_THROWS_WITH_AS(read_npy(dir / "cut.npy"), doctest::Contains("data bytes"), Error);
+}

@@ -1,0 +1,174 @@
+// Every ai.geopt fused kernel equals its unfused ONNX definition on random inputs.
+// Each model computes both from the same inputs; the test compares them.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "eval/evaluator.h"
+#include "onnx/import.h"
+#include "test_support.h"
+
+using namespace geopt;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Runs the model on random inputs (several seeds) and checks each (fused, reference) output pair.
+void check_pairs(const char* text, const std::vector<std::pair<std::string, std::string>>& pairs, double tol = 2e-5) {
+  onnx::ModelProto proto = test::parse_text_model(text);
+  fs::path p = test::scratch_dir("fused") / "m.onnx";
+  test::save_model(proto, p);
+  Model model = import_onnx(p);
+  Evaluator ev(model);
+  for (uint64_t seed : {1, 2, 3}) {
+    NamedTensors outs = ev.run(random_inputs(model, seed));
+    std::map<std::string, HostTensor> by_name(outs.begin(), outs.end());
+    for (const auto& [fused, reference] : pairs) {
+      INFO(fused << " vs " << reference << ", seed " << seed);
+      const HostTensor& a = by_name.at(fused);
+      const HostTensor& b = by_name.at(reference);
+      REQUIRE(a.dims() == b.dims());
+      double worst = 0;
+      for (int64_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a.real_at(i) - b.real_at(i)));
+      CHECK(worst <= tol);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("LayerNorm equals the primitive LayerNorm chain") {
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[2,5,16] x, float[16] gamma, float[16] beta) => (float[2,5,16] fused, float[2,5,16] ref) {
+      fused = ai.geopt.LayerNorm <epsilon = 0.001> (x, gamma, beta)
+      mean = ReduceMean <axes = [-1]> (x)
+      d = Sub(x, mean)
+      two = Constant <value = float {2.0}> ()
+      sq = Pow(d, two)
+      var = ReduceMean <axes = [-1]> (sq)
+      eps = Constant <value = float {0.001}> ()
+      ve = Add(var, eps)
+      sd = Sqrt(ve)
+      n = Div(d, sd)
+      sc = Mul(n, gamma)
+      ref = Add(sc, beta)
+    })", {{"fused", "ref"}});
+}
+
+TEST_CASE("RMSNorm equals Pow/ReduceMean/Add/Sqrt/Div/Mul") {
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[3,16] x, float[16] w) => (float[3,16] fused, float[3,16] ref) {
+      fused = ai.geopt.RMSNorm <epsilon = 0.000001> (x, w)
+      two = Constant <value = float {2.0}> ()
+      sq = Pow(x, two)
+      ms = ReduceMean <axes = [-1]> (sq)
+      eps = Constant <value = float {0.000001}> ()
+      a = Add(ms, eps)
+      r = Sqrt(a)
+      n = Div(x, r)
+      ref = Mul(w, n)
+    })", {{"fused", "ref"}});
+}
+
+TEST_CASE("AddLayerNorm equals Add then LayerNormalization, sum output included") {
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
+    g (float[4,32] x, float[4,32] r, float[32] gamma, float[32] beta) => (float[4,32] y, float[4,32] s, float[4,32] ref_y, float[4,32] ref_s) {
+      y, s = ai.geopt.AddLayerNorm <epsilon = 0.00001> (x, r, gamma, beta)
+      ref_s = Add(x, r)
+      ref_y = LayerNormalization <epsilon = 0.00001> (ref_s, gamma, beta)
+    })", {{"y", "ref_y"}, {"s", "ref_s"}});
+}
+
+TEST_CASE("Gelu equals its erf and tanh formulas") {
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[64] x) => (float[64] erf_fused, float[64] erf_ref, float[64] tanh_fused, float[64] tanh_ref) {
+      erf_fused = ai.geopt.Gelu (x)
+      sqrt2 = Constant <value = float {1.4142135623730951}> ()
+      one = Constant <value = float {1.0}> ()
+      half = Constant <value = float {0.5}> ()
+      d = Div(x, sqrt2)
+      e = Erf(d)
+      e1 = Add(e, one)
+      xm = Mul(x, e1)
+      erf_ref = Mul(xm, half)
+      tanh_fused = ai.geopt.Gelu <approximate = "tanh"> (x)
+      c = Constant <value = float {0.044715}> ()
+      k = Constant <value = float {0.7978845608028654}> ()
+      three = Constant <value = float {3.0}> ()
+      x3 = Pow(x, three)
+      cx3 = Mul(c, x3)
+      inner = Add(x, cx3)
+      scaled = Mul(k, inner)
+      t = Tanh(scaled)
+      t1 = Add(one, t)
+      hx = Mul(half, x)
+      tanh_ref = Mul(hx, t1)
+    })", {{"erf_fused", "erf_ref"}, {"tanh_fused", "tanh_ref"}});
+}
+
+TEST_CASE("FlashAttention equals MatMul/Scale/Mask/Softmax/MatMul, with and without causal masking") {
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 14, "ai.geopt" : 1]>
+    g (float[2,3,6,8] q, float[2,3,6,8] k, float[2,3,6,5] v, float[2,1,1,6] mask) => (float[2,3,6,5] fused, float[2,3,6,5] ref, float[2,3,6,5] causal_fused, float[2,3,6,5] causal_ref) {
+      fused = ai.geopt.FlashAttention (q, k, v, mask)
+      kt = Transpose <perm = [0, 1, 3, 2]> (k)
+      qk = MatMul(q, kt)
+      scale = Constant <value = float {0.35355339059327373}> ()
+      s = Mul(qk, scale)
+      sm = Add(s, mask)
+      p = Softmax <axis = -1> (sm)
+      ref = MatMul(p, v)
+      causal_fused = ai.geopt.FlashAttention <causal = 1, scale = 0.5> (q, k, v)
+      half = Constant <value = float {0.5}> ()
+      cs = Mul(qk, half)
+      ones = Constant <value = float[6,6] {1,1,1,1,1,1, 1,1,1,1,1,1, 1,1,1,1,1,1, 1,1,1,1,1,1, 1,1,1,1,1,1, 1,1,1,1,1,1}> ()
+      lower = Trilu <upper = 0> (ones)
+      zero = Constant <value = float {0.0}> ()
+      keep = Greater(lower, zero)
+      neg = Constant <value = float {-1e30}> ()
+      masked = Where(keep, cs, neg)
+      cp = Softmax <axis = -1> (masked)
+      causal_ref = MatMul(cp, v)
+    })", {{"fused", "ref"}, {"causal_fused", "causal_ref"}});
+}
+
+TEST_CASE("FusedConv equals Conv [+ residual] + activation for every activation") {
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 14, "ai.geopt" : 1]>
+    g (float[1,4,9,9] x, float[6,2,3,3] w, float[6] b, float[1,6,5,5] z) => (float[1,6,5,5] relu_f, float[1,6,5,5] relu_r, float[1,6,5,5] clip_f, float[1,6,5,5] clip_r, float[1,6,5,5] leaky_f, float[1,6,5,5] leaky_r, float[1,6,5,5] hs_f, float[1,6,5,5] hs_r, float[1,6,5,5] silu_f, float[1,6,5,5] silu_r, float[1,6,5,5] sig_f, float[1,6,5,5] sig_r) {
+      c = Conv <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w, b)
+      cz = Add(c, z)
+      relu_f = ai.geopt.FusedConv <group = 2, strides = [2, 2], pads = [1, 1, 1, 1], activation = "Relu"> (x, w, b, z)
+      relu_r = Relu(cz)
+      lo = Constant <value = float {0.0}> ()
+      hi = Constant <value = float {0.25}> ()
+      clip_f = ai.geopt.FusedConv <group = 2, strides = [2, 2], pads = [1, 1, 1, 1], activation = "Clip", activation_params = [0.0, 0.25]> (x, w, b)
+      clip_r = Clip(c, lo, hi)
+      leaky_f = ai.geopt.FusedConv <group = 2, strides = [2, 2], pads = [1, 1, 1, 1], activation = "LeakyRelu", activation_params = [0.2]> (x, w, b)
+      leaky_r = LeakyRelu <alpha = 0.2> (c)
+      hs_f = ai.geopt.FusedConv <group = 2, strides = [2, 2], pads = [1, 1, 1, 1], activation = "HardSwish"> (x, w, b)
+      hs_r = HardSwish(c)
+      silu_f = ai.geopt.FusedConv <group = 2, strides = [2, 2], pads = [1, 1, 1, 1], activation = "SiLU"> (x, w, b)
+      sg = Sigmoid(c)
+      silu_r = Mul(c, sg)
+      sig_f = ai.geopt.FusedConv <group = 2, strides = [2, 2], pads = [1, 1, 1, 1], activation = "Sigmoid"> (x, w, b)
+      sig_r = Sigmoid(c)
+    })", {{"relu_f", "relu_r"}, {"clip_f", "clip_r"}, {"leaky_f", "leaky_r"}, {"hs_f", "hs_r"}, {"silu_f", "silu_r"}, {"sig_f", "sig_r"}});
+}
+
+TEST_CASE("FusedMatMul equals MatMul + bias + activation") {
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[2,7,16] a, float[16,12] w, float[12] bias) => (float[2,7,12] f, float[2,7,12] r, float[2,7,12] gf, float[2,7,12] gr) {
+      f = ai.geopt.FusedMatMul <activation = "Relu"> (a, w, bias)
+      m = MatMul(a, w)
+      mb = Add(m, bias)
+      r = Relu(mb)
+      gf = ai.geopt.FusedMatMul <activation = "Gelu"> (a, w, bias)
+      sqrt2 = Constant <value = float {1.4142135623730951}> ()
+      one = Constant <value = float {1.0}> ()
+      half = Constant <value = float {0.5}> ()
+      d = Div(mb, sqrt2)
+      e = Erf(d)
+      e1 = Add(e, one)
+      xm = Mul(mb, e1)
+      gr = Mul(xm, half)
+    })", {{"f", "r"}, {"gf", "gr"}});
+}

@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -30,6 +31,9 @@ struct RunOptions {
   std::string compare_dir;
   double atol = 1e-4;
   int threads = 0;
+  std::string save_inputs_dir;
+  int repeat = 1;
+  int warmup = 0;
   bool json = false;
 };
 
@@ -71,9 +75,21 @@ int run(const RunOptions& o) {
       if (!feeds.count(v->name()))
         throw Error("input '" + v->name() + "' is not given: pass --input " + v->name() + "=FILE.npy or --random-inputs");
 
-  auto start = std::chrono::steady_clock::now();
-  NamedTensors outs = ev.run(feeds);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!o.save_inputs_dir.empty()) {
+    fs::create_directories(o.save_inputs_dir);
+    for (const auto& [name, t] : feeds) write_npy(fs::path(o.save_inputs_dir) / file_name_for(name), t);
+  }
+  for (int i = 0; i < o.warmup; ++i) ev.run(feeds);
+  std::vector<double> times;
+  NamedTensors outs;
+  for (int i = 0; i < std::max(o.repeat, 1); ++i) {
+    auto start = std::chrono::steady_clock::now();
+    outs = ev.run(feeds);
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const double ms = sorted[sorted.size() / 2];
 
   if (!o.output_dir.empty()) {
     fs::create_directories(o.output_dir);
@@ -82,9 +98,15 @@ int run(const RunOptions& o) {
   bool all_ok = true;
   nlohmann::ordered_json j;
   j["model"] = o.model;
-  j["run_ms"] = ms;
+  j["run_ms"] = ms;  // the median over --repeat runs
+  j["runs"] = times.size();
+  j["min_ms"] = sorted.front();
+  j["max_ms"] = sorted.back();
   auto arr = nlohmann::ordered_json::array();
-  if (!o.json) std::printf("%s: ran in %.2f ms\n", o.model.c_str(), ms);
+  if (!o.json) {
+    if (times.size() == 1) std::printf("%s: ran in %.2f ms\n", o.model.c_str(), ms);
+    else std::printf("%s: median %.2f ms over %zu runs (min %.2f, max %.2f)\n", o.model.c_str(), ms, times.size(), sorted.front(), sorted.back());
+  }
   for (const auto& [name, t] : outs) {
     nlohmann::ordered_json e{{"name", name}, {"shape", t.shape_string()}};
     std::string line = "  " + name + "  " + t.shape_string();
@@ -132,6 +154,9 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--compare", o->compare_dir, "Compare with DIR/<name>.npy; exit 1 when an output is off by more than --atol");
   cmd->add_option("--atol", o->atol, "Max abs error allowed by --compare")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads for the kernels (default: all cores)");
+  cmd->add_option("--save-inputs", o->save_inputs_dir, "Write the inputs used (e.g. random ones) as DIR/<name>.npy");
+  cmd->add_option("--repeat", o->repeat, "Run this many times and report the median time")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", o->warmup, "Untimed runs before the timed ones")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
 }

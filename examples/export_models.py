@@ -10,6 +10,8 @@ Regenerate the committed models:
     /usr/bin/python3 examples/export_models.py --out examples/models
 Make the BERT-base-sized benchmark model (about 440 MB; not committed):
     /usr/bin/python3 examples/export_models.py --bert-base bench/out/bert_base_op13.onnx
+Make ResNet-50 (torchvision, random weights, 224x224, about 100 MB; not committed):
+    /usr/bin/python3 examples/export_models.py --resnet50 bench/out/resnet50_op13.onnx
 
 Layout per model NAME:
     NAME.onnx
@@ -316,14 +318,25 @@ def export_bert_base(path):
     print(f"{path}: {os.path.getsize(path)} bytes")
 
 
+def export_resnet50(path):
+    torch.manual_seed(SEED)
+    model = perturb_(torchvision.models.resnet50())
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    export(model, (torch.randn(1, 3, 224, 224),), ["image"], ["logits"], path, 13)
+    print(f"{path}: {os.path.getsize(path)} bytes")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "models"))
     ap.add_argument("--bert-base", metavar="PATH", help="write only the BERT-base-sized benchmark model to PATH")
+    ap.add_argument("--resnet50", metavar="PATH", help="write only ResNet-50 (benchmark model) to PATH")
     a = ap.parse_args()
     torch.set_num_threads(1)
     if a.bert_base:
         export_bert_base(a.bert_base)
+    elif a.resnet50:
+        export_resnet50(a.resnet50)
     else:
         export_all(a.out)
     return 0

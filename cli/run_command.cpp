@@ -34,6 +34,7 @@ struct RunOptions {
   std::string save_inputs_dir;
   int repeat = 1;
   int warmup = 0;
+  bool profile = false;
   bool json = false;
 };
 
@@ -82,9 +83,10 @@ int run(const RunOptions& o) {
   for (int i = 0; i < o.warmup; ++i) ev.run(feeds);
   std::vector<double> times;
   NamedTensors outs;
+  OpProfile profile;
   for (int i = 0; i < std::max(o.repeat, 1); ++i) {
     auto start = std::chrono::steady_clock::now();
-    outs = ev.run(feeds);
+    outs = ev.run(feeds, o.profile ? &profile : nullptr);
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   std::vector<double> sorted = times;
@@ -131,6 +133,18 @@ int run(const RunOptions& o) {
     if (!o.json) std::printf("%s\n", line.c_str());
   }
   j["outputs"] = arr;
+  if (o.profile) {
+    std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(profile.by_op.begin(), profile.by_op.end());
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    const double runs = static_cast<double>(times.size());
+    auto prof = nlohmann::ordered_json::object();
+    if (!o.json) std::printf("time per run by op type:\n");
+    for (const auto& [op, v] : rows) {
+      prof[op] = {{"ms_per_run", v.first / runs}, {"calls_per_run", static_cast<double>(v.second) / runs}};
+      if (!o.json) std::printf("  %-24s %9.3f ms  %6.0f calls\n", op.c_str(), v.first / runs, static_cast<double>(v.second) / runs);
+    }
+    j["profile"] = prof;
+  }
   if (!o.compare_dir.empty()) j["within_tolerance"] = all_ok;
   if (o.json) std::cout << j.dump(2) << "\n";
   if (!all_ok) {
@@ -157,6 +171,7 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--save-inputs", o->save_inputs_dir, "Write the inputs used (e.g. random ones) as DIR/<name>.npy");
   cmd->add_option("--repeat", o->repeat, "Run this many times and report the median time")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", o->warmup, "Untimed runs before the timed ones")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--profile", o->profile, "Report the time spent per op type (averaged over the timed runs)");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
 }

@@ -1,5 +1,6 @@
 #include "eval/evaluator.h"
 
+#include <chrono>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -67,7 +68,7 @@ void Evaluator::check_inputs(const std::map<std::string, HostTensor>& inputs) co
   }
 }
 
-NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs) const {
+NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs, OpProfile* profile) const {
   check_inputs(inputs);
   const Graph& g = *model_.graph;
   std::unordered_map<const Value*, HostTensor> env;
@@ -105,12 +106,18 @@ NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs) con
         }
     }
     KernelContext ctx(n, model_.opset_version(n.domain), std::move(ptrs));
+    auto started = std::chrono::steady_clock::now();
     try {
       k.fn(ctx);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
       throw Error(n.describe() + ": " + e.what());
+    }
+    if (profile) {
+      auto& [ms, calls] = profile->by_op[(n.domain.empty() ? "" : n.domain + "::") + n.op_type];
+      ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+      ++calls;
     }
     for (size_t o = 0; o < n.outputs().size(); ++o) {
       const Value* out = n.outputs()[o];

@@ -14,6 +14,11 @@ namespace geopt {
 
 using NamedTensors = std::vector<std::pair<std::string, HostTensor>>;
 
+// Time spent per op type over the runs that had profiling on.
+struct OpProfile {
+  std::map<std::string, std::pair<double, int64_t>> by_op;  // op -> (total ms, calls)
+};
+
 class Evaluator {
  public:
   // Throws geopt::Error listing every node whose op has no kernel.
@@ -23,7 +28,7 @@ class Evaluator {
   std::vector<const Value*> required_inputs() const;
   // Checks the feeds (names, dtypes, shapes, symbolic dims) and runs the graph.
   // Returns the graph outputs in their declared order.
-  NamedTensors run(const std::map<std::string, HostTensor>& inputs) const;
+  NamedTensors run(const std::map<std::string, HostTensor>& inputs, OpProfile* profile = nullptr) const;
 
  private:
   void check_inputs(const std::map<std::string, HostTensor>& inputs) const;

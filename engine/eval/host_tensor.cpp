@@ -11,10 +11,10 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 
-std::shared_ptr<std::byte> allocate(size_t nbytes) {
+std::shared_ptr<std::byte> allocate(size_t nbytes, bool zero) {
   size_t n = nbytes == 0 ? kAlignment : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
   auto* p = static_cast<std::byte*>(::operator new(n, std::align_val_t(kAlignment)));
-  std::memset(p, 0, n);
+  if (zero) std::memset(p, 0, n);
   return std::shared_ptr<std::byte>(p, [](std::byte* q) { ::operator delete(q, std::align_val_t(kAlignment)); });
 }
 
@@ -36,10 +36,23 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), 
     return;
   }
   nbytes_ = static_cast<size_t>(n) * dtype_size(dtype_);
-  auto storage = allocate(nbytes_);
+  auto storage = allocate(nbytes_, true);
   data_ = storage.get();
   keep_ = std::move(storage);
   writable_ = true;
+}
+
+HostTensor HostTensor::uninitialized(DType dtype, std::vector<int64_t> dims) {
+  if (dtype == DType::String) return HostTensor(dtype, std::move(dims));
+  HostTensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.nbytes_ = static_cast<size_t>(count(t.dims_)) * dtype_size(dtype);
+  auto storage = allocate(t.nbytes_, false);
+  t.data_ = storage.get();
+  t.keep_ = std::move(storage);
+  t.writable_ = true;
+  return t;
 }
 
 HostTensor HostTensor::view(const Tensor& constant) {

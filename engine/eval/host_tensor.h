@@ -17,6 +17,8 @@ class HostTensor {
   HostTensor() = default;
   // Zero-filled storage for dims.
   HostTensor(DType dtype, std::vector<int64_t> dims);
+  // Storage left unfilled, for kernels that write every element.
+  static HostTensor uninitialized(DType dtype, std::vector<int64_t> dims);
   // A read-only view of a constant (copied only when its bytes are misaligned).
   static HostTensor view(const Tensor& constant);
   template <class T>
@@ -37,6 +39,9 @@ class HostTensor {
   bool defined() const { return dtype_ != DType::Undefined; }
 
   const std::byte* raw() const { return data_; }
+  // Constants (views of initializers) are never written, so caches may key on their storage.
+  bool is_constant() const { return !writable_ && data_ != nullptr; }
+  const std::shared_ptr<const void>& storage() const { return keep_; }
   std::byte* mutable_raw();
   template <class T>
   const T* data() const { return reinterpret_cast<const T*>(data_); }

@@ -59,8 +59,9 @@ const KernelRegistry& KernelRegistry::builtin() {
 
 namespace {
 std::string key(std::string_view domain, std::string_view op) {
-  if (domain.empty() || domain == "ai.onnx") return std::string(op);
-  return std::string(domain) + "::" + std::string(op);
+  std::string k;
+  if (!domain.empty() && domain != "ai.onnx") k.append(domain).append("::");
+  return k.append(op);
 }
 }  // namespace
 

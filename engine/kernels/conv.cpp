@@ -5,6 +5,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <sstream>
 
 #include "kernels/dispatch.h"
 
@@ -61,6 +64,31 @@ dnnl::memory::format_tag plain_tag(size_t rank, bool grouped_weights) {
   return rank == 3 ? tag::abc : rank == 4 ? tag::abcd : tag::abcde;
 }
 
+// Primitive descriptors are costly to create; a model's convs repeat a few shapes.
+struct ConvPlan {
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward primitive;
+};
+
+// Weights reordered into the layout the primitive wants. Keyed by the constant's
+// storage, held weakly: an entry dies with its model, and a reused address
+// cannot match a dead entry.
+struct ReorderedWeights {
+  std::weak_ptr<const void> owner;
+  dnnl::memory memory;
+};
+
+struct ConvCache {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<ConvPlan>> plans;
+  std::map<std::pair<const void*, std::string>, ReorderedWeights> weights;
+};
+
+ConvCache& conv_cache() {
+  static ConvCache cache;
+  return cache;
+}
+
 }  // namespace
 
 HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const HostTensor* b) {
@@ -86,19 +114,37 @@ HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const Host
   memory::dims pl(g.pad_begin.begin(), g.pad_begin.end()), pr(g.pad_end.begin(), g.pad_end.end());
 
   std::vector<int64_t> out_dims(dst_dims.begin(), dst_dims.end());
-  HostTensor y(DType::F32, out_dims);
+  HostTensor y = HostTensor::uninitialized(DType::F32, out_dims);  // the primitive writes every element
   if (y.size() == 0) return y;
   engine& eng = cpu_engine();
-  stream s(eng);
+  thread_local stream s(eng);
   const size_t rank = x.rank();
   memory::desc src_user_md(src_dims, dt::f32, plain_tag(rank, false));
   memory::desc wei_user_md(wei_dims, dt::f32, plain_tag(rank, group > 1));
   memory::desc dst_user_md(dst_dims, dt::f32, plain_tag(rank, false));
   memory::desc bias_md = b ? memory::desc({m}, dt::f32, memory::format_tag::a) : memory::desc();
   auto any = [](const memory::dims& d) { return memory::desc(d, dt::f32, memory::format_tag::any); };
-  convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct, any(src_dims), any(wei_dims),
-                                 bias_md, any(dst_dims), strides, dil, pl, pr);
-  convolution_forward::primitive_desc pd(desc, eng);
+  std::ostringstream key_stream;
+  for (const auto* v : {&src_dims, &wei_dims, &dst_dims, &strides, &dil, &pl, &pr}) {
+    for (auto d : *v) key_stream << d << ',';
+    key_stream << ';';
+  }
+  key_stream << (b ? "bias" : "");
+  const std::string key = key_stream.str();
+  ConvCache& cache = conv_cache();
+  std::shared_ptr<ConvPlan> plan;
+  {
+    std::lock_guard lock(cache.mutex);
+    auto& slot = cache.plans[key];
+    if (!slot) {
+      convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct, any(src_dims), any(wei_dims),
+                                     bias_md, any(dst_dims), strides, dil, pl, pr);
+      convolution_forward::primitive_desc made(desc, eng);
+      slot = std::make_shared<ConvPlan>(ConvPlan{made, convolution_forward(made)});
+    }
+    plan = slot;
+  }
+  const convolution_forward::primitive_desc& pd = plan->pd;
 
   auto prepare = [&](const memory::desc& want, const memory::desc& user_md, const void* data) {
     memory user(user_md, eng, const_cast<void*>(data));
@@ -108,7 +154,21 @@ HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const Host
     return m2;
   };
   memory src = prepare(pd.src_desc(), src_user_md, x.raw());
-  memory wei = prepare(pd.weights_desc(), wei_user_md, w.raw());
+  memory wei;
+  if (w.is_constant() && pd.weights_desc() != wei_user_md) {
+    std::lock_guard lock(cache.mutex);
+    auto& entry = cache.weights[{w.raw(), key}];
+    if (entry.owner.expired() || entry.owner.lock() != w.storage()) {
+      std::erase_if(cache.weights, [](const auto& kv) { return kv.second.owner.expired(); });
+      ReorderedWeights fresh{w.storage(), prepare(pd.weights_desc(), wei_user_md, w.raw())};
+      cache.weights[{w.raw(), key}] = fresh;
+      wei = fresh.memory;
+    } else {
+      wei = entry.memory;
+    }
+  } else {
+    wei = prepare(pd.weights_desc(), wei_user_md, w.raw());
+  }
   memory dst_user(dst_user_md, eng, y.mutable_raw());
   memory dst = pd.dst_desc() == dst_user_md ? dst_user : memory(pd.dst_desc(), eng);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
@@ -116,7 +176,7 @@ HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const Host
     if (b->size() != m) ctx.fail("bias has " + std::to_string(b->size()) + " values for " + std::to_string(m) + " channels");
     args[DNNL_ARG_BIAS] = memory(bias_md, eng, const_cast<std::byte*>(b->raw()));
   }
-  convolution_forward(pd).execute(s, args);
+  plan->primitive.execute(s, args);
   if (dst != dst_user) reorder(dst, dst_user).execute(s, dst, dst_user);
   s.wait();
   return y;

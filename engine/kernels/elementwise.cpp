@@ -19,7 +19,7 @@ void require_same_dtype(const KernelContext& ctx, const HostTensor& a, const Hos
 template <class T, class Out, class Op>
 HostTensor binary(const KernelContext& ctx, const HostTensor& a, const HostTensor& b, DType out_dtype, Op op) {
   auto plan = plan_broadcast<2>(ctx, {&a, &b});
-  HostTensor y(out_dtype, plan.dims);
+  HostTensor y = HostTensor::uninitialized(out_dtype, plan.dims);
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   Out* py = y.mutable_data<Out>();

@@ -51,7 +51,7 @@ void apply_broadcast(const BroadcastPlan<N>& p, F&& f) {
 // y[i] = f(x[i]) over one tensor of type T (output type Out).
 template <class T, class Out = T, class F>
 HostTensor map_unary(const HostTensor& x, DType out_dtype, F&& f) {
-  HostTensor y(out_dtype, x.dims());
+  HostTensor y = HostTensor::uninitialized(out_dtype, x.dims());
   const T* px = x.data<T>();
   Out* py = y.mutable_data<Out>();
   const int64_t n = x.size();

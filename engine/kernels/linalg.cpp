@@ -57,7 +57,7 @@ HostTensor matmul(const KernelContext& ctx, const HostTensor& a_in, const HostTe
   std::vector<int64_t> out = batch;
   if (!a_vec) out.push_back(m);
   if (!b_vec) out.push_back(n);
-  HostTensor y(a_in.dtype(), out);
+  HostTensor y = HostTensor::uninitialized(a_in.dtype(), out);  // GEMM with beta 0 writes every element
   int64_t batches = 1;
   for (int64_t d : batch) batches *= d;
   auto sa = broadcast_strides(a_batch, batch), sb = broadcast_strides(b_batch, batch);

@@ -11,6 +11,53 @@ namespace {
 
 enum class Pool { Max, Average };
 
+// The common case, 2-D row-major, without the generic coordinate decoding.
+template <Pool kind, class T>
+void pool_2d(const T* px, T* py, int64_t* pi, int64_t planes, const WindowGeometry& g, bool include_pad) {
+  const int64_t ih = g.in[0], iw = g.in[1], oh = g.out[0], ow = g.out[1];
+  const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
+  const int64_t dh = g.dilations[0], dw = g.dilations[1], ph = g.pad_begin[0], pw = g.pad_begin[1];
+  const int64_t limit_h = ih + g.pad_end[0], limit_w = iw + g.pad_end[1];
+#pragma omp parallel for if (planes * oh * ow > (1 << 14))
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T* in = px + plane * ih * iw;
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x) {
+        T best = std::numeric_limits<T>::lowest();
+        int64_t best_at = -1, valid = 0, padded = 0;
+        double sum = 0;
+        for (int64_t a = 0; a < kh; ++a) {
+          const int64_t r = y * sh + a * dh - ph;
+          if (r >= limit_h) break;
+          for (int64_t b = 0; b < kw; ++b) {
+            const int64_t c = x * sw + b * dw - pw;
+            if (c >= limit_w) break;
+            ++padded;
+            if (r < 0 || c < 0 || r >= ih || c >= iw) continue;
+            const T v = in[r * iw + c];
+            if constexpr (kind == Pool::Max) {
+              if (best_at < 0 || v > best) {
+                best = v;
+                best_at = r * iw + c;
+              }
+            } else {
+              ++valid;
+              sum += static_cast<double>(v);
+            }
+          }
+        }
+        const int64_t o = (plane * oh + y) * ow + x;
+        if constexpr (kind == Pool::Max) {
+          py[o] = best;
+          pi[o] = plane * ih * iw + best_at;
+        } else {
+          const int64_t divisor = include_pad ? padded : valid;
+          py[o] = static_cast<T>(divisor ? sum / static_cast<double>(divisor) : 0.0);
+        }
+      }
+  }
+}
+
 void pool(KernelContext& ctx, Pool kind) {
   const HostTensor& x = ctx.input(0);
   if (x.rank() < 3) ctx.fail("pooling needs an input of rank >= 3");
@@ -35,6 +82,11 @@ void pool(KernelContext& ctx, Pool kind) {
     const T* px = x.data<T>();
     T* py = y.mutable_data<T>();
     int64_t* pi = indices.mutable_data<int64_t>();
+    if (sp == 2 && !column_major) {
+      if (kind == Pool::Max) pool_2d<Pool::Max>(px, py, pi, n * c, g, include_pad);
+      else pool_2d<Pool::Average>(px, py, pi, n * c, g, include_pad);
+      return;
+    }
 #pragma omp parallel for if (n * c * out_px > (1 << 14))
     for (int64_t plane = 0; plane < n * c; ++plane) {
       std::vector<int64_t> oc(sp), kc(sp), pos(sp);

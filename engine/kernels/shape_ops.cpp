@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <numeric>
 
 #include "eval/kernel.h"
@@ -14,9 +15,10 @@ namespace geopt {
 namespace {
 
 int64_t product(const std::vector<int64_t>& dims, size_t from = 0, size_t to = SIZE_MAX) {
-  int64_t p = 1;
-  for (size_t i = from; i < std::min(to, dims.size()); ++i) p *= dims[i];
-  return p;
+  to = std::min(to, dims.size());
+  from = std::min(from, to);
+  return std::accumulate(dims.begin() + static_cast<std::ptrdiff_t>(from), dims.begin() + static_cast<std::ptrdiff_t>(to),
+                         int64_t{1}, std::multiplies<>());
 }
 
 // Axes from an attribute (before `input_since`) or from input `index` (from it on).

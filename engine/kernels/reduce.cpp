@@ -43,6 +43,17 @@ ReducePlan plan_reduce(const KernelContext& ctx, const HostTensor& x, std::vecto
 // For each input element, the index of the output it reduces into.
 template <class F>
 void for_each_reduction(const HostTensor& x, const ReducePlan& p, F&& f) {
+  // Trailing axes only (LayerNorm's ReduceMean over -1): contiguous rows.
+  size_t first = x.rank();
+  while (first > 0 && p.reduced[first - 1]) --first;
+  bool suffix = first < x.rank();
+  for (size_t d = 0; d < first; ++d) suffix = suffix && !p.reduced[d];
+  if (suffix && p.group > 0) {
+    const int64_t rows = x.size() / p.group;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < p.group; ++j) f(r * p.group + j, r);
+    return;
+  }
   auto out_strides = strides_of(p.kept_dims);
   for (size_t d = 0; d < out_strides.size(); ++d)
     if (p.reduced[d]) out_strides[d] = 0;

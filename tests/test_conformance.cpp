@@ -102,6 +102,7 @@ TEST_CASE("ONNX node conformance (libonnx-testdata)") {
   std::sort(dirs.begin(), dirs.end());
 
   int passed = 0, unsupported = 0, skipped = 0;
+  std::map<std::string, int> missing_ops;  // op -> tests it keeps from running
   std::vector<std::string> failures;
   std::set<std::string> stale_exclusions;
   for (const auto& [name, why] : excluded) stale_exclusions.insert(name);
@@ -116,7 +117,11 @@ TEST_CASE("ONNX node conformance (libonnx-testdata)") {
     bool supported = true;
     try {
       Model m = import_onnx(dir / "model.onnx", {.infer_shapes = false});
-      for (const auto& n : m.graph->nodes()) supported = supported && kernels.find(n->domain, n->op_type);
+      std::set<std::string> missing;
+      for (const auto& n : m.graph->nodes())
+        if (!kernels.find(n->domain, n->op_type)) missing.insert((n->domain.empty() ? "" : n->domain + "::") + n->op_type);
+      for (const auto& op : missing) ++missing_ops[op];
+      supported = missing.empty();
     } catch (const Error&) {
       supported = true;  // let run_case report the import failure
     }
@@ -135,6 +140,9 @@ TEST_CASE("ONNX node conformance (libonnx-testdata)") {
   MESSAGE("conformance: " << passed << " passed, " << failures.size() << " failed, " << skipped << " excluded, "
                           << unsupported << " with ops geopt has no kernel for, of " << dirs.size());
   for (const auto& f : failures) MESSAGE(f);
+  std::string ops;
+  for (const auto& [op, count] : missing_ops) ops += (ops.empty() ? "" : ", ") + op + " (" + std::to_string(count) + ")";
+  MESSAGE("ops without a kernel (tests they keep out): " << ops);
   CHECK(failures.empty());
   CHECK_MESSAGE(stale_exclusions.empty(), "exclusions that name no test: " << stale_exclusions.size());
   CHECK(passed > 0);

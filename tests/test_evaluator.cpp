@@ -130,3 +130,34 @@ TEST_CASE("npy files round-trip and bad ones are rejected") {
   test::write_file(dir / "cut.npy", truncated.substr(0, truncated.size() - 4));
   CHECK_THROWS_WITH_AS(read_npy(dir / "cut.npy"), doctest::Contains("data bytes"), Error);
 }
+
+TEST_CASE("f16 models compute in f32 and round back, close to the f32 model") {
+  const char* f16 = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float16[4,8] a, float16[8,3] w, float16[3] b) => (float16[4,3] y) {
+      m = MatMul(a, w)
+      s = Add(m, b)
+      y = Relu(s)
+    })";
+  const char* f32 = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[4,8] a, float[8,3] w, float[3] b) => (float[4,3] y) {
+      m = MatMul(a, w)
+      s = Add(m, b)
+      y = Relu(s)
+    })";
+  fs::path dir = test::scratch_dir("f16");
+  test::save_model(test::parse_text_model(f16), dir / "h.onnx");
+  test::save_model(test::parse_text_model(f32), dir / "f.onnx");
+  Model mh = import_onnx(dir / "h.onnx"), mf = import_onnx(dir / "f.onnx");
+  auto feeds_h = random_inputs(mh, 9);
+  std::map<std::string, HostTensor> feeds_f;
+  for (const auto& [name, t] : feeds_h) {  // the same values, widened
+    HostTensor w(DType::F32, t.dims());
+    for (int64_t i = 0; i < t.size(); ++i) w.mutable_data<float>()[i] = static_cast<float>(t.real_at(i));
+    feeds_f[name] = w;
+  }
+  HostTensor yh = Evaluator(mh).run(feeds_h)[0].second;
+  HostTensor yf = Evaluator(mf).run(feeds_f)[0].second;
+  CHECK(yh.dtype() == DType::F16);
+  CHECK(max_abs_diff(yh, yf) <= 4e-3);  // f16 keeps 11 bits: |y| < 4 here
+  CHECK(max_abs_diff(yh, yf) > 0);      // and it really was rounded to f16
+}

@@ -1,0 +1,70 @@
+#include "dsl/ast.h"
+
+#include <sstream>
+
+namespace geopt::dsl {
+
+const char* cmp_op_text(CmpOp op) {
+  switch (op) {
+    case CmpOp::Eq: return "==";
+    case CmpOp::Ne: return "!=";
+    case CmpOp::Lt: return "<";
+    case CmpOp::Le: return "<=";
+    case CmpOp::Gt: return ">";
+    case CmpOp::Ge: return ">=";
+    case CmpOp::Approx: return "~=";
+    case CmpOp::In: return "in";
+  }
+  return "?";
+}
+
+std::string Literal::to_string() const {
+  std::ostringstream os;
+  switch (kind) {
+    case Kind::Number: os << number; break;
+    case Kind::String: os << '"' << text << '"'; break;
+    case Kind::Ident: os << text; break;
+    case Kind::List:
+      os << "[";
+      for (size_t i = 0; i < items.size(); ++i) os << (i ? ", " : "") << items[i].to_string();
+      os << "]";
+      break;
+  }
+  return os.str();
+}
+
+std::string Term::to_string() const {
+  std::ostringstream os;
+  switch (kind) {
+    case Kind::Number: os << number; break;
+    case Kind::Var: os << var; break;
+    case Kind::Rank: os << "rank(" << var << ")"; break;
+    case Kind::Dim: os << "dim(" << var << ", " << axis << ")"; break;
+    case Kind::DType: os << "dtype(" << var << ")"; break;
+    case Kind::Ident: os << ident; break;
+  }
+  if (modulo) os << " % " << *modulo;
+  return os.str();
+}
+
+std::string Predicate::to_string() const {
+  if (kind == Kind::IsConst) return "is_const(" + var + ")";
+  if (kind == Kind::OneUse) return "one_use(" + var + ")";
+  std::ostringstream os;
+  os << lhs.to_string() << " " << cmp_op_text(op) << " ";
+  if (op == CmpOp::In) {
+    if (is_range) {
+      os << lo << " .. " << hi;
+    } else {
+      os << "{";
+      for (size_t i = 0; i < set.size(); ++i) os << (i ? ", " : "") << set[i].to_string();
+      os << "}";
+    }
+  } else {
+    os << rhs.to_string();
+    if (op == CmpOp::Approx) os << " +- " << tolerance;
+  }
+  return os.str();
+}
+
+}  // namespace geopt::dsl

@@ -56,7 +56,7 @@ struct Pattern {
   std::vector<PatternPtr> args;  // Op
   PatternPtr rest;               // `p ...`: further inputs each matching p (null: none allowed)
   bool rest_any = false;         // bare `...`: any further inputs
-  int output_index = 0;          // `#k`: which output of the op this pattern stands for
+  int output_index = 0;          // `Op(...)[k]`: which output of the op this pattern stands for
   std::vector<AttrPred> attrs;
 };
 

@@ -70,7 +70,8 @@ struct rest_pattern : seq<pattern, ws, ellipsis> {};
 struct arg : sor<ellipsis, rest_pattern, pattern> {};
 struct args_close : one<')'> {};
 struct pattern_args : seq<one<'('>, ws, opt<list<arg, sep>>, ws, must<args_close>> {};
-struct output_index : seq<one<'#'>, digits> {};
+// `Op(...)[k]`: the op's k-th output (`#` would start a comment).
+struct output_index : seq<one<'['>, ws, digits, ws, one<']'>> {};
 struct attr_absent : seq<one<'!'>, ident> {};
 struct attr_value : sor<var_name, literal> {};
 struct attr_compare : seq<cmp_op, ws, must<attr_value>> {};

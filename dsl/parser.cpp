@@ -61,6 +61,10 @@ class Builder {
   }
 
   static double to_number(const Node& n) { return std::stod(n.string()); }
+  static int index_of(const Node& n) {  // "[ 2 ]" -> 2
+    std::string s = n.string();
+    return std::stoi(s.substr(s.find_first_of("0123456789")));
+  }
   static bool integer_text(const std::string& s) { return s.find_first_of(".eE") == std::string::npos; }
 
   Literal build_literal(const Node& n) {
@@ -155,7 +159,7 @@ class Builder {
         else if (c->is_type<any_op>()) p->op = "*";
         else if (c->is_type<ellipsis>()) p->rest_any = true;
         else if (c->is_type<rest_pattern>()) p->rest = build_pattern(*c->children.at(0));
-        else if (c->is_type<output_index>()) p->output_index = std::stoi(c->string().substr(1));
+        else if (c->is_type<output_index>()) p->output_index = index_of(*c);
         else if (c->is_type<attr_pred>()) p->attrs.push_back(build_attr_pred(*c));
         else if (c->is_type<bind_as>()) p->var = c->children.at(0)->string();
         else {
@@ -263,7 +267,7 @@ class Builder {
     r->kind = Replacement::Kind::Op;
     for (const auto& c : n.children) {
       if (c->is_type<op_name>()) split_op(c->string(), r->domain, r->op);
-      else if (c->is_type<output_index>()) r->output_index = std::stoi(c->string().substr(1));
+      else if (c->is_type<output_index>()) r->output_index = index_of(*c);
       else if (c->is_type<attr_assign>()) {
         AttrAssign a;
         a.loc = loc(*c);

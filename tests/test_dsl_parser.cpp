@@ -91,11 +91,11 @@ rule LayerNormFusion [fusion, norm] {
 TEST_CASE("output selection, variadic rests, wildcards, absent attributes, multi-root, fold") {
   auto r = parse(R"(
 rule QKV { match MatMul(%x, %wq) as %q, MatMul(%x, %wk) as %k, MatMul(%x, %wv) as %v
-  rewrite %q => Split(MatMul(%x, Concat(%wq, %wk, %wv) { axis = 1 }))#0 }
+  rewrite %q => Split(MatMul(%x, Concat(%wq, %wk, %wv) { axis = 1 }))[0] }
 rule Fold [folding] { match *(const ...) fold max_elements = 4096 }
 rule Cat { match Concat(%a, ...) { axis == 1 } rewrite => %a }
 rule Drop [elimination] { match Dropout(%x, ...) { !training_mode } rewrite => %x }
-rule Second { match Split(%x)#1 rewrite => %x }
+rule Second { match Split(%x)[1] rewrite => %x }
 )");
   INFO(errors_of(r));
   REQUIRE(r.errors.empty());

@@ -10,6 +10,7 @@
 
 #include "info_command.h"
 #include "logging.h"
+#include "rules_command.h"
 #include "run_command.h"
 #include "util/error.h"
 
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   std::vector<std::function<int()>> commands;
   commands.push_back(geopt::cli::add_info_command(app));
   commands.push_back(geopt::cli::add_run_command(app));
+  commands.push_back(geopt::cli::add_rules_command(app));
 
   try {
     app.parse(argc, argv);

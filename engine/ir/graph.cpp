@@ -76,6 +76,51 @@ void Graph::remove_node(Node* n) {
   std::erase_if(nodes_, [n](const std::unique_ptr<Node>& p) { return p.get() == n; });
 }
 
+void Graph::replace_all_uses(Value* old, Value* with) {
+  if (old == with) return;
+  std::vector<Use> uses = old->uses_;
+  for (const Use& u : uses) set_input(u.node, u.input_index, with);
+  for (Value*& out : outputs_)
+    if (out == old) out = with;
+}
+
+void Graph::rename_value(Value* v, std::string new_name) {
+  if (new_name == v->name_) return;
+  if (by_name_.count(new_name)) throw Error("internal: value name '" + new_name + "' is taken");
+  by_name_.erase(v->name_);
+  v->name_ = std::move(new_name);
+  by_name_[v->name_] = v;
+}
+
+size_t Graph::remove_dead_code() {
+  std::unordered_set<const Value*> outputs(outputs_.begin(), outputs_.end());
+  size_t removed = 0;
+  for (size_t i = nodes_.size(); i-- > 0;) {  // reverse order frees chains in one sweep
+    Node* n = nodes_[i].get();
+    bool live = false;
+    for (const Value* out : n->outputs_) live = live || (out && (!out->uses_.empty() || outputs.count(out)));
+    if (live) continue;
+    for (size_t k = 0; k < n->inputs_.size(); ++k)
+      if (Value* in = n->inputs_[k]) std::erase(in->uses_, Use{n, k});
+    for (Value* out : n->outputs_)
+      if (out) out->producer_ = nullptr;
+    nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(i));
+    ++removed;
+  }
+  std::unordered_set<const Value*> inputs(inputs_.begin(), inputs_.end());
+  std::erase_if(initializers_, [&](Value* v) {
+    bool unused = v->uses_.empty() && !outputs.count(v) && !inputs.count(v);
+    if (unused) v->initializer.reset();
+    return unused;
+  });
+  std::erase_if(values_, [&](const std::unique_ptr<Value>& v) {
+    bool dead = !v->producer_ && v->uses_.empty() && !v->initializer && !outputs.count(v.get()) && !inputs.count(v.get());
+    if (dead) by_name_.erase(v->name_);
+    return dead;
+  });
+  return removed;
+}
+
 bool Graph::topological_sort() {
   // Kahn's algorithm, always taking the earliest ready node in the current order.
   std::unordered_map<const Node*, size_t> position;

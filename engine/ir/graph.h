@@ -41,6 +41,13 @@ class Graph {
   void set_input(Node* n, size_t index, Value* v);
   // Removes a node whose outputs are unused.
   void remove_node(Node* n);
+  // Points every use of `old` (node inputs and graph outputs) at `with`.
+  void replace_all_uses(Value* old, Value* with);
+  // Renames a value (names are unique; throws geopt::Error if taken).
+  void rename_value(Value* v, std::string new_name);
+  // Removes nodes whose outputs nobody uses (graph outputs count as uses), then
+  // initializers and values left unused. Returns the number of nodes removed.
+  size_t remove_dead_code();
   // Reorders nodes topologically (stable: keeps the given order where legal).
   // Returns false, leaving the order unchanged, when the graph has a cycle.
   bool topological_sort();

@@ -386,7 +386,12 @@ std::shared_ptr<const Tensor> import_tensor(const fs::path& path) {
 }
 
 Model import_onnx(const fs::path& path, const ImportOptions& options) {
-  onnx::ModelProto proto = read_model_proto(path);
+  return import_onnx_proto(read_model_proto(path), path, options);
+}
+
+Model import_onnx_proto(onnx::ModelProto proto, const fs::path& path, const ImportOptions& options) {
+  if (!proto.has_graph()) throw Error(path.string() + ": not a valid ONNX model (it has no graph)");
+  if (proto.ir_version() <= 0) throw Error(path.string() + ": not a valid ONNX model (ir_version is missing)");
   check_structure_and_sort(proto, path);
   onnx_io::run_checker(proto, path);
   if (options.infer_shapes) onnx_io::run_shape_inference(proto, path);

@@ -2,6 +2,8 @@
 // ONNX -> IR. Reads a .onnx file (and its external-data side files), checks it,
 // runs ONNX's own type and shape inference, and builds the IR without copying
 // weights: raw bytes move out of the protobuf, external data is memory-mapped.
+#include <onnx/onnx_pb.h>
+
 #include <filesystem>
 
 #include "ir/graph.h"
@@ -15,6 +17,10 @@ struct ImportOptions {
 // Throws geopt::Error with a message that names the file and, where it applies,
 // the node and the reason.
 Model import_onnx(const std::filesystem::path& path, const ImportOptions& options = {});
+
+// The same, from a protobuf already in memory (consumed). `where` names it in
+// messages; external data resolves against its parent folder.
+Model import_onnx_proto(onnx::ModelProto proto, const std::filesystem::path& where, const ImportOptions& options = {});
 
 // Reads one serialized onnx.TensorProto (as ONNX's test data stores them).
 std::shared_ptr<const Tensor> import_tensor(const std::filesystem::path& path);

@@ -1,0 +1,145 @@
+#include "rules_command.h"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "dsl/diagnostic.h"
+#include "dsl/matcher.h"
+#include "dsl/rewriter.h"
+#include "dsl/rule_tests.h"
+#include "onnx/export.h"
+#include "onnx/import.h"
+#include "rule_options.h"
+#include "util/error.h"
+
+namespace geopt::cli {
+namespace {
+
+struct RulesOptions {
+  RuleOptions rules;
+  std::vector<std::string> check_paths;
+  std::vector<std::string> test_paths;
+  std::string model;
+  std::string output;
+  bool json = false;
+  bool dump = false;
+};
+
+int check(const RulesOptions& o) {
+  std::vector<std::string> paths = o.check_paths.empty() ? o.rules.resolved_paths() : o.check_paths;
+  std::vector<dsl::Diagnostic> errors;
+  auto set = dsl::RuleSet::load(paths, errors);
+  if (!set) {
+    std::fprintf(stderr, "%s", dsl::format_diagnostics(errors).c_str());
+    std::fprintf(stderr, "geopt: error: %zu error(s) in the rules\n", errors.size());
+    return 1;
+  }
+  std::printf("%zu rules in %zu files: ok\n", set->rules().size(), set->files().size());
+  return 0;
+}
+
+int list(const RulesOptions& o) {
+  auto set = o.rules.load();
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const auto& r : set->rules()) {
+    std::string tags;
+    for (const auto& t : r.ast->tags) tags += (tags.empty() ? "" : ",") + t;
+    if (o.json) {
+      arr.push_back({{"name", r.ast->name}, {"tags", r.ast->tags}, {"location", r.ast->loc.to_string()}, {"enabled", r.enabled},
+                     {"doc", r.ast->doc}, {"tests", r.ast->tests.size()}});
+    } else {
+      std::printf("%-32s %-22s %-3s %s\n", r.ast->name.c_str(), tags.c_str(), r.enabled ? "on" : "off", r.ast->loc.to_string().c_str());
+    }
+  }
+  if (o.json) std::cout << arr.dump(2) << "\n";
+  return 0;
+}
+
+int test(const RulesOptions& o) {
+  RuleOptions ro = o.rules;
+  if (!o.test_paths.empty()) ro.paths = o.test_paths;
+  auto set = ro.load();
+  int failed = 0, passed = 0;
+  for (const auto& r : dsl::run_rule_tests(*set)) {
+    std::printf("%s  %s: %s\n", r.passed ? "PASS" : "FAIL", r.rule.c_str(), r.test.c_str());
+    for (const auto& f : r.failures) std::printf("      %s\n", f.c_str());
+    (r.passed ? passed : failed)++;
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
+
+int match(const RulesOptions& o) {
+  auto set = o.rules.load();
+  Model model = import_onnx(o.model);
+  dsl::Matcher matcher(*set, model);
+  std::map<std::string, std::vector<std::string>> sites;
+  for (const auto& r : set->rules()) sites[r.ast->name];
+  for (const auto& n : model.graph->nodes())
+    for (const auto& m : matcher.match_at(n.get())) sites[set->rules()[static_cast<size_t>(m.rule)].ast->name].push_back(n->name);
+  if (o.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (const auto& r : set->rules()) j[r.ast->name] = sites[r.ast->name];
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& r : set->rules()) {
+    const auto& s = sites[r.ast->name];
+    std::printf("%-32s %zu\n", r.ast->name.c_str(), s.size());
+    for (const auto& name : s) std::printf("    at %s\n", name.c_str());
+  }
+  return 0;
+}
+
+int apply(const RulesOptions& o) {
+  auto set = o.rules.load();
+  Model model = import_onnx(o.model);
+  dsl::RewriteStats stats = dsl::apply_rules(model, *set);
+  if (!o.output.empty()) export_onnx(model, o.output);
+  std::printf("nodes %zu -> %zu in %d pass(es)\n", stats.nodes_before, stats.nodes_after, stats.passes);
+  for (const auto& [name, s] : stats.per_rule)
+    if (s.matched) std::printf("  %-32s matched %d, applied %d\n", name.c_str(), s.matched, s.applied);
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_rules_command(CLI::App& app) {
+  auto o = std::make_shared<RulesOptions>();
+  CLI::App* cmd = app.add_subcommand("rules", "Check, list, test and apply .gerule rewrite rules");
+  o->rules.add_to(cmd);
+  cmd->add_flag("--dump-automaton", o->dump, "Print the matcher automaton all enabled rules compile into");
+  CLI::App* c_check = cmd->add_subcommand("check", "Parse and check rule files (default: the shipped rules)");
+  c_check->add_option("paths", o->check_paths, "Rule files or folders");
+  CLI::App* c_list = cmd->add_subcommand("list", "List rules: name, tags, enabled, file:line");
+  c_list->add_flag("--json", o->json, "Print JSON");
+  CLI::App* c_test = cmd->add_subcommand("test", "Run the test blocks in rule files");
+  c_test->add_option("paths", o->test_paths, "Rule files or folders (default: the shipped rules)");
+  CLI::App* c_match = cmd->add_subcommand("match", "Show where each rule matches in a model");
+  c_match->add_option("model", o->model, "ONNX model")->required();
+  c_match->add_flag("--json", o->json, "Print JSON");
+  CLI::App* c_apply = cmd->add_subcommand("apply", "Apply the rules directly (until nothing matches) and write the model");
+  c_apply->add_option("model", o->model, "ONNX model")->required();
+  c_apply->add_option("-o,--output", o->output, "Where to write the rewritten model");
+  return [=]() -> int {
+    if (!*cmd) return -1;
+    if (*c_check) return check(*o);
+    if (*c_list) return list(*o);
+    if (*c_test) return test(*o);
+    if (*c_match) return match(*o);
+    if (*c_apply) return apply(*o);
+    if (o->dump) {
+      auto set = o->rules.load();
+      std::vector<std::string> names;
+      for (const auto& r : set->rules()) names.push_back(r.ast->name);
+      std::cout << set->automaton().dump(names);
+      return 0;
+    }
+    std::cout << cmd->help();
+    return 2;
+  };
+}
+
+}  // namespace geopt::cli

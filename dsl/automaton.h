@@ -1,0 +1,55 @@
+#pragma once
+// One matcher automaton for all rules, in the spirit of MLIR's PDL predicate
+// tree. Every rule alternative becomes a list of predicates (position,
+// question, expected answer); predicates are ordered by how many alternatives
+// share them and merged into a decision tree, so a predicate shared by many
+// rules is evaluated once per candidate node. The tree only filters: the full
+// match (bindings, where clauses, further roots) runs on its survivors.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dsl/ast.h"
+
+namespace geopt::dsl {
+
+struct Question {
+  enum class Kind { Op, OutputIndex, IsConst, AttrEq } kind = Kind::Op;
+  std::vector<int> path;         // input indices from the root node
+  const AttrPred* attr = nullptr;  // AttrEq
+  std::string op_domain, op;     // AttrEq: the op that owns the attribute (for defaults)
+  std::string key;               // canonical text; equal keys are the same question
+};
+
+struct AutomatonNode {
+  int question = -1;  // index into questions; -1 for a leaf
+  std::map<std::string, std::unique_ptr<AutomatonNode>> on_answer;
+  std::unique_ptr<AutomatonNode> otherwise;  // alternatives that do not ask this question
+  std::vector<std::pair<int, int>> accept;   // (rule index, alternative index)
+};
+
+class Automaton {
+ public:
+  struct Entry {
+    int rule;
+    int alternative;
+    const Pattern* root;
+    const std::map<std::string, PatternPtr>* lets;
+  };
+  void build(const std::vector<Entry>& entries);
+
+  const std::vector<Question>& questions() const { return questions_; }
+  const AutomatonNode* root() const { return root_.get(); }
+  size_t node_count() const;
+  size_t predicate_count() const { return total_predicates_; }  // before sharing
+  // Text rendering for `geopt rules --dump-automaton`.
+  std::string dump(const std::vector<std::string>& rule_names) const;
+
+ private:
+  std::vector<Question> questions_;
+  std::unique_ptr<AutomatonNode> root_;
+  size_t total_predicates_ = 0;
+};
+
+}  // namespace geopt::dsl

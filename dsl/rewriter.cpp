@@ -1,0 +1,258 @@
+#include "dsl/rewriter.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <unordered_set>
+
+#include "dsl/schema_lookup.h"
+#include "eval/kernel.h"
+#include "util/error.h"
+
+namespace geopt::dsl {
+namespace {
+
+// The longest '/'-separated prefix shared by the matched nodes' names: exporters
+// name nodes after modules, so this is the module the fused op stands for.
+std::string common_scope(const std::vector<Node*>& nodes) {
+  std::vector<std::string> common;
+  bool first = true;
+  for (const Node* n : nodes) {
+    if (n->name.empty()) continue;
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (size_t slash; (slash = n->name.find('/', start)) != std::string::npos; start = slash + 1) parts.push_back(n->name.substr(start, slash - start));
+    if (first) {
+      common = parts;
+      first = false;
+    } else {
+      size_t i = 0;
+      while (i < common.size() && i < parts.size() && common[i] == parts[i]) ++i;
+      common.resize(i);
+    }
+  }
+  std::string scope;
+  for (size_t i = 0; i < common.size(); ++i) scope += (i ? "/" : "") + common[i];
+  return scope;
+}
+
+// Does `v` depend on `target` (would replacing target by something computed from v make a cycle)?
+bool depends_on(const Value* v, const Value* target, std::unordered_set<const Value*>& seen) {
+  if (!v || !seen.insert(v).second) return false;
+  if (v == target) return true;
+  const Node* p = v->producer();
+  if (!p) return false;
+  for (const Value* in : p->inputs())
+    if (depends_on(in, target, seen)) return true;
+  return false;
+}
+
+Attribute literal_attribute(const std::string& name, AttrKind kind, const Literal& l) {
+  Attribute a;
+  a.name = name;
+  a.kind = kind;
+  switch (kind) {
+    case AttrKind::Int: a.i = static_cast<int64_t>(l.number); break;
+    case AttrKind::Float: a.f = static_cast<float>(l.number); break;
+    case AttrKind::String: a.s = l.text; break;
+    case AttrKind::Ints: for (const auto& i : l.items) a.ints.push_back(static_cast<int64_t>(i.number)); break;
+    case AttrKind::Floats: for (const auto& i : l.items) a.floats.push_back(static_cast<float>(i.number)); break;
+    case AttrKind::Strings: for (const auto& i : l.items) a.strings.push_back(i.text); break;
+    default: break;
+  }
+  return a;
+}
+
+class Builder {
+ public:
+  Builder(Model& model, const Matcher& matcher, const Match& match, std::string scope, std::string rule)
+      : g_(*model.graph), matcher_(matcher), match_(match), scope_(std::move(scope)), rule_(std::move(rule)) {}
+
+  Value* build(const Replacement& r) {
+    if (r.kind == Replacement::Kind::Var) return match_.values.at(r.var);
+    std::vector<Value*> inputs;
+    for (const auto& a : r.args) inputs.push_back(build(*a));
+    std::string base = (scope_.empty() ? "" : scope_ + "/") + r.op;
+    std::string node_name = g_.unique_name(base);
+    std::vector<Value*> outputs;
+    for (int k = 0; k <= r.output_index; ++k) outputs.push_back(g_.add_value(g_.unique_name(node_name + ":" + std::to_string(k))));
+    Node* n = g_.add_node(r.op, r.domain, node_name, inputs, outputs);
+    n->doc_string = "geopt rule " + rule_;
+    const OpInfo* info = find_op(r.domain, r.op);
+    for (const auto& a : r.attrs) {
+      AttrKind kind = info->attrs.at(a.name).kind;
+      if (a.value) {
+        n->attributes.push_back(literal_attribute(a.name, kind, *a.value));
+      } else if (auto it = match_.attrs.find(a.var); it != match_.attrs.end()) {
+        Attribute copy = it->second;
+        copy.name = a.name;
+        n->attributes.push_back(std::move(copy));
+      } else {  // a bound scalar constant
+        const Tensor* t = matcher_.constant_of(match_.values.at(a.var));
+        HostTensor h = HostTensor::view(*t);
+        Literal l;
+        l.number = h.real_at(0);
+        n->attributes.push_back(literal_attribute(a.name, kind, l));
+      }
+    }
+    created_.push_back(n);
+    return outputs.back();
+  }
+
+  const std::vector<Node*>& created() const { return created_; }
+
+ private:
+  Graph& g_;
+  const Matcher& matcher_;
+  const Match& match_;
+  std::string scope_;
+  std::string rule_;
+  std::vector<Node*> created_;
+};
+
+// Replaces `target` by `with` everywhere; a graph output keeps its name.
+void substitute(Graph& g, Value* target, Value* with) {
+  bool is_output = std::find(g.outputs().begin(), g.outputs().end(), target) != g.outputs().end();
+  if (with->type.dtype == DType::Undefined) with->type = target->type;
+  g.replace_all_uses(target, with);
+  if (is_output) {
+    std::string name = target->name();
+    g.rename_value(target, g.unique_name(name + "_replaced"));
+    g.rename_value(with, name);
+  }
+}
+
+bool fold(Model& model, const Match& match, int64_t max_elements, const Matcher& matcher, std::string* why) {
+  Node* n = match.roots.front();
+  const KernelInfo* k = KernelRegistry::builtin().find(n->domain, n->op_type);
+  if (!k) {
+    if (why) *why = "no kernel to fold " + n->describe();
+    return false;
+  }
+  std::vector<HostTensor> ins;
+  ins.reserve(n->inputs().size());
+  std::vector<const HostTensor*> ptrs;
+  for (const Value* in : n->inputs()) {
+    if (!in) {
+      ptrs.push_back(nullptr);
+      continue;
+    }
+    const Tensor* t = matcher.constant_of(in);
+    if (!t) {
+      if (why) *why = "input '" + in->name() + "' of " + n->describe() + " is not constant";
+      return false;
+    }
+    ins.push_back(HostTensor::view(*t));
+    ptrs.push_back(&ins.back());
+  }
+  KernelContext ctx(*n, model.opset_version(n->domain), ptrs);
+  try {
+    k->fn(ctx);
+  } catch (const std::exception& e) {
+    if (why) *why = std::string("folding failed: ") + e.what();
+    return false;
+  }
+  for (size_t o = 0; o < n->outputs().size(); ++o)
+    if (n->output(o) && ctx.outputs[o].size() > max_elements) {
+      if (why) *why = "folded " + n->describe() + " would have " + std::to_string(ctx.outputs[o].size()) + " elements, over the cap of " + std::to_string(max_elements);
+      return false;
+    }
+  Graph& g = *model.graph;
+  for (size_t o = 0; o < n->outputs().size(); ++o) {
+    Value* out = n->output(o);
+    if (!out || ctx.outputs[o].dtype() == DType::String) continue;
+    const HostTensor& h = ctx.outputs[o];
+    auto t = std::make_shared<Tensor>();
+    t->dtype = h.dtype();
+    t->dims = h.dims();
+    t->data = BufferSlice(std::string(reinterpret_cast<const char*>(h.raw()), h.nbytes()));
+    Value* c = g.add_value(g.unique_name(out->name() + "_folded"));
+    t->name = c->name();
+    c->type.dtype = t->dtype;
+    c->type.shape = Shape(std::vector<Dim>(t->dims.begin(), t->dims.end()));
+    g.add_initializer(c, std::move(t));
+    substitute(g, out, c);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool apply_match(Model& model, const RuleSet& rules, const Match& match, std::string* why) {
+  const CompiledRule& cr = rules.rules()[static_cast<size_t>(match.rule)];
+  Matcher matcher(rules, model);
+  if (cr.ast->fold) return fold(model, match, cr.ast->fold_max_elements, matcher, why);
+  const Alternative& alt = cr.alternatives[static_cast<size_t>(match.alternative)];
+  // Targets first, then a cycle check, then build: a refused rewrite leaves the graph as it was.
+  std::vector<Value*> targets;
+  for (const auto& w : cr.ast->rewrites) {
+    Value* target = nullptr;
+    if (w.target.empty()) {
+      const Pattern& root = *alt.roots.front();
+      const Pattern& op = root.kind == Pattern::Kind::Var ? *alt.lets.at(root.var) : root;
+      target = match.roots.front()->output(static_cast<size_t>(op.output_index));
+    } else {
+      target = match.values.at(w.target);
+    }
+    std::function<bool(const Replacement&)> cyclic = [&](const Replacement& r) {
+      if (r.kind == Replacement::Kind::Var) {
+        std::unordered_set<const Value*> seen;
+        Value* v = match.values.at(r.var);
+        return v != target && depends_on(v, target, seen);
+      }
+      for (const auto& a : r.args)
+        if (cyclic(*a)) return true;
+      return false;
+    };
+    if (cyclic(*w.replacement)) {
+      if (why) *why = "the rewrite of '" + target->name() + "' would use a value computed from it (a cycle)";
+      return false;
+    }
+    targets.push_back(target);
+  }
+  Builder builder(model, matcher, match, common_scope(match.nodes), cr.ast->name);
+  std::vector<Value*> replacements;
+  for (const auto& w : cr.ast->rewrites) replacements.push_back(builder.build(*w.replacement));
+  for (size_t i = 0; i < targets.size(); ++i) substitute(*model.graph, targets[i], replacements[i]);
+  // A new op's domain must be imported (ai.geopt and friends are at version 1).
+  for (const Node* n : builder.created())
+    if (model.opset_version(n->domain) == 0) model.opsets.push_back({n->domain, 1});
+  return true;
+}
+
+RewriteStats apply_rules(Model& model, const RuleSet& rules, const RewriteOptions& options) {
+  RewriteStats stats;
+  Graph& g = *model.graph;
+  stats.nodes_before = g.nodes().size();
+  for (const auto& r : rules.rules()) stats.per_rule[r.ast->name];
+  for (int pass = 0; pass < options.max_passes; ++pass) {
+    ++stats.passes;
+    bool changed = false;
+    std::vector<Node*> snapshot;
+    for (const auto& n : g.nodes()) snapshot.push_back(n.get());
+    std::unordered_set<const Value*> outputs(g.outputs().begin(), g.outputs().end());
+    for (Node* n : snapshot) {
+      bool live = false;
+      for (const Value* out : n->outputs()) live = live || (out && (!out->uses().empty() || outputs.count(out)));
+      if (!live) continue;  // replaced earlier in this pass
+      Matcher matcher(rules, model);
+      for (const Match& m : matcher.match_at(n)) {
+        RuleStats& rs = stats.per_rule[rules.rules()[static_cast<size_t>(m.rule)].ast->name];
+        ++rs.matched;
+        if (apply_match(model, rules, m, nullptr)) {
+          ++rs.applied;
+          changed = true;
+          break;
+        }
+      }
+      outputs = std::unordered_set<const Value*>(g.outputs().begin(), g.outputs().end());
+    }
+    g.remove_dead_code();
+    if (!g.topological_sort()) throw Error("internal: a rewrite created a cycle");
+    if (!changed) break;
+  }
+  stats.nodes_after = g.nodes().size();
+  return stats;
+}
+
+}  // namespace geopt::dsl

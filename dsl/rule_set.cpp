@@ -1,0 +1,164 @@
+#include "dsl/rule_set.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <toml++/toml.h>
+
+#include "dsl/checker.h"
+#include "dsl/parser.h"
+#include "dsl/schema_lookup.h"
+#include "util/error.h"
+
+namespace geopt::dsl {
+namespace fs = std::filesystem;
+namespace {
+
+bool is_commutative(const Pattern& p) {
+  if (p.kind != Pattern::Kind::Op || p.args.size() != 2 || p.rest || p.rest_any) return false;
+  const OpInfo* info = find_op(p.domain, p.op);
+  return info && info->commutative;
+}
+
+int count_commutative(const Pattern& p) {
+  int n = is_commutative(p) ? 1 : 0;
+  for (const auto& a : p.args) n += count_commutative(*a);
+  return n;
+}
+
+// Deep copy; the k-th commutative op (in depth-first order) swaps its operands when bit k of mask is set.
+PatternPtr clone(const PatternPtr& p, unsigned mask, int& counter) {
+  auto c = std::make_shared<Pattern>(*p);
+  c->args.clear();
+  for (const auto& a : p->args) c->args.push_back(clone(a, mask, counter));
+  if (is_commutative(*p) && ((mask >> counter++) & 1u)) std::swap(c->args[0], c->args[1]);
+  return c;
+}
+
+std::vector<Alternative> expand(const Rule& r) {
+  int k = 0;
+  for (const auto& root : r.roots) k += count_commutative(*root);
+  for (const auto& let : r.lets) k += count_commutative(*let.pattern);
+  std::vector<Alternative> alts;
+  for (unsigned mask = 0; mask < (1u << k); ++mask) {
+    Alternative a;
+    int counter = 0;
+    for (const auto& root : r.roots) a.roots.push_back(clone(root, mask, counter));
+    for (const auto& let : r.lets) a.lets[let.var] = clone(let.pattern, mask, counter);
+    alts.push_back(std::move(a));
+  }
+  return alts;
+}
+
+std::vector<std::string> rule_files(const std::string& path, std::vector<Diagnostic>& errors) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(path, ec))
+      if (e.path().extension() == ".gerule") out.push_back(e.path().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  if (!fs::exists(path, ec)) {
+    errors.push_back({{path, 0, 0}, "no such rule file or folder"});
+    return {};
+  }
+  return {path};
+}
+
+}  // namespace
+
+std::unique_ptr<RuleSet> RuleSet::load(const std::vector<std::string>& paths, std::vector<Diagnostic>& errors) {
+  auto set = std::unique_ptr<RuleSet>(new RuleSet());
+  const size_t errors_before = errors.size();
+  for (const auto& path : paths)
+    for (const auto& file : rule_files(path, errors)) {
+      ParseResult parsed = parse_rule_file(file);
+      errors.insert(errors.end(), parsed.errors.begin(), parsed.errors.end());
+      set->files_.push_back(std::make_unique<RuleFile>(std::move(parsed.file)));
+    }
+  std::vector<const RuleFile*> files;
+  for (const auto& f : set->files_) files.push_back(f.get());
+  check_rules(files, errors);
+  if (errors.size() != errors_before) return nullptr;
+  for (const auto& f : set->files_)
+    for (const Rule& r : f->rules) set->rules_.push_back({&r, f->path, r.enabled, expand(r)});
+  set->rebuild_automaton();
+  return set;
+}
+
+void RuleSet::rebuild_automaton() {
+  std::vector<Automaton::Entry> entries;
+  for (size_t r = 0; r < rules_.size(); ++r) {
+    if (!rules_[r].enabled) continue;
+    for (size_t a = 0; a < rules_[r].alternatives.size(); ++a) {
+      const Alternative& alt = rules_[r].alternatives[a];
+      entries.push_back({static_cast<int>(r), static_cast<int>(a), alt.roots.front().get(), &alt.lets});
+    }
+  }
+  automaton_.build(entries);
+}
+
+bool RuleSet::set_enabled(const std::string& name_or_tag, bool enabled) {
+  bool hit = false;
+  for (auto& r : rules_) {
+    bool tagged = std::find(r.ast->tags.begin(), r.ast->tags.end(), name_or_tag) != r.ast->tags.end();
+    if (r.ast->name == name_or_tag || tagged) {
+      r.enabled = enabled;
+      hit = true;
+    }
+  }
+  if (hit) rebuild_automaton();
+  return hit;
+}
+
+void RuleSet::apply_switch_file(const std::string& path) {
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    throw Error(path + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) + ": " + std::string(e.description()));
+  }
+  auto apply = [&](const char* section, bool tags) {
+    const toml::table* t = table[section].as_table();
+    if (!t) return;
+    for (const auto& [key, value] : *t) {
+      const auto* s = value.as_string();
+      const auto line = std::to_string(value.source().begin.line);
+      if (!s || (s->get() != "on" && s->get() != "off"))
+        throw Error(path + ":" + line + ": " + std::string(key.str()) + " must be \"on\" or \"off\"");
+      if (!set_enabled(std::string(key.str()), s->get() == "on"))
+        throw Error(path + ":" + line + ": no rule " + (tags ? "tag" : "name") + " '" + std::string(key.str()) + "'");
+    }
+  };
+  for (const auto& [key, value] : table)
+    if (key.str() != "rules" && key.str() != "tags")
+      throw Error(path + ":" + std::to_string(value.source().begin.line) + ": unknown section '" + std::string(key.str()) + "' (expected [rules] or [tags])");
+  apply("tags", true);   // tags first, so a rule named in [rules] wins
+  apply("rules", false);
+}
+
+const CompiledRule* RuleSet::find(const std::string& name) const {
+  for (const auto& r : rules_)
+    if (r.ast->name == name) return &r;
+  return nullptr;
+}
+
+std::string default_rules_dir() {
+  if (const char* env = std::getenv("GEOPT_RULES_DIR")) return env;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<fs::path> candidates;
+  if (!ec) {
+    candidates.push_back(exe.parent_path().parent_path() / "share" / "geopt" / "rules");  // installed: bin/geopt
+    candidates.push_back(exe.parent_path() / "rules");
+  }
+  candidates.push_back(fs::path(GEOPT_SOURCE_RULES_DIR));  // a build tree
+  for (const auto& c : candidates)
+    if (fs::is_directory(c, ec)) return c.string();
+  return {};
+}
+
+}  // namespace geopt::dsl

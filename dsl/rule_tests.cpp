@@ -1,0 +1,85 @@
+#include "dsl/rule_tests.h"
+
+#include <onnx/defs/parser.h>
+
+#include <cmath>
+
+#include "dsl/rewriter.h"
+#include "eval/compare.h"
+#include "eval/evaluator.h"
+#include "onnx/import.h"
+#include "util/error.h"
+
+namespace geopt::dsl {
+namespace {
+
+namespace fs = std::filesystem;
+
+Model load_model(const RuleTest& t) {
+  fs::path where = fs::path(t.loc.file).parent_path();
+  if (!t.model_file.empty()) return import_onnx(where / t.model_file);
+  onnx::ModelProto proto;
+  auto status = onnx::OnnxParser::Parse(proto, t.model_text.c_str());
+  if (!status.IsOK()) throw Error(t.loc.to_string() + ": the test model does not parse: " + status.ErrorMessage());
+  return import_onnx_proto(std::move(proto), t.loc.to_string());
+}
+
+bool compare(int64_t got, CmpOp op, int64_t want) {
+  switch (op) {
+    case CmpOp::Eq: return got == want;
+    case CmpOp::Ne: return got != want;
+    case CmpOp::Lt: return got < want;
+    case CmpOp::Le: return got <= want;
+    case CmpOp::Gt: return got > want;
+    case CmpOp::Ge: return got >= want;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules) {
+  std::vector<RuleTestResult> results;
+  for (const auto& cr : rules.rules())
+    for (const RuleTest& t : cr.ast->tests) {
+      RuleTestResult r{cr.ast->name, t.name, t.loc, true, {}};
+      auto failed = [&](const SourceLoc& loc, const std::string& msg) {
+        r.passed = false;
+        r.failures.push_back(loc.to_string() + ": " + msg);
+      };
+      try {
+        Model original = load_model(t);
+        Model model = load_model(t);
+        RewriteStats stats = apply_rules(model, rules);
+        for (const Expectation& e : t.expectations) {
+          if (e.kind == Expectation::Kind::Count) {
+            const std::string domain = e.domain == "ai.onnx" ? "" : e.domain;
+            int64_t n = 0;
+            for (const auto& node : model.graph->nodes()) n += node->op_type == e.op && node->domain == domain;
+            if (!compare(n, e.cmp, e.value))
+              failed(e.loc, "count(" + (domain.empty() ? "" : domain + ".") + e.op + ") is " + std::to_string(n) + ", expected " + cmp_op_text(e.cmp) + " " + std::to_string(e.value));
+          } else if (e.kind == Expectation::Kind::Fired) {
+            auto it = stats.per_rule.find(e.rule);
+            int64_t n = it == stats.per_rule.end() ? 0 : it->second.applied;
+            if (!compare(n, e.cmp, e.value))
+              failed(e.loc, "fired(" + e.rule + ") is " + std::to_string(n) + ", expected " + cmp_op_text(e.cmp) + " " + std::to_string(e.value));
+          } else {
+            auto feeds = random_inputs(original, 1234);
+            NamedTensors want = Evaluator(original).run(feeds);
+            NamedTensors got = Evaluator(model).run(feeds);
+            for (size_t i = 0; i < want.size(); ++i) {
+              TensorDiff d = diff(got[i].second, want[i].second);
+              if (!d.comparable || d.max_abs > e.tolerance || d.nan_mismatches)
+                failed(e.loc, "output '" + want[i].first + "' differs: " + (d.comparable ? "max abs error " + std::to_string(d.max_abs) : d.mismatch));
+            }
+          }
+        }
+      } catch (const std::exception& ex) {
+        failed(t.loc, ex.what());
+      }
+      results.push_back(std::move(r));
+    }
+  return results;
+}
+
+}  // namespace geopt::dsl

@@ -111,6 +111,7 @@ std::function<int()> add_rules_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("rules", "Check, list, test and apply .gerule rewrite rules");
   o->rules.add_to(cmd);
   cmd->add_flag("--dump-automaton", o->dump, "Print the matcher automaton all enabled rules compile into");
+  cmd->fallthrough();  // --rules etc. may follow the subcommand
   CLI::App* c_check = cmd->add_subcommand("check", "Parse and check rule files (default: the shipped rules)");
   c_check->add_option("paths", o->check_paths, "Rule files or folders");
   CLI::App* c_list = cmd->add_subcommand("list", "List rules: name, tags, enabled, file:line");
@@ -123,6 +124,7 @@ std::function<int()> add_rules_command(CLI::App& app) {
   CLI::App* c_apply = cmd->add_subcommand("apply", "Apply the rules directly (until nothing matches) and write the model");
   c_apply->add_option("model", o->model, "ONNX model")->required();
   c_apply->add_option("-o,--output", o->output, "Where to write the rewritten model");
+  for (CLI::App* sub : {c_check, c_list, c_test, c_match, c_apply}) sub->fallthrough();
   return [=]() -> int {
     if (!*cmd) return -1;
     if (*c_check) return check(*o);

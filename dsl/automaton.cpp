@@ -1,5 +1,7 @@
 #include "dsl/automaton.h"
 
+#include "dsl/schema_lookup.h"
+
 #include <algorithm>
 #include <set>
 #include <functional>
@@ -40,21 +42,25 @@ class Collector {
       }
       case Pattern::Kind::Const:
       case Pattern::Kind::Number:
-        if (!path.empty()) out.push_back({question({Question::Kind::IsConst, path, nullptr, "", "", "const@" + where}), "1"});
+        if (!path.empty()) out.push_back({question({Question::Kind::IsConst, path, "", "const@" + where}), "1"});
         break;
       case Pattern::Kind::Op: {
         if (!p.var.empty() && lets.count(p.var)) seen_lets.insert(p.var);
         if (p.op != "*") {
           std::string op = (p.domain.empty() || p.domain == "ai.onnx" ? "" : p.domain + "::") + p.op;
-          out.push_back({question({Question::Kind::Op, path, nullptr, "", "", "op@" + where}), op});
+          out.push_back({question({Question::Kind::Op, path, "", "op@" + where}), op});
+          const OpInfo* info = find_op(p.domain, p.op);
           for (const auto& a : p.attrs) {
-            if (a.absent || !a.bind_var.empty() || a.op != CmpOp::Eq || !a.value) continue;
-            std::string key = "attr@" + where + ":" + op + "." + a.name + "==" + a.value->to_string();
-            out.push_back({question({Question::Kind::AttrEq, path, &a, p.domain, p.op, key}), "1"});
+            if (a.absent || !a.bind_var.empty() || a.op != CmpOp::Eq || !a.value || !info) continue;
+            auto kind = info->attrs.find(a.name);
+            if (kind == info->attrs.end()) continue;
+            std::string key = "attr@" + where + ":" + a.name;
+            out.push_back({question({Question::Kind::AttrValue, path, a.name, key}),
+                           attribute_answer(literal_attribute(a.name, kind->second.kind, *a.value))});
           }
         }
         if (!path.empty())
-          out.push_back({question({Question::Kind::OutputIndex, path, nullptr, "", "", "output@" + where}), std::to_string(p.output_index)});
+          out.push_back({question({Question::Kind::OutputIndex, path, "", "output@" + where}), std::to_string(p.output_index)});
         for (size_t i = 0; i < p.args.size(); ++i) {
           std::vector<int> child = path;
           child.push_back(static_cast<int>(i));
@@ -78,6 +84,11 @@ size_t count_nodes(const AutomatonNode* n) {
 }
 
 }  // namespace
+
+std::string attribute_answer(const Attribute& a) {
+  std::string s = a.to_string();
+  return s.substr(s.find('=') + 1);
+}
 
 void Automaton::build(const std::vector<Entry>& entries) {
   questions_.clear();

@@ -11,14 +11,16 @@
 #include <vector>
 
 #include "dsl/ast.h"
+#include "ir/attribute.h"
 
 namespace geopt::dsl {
 
 struct Question {
-  enum class Kind { Op, OutputIndex, IsConst, AttrEq } kind = Kind::Op;
+  // AttrValue asks for an attribute's value (default applied), so rules that
+  // differ only in the value they require share one question.
+  enum class Kind { Op, OutputIndex, IsConst, AttrValue } kind = Kind::Op;
   std::vector<int> path;         // input indices from the root node
-  const AttrPred* attr = nullptr;  // AttrEq
-  std::string op_domain, op;     // AttrEq: the op that owns the attribute (for defaults)
+  std::string attr;              // AttrValue: the attribute's name
   std::string key;               // canonical text; equal keys are the same question
 };
 
@@ -28,6 +30,9 @@ struct AutomatonNode {
   std::unique_ptr<AutomatonNode> otherwise;  // alternatives that do not ask this question
   std::vector<std::pair<int, int>> accept;   // (rule index, alternative index)
 };
+
+// The canonical text of an attribute value, as AttrValue questions answer.
+std::string attribute_answer(const Attribute& a);
 
 class Automaton {
  public:

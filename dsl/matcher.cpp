@@ -259,12 +259,11 @@ std::vector<std::pair<int, int>> Matcher::candidates_at(Node* node, size_t* aske
         if (value) result = std::to_string(value->producer_output());
         break;
       case Question::Kind::IsConst: result = constant_of(value) ? "1" : "0"; break;
-      case Question::Kind::AttrEq: {
-        result = "0";
+      case Question::Kind::AttrValue: {
         if (at) {
-          const Attribute* attr = at->attr(q.attr->name);
-          if (!attr) attr = attribute_default(at->domain, at->op_type, q.attr->name, model_.opset_version(at->domain));
-          if (attr && literal_equals(*attr, *q.attr->value)) result = "1";
+          const Attribute* attr = at->attr(q.attr);
+          if (!attr) attr = attribute_default(at->domain, at->op_type, q.attr, model_.opset_version(at->domain));
+          if (attr) result = attribute_answer(*attr);
         }
         break;
       }

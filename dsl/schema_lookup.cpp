@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 
+#include "dsl/ast.h"
 #include "onnx/validate.h"
 
 namespace geopt::dsl {
@@ -40,6 +41,22 @@ Catalog& catalog() {
 }
 
 }  // namespace
+
+Attribute literal_attribute(const std::string& name, AttrKind kind, const Literal& l) {
+  Attribute a;
+  a.name = name;
+  a.kind = kind;
+  switch (kind) {
+    case AttrKind::Int: a.i = static_cast<int64_t>(l.number); break;
+    case AttrKind::Float: a.f = static_cast<float>(l.number); break;
+    case AttrKind::String: a.s = l.text; break;
+    case AttrKind::Ints: for (const auto& i : l.items) a.ints.push_back(static_cast<int64_t>(i.number)); break;
+    case AttrKind::Floats: for (const auto& i : l.items) a.floats.push_back(static_cast<float>(i.number)); break;
+    case AttrKind::Strings: for (const auto& i : l.items) a.strings.push_back(i.text); break;
+    default: break;
+  }
+  return a;
+}
 
 const OpInfo* find_op(const std::string& domain_in, const std::string& op) {
   onnx_io::register_geopt_schemas();

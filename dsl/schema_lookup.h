@@ -25,6 +25,10 @@ struct OpInfo {
 
 // nullptr when no version of the op exists in that domain ("" and "ai.onnx" are the same).
 const OpInfo* find_op(const std::string& domain, const std::string& op);
+// An attribute of the given kind holding a rule literal's value.
+struct Literal;
+Attribute literal_attribute(const std::string& name, AttrKind kind, const Literal& l);
+
 // The schema default of an attribute at the given opset (nullptr when none).
 const Attribute* attribute_default(const std::string& domain, const std::string& op, const std::string& name, int64_t opset);
 

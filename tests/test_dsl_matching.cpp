@@ -1,0 +1,135 @@
+// The starter rules on real exported models, the automaton's sharing, and rule
+// switching (names, tags, switch files), including edits to rule files on disk.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "dsl/matcher.h"
+#include "dsl/rewriter.h"
+#include "dsl_support.h"
+#include "eval/compare.h"
+#include "eval/evaluator.h"
+#include "onnx/import.h"
+#include "test_support.h"
+#include "util/error.h"
+
+using namespace geopt;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::map<std::string, int> matches_per_rule(const dsl::RuleSet& rules, const Model& model) {
+  dsl::Matcher matcher(rules, model);
+  std::map<std::string, int> counts;
+  for (const auto& n : model.graph->nodes())
+    for (const auto& m : matcher.match_at(n.get())) ++counts[rules.rules()[static_cast<size_t>(m.rule)].ast->name];
+  return counts;
+}
+
+size_t nlohmann_json_size(const std::string& json, const std::string& key) { return nlohmann::json::parse(json).at(key).size(); }
+
+}  // namespace
+
+TEST_CASE("the starter rules match every instance in the example models") {
+  auto rules = test::load_rules({test::shipped_rules()});
+  // Counted from the exports (python onnx): a LayerNorm chain per pair of ReduceMeans
+  // in the opset-13 BERT/GPT-2 (LLaMA's ReduceMeans are RMSNorms), one GELU per Erf,
+  // GPT-2's single Identity (the tied LM head); opset-17 models use LayerNormalization.
+  const std::map<std::string, std::map<std::string, int>> expected = {
+      {"bert_tiny_op13", {{"LayerNormFusion", 5}, {"GeluErf", 2}}},
+      {"bert_tiny_op17", {{"GeluErf", 2}}},
+      {"bert_tiny_dynamic_seq_op17", {{"GeluErf", 2}}},
+      {"gpt2_tiny_op13", {{"LayerNormFusion", 5}, {"IdentityIsNothing", 1}}},
+      {"gpt2_tiny_op17", {{"IdentityIsNothing", 1}}},
+      {"llama_tiny_op13", {}},
+      {"llama_tiny_op17", {}},
+      {"resnet18_narrow_op13", {}},
+      {"mobilenetv2_half_op13", {}},
+  };
+  for (const auto& [name, want] : expected) {
+    INFO(name);
+    Model model = import_onnx(test::examples_dir() / (name + ".onnx"));
+    CHECK(matches_per_rule(*rules, model) == want);
+  }
+}
+
+TEST_CASE("applying the starter rules fuses BERT and keeps its outputs") {
+  auto rules = test::load_rules({test::shipped_rules()});
+  Model original = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  Model model = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  dsl::RewriteStats stats = dsl::apply_rules(model, *rules);
+  CHECK(stats.per_rule["LayerNormFusion"].applied == 5);
+  CHECK(stats.per_rule["GeluErf"].applied == 2);
+  int layernorms = 0;
+  for (const auto& n : model.graph->nodes()) layernorms += n->op_type == "LayerNorm" && n->domain == "ai.geopt";
+  CHECK(layernorms == 5);
+  CHECK(model.graph->find_node("/emb_norm/LayerNorm") != nullptr);  // named after the module it replaced
+  CHECK(model.opset_version("ai.geopt") == 1);
+  auto feeds = random_inputs(original, 3);
+  NamedTensors a = Evaluator(original).run(feeds), b = Evaluator(model).run(feeds);
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].first == b[i].first);  // output names survive
+    CHECK(diff(b[i].second, a[i].second).max_abs <= 1e-4);
+  }
+}
+
+TEST_CASE("shared predicates are asked once per node, however many rules share them") {
+  Model model = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  fs::path dir = test::scratch_dir("variants");
+  auto asked_with = [&](int variants) {
+    std::ofstream(dir / "variants.gerule") << test::layernorm_variants(variants);
+    auto rules = test::load_rules({test::shipped_rules() + "/norm.gerule", (dir / "variants.gerule").string()});
+    dsl::Matcher matcher(*rules, model);
+    size_t asked = 0;
+    int layernorm_matches = 0;
+    for (const auto& n : model.graph->nodes())
+      for (const auto& m : matcher.match_at(n.get(), &asked)) layernorm_matches += rules->rules()[static_cast<size_t>(m.rule)].ast->name == "LayerNormFusion";
+    CHECK(layernorm_matches == 5);  // the variants never match, the real rule always does
+    return asked;
+  };
+  size_t one = asked_with(1), hundred = asked_with(100);
+  MESSAGE("predicates asked: " << one << " with 1 variant, " << hundred << " with 100");
+  CHECK(hundred <= one + one / 10);  // the variants add answers to shared questions, not questions
+}
+
+TEST_CASE("rules switch off by name, by tag, and by a TOML switch file") {
+  Model model = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  auto rules = test::load_rules({test::shipped_rules()});
+  CHECK(rules->set_enabled("LayerNormFusion", false));
+  CHECK(matches_per_rule(*rules, model) == std::map<std::string, int>{{"GeluErf", 2}});
+  CHECK(rules->set_enabled("fusion", false));
+  CHECK(matches_per_rule(*rules, model).empty());
+  CHECK_FALSE(rules->set_enabled("NoSuchRule", true));
+
+  fs::path dir = test::scratch_dir("switch");
+  std::ofstream(dir / "on.toml") << "[tags]\nfusion = \"on\"\n[rules]\nGeluErf = \"off\"\n";
+  rules->apply_switch_file((dir / "on.toml").string());
+  CHECK(matches_per_rule(*rules, model) == std::map<std::string, int>{{"LayerNormFusion", 5}});
+
+  std::ofstream(dir / "bad.toml") << "[rules]\nLayerNormFusion = \"maybe\"\n";
+  CHECK_THROWS_WITH_AS(rules->apply_switch_file((dir / "bad.toml").string()), doctest::Contains("bad.toml:2: LayerNormFusion must be \"on\" or \"off\""), Error);
+  std::ofstream(dir / "unknown.toml") << "[rules]\nNope = \"off\"\n";
+  CHECK_THROWS_WITH_AS(rules->apply_switch_file((dir / "unknown.toml").string()), doctest::Contains("no rule name 'Nope'"), Error);
+  std::ofstream(dir / "broken.toml") << "[rules\n";
+  CHECK_THROWS_WITH_AS(rules->apply_switch_file((dir / "broken.toml").string()), doctest::Contains("broken.toml:1:"), Error);
+}
+
+TEST_CASE("editing a rule file on disk changes what matches, with no rebuild") {
+  fs::path dir = test::scratch_dir("edit");
+  fs::copy(test::shipped_rules(), dir / "rules");
+  const std::string model = (test::examples_dir() / "bert_tiny_op13.onnx").string();
+  auto before = test::run_cli({"rules", "match", model, "--rules", (dir / "rules").string(), "--json"});
+  REQUIRE(before.exit_code == 0);
+  CHECK(nlohmann_json_size(before.out, "LayerNormFusion") == 5);
+  // BERT's epsilon is 1e-12: require at least 1e-6 and the rule stops matching.
+  std::string text = test::read_file(dir / "rules" / "norm.gerule");
+  auto at = text.find("where %eps in 0 .. 1e-3");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, std::string("where %eps in 0 .. 1e-3").size(), "where %eps in 1e-6 .. 1e-3");
+  test::write_file(dir / "rules" / "norm.gerule", text);
+  auto after = test::run_cli({"rules", "match", model, "--rules", (dir / "rules").string(), "--json"});
+  REQUIRE(after.exit_code == 0);
+  CHECK(nlohmann_json_size(after.out, "LayerNormFusion") == 0);
+  CHECK(nlohmann_json_size(after.out, "GeluErf") == 2);
+}

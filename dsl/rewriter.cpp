@@ -192,6 +192,17 @@ bool apply_match(Model& model, const RuleSet& rules, const Match& match, std::st
       if (why) *why = "the rewrite of '" + target->name() + "' would use a value computed from it (a cycle)";
       return false;
     }
+    // A graph output keeps its name, so it cannot become a graph input, an
+    // initializer or another output: that would rename the model's interface.
+    if (w.replacement->kind == Replacement::Kind::Var) {
+      const Graph& g = *model.graph;
+      Value* with = match.values.at(w.replacement->var);
+      auto listed = [](const std::vector<Value*>& vs, const Value* v) { return std::find(vs.begin(), vs.end(), v) != vs.end(); };
+      if (listed(g.outputs(), target) && (listed(g.inputs(), with) || with->initializer || listed(g.outputs(), with))) {
+        if (why) *why = "graph output '" + target->name() + "' would become '" + with->name() + "', which the model's interface names";
+        return false;
+      }
+    }
     targets.push_back(target);
   }
   Builder builder(model, matcher, match, common_scope(match.nodes), cr.ast->name);

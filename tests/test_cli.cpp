@@ -119,3 +119,56 @@ TEST_CASE("geopt run --random-inputs is deterministic per seed and checks its ar
   CHECK(bad_shape.exit_code == 1);
   CHECK(bad_shape.err.find("input 'input_ids': expected dtype i64, got f32") != std::string::npos);
 }
+
+TEST_CASE("geopt rules check reports a broken file with its location and a caret, exit 1") {
+  fs::path dir = geopt::test::scratch_dir("rules-cli");
+  geopt::test::write_file(dir / "bad.gerule", "rule A {\n  match %y = Relu(%x)\n  rewrite %y %x\n}\nrule B { match %y = Frob(%x) rewrite %y => %x }\n");
+  auto r = run_cli({"rules", "check", (dir / "bad.gerule").string()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("bad.gerule:3:14: error: expected `=>` after `rewrite`") != std::string::npos);
+  CHECK(r.err.find("      rewrite %y %x\n") != std::string::npos);
+  CHECK(r.err.find("    " + std::string(13, ' ') + "^\n") != std::string::npos);
+  CHECK(r.err.find("bad.gerule:5:21: error: unknown op 'Frob'") != std::string::npos);
+  auto ok = run_cli({"rules", "check"});
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.find("rules in") != std::string::npos);
+}
+
+TEST_CASE("geopt rules list, test and --dump-automaton") {
+  auto list = run_cli({"rules", "list", "--json"});
+  REQUIRE(list.exit_code == 0);
+  auto j = nlohmann::json::parse(list.out);
+  bool found = false;
+  for (const auto& r : j)
+    if (r["name"] == "LayerNormFusion") {
+      found = true;
+      CHECK(r["location"].get<std::string>().find("norm.gerule:3:1") != std::string::npos);
+      CHECK(r["enabled"] == true);
+    }
+  CHECK(found);
+  auto off = run_cli({"rules", "list", "--disable", "fusion"});
+  CHECK(off.out.find("LayerNormFusion") != std::string::npos);
+  CHECK(off.out.find(" off ") != std::string::npos);
+  auto bad_disable = run_cli({"rules", "list", "--disable", "Nope"});
+  CHECK(bad_disable.exit_code == 1);
+  CHECK(bad_disable.err.find("no rule or tag has that name") != std::string::npos);
+
+  fs::path dir = geopt::test::scratch_dir("rules-test");
+  geopt::test::write_file(dir / "t.gerule", R"(rule R { match %y = Neg(%x) rewrite %y => %x
+  test "claims too much" {
+    model """<ir_version: 8, opset_import: ["" : 13]> g (float[2] x) => (float[2] y) { n = Neg(x) y = Relu(n) }"""
+    expect count(Neg) == 0
+    expect outputs_equal
+  }
+})");
+  auto t = run_cli({"rules", "test", (dir / "t.gerule").string()});
+  CHECK(t.exit_code == 1);  // Neg(x) is not x: the numeric check catches the wrong rule
+  CHECK(t.out.find("FAIL  R: claims too much") != std::string::npos);
+  CHECK(t.out.find("t.gerule:5:12: output 'y' differs") != std::string::npos);
+  CHECK(t.out.find("0 passed, 1 failed") != std::string::npos);
+
+  auto dump = run_cli({"rules", "--dump-automaton"});
+  CHECK(dump.exit_code == 0);
+  CHECK(dump.out.find("ask op@root") != std::string::npos);
+  CHECK(dump.out.find("accept LayerNormFusion#") != std::string::npos);
+}

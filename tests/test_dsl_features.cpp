@@ -1,0 +1,177 @@
+// Each pattern feature on small graphs: what matches, what does not, and why.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "dsl/matcher.h"
+#include "dsl/rewriter.h"
+#include "dsl_support.h"
+#include "eval/compare.h"
+#include "eval/evaluator.h"
+#include "onnx/import.h"
+#include "test_support.h"
+
+using namespace geopt;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Fixture {
+  std::unique_ptr<dsl::RuleSet> rules;
+  Model model;
+  std::string dir;  // stripped from reasons, so they read "r.gerule:1:2"
+};
+
+// Tries rule 0 at the node named `node`; returns "" on a match, else the reason.
+std::string try_at(Fixture& f, const std::string& node, dsl::Match* out = nullptr) {
+  dsl::Matcher m(*f.rules, f.model);
+  Node* n = const_cast<Node*>(f.model.graph->find_node(node));
+  REQUIRE(n);
+  std::string first_reason;
+  for (size_t alt = 0; alt < f.rules->rules()[0].alternatives.size(); ++alt) {
+    dsl::Match match;
+    std::string why;
+    if (m.try_rule(0, static_cast<int>(alt), n, match, &why)) {
+      if (out) *out = match;
+      return "";
+    }
+    if (first_reason.empty()) first_reason = why;
+  }
+  for (size_t at; (at = first_reason.find(f.dir + "/")) != std::string::npos;) first_reason.erase(at, f.dir.size() + 1);
+  return first_reason;
+}
+
+onnx::ModelProto named(onnx::ModelProto m) {
+  for (int i = 0; i < m.graph().node_size(); ++i)
+    if (m.graph().node(i).name().empty()) m.mutable_graph()->mutable_node(i)->set_name("n" + std::to_string(i));
+  return m;
+}
+
+Fixture setup_named(const std::string& rule_text, const char* model_text) {
+  fs::path dir = test::scratch_dir("features");
+  std::ofstream(dir / "r.gerule") << rule_text;
+  return Fixture{test::load_rules({(dir / "r.gerule").string()}), import_onnx_proto(named(test::parse_text_model(model_text)), dir / "m.onnx"),
+                 dir.string()};
+}
+
+}  // namespace
+
+TEST_CASE("several roots: three MatMuls that share an input") {
+  auto f = setup_named("rule QKV { match MatMul(%x, const %_wq) as %q, MatMul(%x, const %_wk) as %k, MatMul(%x, const %_wv) as %v\n"
+                       "  rewrite %q => %q rewrite %k => %k rewrite %v => %v }",
+                       R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,4] x) => (float[2,3] a, float[2,3] b, float[2,3] c) {
+      wq = Constant <value = float[4,3] {1,2,3,4,5,6,7,8,9,10,11,12}> ()
+      wk = Constant <value = float[4,3] {1,2,3,4,5,6,7,8,9,10,11,12}> ()
+      wv = Constant <value = float[4,3] {1,2,3,4,5,6,7,8,9,10,11,13}> ()
+      a = MatMul(x, wq)
+      b = MatMul(x, wk)
+      c = MatMul(x, wv)
+    })");
+  dsl::Match m;
+  CHECK(try_at(f, "n3", &m) == "");
+  REQUIRE(m.roots.size() == 3);
+  CHECK(m.roots[1]->name == "n4");
+  CHECK(m.roots[2]->name == "n5");
+  CHECK(m.values.at("%v")->name() == "c");
+}
+
+TEST_CASE("variadic inputs: Concat(%a, ...) and the input count without `...`") {
+  const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] a, float[2] b, float[2] c) => (float[6] y) { y = Concat <axis = 0> (a, b, c) })";
+  auto f = setup_named("rule C { match %y = Concat(%a, ...) { axis == 0 } rewrite %y => %a }", model);
+  CHECK(try_at(f, "n0") == "");
+  auto g = setup_named("rule C { match %y = Concat(%a) rewrite %y => %a }", model);
+  CHECK(try_at(g, "n0") == "Concat 'n0' has input 1 ('b'), the rule allows 1 (r.gerule:1:21)");
+  auto h = setup_named("rule C { match %y = Concat(%a, %_b, %a) rewrite %y => %a }", model);
+  CHECK(try_at(h, "n0") == "%a is 'a' but here it would be 'c' (r.gerule:1:37)");
+}
+
+TEST_CASE("attribute defaults, absent attributes, bound attributes") {
+  const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x) => (float[2,1] y, float[2,3] z) {
+      y = ReduceMean <axes = [-1]> (x)
+      z = Softmax <axis = 1> (x)
+    })";
+  auto f = setup_named("rule R { match %y = ReduceMean(%x) { keepdims == 1, !keepdims } rewrite %y => %x }", model);
+  CHECK(try_at(f, "n0") == "");  // keepdims is not set: its default, 1, applies
+  auto g = setup_named("rule R { match %y = ReduceMean(%x) { keepdims == 0 } rewrite %y => %x }", model);
+  CHECK(try_at(g, "n0") == "attribute 'keepdims' of ReduceMean 'n0' is 1, the rule requires == 0 (r.gerule:1:38)");
+  auto h = setup_named("rule R { match %z = Softmax(%x) { axis == %a } rewrite %z => LogSoftmax(%x) { axis = %a } }", model);
+  dsl::Match m;
+  CHECK(try_at(h, "n1", &m) == "");
+  CHECK(m.attrs.at("%a").i == 1);
+  dsl::apply_rules(h.model, *h.rules);
+  const Node* ls = nullptr;
+  for (const auto& n : h.model.graph->nodes())
+    if (n->op_type == "LogSoftmax") ls = n.get();
+  REQUIRE(ls);
+  CHECK(ls->attr("axis")->i == 1);
+}
+
+TEST_CASE("where: rank, dims (static, modulo, symbolic) and dtypes") {
+  const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[4,32] x, float[batch,40] s, double[4,32] d) => (float[4,32] y, float[batch,40] t, double[4,32] u) {
+      y = Relu(x)
+      t = Relu(s)
+      u = Relu(d)
+    })";
+  auto f = setup_named("rule R { match %y = Relu(%x) where rank(%x) == 2, dim(%x, -1) % 16 == 0, dim(%x, 0) == 4, dtype(%x) in {f32, f16}\n"
+                       "  rewrite %y => %x }", model);
+  CHECK(try_at(f, "n0") == "");
+  CHECK(try_at(f, "n1") == "where dim(%x, -1) % 16 == 0 fails: dim(%x, -1) % 16 is 8 (r.gerule:1:51)");
+  auto g = setup_named("rule R { match %y = Relu(%x) where dim(%x, 0) == 4 rewrite %y => %x }", model);
+  CHECK(try_at(g, "n1") == "where dim(%x, 0) == 4 fails: dim(%x, 0) is symbolic ('batch'), not a number (r.gerule:1:36)");
+  CHECK(try_at(f, "n2") == "where dtype(%x) in {f32, f16} fails: dtype(%x) is f64 (r.gerule:1:91)");
+}
+
+TEST_CASE("output selection: Split(%x)[1]") {
+  const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] x) => (float[2] a, float[2] b) {
+      p, q = Split(x)
+      a = Neg(p)
+      b = Neg(q)
+    })";
+  auto f = setup_named("rule R { match %y = Neg(Split(%x)[1]) rewrite %y => %x }", model);
+  CHECK(try_at(f, "n2") == "");
+  CHECK(try_at(f, "n1") == "input 0 of Neg 'n1' is output 0 of Split 'n0', the rule expects output 1");
+}
+
+TEST_CASE("constants: const, numbers, and values that are not constant") {
+  const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] x, float[4] w) => (float[4] a, float[4] b, float[4] c) {
+      two = Constant <value = float[4] {2, 2, 2, 2}> ()
+      mixed = Constant <value = float[4] {2, 2, 2, 3}> ()
+      a = Pow(x, two)
+      b = Pow(x, mixed)
+      c = Pow(x, w)
+    })";
+  auto f = setup_named("rule R { match %y = Pow(%x, 2.0) rewrite %y => Mul(%x, %x) }", model);
+  CHECK(try_at(f, "n2") == "");
+  CHECK(try_at(f, "n3") == "input 1 of Pow 'n3' 'mixed' is not one repeated value, the rule requires 2 (r.gerule:1:29)");
+  CHECK(try_at(f, "n4") == "input 1 of Pow 'n4' 'w' is not a constant (r.gerule:1:29)");
+}
+
+TEST_CASE("fold evaluates an all-constant op into an initializer, under a size cap") {
+  const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x) => (float[2,3] y) {
+      a = Constant <value = float[2,3] {1, 2, 3, 4, 5, 6}> ()
+      b = Constant <value = float[3] {10, 20, 30}> ()
+      c = Add(a, b)
+      s = Shape(c)
+      r = Reshape(c, s)
+      y = Mul(x, r)
+    })";
+  auto f = setup_named("rule Fold [folding] { match *(const ...) fold max_elements = 64 }", model);
+  Model original = import_onnx_proto(named(test::parse_text_model(model)), "m.onnx");
+  dsl::RewriteStats stats = dsl::apply_rules(f.model, *f.rules);
+  CHECK(stats.per_rule["Fold"].applied == 5);  // a, b, c, s, r
+  REQUIRE(f.model.graph->nodes().size() == 1);
+  CHECK(f.model.graph->nodes()[0]->op_type == "Mul");
+  auto feeds = random_inputs(original, 2);
+  CHECK(diff(Evaluator(f.model).run(feeds)[0].second, Evaluator(original).run(feeds)[0].second).max_abs == 0);
+
+  auto capped = setup_named("rule Fold [folding] { match *(const ...) fold max_elements = 4 }", model);
+  dsl::apply_rules(capped.model, *capped.rules);
+  CHECK(capped.model.graph->nodes().size() == 5);  // only the 3-element b and the 2-element shape fold
+}

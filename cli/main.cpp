@@ -8,6 +8,7 @@
 #include <functional>
 #include <vector>
 
+#include "cost_command.h"
 #include "info_command.h"
 #include "logging.h"
 #include "rules_command.h"
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   commands.push_back(geopt::cli::add_info_command(app));
   commands.push_back(geopt::cli::add_run_command(app));
   commands.push_back(geopt::cli::add_rules_command(app));
+  commands.push_back(geopt::cli::add_cost_command(app));
 
   try {
     app.parse(argc, argv);

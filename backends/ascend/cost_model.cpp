@@ -1,0 +1,175 @@
+#include "cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace geopt::ascend {
+namespace {
+
+const std::set<std::string> kViews = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout",
+                                      "Shape", "Size", "Constant"};
+const std::set<std::string> kDataMovement = {"Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements",
+                                             "Expand", "Tile", "Pad", "Resize", "Cast", "ConstantOfShape", "Range",
+                                             "Trilu", "Where", "TransData"};
+// Vector operations per element: transcendentals take several passes of the Vector unit.
+const std::map<std::string, double> kVectorWeight = {
+    {"Exp", 4}, {"Log", 4}, {"Erf", 6}, {"Tanh", 5}, {"Sigmoid", 5}, {"Softplus", 6}, {"Pow", 4}, {"Sqrt", 2},
+    {"Reciprocal", 2}, {"Div", 2}, {"HardSwish", 3}, {"Elu", 5}, {"Gelu", 8}, {"LayerNorm", 8},
+    {"LayerNormalization", 8}, {"RMSNorm", 5}, {"AddLayerNorm", 9}, {"Softmax", 6}, {"LogSoftmax", 7},
+    {"BatchNormalization", 2}, {"InstanceNormalization", 8}};
+// Ops that need a whole row (the last axis) in UB in one pass.
+const std::set<std::string> kRowOps = {"LayerNorm", "LayerNormalization", "RMSNorm", "AddLayerNorm", "Softmax", "LogSoftmax"};
+
+int64_t dim_value(const Dim& d, const CostOptions& o) { return d.is_static() ? d.value() : o.symbolic_dim_value; }
+
+// Static element count and dims of a value (symbolic dims replaced).
+struct Extent {
+  std::vector<int64_t> dims;
+  double elements = 0;
+  DType dtype = DType::F32;
+  bool known = false;
+};
+
+Extent extent(const Value* v, const CostOptions& o) {
+  Extent e;
+  if (!v || !v->type.shape) return e;
+  e.known = true;
+  e.dtype = v->type.dtype == DType::Undefined ? DType::F32 : v->type.dtype;
+  e.elements = 1;
+  for (const Dim& d : v->type.shape->dims()) {
+    e.dims.push_back(dim_value(d, o));
+    e.elements *= static_cast<double>(e.dims.back());
+  }
+  return e;
+}
+
+double compute_bytes(DType t, const CostOptions& o) {
+  if (t == DType::F32 && o.precision_mode == "force_fp16") return 2;
+  return static_cast<double>(std::max<size_t>(dtype_size(t), 1));
+}
+
+}  // namespace
+
+KernelWork work_of(const Node& n, const CostOptions& o) {
+  KernelWork w;
+  w.op = (n.domain.empty() ? "" : n.domain + "::") + n.op_type;
+  Extent out = extent(n.output(0), o);
+  w.dtype = out.known ? out.dtype : DType::F32;
+  if (n.domain.empty() && kViews.count(n.op_type)) {
+    w.is_kernel = false;
+    return w;
+  }
+  const double bytes = compute_bytes(w.dtype, o);
+  // HBM traffic: every input is read once and every output written once. Constant
+  // inputs are weights: read too (they live in HBM).
+  for (const Value* in : n.inputs())
+    if (in) w.hbm_read_bytes += extent(in, o).elements * compute_bytes(extent(in, o).dtype, o);
+  for (const Value* v : n.outputs())
+    if (v) w.hbm_write_bytes += extent(v, o).elements * compute_bytes(extent(v, o).dtype, o);
+
+  const std::string& op = n.op_type;
+  auto weight = [&](const std::string& name) {
+    auto it = kVectorWeight.find(name);
+    return it == kVectorWeight.end() ? 1.0 : it->second;
+  };
+  if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm") {
+    Extent a = extent(n.input(0), o), b = extent(n.input(1), o);
+    if (a.known && b.known && !a.dims.empty() && !b.dims.empty()) {
+      double k = op == "Gemm" && n.attr("transA") && n.attr("transA")->i ? static_cast<double>(a.dims.front()) : static_cast<double>(a.dims.back());
+      w.cube_macs = out.elements * k;
+    }
+    if (op == "FusedMatMul" || op == "Gemm") w.vector_ops = out.elements * 2;  // bias and activation
+    // Smallest tile: one 16x16 fractal of each operand and of the fp32 accumulator.
+    w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
+  } else if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose") {
+    Extent x = extent(n.input(0), o), wt = extent(n.input(1), o);
+    if (x.known && wt.known && wt.dims.size() >= 3) {
+      double per_output = 1;  // (C / group) * kernel spatial
+      for (size_t i = 1; i < wt.dims.size(); ++i) per_output *= static_cast<double>(wt.dims[i]);
+      // Conv: every output takes (C/group)*k MACs. ConvTranspose (weights [C, M/group, k]):
+      // every input scatters (M/group)*k MACs.
+      w.cube_macs = (op == "ConvTranspose" ? x.elements : out.elements) * per_output;
+    }
+    if (op == "FusedConv") w.vector_ops = out.elements * 2;
+    w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
+  } else if (op == "FlashAttention") {
+    Extent q = extent(n.input(0), o), k = extent(n.input(1), o), v = extent(n.input(2), o);
+    if (q.known && k.known && v.known && q.dims.size() >= 2) {
+      double s = static_cast<double>(q.dims[q.dims.size() - 2]), d = static_cast<double>(q.dims.back());
+      double t = static_cast<double>(k.dims[k.dims.size() - 2]), dv = static_cast<double>(v.dims.back());
+      double heads = q.elements / (s * d);
+      w.cube_macs = heads * s * t * (d + dv);
+      w.vector_ops = heads * s * t * 6;  // scale, mask, max, exp, sum, rescale
+      // Smallest tile: 16 query rows against 16 keys. Scores and the output
+      // accumulator stay in fp32 in UB; Q/K/V tiles pass through L1.
+      w.min_ub_bytes = static_cast<int64_t>(16 * 16 * 4 + 16 * dv * 4 + 2 * 16 * 4);
+      w.min_l1_bytes = static_cast<int64_t>((16 * d + 16 * d + 16 * dv) * bytes);
+    }
+  } else if (kRowOps.count(op)) {
+    w.vector_ops = out.elements * weight(op);
+    double row = out.known && !out.dims.empty() ? static_cast<double>(out.dims.back()) : 0;
+    // One row of input and output in the compute type, plus an fp32 working copy, double-buffered.
+    const double inputs = op == "AddLayerNorm" ? 2 : 1;
+    w.min_ub_bytes = static_cast<int64_t>(2 * row * ((inputs + 1) * bytes + 4));
+  } else if (n.domain.empty() && kDataMovement.count(op)) {
+    w.vector_ops = 0;  // moved by the memory transfer engines
+  } else if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin" || op == "GlobalAveragePool" ||
+             op == "GlobalMaxPool" || op == "MaxPool" || op == "AveragePool") {
+    double in = 0;
+    for (const Value* v : n.inputs())
+      if (v) in = std::max(in, extent(v, o).elements);
+    w.vector_ops = in * (op == "MaxPool" || op == "AveragePool" ? 9 : 1);
+  } else {
+    w.vector_ops = out.elements * weight(op);
+  }
+  return w;
+}
+
+KernelCost cost_of(const KernelWork& w, const HardwareProfile& p) {
+  KernelCost c;
+  if (!w.is_kernel) {
+    c.bound = "none";
+    return c;
+  }
+  const double hz = p.frequency_mhz * 1e6;
+  double rate = 1.0;  // relative to fp16 on the Cube
+  if (dtype_size(w.dtype) == 1) rate = 2.0;
+  else if (dtype_size(w.dtype) >= 4) rate = 0.25;
+  c.cube_us = w.cube_macs / (p.fp16_macs_per_cycle * rate * p.ai_cores * hz) * 1e6;
+  const double lane_bytes = static_cast<double>(std::max<size_t>(dtype_size(w.dtype) >= 4 ? 4 : dtype_size(w.dtype), 1));
+  c.vector_us = w.vector_ops * lane_bytes / (p.vector_bytes_per_cycle * p.vector_cores * hz) * 1e6;
+  c.memory_us = (w.hbm_read_bytes + w.hbm_write_bytes) / (p.hbm_gbps * 1e9) * 1e6;
+  c.launch_us = p.launch_overhead_us;
+  double busiest = std::max({c.cube_us, c.vector_us, c.memory_us});
+  c.bound = busiest == 0 ? "none" : busiest == c.cube_us ? "cube" : busiest == c.vector_us ? "vector" : "memory";
+  c.total_us = busiest + c.launch_us;
+  auto kib = [](int64_t b) { return std::to_string((b + 1023) / 1024) + " KiB"; };
+  if (w.min_ub_bytes > p.ub) {
+    c.feasible = false;
+    c.reason = w.op + ": working set " + kib(w.min_ub_bytes) + " exceeds UB " + kib(p.ub) + " on " + p.soc_version;
+  } else if (w.min_l1_bytes > p.l1) {
+    c.feasible = false;
+    c.reason = w.op + ": working set " + kib(w.min_l1_bytes) + " exceeds L1 " + kib(p.l1) + " on " + p.soc_version;
+  }
+  return c;
+}
+
+GraphCost cost_of_graph(const Graph& g, const HardwareProfile& p, const CostOptions& o) {
+  GraphCost gc;
+  for (const auto& n : g.nodes()) {
+    KernelWork w = work_of(*n, o);
+    if (!w.is_kernel) continue;
+    KernelCost c = cost_of(w, p);
+    gc.latency_us += c.total_us;
+    gc.hbm_bytes += w.hbm_read_bytes + w.hbm_write_bytes;
+    ++gc.kernels;
+    gc.infeasible += c.feasible ? 0 : 1;
+    auto& [us, count] = gc.by_op[w.op];
+    us += c.total_us;
+    ++count;
+  }
+  return gc;
+}
+
+}  // namespace geopt::ascend

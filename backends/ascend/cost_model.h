@@ -1,0 +1,56 @@
+#pragma once
+// The Ascend cost model: what a kernel costs on a hardware profile. Each kernel's
+// work is split between the Cube unit (matrix MACs), the Vector unit (elementwise
+// and reduction lanes) and HBM traffic; its modeled time is the slowest of the
+// three (they pipeline) plus a launch overhead. A kernel whose smallest legal tile
+// does not fit UB/L1/L0 is infeasible on that profile, with the reason recorded.
+// docs/COSTMODEL.md gives the formulas and the source of every number.
+#include <string>
+
+#include "hardware_profile.h"
+#include "ir/graph.h"
+
+namespace geopt::ascend {
+
+// What one kernel does, independent of the hardware.
+struct KernelWork {
+  std::string op;
+  DType dtype = DType::F32;     // the compute type
+  bool is_kernel = true;        // false for views (Reshape, Squeeze, ...), which launch nothing
+  double cube_macs = 0;
+  double vector_ops = 0;        // element operations (a transcendental counts several)
+  double hbm_read_bytes = 0;
+  double hbm_write_bytes = 0;
+  int64_t min_ub_bytes = 0;     // working set of the smallest legal tile
+  int64_t min_l1_bytes = 0;
+};
+
+struct KernelCost {
+  double cube_us = 0, vector_us = 0, memory_us = 0, launch_us = 0, total_us = 0;
+  std::string bound;  // "cube", "vector", "memory" or "none"
+  bool feasible = true;
+  std::string reason;  // why not, e.g. "working set 288 KiB exceeds UB 192 KiB on Ascend910B1"
+};
+
+struct CostOptions {
+  // ATC's --precision_mode: force_fp16 computes f32 graphs in fp16 (ATC's default for
+  // inference); must_keep_origin_dtype keeps f32 (Cube at a quarter of the fp16 rate).
+  std::string precision_mode = "force_fp16";
+  // The value assumed for symbolic dims (batch, seq) when costing.
+  int64_t symbolic_dim_value = 1;
+};
+
+KernelWork work_of(const Node& node, const CostOptions& options = {});
+KernelCost cost_of(const KernelWork& work, const HardwareProfile& profile);
+
+struct GraphCost {
+  double latency_us = 0;     // kernels one after another on one stream
+  double hbm_bytes = 0;
+  size_t kernels = 0;        // nodes that launch a kernel
+  size_t infeasible = 0;
+  std::map<std::string, std::pair<double, size_t>> by_op;  // op -> (us, kernels)
+};
+
+GraphCost cost_of_graph(const Graph& graph, const HardwareProfile& profile, const CostOptions& options = {});
+
+}  // namespace geopt::ascend

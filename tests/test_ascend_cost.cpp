@@ -1,0 +1,108 @@
+// Ascend hardware profiles, device layouts (as CANN computes them), and the cost model.
+#include <doctest/doctest.h>
+
+#include "ascend/cost_model.h"
+#include "ascend/layout.h"
+#include "dsl/rewriter.h"
+#include "dsl_support.h"
+#include "onnx/import.h"
+#include "test_support.h"
+#include "util/error.h"
+
+using namespace geopt;
+using namespace geopt::ascend;
+
+TEST_CASE("profiles carry CANN's platform figures") {
+  auto names = available_profiles();
+  CHECK(names == std::vector<std::string>{"Ascend310P3", "Ascend910A", "Ascend910B1", "Ascend910B2", "Ascend910B3"});
+  HardwareProfile b1 = load_profile("Ascend910B1");
+  CHECK(b1.ai_cores == 24);
+  CHECK(b1.vector_cores == 48);
+  CHECK(b1.frequency_mhz == 1850);
+  CHECK(b1.ub == 192 * 1024);
+  CHECK(b1.l1 == 512 * 1024);
+  CHECK(b1.l0a == 64 * 1024);
+  CHECK(b1.l0c == 128 * 1024);
+  CHECK(b1.l2_bytes == 192ll << 20);
+  CHECK(b1.peak_fp16_tflops() == doctest::Approx(363.7).epsilon(0.001));  // 4096 MACs x 24 cores x 1.85 GHz x 2
+  HardwareProfile b3 = load_profile("Ascend910B3");
+  CHECK(b3.ai_cores == 20);
+  CHECK(b3.vector_cores == 40);
+  HardwareProfile a = load_profile("Ascend910A");
+  CHECK(a.ai_cores == 32);
+  CHECK(a.frequency_mhz == 1000);
+  CHECK(a.l0c == 256 * 1024);
+  CHECK(a.l1 == 1024 * 1024);
+  CHECK(a.ub == 256 * 1024);
+  HardwareProfile p = load_profile("Ascend310P3");
+  CHECK(p.ai_cores == 8);
+  CHECK(p.vector_cores == 7);
+}
+
+TEST_CASE("profile overrides and errors") {
+  HardwareProfile p = load_profile("Ascend910B1", {{"memory.hbm_gbps", "1200"}, {"buffers.ub", "65536"}});
+  CHECK(p.hbm_gbps == 1200);
+  CHECK(p.ub == 65536);
+  CHECK_THROWS_WITH_AS(load_profile("Ascend999"), doctest::Contains("unknown --soc-version 'Ascend999' (known: Ascend310P3"), Error);
+  CHECK_THROWS_WITH_AS(load_profile("Ascend910B1", {{"memory.nope", "1"}}), doctest::Contains("has no such key"), Error);
+  CHECK_THROWS_WITH_AS(load_profile("Ascend910B1", {{"memory.hbm_gbps", "fast"}}), doctest::Contains("not a number"), Error);
+  auto dir = test::scratch_dir("profile");
+  test::write_file(dir / "bad.toml", "soc_version = \"X\"\n[cores]\nai_cores = 0\n");
+  CHECK_THROWS_WITH_AS(load_profile((dir / "bad.toml").string()), doctest::Contains("bad.toml: 'cores.vector_cores' is missing or not an integer"), Error);
+}
+
+TEST_CASE("device shapes follow CANN's transfer rules") {
+  CHECK(device_shape({1, 3, 224, 224}, Format::NC1HWC0, DType::F16) == std::vector<int64_t>{1, 1, 224, 224, 16});
+  CHECK(device_shape({8, 40, 7, 7}, Format::NC1HWC0, DType::F16) == std::vector<int64_t>{8, 3, 7, 7, 16});
+  CHECK(device_shape({8, 40, 7, 7}, Format::NC1HWC0, DType::I8) == std::vector<int64_t>{8, 2, 7, 7, 32});
+  CHECK(device_shape({64, 3, 7, 7}, Format::FRACTAL_Z, DType::F16) == std::vector<int64_t>{49, 4, 16, 16});
+  CHECK(device_shape({2, 100, 70}, Format::FRACTAL_NZ, DType::F16) == std::vector<int64_t>{2, 5, 7, 16, 16});
+  CHECK(padded_elements({1, 3, 224, 224}, Format::NC1HWC0, DType::F16) == 224 * 224 * 16);  // C padded 3 -> 16
+  CHECK_THROWS_AS(device_shape({3, 4}, Format::NC1HWC0, DType::F16), Error);
+}
+
+TEST_CASE("a large fp16 MatMul is Cube-bound at the profile's peak") {
+  onnx::ModelProto m = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float16[4096,4096] a, float16[4096,4096] b) => (float16[4096,4096] y) { y = MatMul(a, b) })");
+  Model model = import_onnx_proto(std::move(m), "mm.onnx");
+  HardwareProfile p = load_profile("Ascend910B1");
+  KernelWork w = work_of(*model.graph->nodes()[0]);
+  CHECK(w.cube_macs == doctest::Approx(4096.0 * 4096 * 4096));
+  KernelCost c = cost_of(w, p);
+  CHECK(c.bound == "cube");
+  const double flops = 2.0 * 4096 * 4096 * 4096;
+  CHECK(c.cube_us == doctest::Approx(flops / (p.peak_fp16_tflops() * 1e12) * 1e6));
+  CHECK(c.total_us == doctest::Approx(c.cube_us + p.launch_overhead_us));
+  CHECK(c.memory_us == doctest::Approx(3.0 * 4096 * 4096 * 2 / 1600e9 * 1e6));
+}
+
+TEST_CASE("a fused kernel is feasible with a large UB and infeasible, with the reason, with a small one") {
+  onnx::ModelProto m = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[8,16384] x, float[8,16384] r, float[16384] g) => (float[8,16384] y) { y = ai.geopt.AddLayerNorm(x, r, g) })");
+  Model model = import_onnx_proto(std::move(m), "aln.onnx");
+  CostOptions keep{"must_keep_origin_dtype", 1};
+  KernelWork w = work_of(*model.graph->nodes()[0], keep);
+  CHECK(w.min_ub_bytes == 2 * 16384 * (3 * 4 + 4));  // two rows in, one out, an fp32 copy; double-buffered
+  KernelCost small = cost_of(w, load_profile("Ascend910B1"));
+  CHECK_FALSE(small.feasible);
+  CHECK(small.reason == "ai.geopt::AddLayerNorm: working set 512 KiB exceeds UB 192 KiB on Ascend910B1");
+  KernelCost large = cost_of(w, load_profile("Ascend910B1", {{"buffers.ub", "1048576"}}));
+  CHECK(large.feasible);
+  // In fp16 (ATC's default precision) the row needs 320 KiB: still too big for 192 KiB.
+  CHECK_FALSE(cost_of(work_of(*model.graph->nodes()[0]), load_profile("Ascend910B1")).feasible);
+}
+
+TEST_CASE("fusing BERT lowers its modeled latency, kernel count and HBM traffic") {
+  auto rules = test::load_rules({test::shipped_rules()});
+  Model original = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  Model fused = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  dsl::apply_rules(fused, *rules);
+  HardwareProfile p = load_profile("Ascend910B1");
+  GraphCost before = cost_of_graph(*original.graph, p), after = cost_of_graph(*fused.graph, p);
+  CHECK(after.kernels < before.kernels);
+  CHECK(after.latency_us < before.latency_us);
+  CHECK(after.hbm_bytes < before.hbm_bytes);
+  CHECK(after.by_op.at("ai.geopt::LayerNorm").second == 5);
+  CHECK(before.infeasible == 0);
+  CHECK(after.infeasible == 0);
+}

@@ -1,0 +1,229 @@
+#include "egraph/egraph.h"
+
+#include <algorithm>
+#include <set>
+
+#include "ir/graph_text.h"
+#include "util/error.h"
+
+namespace geopt {
+
+size_t ENodeHash::operator()(const ENode& n) const {
+  size_t h = std::hash<uint32_t>()(n.op) * 31 + static_cast<size_t>(n.kind);
+  for (ClassId c : n.children) h = h * 1000003u ^ std::hash<uint32_t>()(c);
+  return h ^ std::hash<const void*>()(n.constant);
+}
+
+std::string op_signature_key(const std::string& domain, const std::string& op_type, const std::vector<Attribute>& attrs, size_t outputs) {
+  std::vector<std::string> parts;
+  for (const auto& a : attrs) {
+    if (a.kind == AttrKind::Tensor || a.kind == AttrKind::Tensors) {
+      std::string s = a.name + "=<";
+      for (const auto& t : a.tensors) {
+        s += dtype_name(t->dtype) + "[";
+        for (int64_t d : t->dims) s += std::to_string(d) + ",";
+        s += "]:" + bytes_digest(t->bytes());
+      }
+      parts.push_back(s + ">");
+    } else {
+      parts.push_back(a.to_string());
+    }
+  }
+  std::sort(parts.begin(), parts.end());  // attribute order does not change the op
+  std::string key = (domain.empty() ? "" : domain + "::") + op_type + "/" + std::to_string(outputs);
+  for (const auto& p : parts) key += "|" + p;
+  return key;
+}
+
+uint32_t EGraph::intern(const OpSignature& sig) {
+  OpSignature s = sig;
+  if (s.key.empty()) s.key = op_signature_key(s.domain, s.op_type, s.attributes, s.num_outputs);
+  auto [it, inserted] = signature_index_.emplace(s.key, static_cast<uint32_t>(signatures_.size()));
+  if (inserted) signatures_.push_back(std::move(s));
+  return it->second;
+}
+
+ClassId EGraph::find(ClassId id) const {
+  while (parent_[id] != id) {
+    parent_[id] = parent_[parent_[id]];
+    id = parent_[id];
+  }
+  return id;
+}
+
+ENode EGraph::canonical(ENode n) const {
+  for (ClassId& c : n.children)
+    if (c != kAbsent) c = find(c);
+  return n;
+}
+
+std::optional<ClassId> EGraph::lookup(ENode node) const {
+  auto it = memo_.find(canonical(std::move(node)));
+  if (it == memo_.end()) return std::nullopt;
+  return find(it->second);
+}
+
+ClassId EGraph::add(ENode node, const ClassData& data) {
+  node = canonical(std::move(node));
+  if (auto it = memo_.find(node); it != memo_.end()) return find(it->second);
+  ClassId id = static_cast<ClassId>(parent_.size());
+  parent_.push_back(id);
+  EClass& c = classes_[id];
+  c.id = id;
+  c.nodes.push_back(node);
+  c.data = data;
+  if (node.kind == ENode::Kind::Const) c.data.constant = node.constant;
+  for (ClassId child : node.children)
+    if (child != kAbsent) classes_.at(child).parents.emplace_back(node, id);
+  memo_.emplace(std::move(node), id);
+  return id;
+}
+
+ClassId EGraph::add_op(const OpSignature& sig, std::vector<ClassId> children, const ClassData& data) {
+  ENode n;
+  n.kind = ENode::Kind::Op;
+  n.op = intern(sig);
+  n.children = std::move(children);
+  return add(std::move(n), data);
+}
+
+ClassId EGraph::add_constant(std::shared_ptr<const Tensor> tensor, const ClassData& data) {
+  ENode n;
+  n.kind = ENode::Kind::Const;
+  n.constant = tensor.get();
+  if (!memo_.count(n)) constants_.push_back(std::move(tensor));
+  ClassData d = data;
+  if (d.type.dtype == DType::Undefined) {
+    d.type.dtype = n.constant->dtype;
+    d.type.shape = Shape(std::vector<Dim>(n.constant->dims.begin(), n.constant->dims.end()));
+  }
+  return add(std::move(n), d);
+}
+
+ClassId EGraph::add_input(uint32_t index, const ClassData& data) {
+  ENode n;
+  n.kind = ENode::Kind::Input;
+  n.op = index;
+  return add(std::move(n), data);
+}
+
+ClassId EGraph::merge(ClassId a, ClassId b) {
+  a = find(a);
+  b = find(b);
+  if (a == b) return a;
+  ClassId root = std::min(a, b), other = std::max(a, b);  // deterministic: the older class survives
+  parent_[other] = root;
+  EClass& r = classes_.at(root);
+  EClass& o = classes_.at(other);
+  r.nodes.insert(r.nodes.end(), o.nodes.begin(), o.nodes.end());
+  r.parents.insert(r.parents.end(), o.parents.begin(), o.parents.end());
+  // Analysis merge: the dtype must agree; keep the more complete shape, the constant, the older name.
+  if (r.data.type.dtype == DType::Undefined) r.data.type.dtype = o.data.type.dtype;
+  else if (o.data.type.dtype != DType::Undefined && o.data.type.dtype != r.data.type.dtype)
+    throw Error("internal: merging classes of different dtypes (" + dtype_name(r.data.type.dtype) + ", " + dtype_name(o.data.type.dtype) + ")");
+  if (!r.data.type.shape && o.data.type.shape) r.data.type.shape = o.data.type.shape;
+  if (!r.data.constant) r.data.constant = o.data.constant;
+  if (r.data.name.empty()) r.data.name = o.data.name;
+  classes_.erase(other);
+  pending_.push_back(root);
+  return root;
+}
+
+void EGraph::repair(ClassId id) {
+  EClass& c = classes_.at(id);
+  std::vector<std::pair<ENode, ClassId>> old = std::move(c.parents);
+  c.parents.clear();
+  for (auto& [node, cls] : old) memo_.erase(node);
+  std::unordered_map<ENode, ClassId, ENodeHash> seen;
+  for (auto& [node, cls] : old) {
+    ENode n = canonical(node);
+    ClassId owner = find(cls);
+    auto [it, inserted] = seen.emplace(n, owner);
+    if (!inserted && find(it->second) != owner) {  // congruent parents: their classes are equal
+      owner = merge(it->second, owner);
+      it->second = owner;
+    }
+    memo_[n] = owner;
+  }
+  EClass& now = classes_.at(find(id));
+  for (auto& [n, owner] : seen) now.parents.emplace_back(n, find(owner));
+}
+
+void EGraph::rebuild() {
+  while (!pending_.empty()) {
+    std::set<ClassId> todo;
+    for (ClassId id : pending_) todo.insert(find(id));
+    pending_.clear();
+    for (ClassId id : todo) repair(find(id));
+  }
+  // Canonicalize and dedupe the e-nodes of every class (sorted for determinism).
+  for (auto& [id, c] : classes_) {
+    for (auto& n : c.nodes) n = canonical(n);
+    std::sort(c.nodes.begin(), c.nodes.end(), [](const ENode& a, const ENode& b) {
+      if (a.kind != b.kind) return a.kind < b.kind;
+      if (a.op != b.op) return a.op < b.op;
+      if (a.children != b.children) return a.children < b.children;
+      return std::less<const void*>()(a.constant, b.constant);
+    });
+    c.nodes.erase(std::unique(c.nodes.begin(), c.nodes.end()), c.nodes.end());
+  }
+}
+
+std::shared_ptr<const Tensor> EGraph::constant_ptr(const Tensor* t) const {
+  for (const auto& c : constants_)
+    if (c.get() == t) return c;
+  return nullptr;
+}
+
+std::vector<ClassId> EGraph::class_ids() const {
+  std::vector<ClassId> ids;
+  for (const auto& [id, c] : classes_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+size_t EGraph::node_count() const {
+  size_t n = 0;
+  for (const auto& [id, c] : classes_) n += c.nodes.size();
+  return n;
+}
+
+size_t EGraph::class_count() const { return classes_.size(); }
+
+GraphEGraph egraph_from_graph(const Graph& g) {
+  GraphEGraph out;
+  EGraph& eg = out.egraph;
+  std::unordered_map<const Value*, ClassId> cls;
+  auto data_of = [](const Value* v) { return ClassData{v->type, nullptr, v->name(), v->producer() ? v->producer()->name : ""}; };
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const Value* v = g.inputs()[i];
+    ClassId c = eg.add_input(static_cast<uint32_t>(i), data_of(v));
+    cls[v] = c;
+    out.inputs.push_back(c);
+  }
+  for (const Value* v : g.initializers())
+    if (!cls.count(v)) cls[v] = eg.add_constant(v->initializer, data_of(v));
+  for (const auto& n : g.nodes()) {
+    std::vector<ClassId> children;
+    for (const Value* in : n->inputs()) children.push_back(in ? cls.at(in) : kAbsent);
+    OpSignature sig{n->domain, n->op_type, n->attributes, n->outputs().size(), ""};
+    if (n->outputs().size() == 1) {
+      if (const Value* out_v = n->output(0)) cls[out_v] = eg.add_op(sig, std::move(children), data_of(out_v));
+      continue;
+    }
+    ClassId tuple = eg.add_op(sig, std::move(children), ClassData{{}, nullptr, "", n->name});
+    for (size_t k = 0; k < n->outputs().size(); ++k) {
+      const Value* v = n->output(k);
+      if (!v) continue;
+      ENode proj;
+      proj.kind = ENode::Kind::Proj;
+      proj.op = static_cast<uint32_t>(k);
+      proj.children = {tuple};
+      cls[v] = eg.add(std::move(proj), data_of(v));
+    }
+  }
+  for (const Value* v : g.outputs()) out.roots.push_back(cls.at(v));
+  return out;
+}
+
+}  // namespace geopt

@@ -1,0 +1,110 @@
+#pragma once
+// An e-graph of tensor programs: e-classes of equivalent values, hash-consed
+// e-nodes, union-find, and congruence closure restored by a deferred rebuild
+// (as in egg). Ops with several outputs are one e-node whose class stands for
+// the tuple, read through Proj(k) e-nodes. Constants are e-nodes holding a
+// pointer to their tensor: the payload is never copied. An e-class analysis
+// keeps each class's type (dtype and shape, symbolic dims included), its
+// constant, and the original value name users know it by.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace geopt {
+
+using ClassId = uint32_t;
+inline constexpr ClassId kAbsent = UINT32_MAX;  // an omitted optional input
+
+// What an op e-node computes: op, domain, attributes, output count. Interned.
+struct OpSignature {
+  std::string domain, op_type;
+  std::vector<Attribute> attributes;
+  size_t num_outputs = 1;
+  std::string key;  // canonical text; equal keys are the same op
+};
+
+struct ENode {
+  enum class Kind : uint8_t { Op, Input, Const, Proj };
+  Kind kind = Kind::Op;
+  uint32_t op = 0;  // Op: signature index; Input: graph input index; Proj: output index
+  std::vector<ClassId> children;  // Op: inputs; Proj: {the tuple class}
+  const Tensor* constant = nullptr;  // Const
+
+  bool operator==(const ENode& o) const { return kind == o.kind && op == o.op && children == o.children && constant == o.constant; }
+};
+
+struct ENodeHash {
+  size_t operator()(const ENode& n) const;
+};
+
+struct ClassData {
+  ValueType type;
+  const Tensor* constant = nullptr;  // set when the class holds a Const e-node
+  std::string name;                   // the first IR value name it came from
+  std::string node_name;              // the IR node that produced it, if any
+};
+
+struct EClass {
+  ClassId id = 0;
+  std::vector<ENode> nodes;
+  std::vector<std::pair<ENode, ClassId>> parents;  // e-nodes that use this class, and their classes
+  ClassData data;
+};
+
+class EGraph {
+ public:
+  // Adds an e-node (canonicalizing its children); returns its class, an existing
+  // one when the node is already present (hash-consing).
+  ClassId add(ENode node, const ClassData& data = {});
+  ClassId add_op(const OpSignature& sig, std::vector<ClassId> children, const ClassData& data = {});
+  ClassId add_constant(std::shared_ptr<const Tensor> tensor, const ClassData& data = {});
+  ClassId add_input(uint32_t index, const ClassData& data);
+
+  ClassId find(ClassId id) const;
+  // Declares two classes equal; returns the surviving root. Congruence is restored by rebuild().
+  ClassId merge(ClassId a, ClassId b);
+  // Restores the invariants after merges (egg's rebuild): hash-cons keys canonical,
+  // congruent e-nodes in one class, no duplicate e-nodes in a class.
+  void rebuild();
+  bool clean() const { return pending_.empty(); }
+
+  const EClass& eclass(ClassId id) const { return classes_.at(find(id)); }
+  std::vector<ClassId> class_ids() const;  // canonical ids, ascending
+  size_t node_count() const;
+  size_t class_count() const;
+  const OpSignature& signature(uint32_t index) const { return signatures_.at(index); }
+  uint32_t intern(const OpSignature& sig);
+  // The owning pointer of a constant payload.
+  std::shared_ptr<const Tensor> constant_ptr(const Tensor* t) const;
+  // The class an e-node lives in, if present (children canonicalized first).
+  std::optional<ClassId> lookup(ENode node) const;
+
+ private:
+  ENode canonical(ENode n) const;
+  void repair(ClassId id);
+
+  mutable std::vector<ClassId> parent_;  // union-find (path halving in find)
+  std::unordered_map<ClassId, EClass> classes_;
+  std::unordered_map<ENode, ClassId, ENodeHash> memo_;
+  std::vector<ClassId> pending_;
+  std::vector<OpSignature> signatures_;
+  std::unordered_map<std::string, uint32_t> signature_index_;
+  std::vector<std::shared_ptr<const Tensor>> constants_;  // keeps payloads alive
+};
+
+// The e-graph of an IR graph: one class per value. `roots` gets the class of each graph output.
+struct GraphEGraph {
+  EGraph egraph;
+  std::vector<ClassId> roots;
+  std::vector<ClassId> inputs;  // per graph input (initializers that are inputs included)
+};
+GraphEGraph egraph_from_graph(const Graph& graph);
+
+// A canonical rendering of an op's identity: "domain::op|attr=..|attr=..".
+std::string op_signature_key(const std::string& domain, const std::string& op_type, const std::vector<Attribute>& attrs, size_t outputs);
+
+}  // namespace geopt

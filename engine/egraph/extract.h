@@ -1,0 +1,44 @@
+#pragma once
+// Extraction: one e-node per needed e-class, minimizing the cost of the whole
+// DAG (a value used twice is paid once). A greedy tree extractor pays shared
+// subterms once per use, so it is only the baseline. The DAG-aware heuristic
+// (in the spirit of extraction-gym's faster-greedy-dag) tracks the set of
+// classes each choice pulls in; the exact extractor is branch and bound,
+// seeded with the heuristic, for e-graphs small enough. Nodes of infinite cost
+// (infeasible kernels) are never picked; cyclic selections are refused.
+#include <functional>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "egraph/egraph.h"
+
+namespace geopt {
+
+inline constexpr double kInfeasible = std::numeric_limits<double>::infinity();
+// The cost of one e-node (its kernel), excluding its children.
+using NodeCost = std::function<double(const EGraph&, ClassId, const ENode&)>;
+
+struct Extraction {
+  std::map<ClassId, size_t> choice;  // class -> index of the chosen e-node in eclass(c).nodes
+  double cost = kInfeasible;         // DAG cost: every chosen node reachable from the roots, once
+  std::string method;
+  bool optimal = false;              // proven (exact search finished)
+  size_t explored = 0;               // search states (exact)
+};
+
+Extraction extract_greedy_tree(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);
+Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);
+// Exact; gives up (optimal = false, the seed returned) past `budget` search states.
+Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, size_t budget = 200000);
+// Exact when the reachable e-graph has at most `exact_limit` classes with a choice, else the DAG heuristic.
+Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, size_t exact_limit = 40);
+
+// The DAG cost of a selection (infinite when it is cyclic or incomplete).
+double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const std::map<ClassId, size_t>& choice, const NodeCost& cost);
+
+// Builds the extracted program as an IR model: the original's inputs, outputs and
+// metadata, with names kept where a class came from a named value or node.
+Model extraction_to_model(const Model& original, const GraphEGraph& geg, const Extraction& x);
+
+}  // namespace geopt

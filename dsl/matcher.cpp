@@ -6,31 +6,20 @@
 #include <unordered_map>
 
 #include "dsl/schema_lookup.h"
-#include "eval/host_tensor.h"
+#include "dsl/value_facts.h"
+#include "dsl/where_eval.h"
 
 namespace geopt::dsl {
 namespace {
 
 std::string op_label(const Node& n) { return (n.domain.empty() ? "" : n.domain + "::") + n.op_type; }
 
-std::string fmt(double v) {
-  std::ostringstream os;
-  os.precision(9);
-  os << v;
-  return os.str();
-}
 
 std::string attr_value_text(const Attribute& a) {
   std::string s = a.to_string();
   return s.substr(s.find('=') + 1);
 }
 
-// Numeric view of an attribute (ints and floats), for comparisons.
-std::optional<double> attr_number(const Attribute& a) {
-  if (a.kind == AttrKind::Int) return static_cast<double>(a.i);
-  if (a.kind == AttrKind::Float) return static_cast<double>(a.f);
-  return std::nullopt;
-}
 
 bool literal_equals(const Attribute& a, const Literal& l) {
   switch (a.kind) {
@@ -58,29 +47,7 @@ bool literal_equals(const Attribute& a, const Literal& l) {
 
 bool same_attr(const Attribute& a, const Attribute& b) { return a.kind == b.kind && a.to_string().substr(a.name.size()) == b.to_string().substr(b.name.size()); }
 
-// All elements of a constant equal `number` (compared in the constant's own precision).
-bool constant_all_equal(const Tensor& t, double number) {
-  HostTensor h = HostTensor::view(t);
-  if (h.size() == 0 || t.dtype == DType::String) return false;
-  for (int64_t i = 0; i < h.size(); ++i) {
-    double v = h.real_at(i);
-    if (t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16) {
-      if (static_cast<float>(v) != static_cast<float>(number)) return false;
-    } else if (v != number) {
-      return false;
-    }
-  }
-  return true;
-}
 
-std::optional<double> constant_scalar(const Tensor& t) {
-  HostTensor h = HostTensor::view(t);
-  if (h.size() == 0 || t.dtype == DType::String || t.dtype == DType::Undefined) return std::nullopt;
-  double first = h.real_at(0);
-  for (int64_t i = 1; i < h.size(); ++i)
-    if (h.real_at(i) != first) return std::nullopt;
-  return first;
-}
 
 }  // namespace
 
@@ -133,9 +100,9 @@ class Attempt {
     std::optional<double> num = attr_number(*a);
     auto requires_text = [&]() -> std::string {
       switch (p.op) {
-        case CmpOp::Approx: return fmt(p.value->number) + " ± " + fmt(p.tolerance);
+        case CmpOp::Approx: return format_number(p.value->number) + " ± " + format_number(p.tolerance);
         case CmpOp::In: {
-          if (p.set.empty()) return "in " + fmt(p.lo) + " .. " + fmt(p.hi);
+          if (p.set.empty()) return "in " + format_number(p.lo) + " .. " + format_number(p.hi);
           std::string s = "in {";
           for (size_t i = 0; i < p.set.size(); ++i) s += (i ? ", " : "") + p.set[i].to_string();
           return s + "}";
@@ -186,9 +153,9 @@ class Attempt {
       case Pattern::Kind::Number: {
         const Tensor* t = matcher_.constant_of(v);
         if (!t) return fail(context + " '" + v->name() + "' is not a constant (" + p.loc.to_string() + ")");
-        if (!constant_all_equal(*t, p.number)) {
-          auto s = constant_scalar(*t);
-          return fail(context + " '" + v->name() + "' is " + (s ? fmt(*s) : std::string("not one repeated value")) + ", the rule requires " + fmt(p.number) + " (" + p.loc.to_string() + ")");
+        if (!constant_all_equal(t, p.number)) {
+          auto s = constant_scalar(t);
+          return fail(context + " '" + v->name() + "' is " + (s ? format_number(*s) : std::string("not one repeated value")) + ", the rule requires " + format_number(p.number) + " (" + p.loc.to_string() + ")");
         }
         return true;
       }
@@ -330,108 +297,21 @@ bool Matcher::try_rule(int rule, int alternative, Node* node, Match& out, std::s
     if (!found) return attempt.fail("no node matches root " + std::to_string(r + 1) + " (" + p.loc.to_string() + ")");
   }
   // where clauses
-  for (const Predicate& pred : cr.ast->where) {
-    std::string reason;
-    auto value_of = [&](const std::string& var) { return out.values.count(var) ? out.values.at(var) : nullptr; };
-    auto term_value = [&](const Term& t) -> std::optional<std::variant<double, std::string>> {
-      std::optional<std::variant<double, std::string>> r;
-      switch (t.kind) {
-        case Term::Kind::Number: r = t.number; break;
-        case Term::Kind::Ident: r = t.ident; break;
-        case Term::Kind::Var: {
-          if (auto a = out.attrs.find(t.var); a != out.attrs.end()) {
-            if (auto n = attr_number(a->second)) r = *n;
-          } else if (const Tensor* c = constant_of(value_of(t.var))) {
-            if (auto s = constant_scalar(*c)) r = *s;
-          }
-          if (!r) reason = t.var + " is not a scalar constant";
-          break;
-        }
-        case Term::Kind::Rank: {
-          Value* v = value_of(t.var);
-          if (v && v->type.shape) r = static_cast<double>(v->type.shape->rank());
-          else reason = "the rank of " + t.var + " is unknown";
-          break;
-        }
-        case Term::Kind::Dim: {
-          Value* v = value_of(t.var);
-          if (!v || !v->type.shape) {
-            reason = "the shape of " + t.var + " is unknown";
-            break;
-          }
-          int64_t rank = static_cast<int64_t>(v->type.shape->rank());
-          int64_t axis = t.axis < 0 ? t.axis + rank : t.axis;
-          if (axis < 0 || axis >= rank) {
-            reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is out of range for rank " + std::to_string(rank);
-            break;
-          }
-          const Dim& d = (*v->type.shape)[static_cast<size_t>(axis)];
-          if (d.is_static()) r = static_cast<double>(d.value());
-          else reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is " + (d.is_symbolic() ? "symbolic ('" + d.symbol_name() + "')" : "unknown") + ", not a number";
-          break;
-        }
-        case Term::Kind::DType: {
-          Value* v = value_of(t.var);
-          if (v && v->type.dtype != DType::Undefined) r = dtype_name(v->type.dtype);
-          else reason = "the dtype of " + t.var + " is unknown";
-          break;
-        }
-      }
-      if (r && t.modulo) {
-        if (auto* d = std::get_if<double>(&*r)) r = std::fmod(*d, *t.modulo);
-      }
-      return r;
-    };
-    bool ok = false;
-    std::string found_text;
-    if (pred.kind == Predicate::Kind::IsConst) {
-      ok = constant_of(value_of(pred.var)) != nullptr;
-      found_text = pred.var + " is not a constant";
-    } else if (pred.kind == Predicate::Kind::OneUse) {
-      Value* v = value_of(pred.var);
-      ok = v && v->uses().size() == 1;
-      found_text = pred.var + " has " + std::to_string(v ? v->uses().size() : 0) + " uses";
-    } else {
-      auto lhs = term_value(pred.lhs);
-      if (lhs) {
-        auto as_text = [](const std::variant<double, std::string>& x) { return std::holds_alternative<double>(x) ? fmt(std::get<double>(x)) : std::get<std::string>(x); };
-        found_text = pred.lhs.to_string() + " is " + as_text(*lhs);
-        if (pred.op == CmpOp::In) {
-          if (pred.is_range) {
-            ok = std::holds_alternative<double>(*lhs) && std::get<double>(*lhs) >= pred.lo && std::get<double>(*lhs) <= pred.hi;
-          } else {
-            for (const auto& l : pred.set) {
-              if (auto* d = std::get_if<double>(&*lhs)) ok = ok || (l.kind == Literal::Kind::Number && l.number == *d);
-              else ok = ok || (l.kind == Literal::Kind::Ident && parse_dtype(l.text) && dtype_name(*parse_dtype(l.text)) == std::get<std::string>(*lhs));
-            }
-          }
-        } else if (auto rhs = term_value(pred.rhs)) {
-          if (std::holds_alternative<double>(*lhs) && std::holds_alternative<double>(*rhs)) {
-            double x = std::get<double>(*lhs), y = std::get<double>(*rhs);
-            switch (pred.op) {
-              case CmpOp::Eq: ok = x == y; break;
-              case CmpOp::Ne: ok = x != y; break;
-              case CmpOp::Lt: ok = x < y; break;
-              case CmpOp::Le: ok = x <= y; break;
-              case CmpOp::Gt: ok = x > y; break;
-              case CmpOp::Ge: ok = x >= y; break;
-              case CmpOp::Approx: ok = std::fabs(x - y) <= pred.tolerance; break;
-              case CmpOp::In: break;
-            }
-          } else {
-            std::string x = as_text(*lhs), y = as_text(*rhs);
-            if (parse_dtype(y)) y = dtype_name(*parse_dtype(y));
-            ok = pred.op == CmpOp::Eq ? x == y : pred.op == CmpOp::Ne ? x != y : false;
-          }
-        } else {
-          found_text = reason;
-        }
-      } else {
-        found_text = reason;
-      }
-    }
-    if (!ok) return attempt.fail("where " + pred.to_string() + " fails: " + found_text + " (" + pred.loc.to_string() + ")");
-  }
+  WhereContext ctx;
+  auto value_of = [&](const std::string& var) -> Value* { return out.values.count(var) ? out.values.at(var) : nullptr; };
+  ctx.type_of = [&](const std::string& var) -> const ValueType* {
+    Value* v = value_of(var);
+    return v ? &v->type : nullptr;
+  };
+  ctx.constant_of = [&](const std::string& var) { return constant_of(value_of(var)); };
+  ctx.uses_of = [&](const std::string& var) -> std::optional<size_t> {
+    Value* v = value_of(var);
+    if (!v) return std::nullopt;
+    return v->uses().size();
+  };
+  ctx.attrs = &out.attrs;
+  std::string failed = first_failed_predicate(cr.ast->where, ctx);
+  if (!failed.empty()) return attempt.fail(failed);
   return true;
 }
 

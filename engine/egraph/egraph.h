@@ -33,6 +33,7 @@ struct ENode {
   uint32_t op = 0;  // Op: signature index; Input: graph input index; Proj: output index
   std::vector<ClassId> children;  // Op: inputs; Proj: {the tuple class}
   const Tensor* constant = nullptr;  // Const
+  int32_t origin = -1;  // the rule that created it (-1: the input graph); not part of its identity
 
   bool operator==(const ENode& o) const { return kind == o.kind && op == o.op && children == o.children && constant == o.constant; }
 };

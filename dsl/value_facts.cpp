@@ -1,0 +1,39 @@
+#include "dsl/value_facts.h"
+
+#include <sstream>
+
+#include "eval/host_tensor.h"
+
+namespace geopt::dsl {
+
+std::optional<double> attr_number(const Attribute& a) {
+  if (a.kind == AttrKind::Int) return static_cast<double>(a.i);
+  if (a.kind == AttrKind::Float) return static_cast<double>(a.f);
+  return std::nullopt;
+}
+
+std::optional<double> constant_scalar(const Tensor* t) {
+  if (!t || t->dtype == DType::String || t->dtype == DType::Undefined) return std::nullopt;
+  HostTensor h = HostTensor::view(*t);
+  if (h.size() == 0) return std::nullopt;
+  double first = h.real_at(0);
+  for (int64_t i = 1; i < h.size(); ++i)
+    if (h.real_at(i) != first) return std::nullopt;
+  return first;
+}
+
+bool constant_all_equal(const Tensor* t, double number) {
+  auto s = constant_scalar(t);
+  if (!s) return false;
+  if (t->dtype == DType::F32 || t->dtype == DType::F16 || t->dtype == DType::BF16) return static_cast<float>(*s) == static_cast<float>(number);
+  return *s == number;
+}
+
+std::string format_number(double v) {
+  std::ostringstream os;
+  os.precision(9);
+  os << v;
+  return os.str();
+}
+
+}  // namespace geopt::dsl

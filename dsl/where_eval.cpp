@@ -1,0 +1,126 @@
+#include "dsl/where_eval.h"
+
+#include "dsl/value_facts.h"
+
+#include <cmath>
+#include <sstream>
+#include <variant>
+
+
+namespace geopt::dsl {
+namespace {
+
+
+
+
+using TermValue = std::variant<double, std::string>;
+
+std::string as_text(const TermValue& x) { return std::holds_alternative<double>(x) ? format_number(std::get<double>(x)) : std::get<std::string>(x); }
+
+std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std::string& reason) {
+  std::optional<TermValue> r;
+  switch (t.kind) {
+    case Term::Kind::Number: r = t.number; break;
+    case Term::Kind::Ident: r = t.ident; break;
+    case Term::Kind::Var: {
+      if (auto a = ctx.attrs->find(t.var); a != ctx.attrs->end()) {
+        if (auto n = attr_number(a->second)) r = *n;
+      } else if (auto s = constant_scalar(ctx.constant_of(t.var))) {
+        r = *s;
+      }
+      if (!r) reason = t.var + " is not a scalar constant";
+      break;
+    }
+    case Term::Kind::Rank: {
+      const ValueType* vt = ctx.type_of(t.var);
+      if (vt && vt->shape) r = static_cast<double>(vt->shape->rank());
+      else reason = "the rank of " + t.var + " is unknown";
+      break;
+    }
+    case Term::Kind::Dim: {
+      const ValueType* vt = ctx.type_of(t.var);
+      if (!vt || !vt->shape) {
+        reason = "the shape of " + t.var + " is unknown";
+        break;
+      }
+      int64_t rank = static_cast<int64_t>(vt->shape->rank());
+      int64_t axis = t.axis < 0 ? t.axis + rank : t.axis;
+      if (axis < 0 || axis >= rank) {
+        reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is out of range for rank " + std::to_string(rank);
+        break;
+      }
+      const Dim& d = (*vt->shape)[static_cast<size_t>(axis)];
+      if (d.is_static()) r = static_cast<double>(d.value());
+      else reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is " + (d.is_symbolic() ? "symbolic ('" + d.symbol_name() + "')" : "unknown") + ", not a number";
+      break;
+    }
+    case Term::Kind::DType: {
+      const ValueType* vt = ctx.type_of(t.var);
+      if (vt && vt->dtype != DType::Undefined) r = dtype_name(vt->dtype);
+      else reason = "the dtype of " + t.var + " is unknown";
+      break;
+    }
+  }
+  if (r && t.modulo)
+    if (auto* d = std::get_if<double>(&*r)) r = std::fmod(*d, *t.modulo);
+  return r;
+}
+
+}  // namespace
+
+std::string first_failed_predicate(const std::vector<Predicate>& where, const WhereContext& ctx) {
+  for (const Predicate& pred : where) {
+    bool ok = false;
+    std::string found;
+    if (pred.kind == Predicate::Kind::IsConst) {
+      ok = ctx.constant_of(pred.var) != nullptr;
+      found = pred.var + " is not a constant";
+    } else if (pred.kind == Predicate::Kind::OneUse) {
+      auto uses = ctx.uses_of(pred.var);
+      ok = uses && *uses == 1;
+      found = pred.var + " has " + std::to_string(uses.value_or(0)) + " uses";
+    } else {
+      std::string reason;
+      auto lhs = term_value(pred.lhs, ctx, reason);
+      if (!lhs) {
+        found = reason;
+      } else {
+        found = pred.lhs.to_string() + " is " + as_text(*lhs);
+        if (pred.op == CmpOp::In) {
+          if (pred.is_range) {
+            ok = std::holds_alternative<double>(*lhs) && std::get<double>(*lhs) >= pred.lo && std::get<double>(*lhs) <= pred.hi;
+          } else {
+            for (const auto& l : pred.set) {
+              if (auto* d = std::get_if<double>(&*lhs)) ok = ok || (l.kind == Literal::Kind::Number && l.number == *d);
+              else ok = ok || (l.kind == Literal::Kind::Ident && parse_dtype(l.text) && dtype_name(*parse_dtype(l.text)) == std::get<std::string>(*lhs));
+            }
+          }
+        } else if (auto rhs = term_value(pred.rhs, ctx, reason)) {
+          if (std::holds_alternative<double>(*lhs) && std::holds_alternative<double>(*rhs)) {
+            double x = std::get<double>(*lhs), y = std::get<double>(*rhs);
+            switch (pred.op) {
+              case CmpOp::Eq: ok = x == y; break;
+              case CmpOp::Ne: ok = x != y; break;
+              case CmpOp::Lt: ok = x < y; break;
+              case CmpOp::Le: ok = x <= y; break;
+              case CmpOp::Gt: ok = x > y; break;
+              case CmpOp::Ge: ok = x >= y; break;
+              case CmpOp::Approx: ok = std::fabs(x - y) <= pred.tolerance; break;
+              case CmpOp::In: break;
+            }
+          } else {
+            std::string x = as_text(*lhs), y = as_text(*rhs);
+            if (parse_dtype(y)) y = dtype_name(*parse_dtype(y));
+            ok = pred.op == CmpOp::Eq ? x == y : pred.op == CmpOp::Ne ? x != y : false;
+          }
+        } else {
+          found = reason;
+        }
+      }
+    }
+    if (!ok) return "where " + pred.to_string() + " fails: " + found + " (" + pred.loc.to_string() + ")";
+  }
+  return "";
+}
+
+}  // namespace geopt::dsl

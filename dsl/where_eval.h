@@ -1,0 +1,27 @@
+#pragma once
+// Evaluates `where` predicates against bound variables, for the IR matcher and
+// the e-graph matcher alike (they differ only in how a variable's type,
+// constant and use count are looked up).
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dsl/ast.h"
+#include "ir/attribute.h"
+#include "ir/value.h"
+
+namespace geopt::dsl {
+
+struct WhereContext {
+  std::function<const ValueType*(const std::string& var)> type_of;  // null when unbound
+  std::function<const Tensor*(const std::string& var)> constant_of;  // null when not constant
+  std::function<std::optional<size_t>(const std::string& var)> uses_of;
+  const std::map<std::string, Attribute>* attrs = nullptr;
+};
+
+// "" when every predicate holds, else "where P fails: <what was found> (file:line:col)".
+std::string first_failed_predicate(const std::vector<Predicate>& where, const WhereContext& ctx);
+
+}  // namespace geopt::dsl

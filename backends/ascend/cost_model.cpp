@@ -31,13 +31,13 @@ struct Extent {
   bool known = false;
 };
 
-Extent extent(const Value* v, const CostOptions& o) {
+Extent extent(const ValueType* t, const CostOptions& o) {
   Extent e;
-  if (!v || !v->type.shape) return e;
+  if (!t || !t->shape) return e;
   e.known = true;
-  e.dtype = v->type.dtype == DType::Undefined ? DType::F32 : v->type.dtype;
+  e.dtype = t->dtype == DType::Undefined ? DType::F32 : t->dtype;
   e.elements = 1;
-  for (const Dim& d : v->type.shape->dims()) {
+  for (const Dim& d : t->shape->dims()) {
     e.dims.push_back(dim_value(d, o));
     e.elements *= static_cast<double>(e.dims.back());
   }
@@ -49,12 +49,30 @@ double compute_bytes(DType t, const CostOptions& o) {
   return static_cast<double>(std::max<size_t>(dtype_size(t), 1));
 }
 
+const Attribute* find_attr(const KernelDesc& k, const char* name) {
+  if (!k.attributes) return nullptr;
+  for (const auto& a : *k.attributes)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+const ValueType* at(const std::vector<const ValueType*>& v, size_t i) { return i < v.size() ? v[i] : nullptr; }
+
 }  // namespace
 
-KernelWork work_of(const Node& n, const CostOptions& o) {
+KernelDesc describe(const Node& n) {
+  KernelDesc d{n.domain, n.op_type, &n.attributes, {}, {}};
+  for (const Value* v : n.inputs()) d.inputs.push_back(v ? &v->type : nullptr);
+  for (const Value* v : n.outputs()) d.outputs.push_back(v ? &v->type : nullptr);
+  return d;
+}
+
+KernelWork work_of(const Node& n, const CostOptions& o) { return work_of(describe(n), o); }
+
+KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   KernelWork w;
   w.op = (n.domain.empty() ? "" : n.domain + "::") + n.op_type;
-  Extent out = extent(n.output(0), o);
+  Extent out = extent(at(n.outputs, 0), o);
   w.dtype = out.known ? out.dtype : DType::F32;
   if (n.domain.empty() && kViews.count(n.op_type)) {
     w.is_kernel = false;
@@ -63,9 +81,9 @@ KernelWork work_of(const Node& n, const CostOptions& o) {
   const double bytes = compute_bytes(w.dtype, o);
   // HBM traffic: every input is read once and every output written once. Constant
   // inputs are weights: read too (they live in HBM).
-  for (const Value* in : n.inputs())
+  for (const ValueType* in : n.inputs)
     if (in) w.hbm_read_bytes += extent(in, o).elements * compute_bytes(extent(in, o).dtype, o);
-  for (const Value* v : n.outputs())
+  for (const ValueType* v : n.outputs)
     if (v) w.hbm_write_bytes += extent(v, o).elements * compute_bytes(extent(v, o).dtype, o);
 
   const std::string& op = n.op_type;
@@ -74,16 +92,17 @@ KernelWork work_of(const Node& n, const CostOptions& o) {
     return it == kVectorWeight.end() ? 1.0 : it->second;
   };
   if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm") {
-    Extent a = extent(n.input(0), o), b = extent(n.input(1), o);
+    Extent a = extent(at(n.inputs, 0), o), b = extent(at(n.inputs, 1), o);
     if (a.known && b.known && !a.dims.empty() && !b.dims.empty()) {
-      double k = op == "Gemm" && n.attr("transA") && n.attr("transA")->i ? static_cast<double>(a.dims.front()) : static_cast<double>(a.dims.back());
+      const Attribute* trans_a = find_attr(n, "transA");
+      double k = op == "Gemm" && trans_a && trans_a->i ? static_cast<double>(a.dims.front()) : static_cast<double>(a.dims.back());
       w.cube_macs = out.elements * k;
     }
     if (op == "FusedMatMul" || op == "Gemm") w.vector_ops = out.elements * 2;  // bias and activation
     // Smallest tile: one 16x16 fractal of each operand and of the fp32 accumulator.
     w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
   } else if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose") {
-    Extent x = extent(n.input(0), o), wt = extent(n.input(1), o);
+    Extent x = extent(at(n.inputs, 0), o), wt = extent(at(n.inputs, 1), o);
     if (x.known && wt.known && wt.dims.size() >= 3) {
       double per_output = 1;  // (C / group) * kernel spatial
       for (size_t i = 1; i < wt.dims.size(); ++i) per_output *= static_cast<double>(wt.dims[i]);
@@ -94,7 +113,7 @@ KernelWork work_of(const Node& n, const CostOptions& o) {
     if (op == "FusedConv") w.vector_ops = out.elements * 2;
     w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
   } else if (op == "FlashAttention") {
-    Extent q = extent(n.input(0), o), k = extent(n.input(1), o), v = extent(n.input(2), o);
+    Extent q = extent(at(n.inputs, 0), o), k = extent(at(n.inputs, 1), o), v = extent(at(n.inputs, 2), o);
     if (q.known && k.known && v.known && q.dims.size() >= 2) {
       double s = static_cast<double>(q.dims[q.dims.size() - 2]), d = static_cast<double>(q.dims.back());
       double t = static_cast<double>(k.dims[k.dims.size() - 2]), dv = static_cast<double>(v.dims.back());
@@ -117,7 +136,7 @@ KernelWork work_of(const Node& n, const CostOptions& o) {
   } else if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin" || op == "GlobalAveragePool" ||
              op == "GlobalMaxPool" || op == "MaxPool" || op == "AveragePool") {
     double in = 0;
-    for (const Value* v : n.inputs())
+    for (const ValueType* v : n.inputs)
       if (v) in = std::max(in, extent(v, o).elements);
     w.vector_ops = in * (op == "MaxPool" || op == "AveragePool" ? 9 : 1);
   } else {

@@ -40,6 +40,16 @@ struct CostOptions {
   int64_t symbolic_dim_value = 1;
 };
 
+// A kernel as the cost model needs it: op, attributes, and the types of its
+// inputs and outputs (null where absent or unknown). IR nodes and e-nodes both give one.
+struct KernelDesc {
+  std::string domain, op_type;
+  const std::vector<Attribute>* attributes = nullptr;
+  std::vector<const ValueType*> inputs, outputs;
+};
+KernelDesc describe(const Node& node);
+
+KernelWork work_of(const KernelDesc& kernel, const CostOptions& options = {});
 KernelWork work_of(const Node& node, const CostOptions& options = {});
 KernelCost cost_of(const KernelWork& work, const HardwareProfile& profile);
 

@@ -11,6 +11,7 @@
 #include "cost_command.h"
 #include "info_command.h"
 #include "logging.h"
+#include "optimize_command.h"
 #include "rules_command.h"
 #include "run_command.h"
 #include "util/error.h"
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   commands.push_back(geopt::cli::add_run_command(app));
   commands.push_back(geopt::cli::add_rules_command(app));
   commands.push_back(geopt::cli::add_cost_command(app));
+  commands.push_back(geopt::cli::add_optimize_command(app));
 
   try {
     app.parse(argc, argv);

@@ -130,7 +130,14 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     double row = out.known && !out.dims.empty() ? static_cast<double>(out.dims.back()) : 0;
     // One row of input and output in the compute type, plus an fp32 working copy, double-buffered.
     const double inputs = op == "AddLayerNorm" ? 2 : 1;
-    w.min_ub_bytes = static_cast<int64_t>(2 * row * ((inputs + 1) * bytes + 4));
+    const int64_t row_bytes = static_cast<int64_t>(2 * row * ((inputs + 1) * bytes + 4));
+    if (n.domain.empty()) {
+      // CANN's standard kernels fall back to two passes over HBM when a row does not
+      // fit: always feasible, at the price of reading the input again.
+      w.spills_row = row_bytes;
+    } else {
+      w.min_ub_bytes = row_bytes;  // fused kernels are single-pass by design
+    }
   } else if (n.domain.empty() && kDataMovement.count(op)) {
     w.vector_ops = 0;  // moved by the memory transfer engines
   } else if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin" || op == "GlobalAveragePool" ||
@@ -158,7 +165,9 @@ KernelCost cost_of(const KernelWork& w, const HardwareProfile& p) {
   c.cube_us = w.cube_macs / (p.fp16_macs_per_cycle * rate * p.ai_cores * hz) * 1e6;
   const double lane_bytes = static_cast<double>(std::max<size_t>(dtype_size(w.dtype) >= 4 ? 4 : dtype_size(w.dtype), 1));
   c.vector_us = w.vector_ops * lane_bytes / (p.vector_bytes_per_cycle * p.vector_cores * hz) * 1e6;
-  c.memory_us = (w.hbm_read_bytes + w.hbm_write_bytes) / (p.hbm_gbps * 1e9) * 1e6;
+  double read = w.hbm_read_bytes;
+  if (w.spills_row > p.ub) read *= 2;  // two passes: statistics, then normalize
+  c.memory_us = (read + w.hbm_write_bytes) / (p.hbm_gbps * 1e9) * 1e6;
   c.launch_us = p.launch_overhead_us;
   double busiest = std::max({c.cube_us, c.vector_us, c.memory_us});
   c.bound = busiest == 0 ? "none" : busiest == c.cube_us ? "cube" : busiest == c.vector_us ? "vector" : "memory";

@@ -204,6 +204,12 @@ GraphEGraph egraph_from_graph(const Graph& g) {
   for (const Value* v : g.initializers())
     if (!cls.count(v)) cls[v] = eg.add_constant(v->initializer, data_of(v));
   for (const auto& n : g.nodes()) {
+    // A Constant node is its tensor: one Const e-node, so constant patterns see it.
+    const Attribute* value = n->op_type == "Constant" && n->domain.empty() ? n->attr("value") : nullptr;
+    if (value && !value->tensors.empty() && n->output(0)) {
+      cls[n->output(0)] = eg.add_constant(value->tensors[0], data_of(n->output(0)));
+      continue;
+    }
     std::vector<ClassId> children;
     for (const Value* in : n->inputs()) children.push_back(in ? cls.at(in) : kAbsent);
     OpSignature sig{n->domain, n->op_type, n->attributes, n->outputs().size(), ""};

@@ -185,9 +185,13 @@ Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, con
 
 Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, size_t exact_limit) {
   size_t with_choice = 0;
-  for (ClassId c : reachable(g, roots)) with_choice += g.eclass(c).nodes.size() > 1;
-  if (with_choice <= exact_limit) return extract_exact(g, roots, cost);
-  return extract_greedy_dag(g, roots, cost);
+  auto live = reachable(g, roots);
+  for (ClassId c : live) with_choice += g.eclass(c).nodes.size() > 1;
+  // The search's bound only sees classes already reached, so it prunes late on big graphs.
+  if (with_choice <= exact_limit && live.size() <= 8 * std::max<size_t>(exact_limit, 1)) return extract_exact(g, roots, cost, 20000);
+  Extraction x = extract_greedy_dag(g, roots, cost);
+  x.method = "greedy DAG (" + std::to_string(with_choice) + " classes with a choice; gap to the optimum unknown)";
+  return x;
 }
 
 Model extraction_to_model(const Model& original, const GraphEGraph& geg, const Extraction& x) {

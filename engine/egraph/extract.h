@@ -31,7 +31,8 @@ Extraction extract_greedy_tree(const EGraph& g, const std::vector<ClassId>& root
 Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);
 // Exact; gives up (optimal = false, the seed returned) past `budget` search states.
 Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, size_t budget = 200000);
-// Exact when the reachable e-graph has at most `exact_limit` classes with a choice, else the DAG heuristic.
+// Exact when the reachable e-graph is small (at most `exact_limit` classes with a
+// choice and 8 times as many classes in all), else the DAG heuristic.
 Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, size_t exact_limit = 40);
 
 // The DAG cost of a selection (infinite when it is cyclic or incomplete).

@@ -1,0 +1,38 @@
+#pragma once
+// The optimize pipeline: IR -> e-graph -> equality saturation with the rules ->
+// extraction of the cheapest whole graph under the Ascend cost model -> IR.
+// Infeasible kernels (working set over UB/L1 on the profile) are never picked.
+#include <map>
+#include <string>
+
+#include "ascend/cost_model.h"
+#include "dsl/saturation.h"
+#include "egraph/extract.h"
+
+namespace geopt::ascend {
+
+struct OptimizeOptions {
+  CostOptions cost;
+  dsl::SaturationLimits limits;
+  dsl::BackoffConfig backoff;
+  size_t exact_limit = 40;  // exact extraction up to this many classes with a choice
+};
+
+struct OptimizeResult {
+  Model model;
+  dsl::SaturationReport saturation;
+  std::string extraction_method;
+  bool extraction_optimal = false;
+  size_t enodes = 0, eclasses = 0;
+  GraphCost before, after;
+  size_t nodes_before = 0, nodes_after = 0;
+  std::map<std::string, size_t> selected;  // per rule: its e-nodes in the result (GE's effect_times)
+  double egraph_ms = 0, saturate_ms = 0, extract_ms = 0;
+};
+
+// The cost of one e-node on the profile (kInfeasible when it does not fit).
+NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options);
+
+OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const HardwareProfile& profile, const OptimizeOptions& options = {});
+
+}  // namespace geopt::ascend

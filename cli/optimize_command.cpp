@@ -1,0 +1,172 @@
+#include "optimize_command.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "ascend/optimizer.h"
+#include "eval/compare.h"
+#include "eval/evaluator.h"
+#include "onnx/export.h"
+#include "onnx/import.h"
+#include "rule_options.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace geopt::cli {
+namespace {
+
+struct OptimizeCliOptions {
+  std::string model, output;
+  RuleOptions rules;
+  std::string soc = "Ascend910B1";
+  std::string precision = "force_fp16";
+  bool check = true, no_check = false;
+  double check_tolerance = 1e-4;
+  int64_t check_size_cap_mb = 512;
+  std::string compile_stat;
+  int iterations = 30;
+  size_t enodes = 50000;
+  double seconds = 5;
+  bool json = false;
+};
+
+struct CheckResult {
+  bool ran = false;
+  double max_abs = 0;
+  size_t outputs = 0;
+  std::string note;
+};
+
+CheckResult check(const Model& original, const Model& optimized, const OptimizeCliOptions& o, int64_t model_bytes) {
+  CheckResult c;
+  if (o.no_check) {
+    c.note = "off (--no-check)";
+    return c;
+  }
+  if (model_bytes > o.check_size_cap_mb << 20) {
+    c.note = "skipped: the model is over " + std::to_string(o.check_size_cap_mb) + " MB (--check-size-cap)";
+    return c;
+  }
+  auto feeds = random_inputs(original, 0);
+  NamedTensors want = Evaluator(original).run(feeds), got = Evaluator(optimized).run(feeds);
+  c.ran = true;
+  c.outputs = want.size();
+  for (size_t i = 0; i < want.size(); ++i) {
+    TensorDiff d = diff(got[i].second, want[i].second);
+    if (!d.comparable) throw Error("--check: output '" + want[i].first + "' changed: " + d.mismatch);
+    c.max_abs = std::max(c.max_abs, d.max_abs + (d.nan_mismatches ? 1e30 : 0));
+  }
+  return c;
+}
+
+void write_compile_stat(const std::string& path, const ascend::OptimizeResult& r) {
+  nlohmann::ordered_json passes = nlohmann::ordered_json::object();
+  for (const auto& [name, s] : r.saturation.per_rule) {
+    auto sel = r.selected.find(name);
+    passes[name] = {{"match_times", std::to_string(s.matched)}, {"effect_times", std::to_string(sel == r.selected.end() ? 0 : sel->second)}};
+  }
+  nlohmann::ordered_json j;
+  j["session_and_graph_id_0_0"]["graph_fusion"] = passes;
+  write_file_atomically(path, j.dump(2) + "\n");
+}
+
+int run(const OptimizeCliOptions& o) {
+  auto rules = o.rules.load();
+  ascend::HardwareProfile profile = ascend::load_profile(o.soc);
+  Model input = import_onnx(o.model);
+  std::error_code ec;
+  const int64_t bytes = static_cast<int64_t>(std::filesystem::file_size(o.model, ec));
+  ascend::OptimizeOptions opts;
+  opts.cost.precision_mode = o.precision;
+  opts.limits = {o.iterations, o.enodes, o.seconds};
+  ascend::OptimizeResult r = ascend::optimize(input, *rules, profile, opts);
+  CheckResult c = check(input, r.model, o, bytes);
+  const bool check_ok = !c.ran || c.max_abs <= o.check_tolerance;
+  if (check_ok && !o.output.empty()) export_onnx(r.model, o.output);
+  if (!o.compile_stat.empty()) write_compile_stat(o.compile_stat, r);
+
+  const double speedup = r.after.latency_us > 0 ? r.before.latency_us / r.after.latency_us : 0;
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["model"] = o.model;
+    j["soc_version"] = profile.soc_version;
+    j["precision_mode"] = o.precision;
+    j["saturation"] = {{"stop", dsl::stop_reason_name(r.saturation.stop)}, {"iterations", r.saturation.iterations},
+                       {"enodes", r.enodes}, {"eclasses", r.eclasses}};
+    j["extraction"] = {{"method", r.extraction_method}, {"optimal", r.extraction_optimal}};
+    auto rules_j = nlohmann::ordered_json::object();
+    for (const auto& [name, s] : r.saturation.per_rule) {
+      auto sel = r.selected.find(name);
+      rules_j[name] = {{"matched", s.matched}, {"applied", s.applied}, {"selected", sel == r.selected.end() ? 0 : sel->second},
+                       {"banned", s.banned}, {"search_ms", s.search_ms}, {"apply_ms", s.apply_ms}};
+    }
+    j["rules"] = rules_j;
+    j["nodes"] = {{"before", r.nodes_before}, {"after", r.nodes_after}};
+    j["kernels"] = {{"before", r.before.kernels}, {"after", r.after.kernels}};
+    j["latency_us"] = {{"before", r.before.latency_us}, {"after", r.after.latency_us}};
+    j["hbm_bytes"] = {{"before", r.before.hbm_bytes}, {"after", r.after.hbm_bytes}};
+    j["check"] = c.ran ? nlohmann::ordered_json{{"max_abs_error", c.max_abs}, {"tolerance", o.check_tolerance}, {"ok", check_ok}}
+                       : nlohmann::ordered_json{{"skipped", c.note}};
+    j["time_ms"] = {{"egraph", r.egraph_ms}, {"saturation", r.saturate_ms}, {"extraction", r.extract_ms}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("model            %s\n", o.model.c_str());
+    std::printf("profile          %s (%s)\n", profile.soc_version.c_str(), o.precision.c_str());
+    std::printf("saturation       stopped: %s after %d iteration(s); %zu e-nodes in %zu e-classes\n", dsl::stop_reason_name(r.saturation.stop),
+                r.saturation.iterations, r.enodes, r.eclasses);
+    std::printf("extraction       %s%s\n", r.extraction_method.c_str(), r.extraction_optimal ? " (optimal)" : "");
+    std::printf("rules            %-30s %8s %8s\n", "", "matched", "selected");
+    for (const auto& [name, s] : r.saturation.per_rule) {
+      if (s.matched == 0 && !r.selected.count(name)) continue;
+      auto sel = r.selected.find(name);
+      std::printf("                 %-30s %8zu %8zu%s\n", name.c_str(), s.matched, sel == r.selected.end() ? 0 : sel->second,
+                  s.banned ? "  (throttled)" : "");
+    }
+    std::printf("nodes            %zu -> %zu\n", r.nodes_before, r.nodes_after);
+    std::printf("kernels          %zu -> %zu\n", r.before.kernels, r.after.kernels);
+    std::printf("modeled latency  %.1f us -> %.1f us (%.2fx)\n", r.before.latency_us, r.after.latency_us, speedup);
+    std::printf("HBM traffic      %.2f MiB -> %.2f MiB\n", r.before.hbm_bytes / (1 << 20), r.after.hbm_bytes / (1 << 20));
+    if (c.ran)
+      std::printf("check            max abs error %.3g over %zu output(s) on random inputs (tolerance %g): %s\n", c.max_abs, c.outputs,
+                  o.check_tolerance, check_ok ? "ok" : "FAILED");
+    else
+      std::printf("check            %s\n", c.note.c_str());
+    std::printf("time             e-graph %.1f ms, saturation %.1f ms, extraction %.1f ms\n", r.egraph_ms, r.saturate_ms, r.extract_ms);
+    if (!o.output.empty() && check_ok) std::printf("written          %s\n", o.output.c_str());
+  }
+  if (!check_ok) {
+    std::fprintf(stderr, "geopt: error: the optimized model differs from the original by %g (tolerance %g); nothing written\n", c.max_abs,
+                 o.check_tolerance);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_optimize_command(CLI::App& app) {
+  auto o = std::make_shared<OptimizeCliOptions>();
+  CLI::App* cmd = app.add_subcommand("optimize", "Optimize a model for an Ascend NPU (equality saturation with the rules, cost-model extraction)");
+  cmd->add_option("model", o->model, "ONNX model")->required();
+  cmd->add_option("-o,--output", o->output, "Where to write the optimized model");
+  o->rules.add_to(cmd);
+  cmd->add_option("--soc-version", o->soc, "Hardware profile (ATC's name) or a profile .toml")->capture_default_str();
+  cmd->add_option("--precision-mode", o->precision, "force_fp16 or must_keep_origin_dtype")
+      ->check(CLI::IsMember({"force_fp16", "must_keep_origin_dtype"}))
+      ->capture_default_str();
+  cmd->add_flag("--check", o->check, "Compare with the original on random inputs (the default, below --check-size-cap)");
+  cmd->add_flag("--no-check", o->no_check, "Skip the numerical check");
+  cmd->add_option("--check-tolerance", o->check_tolerance, "Max abs error --check allows")->capture_default_str();
+  cmd->add_option("--check-size-cap", o->check_size_cap_mb, "Check only models up to this many MB")->capture_default_str();
+  cmd->add_option("--export-compile-stat", o->compile_stat, "Write per-rule match_times/effect_times like GE's fusion_result.json");
+  cmd->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str();
+  cmd->add_option("--node-limit", o->enodes, "E-nodes at most")->capture_default_str();
+  cmd->add_option("--time-limit", o->seconds, "Saturation seconds at most")->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print the report as JSON");
+  return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
+}
+
+}  // namespace geopt::cli

@@ -1,0 +1,224 @@
+#include "dsl/saturation.h"
+
+#include <chrono>
+#include <set>
+
+#include "dsl/schema_lookup.h"
+#include "dsl/value_facts.h"
+#include "eval/kernel.h"
+
+namespace geopt::dsl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+ClassId build(EGraph& g, const Replacement& r, const EMatch& m, int rule, const ClassData& root_data, bool is_root) {
+  if (r.kind == Replacement::Kind::Var) return g.find(m.values.at(r.var));
+  std::vector<ClassId> children;
+  for (const auto& a : r.args) children.push_back(build(g, *a, m, rule, {}, false));
+  OpSignature sig{r.domain == "ai.onnx" ? "" : r.domain, r.op, {}, static_cast<size_t>(r.output_index + 1), ""};
+  const OpInfo* info = find_op(r.domain, r.op);
+  for (const auto& a : r.attrs) {
+    AttrKind kind = info->attrs.at(a.name).kind;
+    if (a.value) {
+      sig.attributes.push_back(literal_attribute(a.name, kind, *a.value));
+    } else if (auto it = m.attrs.find(a.var); it != m.attrs.end()) {
+      Attribute copy = it->second;
+      copy.name = a.name;
+      sig.attributes.push_back(std::move(copy));
+    } else {
+      Literal l;
+      l.number = constant_scalar(g.eclass(m.values.at(a.var)).data.constant).value_or(0);
+      sig.attributes.push_back(literal_attribute(a.name, kind, l));
+    }
+  }
+  ENode node;
+  node.kind = ENode::Kind::Op;
+  node.op = g.intern(sig);
+  node.children = std::move(children);
+  node.origin = rule;
+  ClassData data = is_root ? root_data : ClassData{};
+  data.constant = nullptr;
+  if (sig.num_outputs == 1) return g.add(std::move(node), data);
+  ClassId tuple = g.add(std::move(node));
+  ENode proj;
+  proj.kind = ENode::Kind::Proj;
+  proj.op = static_cast<uint32_t>(r.output_index);
+  proj.children = {tuple};
+  proj.origin = rule;
+  return g.add(std::move(proj), data);
+}
+
+// Evaluates an all-constant op e-node with its kernel and merges the result into its class.
+bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matcher) {
+  ClassId cls = g.find(m.roots.front());
+  for (const ENode& n : g.eclass(cls).nodes)
+    if (n.kind == ENode::Kind::Const) return false;  // already folded
+  for (const ENode& n : std::vector<ENode>(g.eclass(cls).nodes)) {
+    if (n.kind != ENode::Kind::Op) continue;
+    const OpSignature& sig = g.signature(n.op);
+    if (sig.num_outputs != 1) continue;
+    const KernelInfo* k = KernelRegistry::builtin().find(sig.domain, sig.op_type);
+    if (!k) continue;
+    std::vector<HostTensor> ins;
+    ins.reserve(n.children.size());
+    std::vector<const HostTensor*> ptrs;
+    bool all_const = true;
+    for (ClassId c : n.children) {
+      if (c == kAbsent) {
+        ptrs.push_back(nullptr);
+        continue;
+      }
+      const Tensor* t = g.eclass(c).data.constant;
+      if (!t) {
+        all_const = false;
+        break;
+      }
+      ins.push_back(HostTensor::view(*t));
+      ptrs.push_back(&ins.back());
+    }
+    if (!all_const) continue;
+    Node temp;
+    temp.op_type = sig.op_type;
+    temp.domain = sig.domain;
+    temp.attributes = sig.attributes;
+    KernelContext ctx(temp, matcher.opset(sig.domain), ptrs);
+    ctx.outputs.resize(1);
+    try {
+      k->fn(ctx);
+    } catch (const std::exception&) {
+      continue;
+    }
+    const HostTensor& h = ctx.outputs[0];
+    if (!h.defined() || h.dtype() == DType::String || h.size() > max_elements) continue;
+    auto t = std::make_shared<Tensor>();
+    t->dtype = h.dtype();
+    t->dims = h.dims();
+    t->data = BufferSlice(std::string(reinterpret_cast<const char*>(h.raw()), h.nbytes()));
+    t->name = g.eclass(cls).data.name + "_folded";
+    ClassId c = g.add_constant(std::move(t), g.eclass(cls).data);
+    g.merge(cls, c);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::Saturated: return "saturated";
+    case StopReason::IterationLimit: return "iteration limit";
+    case StopReason::NodeLimit: return "e-node limit";
+    case StopReason::TimeLimit: return "time limit";
+  }
+  return "?";
+}
+
+bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, const EMatch& m) {
+  const CompiledRule& cr = rules.rules()[static_cast<size_t>(m.rule)];
+  if (cr.ast->fold) return fold(g, m, cr.ast->fold_max_elements, matcher);
+  bool changed = false;
+  const size_t nodes_before = g.node_count();
+  for (const auto& w : cr.ast->rewrites) {
+    ClassId target = g.find(w.target.empty() ? m.roots.front() : m.values.at(w.target));
+    ClassData data = g.eclass(target).data;
+    ClassId made = build(g, *w.replacement, m, m.rule, data, true);
+    if (g.find(made) != g.find(target)) {
+      g.merge(target, made);
+      changed = true;
+    }
+  }
+  return changed || g.node_count() != nodes_before;
+}
+
+SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<OpsetImport>& opsets,
+                          const SaturationLimits& limits, const BackoffConfig& backoff) {
+  SaturationReport report;
+  const auto start = Clock::now();
+  struct Ban {
+    size_t times = 0;
+    int until = -1;
+  };
+  std::vector<Ban> bans(rules.rules().size());
+  std::set<std::pair<int, ClassId>> sites;  // (rule, root class): a site counts once however often it is re-found
+  for (const auto& r : rules.rules())
+    if (r.enabled) report.per_rule[r.ast->name];
+  g.rebuild();
+  report.stop = StopReason::IterationLimit;
+  for (int it = 0; it < limits.iterations; ++it) {
+    if (ms_since(start) > limits.seconds * 1000) {
+      report.stop = StopReason::TimeLimit;
+      break;
+    }
+    if (g.node_count() > limits.enodes) {
+      report.stop = StopReason::NodeLimit;
+      break;
+    }
+    ++report.iterations;
+    IterationStats is;
+    EMatcher matcher(rules, g, opsets);
+    // Search: every e-node is a candidate root; the automaton names the rules to try.
+    auto t0 = Clock::now();
+    std::vector<std::vector<EMatch>> found(rules.rules().size());
+    std::vector<bool> over(rules.rules().size(), false);
+    for (ClassId c : g.class_ids()) {
+      for (const ENode& n : std::vector<ENode>(g.eclass(c).nodes)) {
+        if (n.kind != ENode::Kind::Op) continue;
+        for (const auto& [rule, alt] : matcher.candidates(c, n)) {
+          if (bans[static_cast<size_t>(rule)].until >= it || over[static_cast<size_t>(rule)]) continue;
+          const size_t limit = backoff.match_limit << bans[static_cast<size_t>(rule)].times;
+          auto& list = found[static_cast<size_t>(rule)];
+          auto rule_start = Clock::now();
+          matcher.match(rule, alt, c, n, list, limit + 1);
+          report.per_rule[rules.rules()[static_cast<size_t>(rule)].ast->name].search_ms += ms_since(rule_start);
+          if (list.size() > limit) over[static_cast<size_t>(rule)] = true;
+        }
+      }
+    }
+    is.search_ms = ms_since(t0);
+    // Apply (rules over their limit are banned and their matches dropped, as in egg).
+    t0 = Clock::now();
+    bool banned_any = false;
+    for (size_t r = 0; r < found.size(); ++r) {
+      RuleRunStats& rs = report.per_rule[rules.rules()[r].ast->name];
+      if (over[r]) {
+        Ban& b = bans[r];
+        b.until = it + (backoff.ban_length << b.times);
+        ++b.times;
+        ++rs.banned;
+        banned_any = true;
+        continue;
+      }
+      for (const EMatch& m : found[r]) sites.emplace(m.rule, m.roots.front());
+      auto rule_start = Clock::now();
+      for (const EMatch& m : found[r])
+        if (apply_ematch(g, rules, matcher, m)) {
+          ++rs.applied;
+          ++is.applied;
+        }
+      rs.apply_ms += ms_since(rule_start);
+    }
+    is.apply_ms = ms_since(t0);
+    t0 = Clock::now();
+    g.rebuild();
+    is.rebuild_ms = ms_since(t0);
+    is.enodes = g.node_count();
+    is.classes = g.class_count();
+    report.per_iteration.push_back(is);
+    bool any_banned_now = banned_any;
+    for (const Ban& b : bans) any_banned_now = any_banned_now || b.until > it;
+    if (is.applied == 0 && !any_banned_now) {
+      report.stop = StopReason::Saturated;
+      break;
+    }
+  }
+  std::set<std::pair<int, ClassId>> distinct;
+  for (const auto& [rule, cls] : sites) distinct.emplace(rule, g.find(cls));
+  for (const auto& [rule, cls] : distinct) ++report.per_rule[rules.rules()[static_cast<size_t>(rule)].ast->name].matched;
+  report.total_ms = ms_since(start);
+  return report;
+}
+
+}  // namespace geopt::dsl

@@ -1,0 +1,58 @@
+#pragma once
+// Equality saturation: every iteration matches all enabled rules over the
+// e-graph (through the automaton), applies every match by adding the rewrite's
+// e-nodes and merging them with the matched value, then rebuilds. No rule is
+// applied greedily: all alternatives stay side by side until extraction.
+// Limits on iterations, e-nodes and time stop it (the report says which), and
+// a backoff scheduler (egg's) throttles a rule that matches too often.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dsl/ematcher.h"
+
+namespace geopt::dsl {
+
+struct SaturationLimits {
+  int iterations = 30;
+  size_t enodes = 50000;
+  double seconds = 5.0;
+};
+
+// egg's BackoffScheduler: a rule with more matches than its limit in one
+// iteration is banned for a while; both numbers double each time.
+struct BackoffConfig {
+  size_t match_limit = 1000;
+  int ban_length = 5;
+};
+
+enum class StopReason { Saturated, IterationLimit, NodeLimit, TimeLimit };
+const char* stop_reason_name(StopReason r);
+
+struct RuleRunStats {
+  size_t matched = 0;  // distinct sites matched (GE's match_times)
+  size_t applied = 0;  // matches that changed the e-graph
+  size_t banned = 0;   // times the scheduler banned the rule
+  double search_ms = 0, apply_ms = 0;
+};
+
+struct IterationStats {
+  size_t enodes = 0, classes = 0, applied = 0;
+  double search_ms = 0, apply_ms = 0, rebuild_ms = 0;
+};
+
+struct SaturationReport {
+  StopReason stop = StopReason::Saturated;
+  int iterations = 0;
+  std::map<std::string, RuleRunStats> per_rule;
+  std::vector<IterationStats> per_iteration;
+  double total_ms = 0;
+};
+
+SaturationReport saturate(EGraph& egraph, const RuleSet& rules, const std::vector<OpsetImport>& opsets,
+                          const SaturationLimits& limits = {}, const BackoffConfig& backoff = {});
+
+// Applies one match to the e-graph; true when it added or merged something.
+bool apply_ematch(EGraph& egraph, const RuleSet& rules, const EMatcher& matcher, const EMatch& match);
+
+}  // namespace geopt::dsl

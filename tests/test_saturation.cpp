@@ -1,0 +1,167 @@
+// Equality saturation and the optimize pipeline: what fires, what stops it,
+// determinism, cost-driven and feasibility-driven extraction, numerical checks.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "ascend/optimizer.h"
+#include "dsl_support.h"
+#include "eval/compare.h"
+#include "eval/evaluator.h"
+#include "ir/graph_text.h"
+#include "onnx/export.h"
+#include "onnx/import.h"
+#include "test_support.h"
+
+using namespace geopt;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::unique_ptr<dsl::RuleSet> rules_from(const std::string& text) {
+  fs::path dir = test::scratch_dir("sat-rules");
+  std::ofstream(dir / "r.gerule") << text;
+  return test::load_rules({(dir / "r.gerule").string()});
+}
+
+size_t count_op(const Model& m, const std::string& op) {
+  size_t n = 0;
+  for (const auto& node : m.graph->nodes()) n += node->op_type == op;
+  return n;
+}
+
+double max_error(const Model& a, const Model& b) {
+  auto feeds = random_inputs(a, 11);
+  NamedTensors x = Evaluator(a).run(feeds), y = Evaluator(b).run(feeds);
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, diff(y[i].second, x[i].second).max_abs);
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("saturation finds every starter-rule site in BERT and stops saturated") {
+  auto rules = test::load_rules({test::shipped_rules()});
+  Model model = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  GraphEGraph geg = egraph_from_graph(*model.graph);
+  dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, model.opsets);
+  CHECK(r.stop == dsl::StopReason::Saturated);
+  CHECK(r.per_rule["LayerNormFusion"].matched == 5);
+  CHECK(r.per_rule["GeluErf"].matched == 2);
+  CHECK(r.per_rule["LayerNormFusion"].applied == 5);
+  CHECK(r.iterations == 2);  // one that rewrites, one that finds nothing new
+  CHECK(r.per_iteration.back().applied == 0);
+}
+
+TEST_CASE("limits stop a blow-up, and the backoff scheduler throttles the rule") {
+  // Associativity (with commutative matching) generates every bracketing of a sum.
+  auto rules = rules_from("rule Assoc { match %y = Add(Add(%a, %b), %c) rewrite %y => Add(%a, Add(%b, %c)) }");
+  Model m = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] a, float[2] b, float[2] c, float[2] d, float[2] e, float[2] f, float[2] h) => (float[2] y) {
+      s1 = Add(a, b) s2 = Add(s1, c) s3 = Add(s2, d) s4 = Add(s3, e) s5 = Add(s4, f) y = Add(s5, h)
+    })"), "sum.onnx");
+  {
+    GraphEGraph geg = egraph_from_graph(*m.graph);
+    dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, m.opsets, {30, 300, 10.0}, {100000, 5});
+    CHECK(r.stop == dsl::StopReason::NodeLimit);
+    CHECK(geg.egraph.node_count() > 300);
+  }
+  {
+    GraphEGraph geg = egraph_from_graph(*m.graph);
+    dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, m.opsets, {3, 1000000, 10.0}, {100000, 5});
+    CHECK(r.stop == dsl::StopReason::IterationLimit);
+    CHECK(r.iterations == 3);
+  }
+  {
+    GraphEGraph geg = egraph_from_graph(*m.graph);
+    dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, m.opsets, {6, 1000000, 10.0}, {8, 2});
+    CHECK(r.per_rule["Assoc"].banned >= 1);  // more than 8 matches in an iteration: banned, limit doubles
+  }
+  // Whatever stopped it, the extracted program still computes the sum.
+  GraphEGraph geg = egraph_from_graph(*m.graph);
+  dsl::saturate(geg.egraph, *rules, m.opsets, {4, 5000, 10.0}, {});
+  auto cost = ascend::egraph_cost(ascend::load_profile("Ascend910B1"), {});
+  Model back = extraction_to_model(m, geg, extract_best(geg.egraph, geg.roots, cost));
+  CHECK(count_op(back, "Add") == 6);
+  CHECK(max_error(m, back) <= 1e-6);
+}
+
+TEST_CASE("optimize is deterministic: the same input gives a byte-identical model") {
+  auto rules = test::load_rules({test::shipped_rules()});
+  auto profile = ascend::load_profile("Ascend910B1");
+  fs::path dir = test::scratch_dir("determinism");
+  for (int i = 0; i < 2; ++i) {
+    Model m = import_onnx(test::examples_dir() / "gpt2_tiny_op13.onnx");
+    export_onnx(ascend::optimize(m, *rules, profile).model, dir / ("out" + std::to_string(i) + ".onnx"));
+  }
+  CHECK(test::read_file(dir / "out0.onnx") == test::read_file(dir / "out1.onnx"));
+}
+
+TEST_CASE("optimize keeps every example model's outputs and never raises its modeled latency") {
+  auto rules = test::load_rules({test::shipped_rules()});
+  auto profile = ascend::load_profile("Ascend910B1");
+  for (const auto& path : test::example_models()) {
+    INFO(path.filename().string());
+    Model m = import_onnx(path);
+    ascend::OptimizeResult r = ascend::optimize(m, *rules, profile);
+    CHECK(r.after.latency_us <= r.before.latency_us);
+    CHECK(max_error(m, r.model) <= 1e-4);
+    fs::path out = test::scratch_dir("opt") / "m.onnx";
+    export_onnx(r.model, out);
+    CHECK(import_onnx(out).graph->nodes().size() == r.model.graph->nodes().size());  // passes the checker
+  }
+  Model bert = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  ascend::OptimizeResult r = ascend::optimize(bert, *rules, profile);
+  CHECK(r.selected["LayerNormFusion"] == 5);
+  CHECK(r.selected["GeluErf"] == 2);
+  CHECK(count_op(r.model, "LayerNorm") == 5);
+  CHECK(r.after.kernels < r.before.kernels);
+}
+
+TEST_CASE("a fusion is picked where it fits the UB and refused, with the reason, where it does not") {
+  auto rules = rules_from(R"(rule AddLayerNormFusion [fusion] {
+  match %y = LayerNormalization(Add(%x, %r), %g, %b) { epsilon == %e }
+  rewrite %y => ai.geopt.AddLayerNorm(%x, %r, %g, %b) { epsilon = %e }
+})");
+  Model m = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[4,16384] x, float[4,16384] r, float[16384] g, float[16384] b) => (float[4,16384] y) {
+      s = Add(x, r)
+      y = LayerNormalization <epsilon = 0.00001> (s, g, b)
+    })"), "aln.onnx");
+  ascend::OptimizeOptions opts;
+  opts.cost.precision_mode = "must_keep_origin_dtype";  // f32 rows: 512 KiB of working set
+  ascend::OptimizeResult big = ascend::optimize(m, *rules, ascend::load_profile("Ascend910B1", {{"buffers.ub", "1048576"}}), opts);
+  CHECK(big.selected["AddLayerNormFusion"] == 1);
+  CHECK(count_op(big.model, "AddLayerNorm") == 1);
+  ascend::OptimizeResult small = ascend::optimize(m, *rules, ascend::load_profile("Ascend910B1"), opts);
+  CHECK(small.saturation.per_rule["AddLayerNormFusion"].matched == 1);
+  CHECK(small.selected.count("AddLayerNormFusion") == 0);
+  CHECK(count_op(small.model, "AddLayerNorm") == 0);
+  CHECK(count_op(small.model, "LayerNormalization") == 1);
+  // The reason, from the cost model, on the fused kernel the rule proposed.
+  ascend::KernelCost c = ascend::cost_of(ascend::work_of(*big.model.graph->nodes()[0], opts.cost), ascend::load_profile("Ascend910B1"));
+  CHECK(c.reason == "ai.geopt::AddLayerNorm: working set 512 KiB exceeds UB 192 KiB on Ascend910B1");
+}
+
+TEST_CASE("geopt optimize: report, check, fusion_result.json") {
+  fs::path dir = test::scratch_dir("optimize-cli");
+  auto r = test::run_cli({"optimize", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "-o", (dir / "out.onnx").string(),
+                          "--export-compile-stat", (dir / "fusion_result.json").string()});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("stopped: saturated") != std::string::npos);
+  CHECK(r.out.find("LayerNormFusion                       5        5") != std::string::npos);
+  CHECK(r.out.find("kernels          112 -> 64") != std::string::npos);
+  CHECK(r.out.find("check            max abs error") != std::string::npos);
+  CHECK(r.out.find(": ok") != std::string::npos);
+  auto stat = nlohmann::json::parse(test::read_file(dir / "fusion_result.json"));
+  CHECK(stat["session_and_graph_id_0_0"]["graph_fusion"]["LayerNormFusion"]["match_times"] == "5");
+  CHECK(stat["session_and_graph_id_0_0"]["graph_fusion"]["LayerNormFusion"]["effect_times"] == "5");
+  CHECK(fs::exists(dir / "out.onnx"));
+  auto j = test::run_cli({"optimize", (test::examples_dir() / "gpt2_tiny_op13.onnx").string(), "--json", "--disable", "LayerNormFusion"});
+  REQUIRE(j.exit_code == 0);
+  auto report = nlohmann::json::parse(j.out);
+  CHECK(report["kernels"]["after"] == report["kernels"]["before"]);
+  CHECK(report["check"]["ok"] == true);
+  CHECK(test::run_cli({"optimize", "nope.onnx"}).exit_code == 1);
+}

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Sets up a Debian 12 machine, builds geopt and runs the main job on the shipped
-# example model: its summary, then a run checked against torch's reference output.
-# A model path as the first argument replaces the example (then no reference check).
+# example model: optimize it for Ascend910B1 (fusions, modeled latency before and
+# after, the numerical check), then run the optimized model on the reference
+# input and compare with torch's output. A model path as the first argument
+# replaces the example (then only `optimize` runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DGEOPT_BUILD_TESTS=OFF >/dev/null
 cmake --build build/release -j "$(nproc)" >/dev/null
 geopt=build/release/cli/geopt
+mkdir -p build/main-job
 if [[ $# -gt 0 ]]; then
-  "$geopt" info "$1"
-  "$geopt" run "$1" --random-inputs
+  "$geopt" optimize "$1" -o build/main-job/optimized.onnx --soc-version Ascend910B1
   exit
 fi
 example=examples/models/bert_tiny_op13
-"$geopt" info "$example.onnx"
+"$geopt" optimize "$example.onnx" -o build/main-job/optimized.onnx --soc-version Ascend910B1 \
+  --export-compile-stat build/main-job/fusion_result.json
 echo
 inputs=()
 for f in "$example"/inputs/*.npy; do inputs+=(--input "$(basename "$f" .npy)=$f"); done
-"$geopt" run "$example.onnx" "${inputs[@]}" --compare "$example/outputs"
+"$geopt" run build/main-job/optimized.onnx "${inputs[@]}" --compare "$example/outputs"

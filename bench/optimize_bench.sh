@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# End-to-end optimize time (load, optimize, write) of geopt against ONNX Runtime
+# doing the same job (session at level 'all' with optimizedModelFilePath), on the
+# BERT-base encoder and ResNet-50, measured in one run with hyperfine. Also prints
+# geopt's own phase times and e-graph size.
+#   bench/optimize_bench.sh [BUILD_DIR] [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/release}
+runs=${2:-10}
+geopt=$build/cli/geopt
+out=bench/out
+[[ -f $out/resnet50_op13.onnx ]] || /usr/bin/python3 examples/export_models.py --resnet50 "$out/resnet50_op13.onnx"
+[[ -f $out/bert_base_op13.onnx ]] || /usr/bin/python3 examples/export_models.py --bert-base "$out/bert_base_op13.onnx"
+[[ -d bench/ort/node_modules/onnxruntime-node ]] || (cd bench/ort && npm install --no-audit --no-fund --onnxruntime-node-install=skip >/dev/null 2>&1)
+for model in bert_base_op13 resnet50_op13; do
+  hyperfine --warmup 1 --runs "$runs" --export-json "$out/optimize_$model.json" \
+    -n geopt "$geopt optimize $out/$model.onnx -o $out/${model}_geopt.onnx --no-check" \
+    -n onnxruntime "node bench/ort/optimize.js $out/$model.onnx $out/${model}_ort.onnx" >/dev/null
+  /usr/bin/python3 - "$out/optimize_$model.json" "$model" <<'PY'
+import json, statistics, sys
+r = {x["command"]: statistics.median(x["times"]) for x in json.load(open(sys.argv[1]))["results"]}
+print(f"| {sys.argv[2]} | {r['geopt']*1000:.0f} | {r['onnxruntime']*1000:.0f} | {r['geopt']/r['onnxruntime']:.2f} |")
+PY
+  "$geopt" optimize "$out/$model.onnx" --no-check | grep -E "saturation|extraction|time"
+done

@@ -93,7 +93,8 @@ struct AttrAssign {
   SourceLoc loc;
   std::string name;
   std::optional<Literal> value;
-  std::string var;  // a bound attribute or a bound scalar constant
+  std::string var;           // a bound attribute or a bound scalar constant
+  std::optional<Term> term;  // dim(%v, axis) or rank(%v) of a bound value
 };
 
 struct Replacement {

@@ -234,8 +234,12 @@ class RuleChecker {
         error(a.loc, r.op + " has no attribute '" + a.name + "'");
         continue;
       }
-      if (!a.var.empty()) use_scalar(a.var, a.loc);
-      else if (!literal_fits(*a.value, it->second.kind))
+      if (a.term) {
+        use_value(a.term->var, a.loc);
+        if (it->second.kind != AttrKind::Int) error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; dim() and rank() give an int");
+      } else if (!a.var.empty()) {
+        use_scalar(a.var, a.loc);
+      } else if (!literal_fits(*a.value, it->second.kind))
         error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + ", got " + a.value->to_string());
     }
   }

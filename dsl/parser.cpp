@@ -2,6 +2,9 @@
 
 #include <tao/pegtl/contrib/parse_tree.hpp>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -31,7 +34,7 @@ using selector = pt::selector<
                           number, list_lit, op_pattern, op_name, any_op, const_pattern, ellipsis, rest_pattern,
                           output_index, attr_pred, attr_absent, cmp_op, approx_op, attr_compare, attr_approx, attr_in,
                           tolerance, range_lit, set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim, kw_dtype,
-                          kw_is_const, kw_one_use, modulo, repl_op, attr_assign, model_text, model_path, expect_count,
+                          kw_is_const, kw_one_use, modulo, repl_op, shape_call, attr_assign, model_text, model_path, expect_count,
                           expect_fired, expect_equal, kw_in, arrow>>;
 
 using Node = pt::node;
@@ -60,10 +63,16 @@ class Builder {
     return out;
   }
 
-  static double to_number(const Node& n) { return std::stod(n.string()); }
+  // Grammar-checked text, so conversion cannot fail; huge values saturate instead of throwing.
+  static double to_number(const Node& n) { return std::strtod(n.string().c_str(), nullptr); }
+  static int64_t to_integer(const std::string& s) {
+    errno = 0;
+    long long v = std::strtoll(s.c_str(), nullptr, 10);
+    return static_cast<int64_t>(v);
+  }
   static int index_of(const Node& n) {  // "[ 2 ]" -> 2
     std::string s = n.string();
-    return std::stoi(s.substr(s.find_first_of("0123456789")));
+    return static_cast<int>(std::clamp<int64_t>(to_integer(s.substr(s.find_first_of("0123456789"))), 0, 1 << 20));
   }
   static bool integer_text(const std::string& s) { return s.find_first_of(".eE") == std::string::npos; }
 
@@ -197,7 +206,7 @@ class Builder {
         if (need_var(2)) {
           t.var = args[0]->string();
           if (!args[1]->is_type<number>() || !integer_text(args[1]->string())) error(*args[1], "the axis of dim() must be an integer");
-          else t.axis = std::stoll(args[1]->string());
+          else t.axis = to_integer(args[1]->string());
         }
       } else {  // is_const / one_use are predicates; the caller handles them
         t.kind = Term::Kind::Ident;
@@ -273,8 +282,26 @@ class Builder {
         a.loc = loc(*c);
         a.name = c->children.at(0)->string();
         const Node& v = *c->children.at(1);
-        if (v.is_type<var_name>()) a.var = v.string();
-        else a.value = build_literal(v);
+        if (v.is_type<shape_call>()) {
+          Term t;
+          t.loc = loc(v);
+          t.kind = v.children.at(0)->is_type<kw_dim>() ? Term::Kind::Dim : Term::Kind::Rank;
+          const size_t want = t.kind == Term::Kind::Dim ? 3 : 2;
+          if (v.children.size() != want || !v.children[1]->is_type<var_name>()) {
+            error(v, t.kind == Term::Kind::Dim ? "`dim` takes (%var, axis)" : "`rank` takes (%var)");
+          } else {
+            t.var = v.children[1]->string();
+            if (t.kind == Term::Kind::Dim) {
+              if (!integer_text(v.children[2]->string())) error(*v.children[2], "the axis of dim() must be an integer");
+              t.axis = to_integer(v.children[2]->string());
+            }
+          }
+          a.term = t;
+        } else if (v.is_type<var_name>()) {
+          a.var = v.string();
+        } else {
+          a.value = build_literal(v);
+        }
         r->attrs.push_back(std::move(a));
       } else {
         r->args.push_back(build_replacement(*c));
@@ -304,7 +331,7 @@ class Builder {
           e.cmp = cmp(s.children.at(1)->string());
           const Node& num = *s.children.at(2);
           if (!integer_text(num.string())) error(num, "expected an integer count");
-          else e.value = std::stoll(num.string());
+          else e.value = to_integer(num.string());
         } else {
           e.kind = Expectation::Kind::OutputsEqual;
           if (!s.children.empty()) e.tolerance = to_number(*s.children[0]);
@@ -359,7 +386,7 @@ class Builder {
         r.fold = true;
         std::string text = c->string();
         auto eq = text.find('=');
-        if (eq != std::string::npos) r.fold_max_elements = std::stoll(text.substr(eq + 1));
+        if (eq != std::string::npos) r.fold_max_elements = to_integer(text.substr(eq + 1 + text.substr(eq + 1).find_first_of("0123456789")));
       } else if (c->is_type<test_item>()) {
         r.tests.push_back(build_test(*c));
       }

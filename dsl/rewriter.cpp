@@ -6,6 +6,8 @@
 #include <unordered_set>
 
 #include "dsl/schema_lookup.h"
+#include "dsl/value_facts.h"
+#include "onnx/node_inference.h"
 #include "eval/kernel.h"
 #include "util/error.h"
 
@@ -47,10 +49,15 @@ bool depends_on(const Value* v, const Value* target, std::unordered_set<const Va
   return false;
 }
 
+// A rewrite that cannot be built at this match (a shape it reads is not static).
+struct Unbuildable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class Builder {
  public:
   Builder(Model& model, const Matcher& matcher, const Match& match, std::string scope, std::string rule)
-      : g_(*model.graph), matcher_(matcher), match_(match), scope_(std::move(scope)), rule_(std::move(rule)) {}
+      : g_(*model.graph), matcher_(matcher), match_(match), scope_(std::move(scope)), rule_(std::move(rule)), opset_(model.opset_version("")) {}
 
   Value* build(const Replacement& r) {
     if (r.kind == Replacement::Kind::Var) return match_.values.at(r.var);
@@ -65,7 +72,11 @@ class Builder {
     const OpInfo* info = find_op(r.domain, r.op);
     for (const auto& a : r.attrs) {
       AttrKind kind = info->attrs.at(a.name).kind;
-      if (a.value) {
+      if (a.term) {
+        auto v = shape_term_value(*a.term, &match_.values.at(a.term->var)->type);
+        if (!v) throw Unbuildable(a.term->to_string() + " is not a static number here");
+        n->attributes.push_back(Attribute::make_int(a.name, *v));
+      } else if (a.value) {
         n->attributes.push_back(literal_attribute(a.name, kind, *a.value));
       } else if (auto it = match_.attrs.find(a.var); it != match_.attrs.end()) {
         Attribute copy = it->second;
@@ -80,6 +91,17 @@ class Builder {
       }
     }
     created_.push_back(n);
+    // Type the outputs with ONNX's inference (attributes are in place now).
+    std::vector<const ValueType*> in_types;
+    std::vector<const Tensor*> in_constants;
+    for (Value* in : inputs) {
+      in_types.push_back(in ? &in->type : nullptr);
+      in_constants.push_back(in ? matcher_.constant_of(in) : nullptr);
+    }
+    auto types = onnx_io::infer_output_types(n->domain, n->op_type, n->attributes, in_types, in_constants, outputs.size(),
+                                             n->domain.empty() ? opset_ : 1);
+    for (size_t k = 0; k < outputs.size(); ++k)
+      if (types[k]) outputs[k]->type = *types[k];
     return outputs.back();
   }
 
@@ -91,6 +113,7 @@ class Builder {
   const Match& match_;
   std::string scope_;
   std::string rule_;
+  int64_t opset_;
   std::vector<Node*> created_;
 };
 
@@ -205,6 +228,19 @@ bool apply_match(Model& model, const RuleSet& rules, const Match& match, std::st
     }
     targets.push_back(target);
   }
+  // Shape-derived attributes are checked before anything is built.
+  std::function<bool(const Replacement&)> buildable = [&](const Replacement& r) {
+    for (const auto& a : r.attrs)
+      if (a.term && !shape_term_value(*a.term, &match.values.at(a.term->var)->type)) {
+        if (why) *why = a.term->to_string() + " is not a static number at this match";
+        return false;
+      }
+    for (const auto& a : r.args)
+      if (!buildable(*a)) return false;
+    return true;
+  };
+  for (const auto& w : cr.ast->rewrites)
+    if (!buildable(*w.replacement)) return false;
   Builder builder(model, matcher, match, common_scope(match.nodes), cr.ast->name);
   std::vector<Value*> replacements;
   for (const auto& w : cr.ast->rewrites) replacements.push_back(builder.build(*w.replacement));

@@ -5,6 +5,7 @@
 
 #include "dsl/schema_lookup.h"
 #include "dsl/value_facts.h"
+#include "onnx/node_inference.h"
 #include "eval/kernel.h"
 
 namespace geopt::dsl {
@@ -13,15 +14,22 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-ClassId build(EGraph& g, const Replacement& r, const EMatch& m, int rule, const ClassData& root_data, bool is_root) {
+// Builds a replacement's e-nodes, typed by ONNX's inference. Returns kAbsent when
+// the inferred dtype contradicts the value being replaced (an unsound rewrite).
+ClassId build(EGraph& g, const Replacement& r, const EMatch& m, int rule, int site, const ClassData& root_data, bool is_root, const EMatcher& matcher) {
   if (r.kind == Replacement::Kind::Var) return g.find(m.values.at(r.var));
   std::vector<ClassId> children;
-  for (const auto& a : r.args) children.push_back(build(g, *a, m, rule, {}, false));
+  for (const auto& a : r.args) {
+    children.push_back(build(g, *a, m, rule, site, {}, false, matcher));
+    if (children.back() == kAbsent) return kAbsent;
+  }
   OpSignature sig{r.domain == "ai.onnx" ? "" : r.domain, r.op, {}, static_cast<size_t>(r.output_index + 1), ""};
   const OpInfo* info = find_op(r.domain, r.op);
   for (const auto& a : r.attrs) {
     AttrKind kind = info->attrs.at(a.name).kind;
-    if (a.value) {
+    if (a.term) {
+      sig.attributes.push_back(Attribute::make_int(a.name, *shape_term_value(*a.term, &g.eclass(m.values.at(a.term->var)).data.type)));
+    } else if (a.value) {
       sig.attributes.push_back(literal_attribute(a.name, kind, *a.value));
     } else if (auto it = m.attrs.find(a.var); it != m.attrs.end()) {
       Attribute copy = it->second;
@@ -33,12 +41,25 @@ ClassId build(EGraph& g, const Replacement& r, const EMatch& m, int rule, const 
       sig.attributes.push_back(literal_attribute(a.name, kind, l));
     }
   }
+  std::vector<const ValueType*> in_types;
+  std::vector<const Tensor*> in_constants;
+  for (ClassId c : children) {
+    in_types.push_back(c == kAbsent ? nullptr : &g.eclass(c).data.type);
+    in_constants.push_back(c == kAbsent ? nullptr : g.eclass(c).data.constant);
+  }
+  auto inferred = onnx_io::infer_output_types(sig.domain, sig.op_type, sig.attributes, in_types, in_constants, sig.num_outputs,
+                                              sig.domain.empty() ? matcher.opset("") : 1);
+  const std::optional<ValueType>& mine = inferred[static_cast<size_t>(r.output_index)];
+  if (is_root && mine && mine->dtype != DType::Undefined && root_data.type.dtype != DType::Undefined && mine->dtype != root_data.type.dtype)
+    return kAbsent;
   ENode node;
   node.kind = ENode::Kind::Op;
   node.op = g.intern(sig);
   node.children = std::move(children);
   node.origin = rule;
+  node.site = site;
   ClassData data = is_root ? root_data : ClassData{};
+  if (!is_root && mine) data.type = *mine;
   data.constant = nullptr;
   if (sig.num_outputs == 1) return g.add(std::move(node), data);
   ClassId tuple = g.add(std::move(node));
@@ -47,6 +68,7 @@ ClassId build(EGraph& g, const Replacement& r, const EMatch& m, int rule, const 
   proj.op = static_cast<uint32_t>(r.output_index);
   proj.children = {tuple};
   proj.origin = rule;
+  proj.site = site;
   return g.add(std::move(proj), data);
 }
 
@@ -116,15 +138,26 @@ const char* stop_reason_name(StopReason r) {
   return "?";
 }
 
+static bool buildable(const EGraph& g, const Replacement& r, const EMatch& m) {
+  for (const auto& a : r.attrs)
+    if (a.term && !shape_term_value(*a.term, &g.eclass(m.values.at(a.term->var)).data.type)) return false;
+  for (const auto& a : r.args)
+    if (!buildable(g, *a, m)) return false;
+  return true;
+}
+
 bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, const EMatch& m) {
   const CompiledRule& cr = rules.rules()[static_cast<size_t>(m.rule)];
   if (cr.ast->fold) return fold(g, m, cr.ast->fold_max_elements, matcher);
+  for (const auto& w : cr.ast->rewrites)
+    if (!buildable(g, *w.replacement, m)) return false;  // a shape it reads is not static here
   bool changed = false;
   const size_t nodes_before = g.node_count();
   for (const auto& w : cr.ast->rewrites) {
     ClassId target = g.find(w.target.empty() ? m.roots.front() : m.values.at(w.target));
     ClassData data = g.eclass(target).data;
-    ClassId made = build(g, *w.replacement, m, m.rule, data, true);
+    ClassId made = build(g, *w.replacement, m, m.rule, g.new_site(), data, true, matcher);
+    if (made == kAbsent) continue;  // ONNX's inference disagrees with the replaced value's type
     if (g.find(made) != g.find(target)) {
       g.merge(target, made);
       changed = true;

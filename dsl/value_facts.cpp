@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "dsl/ast.h"
 #include "eval/host_tensor.h"
 
 namespace geopt::dsl {
@@ -27,6 +28,17 @@ bool constant_all_equal(const Tensor* t, double number) {
   if (!s) return false;
   if (t->dtype == DType::F32 || t->dtype == DType::F16 || t->dtype == DType::BF16) return static_cast<float>(*s) == static_cast<float>(number);
   return *s == number;
+}
+
+std::optional<int64_t> shape_term_value(const Term& t, const ValueType* type) {
+  if (!type || !type->shape) return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(type->shape->rank());
+  if (t.kind == Term::Kind::Rank) return rank;
+  int64_t axis = t.axis < 0 ? t.axis + rank : t.axis;
+  if (axis < 0 || axis >= rank) return std::nullopt;
+  const Dim& d = (*type->shape)[static_cast<size_t>(axis)];
+  if (!d.is_static()) return std::nullopt;
+  return d.value();
 }
 
 std::string format_number(double v) {

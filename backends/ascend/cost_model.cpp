@@ -112,6 +112,15 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     }
     if (op == "FusedConv") w.vector_ops = out.elements * 2;
     w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
+    // The Cube reads NC1HWC0 only: a conv in NCHW converts its input and its output
+    // (each conversion reads one layout and writes the other) in two extra kernels.
+    const Attribute* format = find_attr(n, "data_format");
+    if (x.known && wt.known && !(format && format->s == "NC1HWC0")) {
+      const double in_bytes = x.elements * bytes, out_bytes = out.elements * bytes;
+      w.hbm_read_bytes += in_bytes + out_bytes;
+      w.hbm_write_bytes += in_bytes + out_bytes;
+      w.extra_launches = 2;
+    }
   } else if (op == "FlashAttention") {
     Extent q = extent(at(n.inputs, 0), o), k = extent(at(n.inputs, 1), o), v = extent(at(n.inputs, 2), o);
     if (q.known && k.known && v.known && q.dims.size() >= 2) {
@@ -138,7 +147,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     } else {
       w.min_ub_bytes = row_bytes;  // fused kernels are single-pass by design
     }
-  } else if (n.domain.empty() && kDataMovement.count(op)) {
+  } else if ((n.domain.empty() && kDataMovement.count(op)) || op == "TransData") {
     w.vector_ops = 0;  // moved by the memory transfer engines
   } else if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin" || op == "GlobalAveragePool" ||
              op == "GlobalMaxPool" || op == "MaxPool" || op == "AveragePool") {
@@ -168,7 +177,7 @@ KernelCost cost_of(const KernelWork& w, const HardwareProfile& p) {
   double read = w.hbm_read_bytes;
   if (w.spills_row > p.ub) read *= 2;  // two passes: statistics, then normalize
   c.memory_us = (read + w.hbm_write_bytes) / (p.hbm_gbps * 1e9) * 1e6;
-  c.launch_us = p.launch_overhead_us;
+  c.launch_us = p.launch_overhead_us * (1 + w.extra_launches);
   double busiest = std::max({c.cube_us, c.vector_us, c.memory_us});
   c.bound = busiest == 0 ? "none" : busiest == c.cube_us ? "cube" : busiest == c.vector_us ? "vector" : "memory";
   c.total_us = busiest + c.launch_us;

@@ -24,6 +24,7 @@ struct KernelWork {
   int64_t min_ub_bytes = 0;     // working set of the smallest legal tile
   int64_t min_l1_bytes = 0;
   int64_t spills_row = 0;       // standard row kernels: the row's working set; over UB it runs in two passes
+  int extra_launches = 0;       // implicit layout conversions the kernel needs (NCHW convs)
 };
 
 struct KernelCost {

@@ -47,12 +47,13 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
   // New ops' domains (ai.geopt) must be imported.
   for (const auto& n : r.model.graph->nodes())
     if (r.model.opset_version(n->domain) == 0) r.model.opsets.push_back({n->domain, 1});
-  // effect_times: e-nodes a rule created that the extraction kept.
+  // effect_times: the sites whose rewrite the extraction kept (any of its e-nodes).
+  std::set<std::pair<int32_t, int32_t>> sites;
   std::function<void(ClassId, std::set<ClassId>&)> count = [&](ClassId c, std::set<ClassId>& seen) {
     c = geg.egraph.find(c);
     if (!seen.insert(c).second) return;
     const ENode& n = geg.egraph.eclass(c).nodes.at(x.choice.at(c));
-    if (n.origin >= 0) ++r.selected[rules.rules()[static_cast<size_t>(n.origin)].ast->name];
+    if (n.origin >= 0 && sites.emplace(n.origin, n.site).second) ++r.selected[rules.rules()[static_cast<size_t>(n.origin)].ast->name];
     for (ClassId ch : n.children)
       if (ch != kAbsent) count(ch, seen);
   };

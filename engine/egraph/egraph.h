@@ -34,6 +34,7 @@ struct ENode {
   std::vector<ClassId> children;  // Op: inputs; Proj: {the tuple class}
   const Tensor* constant = nullptr;  // Const
   int32_t origin = -1;  // the rule that created it (-1: the input graph); not part of its identity
+  int32_t site = -1;    // which application of that rule (to count sites, not e-nodes)
 
   bool operator==(const ENode& o) const { return kind == o.kind && op == o.op && children == o.children && constant == o.constant; }
 };
@@ -79,6 +80,8 @@ class EGraph {
   size_t class_count() const;
   const OpSignature& signature(uint32_t index) const { return signatures_.at(index); }
   uint32_t intern(const OpSignature& sig);
+  // A fresh id for one application of a rule (ENode::site).
+  int32_t new_site() { return next_site_++; }
   // The owning pointer of a constant payload.
   std::shared_ptr<const Tensor> constant_ptr(const Tensor* t) const;
   // The class an e-node lives in, if present (children canonicalized first).
@@ -95,6 +98,7 @@ class EGraph {
   std::vector<OpSignature> signatures_;
   std::unordered_map<std::string, uint32_t> signature_index_;
   std::vector<std::shared_ptr<const Tensor>> constants_;  // keeps payloads alive
+  int32_t next_site_ = 0;
 };
 
 // The e-graph of an IR graph: one class per value. `roots` gets the class of each graph output.

@@ -29,10 +29,14 @@ struct Extraction {
 
 Extraction extract_greedy_tree(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);
 Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);
+// The input program: in every class, the e-node that came from the input graph.
+Extraction extract_original(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);
 // Exact; gives up (optimal = false, the seed returned) past `budget` search states.
 Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, size_t budget = 200000);
 // Exact when the reachable e-graph is small (at most `exact_limit` classes with a
-// choice and 8 times as many classes in all), else the DAG heuristic.
+// choice and 8 times as many classes in all), else the better of the DAG heuristic
+// and the input program (the heuristic can pick both layouts of one value and so
+// compute it twice; the input program is always there to fall back on).
 Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, size_t exact_limit = 40);
 
 // The DAG cost of a selection (infinite when it is cyclic or incomplete).

@@ -6,6 +6,7 @@
 #include "kernels/activation.h"
 #include "kernels/broadcast.h"
 #include "kernels/conv.h"
+#include "kernels/layout.h"
 #include "kernels/elementwise_util.h"
 #include "kernels/linalg.h"
 
@@ -42,11 +43,26 @@ void fused_matmul(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
+// In NC1HWC0 the reference converts to NCHW, convolves, and converts back; the
+// padding channels come out zero, as a device kernel leaves them.
 void fused_conv(KernelContext& ctx) {
-  HostTensor y = convolution(ctx, ctx.input(0), ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr);
-  if (ctx.has_input(3)) add_broadcast(ctx, y, ctx.input(3));
+  const std::string format = ctx.attr_string("data_format", "NCHW");
+  if (format != "NCHW" && format != "NC1HWC0") ctx.fail("data_format must be NCHW or NC1HWC0");
+  const bool blocked = format == "NC1HWC0";
+  const HostTensor& w = ctx.input(1);
+  const int64_t channels_in = w.rank() == 4 ? w.dims()[1] * ctx.attr_int("group", 1) : 0;
+  HostTensor x = blocked ? from_nc1hwc0(ctx.input(0), channels_in) : ctx.input(0);
+  HostTensor y = convolution(ctx, x, w, ctx.has_input(2) ? &ctx.input(2) : nullptr);
+  if (ctx.has_input(3)) add_broadcast(ctx, y, blocked ? from_nc1hwc0(ctx.input(3), w.dims()[0]) : ctx.input(3));
   apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
-  ctx.outputs[0] = std::move(y);
+  ctx.outputs[0] = blocked ? to_nc1hwc0(y) : std::move(y);
+}
+
+void trans_data(KernelContext& ctx) {
+  const std::string src = ctx.attr_string("src_format", ""), dst = ctx.attr_string("dst_format", "");
+  if (src == "NCHW" && dst == "NC1HWC0") ctx.outputs[0] = to_nc1hwc0(ctx.input(0));
+  else if (src == "NC1HWC0" && dst == "NCHW") ctx.outputs[0] = from_nc1hwc0(ctx.input(0), ctx.attr_int("channels", 0));
+  else ctx.fail("TransData supports NCHW <-> NC1HWC0, not " + src + " -> " + dst);
 }
 
 // softmax(Q K^T * scale + mask [causal]) V, one (batch, head) matrix at a time.
@@ -126,6 +142,7 @@ void register_fused_kernels(KernelRegistry& r) {
   r.add(kGeoptDomain, "FusedMatMul", fused_matmul);
   r.add(kGeoptDomain, "FusedConv", fused_conv);
   r.add(kGeoptDomain, "FlashAttention", flash_attention);
+  r.add(kGeoptDomain, "TransData", trans_data, /*half_via_f32=*/false);
 }
 
 }  // namespace geopt

@@ -49,6 +49,44 @@ void permute_copy(const E* in, E* out, const std::vector<int64_t>& out_dims, con
 
 }  // namespace
 
+int64_t nc1hwc0_c0(DType t) { return dtype_size(t) == 1 ? 32 : 16; }
+
+namespace {
+
+// Copies between the two layouts element by element: `to5` picks the direction.
+void convert_5hd(const HostTensor& src, HostTensor& dst, const std::vector<int64_t>& nchw, int64_t c0, bool to5) {
+  const int64_t n = nchw[0], c = nchw[1], hw = nchw[2] * nchw[3], c1 = (c + c0 - 1) / c0;
+  const size_t esz = dtype_size(src.dtype());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) {
+        const int64_t plain = (b * c + ch) * hw + p;
+        const int64_t blocked = (((b * c1 + ch / c0) * hw + p) * c0) + ch % c0;
+        const int64_t from = to5 ? plain : blocked, to = to5 ? blocked : plain;
+        std::memcpy(dst.mutable_raw() + to * static_cast<int64_t>(esz), src.raw() + from * static_cast<int64_t>(esz), esz);
+      }
+}
+
+}  // namespace
+
+HostTensor to_nc1hwc0(const HostTensor& x) {
+  if (x.rank() != 4) throw Error("NCHW -> NC1HWC0 needs a 4-D tensor, got " + x.shape_string());
+  const int64_t c0 = nc1hwc0_c0(x.dtype());
+  HostTensor y(x.dtype(), {x.dims()[0], (x.dims()[1] + c0 - 1) / c0, x.dims()[2], x.dims()[3], c0});  // zero padding
+  convert_5hd(x, y, x.dims(), c0, true);
+  return y;
+}
+
+HostTensor from_nc1hwc0(const HostTensor& x, int64_t channels) {
+  const int64_t c0 = nc1hwc0_c0(x.dtype());
+  if (x.rank() != 5 || x.dims()[4] != c0 || channels <= 0 || (channels + c0 - 1) / c0 != x.dims()[1])
+    throw Error("NC1HWC0 -> NCHW: " + x.shape_string() + " does not hold " + std::to_string(channels) + " channels");
+  std::vector<int64_t> nchw{x.dims()[0], channels, x.dims()[2], x.dims()[3]};
+  HostTensor y = HostTensor::uninitialized(x.dtype(), nchw);
+  convert_5hd(x, y, nchw, c0, false);
+  return y;
+}
+
 HostTensor transpose(const HostTensor& x, const std::vector<int64_t>& perm) {
   const size_t rank = x.rank();
   std::vector<int64_t> out_dims(rank), in_strides(rank);

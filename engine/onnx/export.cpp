@@ -28,46 +28,6 @@ std::string varint(uint64_t v) {
   return std::string(reinterpret_cast<char*>(buf), static_cast<size_t>(end - buf));
 }
 
-void tensor_header_to_proto(const Tensor& t, onnx::TensorProto* out) {
-  out->set_name(t.name);
-  out->set_data_type(static_cast<int32_t>(t.dtype));
-  for (int64_t d : t.dims) out->add_dims(d);
-  if (!t.doc_string.empty()) out->set_doc_string(t.doc_string);
-  for (const auto& s : t.strings) out->add_string_data(s);
-}
-
-void tensor_to_proto(const Tensor& t, onnx::TensorProto* out) {
-  tensor_header_to_proto(t, out);
-  if (t.dtype != DType::String) out->set_raw_data(t.bytes().data(), t.bytes().size());
-}
-
-void attribute_to_proto(const Attribute& a, onnx::AttributeProto* out) {
-  out->set_name(a.name);
-  out->set_type(static_cast<onnx::AttributeProto::AttributeType>(a.kind));
-  if (!a.ref_attr_name.empty()) out->set_ref_attr_name(a.ref_attr_name);
-  if (!a.doc_string.empty()) out->set_doc_string(a.doc_string);
-  auto parse = [&](auto* msg, const std::string& bytes) {
-    if (!msg->ParseFromString(bytes)) throw Error("internal: attribute '" + a.name + "' holds a corrupt subgraph");
-  };
-  switch (a.kind) {
-    case AttrKind::Float: out->set_f(a.f); break;
-    case AttrKind::Int: out->set_i(a.i); break;
-    case AttrKind::String: out->set_s(a.s); break;
-    case AttrKind::Floats: for (float f : a.floats) out->add_floats(f); break;
-    case AttrKind::Ints: for (int64_t i : a.ints) out->add_ints(i); break;
-    case AttrKind::Strings: for (const auto& s : a.strings) out->add_strings(s); break;
-    case AttrKind::Tensor: tensor_to_proto(*a.tensors.at(0), out->mutable_t()); break;
-    case AttrKind::Tensors: for (const auto& t : a.tensors) tensor_to_proto(*t, out->add_tensors()); break;
-    case AttrKind::Graph: parse(out->mutable_g(), a.opaque.at(0)); break;
-    case AttrKind::Graphs: for (const auto& g : a.opaque) parse(out->add_graphs(), g); break;
-    case AttrKind::SparseTensor: parse(out->mutable_sparse_tensor(), a.opaque.at(0)); break;
-    case AttrKind::SparseTensors: for (const auto& s : a.opaque) parse(out->add_sparse_tensors(), s); break;
-    case AttrKind::TypeProto: parse(out->mutable_tp(), a.opaque.at(0)); break;
-    case AttrKind::TypeProtos: for (const auto& t : a.opaque) parse(out->add_type_protos(), t); break;
-    case AttrKind::Undefined: throw Error("internal: attribute '" + a.name + "' has no type");
-  }
-}
-
 void value_info_to_proto(const Value& v, onnx::ValueInfoProto* out) {
   out->set_name(v.name());
   onnx_io::value_type_to_proto(v.type, out->mutable_type());
@@ -125,7 +85,7 @@ onnx::ModelProto model_skeleton(const Model& m) {
     if (!n->doc_string.empty()) np->set_doc_string(n->doc_string);
     for (const Value* in : n->inputs()) np->add_input(in ? in->name() : "");
     for (const Value* out : n->outputs()) np->add_output(out ? out->name() : "");
-    for (const auto& a : n->attributes) attribute_to_proto(a, np->add_attribute());
+    for (const auto& a : n->attributes) onnx_io::attribute_to_proto(a, np->add_attribute());
     for (const Value* out : n->outputs()) {
       if (!out || listed.count(out)) continue;
       onnx::ValueInfoProto vi;
@@ -175,7 +135,7 @@ void export_onnx(const Model& model, const fs::path& path, const ExportOptions& 
   for (const Value* v : g.initializers()) {
     const Tensor& t = *v->initializer;
     onnx::TensorProto tp;
-    tensor_header_to_proto(t, &tp);
+    onnx_io::tensor_header_to_proto(t, &tp);
     tp.set_name(v->name());
     InitializerEntry e;
     bool external = side && t.dtype != DType::String && t.byte_size() >= options.external_threshold;

@@ -35,6 +35,18 @@ void infer_like(const char* op, int opset, InferenceContext& ctx) {
   if (s && s->GetTypeAndShapeInferenceFunction()) s->GetTypeAndShapeInferenceFunction()(ctx);
 }
 
+// Ascend's 5-D layout: [N, C, H, W] -> [N, ceil(C/C0), H, W, C0]; C0 = 32 for 8-bit types, else 16.
+int64_t c0_of(int32_t elem_type) {
+  return elem_type == onnx::TensorProto::INT8 || elem_type == onnx::TensorProto::UINT8 ? 32 : 16;
+}
+
+// Output spatial size of a sliding window (ONNX Conv rules; auto_pad SAME/VALID/NOTSET).
+int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t dilation, int64_t pad_total, const std::string& auto_pad) {
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") return (in + stride - 1) / stride;
+  if (auto_pad == "VALID") pad_total = 0;
+  return (in + pad_total - ((k - 1) * dilation + 1)) / stride + 1;
+}
+
 void add_activation_attrs(OpSchema& s) {
   s.Attr("activation", "Activation applied last: none, Relu, Clip, LeakyRelu, HardSwish, Sigmoid, SiLU, Gelu, Tanh.",
          AttributeProto::STRING, std::string("none"));
@@ -102,18 +114,93 @@ void register_all() {
     onnx::RegisterSchema(std::move(s));
   }
   {
-    OpSchema s = base("FusedConv", "Y = activation(Conv(X, W, B) [+ Z]); Conv attributes as ONNX Conv-11.");
+    OpSchema s;
+    s.SetName("TransData").SetDomain(kDomain).SinceVersion(kVersion);
+    s.SetDoc("Converts between layouts: NCHW <-> NC1HWC0 ([N, ceil(C/C0), H, W, C0], zero-padded; C0 = 16, or 32 for 8-bit types).");
+    s.TypeConstraint("T", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(double)", "tensor(int8)", "tensor(uint8)",
+                           "tensor(int32)", "tensor(int64)"}, "Any numeric tensor.");
+    s.Attr("src_format", "NCHW or NC1HWC0.", AttributeProto::STRING);
+    s.Attr("dst_format", "NCHW or NC1HWC0.", AttributeProto::STRING);
+    s.Attr("channels", "C of the NCHW side, needed when converting back from NC1HWC0.", AttributeProto::INT, int64_t{0});
+    s.Input(0, "X", "Input.", "T").Output(0, "Y", "Output.", "T");
+    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+      onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+      if (!onnx::hasInputShape(ctx, 0)) return;
+      const auto& in = ctx.getInputType(0)->tensor_type().shape();
+      const auto* src = ctx.getAttribute("src_format");
+      const auto* dst = ctx.getAttribute("dst_format");
+      if (!src || !dst) fail_shape_inference("TransData needs src_format and dst_format");
+      const int64_t c0 = c0_of(ctx.getInputType(0)->tensor_type().elem_type());
+      onnx::TensorShapeProto out;
+      if (src->s() == "NCHW" && dst->s() == "NC1HWC0") {
+        if (in.dim_size() != 4) fail_shape_inference("NCHW -> NC1HWC0 needs a 4-D input");
+        *out.add_dim() = in.dim(0);
+        if (in.dim(1).has_dim_value()) out.add_dim()->set_dim_value((in.dim(1).dim_value() + c0 - 1) / c0);
+        else out.add_dim();
+        *out.add_dim() = in.dim(2);
+        *out.add_dim() = in.dim(3);
+        out.add_dim()->set_dim_value(c0);
+      } else if (src->s() == "NC1HWC0" && dst->s() == "NCHW") {
+        if (in.dim_size() != 5) fail_shape_inference("NC1HWC0 -> NCHW needs a 5-D input");
+        const auto* channels = ctx.getAttribute("channels");
+        if (!channels || channels->i() <= 0) fail_shape_inference("NC1HWC0 -> NCHW needs `channels`");
+        *out.add_dim() = in.dim(0);
+        out.add_dim()->set_dim_value(channels->i());
+        *out.add_dim() = in.dim(2);
+        *out.add_dim() = in.dim(3);
+      } else {
+        fail_shape_inference("TransData supports NCHW <-> NC1HWC0");
+      }
+      onnx::updateOutputShape(ctx, 0, out);
+    });
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    OpSchema s = base("FusedConv", "Y = activation(Conv(X, W, B) [+ Z]); Conv attributes as ONNX Conv-11. With data_format NC1HWC0, X, Z and Y are 5-D NC1HWC0 tensors (W stays [M, C/group, k...]).");
     s.Attr("auto_pad", "As Conv.", AttributeProto::STRING, std::string("NOTSET"));
     s.Attr("dilations", "As Conv.", AttributeProto::INTS, false);
     s.Attr("group", "As Conv.", AttributeProto::INT, int64_t{1});
     s.Attr("kernel_shape", "As Conv.", AttributeProto::INTS, false);
     s.Attr("pads", "As Conv.", AttributeProto::INTS, false);
     s.Attr("strides", "As Conv.", AttributeProto::INTS, false);
+    s.Attr("data_format", "NCHW, or NC1HWC0 (Ascend's 5-D layout).", AttributeProto::STRING, std::string("NCHW"));
     add_activation_attrs(s);
     s.Input(0, "X", "Input.", "T").Input(1, "W", "Weights.", "T").Input(2, "B", "Bias.", "T", OpSchema::Optional);
     s.Input(3, "Z", "Residual added before the activation.", "T", OpSchema::Optional);
     s.Output(0, "Y", "Output.", "T");
-    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) { infer_like("Conv", 11, ctx); });
+    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+      const auto* fmt = ctx.getAttribute("data_format");
+      if (!fmt || fmt->s() == "NCHW") {
+        infer_like("Conv", 11, ctx);
+        return;
+      }
+      if (fmt->s() != "NC1HWC0") fail_shape_inference("data_format must be NCHW or NC1HWC0");
+      onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+      if (!onnx::hasInputShape(ctx, 0) || !onnx::hasInputShape(ctx, 1)) return;
+      const auto& x = ctx.getInputType(0)->tensor_type().shape();
+      const auto& w = ctx.getInputType(1)->tensor_type().shape();
+      if (x.dim_size() != 5 || w.dim_size() != 4) fail_shape_inference("NC1HWC0 FusedConv needs a 5-D input and 4-D weights");
+      auto ints = [&](const char* name, std::vector<int64_t> fallback) {
+        const auto* a = ctx.getAttribute(name);
+        return a && a->ints_size() ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : fallback;
+      };
+      const auto* ap = ctx.getAttribute("auto_pad");
+      const std::string auto_pad = ap ? ap->s() : "NOTSET";
+      auto strides = ints("strides", {1, 1}), dil = ints("dilations", {1, 1}), pads = ints("pads", {0, 0, 0, 0});
+      const int64_t c0 = c0_of(ctx.getInputType(0)->tensor_type().elem_type());
+      onnx::TensorShapeProto out;
+      *out.add_dim() = x.dim(0);
+      if (w.dim(0).has_dim_value()) out.add_dim()->set_dim_value((w.dim(0).dim_value() + c0 - 1) / c0);
+      else out.add_dim();
+      for (int i = 0; i < 2; ++i) {
+        auto* d = out.add_dim();
+        if (x.dim(2 + i).has_dim_value() && w.dim(2 + i).has_dim_value())
+          d->set_dim_value(window_out(x.dim(2 + i).dim_value(), w.dim(2 + i).dim_value(), strides[static_cast<size_t>(i)],
+                                      dil[static_cast<size_t>(i)], pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i) + 2], auto_pad));
+      }
+      out.add_dim()->set_dim_value(c0);
+      onnx::updateOutputShape(ctx, 0, out);
+    });
     onnx::RegisterSchema(std::move(s));
   }
   {

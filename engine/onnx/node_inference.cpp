@@ -1,0 +1,57 @@
+#include "onnx/node_inference.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <climits>
+
+#include "onnx/proto_types.h"
+#include "onnx/validate.h"
+
+namespace geopt::onnx_io {
+
+std::vector<std::optional<ValueType>> infer_output_types(const std::string& domain, const std::string& op_type,
+                                                         const std::vector<Attribute>& attributes,
+                                                         const std::vector<const ValueType*>& input_types,
+                                                         const std::vector<const Tensor*>& input_constants, size_t num_outputs,
+                                                         int64_t opset) {
+  std::vector<std::optional<ValueType>> out(num_outputs);
+  register_geopt_schemas();
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op_type, static_cast<int>(opset > 0 ? opset : INT_MAX), domain);
+  if (!schema || !schema->GetTypeAndShapeInferenceFunction()) return out;
+  onnx::NodeProto node;
+  node.set_op_type(op_type);
+  node.set_domain(domain);
+  for (const auto& a : attributes) attribute_to_proto(a, node.add_attribute());
+  std::vector<onnx::TypeProto> types(input_types.size());
+  std::vector<onnx::TensorProto> data(input_types.size());
+  std::unordered_map<std::string, onnx::TypeProto*> types_by_name;
+  std::unordered_map<std::string, const onnx::TensorProto*> data_by_name;
+  for (size_t i = 0; i < input_types.size(); ++i) {
+    if (!input_types[i]) {
+      node.add_input("");
+      continue;
+    }
+    std::string name = "in" + std::to_string(i);
+    node.add_input(name);
+    if (value_type_to_proto(*input_types[i], &types[i])) types_by_name[name] = &types[i];
+    if (i < input_constants.size() && input_constants[i] && input_constants[i]->byte_size() <= (1 << 16)) {
+      tensor_to_proto(*input_constants[i], &data[i]);  // small constants only: shapes, axes, scalars
+      data_by_name[name] = &data[i];
+    }
+  }
+  for (size_t k = 0; k < num_outputs; ++k) node.add_output("out" + std::to_string(k));
+  try {
+    onnx::shape_inference::InferenceContextImpl ctx(node, types_by_name, data_by_name, {});
+    schema->GetTypeAndShapeInferenceFunction()(ctx);
+    for (size_t k = 0; k < num_outputs; ++k) {
+      const onnx::TypeProto* t = ctx.getOutputType(k);
+      if (t && t->value_case() != onnx::TypeProto::VALUE_NOT_SET) out[k] = value_type_from_proto(*t);
+    }
+  } catch (const std::exception&) {
+    // inference could not tell: the types stay unknown
+  }
+  return out;
+}
+
+}  // namespace geopt::onnx_io

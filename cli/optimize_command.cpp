@@ -1,5 +1,6 @@
 #include "optimize_command.h"
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -22,6 +23,7 @@ struct OptimizeCliOptions {
   std::string model, output;
   RuleOptions rules;
   std::string soc = "Ascend910B1";
+  std::vector<std::string> profile_sets;
   std::string precision = "force_fp16";
   bool check = true, no_check = false;
   double check_tolerance = 1e-4;
@@ -75,8 +77,19 @@ void write_compile_stat(const std::string& path, const ascend::OptimizeResult& r
 
 int run(const OptimizeCliOptions& o) {
   auto rules = o.rules.load();
-  ascend::HardwareProfile profile = ascend::load_profile(o.soc);
+  std::map<std::string, std::string> overrides;
+  for (const auto& s : o.profile_sets) {
+    auto eq = s.find('=');
+    if (eq == std::string::npos) throw Error("--profile-set " + s + ": expected SECTION.KEY=VALUE");
+    overrides[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  ascend::HardwareProfile profile = ascend::load_profile(o.soc, overrides);
+  auto phase = std::chrono::steady_clock::now();
+  auto ms_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+  };
   Model input = import_onnx(o.model);
+  const double import_ms = ms_since(phase);
   std::error_code ec;
   const int64_t bytes = static_cast<int64_t>(std::filesystem::file_size(o.model, ec));
   ascend::OptimizeOptions opts;
@@ -85,7 +98,9 @@ int run(const OptimizeCliOptions& o) {
   ascend::OptimizeResult r = ascend::optimize(input, *rules, profile, opts);
   CheckResult c = check(input, r.model, o, bytes);
   const bool check_ok = !c.ran || c.max_abs <= o.check_tolerance;
+  phase = std::chrono::steady_clock::now();
   if (check_ok && !o.output.empty()) export_onnx(r.model, o.output);
+  const double write_ms = ms_since(phase);
   if (!o.compile_stat.empty()) write_compile_stat(o.compile_stat, r);
 
   const double speedup = r.after.latency_us > 0 ? r.before.latency_us / r.after.latency_us : 0;
@@ -110,7 +125,7 @@ int run(const OptimizeCliOptions& o) {
     j["hbm_bytes"] = {{"before", r.before.hbm_bytes}, {"after", r.after.hbm_bytes}};
     j["check"] = c.ran ? nlohmann::ordered_json{{"max_abs_error", c.max_abs}, {"tolerance", o.check_tolerance}, {"ok", check_ok}}
                        : nlohmann::ordered_json{{"skipped", c.note}};
-    j["time_ms"] = {{"egraph", r.egraph_ms}, {"saturation", r.saturate_ms}, {"extraction", r.extract_ms}};
+    j["time_ms"] = {{"import", import_ms}, {"egraph", r.egraph_ms}, {"saturation", r.saturate_ms}, {"extraction", r.extract_ms}, {"write", write_ms}};
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("model            %s\n", o.model.c_str());
@@ -134,7 +149,8 @@ int run(const OptimizeCliOptions& o) {
                   o.check_tolerance, check_ok ? "ok" : "FAILED");
     else
       std::printf("check            %s\n", c.note.c_str());
-    std::printf("time             e-graph %.1f ms, saturation %.1f ms, extraction %.1f ms\n", r.egraph_ms, r.saturate_ms, r.extract_ms);
+    std::printf("time             import %.1f ms, e-graph %.1f ms, saturation %.1f ms, extraction %.1f ms, write %.1f ms\n", import_ms,
+                r.egraph_ms, r.saturate_ms, r.extract_ms, write_ms);
     if (!o.output.empty() && check_ok) std::printf("written          %s\n", o.output.c_str());
   }
   if (!check_ok) {
@@ -154,6 +170,7 @@ std::function<int()> add_optimize_command(CLI::App& app) {
   cmd->add_option("-o,--output", o->output, "Where to write the optimized model");
   o->rules.add_to(cmd);
   cmd->add_option("--soc-version", o->soc, "Hardware profile (ATC's name) or a profile .toml")->capture_default_str();
+  cmd->add_option("--profile-set", o->profile_sets, "Override a profile value: SECTION.KEY=VALUE (e.g. memory.hbm_gbps=1200)");
   cmd->add_option("--precision-mode", o->precision, "force_fp16 or must_keep_origin_dtype")
       ->check(CLI::IsMember({"force_fp16", "must_keep_origin_dtype"}))
       ->capture_default_str();

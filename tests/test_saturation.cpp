@@ -159,6 +159,11 @@ TEST_CASE("geopt optimize: report, check, fusion_result.json") {
   CHECK(stat["session_and_graph_id_0_0"]["graph_fusion"]["LayerNormFusion"]["match_times"] == "5");
   CHECK(stat["session_and_graph_id_0_0"]["graph_fusion"]["LayerNormFusion"]["effect_times"] == "5");
   CHECK(fs::exists(dir / "out.onnx"));
+  auto slow = test::run_cli({"optimize", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "--json", "--profile-set", "memory.hbm_gbps=100"});
+  REQUIRE(slow.exit_code == 0);
+  auto fast = test::run_cli({"optimize", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "--json"});
+  CHECK(nlohmann::json::parse(slow.out)["latency_us"]["before"].get<double>() > nlohmann::json::parse(fast.out)["latency_us"]["before"].get<double>());
+  CHECK(test::run_cli({"optimize", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "--profile-set", "memory.nope=1"}).exit_code == 1);
   auto j = test::run_cli({"optimize", (test::examples_dir() / "gpt2_tiny_op13.onnx").string(), "--json", "--disable", "LayerNormFusion"});
   REQUIRE(j.exit_code == 0);
   auto report = nlohmann::json::parse(j.out);

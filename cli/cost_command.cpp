@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/cost_model.h"
+#include "profile_options.h"
 #include "onnx/import.h"
 #include "util/error.h"
 
@@ -15,23 +16,15 @@ namespace {
 
 struct CostCliOptions {
   std::string model;
-  std::string soc = "Ascend910B1";
-  std::vector<std::string> sets;
-  std::string precision = "force_fp16";
+  ProfileOptions profile;
   int64_t symbolic = 1;
   bool json = false;
 };
 
 int run(const CostCliOptions& o) {
-  std::map<std::string, std::string> overrides;
-  for (const auto& s : o.sets) {
-    auto eq = s.find('=');
-    if (eq == std::string::npos) throw Error("--profile-set " + s + ": expected SECTION.KEY=VALUE");
-    overrides[s.substr(0, eq)] = s.substr(eq + 1);
-  }
-  ascend::HardwareProfile profile = ascend::load_profile(o.soc, overrides);
+  ascend::HardwareProfile profile = o.profile.load();
   Model model = import_onnx(o.model);
-  ascend::CostOptions options{o.precision, o.symbolic};
+  ascend::CostOptions options{o.profile.precision, o.symbolic};
   ascend::GraphCost gc = ascend::cost_of_graph(*model.graph, profile, options);
   std::vector<std::pair<std::string, std::pair<double, size_t>>> rows(gc.by_op.begin(), gc.by_op.end());
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
@@ -41,7 +34,7 @@ int run(const CostCliOptions& o) {
     if (!c.feasible) infeasible.push_back(n->describe() + ": " + c.reason);
   }
   if (o.json) {
-    nlohmann::ordered_json j{{"model", o.model}, {"soc_version", profile.soc_version}, {"precision_mode", o.precision},
+    nlohmann::ordered_json j{{"model", o.model}, {"soc_version", profile.soc_version}, {"precision_mode", o.profile.precision},
                              {"kernels", gc.kernels}, {"hbm_bytes", gc.hbm_bytes}, {"latency_us", gc.latency_us}};
     auto ops = nlohmann::ordered_json::object();
     for (const auto& [op, v] : rows) ops[op] = {{"us", v.first}, {"kernels", v.second}};
@@ -53,7 +46,7 @@ int run(const CostCliOptions& o) {
   std::printf("model           %s\n", o.model.c_str());
   std::printf("profile         %s (%d AI cores, %d vector cores, %.0f MHz, UB %lld KiB, HBM %.0f GB/s; %s)\n", profile.soc_version.c_str(),
               profile.ai_cores, profile.vector_cores, profile.frequency_mhz, static_cast<long long>(profile.ub / 1024), profile.hbm_gbps,
-              o.precision.c_str());
+              o.profile.precision.c_str());
   std::printf("kernels         %zu\n", gc.kernels);
   std::printf("HBM traffic     %.2f MiB\n", gc.hbm_bytes / (1 << 20));
   std::printf("modeled latency %.1f us (one stream, kernels in sequence)\n", gc.latency_us);
@@ -69,11 +62,7 @@ std::function<int()> add_cost_command(CLI::App& app) {
   auto o = std::make_shared<CostCliOptions>();
   CLI::App* cmd = app.add_subcommand("cost", "Model a model's latency, kernels and HBM traffic on an Ascend profile");
   cmd->add_option("model", o->model, "ONNX model")->required();
-  cmd->add_option("--soc-version", o->soc, "Hardware profile (ATC's name) or a profile .toml")->capture_default_str();
-  cmd->add_option("--profile-set", o->sets, "Override a profile value: SECTION.KEY=VALUE (e.g. memory.hbm_gbps=1200)");
-  cmd->add_option("--precision-mode", o->precision, "ATC's precision mode: force_fp16 or must_keep_origin_dtype")
-      ->check(CLI::IsMember({"force_fp16", "must_keep_origin_dtype"}))
-      ->capture_default_str();
+  o->profile.add_to(cmd);
   cmd->add_option("--symbolic-dim", o->symbolic, "Value assumed for symbolic dims")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };

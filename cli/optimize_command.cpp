@@ -12,6 +12,7 @@
 #include "eval/evaluator.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
+#include "profile_options.h"
 #include "rule_options.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -22,9 +23,7 @@ namespace {
 struct OptimizeCliOptions {
   std::string model, output;
   RuleOptions rules;
-  std::string soc = "Ascend910B1";
-  std::vector<std::string> profile_sets;
-  std::string precision = "force_fp16";
+  ProfileOptions profile;
   bool check = true, no_check = false;
   double check_tolerance = 1e-4;
   int64_t check_size_cap_mb = 512;
@@ -77,13 +76,7 @@ void write_compile_stat(const std::string& path, const ascend::OptimizeResult& r
 
 int run(const OptimizeCliOptions& o) {
   auto rules = o.rules.load();
-  std::map<std::string, std::string> overrides;
-  for (const auto& s : o.profile_sets) {
-    auto eq = s.find('=');
-    if (eq == std::string::npos) throw Error("--profile-set " + s + ": expected SECTION.KEY=VALUE");
-    overrides[s.substr(0, eq)] = s.substr(eq + 1);
-  }
-  ascend::HardwareProfile profile = ascend::load_profile(o.soc, overrides);
+  ascend::HardwareProfile profile = o.profile.load();
   auto phase = std::chrono::steady_clock::now();
   auto ms_since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
@@ -93,7 +86,7 @@ int run(const OptimizeCliOptions& o) {
   std::error_code ec;
   const int64_t bytes = static_cast<int64_t>(std::filesystem::file_size(o.model, ec));
   ascend::OptimizeOptions opts;
-  opts.cost.precision_mode = o.precision;
+  opts.cost.precision_mode = o.profile.precision;
   opts.limits = {o.iterations, o.enodes, o.seconds};
   ascend::OptimizeResult r = ascend::optimize(input, *rules, profile, opts);
   CheckResult c = check(input, r.model, o, bytes);
@@ -108,7 +101,7 @@ int run(const OptimizeCliOptions& o) {
     nlohmann::ordered_json j;
     j["model"] = o.model;
     j["soc_version"] = profile.soc_version;
-    j["precision_mode"] = o.precision;
+    j["precision_mode"] = o.profile.precision;
     j["saturation"] = {{"stop", dsl::stop_reason_name(r.saturation.stop)}, {"iterations", r.saturation.iterations},
                        {"enodes", r.enodes}, {"eclasses", r.eclasses}};
     j["extraction"] = {{"method", r.extraction_method}, {"optimal", r.extraction_optimal}};
@@ -129,7 +122,7 @@ int run(const OptimizeCliOptions& o) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("model            %s\n", o.model.c_str());
-    std::printf("profile          %s (%s)\n", profile.soc_version.c_str(), o.precision.c_str());
+    std::printf("profile          %s (%s)\n", profile.soc_version.c_str(), o.profile.precision.c_str());
     std::printf("saturation       stopped: %s after %d iteration(s); %zu e-nodes in %zu e-classes\n", dsl::stop_reason_name(r.saturation.stop),
                 r.saturation.iterations, r.enodes, r.eclasses);
     std::printf("extraction       %s%s\n", r.extraction_method.c_str(), r.extraction_optimal ? " (optimal)" : "");
@@ -169,11 +162,7 @@ std::function<int()> add_optimize_command(CLI::App& app) {
   cmd->add_option("model", o->model, "ONNX model")->required();
   cmd->add_option("-o,--output", o->output, "Where to write the optimized model");
   o->rules.add_to(cmd);
-  cmd->add_option("--soc-version", o->soc, "Hardware profile (ATC's name) or a profile .toml")->capture_default_str();
-  cmd->add_option("--profile-set", o->profile_sets, "Override a profile value: SECTION.KEY=VALUE (e.g. memory.hbm_gbps=1200)");
-  cmd->add_option("--precision-mode", o->precision, "force_fp16 or must_keep_origin_dtype")
-      ->check(CLI::IsMember({"force_fp16", "must_keep_origin_dtype"}))
-      ->capture_default_str();
+  o->profile.add_to(cmd);
   cmd->add_flag("--check", o->check, "Compare with the original on random inputs (the default, below --check-size-cap)");
   cmd->add_flag("--no-check", o->no_check, "Skip the numerical check");
   cmd->add_option("--check-tolerance", o->check_tolerance, "Max abs error --check allows")->capture_default_str();

@@ -148,6 +148,26 @@ void Automaton::build(const std::vector<Entry>& entries) {
 
 size_t Automaton::node_count() const { return count_nodes(root_.get()); }
 
+std::vector<std::pair<int, int>> Automaton::run(const std::function<const std::vector<std::string>&(int question)>& answers) const {
+  std::vector<std::pair<int, int>> out;
+  std::vector<const AutomatonNode*> stack{root_.get()};
+  while (!stack.empty()) {
+    const AutomatonNode* n = stack.back();
+    stack.pop_back();
+    if (!n) continue;
+    out.insert(out.end(), n->accept.begin(), n->accept.end());
+    if (n->otherwise) stack.push_back(n->otherwise.get());
+    if (n->question < 0) continue;
+    for (const auto& answer : answers(n->question)) {
+      auto it = n->on_answer.find(answer);
+      if (it != n->on_answer.end()) stack.push_back(it->second.get());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::string Automaton::dump(const std::vector<std::string>& rule_names) const {
   std::ostringstream os;
   os << "automaton: " << questions_.size() << " distinct predicates (" << total_predicates_ << " before sharing), "

@@ -5,6 +5,7 @@
 // share them and merged into a decision tree, so a predicate shared by many
 // rules is evaluated once per candidate node. The tree only filters: the full
 // match (bindings, where clauses, further roots) runs on its survivors.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -43,6 +44,11 @@ class Automaton {
     const std::map<std::string, PatternPtr>* lets;
   };
   void build(const std::vector<Entry>& entries);
+
+  // Walks the tree at one candidate: `answers(q)` gives the possible answers to
+  // question q there (one for a graph node; several for an e-node, whose inputs
+  // are e-classes). Returns the accepted (rule, alternative) pairs, sorted, unique.
+  std::vector<std::pair<int, int>> run(const std::function<const std::vector<std::string>&(int question)>& answers) const;
 
   const std::vector<Question>& questions() const { return questions_; }
   const AutomatonNode* root() const { return root_.get(); }

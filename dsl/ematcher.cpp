@@ -180,7 +180,7 @@ int64_t EMatcher::opset(const std::string& domain) const {
 
 std::vector<std::pair<int, int>> EMatcher::candidates(ClassId cls, const ENode& node, size_t* asked) const {
   const Automaton& a = rules_.automaton();
-  std::unordered_map<int, std::set<std::string>> answers;
+  std::unordered_map<int, std::vector<std::string>> answers;
   // The e-nodes that can stand at a path: every choice along the way.
   auto nodes_at = [&](const std::vector<int>& path, std::vector<ClassId>* classes_out) {
     std::vector<const ENode*> frontier{&node};
@@ -207,7 +207,7 @@ std::vector<std::pair<int, int>> EMatcher::candidates(ClassId cls, const ENode& 
     if (classes_out) *classes_out = classes;
     return frontier;
   };
-  auto answer = [&](int qi) -> const std::set<std::string>& {
+  auto answer = [&](int qi) -> const std::vector<std::string>& {
     auto it = answers.find(qi);
     if (it != answers.end()) return it->second;
     if (asked) ++*asked;
@@ -237,25 +237,9 @@ std::vector<std::pair<int, int>> EMatcher::candidates(ClassId cls, const ENode& 
         }
         break;
     }
-    return answers.emplace(qi, std::move(result)).first->second;
+    return answers.emplace(qi, std::vector<std::string>(result.begin(), result.end())).first->second;
   };
-  std::vector<std::pair<int, int>> out;
-  std::vector<const AutomatonNode*> stack{a.root()};
-  while (!stack.empty()) {
-    const AutomatonNode* n = stack.back();
-    stack.pop_back();
-    if (!n) continue;
-    out.insert(out.end(), n->accept.begin(), n->accept.end());
-    if (n->otherwise) stack.push_back(n->otherwise.get());
-    if (n->question >= 0)
-      for (const auto& ans : answer(n->question)) {
-        auto it = n->on_answer.find(ans);
-        if (it != n->on_answer.end()) stack.push_back(it->second.get());
-      }
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  return a.run(answer);
 }
 
 void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, std::vector<EMatch>& out, size_t limit) const {

@@ -204,9 +204,8 @@ class Attempt {
 
 std::vector<std::pair<int, int>> Matcher::candidates_at(Node* node, size_t* asked) const {
   const Automaton& a = rules_.automaton();
-  std::vector<std::pair<int, int>> out;
-  std::unordered_map<int, std::string> answers;  // each question asked once per candidate node
-  auto answer = [&](int qi) -> const std::string& {
+  std::unordered_map<int, std::vector<std::string>> answers;  // each question asked once per candidate node
+  auto answer = [&](int qi) -> const std::vector<std::string>& {
     auto it = answers.find(qi);
     if (it != answers.end()) return it->second;
     if (asked) ++*asked;
@@ -235,22 +234,9 @@ std::vector<std::pair<int, int>> Matcher::candidates_at(Node* node, size_t* aske
         break;
       }
     }
-    return answers.emplace(qi, std::move(result)).first->second;
+    return answers.emplace(qi, std::vector<std::string>{std::move(result)}).first->second;
   };
-  std::vector<const AutomatonNode*> stack{a.root()};
-  while (!stack.empty()) {
-    const AutomatonNode* n = stack.back();
-    stack.pop_back();
-    if (!n) continue;
-    out.insert(out.end(), n->accept.begin(), n->accept.end());
-    if (n->otherwise) stack.push_back(n->otherwise.get());
-    if (n->question >= 0) {
-      auto it = n->on_answer.find(answer(n->question));
-      if (it != n->on_answer.end()) stack.push_back(it->second.get());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  return a.run(answer);
 }
 
 bool Matcher::try_rule(int rule, int alternative, Node* node, Match& out, std::string* why) const {

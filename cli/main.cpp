@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cost_command.h"
+#include "explain_command.h"
 #include "info_command.h"
 #include "logging.h"
 #include "optimize_command.h"
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   commands.push_back(geopt::cli::add_rules_command(app));
   commands.push_back(geopt::cli::add_cost_command(app));
   commands.push_back(geopt::cli::add_optimize_command(app));
+  commands.push_back(geopt::cli::add_explain_command(app));
 
   try {
     app.parse(argc, argv);

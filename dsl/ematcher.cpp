@@ -138,6 +138,7 @@ class Search {
       b = std::move(saved);
       return true;
     }
+    b.op_classes.push_back(c);
     for (size_t i = p.args.size(); i < n.children.size(); ++i)
       if (n.children[i] != kAbsent && !p.rest && !p.rest_any) {
         b = std::move(saved);

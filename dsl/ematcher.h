@@ -18,6 +18,7 @@ struct EMatch {
   std::map<std::string, ClassId> values;
   std::map<std::string, Attribute> attrs;
   std::vector<ClassId> roots;  // the class of each root's value
+  std::vector<ClassId> op_classes;  // every class an op pattern matched (what the rewrite replaces)
 };
 
 class EMatcher {

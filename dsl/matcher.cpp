@@ -172,6 +172,7 @@ class Attempt {
   }
 
   bool match_node(const Pattern& p, Node& n) {
+    ++depth_;
     if (p.op != "*") {
       const std::string want_domain = p.domain == "ai.onnx" ? "" : p.domain;
       if (n.op_type != p.op || n.domain != want_domain)
@@ -198,6 +199,9 @@ class Attempt {
   const Alternative& alt_;
   Match& out_;
   std::string* why_;
+
+ public:
+  int depth_ = 0;  // op patterns entered: how far a failed attempt got
 };
 
 }  // namespace
@@ -239,7 +243,7 @@ std::vector<std::pair<int, int>> Matcher::candidates_at(Node* node, size_t* aske
   return a.run(answer);
 }
 
-bool Matcher::try_rule(int rule, int alternative, Node* node, Match& out, std::string* why) const {
+bool Matcher::try_rule(int rule, int alternative, Node* node, Match& out, std::string* why, int* depth) const {
   const CompiledRule& cr = rules_.rules()[static_cast<size_t>(rule)];
   const Alternative& alt = cr.alternatives[static_cast<size_t>(alternative)];
   out = Match{};
@@ -254,7 +258,11 @@ bool Matcher::try_rule(int rule, int alternative, Node* node, Match& out, std::s
   }
   if (root_op->var.size() && node->output(static_cast<size_t>(root_op->output_index)))
     out.values[root_op->var] = node->output(static_cast<size_t>(root_op->output_index));
-  if (!attempt.match_node(*root_op, *node)) return false;
+  if (!attempt.match_node(*root_op, *node)) {
+    if (depth) *depth = attempt.depth_;
+    return false;
+  }
+  if (depth) *depth = attempt.depth_ + 1000;  // past the pattern: roots and where clauses come after
   out.roots.push_back(node);
   // Further roots: nodes that consume a value bound so far (greedy, first that matches).
   for (size_t r = 1; r < alt.roots.size(); ++r) {
@@ -296,6 +304,10 @@ bool Matcher::try_rule(int rule, int alternative, Node* node, Match& out, std::s
     return v->uses().size();
   };
   ctx.attrs = &out.attrs;
+  ctx.name_of = [&](const std::string& var) -> std::string {
+    Value* v = value_of(var);
+    return v ? v->name() : "";
+  };
   std::string failed = first_failed_predicate(cr.ast->where, ctx);
   if (!failed.empty()) return attempt.fail(failed);
   return true;

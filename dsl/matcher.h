@@ -30,7 +30,8 @@ class Matcher {
   // Only the automaton's survivors at `node`: (rule, alternative) pairs.
   std::vector<std::pair<int, int>> candidates_at(Node* node, size_t* predicates_asked = nullptr) const;
   // Tries one alternative of one rule at `node`; on failure, `why` says what failed first.
-  bool try_rule(int rule, int alternative, Node* node, Match& out, std::string* why) const;
+  // `depth`, when given, says how far the attempt got (to pick the nearest miss).
+  bool try_rule(int rule, int alternative, Node* node, Match& out, std::string* why, int* depth = nullptr) const;
 
   // The constant behind a value (initializer that is not a graph input, or a Constant node's value).
   const Tensor* constant_of(const Value* v) const;

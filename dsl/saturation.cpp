@@ -146,7 +146,7 @@ static bool buildable(const EGraph& g, const Replacement& r, const EMatch& m) {
   return true;
 }
 
-bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, const EMatch& m) {
+bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, const EMatch& m, SiteRecord* record) {
   const CompiledRule& cr = rules.rules()[static_cast<size_t>(m.rule)];
   if (cr.ast->fold) return fold(g, m, cr.ast->fold_max_elements, matcher);
   for (const auto& w : cr.ast->rewrites)
@@ -156,8 +156,16 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, cons
   for (const auto& w : cr.ast->rewrites) {
     ClassId target = g.find(w.target.empty() ? m.roots.front() : m.values.at(w.target));
     ClassData data = g.eclass(target).data;
-    ClassId made = build(g, *w.replacement, m, m.rule, g.new_site(), data, true, matcher);
+    const int32_t site = g.new_site();
+    ClassId made = build(g, *w.replacement, m, m.rule, site, data, true, matcher);
     if (made == kAbsent) continue;  // ONNX's inference disagrees with the replaced value's type
+    if (record) {
+      record->rule = m.rule;
+      record->site = site;
+      record->target = target;
+      for (ClassId c : m.op_classes)
+        if (!g.eclass(c).data.node_name.empty()) record->replaced.push_back(g.eclass(c).data.node_name);
+    }
     if (g.find(made) != g.find(target)) {
       g.merge(target, made);
       changed = true;
@@ -226,11 +234,14 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
       }
       for (const EMatch& m : found[r]) sites.emplace(m.rule, m.roots.front());
       auto rule_start = Clock::now();
-      for (const EMatch& m : found[r])
-        if (apply_ematch(g, rules, matcher, m)) {
+      for (const EMatch& m : found[r]) {
+        SiteRecord rec;
+        if (apply_ematch(g, rules, matcher, m, &rec)) {
           ++rs.applied;
           ++is.applied;
+          if (rec.rule >= 0) report.sites.push_back(std::move(rec));
         }
+      }
       rs.apply_ms += ms_since(rule_start);
     }
     is.apply_ms = ms_since(t0);

@@ -41,11 +41,21 @@ struct IterationStats {
   double search_ms = 0, apply_ms = 0, rebuild_ms = 0;
 };
 
+// One applied match: which rule, the e-nodes' site id, the value it rewrote, and
+// the input-graph nodes its pattern covered.
+struct SiteRecord {
+  int rule = -1;
+  int32_t site = -1;
+  ClassId target = 0;
+  std::vector<std::string> replaced;
+};
+
 struct SaturationReport {
   StopReason stop = StopReason::Saturated;
   int iterations = 0;
   std::map<std::string, RuleRunStats> per_rule;
   std::vector<IterationStats> per_iteration;
+  std::vector<SiteRecord> sites;
   double total_ms = 0;
 };
 
@@ -53,6 +63,7 @@ SaturationReport saturate(EGraph& egraph, const RuleSet& rules, const std::vecto
                           const SaturationLimits& limits = {}, const BackoffConfig& backoff = {});
 
 // Applies one match to the e-graph; true when it added or merged something.
-bool apply_ematch(EGraph& egraph, const RuleSet& rules, const EMatcher& matcher, const EMatch& match);
+// `record`, when given, receives what was applied.
+bool apply_ematch(EGraph& egraph, const RuleSet& rules, const EMatcher& matcher, const EMatch& match, SiteRecord* record = nullptr);
 
 }  // namespace geopt::dsl

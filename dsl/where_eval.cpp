@@ -28,6 +28,7 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
       } else if (auto s = constant_scalar(ctx.constant_of(t.var))) {
         r = *s;
       }
+      if (r && ctx.name_of && !ctx.name_of(t.var).empty()) reason = "('" + ctx.name_of(t.var) + "')";
       if (!r) reason = t.var + " is not a scalar constant";
       break;
     }
@@ -85,7 +86,8 @@ std::string first_failed_predicate(const std::vector<Predicate>& where, const Wh
       if (!lhs) {
         found = reason;
       } else {
-        found = pred.lhs.to_string() + " is " + as_text(*lhs);
+        found = pred.lhs.to_string() + " is " + as_text(*lhs) + (reason.empty() ? "" : " " + reason);
+        reason.clear();
         if (pred.op == CmpOp::In) {
           if (pred.is_range) {
             ok = std::holds_alternative<double>(*lhs) && std::get<double>(*lhs) >= pred.lo && std::get<double>(*lhs) <= pred.hi;

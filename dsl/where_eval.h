@@ -19,6 +19,7 @@ struct WhereContext {
   std::function<const Tensor*(const std::string& var)> constant_of;  // null when not constant
   std::function<std::optional<size_t>(const std::string& var)> uses_of;
   const std::map<std::string, Attribute>* attrs = nullptr;
+  std::function<std::string(const std::string& var)> name_of;  // the bound value's name, for messages
 };
 
 // "" when every predicate holds, else "where P fails: <what was found> (file:line:col)".

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <functional>
+#include <cstdio>
+#include <nlohmann/json.hpp>
 #include <set>
 
 namespace geopt::ascend {
@@ -43,7 +45,8 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
   r.extract_ms = ms_since(t);
   r.extraction_method = x.method;
   r.extraction_optimal = x.optimal;
-  r.model = extraction_to_model(input, geg, x);
+  std::map<std::string, std::pair<int32_t, int32_t>> origins;
+  r.model = extraction_to_model(input, geg, x, &origins);
   // New ops' domains (ai.geopt) must be imported.
   for (const auto& n : r.model.graph->nodes())
     if (r.model.opset_version(n->domain) == 0) r.model.opsets.push_back({n->domain, 1});
@@ -59,6 +62,93 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
   };
   std::set<ClassId> seen;
   for (ClassId root : geg.roots) count(root, seen);
+
+  // Each applied site: kept, or why not.
+  std::map<std::pair<int32_t, int32_t>, const dsl::SiteRecord*> records;
+  for (const auto& rec : r.saturation.sites) records[{rec.rule, rec.site}] = &rec;
+  for (const auto& rec : r.saturation.sites) {
+    SiteOutcome o;
+    o.rule = rules.rules()[static_cast<size_t>(rec.rule)].ast->name;
+    o.replaced = rec.replaced;
+    o.node = rec.replaced.empty() ? geg.egraph.eclass(rec.target).data.name : rec.replaced.front();
+    o.selected = sites.count({rec.rule, rec.site}) > 0;
+    if (!o.selected) {
+      ClassId c = geg.egraph.find(rec.target);
+      auto chosen = x.choice.find(c);
+      const ENode* mine = nullptr;
+      for (const ENode& n : geg.egraph.eclass(c).nodes)
+        if (n.origin == rec.rule && n.site == rec.site) mine = &n;
+      if (chosen == x.choice.end() || !seen.count(c)) {
+        o.reason = "its value is not needed in the chosen program (another rewrite replaced what uses it)";
+      } else if (!mine) {
+        o.reason = "the extraction kept the input's form of this value";
+      } else {
+        const ENode& kept = geg.egraph.eclass(c).nodes.at(chosen->second);
+        const OpSignature& s = geg.egraph.signature(mine->op);
+        KernelDesc d{s.domain, s.op_type, &s.attributes, {}, {}};
+        for (ClassId ch : mine->children) d.inputs.push_back(ch == kAbsent ? nullptr : &geg.egraph.eclass(ch).data.type);
+        d.outputs.push_back(&geg.egraph.eclass(c).data.type);
+        KernelCost kc = cost_of(work_of(d, options.cost), profile);
+        if (!kc.feasible) {
+          o.reason = "infeasible: " + kc.reason;
+        } else {
+          const std::string kept_op = kept.kind == ENode::Kind::Op ? geg.egraph.signature(kept.op).op_type : "a constant or input";
+          char buf[256];
+          std::snprintf(buf, sizeof buf, "rejected by cost: its %s kernel models %.2f us here; the chosen program computes this value with %s for less",
+                        s.op_type.c_str(), kc.total_us, kept_op.c_str());
+          o.reason = buf;
+        }
+      }
+    }
+    r.sites.push_back(std::move(o));
+  }
+
+  // Provenance: fused nodes are named after the module they replace and record the
+  // rule and the input nodes, on the node (doc string) and in the model's metadata.
+  nlohmann::ordered_json provenance = nlohmann::ordered_json::object();
+  for (auto& node : r.model.graph->nodes()) {
+    auto it = origins.find(node->name);
+    if (it == origins.end()) continue;
+    auto rec = records.find(it->second);
+    const std::string rule = rules.rules()[static_cast<size_t>(it->second.first)].ast->name;
+    std::vector<std::string> replaced = rec == records.end() ? std::vector<std::string>{} : rec->second->replaced;
+    std::vector<std::string> scope_parts;
+    bool first = true;
+    for (const auto& name : replaced) {
+      std::vector<std::string> parts;
+      size_t start = 0;
+      for (size_t slash; (slash = name.find('/', start)) != std::string::npos; start = slash + 1) parts.push_back(name.substr(start, slash - start));
+      if (first) {
+        scope_parts = parts;
+        first = false;
+      } else {
+        size_t i = 0;
+        while (i < scope_parts.size() && i < parts.size() && scope_parts[i] == parts[i]) ++i;
+        scope_parts.resize(i);
+      }
+    }
+    std::string scope;
+    for (size_t i = 0; i < scope_parts.size(); ++i) scope += (i ? "/" : "") + scope_parts[i];
+    std::string wanted = (scope.empty() ? "" : scope + "/") + node->op_type;
+    if (wanted != node->name && !r.model.graph->find_node(wanted)) node->name = wanted;
+    node->doc_string = "geopt: rule " + rule;
+    provenance[node->name] = {{"rule", rule}, {"replaced", replaced}};
+  }
+  if (!provenance.empty()) r.model.metadata.emplace_back("geopt.provenance", provenance.dump());
+
+  // Fusion rate: input kernels whose node is gone from the result because a kept rewrite covered it.
+  std::set<std::string> covered;
+  for (const auto& s : r.sites)
+    if (s.selected) covered.insert(s.replaced.begin(), s.replaced.end());
+  size_t kernels = 0, absorbed = 0;
+  for (const auto& n : input.graph->nodes()) {
+    if (!work_of(*n, options.cost).is_kernel) continue;
+    ++kernels;
+    if (covered.count(n->name) && !r.model.graph->find_node(n->name)) ++absorbed;
+  }
+  r.fusion_rate = kernels ? static_cast<double>(absorbed) / static_cast<double>(kernels) : 0;
+  for (const auto& n : r.model.graph->nodes())
+    if (n->domain.empty() && work_of(*n, options.cost).is_kernel && input.graph->find_node(n->name)) ++r.unfused[n->op_type];
   r.nodes_after = r.model.graph->nodes().size();
   r.after = cost_of_graph(*r.model.graph, profile, options.cost);
   return r;

@@ -18,6 +18,15 @@ struct OptimizeOptions {
   size_t exact_limit = 40;  // exact extraction up to this many classes with a choice
 };
 
+// What became of one site a rule matched and rewrote in the e-graph.
+struct SiteOutcome {
+  std::string rule;
+  std::string node;                   // the input node the rewrite replaced (its root)
+  std::vector<std::string> replaced;  // every input node its pattern covered
+  bool selected = false;
+  std::string reason;                 // why the extraction did not keep it
+};
+
 struct OptimizeResult {
   Model model;
   dsl::SaturationReport saturation;
@@ -26,7 +35,11 @@ struct OptimizeResult {
   size_t enodes = 0, eclasses = 0;
   GraphCost before, after;
   size_t nodes_before = 0, nodes_after = 0;
-  std::map<std::string, size_t> selected;  // per rule: its e-nodes in the result (GE's effect_times)
+  std::map<std::string, size_t> selected;  // per rule: sites whose rewrite the result kept (GE's effect_times)
+  std::vector<SiteOutcome> sites;
+  // The share of the input's kernels absorbed into fused kernels, and what is left unfused.
+  double fusion_rate = 0;
+  std::map<std::string, size_t> unfused;  // op type -> kernels of the input still in the result
   double egraph_ms = 0, saturate_ms = 0, extract_ms = 0;
 };
 

@@ -216,7 +216,8 @@ Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, cons
   return x;
 }
 
-Model extraction_to_model(const Model& original, const GraphEGraph& geg, const Extraction& x) {
+Model extraction_to_model(const Model& original, const GraphEGraph& geg, const Extraction& x,
+                          std::map<std::string, std::pair<int32_t, int32_t>>* origins) {
   const EGraph& g = geg.egraph;
   Model m;
   m.ir_version = original.ir_version;
@@ -302,8 +303,10 @@ Model extraction_to_model(const Model& original, const GraphEGraph& geg, const E
           for (size_t k = 0; k < sig.num_outputs; ++k)
             outs.push_back(out.add_value(out.unique_name((node_name.empty() ? sig.op_type : node_name) + "_output_" + std::to_string(k))));
         }
+        if (node_name.empty() && n.origin >= 0) node_name = out.unique_name(sig.op_type);
         Node* node = out.add_node(sig.op_type, sig.domain, node_name, inputs, outs);
         node->attributes = sig.attributes;
+        if (origins && n.origin >= 0) (*origins)[node->name] = {n.origin, n.site};
         if (sig.num_outputs == 1) {
           values[c] = outs[0];
           return outs[0];

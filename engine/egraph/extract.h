@@ -44,6 +44,9 @@ double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const std::m
 
 // Builds the extracted program as an IR model: the original's inputs, outputs and
 // metadata, with names kept where a class came from a named value or node.
-Model extraction_to_model(const Model& original, const GraphEGraph& geg, const Extraction& x);
+// `origins`, when given, receives for each output node made from a rule's e-node
+// its (rule, site) (ENode::origin, ENode::site).
+Model extraction_to_model(const Model& original, const GraphEGraph& geg, const Extraction& x,
+                          std::map<std::string, std::pair<int32_t, int32_t>>* origins = nullptr);
 
 }  // namespace geopt

@@ -1,0 +1,163 @@
+#include "explain_command.h"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "ascend/optimizer.h"
+#include "dsl/explain.h"
+#include "onnx/import.h"
+#include "profile_options.h"
+#include "rule_options.h"
+#include "util/error.h"
+
+namespace geopt::cli {
+namespace {
+
+struct ExplainCliOptions {
+  std::string model;
+  RuleOptions rules;
+  ProfileOptions profile;
+  std::string rule, node;
+  bool anywhere = false, verbose = false, json = false;
+};
+
+constexpr size_t kDefaultSitesShown = 5;
+
+// A model geopt wrote records where its fused nodes came from.
+nlohmann::json provenance_of(const Model& m) {
+  for (const auto& [k, v] : m.metadata)
+    if (k == "geopt.provenance") return nlohmann::json::parse(v, nullptr, false);
+  return nlohmann::json::object();
+}
+
+int explain_node(const ExplainCliOptions& o, const Model& model, const std::vector<dsl::RuleExplanation>& matches,
+                 const ascend::OptimizeResult& r) {
+  nlohmann::json prov = provenance_of(model);
+  if (prov.contains(o.node)) {
+    const auto& p = prov[o.node];
+    std::string replaced;
+    for (const auto& n : p["replaced"]) replaced += (replaced.empty() ? "" : ", ") + n.get<std::string>();
+    std::printf("%s was made by rule %s, replacing: %s\n", o.node.c_str(), p["rule"].get<std::string>().c_str(), replaced.c_str());
+    return 0;
+  }
+  if (!model.graph->find_node(o.node)) throw Error("no node named '" + o.node + "' in " + o.model);
+  std::printf("%s (%s)\n", o.node.c_str(), model.graph->find_node(o.node)->op_type.c_str());
+  bool any = false;
+  for (const auto& re : matches)
+    for (const auto& s : re.sites)
+      if (s.node == o.node) {
+        std::printf("  considered by %s (%s): %s\n", re.rule.c_str(), re.loc.to_string().c_str(), s.matched ? "matched" : s.reason.c_str());
+        any = true;
+      }
+  for (const auto& s : r.sites) {
+    if (std::find(s.replaced.begin(), s.replaced.end(), o.node) == s.replaced.end()) continue;
+    any = true;
+    if (s.selected) {
+      std::string became;
+      const nlohmann::json out_prov = provenance_of(r.model);  // the range must outlive the loop
+      for (const auto& [name, p] : out_prov.items())
+        if (p["rule"] == s.rule)
+          for (const auto& n : p["replaced"])
+            if (n == o.node) became += (became.empty() ? "" : ", ") + name;
+      std::printf("  fused by %s into %s\n", s.rule.c_str(), became.empty() ? "(see the optimized model)" : became.c_str());
+    } else {
+      std::printf("  rewritten by %s in the e-graph, not kept: %s\n", s.rule.c_str(), s.reason.c_str());
+    }
+  }
+  if (!any) std::printf("  no rule considered it\n");
+  if (r.model.graph->find_node(o.node)) std::printf("  it stays in the optimized model as %s\n", o.node.c_str());
+  return 0;
+}
+
+int run(const ExplainCliOptions& o) {
+  auto rules = o.rules.load();
+  ascend::HardwareProfile profile = o.profile.load();
+  Model model = import_onnx(o.model);
+  dsl::ExplainOptions eo{o.rule, o.anywhere};
+  std::vector<dsl::RuleExplanation> matches = dsl::explain_matches(*rules, model, eo);
+  ascend::OptimizeOptions opts;
+  opts.cost.precision_mode = o.profile.precision;
+  ascend::OptimizeResult r = ascend::optimize(model, *rules, profile, opts);
+  if (!o.node.empty()) return explain_node(o, model, matches, r);
+
+  std::map<std::string, std::vector<const ascend::SiteOutcome*>> outcomes;
+  for (const auto& s : r.sites) outcomes[s.rule].push_back(&s);
+  if (o.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& re : matches) {
+      nlohmann::ordered_json rj{{"rule", re.rule}, {"location", re.loc.to_string()}, {"enabled", re.enabled}};
+      auto sites = nlohmann::ordered_json::array();
+      for (const auto& s : re.sites) {
+        nlohmann::ordered_json sj{{"node", s.node}, {"matched", s.matched}};
+        if (!s.matched) sj["reason"] = s.reason;
+        sites.push_back(sj);
+      }
+      rj["sites"] = sites;
+      auto kept = nlohmann::ordered_json::array();
+      for (const auto* s : outcomes[re.rule]) {
+        nlohmann::ordered_json sj{{"node", s->node}, {"selected", s->selected}};
+        if (!s->selected) sj["reason"] = s->reason;
+        kept.push_back(sj);
+      }
+      rj["extraction"] = kept;
+      j.push_back(rj);
+    }
+    nlohmann::ordered_json out{{"model", o.model}, {"soc_version", profile.soc_version}, {"rules", j}, {"fusion_rate", r.fusion_rate}};
+    out["unfused"] = r.unfused;
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("geopt explain: %s on %s (%zu rules)\n", o.model.c_str(), profile.soc_version.c_str(), rules->rules().size());
+  const size_t shown = o.verbose ? SIZE_MAX : kDefaultSitesShown;
+  for (const auto& re : matches) {
+    const size_t matched = re.sites.size() - re.misses(), near = re.near_misses(), shallow = re.misses() - near;
+    size_t rewritten = outcomes[re.rule].size(), kept = 0;
+    for (const auto* s : outcomes[re.rule]) kept += s->selected;
+    if (near == 0 && kept == rewritten && !o.verbose && o.rule.empty()) {
+      std::printf("\n%s: %zu of %zu %s node(s) matched; %zu rewrite(s) in the e-graph, %zu kept\n", re.rule.c_str(), matched, re.sites.size(),
+                  re.root_op.c_str(), rewritten, kept);
+      continue;
+    }
+    std::printf("\n%s (%s): %zu of %zu %s node(s) matched; %zu rewrite(s) in the e-graph, %zu kept\n", re.rule.c_str(), re.loc.to_string().c_str(),
+                matched, re.sites.size(), re.root_op.c_str(), rewritten, kept);
+    size_t lines = 0;
+    for (const auto& s : re.sites) {
+      if ((s.matched || !s.near) && !o.verbose) continue;
+      if (lines++ == shown) break;
+      std::printf("  %s @ %s: %s\n", re.rule.c_str(), s.node.c_str(), s.matched ? "matched" : s.reason.c_str());
+    }
+    if (shallow && !o.verbose) std::printf("  (%zu other %s node(s) miss within the first steps of the pattern; --verbose lists them)\n", shallow, re.root_op.c_str());
+    for (const auto* s : outcomes[re.rule]) {
+      if (s->selected) continue;
+      if (lines++ == shown) break;
+      std::printf("  %s @ %s: rewritten, not kept: %s\n", re.rule.c_str(), s->node.c_str(), s->reason.c_str());
+    }
+    if (lines > shown) std::printf("  ... more (--verbose shows every site)\n");
+  }
+  std::string left;
+  std::vector<std::pair<std::string, size_t>> by(r.unfused.begin(), r.unfused.end());
+  std::stable_sort(by.begin(), by.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (size_t i = 0; i < by.size() && i < 8; ++i) left += (left.empty() ? "" : ", ") + by[i].first + " " + std::to_string(by[i].second);
+  std::printf("\nfusion rate %.0f%% of the input's kernels; left unfused: %s\n", 100 * r.fusion_rate, left.empty() ? "none" : left.c_str());
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_explain_command(CLI::App& app) {
+  auto o = std::make_shared<ExplainCliOptions>();
+  CLI::App* cmd = app.add_subcommand("explain", "Why rules did or did not fire, and why a match was or was not kept");
+  cmd->add_option("model", o->model, "ONNX model (an input, or a model geopt optimized: then --node reads its provenance)")->required();
+  cmd->add_option("--rule", o->rule, "Only this rule");
+  cmd->add_option("--node", o->node, "What happened to this node");
+  cmd->add_flag("--anywhere", o->anywhere, "Also report nodes of any op in a rule's pattern, not only its root op");
+  cmd->add_flag("--verbose", o->verbose, "Every site, matched ones too");
+  cmd->add_flag("--json", o->json, "Print JSON");
+  o->rules.add_to(cmd);
+  o->profile.add_to(cmd);
+  return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
+}
+
+}  // namespace geopt::cli

@@ -1,0 +1,43 @@
+#pragma once
+// Why a rule did (or did not) match: every candidate site of a rule (a node of
+// the rule's root op, or with `anywhere` a node of any op in its pattern), and
+// for each the nearest miss: the first predicate that failed in the operand
+// order that got furthest, in the user's terms (node, what was checked, value
+// found, value required, rule file:line:col).
+#include <string>
+#include <vector>
+
+#include "dsl/rule_set.h"
+#include "ir/graph.h"
+
+namespace geopt::dsl {
+
+struct SiteExplanation {
+  std::string rule;
+  SourceLoc rule_loc;
+  std::string node;  // the site's node (name, or "Op (unnamed node #k)")
+  bool matched = false;
+  std::string reason;  // why not, when not matched
+  int depth = 0;       // how far the nearest miss got
+  bool near = false;   // got at least halfway into the pattern (or failed only at `where`)
+};
+
+struct RuleExplanation {
+  std::string rule;
+  SourceLoc loc;
+  bool enabled = true;
+  std::vector<SiteExplanation> sites;  // nearest misses first, then matches
+  std::string root_op;                 // the op type of its candidate sites
+  size_t misses() const;
+  size_t near_misses() const;
+};
+
+struct ExplainOptions {
+  std::string rule;      // only this rule (empty: all)
+  bool anywhere = false;  // also nodes of any op in the pattern, not just the root op
+};
+
+// Rules with candidate sites, the ones with most misses first.
+std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model, const ExplainOptions& options);
+
+}  // namespace geopt::dsl

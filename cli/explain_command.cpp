@@ -21,7 +21,20 @@ struct ExplainCliOptions {
   ProfileOptions profile;
   std::string rule, node;
   bool anywhere = false, verbose = false, json = false;
+  int iterations = 30;
+  size_t enodes = 50000;
+  double seconds = 5;
 };
+
+// A site that matched in the input graph but was never rewritten in the e-graph: why.
+std::string not_rewritten_reason(const dsl::SaturationReport& s, const std::string& rule) {
+  auto it = s.per_rule.find(rule);
+  if (s.stop != dsl::StopReason::Saturated)
+    return std::string("matched, but saturation stopped (") + dsl::stop_reason_name(s.stop) + " after " + std::to_string(s.iterations) +
+           " iteration(s)) before it was rewritten";
+  if (it != s.per_rule.end() && it->second.banned) return "matched, but the scheduler throttled the rule (too many matches)";
+  return "matched; the value was already rewritten the same way from another site";
+}
 
 constexpr size_t kDefaultSitesShown = 5;
 
@@ -79,6 +92,7 @@ int run(const ExplainCliOptions& o) {
   std::vector<dsl::RuleExplanation> matches = dsl::explain_matches(*rules, model, eo);
   ascend::OptimizeOptions opts;
   opts.cost.precision_mode = o.profile.precision;
+  opts.limits = {o.iterations, o.enodes, o.seconds};
   ascend::OptimizeResult r = ascend::optimize(model, *rules, profile, opts);
   if (!o.node.empty()) return explain_node(o, model, matches, r);
 
@@ -101,6 +115,12 @@ int run(const ExplainCliOptions& o) {
         if (!s->selected) sj["reason"] = s->reason;
         kept.push_back(sj);
       }
+      for (const auto& s : re.sites) {
+        if (!s.matched) continue;
+        bool rewritten = false;
+        for (const auto* oc : outcomes[re.rule]) rewritten = rewritten || oc->node == s.node;
+        if (!rewritten) kept.push_back({{"node", s.node}, {"selected", false}, {"reason", not_rewritten_reason(r.saturation, re.rule)}});
+      }
       rj["extraction"] = kept;
       j.push_back(rj);
     }
@@ -115,7 +135,7 @@ int run(const ExplainCliOptions& o) {
     const size_t matched = re.sites.size() - re.misses(), near = re.near_misses(), shallow = re.misses() - near;
     size_t rewritten = outcomes[re.rule].size(), kept = 0;
     for (const auto* s : outcomes[re.rule]) kept += s->selected;
-    if (near == 0 && kept == rewritten && !o.verbose && o.rule.empty()) {
+    if (near == 0 && kept == rewritten && rewritten >= matched && !o.verbose && o.rule.empty()) {
       std::printf("\n%s: %zu of %zu %s node(s) matched; %zu rewrite(s) in the e-graph, %zu kept\n", re.rule.c_str(), matched, re.sites.size(),
                   re.root_op.c_str(), rewritten, kept);
       continue;
@@ -133,6 +153,13 @@ int run(const ExplainCliOptions& o) {
       if (s->selected) continue;
       if (lines++ == shown) break;
       std::printf("  %s @ %s: rewritten, not kept: %s\n", re.rule.c_str(), s->node.c_str(), s->reason.c_str());
+    }
+    for (const auto& s : re.sites) {
+      if (!s.matched) continue;
+      bool rewritten = false;
+      for (const auto* oc : outcomes[re.rule]) rewritten = rewritten || oc->node == s.node;
+      if (rewritten || lines++ == shown) continue;
+      std::printf("  %s @ %s: %s\n", re.rule.c_str(), s.node.c_str(), not_rewritten_reason(r.saturation, re.rule).c_str());
     }
     if (lines > shown) std::printf("  ... more (--verbose shows every site)\n");
   }
@@ -155,6 +182,9 @@ std::function<int()> add_explain_command(CLI::App& app) {
   cmd->add_flag("--anywhere", o->anywhere, "Also report nodes of any op in a rule's pattern, not only its root op");
   cmd->add_flag("--verbose", o->verbose, "Every site, matched ones too");
   cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str();
+  cmd->add_option("--node-limit", o->enodes, "E-nodes at most")->capture_default_str();
+  cmd->add_option("--time-limit", o->seconds, "Saturation seconds at most")->capture_default_str();
   o->rules.add_to(cmd);
   o->profile.add_to(cmd);
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <spdlog/spdlog.h>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -10,6 +12,7 @@
 #include "ascend/optimizer.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
+#include "ir/dot.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
 #include "profile_options.h"
@@ -28,6 +31,7 @@ struct OptimizeCliOptions {
   double check_tolerance = 1e-4;
   int64_t check_size_cap_mb = 512;
   std::string compile_stat;
+  std::string dump_dir;
   int iterations = 30;
   size_t enodes = 50000;
   double seconds = 5;
@@ -74,6 +78,19 @@ void write_compile_stat(const std::string& path, const ascend::OptimizeResult& r
   write_file_atomically(path, j.dump(2) + "\n");
 }
 
+// One stage of a dump: ONNX (opens in Netron), DOT, and SVG when Graphviz's `dot` is installed.
+void dump_stage(const std::string& dir, const std::string& stage, const Model& m) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  fs::path base = fs::path(dir) / stage;
+  export_onnx(m, base.string() + ".onnx");
+  write_file_atomically(base.string() + ".dot", to_dot(*m.graph));
+  if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+    std::string cmd = "dot -Tsvg '" + base.string() + ".dot' -o '" + base.string() + ".svg' 2>/dev/null";
+    if (std::system(cmd.c_str()) != 0) spdlog::warn("dot could not render {}.dot", base.string());
+  }
+}
+
 int run(const OptimizeCliOptions& o) {
   auto rules = o.rules.load();
   ascend::HardwareProfile profile = o.profile.load();
@@ -83,12 +100,15 @@ int run(const OptimizeCliOptions& o) {
   };
   Model input = import_onnx(o.model);
   const double import_ms = ms_since(phase);
+  if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "1_import", input);
   std::error_code ec;
   const int64_t bytes = static_cast<int64_t>(std::filesystem::file_size(o.model, ec));
   ascend::OptimizeOptions opts;
   opts.cost.precision_mode = o.profile.precision;
   opts.limits = {o.iterations, o.enodes, o.seconds};
   ascend::OptimizeResult r = ascend::optimize(input, *rules, profile, opts);
+  // Layouts are assigned by the same extraction, so this stage is also the layout stage.
+  if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "2_saturation_extraction_layout", r.model);
   CheckResult c = check(input, r.model, o, bytes);
   const bool check_ok = !c.ran || c.max_abs <= o.check_tolerance;
   phase = std::chrono::steady_clock::now();
@@ -171,6 +191,7 @@ std::function<int()> add_optimize_command(CLI::App& app) {
   cmd->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str();
   cmd->add_option("--node-limit", o->enodes, "E-nodes at most")->capture_default_str();
   cmd->add_option("--time-limit", o->seconds, "Saturation seconds at most")->capture_default_str();
+  cmd->add_option("--dump-graph", o->dump_dir, "Write each stage (import; saturation + extraction + layout) as ONNX, DOT and SVG");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
 }

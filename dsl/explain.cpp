@@ -94,6 +94,7 @@ std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& 
       }
       if (!cr.enabled) {
         s.reason = "the rule is disabled (--disable, a switch file, or `enabled false` at " + cr.ast->loc.to_string() + ")";
+        s.near = true;
         re.sites.push_back(std::move(s));
         continue;
       }
@@ -109,7 +110,8 @@ std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& 
           s.reason = why;
         }
       }
-      s.near = !s.matched && (s.depth >= 1000 || 2 * s.depth >= depth + 1 || !cr.enabled);
+      // Near: a value check failed (depth >= 500, see Matcher::try_rule), or it got at least halfway.
+      s.near = !s.matched && (s.depth >= 500 || 2 * s.depth >= depth + 1);
       re.sites.push_back(std::move(s));
     }
     std::stable_sort(re.sites.begin(), re.sites.end(), [](const SiteExplanation& a, const SiteExplanation& b) {

@@ -85,6 +85,12 @@ class Attempt {
   }
 
   bool attr_holds(const Node& n, const AttrPred& p) {
+    const bool ok = attr_check(n, p);
+    if (!ok) value_failed_ = true;
+    return ok;
+  }
+
+  bool attr_check(const Node& n, const AttrPred& p) {
     const std::string where = "attribute '" + p.name + "' of " + n.describe();
     if (p.absent) return n.attr(p.name) ? fail(where + " is set, the rule requires it absent (" + p.loc.to_string() + ")") : true;
     const Attribute* a = attr_of(n, p.name);
@@ -147,16 +153,18 @@ class Attempt {
         return let == alt_.lets.end() ? true : match_value(*let->second, v, context);
       }
       case Pattern::Kind::Const: {
-        if (!matcher_.constant_of(v)) return fail(context + " '" + v->name() + "' is not a constant (" + p.loc.to_string() + ")");
+        if (!matcher_.constant_of(v)) return value_failed_ = true, fail(context + " '" + v->name() + "' is not a constant (" + p.loc.to_string() + ")");
         return p.var.empty() || bind_value(p.var, v, p.loc);
       }
       case Pattern::Kind::Number: {
         const Tensor* t = matcher_.constant_of(v);
+        value_failed_ = true;  // a mismatch below is about a value, not the structure
         if (!t) return fail(context + " '" + v->name() + "' is not a constant (" + p.loc.to_string() + ")");
         if (!constant_all_equal(t, p.number)) {
           auto s = constant_scalar(t);
           return fail(context + " '" + v->name() + "' is " + (s ? format_number(*s) : std::string("not one repeated value")) + ", the rule requires " + format_number(p.number) + " (" + p.loc.to_string() + ")");
         }
+        value_failed_ = false;
         return true;
       }
       case Pattern::Kind::Op: {
@@ -201,7 +209,8 @@ class Attempt {
   std::string* why_;
 
  public:
-  int depth_ = 0;  // op patterns entered: how far a failed attempt got
+  int depth_ = 0;             // op patterns entered: how far a failed attempt got
+  bool value_failed_ = false;  // it failed on a value (attribute, constant), not on the structure
 };
 
 }  // namespace
@@ -259,7 +268,8 @@ bool Matcher::try_rule(int rule, int alternative, Node* node, Match& out, std::s
   if (root_op->var.size() && node->output(static_cast<size_t>(root_op->output_index)))
     out.values[root_op->var] = node->output(static_cast<size_t>(root_op->output_index));
   if (!attempt.match_node(*root_op, *node)) {
-    if (depth) *depth = attempt.depth_;
+    // A failed value check means the structure matched up to there: a near miss.
+    if (depth) *depth = attempt.value_failed_ ? 500 + attempt.depth_ : attempt.depth_;
     return false;
   }
   if (depth) *depth = attempt.depth_ + 1000;  // past the pattern: roots and where clauses come after

@@ -63,10 +63,31 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
   std::set<ClassId> seen;
   for (ClassId root : geg.roots) count(root, seen);
 
-  // Each applied site: kept, or why not.
+  // Each applied site: kept, or why not. A site's alternative is costed as a whole
+  // program: the chosen one with that class switched to the site's e-node (classes it
+  // newly needs take their cheapest tree choice).
+  Extraction fill = extract_greedy_tree(geg.egraph, geg.roots, cost);
+  auto program_with = [&](ClassId c, size_t node_index) {
+    std::map<ClassId, size_t> alt = x.choice;
+    for (const auto& [k, v] : fill.choice) alt.emplace(k, v);
+    alt[c] = node_index;
+    return dag_cost(geg.egraph, geg.roots, alt, cost);
+  };
   std::map<std::pair<int32_t, int32_t>, const dsl::SiteRecord*> records;
   for (const auto& rec : r.saturation.sites) records[{rec.rule, rec.site}] = &rec;
+  // Operand orders of one commutative pattern rewrite the same value: one site.
+  std::map<std::pair<int, ClassId>, size_t> site_index;
   for (const auto& rec : r.saturation.sites) {
+    const auto key = std::make_pair(rec.rule, geg.egraph.find(rec.target));
+    if (auto it = site_index.find(key); it != site_index.end()) {
+      SiteOutcome& prev = r.sites[it->second];
+      if (!prev.selected && sites.count({rec.rule, rec.site})) {
+        prev.selected = true;
+        prev.reason.clear();
+      }
+      continue;
+    }
+    site_index[key] = r.sites.size();
     SiteOutcome o;
     o.rule = rules.rules()[static_cast<size_t>(rec.rule)].ast->name;
     o.replaced = rec.replaced;
@@ -76,8 +97,13 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
       ClassId c = geg.egraph.find(rec.target);
       auto chosen = x.choice.find(c);
       const ENode* mine = nullptr;
-      for (const ENode& n : geg.egraph.eclass(c).nodes)
-        if (n.origin == rec.rule && n.site == rec.site) mine = &n;
+      size_t mine_index = 0;
+      const auto& class_nodes = geg.egraph.eclass(c).nodes;
+      for (size_t i = 0; i < class_nodes.size(); ++i)
+        if (class_nodes[i].origin == rec.rule && class_nodes[i].site == rec.site) {
+          mine = &class_nodes[i];
+          mine_index = i;
+        }
       if (chosen == x.choice.end() || !seen.count(c)) {
         o.reason = "its value is not needed in the chosen program (another rewrite replaced what uses it)";
       } else if (!mine) {
@@ -93,9 +119,17 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
           o.reason = "infeasible: " + kc.reason;
         } else {
           const std::string kept_op = kept.kind == ENode::Kind::Op ? geg.egraph.signature(kept.op).op_type : "a constant or input";
-          char buf[256];
-          std::snprintf(buf, sizeof buf, "rejected by cost: its %s kernel models %.2f us here; the chosen program computes this value with %s for less",
-                        s.op_type.c_str(), kc.total_us, kept_op.c_str());
+          const double with_it = program_with(c, mine_index);
+          char buf[320];
+          if (with_it == kInfeasible)
+            std::snprintf(buf, sizeof buf, "rejected: taking its %s here would make the program cyclic (the e-graph proved it equal to a value it uses)",
+                          s.op_type.c_str());
+          else if (with_it > x.cost + 1e-9)
+            std::snprintf(buf, sizeof buf, "rejected by cost: the program with its %s models %.2f us, the chosen program (with %s here) %.2f us",
+                          s.op_type.c_str(), with_it, kept_op.c_str(), x.cost);
+          else
+            std::snprintf(buf, sizeof buf, "a tie: the program with its %s models %.2f us, as does the chosen program (with %s here); ties keep the input's form",
+                          s.op_type.c_str(), with_it, kept_op.c_str());
           o.reason = buf;
         }
       }

@@ -1,0 +1,14 @@
+#pragma once
+// Graphviz DOT of a graph, for stage dumps: ops as boxes labelled with op type
+// and name, fused ops (the ai.geopt domain) filled and labelled with the rule
+// that made them, edges labelled with their tensor type. Initializers are left
+// out to keep real models readable.
+#include <string>
+
+#include "ir/graph.h"
+
+namespace geopt {
+
+std::string to_dot(const Graph& graph);
+
+}  // namespace geopt

@@ -1,5 +1,6 @@
 #include "optimize_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -75,6 +76,7 @@ void write_compile_stat(const std::string& path, const ascend::OptimizeResult& r
   }
   nlohmann::ordered_json j;
   j["session_and_graph_id_0_0"]["graph_fusion"] = passes;
+  j["geopt"] = {{"fusion_rate", r.fusion_rate}, {"unfused", r.unfused}};  // beyond GE's format: what is left
   write_file_atomically(path, j.dump(2) + "\n");
 }
 
@@ -138,6 +140,10 @@ int run(const OptimizeCliOptions& o) {
     j["hbm_bytes"] = {{"before", r.before.hbm_bytes}, {"after", r.after.hbm_bytes}};
     j["check"] = c.ran ? nlohmann::ordered_json{{"max_abs_error", c.max_abs}, {"tolerance", o.check_tolerance}, {"ok", check_ok}}
                        : nlohmann::ordered_json{{"skipped", c.note}};
+    j["fusion_rate"] = r.fusion_rate;
+    j["unfused"] = r.unfused;
+    for (const auto& [k, v] : r.model.metadata)
+      if (k == "geopt.provenance") j["provenance"] = nlohmann::ordered_json::parse(v);
     j["time_ms"] = {{"import", import_ms}, {"egraph", r.egraph_ms}, {"saturation", r.saturate_ms}, {"extraction", r.extract_ms}, {"write", write_ms}};
     std::cout << j.dump(2) << "\n";
   } else {
@@ -157,6 +163,11 @@ int run(const OptimizeCliOptions& o) {
     std::printf("kernels          %zu -> %zu\n", r.before.kernels, r.after.kernels);
     std::printf("modeled latency  %.1f us -> %.1f us (%.2fx)\n", r.before.latency_us, r.after.latency_us, speedup);
     std::printf("HBM traffic      %.2f MiB -> %.2f MiB\n", r.before.hbm_bytes / (1 << 20), r.after.hbm_bytes / (1 << 20));
+    std::vector<std::pair<std::string, size_t>> left(r.unfused.begin(), r.unfused.end());
+    std::stable_sort(left.begin(), left.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string left_text;
+    for (size_t i = 0; i < left.size() && i < 6; ++i) left_text += (left_text.empty() ? "" : ", ") + left[i].first + " " + std::to_string(left[i].second);
+    std::printf("fusion rate      %.0f%% of the input's kernels; left unfused: %s\n", 100 * r.fusion_rate, left_text.empty() ? "none" : left_text.c_str());
     if (c.ran)
       std::printf("check            max abs error %.3g over %zu output(s) on random inputs (tolerance %g): %s\n", c.max_abs, c.outputs,
                   o.check_tolerance, check_ok ? "ok" : "FAILED");

@@ -153,12 +153,12 @@ class Attempt {
         return let == alt_.lets.end() ? true : match_value(*let->second, v, context);
       }
       case Pattern::Kind::Const: {
-        if (!matcher_.constant_of(v)) return value_failed_ = true, fail(context + " '" + v->name() + "' is not a constant (" + p.loc.to_string() + ")");
+        if (!matcher_.constant_of(v)) return value_failed_ = depth_ >= 2, fail(context + " '" + v->name() + "' is not a constant (" + p.loc.to_string() + ")");
         return p.var.empty() || bind_value(p.var, v, p.loc);
       }
       case Pattern::Kind::Number: {
         const Tensor* t = matcher_.constant_of(v);
-        value_failed_ = true;  // a mismatch below is about a value, not the structure
+        value_failed_ = depth_ >= 2;  // a value mismatch below the root's own operands: a near miss
         if (!t) return fail(context + " '" + v->name() + "' is not a constant (" + p.loc.to_string() + ")");
         if (!constant_all_equal(t, p.number)) {
           auto s = constant_scalar(t);

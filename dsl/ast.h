@@ -95,6 +95,7 @@ struct AttrAssign {
   std::optional<Literal> value;
   std::string var;           // a bound attribute or a bound scalar constant
   std::optional<Term> term;  // dim(%v, axis) or rank(%v) of a bound value
+  std::optional<double> numerator;  // `n / %var`: n divided by the bound scalar %var
 };
 
 struct Replacement {

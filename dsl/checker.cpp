@@ -239,6 +239,7 @@ class RuleChecker {
         if (it->second.kind != AttrKind::Int) error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; dim() and rank() give an int");
       } else if (!a.var.empty()) {
         use_scalar(a.var, a.loc);
+        if (a.numerator && it->second.kind != AttrKind::Float) error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; `n / %var` gives a float");
       } else if (!literal_fits(*a.value, it->second.kind))
         error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + ", got " + a.value->to_string());
     }

@@ -82,11 +82,11 @@ class Builder {
         Attribute copy = it->second;
         copy.name = a.name;
         n->attributes.push_back(std::move(copy));
-      } else {  // a bound scalar constant
+      } else {  // a bound scalar constant (or n / it)
         const Tensor* t = matcher_.constant_of(match_.values.at(a.var));
         HostTensor h = HostTensor::view(*t);
         Literal l;
-        l.number = h.real_at(0);
+        l.number = a.numerator ? *a.numerator / h.real_at(0) : h.real_at(0);
         n->attributes.push_back(literal_attribute(a.name, kind, l));
       }
     }

@@ -37,7 +37,8 @@ ClassId build(EGraph& g, const Replacement& r, const EMatch& m, int rule, int si
       sig.attributes.push_back(std::move(copy));
     } else {
       Literal l;
-      l.number = constant_scalar(g.eclass(m.values.at(a.var)).data.constant).value_or(0);
+      const double v = constant_scalar(g.eclass(m.values.at(a.var)).data.constant).value_or(0);
+      l.number = a.numerator ? *a.numerator / v : v;
       sig.attributes.push_back(literal_attribute(a.name, kind, l));
     }
   }

@@ -35,16 +35,17 @@ TEST_CASE("the shipped rules match every instance in the example models") {
   auto rules = test::load_rules({test::shipped_rules()});
   // Counted from the exports (python onnx): a LayerNorm chain per pair of ReduceMeans
   // in the opset-13 BERT/GPT-2 (LLaMA's ReduceMeans are RMSNorms), one GELU per Erf,
+  // one attention per Softmax (GPT-2's use a causal Where, not yet fused),
   // GPT-2's single Identity (the tied LM head), every Conv (all carry a bias: the exporter
   // folded BatchNorm into them); opset-17 models use LayerNormalization.
   const std::map<std::string, std::map<std::string, int>> expected = {
-      {"bert_tiny_op13", {{"LayerNormFusion", 5}, {"GeluErf", 2}}},
-      {"bert_tiny_op17", {{"GeluErf", 2}}},
-      {"bert_tiny_dynamic_seq_op17", {{"GeluErf", 2}}},
+      {"bert_tiny_op13", {{"LayerNormFusion", 5}, {"GeluErf", 2}, {"AttentionFusion", 2}}},
+      {"bert_tiny_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}}},
+      {"bert_tiny_dynamic_seq_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}}},
       {"gpt2_tiny_op13", {{"LayerNormFusion", 5}, {"IdentityIsNothing", 1}}},
       {"gpt2_tiny_op17", {{"IdentityIsNothing", 1}}},
-      {"llama_tiny_op13", {}},
-      {"llama_tiny_op17", {}},
+      {"llama_tiny_op13", {{"AttentionFusionSwapLast", 2}}},
+      {"llama_tiny_op17", {{"AttentionFusionSwapLast", 2}}},
       {"resnet18_narrow_op13", {{"ConvToNC1HWC0", 20}}},
       {"mobilenetv2_half_op13", {{"ConvToNC1HWC0", 52}}},
   };
@@ -98,7 +99,7 @@ TEST_CASE("rules switch off by name, by tag, and by a TOML switch file") {
   Model model = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
   auto rules = test::load_rules({test::shipped_rules()});
   CHECK(rules->set_enabled("LayerNormFusion", false));
-  CHECK(matches_per_rule(*rules, model) == std::map<std::string, int>{{"GeluErf", 2}});
+  CHECK(matches_per_rule(*rules, model) == std::map<std::string, int>{{"GeluErf", 2}, {"AttentionFusion", 2}});
   CHECK(rules->set_enabled("fusion", false));
   CHECK(matches_per_rule(*rules, model).empty());
   CHECK_FALSE(rules->set_enabled("NoSuchRule", true));
@@ -106,7 +107,7 @@ TEST_CASE("rules switch off by name, by tag, and by a TOML switch file") {
   fs::path dir = test::scratch_dir("switch");
   std::ofstream(dir / "on.toml") << "[tags]\nfusion = \"on\"\n[rules]\nGeluErf = \"off\"\n";
   rules->apply_switch_file((dir / "on.toml").string());
-  CHECK(matches_per_rule(*rules, model) == std::map<std::string, int>{{"LayerNormFusion", 5}});
+  CHECK(matches_per_rule(*rules, model) == std::map<std::string, int>{{"LayerNormFusion", 5}, {"AttentionFusion", 2}});
 
   std::ofstream(dir / "bad.toml") << "[rules]\nLayerNormFusion = \"maybe\"\n";
   CHECK_THROWS_WITH_AS(rules->apply_switch_file((dir / "bad.toml").string()), doctest::Contains("bad.toml:2: LayerNormFusion must be \"on\" or \"off\""), Error);

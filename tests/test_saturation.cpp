@@ -152,7 +152,7 @@ TEST_CASE("geopt optimize: report, check, fusion_result.json") {
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("stopped: saturated") != std::string::npos);
   CHECK(r.out.find("LayerNormFusion                       5        5") != std::string::npos);
-  CHECK(r.out.find("kernels          112 -> 64") != std::string::npos);
+  CHECK(r.out.find("kernels          112 -> 56") != std::string::npos);
   CHECK(r.out.find("check            max abs error") != std::string::npos);
   CHECK(r.out.find(": ok") != std::string::npos);
   auto stat = nlohmann::json::parse(test::read_file(dir / "fusion_result.json"));

@@ -78,13 +78,32 @@ Extraction extract_greedy_tree(const EGraph& g, const std::vector<ClassId>& root
   return x;
 }
 
+// Classes children-first (post-order over every e-node's children; cycles cut where
+// they close), so a bottom-up pass sees most children settled already.
+std::vector<ClassId> children_first(const EGraph& g) {
+  std::vector<ClassId> order;
+  std::set<ClassId> done, open;
+  std::function<void(ClassId)> visit = [&](ClassId c) {
+    c = g.find(c);
+    if (done.count(c) || !open.insert(c).second) return;
+    for (const ENode& n : g.eclass(c).nodes)
+      for (ClassId child : n.children)
+        if (child != kAbsent) visit(child);
+    open.erase(c);
+    done.insert(c);
+    order.push_back(c);
+  };
+  for (ClassId c : g.class_ids()) visit(c);
+  return order;
+}
+
 Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost) {
   // For each class, the classes (with their chosen node's cost) its best choice pulls in.
   std::map<ClassId, std::map<ClassId, double>> sets;
   std::map<ClassId, double> totals;
   Extraction x;
   x.method = "greedy DAG";
-  auto ids = g.class_ids();
+  auto ids = children_first(g);
   for (int round = 0; round < 1000; ++round) {
     bool changed = false;
     for (ClassId c : ids) {

@@ -81,19 +81,38 @@ Extraction extract_greedy_tree(const EGraph& g, const std::vector<ClassId>& root
 // Classes children-first (post-order over every e-node's children; cycles cut where
 // they close), so a bottom-up pass sees most children settled already.
 std::vector<ClassId> children_first(const EGraph& g) {
+  // Iterative DFS: model depth (thousands of layers) must not bound the native stack.
   std::vector<ClassId> order;
   std::set<ClassId> done, open;
-  std::function<void(ClassId)> visit = [&](ClassId c) {
-    c = g.find(c);
-    if (done.count(c) || !open.insert(c).second) return;
-    for (const ENode& n : g.eclass(c).nodes)
-      for (ClassId child : n.children)
-        if (child != kAbsent) visit(child);
-    open.erase(c);
-    done.insert(c);
-    order.push_back(c);
+  struct Frame {
+    ClassId id;
+    std::vector<ClassId> children;
+    std::size_t next = 0;
   };
-  for (ClassId c : g.class_ids()) visit(c);
+  for (ClassId root : g.class_ids()) {
+    std::vector<Frame> stack;
+    auto push = [&](ClassId c) {
+      c = g.find(c);
+      if (done.count(c) || !open.insert(c).second) return;
+      Frame f{c, {}, 0};
+      for (const ENode& n : g.eclass(c).nodes)
+        for (ClassId child : n.children)
+          if (child != kAbsent) f.children.push_back(child);
+      stack.push_back(std::move(f));
+    };
+    push(root);
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      if (top.next < top.children.size()) {
+        push(top.children[top.next++]);
+        continue;
+      }
+      open.erase(top.id);
+      done.insert(top.id);
+      order.push_back(top.id);
+      stack.pop_back();
+    }
+  }
   return order;
 }
 

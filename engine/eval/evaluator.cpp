@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "eval/kernel_call.h"
 #include "kernels/cast.h"
 #include "kernels/dispatch.h"
 #include "util/error.h"
@@ -85,7 +86,6 @@ NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs, OpP
     const Node& n = *g.nodes()[i];
     const KernelInfo& k = *node_kernels_[i];
     std::vector<const HostTensor*> ptrs;
-    DType half = DType::Undefined;
     for (const Value* in : n.inputs()) {
       if (!in) {
         ptrs.push_back(nullptr);
@@ -94,39 +94,16 @@ NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs, OpP
       auto it = env.find(in);
       if (it == env.end()) throw Error(n.describe() + ": input '" + in->name() + "' has no value");
       ptrs.push_back(&it->second);
-      if (it->second.dtype() == DType::F16 || it->second.dtype() == DType::BF16) half = it->second.dtype();
     }
-    std::vector<HostTensor> widened;
-    if (k.half_via_f32 && half != DType::Undefined) {
-      widened.reserve(ptrs.size());
-      for (auto& p : ptrs)
-        if (p && (p->dtype() == DType::F16 || p->dtype() == DType::BF16)) {
-          widened.push_back(cast_tensor(*p, DType::F32));
-          p = &widened.back();
-        }
-    }
-    KernelContext ctx(n, model_.opset_version(n.domain), std::move(ptrs));
     auto started = std::chrono::steady_clock::now();
-    try {
-      k.fn(ctx);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw Error(n.describe() + ": " + e.what());
-    }
+    std::vector<HostTensor> results = call_kernel(k, n, model_.opset_version(n.domain), std::move(ptrs));
     if (profile) {
       auto& [ms, calls] = profile->by_op[(n.domain.empty() ? "" : n.domain + "::") + n.op_type];
       ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
       ++calls;
     }
-    for (size_t o = 0; o < n.outputs().size(); ++o) {
-      const Value* out = n.outputs()[o];
-      if (!out) continue;
-      HostTensor& t = ctx.outputs[o];
-      if (!t.defined() && t.dtype() != DType::String) ctx.fail("kernel produced no value for output '" + out->name() + "'");
-      if (k.half_via_f32 && half != DType::Undefined && t.dtype() == DType::F32) t = cast_tensor(t, half);
-      env[out] = std::move(t);
-    }
+    for (size_t o = 0; o < n.outputs().size(); ++o)
+      if (n.outputs()[o]) env[n.outputs()[o]] = std::move(results[o]);
     for (const Value* in : n.inputs())
       if (in && last_use[in] == i) env.erase(in);
   }

@@ -1,0 +1,41 @@
+#include "eval/kernel_call.h"
+
+#include "ir/value.h"
+#include "kernels/cast.h"
+#include "util/error.h"
+
+namespace geopt {
+
+std::vector<HostTensor> call_kernel(const KernelInfo& kernel, const Node& node, int64_t opset,
+                                    std::vector<const HostTensor*> inputs) {
+  DType half = DType::Undefined;
+  for (const HostTensor* t : inputs)
+    if (t && (t->dtype() == DType::F16 || t->dtype() == DType::BF16)) half = t->dtype();
+  std::vector<HostTensor> widened;
+  if (kernel.half_via_f32 && half != DType::Undefined) {
+    widened.reserve(inputs.size());
+    for (auto& p : inputs)
+      if (p && (p->dtype() == DType::F16 || p->dtype() == DType::BF16)) {
+        widened.push_back(cast_tensor(*p, DType::F32));
+        p = &widened.back();
+      }
+  }
+  KernelContext ctx(node, opset, std::move(inputs));
+  try {
+    kernel.fn(ctx);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(node.describe() + ": " + e.what());
+  }
+  for (size_t o = 0; o < node.outputs().size(); ++o) {
+    if (!node.outputs()[o]) continue;
+    HostTensor& t = ctx.outputs[o];
+    if (!t.defined() && t.dtype() != DType::String)
+      ctx.fail("kernel produced no value for output '" + node.outputs()[o]->name() + "'");
+    if (kernel.half_via_f32 && half != DType::Undefined && t.dtype() == DType::F32) t = cast_tensor(t, half);
+  }
+  return std::move(ctx.outputs);
+}
+
+}  // namespace geopt

@@ -1,0 +1,18 @@
+#pragma once
+// One kernel call as both the reference evaluator and the plan executor make it:
+// half inputs widened to f32 where the kernel asks for it, exceptions turned
+// into errors that name the node, outputs narrowed back.
+#include <vector>
+
+#include "eval/host_tensor.h"
+#include "eval/kernel.h"
+#include "ir/node.h"
+
+namespace geopt {
+
+// `inputs` holds nullptr for omitted optional inputs. Returns one tensor per
+// node output (undefined for omitted outputs); throws geopt::Error.
+std::vector<HostTensor> call_kernel(const KernelInfo& kernel, const Node& node, int64_t opset,
+                                    std::vector<const HostTensor*> inputs);
+
+}  // namespace geopt

@@ -8,6 +8,7 @@
 #include <functional>
 #include <vector>
 
+#include "compile_command.h"
 #include "cost_command.h"
 #include "explain_command.h"
 #include "info_command.h"
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   commands.push_back(geopt::cli::add_cost_command(app));
   commands.push_back(geopt::cli::add_optimize_command(app));
   commands.push_back(geopt::cli::add_explain_command(app));
+  commands.push_back(geopt::cli::add_compile_command(app));
 
   try {
     app.parse(argc, argv);

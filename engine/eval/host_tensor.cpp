@@ -74,6 +74,20 @@ HostTensor HostTensor::view(const Tensor& constant) {
   t.data_ = const_cast<std::byte*>(bytes.data());
   t.keep_ = constant.data.owner();
   t.writable_ = false;
+  t.constant_ = true;
+  return t;
+}
+
+HostTensor HostTensor::borrowed(DType dtype, std::vector<int64_t> dims, const std::byte* data,
+                                std::shared_ptr<const void> keep, bool constant) {
+  HostTensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.nbytes_ = static_cast<size_t>(count(t.dims_)) * dtype_size(dtype);
+  t.data_ = const_cast<std::byte*>(data);
+  t.keep_ = std::move(keep);
+  t.writable_ = false;
+  t.constant_ = constant;
   return t;
 }
 

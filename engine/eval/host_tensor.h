@@ -21,6 +21,11 @@ class HostTensor {
   static HostTensor uninitialized(DType dtype, std::vector<int64_t> dims);
   // A read-only view of a constant (copied only when its bytes are misaligned).
   static HostTensor view(const Tensor& constant);
+  // A read-only view of bytes another owner keeps (the plan executor's pool or
+  // weight region). `constant`: they never change while the owner lives, so
+  // kernels may cache what they derive from them.
+  static HostTensor borrowed(DType dtype, std::vector<int64_t> dims, const std::byte* data,
+                             std::shared_ptr<const void> keep, bool constant);
   template <class T>
   static HostTensor scalar(DType dtype, T value) {
     HostTensor t(dtype, {});
@@ -40,7 +45,7 @@ class HostTensor {
 
   const std::byte* raw() const { return data_; }
   // Constants (views of initializers) are never written, so caches may key on their storage.
-  bool is_constant() const { return !writable_ && data_ != nullptr; }
+  bool is_constant() const { return constant_ && data_ != nullptr; }
   const std::shared_ptr<const void>& storage() const { return keep_; }
   std::byte* mutable_raw();
   template <class T>
@@ -69,6 +74,7 @@ class HostTensor {
   std::byte* data_ = nullptr;
   size_t nbytes_ = 0;
   bool writable_ = false;
+  bool constant_ = false;
 };
 
 template <class T>

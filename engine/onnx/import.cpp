@@ -389,6 +389,11 @@ Model import_onnx(const fs::path& path, const ImportOptions& options) {
   return import_onnx_proto(read_model_proto(path), path, options);
 }
 
+Attribute import_attribute(onnx::AttributeProto proto, const std::string& where) {
+  ExternalData none{fs::path{}};
+  return take_attribute(proto, none, where);
+}
+
 Model import_onnx_proto(onnx::ModelProto proto, const fs::path& path, const ImportOptions& options) {
   if (!proto.has_graph()) throw Error(path.string() + ": not a valid ONNX model (it has no graph)");
   if (proto.ir_version() <= 0) throw Error(path.string() + ": not a valid ONNX model (ir_version is missing)");

@@ -22,6 +22,9 @@ Model import_onnx(const std::filesystem::path& path, const ImportOptions& option
 // messages; external data resolves against its parent folder.
 Model import_onnx_proto(onnx::ModelProto proto, const std::filesystem::path& where, const ImportOptions& options = {});
 
+// One attribute (tensor values inline), as plan files store kernel attributes.
+Attribute import_attribute(onnx::AttributeProto proto, const std::string& where);
+
 // Reads one serialized onnx.TensorProto (as ONNX's test data stores them).
 std::shared_ptr<const Tensor> import_tensor(const std::filesystem::path& path);
 

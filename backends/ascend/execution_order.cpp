@@ -1,0 +1,91 @@
+#include "execution_order.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "util/error.h"
+
+namespace geopt::ascend {
+
+size_t static_bytes(const Value& v) {
+  const ValueType& t = v.type;
+  if (!t.is_tensor() || t.dtype == DType::Undefined || t.dtype == DType::String || !t.shape)
+    throw Error("value '" + v.name() + "' (" + t.to_string() + "): a plan needs a numeric tensor of known shape");
+  size_t n = dtype_size(t.dtype);
+  for (const Dim& d : t.shape->dims()) {
+    if (!d.is_static())
+      throw Error("value '" + v.name() + "' has shape " + t.to_string() +
+                  ": a plan needs static shapes (export the model with fixed input shapes; compile does not bind symbolic dims yet)");
+    n *= static_cast<size_t>(d.value());
+  }
+  return n;
+}
+
+std::vector<size_t> memory_aware_order(const Graph& graph) {
+  const auto& nodes = graph.nodes();
+  std::unordered_map<const Node*, size_t> index;
+  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].get()] = i;
+
+  std::vector<size_t> waiting(nodes.size(), 0);             // producers not yet issued
+  std::unordered_map<const Value*, size_t> readers_left;  // consumers not yet issued
+  std::vector<std::vector<size_t>> consumers(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::vector<const Node*> seen;
+    for (const Value* in : nodes[i]->inputs()) {
+      if (!in) continue;
+      ++readers_left[in];
+      const Node* p = in->producer();
+      if (!p || std::find(seen.begin(), seen.end(), p) != seen.end()) continue;
+      seen.push_back(p);
+      ++waiting[i];
+      consumers[index.at(p)].push_back(i);
+    }
+  }
+  auto pinned = [&](const Value* v) {
+    if (v->initializer) return true;
+    for (const Value* o : graph.outputs())
+      if (o == v) return true;
+    return false;
+  };
+  // Net bytes a node adds to what is alive: its outputs minus inputs it reads last.
+  auto delta = [&](size_t i) {
+    long long d = 0;
+    for (const Value* out : nodes[i]->outputs())
+      if (out && out->type.shape && out->type.shape->is_static() && out->type.dtype != DType::String)
+        d += static_cast<long long>(static_bytes(*out));
+    std::vector<const Value*> counted;
+    for (const Value* in : nodes[i]->inputs()) {
+      if (!in || pinned(in) || std::find(counted.begin(), counted.end(), in) != counted.end()) continue;
+      counted.push_back(in);
+      size_t uses_here = 0;
+      for (const Value* x : nodes[i]->inputs()) uses_here += x == in;
+      if (readers_left.at(in) == uses_here && in->type.shape && in->type.shape->is_static() &&
+          in->type.dtype != DType::String)
+        d -= static_cast<long long>(static_bytes(*in));
+    }
+    return d;
+  };
+
+  std::vector<size_t> ready, order;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (waiting[i] == 0) ready.push_back(i);
+  while (!ready.empty()) {
+    size_t best = 0;
+    long long best_delta = 0;
+    for (size_t r = 0; r < ready.size(); ++r) {
+      long long d = delta(ready[r]);
+      if (r == 0 || d < best_delta || (d == best_delta && ready[r] < ready[best])) best = r, best_delta = d;
+    }
+    size_t i = ready[best];
+    ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(best));
+    order.push_back(i);
+    for (const Value* in : nodes[i]->inputs())
+      if (in) --readers_left[in];
+    for (size_t c : consumers[i])
+      if (--waiting[c] == 0) ready.push_back(c);
+  }
+  if (order.size() != nodes.size()) throw Error("the graph has a cycle; it has no execution order");
+  return order;
+}
+
+}  // namespace geopt::ascend

@@ -1,0 +1,234 @@
+#include "memory_plan.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "execution_order.h"
+#include "util/error.h"
+
+namespace geopt::ascend {
+namespace {
+
+size_t align_up(size_t n) { return std::max<size_t>(1, (n + kMemoryAlignment - 1) / kMemoryAlignment) * kMemoryAlignment; }
+
+bool is_view_op(const Node& n) {
+  static const std::set<std::string> views = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
+  return n.domain.empty() && views.count(n.op_type);
+}
+
+// Ops whose kernels read every input before writing the output, so the output
+// may take the bytes of an input that dies at that node.
+bool may_run_in_place(const Node& n) {
+  static const std::set<std::string> ops = {"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Log",
+                                            "Sqrt", "Neg", "Abs", "Erf", "Clip", "LeakyRelu", "Pow", "Max", "Min",
+                                            "HardSigmoid", "HardSwish", "Softplus", "Elu", "Reciprocal", "Where"};
+  return n.domain.empty() && n.outputs().size() == 1 && ops.count(n.op_type);
+}
+
+bool lifetimes_overlap(const PlannedBuffer& a, const PlannedBuffer& b) {
+  return a.first_step <= b.last_step && b.first_step <= a.last_step;
+}
+
+using Placement = std::vector<size_t>;  // offset per buffer
+
+// Lowest (first fit) or tightest (best fit) offset for buffer i among the
+// already-placed buffers whose lifetimes overlap it.
+size_t find_offset(const std::vector<PlannedBuffer>& bufs, const std::vector<std::vector<size_t>>& conflicts,
+                   const Placement& at, const std::vector<bool>& placed, size_t i, bool best_fit) {
+  std::vector<std::pair<size_t, size_t>> taken;  // (offset, end)
+  for (size_t j : conflicts[i])
+    if (placed[j]) taken.emplace_back(at[j], at[j] + bufs[j].bytes);
+  std::sort(taken.begin(), taken.end());
+  size_t cursor = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
+  for (const auto& [start, end] : taken) {
+    if (start >= cursor && start - cursor >= bufs[i].bytes) {
+      if (!best_fit) return cursor;
+      if (start - cursor < best_gap) best_gap = start - cursor, best = cursor;
+    }
+    cursor = std::max(cursor, end);
+  }
+  return best != SIZE_MAX ? best : cursor;
+}
+
+size_t pool_size(const std::vector<PlannedBuffer>& bufs, const Placement& at) {
+  size_t top = 0;
+  for (size_t i = 0; i < bufs.size(); ++i) top = std::max(top, at[i] + bufs[i].bytes);
+  return top;
+}
+
+Placement place_in_order(const std::vector<PlannedBuffer>& bufs, const std::vector<std::vector<size_t>>& conflicts,
+                         const std::vector<size_t>& order, bool best_fit) {
+  Placement at(bufs.size(), 0);
+  std::vector<bool> placed(bufs.size(), false);
+  for (size_t i : order) {
+    at[i] = find_offset(bufs, conflicts, at, placed, i, best_fit);
+    placed[i] = true;
+  }
+  return at;
+}
+
+// Moves buffers down into gaps left below them until nothing moves.
+void close_gaps(const std::vector<PlannedBuffer>& bufs, const std::vector<std::vector<size_t>>& conflicts, Placement& at) {
+  std::vector<size_t> by_offset(bufs.size());
+  for (size_t i = 0; i < bufs.size(); ++i) by_offset[i] = i;
+  std::vector<bool> placed(bufs.size(), true);
+  for (int pass = 0; pass < 8; ++pass) {
+    std::stable_sort(by_offset.begin(), by_offset.end(), [&](size_t a, size_t b) { return at[a] < at[b]; });
+    bool moved = false;
+    for (size_t i : by_offset) {
+      placed[i] = false;
+      size_t lower = find_offset(bufs, conflicts, at, placed, i, false);
+      placed[i] = true;
+      if (lower < at[i]) at[i] = lower, moved = true;
+    }
+    if (!moved) break;
+  }
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, const MemoryPlanOptions& options) {
+  MemoryPlan plan;
+  const auto& nodes = graph.nodes();
+  const int end_step = static_cast<int>(order.size()) + 1;
+  std::unordered_map<const Value*, int> last_use;
+  for (size_t k = 0; k < order.size(); ++k)
+    for (const Value* in : nodes[order[k]]->inputs())
+      if (in && !in->initializer) last_use[in] = static_cast<int>(k) + 1;
+  for (const Value* out : graph.outputs()) last_use[out] = end_step;
+
+  auto new_buffer = [&](const Value* v, int step) {
+    PlannedBuffer b;
+    b.values.push_back(v);
+    b.bytes = align_up(static_bytes(*v));
+    b.first_step = step;
+    b.last_step = std::max(step, last_use.count(v) ? last_use.at(v) : step);
+    plan.no_reuse_bytes += b.bytes;
+    plan.buffer_of[v] = plan.buffers.size();
+    plan.buffers.push_back(std::move(b));
+  };
+  auto join = [&](const Value* v, const Value* into, int step) {
+    size_t id = plan.buffer_of.at(into);
+    PlannedBuffer& b = plan.buffers[id];
+    b.values.push_back(v);
+    b.last_step = std::max({b.last_step, step, last_use.count(v) ? last_use.at(v) : step});
+    plan.buffer_of[v] = id;
+  };
+
+  for (const Value* in : graph.inputs())
+    if (!in->initializer) new_buffer(in, 0);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Node& n = *nodes[order[k]];
+    const int step = static_cast<int>(k) + 1;
+    for (size_t o = 0; o < n.outputs().size(); ++o) {
+      const Value* out = n.outputs()[o];
+      if (!out) continue;
+      const Value* in0 = n.input(0);
+      if (o == 0 && is_view_op(n) && in0 && !in0->initializer && static_bytes(*in0) == static_bytes(*out)) {
+        join(out, in0, step);
+        ++plan.views;
+        continue;
+      }
+      const Value* host = nullptr;
+      if (options.reuse && may_run_in_place(n))
+        for (const Value* in : n.inputs())
+          if (in && !in->initializer && plan.buffer_of.count(in) && static_bytes(*in) == static_bytes(*out) &&
+              plan.buffers[plan.buffer_of.at(in)].last_step == step) {
+            host = in;
+            break;
+          }
+      if (host) {
+        join(out, host, step);
+        plan.no_reuse_bytes += align_up(static_bytes(*out));
+        ++plan.in_place;
+      } else {
+        new_buffer(out, step);
+      }
+    }
+  }
+
+  auto& bufs = plan.buffers;
+  std::vector<int64_t> alive(static_cast<size_t>(end_step) + 1, 0);
+  for (const auto& b : bufs)
+    for (int s = b.first_step; s <= b.last_step; ++s) alive[static_cast<size_t>(s)] += static_cast<int64_t>(b.bytes);
+  plan.load_bytes = bufs.empty() ? 0 : static_cast<size_t>(*std::max_element(alive.begin(), alive.end()));
+
+  Placement best;
+  if (!options.reuse) {
+    best.resize(bufs.size());
+    size_t top = 0;
+    for (size_t i = 0; i < bufs.size(); ++i) best[i] = top, top += bufs[i].bytes;
+    plan.strategy = "no reuse";
+    plan.strategy_pool_bytes[plan.strategy] = top;
+  } else {
+    std::vector<std::vector<size_t>> conflicts(bufs.size());
+    for (size_t i = 0; i < bufs.size(); ++i)
+      for (size_t j = i + 1; j < bufs.size(); ++j)
+        if (lifetimes_overlap(bufs[i], bufs[j])) conflicts[i].push_back(j), conflicts[j].push_back(i);
+    std::vector<size_t> ids(bufs.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = i;
+    auto sorted = [&](std::function<bool(size_t, size_t)> before) {
+      std::vector<size_t> v = ids;
+      std::stable_sort(v.begin(), v.end(), before);
+      return v;
+    };
+    // Breadth of a buffer: the most bytes alive at any step of its lifetime.
+    std::vector<int64_t> breadth(bufs.size(), 0);
+    for (size_t i = 0; i < bufs.size(); ++i)
+      for (int s = bufs[i].first_step; s <= bufs[i].last_step; ++s) breadth[i] = std::max(breadth[i], alive[static_cast<size_t>(s)]);
+    struct Strategy {
+      std::string name;
+      std::vector<size_t> order;
+      bool best_fit;
+    };
+    std::vector<Strategy> strategies = {
+        {"greedy by size", sorted([&](size_t a, size_t b) { return bufs[a].bytes > bufs[b].bytes; }), false},
+        {"greedy by breadth", sorted([&](size_t a, size_t b) {
+           return breadth[a] != breadth[b] ? breadth[a] > breadth[b] : bufs[a].bytes > bufs[b].bytes;
+         }), false},
+        {"lifetime best fit", sorted([&](size_t a, size_t b) {
+           return bufs[a].first_step != bufs[b].first_step ? bufs[a].first_step < bufs[b].first_step
+                                                           : bufs[a].bytes > bufs[b].bytes;
+         }), true},
+    };
+    size_t best_pool = SIZE_MAX;
+    for (const auto& s : strategies) {
+      Placement at = place_in_order(bufs, conflicts, s.order, s.best_fit);
+      plan.strategy_pool_bytes[s.name] = pool_size(bufs, at);
+      close_gaps(bufs, conflicts, at);
+      size_t pool = pool_size(bufs, at);
+      plan.strategy_pool_bytes[s.name + " + closing gaps"] = pool;
+      if (pool < best_pool) best_pool = pool, best = at, plan.strategy = s.name + " + closing gaps";
+    }
+  }
+  for (size_t i = 0; i < bufs.size(); ++i) bufs[i].offset = best[i];
+  plan.pool_bytes = pool_size(bufs, best);
+
+  for (const Value* w : graph.initializers()) {
+    plan.weight_offset[w] = plan.weight_bytes;
+    plan.weight_bytes += align_up(w->initializer->byte_size());
+  }
+  return plan;
+}
+
+void validate_memory_plan(const MemoryPlan& plan) {
+  const auto& bufs = plan.buffers;
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    if (bufs[i].offset + bufs[i].bytes > plan.pool_bytes || bufs[i].offset % kMemoryAlignment)
+      throw Error("memory plan: '" + bufs[i].values.front()->name() + "' lies outside the pool or is misaligned");
+    for (size_t j = i + 1; j < bufs.size(); ++j) {
+      const auto& a = bufs[i];
+      const auto& b = bufs[j];
+      bool bytes_overlap = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
+      if (bytes_overlap && lifetimes_overlap(a, b))
+        throw Error("memory plan: '" + a.values.front()->name() + "' (steps " + std::to_string(a.first_step) + "-" +
+                    std::to_string(a.last_step) + ", bytes " + std::to_string(a.offset) + "+" + std::to_string(a.bytes) +
+                    ") and '" + b.values.front()->name() + "' (steps " + std::to_string(b.first_step) + "-" +
+                    std::to_string(b.last_step) + ", bytes " + std::to_string(b.offset) + "+" + std::to_string(b.bytes) +
+                    ") are alive together and share bytes");
+    }
+  }
+}
+
+}  // namespace geopt::ascend

@@ -1,0 +1,55 @@
+#pragma once
+// Lifetime-based memory planning, as GE's memory assigner does it: every
+// activation gets an offset in ONE pool (512-byte aligned), tensors whose
+// lifetimes do not overlap share bytes, views (Reshape, Squeeze, Unsqueeze,
+// Flatten) share their input's bytes, and elementwise ops write in place over
+// an input that dies there. Weights live in their own region.
+#include <cstddef>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace geopt::ascend {
+
+inline constexpr size_t kMemoryAlignment = 512;  // GE's alignment
+
+// Bytes shared by one or more values (a value, its views, in-place results).
+struct PlannedBuffer {
+  std::vector<const Value*> values;  // first is the one that allocates
+  size_t bytes = 0;                  // aligned
+  int first_step = 0;                // step 0: graph inputs; node k of the order runs at step k+1
+  int last_step = 0;
+  size_t offset = 0;
+};
+
+struct MemoryPlanOptions {
+  bool reuse = true;  // false: --disable-reuse-memory
+};
+
+struct MemoryPlan {
+  std::vector<PlannedBuffer> buffers;
+  std::unordered_map<const Value*, size_t> buffer_of;    // activation value -> buffers index
+  std::unordered_map<const Value*, size_t> weight_offset;  // initializer -> offset in the weight region
+  size_t pool_bytes = 0;
+  size_t weight_bytes = 0;
+  size_t load_bytes = 0;      // lower bound: most bytes alive at one step
+  size_t no_reuse_bytes = 0;  // every activation in its own bytes
+  std::string strategy;       // the one kept
+  std::map<std::string, size_t> strategy_pool_bytes;
+  size_t views = 0, in_place = 0;
+
+  // 1 - pool / sum of activation sizes (the seed's memory-reuse rate).
+  double reuse_rate() const { return no_reuse_bytes ? 1.0 - double(pool_bytes) / double(no_reuse_bytes) : 0.0; }
+};
+
+// `order` indexes graph.nodes() (see memory_aware_order).
+MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, const MemoryPlanOptions& options = {});
+
+// Throws geopt::Error naming both values when two buffers with overlapping
+// lifetimes share bytes, or a buffer leaves the pool.
+void validate_memory_plan(const MemoryPlan& plan);
+
+}  // namespace geopt::ascend

@@ -1,0 +1,199 @@
+#include "plan_executor.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <new>
+#include <thread>
+
+#include "eval/kernel_call.h"
+#include "onnx/import.h"
+#include "plan_file.h"
+#include "util/error.h"
+
+namespace geopt::ascend {
+namespace {
+
+std::shared_ptr<std::byte> aligned_bytes(size_t n, int fill) {
+  size_t size = std::max<size_t>(n, 1);
+  auto* p = static_cast<std::byte*>(::operator new(size, std::align_val_t(512)));
+  std::memset(p, fill, size);
+  return std::shared_ptr<std::byte>(p, [](std::byte* q) { ::operator delete(q, std::align_val_t(512)); });
+}
+
+std::vector<int64_t> dims_of(const plan::TensorRef& r) { return {r.dims().begin(), r.dims().end()}; }
+
+std::string describe(const plan::Kernel& k, size_t index) {
+  return "kernel " + std::to_string(index) + " (" + k.op_type() + " '" + k.name() + "')";
+}
+
+}  // namespace
+
+struct PlanExecutor::Compiled {
+  Model model;  // one node per kernel, rebuilt from the plan
+  std::vector<const Node*> nodes;
+  std::vector<const KernelInfo*> kernels;
+  std::vector<int64_t> opsets;
+  std::shared_ptr<std::byte> weights;
+  std::vector<std::vector<size_t>> stream_kernels;
+};
+
+PlanExecutor::PlanExecutor(const plan::Plan& plan, const KernelRegistry& registry)
+    : plan_(plan), compiled_(std::make_unique<Compiled>()) {
+  check_plan(plan, "plan");
+  Compiled& c = *compiled_;
+  for (const auto& o : plan.opsets()) c.model.opsets.push_back({o.domain(), o.version()});
+  Graph& g = *c.model.graph;
+  auto value = [&](const plan::TensorRef& r) -> Value* {
+    if (r.absent()) return nullptr;
+    // Each kernel output gets its own value: names repeat only for inputs.
+    Value* v = g.find_value(r.name());
+    return v ? v : g.add_value(r.name());
+  };
+  for (int k = 0; k < plan.kernels_size(); ++k) {
+    const auto& pk = plan.kernels(k);
+    std::vector<Value*> ins, outs;
+    for (const auto& r : pk.inputs()) ins.push_back(value(r));
+    for (const auto& r : pk.outputs()) {
+      Value* v = r.absent() ? nullptr : g.add_value(g.find_value(r.name()) ? g.unique_name(r.name()) : r.name());
+      outs.push_back(v);
+    }
+    Node* n = g.add_node(pk.op_type(), pk.domain(), pk.name(), ins, outs);
+    for (const auto& bytes : pk.attributes()) {
+      onnx::AttributeProto ap;
+      if (!ap.ParseFromString(bytes)) throw Error("plan: " + describe(pk, static_cast<size_t>(k)) + ": an attribute does not decode");
+      n->attributes.push_back(import_attribute(std::move(ap), "plan: " + describe(pk, static_cast<size_t>(k))));
+    }
+    const KernelInfo* info = registry.find(pk.domain(), pk.op_type());
+    if (!info) throw Error("plan: " + describe(pk, static_cast<size_t>(k)) + ": no host kernel for this op");
+    c.nodes.push_back(n);
+    c.kernels.push_back(info);
+    c.opsets.push_back(c.model.opset_version(pk.domain()));
+  }
+  c.weights = aligned_bytes(plan.weights().size(), 0);
+  if (!plan.weights().empty()) std::memcpy(c.weights.get(), plan.weights().data(), plan.weights().size());
+  c.stream_kernels.resize(plan.stream_count());
+  for (int k = 0; k < plan.kernels_size(); ++k) c.stream_kernels[plan.kernels(k).stream()].push_back(static_cast<size_t>(k));
+}
+
+PlanExecutor::~PlanExecutor() = default;
+
+void PlanExecutor::run_kernel(size_t k, std::byte* pool) const {
+  const Compiled& c = *compiled_;
+  const plan::Kernel& pk = plan_.kernels(static_cast<int>(k));
+  std::vector<HostTensor> views;
+  views.reserve(static_cast<size_t>(pk.inputs_size()));
+  std::vector<const HostTensor*> ptrs;
+  for (const auto& r : pk.inputs()) {
+    if (r.absent()) {
+      ptrs.push_back(nullptr);
+      continue;
+    }
+    bool weight = r.region() == plan::WEIGHT;
+    const std::byte* at = (weight ? c.weights.get() : pool) + r.offset();
+    // Weights get a keep-alive per tensor so kernel caches keyed on it stay distinct.
+    std::shared_ptr<const void> keep = weight ? std::shared_ptr<const void>(c.weights, at) : nullptr;
+    views.push_back(HostTensor::borrowed(static_cast<DType>(r.dtype()), dims_of(r), at, std::move(keep), weight));
+    ptrs.push_back(&views.back());
+  }
+  std::vector<HostTensor> results = call_kernel(*c.kernels[k], *c.nodes[k], c.opsets[k], std::move(ptrs));
+  for (int o = 0; o < pk.outputs_size(); ++o) {
+    const auto& r = pk.outputs(o);
+    if (r.absent()) continue;
+    const HostTensor& t = results[static_cast<size_t>(o)];
+    if (static_cast<int32_t>(t.dtype()) != r.dtype() || t.dims() != dims_of(r))
+      throw Error("plan: " + describe(pk, k) + ": output '" + r.name() + "' came out as " + t.shape_string() +
+                  ", the plan reserved " + std::to_string(r.size()) + " bytes for another shape");
+    std::byte* dst = pool + r.offset();
+    if (t.raw() != dst && r.size()) std::memmove(dst, t.raw(), r.size());
+  }
+}
+
+NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, StreamSchedule schedule) const {
+  const Compiled& c = *compiled_;
+  // Poisoned with NaN bytes, so reading bytes no kernel wrote shows in the numbers.
+  auto pool = aligned_bytes(plan_.activation_bytes(), 0xFF);
+  std::string known;
+  for (const auto& r : plan_.inputs()) known += (known.empty() ? "" : ", ") + r.name();
+  for (const auto& [name, t] : inputs) {
+    auto it = std::find_if(plan_.inputs().begin(), plan_.inputs().end(), [&](const auto& r) { return r.name() == name; });
+    if (it == plan_.inputs().end()) throw Error("input '" + name + "' is not an input of the plan (its inputs: " + known + ")");
+  }
+  for (const auto& r : plan_.inputs()) {
+    auto it = inputs.find(r.name());
+    if (it == inputs.end()) throw Error("input '" + r.name() + "' is missing (the plan needs: " + known + ")");
+    const HostTensor& t = it->second;
+    if (static_cast<int32_t>(t.dtype()) != r.dtype() || t.dims() != dims_of(r))
+      throw Error("input '" + r.name() + "': expected " +
+                  HostTensor::borrowed(static_cast<DType>(r.dtype()), dims_of(r), nullptr, nullptr, false).shape_string() +
+                  ", got " + t.shape_string());
+    if (r.size()) std::memcpy(pool.get() + r.offset(), t.raw(), r.size());
+  }
+
+  const size_t kernel_count = static_cast<size_t>(plan_.kernels_size());
+  std::vector<char> recorded(static_cast<size_t>(plan_.events_size()), 0);
+  auto waits_met = [&](size_t k) {
+    for (uint32_t e : plan_.kernels(static_cast<int>(k)).wait_events())
+      if (!recorded[e]) return false;
+    return true;
+  };
+  auto record = [&](size_t k) {
+    for (uint32_t e : plan_.kernels(static_cast<int>(k)).record_events()) recorded[e] = 1;
+  };
+  if (schedule == StreamSchedule::adversarial) {
+    std::vector<size_t> head(c.stream_kernels.size(), 0);
+    for (size_t done = 0; done < kernel_count; ++done) {
+      long pick = -1;
+      for (size_t s = 0; s < head.size(); ++s) {
+        if (head[s] >= c.stream_kernels[s].size()) continue;
+        size_t k = c.stream_kernels[s][head[s]];
+        if (waits_met(k) && (pick < 0 || k > c.stream_kernels[static_cast<size_t>(pick)][head[static_cast<size_t>(pick)]]))
+          pick = static_cast<long>(s);
+      }
+      if (pick < 0) throw Error("plan: every stream waits on an event nobody records (deadlock)");
+      size_t k = c.stream_kernels[static_cast<size_t>(pick)][head[static_cast<size_t>(pick)]++];
+      run_kernel(k, pool.get());
+      record(k);
+    }
+  } else {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::exception_ptr failure;
+    auto stream_main = [&](size_t s) {
+      try {
+        for (size_t k : c.stream_kernels[s]) {
+          {
+            std::unique_lock lock(mutex);
+            changed.wait(lock, [&] { return failure || waits_met(k); });
+            if (failure) return;
+          }
+          run_kernel(k, pool.get());
+          std::lock_guard lock(mutex);
+          record(k);
+          changed.notify_all();
+        }
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        if (!failure) failure = std::current_exception();
+        changed.notify_all();
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t s = 1; s < c.stream_kernels.size(); ++s) threads.emplace_back(stream_main, s);
+    if (!c.stream_kernels.empty()) stream_main(0);
+    for (auto& t : threads) t.join();
+    if (failure) std::rethrow_exception(failure);
+  }
+
+  NamedTensors outs;
+  for (const auto& r : plan_.outputs()) {
+    HostTensor t(static_cast<DType>(r.dtype()), dims_of(r));
+    if (r.size()) std::memcpy(t.mutable_raw(), pool.get() + r.offset(), r.size());
+    outs.emplace_back(r.name(), std::move(t));
+  }
+  return outs;
+}
+
+}  // namespace geopt::ascend

@@ -1,0 +1,44 @@
+#pragma once
+// The plan executor: a host simulation of the Ascend runtime. Every activation
+// lives at its planned offset inside ONE pool, weights in their region, and
+// each stream runs on its own host thread, waiting on events before a kernel
+// and recording them after. A wrong offset, lifetime or missing event in the
+// plan therefore changes the numbers.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "eval/evaluator.h"
+#include "eval/kernel.h"
+#include "plan.pb.h"
+
+namespace geopt::ascend {
+
+enum class StreamSchedule {
+  threads,      // one host thread per stream, as the device runs them
+  adversarial,  // one thread; always runs the runnable kernel latest in the
+                // order first, so any missing event reorders reads and writes
+};
+
+class PlanExecutor {
+ public:
+  // Rebuilds each kernel's node from the plan; throws geopt::Error naming the
+  // kernel when an op has no host kernel or an attribute does not decode.
+  explicit PlanExecutor(const plan::Plan& plan, const KernelRegistry& kernels = KernelRegistry::builtin());
+  ~PlanExecutor();
+
+  const plan::Plan& plan() const { return plan_; }
+  // Checks the feeds against the plan's bindings (names, dtypes, dims).
+  NamedTensors run(const std::map<std::string, HostTensor>& inputs,
+                   StreamSchedule schedule = StreamSchedule::threads) const;
+
+ private:
+  struct Compiled;
+  void run_kernel(size_t k, std::byte* pool) const;
+
+  const plan::Plan& plan_;
+  std::unique_ptr<Compiled> compiled_;
+};
+
+}  // namespace geopt::ascend

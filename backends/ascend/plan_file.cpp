@@ -1,0 +1,167 @@
+#include "plan_file.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "execution_order.h"
+#include "onnx/proto_types.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace geopt::ascend {
+namespace {
+
+// The device format a value is in: NC1HWC0 where a layout conversion or a
+// fused conv produced it in that format.
+std::string format_of(const Value& v) {
+  const Node* p = v.producer();
+  if (p && p->domain == kGeoptDomain) {
+    const Attribute* a = p->attr(p->op_type == "TransData" ? "dst_format" : "data_format");
+    if (a && a->s == "NC1HWC0") return "NC1HWC0";
+  }
+  return v.type.shape && v.type.shape->rank() == 4 ? "NCHW" : "ND";
+}
+
+}  // namespace
+
+plan::Plan lower_to_plan(const LoweringInputs& in) {
+  const Graph& g = *in.model.graph;
+  plan::Plan p;
+  p.set_magic(kPlanMagic);
+  p.set_format_version(kPlanFormatVersion);
+  p.set_producer("geopt");
+  p.set_soc_version(in.soc_version);
+  for (const auto& o : in.model.opsets) {
+    auto* op = p.add_opsets();
+    op->set_domain(o.domain);
+    op->set_version(o.version);
+  }
+  auto ref = [&](const Value* v, plan::TensorRef* r) {
+    if (!v) {
+      r->set_absent(true);
+      return;
+    }
+    r->set_name(v->name());
+    r->set_dtype(static_cast<int32_t>(v->type.dtype));
+    r->set_size(static_bytes(*v));
+    for (const Dim& d : v->type.shape->dims()) r->add_dims(d.value());
+    r->set_format(format_of(*v));
+    if (v->initializer) {
+      r->set_region(plan::WEIGHT);
+      r->set_offset(in.memory.weight_offset.at(v));
+    } else {
+      r->set_region(plan::ACTIVATION);
+      r->set_offset(in.memory.buffers.at(in.memory.buffer_of.at(v)).offset);
+    }
+  };
+  for (size_t k = 0; k < in.order.size(); ++k) {
+    const Node& n = *g.nodes()[in.order[k]];
+    auto* kernel = p.add_kernels();
+    kernel->set_name(n.name);
+    kernel->set_op_type(n.op_type);
+    kernel->set_domain(n.domain);
+    for (const Attribute& a : n.attributes) {
+      onnx::AttributeProto ap;
+      onnx_io::attribute_to_proto(a, &ap);
+      kernel->add_attributes(ap.SerializeAsString());
+    }
+    for (const Value* v : n.inputs()) ref(v, kernel->add_inputs());
+    for (const Value* v : n.outputs()) ref(v, kernel->add_outputs());
+    kernel->set_stream(static_cast<uint32_t>(in.streams.stream_of[k]));
+    if (k < in.modeled_us.size()) kernel->set_modeled_us(in.modeled_us[k]);
+  }
+  p.set_stream_count(static_cast<uint32_t>(in.streams.stream_count));
+  for (size_t e = 0; e < in.streams.events.size(); ++e) {
+    const auto& ev = in.streams.events[e];
+    auto* pe = p.add_events();
+    pe->set_id(static_cast<uint32_t>(e));
+    pe->set_from_kernel(static_cast<uint32_t>(ev.from));
+    pe->set_to_kernel(static_cast<uint32_t>(ev.to));
+    p.mutable_kernels(static_cast<int>(ev.from))->add_record_events(static_cast<uint32_t>(e));
+    p.mutable_kernels(static_cast<int>(ev.to))->add_wait_events(static_cast<uint32_t>(e));
+  }
+  for (const Value* v : g.inputs())
+    if (!v->initializer) ref(v, p.add_inputs());
+  for (const Value* v : g.outputs()) ref(v, p.add_outputs());
+  p.set_activation_bytes(in.memory.pool_bytes);
+  p.set_weight_bytes(in.memory.weight_bytes);
+  std::string weights(in.memory.weight_bytes, '\0');
+  for (const auto& [v, offset] : in.memory.weight_offset) {
+    auto bytes = v->initializer->bytes();
+    if (!bytes.empty()) std::memcpy(weights.data() + offset, bytes.data(), bytes.size());
+  }
+  p.set_weights(std::move(weights));
+  auto* m = p.mutable_memory();
+  m->set_pool_bytes(in.memory.pool_bytes);
+  m->set_load_bytes(in.memory.load_bytes);
+  m->set_no_reuse_bytes(in.memory.no_reuse_bytes);
+  m->set_strategy(in.memory.strategy);
+  m->set_views(static_cast<uint32_t>(in.memory.views));
+  m->set_in_place(static_cast<uint32_t>(in.memory.in_place));
+  return p;
+}
+
+void write_plan(const plan::Plan& plan, const std::filesystem::path& path) {
+  std::string bytes;
+  if (!plan.SerializeToString(&bytes))
+    throw Error(path.string() + ": the plan cannot be serialized (a protobuf message cannot exceed 2 GB)");
+  write_file_atomically(path, bytes);
+}
+
+void check_plan(const plan::Plan& p, const std::string& where) {
+  if (p.magic() != kPlanMagic) throw Error(where + ": not a geopt plan file");
+  if (p.format_version() != kPlanFormatVersion)
+    throw Error(where + ": plan format version " + std::to_string(p.format_version()) + ", this geopt reads version " +
+                std::to_string(kPlanFormatVersion) + "; recompile the model with `geopt compile`");
+  if (p.weights().size() != p.weight_bytes()) throw Error(where + ": the weight region is truncated");
+  if (p.stream_count() == 0 && p.kernels_size() > 0) throw Error(where + ": the plan has kernels but no stream");
+  auto check_ref = [&](const plan::TensorRef& r, const std::string& what) {
+    if (r.absent()) return;
+    uint64_t limit = r.region() == plan::WEIGHT ? p.weight_bytes() : p.activation_bytes();
+    uint64_t elements = 1;
+    for (int64_t d : r.dims()) {
+      if (d < 0) throw Error(where + ": " + what + " '" + r.name() + "' has a negative dimension");
+      elements *= static_cast<uint64_t>(d);
+    }
+    size_t elem = dtype_size(static_cast<DType>(r.dtype()));
+    if (elem == 0 || elements * elem != r.size())
+      throw Error(where + ": " + what + " '" + r.name() + "': its dims and dtype do not match its size");
+    if (r.offset() > limit || r.size() > limit - r.offset())
+      throw Error(where + ": " + what + " '" + r.name() + "' lies outside its region");
+  };
+  for (int k = 0; k < p.kernels_size(); ++k) {
+    const auto& kernel = p.kernels(k);
+    const std::string what = "kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() + "')";
+    if (kernel.stream() >= p.stream_count()) throw Error(where + ": " + what + " is on a stream the plan lacks");
+    for (const auto& r : kernel.inputs()) check_ref(r, what + " input");
+    for (const auto& r : kernel.outputs()) {
+      check_ref(r, what + " output");
+      if (r.region() == plan::WEIGHT) throw Error(where + ": " + what + " writes into the weight region");
+    }
+    for (uint32_t e : kernel.wait_events())
+      if (static_cast<int>(e) >= p.events_size()) throw Error(where + ": " + what + " waits on a missing event");
+    for (uint32_t e : kernel.record_events())
+      if (static_cast<int>(e) >= p.events_size()) throw Error(where + ": " + what + " records a missing event");
+  }
+  for (const auto& e : p.events())
+    if (static_cast<int>(e.to_kernel()) >= p.kernels_size() || e.from_kernel() >= e.to_kernel())
+      throw Error(where + ": event " + std::to_string(e.id()) + " does not point forward between kernels");
+  for (const auto& r : p.inputs()) check_ref(r, "input");
+  for (const auto& r : p.outputs()) check_ref(r, "output");
+}
+
+plan::Plan read_plan(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw Error(path.string() + ": cannot open");
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  plan::Plan p;
+  if (!p.ParseFromString(buffer.str()))
+    throw Error(path.string() + ": not a valid plan file (protobuf parse failed: truncated or corrupt)");
+  check_plan(p, path.string());
+  return p;
+}
+
+}  // namespace geopt::ascend

@@ -1,0 +1,36 @@
+#pragma once
+// Lowering to the plan file (plan.proto): the optimized graph in issue order,
+// each kernel with its stream and events, every tensor at its planned place.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "memory_plan.h"
+#include "plan.pb.h"
+#include "stream_plan.h"
+
+namespace geopt::ascend {
+
+inline constexpr const char* kPlanMagic = "geopt.plan";
+inline constexpr uint32_t kPlanFormatVersion = 1;
+
+struct LoweringInputs {
+  const Model& model;
+  const std::vector<size_t>& order;
+  const MemoryPlan& memory;
+  const StreamPlan& streams;
+  std::string soc_version;
+  std::vector<double> modeled_us;  // per position in the order; may be empty
+};
+
+plan::Plan lower_to_plan(const LoweringInputs& in);
+
+// Atomic write; reading checks magic, version and internal consistency and
+// throws geopt::Error naming the file.
+void write_plan(const plan::Plan& plan, const std::filesystem::path& path);
+plan::Plan read_plan(const std::filesystem::path& path);
+// The consistency checks read_plan applies (also for plans built in memory).
+void check_plan(const plan::Plan& plan, const std::string& where);
+
+}  // namespace geopt::ascend

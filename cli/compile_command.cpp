@@ -1,0 +1,164 @@
+#include "compile_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "ascend/cost_model.h"
+#include "ascend/execution_order.h"
+#include "ascend/memory_plan.h"
+#include "ascend/optimizer.h"
+#include "ascend/plan_executor.h"
+#include "ascend/plan_file.h"
+#include "ascend/stream_plan.h"
+#include "eval/compare.h"
+#include "eval/evaluator.h"
+#include "onnx/import.h"
+#include "profile_options.h"
+#include "rule_options.h"
+#include "util/error.h"
+
+namespace geopt::cli {
+namespace {
+
+struct CompileOptions {
+  std::string model, output;
+  RuleOptions rules;
+  ProfileOptions profile;
+  bool no_optimize = false;
+  bool disable_reuse = false;
+  bool single_stream = false;
+  size_t max_streams = 4;
+  bool no_check = false;
+  double check_tolerance = 1e-4;
+  bool json = false;
+};
+
+double mib(double bytes) { return bytes / (1 << 20); }
+
+int run(const CompileOptions& o) {
+  auto started = std::chrono::steady_clock::now();
+  auto ms_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+  };
+  ascend::HardwareProfile profile = o.profile.load();
+  Model input = import_onnx(o.model);
+  ascend::OptimizeOptions opts;
+  opts.cost.precision_mode = o.profile.precision;
+  std::optional<ascend::OptimizeResult> optimized;
+  if (!o.no_optimize) optimized = ascend::optimize(input, *o.rules.load(), profile, opts);
+  const Model& model = optimized ? optimized->model : input;
+  const double optimize_ms = ms_since(started);
+
+  auto phase = std::chrono::steady_clock::now();
+  const Graph& g = *model.graph;
+  std::vector<size_t> order = ascend::memory_aware_order(g);
+  ascend::MemoryPlan memory = ascend::plan_memory(g, order, {.reuse = !o.disable_reuse});
+  ascend::validate_memory_plan(memory);
+  ascend::StreamPlan streams = ascend::plan_streams(g, order, memory, {.max_streams = o.single_stream ? 1 : o.max_streams});
+  ascend::validate_stream_plan(streams);
+  std::vector<double> modeled;
+  for (size_t k : order)
+    modeled.push_back(ascend::cost_of(ascend::work_of(*g.nodes()[k], opts.cost), profile).total_us);
+  plan::Plan plan = ascend::lower_to_plan({model, order, memory, streams, profile.soc_version, modeled});
+  const double lower_ms = ms_since(phase);
+
+  double max_abs = 0;
+  std::string check_note = "off (--no-check)";
+  bool check_ok = true;
+  if (!o.no_check) {
+    auto feeds = random_inputs(input, 0);
+    NamedTensors want = Evaluator(input).run(feeds);
+    ascend::PlanExecutor executor(plan);
+    for (auto schedule : {ascend::StreamSchedule::threads, ascend::StreamSchedule::adversarial}) {
+      NamedTensors got = executor.run(feeds, schedule);
+      for (size_t i = 0; i < want.size(); ++i) {
+        TensorDiff d = diff(got[i].second, want[i].second);
+        if (!d.comparable) throw Error("--check: plan output '" + want[i].first + "' differs: " + d.mismatch);
+        max_abs = std::max(max_abs, d.max_abs + (d.nan_mismatches ? 1e30 : 0));
+      }
+    }
+    check_ok = max_abs <= o.check_tolerance;
+    char text[160];
+    std::snprintf(text, sizeof text, "plan executor vs reference on the original: max abs error %.3g over %zu output(s), threads and adversarial schedules (tolerance %g): %s",
+                  max_abs, want.size(), o.check_tolerance, check_ok ? "ok" : "FAILED");
+    check_note = text;
+  }
+  if (check_ok && !o.output.empty()) ascend::write_plan(plan, o.output);
+
+  size_t dependencies = streams.cross_stream_dependencies;
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["model"] = o.model;
+    j["soc_version"] = profile.soc_version;
+    if (optimized) {
+      const auto& r = *optimized;
+      j["kernels"] = {{"before", r.before.kernels}, {"after", r.after.kernels}};
+      j["latency_us"] = {{"before", r.before.latency_us}, {"after", r.after.latency_us}};
+      j["fusion_rate"] = r.fusion_rate;
+      auto fused = nlohmann::ordered_json::object();
+      for (const auto& [name, n] : r.selected) fused[name] = n;
+      j["fused"] = fused;
+    }
+    j["memory"] = {{"pool_bytes", memory.pool_bytes}, {"load_bytes", memory.load_bytes},
+                   {"no_reuse_bytes", memory.no_reuse_bytes}, {"weight_bytes", memory.weight_bytes},
+                   {"reuse_rate", memory.reuse_rate()}, {"strategy", memory.strategy},
+                   {"strategies", memory.strategy_pool_bytes}, {"views", memory.views}, {"in_place", memory.in_place}};
+    j["streams"] = {{"count", streams.stream_count}, {"events", streams.events.size()}, {"cross_stream_dependencies", dependencies}};
+    j["check"] = o.no_check ? nlohmann::ordered_json{{"skipped", check_note}}
+                            : nlohmann::ordered_json{{"max_abs_error", max_abs}, {"tolerance", o.check_tolerance}, {"ok", check_ok}};
+    j["time_ms"] = {{"optimize", optimize_ms}, {"lower", lower_ms}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("model            %s\n", o.model.c_str());
+    std::printf("profile          %s (%s)\n", profile.soc_version.c_str(), o.profile.precision.c_str());
+    if (optimized) {
+      const auto& r = *optimized;
+      std::string fused;
+      for (const auto& [name, n] : r.selected) fused += (fused.empty() ? "" : ", ") + name + " x" + std::to_string(n);
+      std::printf("fused            %s\n", fused.empty() ? "nothing" : fused.c_str());
+      std::printf("kernels          %zu -> %zu (fusion rate %.0f%%)\n", r.before.kernels, r.after.kernels, 100 * r.fusion_rate);
+      std::printf("modeled latency  %.1f us -> %.1f us (one stream)\n", r.before.latency_us, r.after.latency_us);
+    }
+    std::printf("memory           pool %.2f MiB (LOAD %.2f MiB, %.3fx); without reuse %.2f MiB; reuse rate %.0f%%\n", mib(memory.pool_bytes),
+                mib(memory.load_bytes), memory.load_bytes ? double(memory.pool_bytes) / double(memory.load_bytes) : 1.0,
+                mib(memory.no_reuse_bytes), 100 * memory.reuse_rate());
+    std::printf("                 strategy %s; %zu views, %zu in place; weights %.2f MiB\n", memory.strategy.c_str(), memory.views,
+                memory.in_place, mib(memory.weight_bytes));
+    std::printf("streams          %zu stream(s), %zu event(s) for %zu cross-stream dependencies\n", streams.stream_count,
+                streams.events.size(), dependencies);
+    std::printf("check            %s\n", check_note.c_str());
+    std::printf("time             optimize %.1f ms, lower %.1f ms\n", optimize_ms, lower_ms);
+    if (check_ok && !o.output.empty()) std::printf("written          %s\n", o.output.c_str());
+  }
+  if (!check_ok) {
+    std::fprintf(stderr, "geopt: error: the plan's outputs differ from the original model's by %g (tolerance %g); nothing written\n",
+                 max_abs, o.check_tolerance);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_compile_command(CLI::App& app) {
+  auto o = std::make_shared<CompileOptions>();
+  CLI::App* cmd = app.add_subcommand("compile", "Optimize a model and compile it to an execution plan (memory, streams, events)");
+  cmd->add_option("model", o->model, "ONNX model")->required();
+  cmd->add_option("-o,--output", o->output, "Where to write the plan");
+  o->rules.add_to(cmd);
+  o->profile.add_to(cmd);
+  cmd->add_flag("--no-optimize", o->no_optimize, "Lower the model as it is, without the rules");
+  cmd->add_flag("--disable-reuse-memory", o->disable_reuse, "Give every tensor its own bytes (ATC's option, for debugging)");
+  cmd->add_flag("--enable-single-stream", o->single_stream, "Put every kernel on one stream (ATC's option)");
+  cmd->add_option("--max-streams", o->max_streams, "Streams at most")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_flag("--no-check", o->no_check, "Skip running the plan against the original");
+  cmd->add_option("--check-tolerance", o->check_tolerance, "Max abs error the check allows")->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print the report as JSON");
+  return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
+}
+
+}  // namespace geopt::cli

@@ -1,0 +1,221 @@
+// Lowering: execution order, memory plan, streams/events, plan file, executor.
+// The executor computes at the planned offsets with the planned events, so
+// these tests also prove that corrupting a plan changes the numbers.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ascend/execution_order.h"
+#include "ascend/hardware_profile.h"
+#include "ascend/memory_plan.h"
+#include "ascend/optimizer.h"
+#include "ascend/plan_executor.h"
+#include "ascend/plan_file.h"
+#include "ascend/stream_plan.h"
+#include "dsl_support.h"
+#include "eval/compare.h"
+#include "eval/evaluator.h"
+#include "onnx/import.h"
+#include "test_support.h"
+#include "util/error.h"
+
+namespace geopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Lowered {
+  std::vector<size_t> order;
+  ascend::MemoryPlan memory;
+  ascend::StreamPlan streams;
+  plan::Plan plan;
+};
+
+Lowered lower(const Model& m, bool reuse = true, size_t max_streams = 4) {
+  Lowered l;
+  l.order = ascend::memory_aware_order(*m.graph);
+  l.memory = ascend::plan_memory(*m.graph, l.order, {.reuse = reuse});
+  l.streams = ascend::plan_streams(*m.graph, l.order, l.memory, {.max_streams = max_streams});
+  l.plan = ascend::lower_to_plan({m, l.order, l.memory, l.streams, "Ascend910B1", {}});
+  return l;
+}
+
+// Largest abs difference of the plan's outputs from the reference on `original`;
+// infinity when a shape differs or a NaN appears on one side only.
+double plan_error(const plan::Plan& p, const Model& original, ascend::StreamSchedule schedule) {
+  auto feeds = random_inputs(original, 7);
+  NamedTensors want = Evaluator(original).run(feeds);
+  NamedTensors got = ascend::PlanExecutor(p).run(feeds, schedule);
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    TensorDiff d = diff(got[i].second, want[i].second);
+    if (!d.comparable || d.nan_mismatches) return INFINITY;
+    worst = std::max(worst, d.max_abs);
+  }
+  return worst;
+}
+
+std::vector<fs::path> static_examples() {
+  std::vector<fs::path> out;
+  for (const auto& p : test::example_models())
+    if (p.filename().string().find("dynamic") == std::string::npos) out.push_back(p);
+  return out;
+}
+
+TEST_CASE("every example model compiles, optimized or not, and its plan computes what the model computes") {
+  auto rules = test::load_rules({test::shipped_rules()});
+  auto profile = ascend::load_profile("Ascend910B1");
+  size_t multi_stream = 0;
+  for (const auto& path : static_examples()) {
+    INFO(path.filename().string());
+    Model original = import_onnx(path);
+    ascend::OptimizeResult r = ascend::optimize(original, *rules, profile);
+    for (const Model* m : {&original, &r.model}) {
+      Lowered l = lower(*m);
+      ascend::validate_memory_plan(l.memory);
+      ascend::validate_stream_plan(l.streams);
+      CHECK(l.memory.pool_bytes >= l.memory.load_bytes);
+      CHECK(l.memory.pool_bytes <= l.memory.strategy_pool_bytes.at("greedy by size"));
+      CHECK(l.memory.pool_bytes < l.memory.no_reuse_bytes);
+      CHECK(plan_error(l.plan, original, ascend::StreamSchedule::threads) <= 1e-4);
+      CHECK(plan_error(l.plan, original, ascend::StreamSchedule::adversarial) <= 1e-4);
+      multi_stream += l.streams.stream_count > 1 && !l.streams.events.empty();
+    }
+  }
+  CHECK(multi_stream >= 4);  // the transformers and ResNet branch
+}
+
+TEST_CASE("the execution order is topological and frees a wide branch before starting the next") {
+  Model m = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[1,4096] x) => (float[1,1] y) {
+      a1 = Relu(x)
+      b1 = Sigmoid(x)
+      a2 = ReduceSum(a1)
+      b2 = ReduceSum(b1)
+      y = Add(a2, b2)
+    })"), "order.onnx");
+  auto order = ascend::memory_aware_order(*m.graph);
+  std::vector<std::string> names;
+  for (size_t k : order) names.push_back(m.graph->nodes()[k]->op_type);
+  // Each 16 KiB branch is reduced before the other starts, so two never live at once.
+  CHECK(names == std::vector<std::string>{"Relu", "ReduceSum", "Sigmoid", "ReduceSum", "Add"});
+}
+
+TEST_CASE("the memory plan: views share bytes, in-place reuse, no reuse when disabled, validator catches overlap") {
+  Model m = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  Lowered l = lower(m);
+  CHECK(l.memory.views > 0);
+  CHECK(l.memory.in_place > 0);
+  for (const auto& b : l.memory.buffers) CHECK(b.offset % ascend::kMemoryAlignment == 0);
+  Lowered none = lower(m, false);
+  CHECK(none.memory.pool_bytes == none.memory.no_reuse_bytes);
+  CHECK(none.memory.in_place == 0);
+  CHECK(plan_error(none.plan, m, ascend::StreamSchedule::adversarial) <= 1e-4);
+
+  // Two buffers alive together moved onto the same bytes.
+  ascend::MemoryPlan broken = l.memory;
+  auto& bufs = broken.buffers;
+  size_t a = 0, b = 0;
+  for (size_t i = 0; i < bufs.size() && !b; ++i)
+    for (size_t j = i + 1; j < bufs.size(); ++j)
+      if (bufs[i].first_step <= bufs[j].last_step && bufs[j].first_step <= bufs[i].last_step) {
+        a = i, b = j;
+        break;
+      }
+  REQUIRE(b != 0);
+  bufs[b].offset = bufs[a].offset;
+  CHECK_THROWS_WITH_AS(ascend::validate_memory_plan(broken), doctest::Contains("are alive together and share bytes"), Error);
+}
+
+// Moves every reference to tensor `name` to `offset`.
+void move_tensor(plan::Plan& p, const std::string& name, uint64_t offset) {
+  for (auto& k : *p.mutable_kernels()) {
+    for (auto& r : *k.mutable_inputs())
+      if (r.name() == name) r.set_offset(offset);
+    for (auto& r : *k.mutable_outputs())
+      if (r.name() == name) r.set_offset(offset);
+  }
+  for (auto& r : *p.mutable_outputs())
+    if (r.name() == name) r.set_offset(offset);
+}
+
+TEST_CASE("fault injection: a tensor moved onto a live one, or a dropped event, changes the numbers") {
+  auto rules = test::load_rules({test::shipped_rules()});
+  Model original = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  Model optimized = ascend::optimize(original, *rules, ascend::load_profile("Ascend910B1")).model;
+  Lowered l = lower(optimized);
+  REQUIRE(plan_error(l.plan, original, ascend::StreamSchedule::adversarial) <= 1e-4);
+
+  SUBCASE("offset shifted onto a live tensor") {
+    // A kernel's output moved onto the bytes of a tensor produced earlier and read after it.
+    const auto& ks = l.plan.kernels();
+    bool injected = false;
+    for (int k = 1; k < ks.size() && !injected; ++k) {
+      const auto& out = ks[k].outputs(0);
+      for (int e = 0; e < k && !injected; ++e) {
+        const auto& live = ks[e].outputs(0);
+        bool read_later = false;
+        for (int r = k + 1; r < ks.size(); ++r)
+          for (const auto& in : ks[r].inputs()) read_later = read_later || in.name() == live.name();
+        if (!read_later || live.region() != plan::ACTIVATION || live.offset() + out.size() > l.plan.activation_bytes()) continue;
+        plan::Plan faulty = l.plan;
+        move_tensor(faulty, out.name(), live.offset());
+        CHECK(plan_error(faulty, original, ascend::StreamSchedule::adversarial) > 1e-3);
+        injected = true;
+      }
+    }
+    CHECK(injected);
+  }
+  SUBCASE("one event dropped") {
+    REQUIRE(l.plan.events_size() > 0);
+    plan::Plan faulty = l.plan;
+    const auto& ev = faulty.events(0);
+    auto* waiter = faulty.mutable_kernels(static_cast<int>(ev.to_kernel()))->mutable_wait_events();
+    waiter->erase(std::find(waiter->begin(), waiter->end(), ev.id()));
+    CHECK(plan_error(faulty, original, ascend::StreamSchedule::adversarial) > 1e-3);
+
+    ascend::StreamPlan missing = l.streams;
+    missing.events.erase(missing.events.begin());
+    CHECK_THROWS_WITH_AS(ascend::validate_stream_plan(missing), doctest::Contains("no event orders them"), Error);
+  }
+}
+
+TEST_CASE("streams: independent branches get their own streams; --enable-single-stream needs no events") {
+  Model m = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  Lowered l = lower(m);
+  CHECK(l.streams.stream_count > 1);
+  CHECK(l.streams.events.size() < l.streams.cross_stream_dependencies);  // implied ones pruned
+  for (const auto& e : l.streams.events) CHECK(l.streams.stream_of[e.from] != l.streams.stream_of[e.to]);
+  Lowered one = lower(m, true, 1);
+  CHECK(one.streams.stream_count == 1);
+  CHECK(one.streams.events.empty());
+  CHECK(plan_error(one.plan, m, ascend::StreamSchedule::threads) <= 1e-4);
+}
+
+TEST_CASE("plan files round-trip byte for byte; corrupt and foreign ones get a clear error") {
+  Model m = import_onnx(test::examples_dir() / "resnet18_narrow_op13.onnx");
+  Lowered l = lower(m);
+  fs::path dir = test::scratch_dir("plan");
+  ascend::write_plan(l.plan, dir / "a.plan");
+  plan::Plan back = ascend::read_plan(dir / "a.plan");
+  CHECK(back.SerializeAsString() == l.plan.SerializeAsString());
+  CHECK(plan_error(back, m, ascend::StreamSchedule::threads) <= 1e-4);
+  ascend::write_plan(lower(m).plan, dir / "b.plan");
+  CHECK(test::read_file(dir / "a.plan") == test::read_file(dir / "b.plan"));  // deterministic
+
+  std::string bytes = test::read_file(dir / "a.plan");
+  test::write_file(dir / "cut.plan", bytes.substr(0, bytes.size() / 2));
+  CHECK_THROWS_WITH_AS(ascend::read_plan(dir / "cut.plan"), doctest::Contains("cut.plan"), Error);
+  plan::Plan old = l.plan;
+  old.set_format_version(0);
+  ascend::write_plan(old, dir / "old.plan");
+  CHECK_THROWS_WITH_AS(ascend::read_plan(dir / "old.plan"), doctest::Contains("format version 0"), Error);
+  CHECK_THROWS_WITH_AS(ascend::read_plan(test::examples_dir() / "resnet18_narrow_op13.onnx"), doctest::Contains("plan"), Error);
+  plan::Plan outside = l.plan;
+  outside.mutable_kernels(0)->mutable_outputs(0)->set_offset(outside.activation_bytes());
+  CHECK_THROWS_WITH_AS(ascend::PlanExecutor{outside}, doctest::Contains("lies outside its region"), Error);
+}
+
+}  // namespace
+}  // namespace geopt

@@ -14,6 +14,7 @@
 #include "info_command.h"
 #include "logging.h"
 #include "optimize_command.h"
+#include "plan_command.h"
 #include "rules_command.h"
 #include "run_command.h"
 #include "util/error.h"
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
   commands.push_back(geopt::cli::add_optimize_command(app));
   commands.push_back(geopt::cli::add_explain_command(app));
   commands.push_back(geopt::cli::add_compile_command(app));
+  commands.push_back(geopt::cli::add_plan_command(app));
 
   try {
     app.parse(argc, argv);

@@ -9,7 +9,11 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
 
+#include "ascend/plan_executor.h"
+#include "ascend/plan_file.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
 #include "io/npy.h"
@@ -52,10 +56,49 @@ std::pair<std::string, std::string> split_assignment(const std::string& arg, con
   return {arg.substr(0, eq), arg.substr(eq + 1)};
 }
 
+// What `run` executes: an ONNX model in the reference evaluator, or a plan in
+// the plan executor (files ending in .plan).
+struct Runner {
+  std::optional<Model> model;
+  std::optional<Evaluator> evaluator;
+  std::optional<plan::Plan> plan;
+  std::optional<ascend::PlanExecutor> executor;
+
+  explicit Runner(const std::string& path) {
+    if (fs::path(path).extension() == ".plan") {
+      plan = ascend::read_plan(path);
+      executor.emplace(*plan);
+    } else {
+      model = import_onnx(path);
+      evaluator.emplace(*model);
+    }
+  }
+  std::vector<std::string> required_inputs() const {
+    std::vector<std::string> names;
+    if (plan)
+      for (const auto& r : plan->inputs()) names.push_back(r.name());
+    else
+      for (const Value* v : evaluator->required_inputs()) names.push_back(v->name());
+    return names;
+  }
+  std::map<std::string, HostTensor> random(uint64_t seed, const std::map<std::string, int64_t>& symbols) const {
+    if (model) return random_inputs(*model, seed, symbols);
+    std::mt19937_64 rng(seed);
+    std::map<std::string, HostTensor> feeds;
+    for (const auto& r : plan->inputs())
+      feeds[r.name()] = random_tensor(static_cast<DType>(r.dtype()), {r.dims().begin(), r.dims().end()}, rng);
+    return feeds;
+  }
+  NamedTensors run(const std::map<std::string, HostTensor>& feeds, OpProfile* profile) const {
+    if (executor) return executor->run(feeds);
+    return evaluator->run(feeds, profile);
+  }
+};
+
 int run(const RunOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
-  Model model = import_onnx(o.model);
-  Evaluator ev(model);
+  Runner runner(o.model);
+  if (runner.plan && o.profile) throw Error("--profile times ONNX models; for a plan use `geopt profile`");
   std::map<std::string, int64_t> symbols;
   for (const auto& d : o.dims) {
     auto [name, value] = split_assignment(d, "--dim");
@@ -65,30 +108,37 @@ int run(const RunOptions& o) {
       throw Error("--dim '" + d + "': value is not an integer");
     }
   }
+  // With --compare ORIGINAL.onnx, random inputs follow the original's types.
+  const bool compare_model = !o.compare_dir.empty() && fs::path(o.compare_dir).extension() == ".onnx";
+  std::optional<Model> reference;
+  if (compare_model) reference = import_onnx(o.compare_dir);
   std::map<std::string, HostTensor> feeds;
-  if (o.random) feeds = random_inputs(model, o.seed, symbols);
+  if (o.random) feeds = reference ? random_inputs(*reference, o.seed, symbols) : runner.random(o.seed, symbols);
   for (const auto& in : o.inputs) {
     auto [name, file] = split_assignment(in, "--input");
     feeds[name] = read_npy(file);
   }
   if (!o.random)
-    for (const Value* v : ev.required_inputs())
-      if (!feeds.count(v->name()))
-        throw Error("input '" + v->name() + "' is not given: pass --input " + v->name() + "=FILE.npy or --random-inputs");
+    for (const auto& name : runner.required_inputs())
+      if (!feeds.count(name))
+        throw Error("input '" + name + "' is not given: pass --input " + name + "=FILE.npy or --random-inputs");
 
   if (!o.save_inputs_dir.empty()) {
     fs::create_directories(o.save_inputs_dir);
     for (const auto& [name, t] : feeds) write_npy(fs::path(o.save_inputs_dir) / file_name_for(name), t);
   }
-  for (int i = 0; i < o.warmup; ++i) ev.run(feeds);
+  for (int i = 0; i < o.warmup; ++i) runner.run(feeds, nullptr);
   std::vector<double> times;
   NamedTensors outs;
   OpProfile profile;
   for (int i = 0; i < std::max(o.repeat, 1); ++i) {
     auto start = std::chrono::steady_clock::now();
-    outs = ev.run(feeds, o.profile ? &profile : nullptr);
+    outs = runner.run(feeds, o.profile ? &profile : nullptr);
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
+  std::map<std::string, HostTensor> expected;
+  if (reference)
+    for (auto& [name, t] : Evaluator(*reference).run(feeds)) expected[name] = std::move(t);
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   const double ms = sorted[sorted.size() / 2];
@@ -113,8 +163,8 @@ int run(const RunOptions& o) {
     nlohmann::ordered_json e{{"name", name}, {"shape", t.shape_string()}};
     std::string line = "  " + name + "  " + t.shape_string();
     if (!o.compare_dir.empty()) {
-      fs::path ref_path = fs::path(o.compare_dir) / file_name_for(name);
-      TensorDiff d = diff(t, read_npy(ref_path));
+      if (reference && !expected.count(name)) throw Error("--compare: " + o.compare_dir + " has no output '" + name + "'");
+      TensorDiff d = diff(t, reference ? expected.at(name) : read_npy(fs::path(o.compare_dir) / file_name_for(name)));
       bool ok = d.comparable && d.nan_mismatches == 0 && d.max_abs <= o.atol;
       all_ok = all_ok && ok;
       char buf[160];
@@ -158,14 +208,14 @@ int run(const RunOptions& o) {
 
 std::function<int()> add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand("run", "Run a model with the reference evaluator and write or compare its outputs");
-  cmd->add_option("model", o->model, "ONNX model file")->required();
+  CLI::App* cmd = app.add_subcommand("run", "Run an ONNX model (reference evaluator) or a compiled .plan (plan executor); write or compare its outputs");
+  cmd->add_option("model", o->model, "ONNX model or .plan file")->required();
   cmd->add_option("--input", o->inputs, "Input as NAME=FILE.npy (repeatable)");
   cmd->add_flag("--random-inputs", o->random, "Feed uniform random inputs (floats in [-1,1), integers in {0,1})");
   cmd->add_option("--seed", o->seed, "Seed for --random-inputs")->capture_default_str();
   cmd->add_option("--dim", o->dims, "Symbolic dim value for --random-inputs, as NAME=N (default 1)");
   cmd->add_option("--output-dir", o->output_dir, "Write each output as DIR/<name>.npy ('/' and other odd characters become '_')");
-  cmd->add_option("--compare", o->compare_dir, "Compare with DIR/<name>.npy; exit 1 when an output is off by more than --atol");
+  cmd->add_option("--compare", o->compare_dir, "Compare with DIR/<name>.npy, or with ORIGINAL.onnx run by the reference evaluator on the same inputs; exit 1 when an output is off by more than --atol");
   cmd->add_option("--atol", o->atol, "Max abs error allowed by --compare")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads for the kernels (default: all cores)");
   cmd->add_option("--save-inputs", o->save_inputs_dir, "Write the inputs used (e.g. random ones) as DIR/<name>.npy");

@@ -116,6 +116,23 @@ NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs, OpP
   return outs;
 }
 
+HostTensor random_tensor(DType dtype, const std::vector<int64_t>& dims, std::mt19937_64& rng) {
+  HostTensor t(dtype, dims);
+  const int64_t n = t.size();
+  if (is_float(dtype)) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    HostTensor f(DType::F32, dims);
+    for (int64_t i = 0; i < n; ++i) f.mutable_data<float>()[i] = u(rng);
+    t = cast_tensor(f, dtype);
+  } else if (dtype != DType::String) {
+    // Small non-negative integers are valid ids, masks, indices and bools.
+    HostTensor idx(DType::I64, dims);
+    for (int64_t i = 0; i < n; ++i) idx.mutable_data<int64_t>()[i] = static_cast<int64_t>(rng() % 2);
+    t = cast_tensor(idx, dtype);
+  }
+  return t;
+}
+
 std::map<std::string, HostTensor> random_inputs(const Model& model, uint64_t seed,
                                                 const std::map<std::string, int64_t>& symbol_values) {
   std::mt19937_64 rng(seed);
@@ -129,20 +146,7 @@ std::map<std::string, HostTensor> random_inputs(const Model& model, uint64_t see
       else if (d.is_symbolic() && symbol_values.count(d.symbol_name())) dims.push_back(symbol_values.at(d.symbol_name()));
       else dims.push_back(1);
     }
-    HostTensor t(v->type.dtype, dims);
-    const int64_t n = t.size();
-    if (is_float(v->type.dtype)) {
-      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-      HostTensor f(DType::F32, dims);
-      for (int64_t i = 0; i < n; ++i) f.mutable_data<float>()[i] = u(rng);
-      t = cast_tensor(f, v->type.dtype);
-    } else if (v->type.dtype != DType::String) {
-      // Small non-negative integers are valid ids, masks, indices and bools.
-      HostTensor idx(DType::I64, dims);
-      for (int64_t i = 0; i < n; ++i) idx.mutable_data<int64_t>()[i] = static_cast<int64_t>(rng() % 2);
-      t = cast_tensor(idx, v->type.dtype);
-    }
-    feeds[v->name()] = std::move(t);
+    feeds[v->name()] = random_tensor(v->type.dtype, dims, rng);
   }
   return feeds;
 }

@@ -2,6 +2,7 @@
 // The reference evaluator: runs an IR graph on the host, node by node in
 // topological order, with the built-in kernels. No hardware knowledge.
 #include <map>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,9 @@ class Evaluator {
   const KernelRegistry& kernels_;
   std::vector<const KernelInfo*> node_kernels_;
 };
+
+// A random tensor as random_inputs makes them.
+HostTensor random_tensor(DType dtype, const std::vector<int64_t>& dims, std::mt19937_64& rng);
 
 // Random inputs for every required graph input (uniform [-1,1) floats; small
 // non-negative integers; `symbol_values` fixes symbolic dims, default 1).

@@ -1,0 +1,77 @@
+#include "plan_command.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "ascend/plan_file.h"
+#include "ir/dtype.h"
+#include "util/error.h"
+
+namespace geopt::cli {
+namespace {
+
+struct PlanOptions {
+  std::string plan;
+  bool json = false;
+};
+
+std::string tensor_text(const plan::TensorRef& r) {
+  if (r.absent()) return "-";
+  std::string dims;
+  for (int i = 0; i < r.dims_size(); ++i) dims += (i ? "," : "") + std::to_string(r.dims(i));
+  return r.name() + " " + dtype_name(static_cast<DType>(r.dtype())) + "[" + dims + "] " + r.format() + " @" +
+         (r.region() == plan::WEIGHT ? "weight" : "pool") + "+" + std::to_string(r.offset());
+}
+
+int dump(const PlanOptions& o) {
+  plan::Plan p = ascend::read_plan(o.plan);
+  if (o.json) {
+    p.clear_weights();  // bytes; the sizes and offsets stay
+    std::string text;
+    google::protobuf::util::JsonPrintOptions options;
+    options.add_whitespace = true;
+    options.preserve_proto_field_names = true;
+    if (!google::protobuf::util::MessageToJsonString(p, &text, options).ok()) throw Error(o.plan + ": cannot print as JSON");
+    std::cout << text;
+    return 0;
+  }
+  const auto& m = p.memory();
+  std::printf("plan             %s (format %u, by %s)\n", o.plan.c_str(), p.format_version(), p.producer().c_str());
+  std::printf("soc_version      %s\n", p.soc_version().c_str());
+  std::printf("kernels          %d on %u stream(s), %d event(s)\n", p.kernels_size(), p.stream_count(), p.events_size());
+  std::printf("memory           pool %llu B (LOAD %llu B, without reuse %llu B; %s), weights %llu B\n",
+              static_cast<unsigned long long>(m.pool_bytes()), static_cast<unsigned long long>(m.load_bytes()),
+              static_cast<unsigned long long>(m.no_reuse_bytes()), m.strategy().c_str(),
+              static_cast<unsigned long long>(p.weight_bytes()));
+  for (const auto& r : p.inputs()) std::printf("input            %s\n", tensor_text(r).c_str());
+  for (const auto& r : p.outputs()) std::printf("output           %s\n", tensor_text(r).c_str());
+  for (int k = 0; k < p.kernels_size(); ++k) {
+    const auto& kernel = p.kernels(k);
+    std::printf("#%-4d stream %u  %s%s%s '%s'  %.2f us\n", k, kernel.stream(), kernel.domain().c_str(),
+                kernel.domain().empty() ? "" : "::", kernel.op_type().c_str(), kernel.name().c_str(), kernel.modeled_us());
+    for (uint32_t e : kernel.wait_events())
+      std::printf("      wait   event %u (from #%u)\n", e, p.events(static_cast<int>(e)).from_kernel());
+    for (const auto& r : kernel.inputs()) std::printf("      in     %s\n", tensor_text(r).c_str());
+    for (const auto& r : kernel.outputs()) std::printf("      out    %s\n", tensor_text(r).c_str());
+    for (uint32_t e : kernel.record_events())
+      std::printf("      record event %u (for #%u)\n", e, p.events(static_cast<int>(e)).to_kernel());
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_plan_command(CLI::App& app) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* cmd = app.add_subcommand("plan", "Inspect a compiled plan");
+  cmd->require_subcommand(1);
+  CLI::App* dump_cmd = cmd->add_subcommand("dump", "Print a plan: kernels, streams, events, tensors and memory");
+  dump_cmd->add_option("plan", o->plan, "Plan file (from geopt compile)")->required();
+  dump_cmd->add_flag("--json", o->json, "Print the plan as JSON (without the weight bytes)");
+  return [dump_cmd, o]() -> int { return *dump_cmd ? dump(*o) : -1; };
+}
+
+}  // namespace geopt::cli

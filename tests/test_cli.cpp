@@ -172,3 +172,58 @@ TEST_CASE("geopt rules list, test and --dump-automaton") {
   CHECK(dump.out.find("ask op@root") != std::string::npos);
   CHECK(dump.out.find("accept LayerNormFusion#") != std::string::npos);
 }
+
+TEST_CASE("geopt compile writes a plan that geopt run checks against torch and the original; plan dump reads it") {
+  fs::path m = geopt::test::examples_dir() / "bert_tiny_op13";
+  fs::path dir = geopt::test::scratch_dir("compile");
+  fs::path plan = dir / "bert.plan";
+  auto c = run_cli({"compile", m.string() + ".onnx", "-o", plan.string()});
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.out.find("fused            AttentionFusion x2, GeluErf x2, LayerNormFusion x5") != std::string::npos);
+  CHECK(c.out.find("reuse rate") != std::string::npos);
+  CHECK(c.out.find("threads and adversarial schedules (tolerance 0.0001): ok") != std::string::npos);
+  REQUIRE(fs::exists(plan));
+
+  auto torch = run_cli({"run", plan.string(), "--input", "input_ids=" + (m / "inputs" / "input_ids.npy").string(), "--input",
+                        "attention_mask=" + (m / "inputs" / "attention_mask.npy").string(), "--compare", (m / "outputs").string()});
+  CHECK(torch.exit_code == 0);
+  CHECK(torch.out.find("pooled  f32[1,64]") != std::string::npos);
+  auto original = run_cli({"run", plan.string(), "--random-inputs", "--compare", m.string() + ".onnx", "--json"});
+  REQUIRE(original.exit_code == 0);
+  CHECK(nlohmann::json::parse(original.out)["within_tolerance"] == true);
+
+  auto dump = run_cli({"plan", "dump", plan.string()});
+  CHECK(dump.exit_code == 0);
+  CHECK(dump.out.find("soc_version      Ascend910B1") != std::string::npos);
+  CHECK(dump.out.find("wait   event 0") != std::string::npos);
+  auto json = run_cli({"plan", "dump", plan.string(), "--json"});
+  REQUIRE(json.exit_code == 0);
+  auto j = nlohmann::json::parse(json.out);
+  CHECK(j["magic"] == "geopt.plan");
+  CHECK(j["kernels"].size() > 10);
+
+  // One stream and no reuse, as ATC's debugging options ask.
+  auto single = run_cli({"compile", m.string() + ".onnx", "--enable-single-stream", "--disable-reuse-memory", "--json"});
+  REQUIRE(single.exit_code == 0);
+  auto s = nlohmann::json::parse(single.out);
+  CHECK(s["streams"]["count"] == 1);
+  CHECK(s["streams"]["events"] == 0);
+  CHECK(s["memory"]["pool_bytes"] == s["memory"]["no_reuse_bytes"]);
+  CHECK(s["check"]["ok"] == true);
+}
+
+TEST_CASE("geopt compile and geopt run on bad input: clear errors, exit 1, nothing written") {
+  fs::path dir = geopt::test::scratch_dir("compile-bad");
+  auto dynamic = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string(), "-o",
+                          (dir / "d.plan").string()});
+  CHECK(dynamic.exit_code == 1);
+  CHECK(dynamic.err.find("value 'input_ids' has shape i64[batch,seq]: a plan needs static shapes") != std::string::npos);
+  CHECK(!fs::exists(dir / "d.plan"));
+  geopt::test::write_file(dir / "junk.plan", "not a plan at all");
+  auto junk = run_cli({"run", (dir / "junk.plan").string(), "--random-inputs"});
+  CHECK(junk.exit_code == 1);
+  CHECK(junk.err.find("junk.plan: not a") != std::string::npos);
+  auto dump = run_cli({"plan", "dump", (dir / "missing.plan").string()});
+  CHECK(dump.exit_code == 1);
+  CHECK(dump.err.find("missing.plan: cannot open") != std::string::npos);
+}

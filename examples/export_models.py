@@ -326,17 +326,42 @@ def export_resnet50(path):
     print(f"{path}: {os.path.getsize(path)} bytes")
 
 
+def export_gpt2_small(path):
+    torch.manual_seed(SEED)
+    model = perturb_(Gpt2Like(vocab=50257, hidden=768, layers=12, heads=12, max_pos=1024))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    export(model, (torch.randint(0, 50257, (1, 128)),), ["input_ids"], ["logits"], path, 13)
+    print(f"{path}: {os.path.getsize(path)} bytes")
+
+
+def export_torchvision(name, path):
+    torch.manual_seed(SEED)
+    model = perturb_(getattr(torchvision.models, name)())
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    export(model, (torch.randn(1, 3, 224, 224),), ["image"], ["logits"], path, 13)
+    print(f"{path}: {os.path.getsize(path)} bytes")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "models"))
     ap.add_argument("--bert-base", metavar="PATH", help="write only the BERT-base-sized benchmark model to PATH")
     ap.add_argument("--resnet50", metavar="PATH", help="write only ResNet-50 (benchmark model) to PATH")
+    ap.add_argument("--gpt2-small", metavar="PATH", help="write only a GPT-2-small-sized decoder (seq 128) to PATH")
+    ap.add_argument("--vit-b16", metavar="PATH", help="write only ViT-B/16 (benchmark model) to PATH")
+    ap.add_argument("--mobilenetv2", metavar="PATH", help="write only MobileNetV2 (benchmark model) to PATH")
     a = ap.parse_args()
     torch.set_num_threads(1)
     if a.bert_base:
         export_bert_base(a.bert_base)
     elif a.resnet50:
         export_resnet50(a.resnet50)
+    elif a.gpt2_small:
+        export_gpt2_small(a.gpt2_small)
+    elif a.vit_b16:
+        export_torchvision("vit_b_16", a.vit_b16)
+    elif a.mobilenetv2:
+        export_torchvision("mobilenet_v2", a.mobilenetv2)
     else:
         export_all(a.out)
     return 0

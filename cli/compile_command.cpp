@@ -37,7 +37,12 @@ struct CompileOptions {
   bool json = false;
 };
 
-double mib(double bytes) { return bytes / (1 << 20); }
+std::string human(double bytes) {
+  char text[32];
+  if (bytes >= (1 << 20)) std::snprintf(text, sizeof text, "%.2f MiB", bytes / (1 << 20));
+  else std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024);
+  return text;
+}
 
 int run(const CompileOptions& o) {
   auto started = std::chrono::steady_clock::now();
@@ -125,11 +130,11 @@ int run(const CompileOptions& o) {
       std::printf("kernels          %zu -> %zu (fusion rate %.0f%%)\n", r.before.kernels, r.after.kernels, 100 * r.fusion_rate);
       std::printf("modeled latency  %.1f us -> %.1f us (one stream)\n", r.before.latency_us, r.after.latency_us);
     }
-    std::printf("memory           pool %.2f MiB (LOAD %.2f MiB, %.3fx); without reuse %.2f MiB; reuse rate %.0f%%\n", mib(memory.pool_bytes),
-                mib(memory.load_bytes), memory.load_bytes ? double(memory.pool_bytes) / double(memory.load_bytes) : 1.0,
-                mib(memory.no_reuse_bytes), 100 * memory.reuse_rate());
-    std::printf("                 strategy %s; %zu views, %zu in place; weights %.2f MiB\n", memory.strategy.c_str(), memory.views,
-                memory.in_place, mib(memory.weight_bytes));
+    std::printf("memory           pool %s (LOAD %s, %.3fx); without reuse %s; reuse rate %.0f%%\n", human(memory.pool_bytes).c_str(),
+                human(memory.load_bytes).c_str(), memory.load_bytes ? double(memory.pool_bytes) / double(memory.load_bytes) : 1.0,
+                human(memory.no_reuse_bytes).c_str(), 100 * memory.reuse_rate());
+    std::printf("                 strategy %s; %zu views, %zu in place; weights %s\n", memory.strategy.c_str(), memory.views,
+                memory.in_place, human(memory.weight_bytes).c_str());
     std::printf("streams          %zu stream(s), %zu event(s) for %zu cross-stream dependencies\n", streams.stream_count,
                 streams.events.size(), dependencies);
     std::printf("check            %s\n", check_note.c_str());

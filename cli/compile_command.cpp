@@ -13,6 +13,7 @@
 #include "ascend/optimizer.h"
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
+#include "ascend/plan_profile.h"
 #include "ascend/stream_plan.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
@@ -67,10 +68,17 @@ int run(const CompileOptions& o) {
   ascend::validate_memory_plan(memory);
   ascend::StreamPlan streams = ascend::plan_streams(g, order, memory, {.max_streams = o.single_stream ? 1 : o.max_streams});
   ascend::validate_stream_plan(streams);
-  std::vector<double> modeled;
-  for (size_t k : order)
-    modeled.push_back(ascend::cost_of(ascend::work_of(*g.nodes()[k], opts.cost), profile).total_us);
-  plan::Plan plan = ascend::lower_to_plan({model, order, memory, streams, profile.soc_version, modeled});
+  std::vector<ascend::KernelCost> costs;
+  for (size_t k : order) costs.push_back(ascend::cost_of(ascend::work_of(*g.nodes()[k], opts.cost), profile));
+  plan::Plan plan = ascend::lower_to_plan({model, order, memory, streams, profile.soc_version, costs});
+  if (optimized) {
+    auto* stats = plan.mutable_compile();
+    stats->set_kernels_before(optimized->before.kernels);
+    stats->set_kernels_after(optimized->after.kernels);
+    stats->set_fusion_rate(optimized->fusion_rate);
+    stats->set_latency_before_us(optimized->before.latency_us);
+    stats->set_latency_after_us(optimized->after.latency_us);
+  }
   const double lower_ms = ms_since(phase);
 
   double max_abs = 0;
@@ -95,6 +103,7 @@ int run(const CompileOptions& o) {
     check_note = text;
   }
   if (check_ok && !o.output.empty()) ascend::write_plan(plan, o.output);
+  const ascend::PlanProfile sim = ascend::simulate_plan(plan);
 
   size_t dependencies = streams.cross_stream_dependencies;
   if (o.json) {
@@ -115,6 +124,10 @@ int run(const CompileOptions& o) {
                    {"reuse_rate", memory.reuse_rate()}, {"strategy", memory.strategy},
                    {"strategies", memory.strategy_pool_bytes}, {"views", memory.views}, {"in_place", memory.in_place}};
     j["streams"] = {{"count", streams.stream_count}, {"events", streams.events.size()}, {"cross_stream_dependencies", dependencies}};
+    j["profile"] = {{"latency_us", sim.latency_us}, {"one_stream_us", sim.one_stream_us}, {"critical_path_us", sim.critical_path_us},
+                    {"fusion_rate", sim.fusion_rate}, {"memory_reuse_rate", sim.memory_reuse_rate},
+                    {"layout_transform_share", sim.layout_transform_share}, {"cube_utilization", sim.cube_utilization},
+                    {"vector_utilization", sim.vector_utilization}};
     j["check"] = o.no_check ? nlohmann::ordered_json{{"skipped", check_note}}
                             : nlohmann::ordered_json{{"max_abs_error", max_abs}, {"tolerance", o.check_tolerance}, {"ok", check_ok}};
     j["time_ms"] = {{"optimize", optimize_ms}, {"memory_plan", memory_ms}, {"lower", lower_ms}};
@@ -137,6 +150,11 @@ int run(const CompileOptions& o) {
                 memory.in_place, human(memory.weight_bytes).c_str());
     std::printf("streams          %zu stream(s), %zu event(s) for %zu cross-stream dependencies\n", streams.stream_count,
                 streams.events.size(), dependencies);
+    std::printf("simulated        %.1f us on %zu stream(s) (one stream %.1f us, critical path %.1f us)\n", sim.latency_us,
+                streams.stream_count, sim.one_stream_us, sim.critical_path_us);
+    std::printf("metrics          fusion rate %.0f%%, memory reuse %.0f%%, layout transforms %.1f%% of kernel time, Cube %.0f%%, Vector %.0f%%\n",
+                100 * sim.fusion_rate, 100 * sim.memory_reuse_rate, 100 * sim.layout_transform_share, 100 * sim.cube_utilization,
+                100 * sim.vector_utilization);
     std::printf("check            %s\n", check_note.c_str());
     std::printf("time             optimize %.1f ms, lower %.1f ms (memory plan %.1f ms)\n", optimize_ms, lower_ms, memory_ms);
     if (check_ok && !o.output.empty()) std::printf("written          %s\n", o.output.c_str());

@@ -15,6 +15,7 @@
 #include "logging.h"
 #include "optimize_command.h"
 #include "plan_command.h"
+#include "profile_command.h"
 #include "rules_command.h"
 #include "run_command.h"
 #include "util/error.h"
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
   commands.push_back(geopt::cli::add_explain_command(app));
   commands.push_back(geopt::cli::add_compile_command(app));
   commands.push_back(geopt::cli::add_plan_command(app));
+  commands.push_back(geopt::cli::add_profile_command(app));
 
   try {
     app.parse(argc, argv);

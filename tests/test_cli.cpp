@@ -202,6 +202,15 @@ TEST_CASE("geopt compile writes a plan that geopt run checks against torch and t
   CHECK(j["magic"] == "geopt.plan");
   CHECK(j["kernels"].size() > 10);
 
+  CHECK(c.out.find("metrics          fusion rate 60%, memory reuse") != std::string::npos);
+  fs::path trace = dir / "trace.json";
+  auto prof = run_cli({"profile", plan.string(), "--trace", trace.string()});
+  CHECK(prof.exit_code == 0);
+  CHECK(prof.out.find("critical path") != std::string::npos);
+  auto t = nlohmann::json::parse(geopt::test::read_file(trace));
+  CHECK(t["traceEvents"].size() > 60);
+  CHECK(t["metadata"]["fusion_rate"].get<double>() > 0.5);
+
   // One stream and no reuse, as ATC's debugging options ask.
   auto single = run_cli({"compile", m.string() + ".onnx", "--enable-single-stream", "--disable-reuse-memory", "--json"});
   REQUIRE(single.exit_code == 0);

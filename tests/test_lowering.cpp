@@ -12,9 +12,12 @@
 #include "ascend/optimizer.h"
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
+#include "ascend/plan_profile.h"
 #include "ascend/stream_plan.h"
 #include "dsl_support.h"
+#include "ascend/cost_model.h"
 #include "eval/compare.h"
+#include <nlohmann/json.hpp>
 #include "eval/evaluator.h"
 #include "onnx/import.h"
 #include "test_support.h"
@@ -37,7 +40,10 @@ Lowered lower(const Model& m, bool reuse = true, size_t max_streams = 4) {
   l.order = ascend::memory_aware_order(*m.graph);
   l.memory = ascend::plan_memory(*m.graph, l.order, {.reuse = reuse});
   l.streams = ascend::plan_streams(*m.graph, l.order, l.memory, {.max_streams = max_streams});
-  l.plan = ascend::lower_to_plan({m, l.order, l.memory, l.streams, "Ascend910B1", {}});
+  auto profile = ascend::load_profile("Ascend910B1");
+  std::vector<ascend::KernelCost> costs;
+  for (size_t k : l.order) costs.push_back(ascend::cost_of(ascend::work_of(*m.graph->nodes()[k]), profile));
+  l.plan = ascend::lower_to_plan({m, l.order, l.memory, l.streams, "Ascend910B1", costs});
   return l;
 }
 
@@ -215,6 +221,36 @@ TEST_CASE("plan files round-trip byte for byte; corrupt and foreign ones get a c
   plan::Plan outside = l.plan;
   outside.mutable_kernels(0)->mutable_outputs(0)->set_offset(outside.activation_bytes());
   CHECK_THROWS_WITH_AS(ascend::PlanExecutor{outside}, doctest::Contains("lies outside its region"), Error);
+}
+
+TEST_CASE("the simulated profile: streams overlap within the bounds, and the Chrome trace holds every kernel and event") {
+  Model m = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  Lowered l = lower(m);
+  ascend::PlanProfile p = ascend::simulate_plan(l.plan);
+  REQUIRE(l.plan.stream_count() > 1);
+  CHECK(p.latency_us > 0);
+  CHECK(p.latency_us < p.one_stream_us);        // parallel branches overlap
+  CHECK(p.latency_us >= p.critical_path_us - 1e-9);  // never faster than the longest chain
+  CHECK(p.memory_reuse_rate == doctest::Approx(l.memory.reuse_rate()));
+  CHECK(p.cube_utilization > 0);
+  CHECK(p.vector_utilization > 0);
+  for (const auto& s : p.spans) CHECK(s.end_us > s.start_us);
+  for (const auto& e : l.plan.events()) CHECK(p.spans[e.to_kernel()].start_us >= p.spans[e.from_kernel()].end_us);
+
+  auto trace = nlohmann::json::parse(ascend::chrome_trace(l.plan, p));
+  size_t complete = 0, flows = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    complete += e["ph"] == "X";
+    flows += e["ph"] == "s" || e["ph"] == "f";
+  }
+  CHECK(complete == static_cast<size_t>(l.plan.kernels_size()));
+  CHECK(flows == 2 * static_cast<size_t>(l.plan.events_size()));
+  CHECK(trace["metadata"]["latency_us"].get<double>() == doctest::Approx(p.latency_us));
+
+  // One stream: the simulation is the kernels back to back.
+  Lowered one = lower(m, true, 1);
+  ascend::PlanProfile serial = ascend::simulate_plan(one.plan);
+  CHECK(serial.latency_us == doctest::Approx(serial.one_stream_us));
 }
 
 }  // namespace

@@ -70,7 +70,14 @@ plan::Plan lower_to_plan(const LoweringInputs& in) {
     for (const Value* v : n.inputs()) ref(v, kernel->add_inputs());
     for (const Value* v : n.outputs()) ref(v, kernel->add_outputs());
     kernel->set_stream(static_cast<uint32_t>(in.streams.stream_of[k]));
-    if (k < in.modeled_us.size()) kernel->set_modeled_us(in.modeled_us[k]);
+    if (k < in.costs.size()) {
+      const KernelCost& c = in.costs[k];
+      kernel->set_modeled_us(c.total_us);
+      kernel->set_cube_us(c.cube_us);
+      kernel->set_vector_us(c.vector_us);
+      kernel->set_memory_us(c.memory_us);
+      kernel->set_launch_us(c.launch_us);
+    }
   }
   p.set_stream_count(static_cast<uint32_t>(in.streams.stream_count));
   for (size_t e = 0; e < in.streams.events.size(); ++e) {

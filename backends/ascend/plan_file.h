@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "cost_model.h"
 #include "memory_plan.h"
 #include "plan.pb.h"
 #include "stream_plan.h"
@@ -21,7 +22,7 @@ struct LoweringInputs {
   const MemoryPlan& memory;
   const StreamPlan& streams;
   std::string soc_version;
-  std::vector<double> modeled_us;  // per position in the order; may be empty
+  std::vector<KernelCost> costs;  // per position in the order; may be empty
 };
 
 plan::Plan lower_to_plan(const LoweringInputs& in);

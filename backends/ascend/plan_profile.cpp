@@ -1,0 +1,110 @@
+#include "plan_profile.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace geopt::ascend {
+namespace {
+
+// A kernel's time alone on the device: each unit's work at full speed.
+double alone_us(const plan::Kernel& k) {
+  return k.launch_us() + std::max({k.cube_us(), k.vector_us(), k.memory_us()});
+}
+
+}  // namespace
+
+PlanProfile simulate_plan(const plan::Plan& plan) {
+  PlanProfile p;
+  const int n = plan.kernels_size();
+  p.spans.resize(static_cast<size_t>(n));
+  std::vector<double> stream_free(plan.stream_count(), 0.0);
+  std::vector<double> event_time(static_cast<size_t>(plan.events_size()), 0.0);
+  double cube_busy = 0, vector_busy = 0, total = 0, layout = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto& k = plan.kernels(i);
+    double start = stream_free[k.stream()];
+    for (uint32_t e : k.wait_events()) start = std::max(start, event_time[e]);
+    // Units shared with the kernels already placed that are still running then.
+    int cube_users = 1, vector_users = 1, memory_users = 1;
+    for (int j = 0; j < i; ++j) {
+      const auto& s = p.spans[static_cast<size_t>(j)];
+      if (s.start_us > start || s.end_us <= start) continue;
+      const auto& other = plan.kernels(j);
+      cube_users += other.cube_us() > 0;
+      vector_users += other.vector_us() > 0;
+      memory_users += other.memory_us() > 0;
+    }
+    double busy = std::max({k.cube_us() * cube_users, k.vector_us() * vector_users, k.memory_us() * memory_users});
+    double end = start + k.launch_us() + busy;
+    p.spans[static_cast<size_t>(i)] = {static_cast<size_t>(i), k.stream(), start, end};
+    stream_free[k.stream()] = end;
+    for (uint32_t e : k.record_events()) event_time[e] = end;
+    p.latency_us = std::max(p.latency_us, end);
+    cube_busy += k.cube_us();
+    vector_busy += k.vector_us();
+    total += alone_us(k);
+    if (k.op_type() == "TransData") layout += alone_us(k);
+  }
+  p.one_stream_us = total;
+
+  // Critical path over data dependencies (the tensor a kernel reads, by name).
+  std::map<std::string, double> ready;  // tensor -> earliest time it exists
+  for (int i = 0; i < n; ++i) {
+    const auto& k = plan.kernels(i);
+    double start = 0;
+    for (const auto& in : k.inputs())
+      if (!in.absent()) {
+        auto it = ready.find(in.name());
+        if (it != ready.end()) start = std::max(start, it->second);
+      }
+    double end = start + alone_us(k);
+    for (const auto& out : k.outputs())
+      if (!out.absent()) ready[out.name()] = end;
+    p.critical_path_us = std::max(p.critical_path_us, end);
+  }
+  if (p.latency_us > 0) {
+    p.cube_utilization = cube_busy / p.latency_us;
+    p.vector_utilization = vector_busy / p.latency_us;
+  }
+  p.layout_transform_share = total > 0 ? layout / total : 0;
+  const auto& m = plan.memory();
+  p.memory_reuse_rate = m.no_reuse_bytes() ? 1.0 - double(m.pool_bytes()) / double(m.no_reuse_bytes()) : 0;
+  p.fusion_rate = plan.compile().fusion_rate();
+  return p;
+}
+
+std::string chrome_trace(const plan::Plan& plan, const PlanProfile& profile) {
+  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", plan.soc_version() + " (simulated)"}}}});
+  for (uint32_t s = 0; s < plan.stream_count(); ++s)
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", s}, {"args", {{"name", "stream " + std::to_string(s)}}}});
+  for (const auto& span : profile.spans) {
+    const auto& k = plan.kernels(static_cast<int>(span.kernel));
+    events.push_back({{"name", k.op_type()}, {"cat", k.domain().empty() ? "onnx" : k.domain()}, {"ph", "X"}, {"pid", 0},
+                      {"tid", span.stream}, {"ts", span.start_us}, {"dur", span.end_us - span.start_us},
+                      {"args", {{"kernel", span.kernel}, {"name", k.name()}, {"cube_us", k.cube_us()},
+                                {"vector_us", k.vector_us()}, {"memory_us", k.memory_us()}}}});
+  }
+  for (const auto& e : plan.events()) {  // flow arrows: record -> wait
+    const auto& from = profile.spans[e.from_kernel()];
+    const auto& to = profile.spans[e.to_kernel()];
+    events.push_back({{"name", "event " + std::to_string(e.id())}, {"cat", "event"}, {"ph", "s"}, {"id", e.id()}, {"pid", 0},
+                      {"tid", from.stream}, {"ts", from.end_us}});
+    events.push_back({{"name", "event " + std::to_string(e.id())}, {"cat", "event"}, {"ph", "f"}, {"bp", "e"}, {"id", e.id()},
+                      {"pid", 0}, {"tid", to.stream}, {"ts", to.start_us}});
+  }
+  nlohmann::ordered_json trace;
+  trace["traceEvents"] = events;
+  trace["displayTimeUnit"] = "ns";
+  trace["metadata"] = {{"latency_us", profile.latency_us},
+                       {"critical_path_us", profile.critical_path_us},
+                       {"fusion_rate", profile.fusion_rate},
+                       {"memory_reuse_rate", profile.memory_reuse_rate},
+                       {"layout_transform_share", profile.layout_transform_share},
+                       {"cube_utilization", profile.cube_utilization},
+                       {"vector_utilization", profile.vector_utilization}};
+  return trace.dump() + "\n";
+}
+
+}  // namespace geopt::ascend

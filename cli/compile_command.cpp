@@ -152,7 +152,7 @@ int run(const CompileOptions& o) {
                 streams.events.size(), dependencies);
     std::printf("simulated        %.1f us on %zu stream(s) (one stream %.1f us, critical path %.1f us)\n", sim.latency_us,
                 streams.stream_count, sim.one_stream_us, sim.critical_path_us);
-    std::printf("metrics          fusion rate %.0f%%, memory reuse %.0f%%, layout transforms %.1f%% of kernel time, Cube %.0f%%, Vector %.0f%%\n",
+    std::printf("metrics          fusion rate %.0f%%, memory reuse %.0f%%, layout transforms %.1f%% of kernel time, Cube %.1f%%, Vector %.1f%%\n",
                 100 * sim.fusion_rate, 100 * sim.memory_reuse_rate, 100 * sim.layout_transform_share, 100 * sim.cube_utilization,
                 100 * sim.vector_utilization);
     std::printf("check            %s\n", check_note.c_str());

@@ -49,8 +49,8 @@ int run(const ProfileCliOptions& o) {
   std::printf("fusion rate             %.0f%%\n", 100 * p.fusion_rate);
   std::printf("memory reuse rate       %.0f%%\n", 100 * p.memory_reuse_rate);
   std::printf("layout transform share  %.1f%% of kernel time\n", 100 * p.layout_transform_share);
-  std::printf("Cube utilization        %.0f%%\n", 100 * p.cube_utilization);
-  std::printf("Vector utilization      %.0f%%\n", 100 * p.vector_utilization);
+  std::printf("Cube utilization        %.1f%%\n", 100 * p.cube_utilization);
+  std::printf("Vector utilization      %.1f%%\n", 100 * p.vector_utilization);
   if (!o.trace.empty()) std::printf("trace                   %s (open in Perfetto or chrome://tracing)\n", o.trace.c_str());
   return 0;
 }

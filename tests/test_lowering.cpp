@@ -234,7 +234,8 @@ TEST_CASE("the simulated profile: streams overlap within the bounds, and the Chr
   CHECK(p.memory_reuse_rate == doctest::Approx(l.memory.reuse_rate()));
   CHECK(p.cube_utilization > 0);
   CHECK(p.vector_utilization > 0);
-  for (const auto& s : p.spans) CHECK(s.end_us > s.start_us);
+  for (const auto& s : p.spans)  // views (Reshape, Unsqueeze) launch nothing and take no time
+    CHECK(s.end_us - s.start_us >= l.plan.kernels(static_cast<int>(s.kernel)).modeled_us() - 1e-9);
   for (const auto& e : l.plan.events()) CHECK(p.spans[e.to_kernel()].start_us >= p.spans[e.from_kernel()].end_us);
 
   auto trace = nlohmann::json::parse(ascend::chrome_trace(l.plan, p));

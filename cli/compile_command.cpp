@@ -29,6 +29,7 @@ struct CompileOptions {
   std::string model, output;
   RuleOptions rules;
   ProfileOptions profile;
+  std::string input_shape;
   bool no_optimize = false;
   bool disable_reuse = false;
   bool single_stream = false;
@@ -51,7 +52,9 @@ int run(const CompileOptions& o) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
   };
   ascend::HardwareProfile profile = o.profile.load();
-  Model input = import_onnx(o.model);
+  ImportOptions import_options;
+  if (!o.input_shape.empty()) import_options.input_shapes = parse_input_shapes(o.input_shape);
+  Model input = import_onnx(o.model, import_options);
   ascend::OptimizeOptions opts;
   opts.cost.precision_mode = o.profile.precision;
   std::optional<ascend::OptimizeResult> optimized;
@@ -176,6 +179,8 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_option("-o,--output", o->output, "Where to write the plan");
   o->rules.add_to(cmd);
   o->profile.add_to(cmd);
+  cmd->add_option("--input_shape,--input-shape", o->input_shape,
+                  "Fix symbolic input dims, ATC style: \"input_ids:1,128;attention_mask:1,128\" (plans need static shapes)");
   cmd->add_flag("--no-optimize", o->no_optimize, "Lower the model as it is, without the rules");
   cmd->add_flag("--disable-reuse-memory", o->disable_reuse, "Give every tensor its own bytes (ATC's option, for debugging)");
   cmd->add_flag("--enable-single-stream", o->single_stream, "Put every kernel on one stream (ATC's option)");

@@ -103,7 +103,7 @@ TEST_CASE("a model with an op that has no kernel is refused up front, naming it"
   m.mutable_graph()->mutable_node(0)->set_name("the_det");
   fs::path p = test::scratch_dir("nokernel") / "m.onnx";
   test::save_model(m, p);
-  Model model = import_onnx(p, {.infer_shapes = false});
+  Model model = import_onnx(p, {.infer_shapes = false, .input_shapes = {}});
   CHECK_THROWS_WITH_AS(Evaluator{model}, doctest::Contains("no kernel for:\n  Det (e.g. Det 'the_det')"), Error);
 }
 

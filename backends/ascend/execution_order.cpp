@@ -15,7 +15,7 @@ size_t static_bytes(const Value& v) {
   for (const Dim& d : t.shape->dims()) {
     if (!d.is_static())
       throw Error("value '" + v.name() + "' has shape " + t.to_string() +
-                  ": a plan needs static shapes (export the model with fixed input shapes; compile does not bind symbolic dims yet)");
+                  ": a plan needs static shapes (fix the inputs' symbolic dims with --input_shape, e.g. input_ids:1,128)");
     n *= static_cast<size_t>(d.value());
   }
   return n;

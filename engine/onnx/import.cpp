@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <sstream>
 #include <map>
 #include <queue>
 #include <unordered_map>
@@ -394,9 +395,69 @@ Attribute import_attribute(onnx::AttributeProto proto, const std::string& where)
   return take_attribute(proto, none, where);
 }
 
+std::map<std::string, std::vector<int64_t>> parse_input_shapes(const std::string& text) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  std::stringstream entries(text);
+  std::string entry;
+  while (std::getline(entries, entry, ';')) {
+    if (entry.empty()) continue;
+    auto colon = entry.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      throw Error("--input_shape '" + entry + "': expected NAME:D1,D2,... (e.g. input_ids:1,128)");
+    std::vector<int64_t> dims;
+    std::stringstream list(entry.substr(colon + 1));
+    std::string d;
+    while (std::getline(list, d, ',')) {
+      size_t used = 0;
+      long long v = -1;
+      try {
+        v = std::stoll(d, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != d.size() || v < 0) throw Error("--input_shape '" + entry + "': '" + d + "' is not a dimension");
+      dims.push_back(v);
+    }
+    shapes[entry.substr(0, colon)] = dims;
+  }
+  return shapes;
+}
+
+namespace {
+
+void fix_input_shapes(onnx::ModelProto& proto, const std::map<std::string, std::vector<int64_t>>& shapes, const fs::path& path) {
+  auto& g = *proto.mutable_graph();
+  for (const auto& [name, dims] : shapes) {
+    onnx::ValueInfoProto* input = nullptr;
+    for (auto& in : *g.mutable_input())
+      if (in.name() == name) input = &in;
+    if (!input) throw Error(path.string() + ": --input_shape names '" + name + "', which is not an input of the model");
+    if (!input->type().has_tensor_type()) throw Error(path.string() + ": input '" + name + "' is not a tensor");
+    auto* shape = input->mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (shape->dim_size() != static_cast<int>(dims.size()))
+      throw Error(path.string() + ": --input_shape gives input '" + name + "' " + std::to_string(dims.size()) +
+                  " dims, the model declares " + std::to_string(shape->dim_size()));
+    for (int i = 0; i < shape->dim_size(); ++i) {
+      auto* d = shape->mutable_dim(i);
+      if (d->has_dim_value() && d->dim_value() != dims[static_cast<size_t>(i)])
+        throw Error(path.string() + ": --input_shape sets dim " + std::to_string(i) + " of input '" + name + "' to " +
+                    std::to_string(dims[static_cast<size_t>(i)]) + ", the model fixes it at " + std::to_string(d->dim_value()));
+      d->set_dim_value(dims[static_cast<size_t>(i)]);
+    }
+  }
+  // Shapes recorded for the symbolic model would contradict the fixed ones.
+  g.clear_value_info();
+  for (auto& out : *g.mutable_output())
+    if (out.type().has_tensor_type() && out.type().tensor_type().has_shape())
+      for (auto& d : *out.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+        if (d.has_dim_param()) d.clear_dim_param();
+}
+
+}  // namespace
+
 Model import_onnx_proto(onnx::ModelProto proto, const fs::path& path, const ImportOptions& options) {
   if (!proto.has_graph()) throw Error(path.string() + ": not a valid ONNX model (it has no graph)");
   if (proto.ir_version() <= 0) throw Error(path.string() + ": not a valid ONNX model (ir_version is missing)");
+  if (!options.input_shapes.empty()) fix_input_shapes(proto, options.input_shapes, path);
   check_structure_and_sort(proto, path);
   onnx_io::run_checker(proto, path);
   if (options.infer_shapes) onnx_io::run_shape_inference(proto, path);

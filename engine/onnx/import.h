@@ -5,6 +5,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -12,7 +15,13 @@ namespace geopt {
 
 struct ImportOptions {
   bool infer_shapes = true;  // run onnx::shape_inference (strict: type errors are rejected)
+  // Fixes graph inputs' dims before inference (ATC's --input_shape), so the
+  // shapes inferred downstream are static. Input name -> dims.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
 };
+
+// Parses ATC's --input_shape syntax: "input_ids:1,128;attention_mask:1,128".
+std::map<std::string, std::vector<int64_t>> parse_input_shapes(const std::string& text);
 
 // Throws geopt::Error with a message that names the file and, where it applies,
 // the node and the reason.

@@ -69,18 +69,36 @@ int run(const CompileOptions& o) {
   ascend::MemoryPlan memory = ascend::plan_memory(g, order, {.reuse = !o.disable_reuse});
   const double memory_ms = ms_since(memory_started);
   ascend::validate_memory_plan(memory);
-  ascend::StreamPlan streams = ascend::plan_streams(g, order, memory, {.max_streams = o.single_stream ? 1 : o.max_streams});
-  ascend::validate_stream_plan(streams);
   std::vector<ascend::KernelCost> costs;
   for (size_t k : order) costs.push_back(ascend::cost_of(ascend::work_of(*g.nodes()[k], opts.cost), profile));
-  plan::Plan plan = ascend::lower_to_plan({model, order, memory, streams, profile.soc_version, costs});
-  if (optimized) {
-    auto* stats = plan.mutable_compile();
-    stats->set_kernels_before(optimized->before.kernels);
-    stats->set_kernels_after(optimized->after.kernels);
-    stats->set_fusion_rate(optimized->fusion_rate);
-    stats->set_latency_before_us(optimized->before.latency_us);
-    stats->set_latency_after_us(optimized->after.latency_us);
+  auto lower_on = [&](size_t max_streams) {
+    ascend::StreamPlan sp = ascend::plan_streams(g, order, memory, {.max_streams = max_streams});
+    ascend::validate_stream_plan(sp);
+    plan::Plan p = ascend::lower_to_plan({model, order, memory, sp, profile.soc_version, costs});
+    if (optimized) {
+      auto* stats = p.mutable_compile();
+      stats->set_kernels_before(optimized->before.kernels);
+      stats->set_kernels_after(optimized->after.kernels);
+      stats->set_fusion_rate(optimized->fusion_rate);
+      stats->set_latency_before_us(optimized->before.latency_us);
+      stats->set_latency_after_us(optimized->after.latency_us);
+    }
+    return std::make_pair(std::move(sp), std::move(p));
+  };
+  auto [streams, plan] = lower_on(o.single_stream ? 1 : o.max_streams);
+  // Concurrent kernels share HBM and the compute units: where the simulation says
+  // the streams do not pay for their events, one stream is kept (as GE may decide).
+  std::string stream_note;
+  if (streams.stream_count > 1) {
+    auto [one_streams, one_plan] = lower_on(1);
+    const double multi_us = ascend::simulate_plan(plan).latency_us, one_us = ascend::simulate_plan(one_plan).latency_us;
+    if (one_us < multi_us) {
+      char text[128];
+      std::snprintf(text, sizeof text, " (%zu streams simulated slower: %.1f us against %.1f us)", streams.stream_count, multi_us, one_us);
+      stream_note = text;
+      streams = std::move(one_streams);
+      plan = std::move(one_plan);
+    }
   }
   const double lower_ms = ms_since(phase);
 
@@ -126,7 +144,8 @@ int run(const CompileOptions& o) {
                    {"no_reuse_bytes", memory.no_reuse_bytes}, {"weight_bytes", memory.weight_bytes},
                    {"reuse_rate", memory.reuse_rate()}, {"strategy", memory.strategy},
                    {"strategies", memory.strategy_pool_bytes}, {"views", memory.views}, {"in_place", memory.in_place}};
-    j["streams"] = {{"count", streams.stream_count}, {"events", streams.events.size()}, {"cross_stream_dependencies", dependencies}};
+    j["streams"] = {{"count", streams.stream_count}, {"events", streams.events.size()}, {"cross_stream_dependencies", dependencies},
+                    {"kept_one_stream", !stream_note.empty()}};
     j["profile"] = {{"latency_us", sim.latency_us}, {"one_stream_us", sim.one_stream_us}, {"critical_path_us", sim.critical_path_us},
                     {"fusion_rate", sim.fusion_rate}, {"memory_reuse_rate", sim.memory_reuse_rate},
                     {"layout_transform_share", sim.layout_transform_share}, {"cube_utilization", sim.cube_utilization},
@@ -151,8 +170,8 @@ int run(const CompileOptions& o) {
                 human(memory.no_reuse_bytes).c_str(), 100 * memory.reuse_rate());
     std::printf("                 strategy %s; %zu views, %zu in place; weights %s\n", memory.strategy.c_str(), memory.views,
                 memory.in_place, human(memory.weight_bytes).c_str());
-    std::printf("streams          %zu stream(s), %zu event(s) for %zu cross-stream dependencies\n", streams.stream_count,
-                streams.events.size(), dependencies);
+    std::printf("streams          %zu stream(s), %zu event(s) for %zu cross-stream dependencies%s\n", streams.stream_count,
+                streams.events.size(), dependencies, stream_note.c_str());
     std::printf("simulated        %.1f us on %zu stream(s) (one stream %.1f us, critical path %.1f us)\n", sim.latency_us,
                 streams.stream_count, sim.one_stream_us, sim.critical_path_us);
     std::printf("metrics          fusion rate %.0f%%, memory reuse %.0f%%, layout transforms %.1f%% of kernel time, Cube %.1f%%, Vector %.1f%%\n",

@@ -21,6 +21,18 @@ size_t static_bytes(const Value& v) {
   return n;
 }
 
+namespace {
+
+// Bytes when the shape is static, else 0 (the order is still defined; the
+// memory plan reports the value).
+long long known_bytes(const Value& v) {
+  const ValueType& t = v.type;
+  if (!t.shape || !t.shape->is_static() || t.dtype == DType::String) return 0;
+  return static_cast<long long>(static_bytes(v));
+}
+
+}  // namespace
+
 std::vector<size_t> memory_aware_order(const Graph& graph) {
   const auto& nodes = graph.nodes();
   std::unordered_map<const Node*, size_t> index;
@@ -51,17 +63,14 @@ std::vector<size_t> memory_aware_order(const Graph& graph) {
   auto delta = [&](size_t i) {
     long long d = 0;
     for (const Value* out : nodes[i]->outputs())
-      if (out && out->type.shape && out->type.shape->is_static() && out->type.dtype != DType::String)
-        d += static_cast<long long>(static_bytes(*out));
+      if (out) d += known_bytes(*out);
     std::vector<const Value*> counted;
     for (const Value* in : nodes[i]->inputs()) {
       if (!in || pinned(in) || std::find(counted.begin(), counted.end(), in) != counted.end()) continue;
       counted.push_back(in);
       size_t uses_here = 0;
       for (const Value* x : nodes[i]->inputs()) uses_here += x == in;
-      if (readers_left.at(in) == uses_here && in->type.shape && in->type.shape->is_static() &&
-          in->type.dtype != DType::String)
-        d -= static_cast<long long>(static_bytes(*in));
+      if (readers_left.at(in) == uses_here) d -= known_bytes(*in);
     }
     return d;
   };

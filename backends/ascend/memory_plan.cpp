@@ -12,11 +12,6 @@ namespace {
 
 size_t align_up(size_t n) { return std::max<size_t>(1, (n + kMemoryAlignment - 1) / kMemoryAlignment) * kMemoryAlignment; }
 
-bool is_view_op(const Node& n) {
-  static const std::set<std::string> views = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
-  return n.domain.empty() && views.count(n.op_type);
-}
-
 // Ops whose kernels read every input before writing the output, so the output
 // may take the bytes of an input that dies at that node.
 bool may_run_in_place(const Node& n) {
@@ -87,6 +82,11 @@ void close_gaps(const std::vector<PlannedBuffer>& bufs, const std::vector<std::v
 }
 
 }  // namespace
+
+bool is_view_op(const Node& n) {
+  static const std::set<std::string> views = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
+  return n.domain.empty() && views.count(n.op_type);
+}
 
 MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, const MemoryPlanOptions& options) {
   MemoryPlan plan;

@@ -45,6 +45,10 @@ struct MemoryPlan {
   double reuse_rate() const { return no_reuse_bytes ? 1.0 - double(pool_bytes) / double(no_reuse_bytes) : 0.0; }
 };
 
+// Ops whose output shares its input's bytes (Reshape, Squeeze, Unsqueeze,
+// Flatten, Identity): they copy nothing.
+bool is_view_op(const Node& n);
+
 // `order` indexes graph.nodes() (see memory_aware_order).
 MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, const MemoryPlanOptions& options = {});
 

@@ -40,9 +40,7 @@ std::vector<std::pair<size_t, size_t>> dependencies(const Graph& graph, const st
   for (const auto& b : bufs)  // in-place writes after the reads of earlier members
     for (size_t m = 1; m < b.values.size(); ++m) {
       const Node* writer = b.values[m]->producer();
-      if (!writer || writer->op_type == "Reshape" || writer->op_type == "Squeeze" || writer->op_type == "Unsqueeze" ||
-          writer->op_type == "Flatten" || writer->op_type == "Identity")
-        continue;
+      if (!writer || is_view_op(*writer)) continue;  // views only read
       for (size_t e = 0; e < m; ++e)
         for (size_t a : accesses(b.values[e])) add(a, pos.at(writer));
     }

@@ -168,6 +168,7 @@ int run(const OptimizeCliOptions& o) {
     std::string left_text;
     for (size_t i = 0; i < left.size() && i < 6; ++i) left_text += (left_text.empty() ? "" : ", ") + left[i].first + " " + std::to_string(left[i].second);
     std::printf("fusion rate      %.0f%% of the input's kernels; left unfused: %s\n", 100 * r.fusion_rate, left_text.empty() ? "none" : left_text.c_str());
+    if (!left_text.empty()) std::printf("                 why a rule did not fire on them: geopt explain %s\n", o.model.c_str());
     if (c.ran)
       std::printf("check            max abs error %.3g over %zu output(s) on random inputs (tolerance %g): %s\n", c.max_abs, c.outputs,
                   o.check_tolerance, check_ok ? "ok" : "FAILED");

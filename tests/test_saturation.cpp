@@ -153,6 +153,8 @@ TEST_CASE("geopt optimize: report, check, fusion_result.json") {
   CHECK(r.out.find("stopped: saturated") != std::string::npos);
   CHECK(r.out.find("LayerNormFusion                       5        5") != std::string::npos);
   CHECK(r.out.find("kernels          112 -> 56") != std::string::npos);
+  CHECK(r.out.find("left unfused: Add 18") != std::string::npos);
+  CHECK(r.out.find("why a rule did not fire on them: geopt explain ") != std::string::npos);
   CHECK(r.out.find("check            max abs error") != std::string::npos);
   CHECK(r.out.find(": ok") != std::string::npos);
   auto stat = nlohmann::json::parse(test::read_file(dir / "fusion_result.json"));

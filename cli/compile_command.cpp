@@ -18,6 +18,7 @@
 #include "eval/compare.h"
 #include "eval/evaluator.h"
 #include "onnx/import.h"
+#include "passes/static_shapes.h"
 #include "profile_options.h"
 #include "rule_options.h"
 #include "util/error.h"
@@ -46,6 +47,20 @@ std::string human(double bytes) {
   return text;
 }
 
+// An --input_shape value for the model's inputs, symbolic dims as <name>.
+std::string example_input_shape(const Model& m) {
+  std::string text;
+  for (const Value* v : m.graph->inputs()) {
+    if (v->initializer || !v->type.shape) continue;
+    text += (text.empty() ? "" : ";") + v->name() + ":";
+    for (size_t d = 0; d < v->type.shape->rank(); ++d) {
+      const Dim& dim = (*v->type.shape)[d];
+      text += (d ? "," : "") + (dim.is_static() ? std::to_string(dim.value()) : "<" + (dim.is_symbolic() ? dim.symbol_name() : "n") + ">");
+    }
+  }
+  return "\"" + text + "\"";
+}
+
 int run(const CompileOptions& o) {
   auto started = std::chrono::steady_clock::now();
   auto ms_since = [](std::chrono::steady_clock::time_point t) {
@@ -55,11 +70,23 @@ int run(const CompileOptions& o) {
   ImportOptions import_options;
   if (!o.input_shape.empty()) import_options.input_shapes = parse_input_shapes(o.input_shape);
   Model input = import_onnx(o.model, import_options);
+  // The check below runs the original; the plan is built from a prepared copy
+  // whose shape computations are folded (a plan needs static shapes).
+  Model prepared = import_onnx(o.model, import_options);
+  StaticShapeReport shapes = propagate_static_shapes(prepared);
+  if (!shapes.dynamic.empty()) {
+    std::string names;
+    for (size_t i = 0; i < shapes.dynamic.size() && i < 3; ++i) names += (i ? ", '" : "'") + shapes.dynamic[i] + "'";
+    const Value* v = prepared.graph->find_value(shapes.dynamic.front());
+    throw Error("a plan needs static shapes, but " + std::to_string(shapes.dynamic.size()) + " value(s) are not (" + names +
+                (shapes.dynamic.size() > 3 ? ", ..." : "") + "; the first is " + v->type.to_string() +
+                "): fix the inputs' symbolic dims with --input_shape, e.g. " + example_input_shape(prepared));
+  }
   ascend::OptimizeOptions opts;
   opts.cost.precision_mode = o.profile.precision;
   std::optional<ascend::OptimizeResult> optimized;
-  if (!o.no_optimize) optimized = ascend::optimize(input, *o.rules.load(), profile, opts);
-  const Model& model = optimized ? optimized->model : input;
+  if (!o.no_optimize) optimized = ascend::optimize(prepared, *o.rules.load(), profile, opts);
+  const Model& model = optimized ? optimized->model : prepared;
   const double optimize_ms = ms_since(started);
 
   auto phase = std::chrono::steady_clock::now();

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include "eval/evaluator.h"
 #include "onnx/import.h"
+#include "passes/static_shapes.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -62,24 +63,33 @@ double plan_error(const plan::Plan& p, const Model& original, ascend::StreamSche
   return worst;
 }
 
-// The example with symbolic dims computes positions with Range over Shape, which
-// ONNX inference cannot make static even with the inputs fixed (see the test below).
-std::vector<fs::path> static_examples() {
-  std::vector<fs::path> out;
-  for (const auto& p : test::example_models())
-    if (p.filename().string().find("dynamic") == std::string::npos) out.push_back(p);
-  return out;
+// Every symbolic input dim fixed at 5 (as --input_shape does; odd on purpose).
+ImportOptions fixed_inputs(const fs::path& path) {
+  ImportOptions options;
+  Model m = import_onnx(path);
+  for (const Value* v : m.graph->inputs()) {
+    if (v->initializer || !v->type.shape || v->type.shape->is_static()) continue;
+    std::vector<int64_t> dims;
+    for (const Dim& d : v->type.shape->dims()) dims.push_back(d.is_static() ? d.value() : 5);
+    options.input_shapes[v->name()] = dims;
+  }
+  return options;
 }
 
 TEST_CASE("every example model compiles, optimized or not, and its plan computes what the model computes") {
   auto rules = test::load_rules({test::shipped_rules()});
   auto profile = ascend::load_profile("Ascend910B1");
-  size_t multi_stream = 0;
-  for (const auto& path : static_examples()) {
+  size_t multi_stream = 0, dynamic = 0;
+  for (const auto& path : test::example_models()) {
     INFO(path.filename().string());
-    Model original = import_onnx(path);
-    ascend::OptimizeResult r = ascend::optimize(original, *rules, profile);
-    for (const Model* m : {&original, &r.model}) {
+    ImportOptions options = fixed_inputs(path);
+    dynamic += !options.input_shapes.empty();
+    Model original = import_onnx(path, options);
+    // As geopt compile prepares it: shape computations folded to constants.
+    Model prepared = import_onnx(path, options);
+    CHECK(propagate_static_shapes(prepared).dynamic.empty());
+    ascend::OptimizeResult r = ascend::optimize(prepared, *rules, profile);
+    for (const Model* m : {&prepared, &r.model}) {
       Lowered l = lower(*m);
       ascend::validate_memory_plan(l.memory);
       ascend::validate_stream_plan(l.streams);
@@ -91,6 +101,7 @@ TEST_CASE("every example model compiles, optimized or not, and its plan computes
       multi_stream += l.streams.stream_count > 1 && !l.streams.events.empty();
     }
   }
+  CHECK(dynamic == 1);       // bert_tiny_dynamic_seq_op17
   CHECK(multi_stream >= 4);  // the transformers and ResNet branch
 }
 
@@ -127,11 +138,17 @@ TEST_CASE("--input_shape fixes symbolic input dims so the shapes downstream are 
   wrong.input_shapes = {{"x", {4, 17}}};
   CHECK_THROWS_WITH_AS(import_onnx(dir / "dyn.onnx", wrong), doctest::Contains("the model fixes it at 16"), Error);
 
-  // Positions computed with Range over Shape stay unknown to ONNX inference: a clear refusal.
+  // Positions computed with Range over Shape stay unknown to ONNX inference; the
+  // plan needs them folded first (geopt compile does it), else a clear refusal.
   ImportOptions bert;
   bert.input_shapes = {{"input_ids", {1, 16}}, {"attention_mask", {1, 16}}};
   Model dynamic = import_onnx(test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx", bert);
   CHECK_THROWS_WITH_AS(lower(dynamic), doctest::Contains("'/Range_output_0' has shape i64[unk__0]"), Error);
+  StaticShapeReport report = propagate_static_shapes(dynamic);
+  CHECK(report.folded > 0);
+  CHECK(report.dynamic.empty());
+  CHECK(plan_error(lower(dynamic).plan, import_onnx(test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx", bert),
+                   ascend::StreamSchedule::adversarial) <= 1e-4);
 }
 
 TEST_CASE("the execution order is topological and frees a wide branch before starting the next") {

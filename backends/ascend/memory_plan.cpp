@@ -130,14 +130,16 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
         ++plan.views;
         continue;
       }
+      // Of the inputs dying here, the one whose buffer lives longest already: a
+      // residual stream then stays in one buffer instead of hopping between two
+      // whose lifetimes overlap by a step (which fragments the pool).
       const Value* host = nullptr;
       if (options.reuse && may_run_in_place(n))
         for (const Value* in : n.inputs())
           if (in && !in->initializer && plan.buffer_of.count(in) && static_bytes(*in) == static_bytes(*out) &&
-              plan.buffers[plan.buffer_of.at(in)].last_step == step) {
+              plan.buffers[plan.buffer_of.at(in)].last_step == step &&
+              (!host || plan.buffers[plan.buffer_of.at(in)].first_step < plan.buffers[plan.buffer_of.at(host)].first_step))
             host = in;
-            break;
-          }
       if (host) {
         join(out, host, step);
         plan.no_reuse_bytes += align_up(static_bytes(*out));

@@ -76,6 +76,19 @@ void Graph::remove_node(Node* n) {
   std::erase_if(nodes_, [n](const std::unique_ptr<Node>& p) { return p.get() == n; });
 }
 
+void Graph::fold_node(Node* n, std::vector<std::shared_ptr<const Tensor>> output_data) {
+  if (output_data.size() != n->outputs_.size())
+    throw Error("internal: folding " + n->describe() + " needs one tensor per output");
+  for (size_t k = 0; k < n->outputs_.size(); ++k) {
+    Value* out = n->outputs_[k];
+    if (!out) continue;
+    out->producer_ = nullptr;
+    add_initializer(out, std::move(output_data[k]));
+  }
+  n->outputs_.clear();
+  remove_node(n);
+}
+
 void Graph::replace_all_uses(Value* old, Value* with) {
   if (old == with) return;
   std::vector<Use> uses = old->uses_;

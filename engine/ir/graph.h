@@ -41,6 +41,9 @@ class Graph {
   void set_input(Node* n, size_t index, Value* v);
   // Removes a node whose outputs are unused.
   void remove_node(Node* n);
+  // Replaces a node by constants: each output keeps its name, type and uses and
+  // becomes an initializer holding the matching tensor (one per output).
+  void fold_node(Node* n, std::vector<std::shared_ptr<const Tensor>> output_data);
   // Points every use of `old` (node inputs and graph outputs) at `with`.
   void replace_all_uses(Value* old, Value* with);
   // Renames a value (names are unique; throws geopt::Error if taken).

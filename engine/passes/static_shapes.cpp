@@ -1,0 +1,187 @@
+#include "passes/static_shapes.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+#include <unordered_set>
+
+#include "eval/kernel.h"
+#include "eval/kernel_call.h"
+#include "onnx/node_inference.h"
+#include "util/error.h"
+
+namespace geopt {
+namespace {
+
+// Ops whose outputs are not a function of their inputs.
+bool is_nondeterministic(const Node& n) {
+  static const std::set<std::string> ops = {"RandomNormal",     "RandomUniform", "RandomNormalLike",
+                                            "RandomUniformLike", "Bernoulli",     "Multinomial"};
+  return n.domain.empty() && ops.count(n.op_type);
+}
+
+std::vector<int64_t> static_dims(const Shape& s) {
+  std::vector<int64_t> dims;
+  for (const Dim& d : s.dims()) dims.push_back(d.value());
+  return dims;
+}
+
+// Shape and Size read only their input's type, so they fold once it is static.
+std::optional<HostTensor> evaluate_from_type(const Node& n) {
+  if (!n.domain.empty() || (n.op_type != "Shape" && n.op_type != "Size")) return std::nullopt;
+  const Value* in = n.input(0);
+  if (!in || !in->type.shape || !in->type.shape->is_static()) return std::nullopt;
+  std::vector<int64_t> dims = static_dims(*in->type.shape);
+  if (n.op_type == "Size") return HostTensor::scalar<int64_t>(DType::I64, *in->type.shape->element_count());
+  auto rank = static_cast<int64_t>(dims.size());
+  auto attr = [&](const char* name, int64_t fallback) {
+    const Attribute* a = n.attr(name);
+    return a ? a->i : fallback;
+  };
+  int64_t start = attr("start", 0), end = attr("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  std::vector<int64_t> out(dims.begin() + start, dims.begin() + end);
+  return HostTensor::from_vector(DType::I64, {static_cast<int64_t>(out.size())}, out);
+}
+
+std::shared_ptr<const Tensor> to_constant(const HostTensor& h, const std::string& name) {
+  auto t = std::make_shared<Tensor>();
+  t->name = name;
+  t->dtype = h.dtype();
+  t->dims = h.dims();
+  t->data = BufferSlice(std::string(reinterpret_cast<const char*>(h.raw()), h.nbytes()));
+  return t;
+}
+
+// Takes from `got` what `have` does not know yet; a static dim that disagrees is an error.
+bool refine(const Node& n, Value& v, const ValueType& got) {
+  ValueType& have = v.type;
+  bool changed = false;
+  if (have.dtype == DType::Undefined && got.dtype != DType::Undefined) {
+    have.dtype = got.dtype;
+    changed = true;
+  }
+  if (!got.shape) return changed;
+  if (!have.shape) {
+    have.shape = got.shape;
+    return true;
+  }
+  if (have.shape->rank() != got.shape->rank())
+    throw Error(n.describe() + ": output '" + v.name() + "' is declared " + have.to_string() + " but infers as " + got.to_string());
+  std::vector<Dim> dims = have.shape->dims();
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const Dim& g = (*got.shape)[d];
+    if (!g.is_static()) continue;
+    if (dims[d].is_static()) {
+      if (dims[d].value() != g.value())
+        throw Error(n.describe() + ": output '" + v.name() + "' is declared " + have.to_string() + " but infers as " +
+                    got.to_string() + " with the fixed input shapes");
+      continue;
+    }
+    dims[d] = g;
+    changed = true;
+  }
+  if (changed) have.shape = Shape(std::move(dims));
+  return changed;
+}
+
+}  // namespace
+
+StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions& options) {
+  Graph& g = *model.graph;
+  const KernelRegistry& kernels = KernelRegistry::builtin();
+  std::unordered_set<const Value*> graph_inputs(g.inputs().begin(), g.inputs().end());
+  std::unordered_set<const Value*> graph_outputs(g.outputs().begin(), g.outputs().end());
+  auto constant = [&](const Value* v) -> const Tensor* {
+    return v && v->initializer && !graph_inputs.count(v) ? v->initializer.get() : nullptr;
+  };
+  auto opset = [&](const Node& n) { return std::max<int64_t>(1, model.opset_version(n.domain)); };
+
+  StaticShapeReport report;
+  std::vector<Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  for (Node* n : nodes) {
+    std::vector<const ValueType*> in_types;
+    std::vector<const Tensor*> in_constants;
+    bool all_constant = true;
+    for (const Value* in : n->inputs()) {
+      in_types.push_back(in ? &in->type : nullptr);
+      in_constants.push_back(constant(in));
+      all_constant = all_constant && (!in || constant(in));
+    }
+    auto inferred = onnx_io::infer_output_types(n->domain, n->op_type, n->attributes, in_types, in_constants,
+                                                n->outputs().size(), opset(*n));
+
+    bool foldable = !n->outputs().empty() && !is_nondeterministic(*n);
+    for (const Value* out : n->outputs()) foldable = foldable && out && !graph_outputs.count(out);
+    // Constant nodes are already materialized: folding them costs no memory.
+    const bool is_constant_node = n->domain.empty() && n->op_type == "Constant";
+    for (const auto& t : inferred) {
+      std::optional<int64_t> count = t && t->shape ? t->shape->element_count() : std::nullopt;
+      if (count && *count > options.max_elements && !is_constant_node) foldable = false;
+    }
+    std::optional<std::vector<HostTensor>> folded;
+    if (foldable) {
+      if (auto from_type = evaluate_from_type(*n)) {
+        folded.emplace();
+        folded->push_back(std::move(*from_type));
+      } else if (const KernelInfo* k = kernels.find(n->domain, n->op_type); k && all_constant) {
+        std::vector<HostTensor> views;
+        views.reserve(n->inputs().size());
+        std::vector<const HostTensor*> ptrs;
+        for (const Value* in : n->inputs()) {
+          if (!in) {
+            ptrs.push_back(nullptr);
+            continue;
+          }
+          views.push_back(HostTensor::view(*constant(in)));
+          ptrs.push_back(&views.back());
+        }
+        try {
+          folded = call_kernel(*k, *n, opset(*n), std::move(ptrs));
+        } catch (const Error& e) {
+          spdlog::debug("static shapes: not folding {}: {}", n->describe(), e.what());
+        }
+      }
+    }
+    if (folded) {
+      bool fits = true;
+      for (const HostTensor& h : *folded)
+        fits = fits && h.defined() && h.dtype() != DType::String && (is_constant_node || h.size() <= options.max_elements);
+      if (fits) {
+        std::vector<std::shared_ptr<const Tensor>> data;
+        for (size_t k = 0; k < folded->size(); ++k) {
+          Value* out = n->output(k);
+          const HostTensor& h = (*folded)[k];
+          if (!out->type.shape || !out->type.shape->is_static()) ++report.refined;
+          out->type.dtype = h.dtype();
+          out->type.shape = Shape(std::vector<Dim>(h.dims().begin(), h.dims().end()));
+          data.push_back(to_constant(h, out->name()));
+        }
+        spdlog::debug("static shapes: folded {}", n->describe());
+        g.fold_node(n, std::move(data));
+        ++report.folded;
+        continue;
+      }
+    }
+    for (size_t k = 0; k < n->outputs().size() && k < inferred.size(); ++k)
+      if (Value* out = n->output(k); out && inferred[k] && refine(*n, *out, *inferred[k])) ++report.refined;
+  }
+  g.remove_dead_code();
+
+  auto note_dynamic = [&](const Value* v) {
+    if (v && v->type.is_tensor() && (!v->type.shape || !v->type.shape->is_static())) report.dynamic.push_back(v->name());
+  };
+  for (const Value* v : g.inputs()) note_dynamic(v);
+  for (const auto& n : g.nodes())
+    for (const Value* out : n->outputs()) note_dynamic(out);
+  spdlog::info("static shapes: {} node(s) folded, {} type(s) refined, {} value(s) still dynamic", report.folded,
+               report.refined, report.dynamic.size());
+  return report;
+}
+
+}  // namespace geopt

@@ -9,6 +9,7 @@
 
 #include "ascend/cost_model.h"
 #include "ascend/execution_order.h"
+#include "ascend/lowering_notes.h"
 #include "ascend/memory_plan.h"
 #include "ascend/optimizer.h"
 #include "ascend/plan_executor.h"
@@ -21,6 +22,7 @@
 #include "passes/static_shapes.h"
 #include "profile_options.h"
 #include "rule_options.h"
+#include "stage_dump.h"
 #include "util/error.h"
 
 namespace geopt::cli {
@@ -38,6 +40,7 @@ struct CompileOptions {
   bool no_check = false;
   double check_tolerance = 1e-4;
   bool json = false;
+  std::string dump_dir;
 };
 
 std::string human(double bytes) {
@@ -73,7 +76,9 @@ int run(const CompileOptions& o) {
   // The check below runs the original; the plan is built from a prepared copy
   // whose shape computations are folded (a plan needs static shapes).
   Model prepared = import_onnx(o.model, import_options);
+  if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "1_import", prepared);
   StaticShapeReport shapes = propagate_static_shapes(prepared);
+  if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "2_static_shapes", prepared);
   if (!shapes.dynamic.empty()) {
     std::string names;
     for (size_t i = 0; i < shapes.dynamic.size() && i < 3; ++i) names += (i ? ", '" : "'") + shapes.dynamic[i] + "'";
@@ -86,7 +91,8 @@ int run(const CompileOptions& o) {
   opts.cost.precision_mode = o.profile.precision;
   std::optional<ascend::OptimizeResult> optimized;
   if (!o.no_optimize) optimized = ascend::optimize(prepared, *o.rules.load(), profile, opts);
-  const Model& model = optimized ? optimized->model : prepared;
+  Model& model = optimized ? optimized->model : prepared;
+  if (optimized && !o.dump_dir.empty()) dump_stage(o.dump_dir, "3_saturation_extraction_layout", model);
   const double optimize_ms = ms_since(started);
 
   auto phase = std::chrono::steady_clock::now();
@@ -131,6 +137,7 @@ int run(const CompileOptions& o) {
     }
   }
   const double lower_ms = ms_since(phase);
+  if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "4_lowering", model, ascend::lowering_notes(g, order, memory, streams));
 
   double max_abs = 0;
   std::string check_note = "off (--no-check)";
@@ -236,6 +243,8 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_flag("--no-check", o->no_check, "Skip running the plan against the original");
   cmd->add_option("--check-tolerance", o->check_tolerance, "Max abs error the check allows")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print the report as JSON");
+  cmd->add_option("--dump-graph", o->dump_dir,
+                  "Write each stage (import; static shapes; saturation + extraction + layout; lowering) as ONNX, DOT and SVG");
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
 }
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <spdlog/spdlog.h>
 #include <filesystem>
 #include <iostream>
@@ -13,11 +12,11 @@
 #include "ascend/optimizer.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
-#include "ir/dot.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
 #include "profile_options.h"
 #include "rule_options.h"
+#include "stage_dump.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -78,19 +77,6 @@ void write_compile_stat(const std::string& path, const ascend::OptimizeResult& r
   j["session_and_graph_id_0_0"]["graph_fusion"] = passes;
   j["geopt"] = {{"fusion_rate", r.fusion_rate}, {"unfused", r.unfused}};  // beyond GE's format: what is left
   write_file_atomically(path, j.dump(2) + "\n");
-}
-
-// One stage of a dump: ONNX (opens in Netron), DOT, and SVG when Graphviz's `dot` is installed.
-void dump_stage(const std::string& dir, const std::string& stage, const Model& m) {
-  namespace fs = std::filesystem;
-  fs::create_directories(dir);
-  fs::path base = fs::path(dir) / stage;
-  export_onnx(m, base.string() + ".onnx");
-  write_file_atomically(base.string() + ".dot", to_dot(*m.graph));
-  if (std::system("command -v dot >/dev/null 2>&1") == 0) {
-    std::string cmd = "dot -Tsvg '" + base.string() + ".dot' -o '" + base.string() + ".svg' 2>/dev/null";
-    if (std::system(cmd.c_str()) != 0) spdlog::warn("dot could not render {}.dot", base.string());
-  }
 }
 
 int run(const OptimizeCliOptions& o) {

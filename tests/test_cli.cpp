@@ -221,6 +221,30 @@ TEST_CASE("geopt compile writes a plan that geopt run checks against torch and t
   CHECK(s["check"]["ok"] == true);
 }
 
+TEST_CASE("geopt compile --input_shape compiles the dynamic example; --dump-graph writes every stage, lowering annotated") {
+  fs::path dir = geopt::test::scratch_dir("compile-dump");
+  auto c = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string(), "--input_shape",
+                    "input_ids:2,9;attention_mask:2,9", "-o", (dir / "d.plan").string(), "--dump-graph", (dir / "dump").string()});
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.out.find("threads and adversarial schedules (tolerance 0.0001): ok") != std::string::npos);
+  CHECK(fs::exists(dir / "d.plan"));
+  for (const char* stage : {"1_import", "2_static_shapes", "3_saturation_extraction_layout", "4_lowering"}) {
+    INFO(stage);
+    CHECK(fs::exists(dir / "dump" / (std::string(stage) + ".onnx")));
+    CHECK(fs::exists(dir / "dump" / (std::string(stage) + ".dot")));
+  }
+  // Shape computations are gone after the static-shapes stage.
+  CHECK(geopt::test::read_file(dir / "dump" / "1_import.dot").find("label=\"Range\\n") != std::string::npos);
+  CHECK(geopt::test::read_file(dir / "dump" / "2_static_shapes.dot").find("label=\"Range\\n") == std::string::npos);
+  std::string lowered = geopt::test::read_file(dir / "dump" / "4_lowering.dot");
+  CHECK(lowered.find("step 1, stream 0") != std::string::npos);
+  CHECK(lowered.find(", waits e0") != std::string::npos);
+  CHECK(lowered.find(", records e0") != std::string::npos);
+  CHECK(lowered.find(" at pool+0 (") != std::string::npos);
+  // The same notes are the ONNX nodes' doc strings (Netron shows them).
+  CHECK(geopt::test::read_file(dir / "dump" / "4_lowering.onnx").find("step 1, stream 0") != std::string::npos);
+}
+
 TEST_CASE("geopt compile and geopt run on bad input: clear errors, exit 1, nothing written") {
   fs::path dir = geopt::test::scratch_dir("compile-bad");
   auto dynamic = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string(), "-o",

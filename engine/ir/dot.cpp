@@ -17,7 +17,7 @@ std::string escape(const std::string& s) {
 
 }  // namespace
 
-std::string to_dot(const Graph& g) {
+std::string to_dot(const Graph& g, const std::unordered_map<const Node*, std::string>& notes) {
   std::ostringstream os;
   os << "digraph \"" << escape(g.name) << "\" {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
   std::map<const Value*, std::string> source;  // value -> the DOT node that produces it
@@ -35,6 +35,7 @@ std::string to_dot(const Graph& g) {
     const bool fused = n->domain == "ai.geopt";
     const std::string rule_prefix = "geopt: rule ";
     if (n->doc_string.rfind(rule_prefix, 0) == 0) label += "\\n[" + escape(n->doc_string.substr(rule_prefix.size())) + "]";
+    if (auto note = notes.find(n.get()); note != notes.end()) label += "\\n" + escape(note->second);
     os << "  " << id << " [shape=box, style=\"rounded" << (fused ? ",filled\", fillcolor=\"#cfe3ff\"" : "\"") << ", label=\"" << label << "\"];\n";
     for (const Value* out : n->outputs())
       if (out) source[out] = id;

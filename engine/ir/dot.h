@@ -4,11 +4,13 @@
 // that made them, edges labelled with their tensor type. Initializers are left
 // out to keep real models readable.
 #include <string>
+#include <unordered_map>
 
 #include "ir/graph.h"
 
 namespace geopt {
 
-std::string to_dot(const Graph& graph);
+// `notes`: an extra label line per node (the lowering stage: step, stream, events, offsets).
+std::string to_dot(const Graph& graph, const std::unordered_map<const Node*, std::string>& notes = {});
 
 }  // namespace geopt

@@ -41,6 +41,7 @@ struct CompileOptions {
   double check_tolerance = 1e-4;
   bool json = false;
   std::string dump_dir;
+  bool external_weights = false;
 };
 
 std::string human(double bytes) {
@@ -160,7 +161,12 @@ int run(const CompileOptions& o) {
                   max_abs, want.size(), o.check_tolerance, check_ok ? "ok" : "FAILED");
     check_note = text;
   }
-  if (check_ok && !o.output.empty()) ascend::write_plan(plan, o.output);
+  std::string written = o.output;
+  if (check_ok && !o.output.empty()) {
+    auto side = ascend::write_plan(plan, o.output,
+                                   {.inline_weight_limit = o.external_weights ? 0 : ascend::PlanWriteOptions{}.inline_weight_limit});
+    if (!side.empty()) written += " (weights in " + side.string() + ")";
+  }
 
   size_t dependencies = streams.cross_stream_dependencies;
   if (o.json) {
@@ -215,7 +221,7 @@ int run(const CompileOptions& o) {
                 100 * sim.vector_utilization);
     std::printf("check            %s\n", check_note.c_str());
     std::printf("time             optimize %.1f ms, lower %.1f ms (memory plan %.1f ms)\n", optimize_ms, lower_ms, memory_ms);
-    if (check_ok && !o.output.empty()) std::printf("written          %s\n", o.output.c_str());
+    if (check_ok && !o.output.empty()) std::printf("written          %s\n", written.c_str());
   }
   if (!check_ok) {
     std::fprintf(stderr, "geopt: error: the plan's outputs differ from the original model's by %g (tolerance %g); nothing written\n",
@@ -243,6 +249,8 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_flag("--no-check", o->no_check, "Skip running the plan against the original");
   cmd->add_option("--check-tolerance", o->check_tolerance, "Max abs error the check allows")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print the report as JSON");
+  cmd->add_flag("--external-weights", o->external_weights,
+                "Write the weights to PLAN.weights beside the plan (automatic above 1 GiB: a protobuf message cannot exceed 2 GB)");
   cmd->add_option("--dump-graph", o->dump_dir,
                   "Write each stage (import; static shapes; saturation + extraction + layout; lowering) as ONNX, DOT and SVG");
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };

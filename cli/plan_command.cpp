@@ -42,10 +42,11 @@ int dump(const PlanOptions& o) {
   std::printf("plan             %s (format %u, by %s)\n", o.plan.c_str(), p.format_version(), p.producer().c_str());
   std::printf("soc_version      %s\n", p.soc_version().c_str());
   std::printf("kernels          %d on %u stream(s), %d event(s)\n", p.kernels_size(), p.stream_count(), p.events_size());
-  std::printf("memory           pool %llu B (LOAD %llu B, without reuse %llu B; %s), weights %llu B\n",
+  std::printf("memory           pool %llu B (LOAD %llu B, without reuse %llu B; %s), weights %llu B %s\n",
               static_cast<unsigned long long>(m.pool_bytes()), static_cast<unsigned long long>(m.load_bytes()),
               static_cast<unsigned long long>(m.no_reuse_bytes()), m.strategy().c_str(),
-              static_cast<unsigned long long>(p.weight_bytes()));
+              static_cast<unsigned long long>(p.weight_bytes()),
+              p.weights_file().empty() ? "inline" : ("in " + p.weights_file()).c_str());
   for (const auto& r : p.inputs()) std::printf("input            %s\n", tensor_text(r).c_str());
   for (const auto& r : p.outputs()) std::printf("output           %s\n", tensor_text(r).c_str());
   for (int k = 0; k < p.kernels_size(); ++k) {

@@ -243,6 +243,18 @@ TEST_CASE("geopt compile --input_shape compiles the dynamic example; --dump-grap
   CHECK(lowered.find(" at pool+0 (") != std::string::npos);
   // The same notes are the ONNX nodes' doc strings (Netron shows them).
   CHECK(geopt::test::read_file(dir / "dump" / "4_lowering.onnx").find("step 1, stream 0") != std::string::npos);
+
+  // Weights beside the plan, as plans over 2 GB need them; run and plan dump read them.
+  auto side = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_op13.onnx").string(), "--external-weights", "-o",
+                       (dir / "w.plan").string()});
+  REQUIRE(side.exit_code == 0);
+  CHECK(side.out.find("w.plan (weights in ") != std::string::npos);
+  CHECK(fs::exists(dir / "w.plan.weights"));
+  auto ran = run_cli({"run", (dir / "w.plan").string(), "--random-inputs", "--compare",
+                      (geopt::test::examples_dir() / "bert_tiny_op13.onnx").string()});
+  CHECK(ran.exit_code == 0);
+  auto dump = run_cli({"plan", "dump", (dir / "w.plan").string()});
+  CHECK(dump.out.find(" B in w.plan.weights") != std::string::npos);
 }
 
 TEST_CASE("geopt compile and geopt run on bad input: clear errors, exit 1, nothing written") {

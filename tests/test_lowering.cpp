@@ -266,7 +266,8 @@ TEST_CASE("plan files round-trip byte for byte; corrupt and foreign ones get a c
   plan::Plan back = ascend::read_plan(dir / "a.plan");
   CHECK(back.SerializeAsString() == l.plan.SerializeAsString());
   CHECK(plan_error(back, m, ascend::StreamSchedule::threads) <= 1e-4);
-  ascend::write_plan(lower(m).plan, dir / "b.plan");
+  Lowered again = lower(m);
+  ascend::write_plan(again.plan, dir / "b.plan");
   CHECK(test::read_file(dir / "a.plan") == test::read_file(dir / "b.plan"));  // deterministic
 
   std::string bytes = test::read_file(dir / "a.plan");
@@ -280,6 +281,31 @@ TEST_CASE("plan files round-trip byte for byte; corrupt and foreign ones get a c
   plan::Plan outside = l.plan;
   outside.mutable_kernels(0)->mutable_outputs(0)->set_offset(outside.activation_bytes());
   CHECK_THROWS_WITH_AS(ascend::PlanExecutor{outside}, doctest::Contains("lies outside its region"), Error);
+}
+
+TEST_CASE("weights over the inline limit go to a side file that reading loads and checks") {
+  Model m = import_onnx(test::examples_dir() / "resnet18_narrow_op13.onnx");
+  Lowered l = lower(m);
+  fs::path dir = test::scratch_dir("plan-side");
+  const std::string inline_bytes = l.plan.SerializeAsString();
+  fs::path side = ascend::write_plan(l.plan, dir / "s.plan", {.inline_weight_limit = 1024});
+  CHECK(side == dir / "s.plan.weights");
+  CHECK(l.plan.SerializeAsString() == inline_bytes);  // the weights were moved back
+  CHECK(fs::file_size(side) == l.plan.weight_bytes());
+  CHECK(fs::file_size(dir / "s.plan") < l.plan.weight_bytes() / 2);
+  plan::Plan back = ascend::read_plan(dir / "s.plan");
+  CHECK(back.weights_file() == "s.plan.weights");
+  CHECK(back.weights() == l.plan.weights());
+  CHECK(plan_error(back, m, ascend::StreamSchedule::adversarial) <= 1e-4);
+  CHECK(ascend::write_plan(l.plan, dir / "i.plan").empty());  // 1 GiB by default: inline
+  CHECK(!fs::exists(dir / "i.plan.weights"));
+
+  std::string weights = test::read_file(side);
+  test::write_file(side, weights.substr(0, weights.size() - 1));
+  const std::string short_by_one = "holds " + std::to_string(weights.size() - 1) + " bytes, the plan needs";
+  CHECK_THROWS_WITH_AS(ascend::read_plan(dir / "s.plan"), doctest::Contains(short_by_one.c_str()), Error);
+  fs::remove(side);
+  CHECK_THROWS_WITH_AS(ascend::read_plan(dir / "s.plan"), doctest::Contains("s.plan.weights cannot be read"), Error);
 }
 
 TEST_CASE("the simulated profile: streams overlap within the bounds, and the Chrome trace holds every kernel and event") {

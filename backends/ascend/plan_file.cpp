@@ -110,11 +110,33 @@ plan::Plan lower_to_plan(const LoweringInputs& in) {
   return p;
 }
 
-void write_plan(const plan::Plan& plan, const std::filesystem::path& path) {
+std::filesystem::path write_plan(plan::Plan& plan, const std::filesystem::path& path, const PlanWriteOptions& options) {
+  plan.clear_weights_file();
+  if (plan.weight_bytes() <= options.inline_weight_limit && options.inline_weight_limit > 0) {
+    std::string bytes;
+    if (!plan.SerializeToString(&bytes))
+      throw Error(path.string() + ": the plan cannot be serialized (a protobuf message cannot exceed 2 GB)");
+    write_file_atomically(path, bytes);
+    return {};
+  }
+  const std::filesystem::path side = path.string() + ".weights";
+  write_file_atomically(side, plan.weights());
+  std::string weights;
+  weights.swap(*plan.mutable_weights());
+  plan.set_weights_file(side.filename().string());
   std::string bytes;
-  if (!plan.SerializeToString(&bytes))
-    throw Error(path.string() + ": the plan cannot be serialized (a protobuf message cannot exceed 2 GB)");
-  write_file_atomically(path, bytes);
+  const bool serialized = plan.SerializeToString(&bytes);
+  plan.mutable_weights()->swap(weights);
+  plan.clear_weights_file();
+  try {
+    if (!serialized) throw Error(path.string() + ": the plan cannot be serialized");
+    write_file_atomically(path, bytes);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(side, ec);
+    throw;
+  }
+  return side;
 }
 
 void check_plan(const plan::Plan& p, const std::string& where) {
@@ -167,6 +189,22 @@ plan::Plan read_plan(const std::filesystem::path& path) {
   plan::Plan p;
   if (!p.ParseFromString(buffer.str()))
     throw Error(path.string() + ": not a valid plan file (protobuf parse failed: truncated or corrupt)");
+  if (!p.weights_file().empty()) {
+    if (p.weights_file().find('/') != std::string::npos || p.weights_file() == "..")
+      throw Error(path.string() + ": its weights file '" + p.weights_file() + "' must be a name beside the plan");
+    const std::filesystem::path side = path.parent_path() / p.weights_file();
+    std::error_code ec;
+    const uintmax_t size = std::filesystem::file_size(side, ec);
+    if (ec) throw Error(path.string() + ": its weights file " + side.string() + " cannot be read (" + ec.message() + ")");
+    if (size != p.weight_bytes())
+      throw Error(path.string() + ": its weights file " + side.string() + " holds " + std::to_string(size) + " bytes, the plan needs " +
+                  std::to_string(p.weight_bytes()));
+    std::ifstream weights(side, std::ios::binary);
+    std::string* region = p.mutable_weights();
+    region->resize(size);
+    if (!weights.read(region->data(), static_cast<std::streamsize>(size)))
+      throw Error(path.string() + ": its weights file " + side.string() + " cannot be read");
+  }
   check_plan(p, path.string());
   return p;
 }

@@ -27,9 +27,18 @@ struct LoweringInputs {
 
 plan::Plan lower_to_plan(const LoweringInputs& in);
 
-// Atomic write; reading checks magic, version and internal consistency and
-// throws geopt::Error naming the file.
-void write_plan(const plan::Plan& plan, const std::filesystem::path& path);
+struct PlanWriteOptions {
+  // Weights above this many bytes go to PATH.weights beside the plan: one
+  // protobuf message cannot exceed 2 GB. 0: always a side file.
+  uint64_t inline_weight_limit = uint64_t{1} << 30;
+};
+
+// Atomic write (the side file first, removed again if the plan cannot be
+// written). The weights are moved out of `plan` while it is serialized and
+// moved back: no copy of a large region. Reading checks magic, version and
+// internal consistency, loads a side file, and throws geopt::Error naming the file.
+// Returns the side file written, or an empty path when the weights are inline.
+std::filesystem::path write_plan(plan::Plan& plan, const std::filesystem::path& path, const PlanWriteOptions& options = {});
 plan::Plan read_plan(const std::filesystem::path& path);
 // The consistency checks read_plan applies (also for plans built in memory).
 void check_plan(const plan::Plan& plan, const std::string& where);

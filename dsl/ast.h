@@ -89,10 +89,20 @@ struct Predicate {
 struct Replacement;
 using ReplacementPtr = std::shared_ptr<Replacement>;
 
+// One element of a list expression: a number, dim(%v, axis) / rank(%v), or
+// element `index` of a bound ints attribute (`%k[0]`).
+struct ListItem {
+  std::optional<double> number;
+  std::optional<Term> term;
+  std::string var;
+  int64_t index = 0;
+};
+
 struct AttrAssign {
   SourceLoc loc;
   std::string name;
   std::optional<Literal> value;
+  std::vector<ListItem> list;  // `[dim(%x, 2), %k[0], 1]` (ints)
   std::string var;           // a bound attribute or a bound scalar constant
   std::optional<Term> term;  // dim(%v, axis) or rank(%v) of a bound value
   std::optional<double> numerator;  // `n / %var`: n divided by the bound scalar %var

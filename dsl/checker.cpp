@@ -5,6 +5,7 @@
 #include <set>
 
 #include "dsl/schema_lookup.h"
+#include "dsl/value_facts.h"
 #include "ir/dtype.h"
 
 namespace geopt::dsl {
@@ -188,6 +189,17 @@ class RuleChecker {
     ++it->second.uses;
   }
 
+  // `%k[i]`: element i of a bound ints attribute.
+  void use_attr_list(const std::string& var, const SourceLoc& loc) {
+    auto it = vars_.find(var);
+    if (it == vars_.end()) {
+      error(loc, "unbound variable " + var);
+      return;
+    }
+    if (it->second.kind != VarKind::Attr) error(loc, var + "[i] needs an attribute bound with `== " + var + "`");
+    ++it->second.uses;
+  }
+
   void check_term(const Term& t) {
     switch (t.kind) {
       case Term::Kind::Var: use_scalar(t.var, t.loc); break;
@@ -237,6 +249,15 @@ class RuleChecker {
       if (a.term) {
         use_value(a.term->var, a.loc);
         if (it->second.kind != AttrKind::Int) error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; dim() and rank() give an int");
+      } else if (!a.list.empty()) {
+        if (it->second.kind != AttrKind::Ints)
+          error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; a list with dim(), rank() or %var[i] gives ints");
+        for (const ListItem& item : a.list) {
+          if (item.term) use_value(item.term->var, a.loc);
+          else if (!item.var.empty()) use_attr_list(item.var, a.loc);
+          else if (item.number && *item.number != static_cast<double>(static_cast<int64_t>(*item.number)))
+            error(a.loc, "attribute '" + a.name + "': " + format_number(*item.number) + " is not an integer");
+        }
       } else if (!a.var.empty()) {
         use_scalar(a.var, a.loc);
         if (a.numerator && it->second.kind != AttrKind::Float) error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; `n / %var` gives a float");

@@ -34,7 +34,7 @@ using selector = pt::selector<
                           number, list_lit, op_pattern, op_name, any_op, const_pattern, ellipsis, rest_pattern,
                           output_index, attr_pred, attr_absent, cmp_op, approx_op, attr_compare, attr_approx, attr_in,
                           tolerance, range_lit, set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim, kw_dtype,
-                          kw_is_const, kw_one_use, modulo, repl_op, shape_call, ratio, attr_assign, model_text, model_path, expect_count,
+                          kw_is_const, kw_one_use, modulo, repl_op, shape_call, ratio, list_expr, indexed_var, attr_assign, model_text, model_path, expect_count,
                           expect_fired, expect_equal, kw_in, arrow>>;
 
 using Node = pt::node;
@@ -93,6 +93,23 @@ class Builder {
       l.text = n.string();
     }
     return l;
+  }
+
+  Term build_shape_call(const Node& v) {
+    Term t;
+    t.loc = loc(v);
+    t.kind = v.children.at(0)->is_type<kw_dim>() ? Term::Kind::Dim : Term::Kind::Rank;
+    const size_t want = t.kind == Term::Kind::Dim ? 3 : 2;
+    if (v.children.size() != want || !v.children[1]->is_type<var_name>()) {
+      error(v, t.kind == Term::Kind::Dim ? "`dim` takes (%var, axis)" : "`rank` takes (%var)");
+    } else {
+      t.var = v.children[1]->string();
+      if (t.kind == Term::Kind::Dim) {
+        if (!integer_text(v.children[2]->string())) error(*v.children[2], "the axis of dim() must be an integer");
+        t.axis = to_integer(v.children[2]->string());
+      }
+    }
+    return t;
   }
 
   static void split_op(const std::string& full, std::string& domain, std::string& op) {
@@ -283,20 +300,30 @@ class Builder {
         a.name = c->children.at(0)->string();
         const Node& v = *c->children.at(1);
         if (v.is_type<shape_call>()) {
-          Term t;
-          t.loc = loc(v);
-          t.kind = v.children.at(0)->is_type<kw_dim>() ? Term::Kind::Dim : Term::Kind::Rank;
-          const size_t want = t.kind == Term::Kind::Dim ? 3 : 2;
-          if (v.children.size() != want || !v.children[1]->is_type<var_name>()) {
-            error(v, t.kind == Term::Kind::Dim ? "`dim` takes (%var, axis)" : "`rank` takes (%var)");
-          } else {
-            t.var = v.children[1]->string();
-            if (t.kind == Term::Kind::Dim) {
-              if (!integer_text(v.children[2]->string())) error(*v.children[2], "the axis of dim() must be an integer");
-              t.axis = to_integer(v.children[2]->string());
+          a.term = build_shape_call(v);
+        } else if (v.is_type<list_expr>()) {
+          bool all_numbers = true;
+          for (const auto& item : v.children) {
+            ListItem li;
+            if (item->is_type<shape_call>()) {
+              li.term = build_shape_call(*item);
+            } else if (item->is_type<indexed_var>()) {
+              li.var = item->children.at(0)->string();
+              const std::string text = item->string();
+              li.index = to_integer(text.substr(text.find('[') + 1, text.find(']') - text.find('[') - 1));
+            } else {
+              li.number = to_number(*item);
             }
+            all_numbers = all_numbers && li.number;
+            a.list.push_back(std::move(li));
           }
-          a.term = t;
+          if (all_numbers) {  // a plain list of numbers: the literal it reads as
+            Literal l;
+            l.kind = Literal::Kind::List;
+            for (const auto& item : v.children) l.items.push_back(build_literal(*item));
+            a.value = std::move(l);
+            a.list.clear();
+          }
         } else if (v.is_type<ratio>()) {
           a.numerator = to_number(*v.children.at(0));
           a.var = v.children.at(1)->string();

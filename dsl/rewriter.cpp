@@ -76,6 +76,11 @@ class Builder {
         auto v = shape_term_value(*a.term, &match_.values.at(a.term->var)->type);
         if (!v) throw Unbuildable(a.term->to_string() + " is not a static number here");
         n->attributes.push_back(Attribute::make_int(a.name, *v));
+      } else if (!a.list.empty()) {
+        std::string why;
+        auto v = list_value(a.list, type_of(), attr_of(), &why);
+        if (!v) throw Unbuildable(why);
+        n->attributes.push_back(Attribute::make_ints(a.name, *v));
       } else if (a.value) {
         n->attributes.push_back(literal_attribute(a.name, kind, *a.value));
       } else if (auto it = match_.attrs.find(a.var); it != match_.attrs.end()) {
@@ -106,6 +111,15 @@ class Builder {
   }
 
   const std::vector<Node*>& created() const { return created_; }
+  std::function<const ValueType*(const std::string&)> type_of() const {
+    return [this](const std::string& var) { return &match_.values.at(var)->type; };
+  }
+  std::function<const Attribute*(const std::string&)> attr_of() const {
+    return [this](const std::string& var) {
+      auto it = match_.attrs.find(var);
+      return it == match_.attrs.end() ? nullptr : &it->second;
+    };
+  }
 
  private:
   Graph& g_;
@@ -229,19 +243,21 @@ bool apply_match(Model& model, const RuleSet& rules, const Match& match, std::st
     targets.push_back(target);
   }
   // Shape-derived attributes are checked before anything is built.
+  Builder builder(model, matcher, match, common_scope(match.nodes), cr.ast->name);
   std::function<bool(const Replacement&)> buildable = [&](const Replacement& r) {
-    for (const auto& a : r.attrs)
+    for (const auto& a : r.attrs) {
       if (a.term && !shape_term_value(*a.term, &match.values.at(a.term->var)->type)) {
         if (why) *why = a.term->to_string() + " is not a static number at this match";
         return false;
       }
+      if (!a.list.empty() && !list_value(a.list, builder.type_of(), builder.attr_of(), why)) return false;
+    }
     for (const auto& a : r.args)
       if (!buildable(*a)) return false;
     return true;
   };
   for (const auto& w : cr.ast->rewrites)
     if (!buildable(*w.replacement)) return false;
-  Builder builder(model, matcher, match, common_scope(match.nodes), cr.ast->name);
   std::vector<Value*> replacements;
   for (const auto& w : cr.ast->rewrites) replacements.push_back(builder.build(*w.replacement));
   for (size_t i = 0; i < targets.size(); ++i) substitute(*model.graph, targets[i], replacements[i]);

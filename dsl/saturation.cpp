@@ -14,13 +14,25 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
+std::function<const ValueType*(const std::string&)> class_type_of(const EGraph& g, const EMatch& m) {
+  return [&g, &m](const std::string& var) { return &g.eclass(m.values.at(var)).data.type; };
+}
+
+std::function<const Attribute*(const std::string&)> bound_attr_of(const EMatch& m) {
+  return [&m](const std::string& var) {
+    auto it = m.attrs.find(var);
+    return it == m.attrs.end() ? nullptr : &it->second;
+  };
+}
+
 // Builds a replacement's e-nodes, typed by ONNX's inference. Returns kAbsent when
 // the inferred dtype contradicts the value being replaced (an unsound rewrite).
-ClassId build(EGraph& g, const Replacement& r, const EMatch& m, int rule, int site, const ClassData& root_data, bool is_root, const EMatcher& matcher) {
+ClassId build(EGraph& g, const Replacement& r, const EMatch& m, int rule, int site, const ClassData& root_data, bool is_root,
+              const EMatcher& matcher, const std::vector<std::string>& covers) {
   if (r.kind == Replacement::Kind::Var) return g.find(m.values.at(r.var));
   std::vector<ClassId> children;
   for (const auto& a : r.args) {
-    children.push_back(build(g, *a, m, rule, site, {}, false, matcher));
+    children.push_back(build(g, *a, m, rule, site, {}, false, matcher, covers));
     if (children.back() == kAbsent) return kAbsent;
   }
   OpSignature sig{r.domain == "ai.onnx" ? "" : r.domain, r.op, {}, static_cast<size_t>(r.output_index + 1), ""};
@@ -29,6 +41,8 @@ ClassId build(EGraph& g, const Replacement& r, const EMatch& m, int rule, int si
     AttrKind kind = info->attrs.at(a.name).kind;
     if (a.term) {
       sig.attributes.push_back(Attribute::make_int(a.name, *shape_term_value(*a.term, &g.eclass(m.values.at(a.term->var)).data.type)));
+    } else if (!a.list.empty()) {
+      sig.attributes.push_back(Attribute::make_ints(a.name, *list_value(a.list, class_type_of(g, m), bound_attr_of(m))));
     } else if (a.value) {
       sig.attributes.push_back(literal_attribute(a.name, kind, *a.value));
     } else if (auto it = m.attrs.find(a.var); it != m.attrs.end()) {
@@ -61,6 +75,7 @@ ClassId build(EGraph& g, const Replacement& r, const EMatch& m, int rule, int si
   node.site = site;
   ClassData data = is_root ? root_data : ClassData{};
   if (!is_root && mine) data.type = *mine;
+  if (!is_root) data.covers = covers;
   data.constant = nullptr;
   if (sig.num_outputs == 1) return g.add(std::move(node), data);
   ClassId tuple = g.add(std::move(node));
@@ -140,8 +155,10 @@ const char* stop_reason_name(StopReason r) {
 }
 
 static bool buildable(const EGraph& g, const Replacement& r, const EMatch& m) {
-  for (const auto& a : r.attrs)
+  for (const auto& a : r.attrs) {
     if (a.term && !shape_term_value(*a.term, &g.eclass(m.values.at(a.term->var)).data.type)) return false;
+    if (!a.list.empty() && !list_value(a.list, class_type_of(g, m), bound_attr_of(m))) return false;
+  }
   for (const auto& a : r.args)
     if (!buildable(g, *a, m)) return false;
   return true;
@@ -154,18 +171,24 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, cons
     if (!buildable(g, *w.replacement, m)) return false;  // a shape it reads is not static here
   bool changed = false;
   const size_t nodes_before = g.node_count();
+  // The input nodes this match stands for: named classes, and what rule-made ones cover.
+  std::vector<std::string> replaced;
+  for (ClassId c : m.op_classes) {
+    const ClassData& d = g.eclass(c).data;
+    if (!d.node_name.empty()) replaced.push_back(d.node_name);
+    else replaced.insert(replaced.end(), d.covers.begin(), d.covers.end());
+  }
   for (const auto& w : cr.ast->rewrites) {
     ClassId target = g.find(w.target.empty() ? m.roots.front() : m.values.at(w.target));
     ClassData data = g.eclass(target).data;
     const int32_t site = g.new_site();
-    ClassId made = build(g, *w.replacement, m, m.rule, site, data, true, matcher);
+    ClassId made = build(g, *w.replacement, m, m.rule, site, data, true, matcher, replaced);
     if (made == kAbsent) continue;  // ONNX's inference disagrees with the replaced value's type
     if (record) {
       record->rule = m.rule;
       record->site = site;
       record->target = target;
-      for (ClassId c : m.op_classes)
-        if (!g.eclass(c).data.node_name.empty()) record->replaced.push_back(g.eclass(c).data.node_name);
+      record->replaced = replaced;
     }
     if (g.find(made) != g.find(target)) {
       g.merge(target, made);

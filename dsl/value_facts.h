@@ -1,7 +1,9 @@
 #pragma once
 // Small facts about attribute and constant values, shared by the IR matcher,
 // the e-graph matcher and `where` evaluation.
+#include <functional>
 #include <optional>
+#include <vector>
 #include <string>
 
 #include "ir/attribute.h"
@@ -16,5 +18,12 @@ std::string format_number(double v);                             // 9 significan
 // dim(%v, axis) or rank(%v) of a value of this type; nullopt when not static.
 struct Term;
 std::optional<int64_t> shape_term_value(const Term& t, const ValueType* type);
+// The ints of a list expression at one match; nullopt (with `why`) when a dim is
+// not static or an index is outside the bound attribute.
+struct ListItem;
+std::optional<std::vector<int64_t>> list_value(const std::vector<ListItem>& items,
+                                               const std::function<const ValueType*(const std::string&)>& type_of,
+                                               const std::function<const Attribute*(const std::string&)>& attr_of,
+                                               std::string* why = nullptr);
 
 }  // namespace geopt::dsl

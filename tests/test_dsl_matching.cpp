@@ -37,7 +37,7 @@ TEST_CASE("the shipped rules match every instance in the example models") {
   // in the opset-13 BERT/GPT-2 (LLaMA's ReduceMeans are RMSNorms), one GELU per Erf,
   // one attention per Softmax (GPT-2's use a causal Where, not yet fused),
   // GPT-2's single Identity (the tied LM head), every Conv (all carry a bias: the exporter
-  // folded BatchNorm into them); opset-17 models use LayerNormalization.
+  // folded BatchNorm into them; the activation and layout rules match the FusedConv it becomes); opset-17 models use LayerNormalization.
   const std::map<std::string, std::map<std::string, int>> expected = {
       {"bert_tiny_op13", {{"LayerNormFusion", 5}, {"GeluErf", 2}, {"AttentionFusion", 2}}},
       {"bert_tiny_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}}},
@@ -46,8 +46,8 @@ TEST_CASE("the shipped rules match every instance in the example models") {
       {"gpt2_tiny_op17", {{"IdentityIsNothing", 1}}},
       {"llama_tiny_op13", {{"AttentionFusionSwapLast", 2}}},
       {"llama_tiny_op17", {{"AttentionFusionSwapLast", 2}}},
-      {"resnet18_narrow_op13", {{"ConvToNC1HWC0", 20}}},
-      {"mobilenetv2_half_op13", {{"ConvToNC1HWC0", 52}}},
+      {"resnet18_narrow_op13", {{"ConvBias", 20}}},
+      {"mobilenetv2_half_op13", {{"ConvBias", 52}}},
   };
   for (const auto& [name, want] : expected) {
     INFO(name);

@@ -171,18 +171,38 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
   if (!provenance.empty()) r.model.metadata.emplace_back("geopt.provenance", provenance.dump());
 
   // Fusion rate: input kernels whose node is gone from the result because a kept rewrite covered it.
+  // Only fusion rules whose rewrite merges two or more input kernels fuse; a Conv
+  // that merely changes form (FusedConv, NC1HWC0) or an op moved through a
+  // layout conversion is not counted.
+  auto is_fusion = [&](const std::string& rule) {
+    const dsl::CompiledRule* cr = rules.find(rule);
+    return cr && std::find(cr->ast->tags.begin(), cr->ast->tags.end(), "fusion") != cr->ast->tags.end();
+  };
   std::set<std::string> covered;
-  for (const auto& s : r.sites)
-    if (s.selected) covered.insert(s.replaced.begin(), s.replaced.end());
+  for (const auto& s : r.sites) {
+    if (!s.selected || !is_fusion(s.rule)) continue;
+    size_t kernels_replaced = 0;
+    for (const auto& name : std::set<std::string>(s.replaced.begin(), s.replaced.end()))
+      if (const Node* n = input.graph->find_node(name)) kernels_replaced += work_of(*n, options.cost).is_kernel;
+    if (kernels_replaced >= 2) covered.insert(s.replaced.begin(), s.replaced.end());
+  }
+  // A fused node may inherit the name of the input node it grew from (the Conv of a
+  // Conv+Relu): that input node counts as absorbed when its op changed.
+  auto same_op_survives = [&](const Node& n) {
+    const Node* kept = r.model.graph->find_node(n.name);
+    return kept && kept->op_type == n.op_type && kept->domain == n.domain;
+  };
   size_t kernels = 0, absorbed = 0;
   for (const auto& n : input.graph->nodes()) {
     if (!work_of(*n, options.cost).is_kernel) continue;
     ++kernels;
-    if (covered.count(n->name) && !r.model.graph->find_node(n->name)) ++absorbed;
+    if (covered.count(n->name) && !same_op_survives(*n)) ++absorbed;
   }
   r.fusion_rate = kernels ? static_cast<double>(absorbed) / static_cast<double>(kernels) : 0;
   for (const auto& n : r.model.graph->nodes())
-    if (n->domain.empty() && work_of(*n, options.cost).is_kernel && input.graph->find_node(n->name)) ++r.unfused[n->op_type];
+    if (const Node* was = input.graph->find_node(n->name);
+        was && n->domain.empty() && work_of(*n, options.cost).is_kernel && was->op_type == n->op_type)
+      ++r.unfused[n->op_type];
   r.nodes_after = r.model.graph->nodes().size();
   r.after = cost_of_graph(*r.model.graph, profile, options.cost);
   return r;

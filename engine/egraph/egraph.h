@@ -48,6 +48,9 @@ struct ClassData {
   const Tensor* constant = nullptr;  // set when the class holds a Const e-node
   std::string name;                   // the first IR value name it came from
   std::string node_name;              // the IR node that produced it, if any
+  // For a class a rule made: the input nodes its rewrite replaced, so a rule that
+  // later matches it (Conv -> FusedConv -> FusedConv+Relu) covers them too.
+  std::vector<std::string> covers;
 };
 
 struct EClass {

@@ -1,5 +1,7 @@
 #include "dsl/ast.h"
 
+#include <algorithm>
+#include <functional>
 #include <sstream>
 
 namespace geopt::dsl {
@@ -65,6 +67,17 @@ std::string Predicate::to_string() const {
     if (op == CmpOp::Approx) os << " +- " << tolerance;
   }
   return os.str();
+}
+
+int replacement_outputs(const Rule& rule, const Replacement& r) {
+  int outputs = r.output_index + 1;
+  std::function<void(const Replacement&)> visit = [&](const Replacement& x) {
+    if (x.kind != Replacement::Kind::Op) return;
+    if (x.domain == r.domain && x.op == r.op) outputs = std::max(outputs, x.output_index + 1);
+    for (const auto& a : x.args) visit(*a);
+  };
+  for (const auto& w : rule.rewrites) visit(*w.replacement);
+  return outputs;
 }
 
 }  // namespace geopt::dsl

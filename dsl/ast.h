@@ -164,6 +164,11 @@ struct Rule {
   std::vector<RuleTest> tests;
 };
 
+// How many outputs the node built for `r` has: one past the highest output index
+// any rewrite of the rule takes from the same op, so `Op(...)[0]` and `Op(...)[1]`
+// in two rewrites are one node with two outputs (AddLayerNorm's Y and Sum).
+int replacement_outputs(const Rule& rule, const Replacement& r);
+
 struct RuleFile {
   std::string path;
   std::vector<Rule> rules;

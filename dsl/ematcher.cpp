@@ -1,5 +1,7 @@
 #include "dsl/ematcher.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <functional>
 #include <set>
@@ -265,11 +267,30 @@ void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, 
         auto it = bb.values.find(var);
         return it == bb.values.end() ? nullptr : g_.eclass(it->second).data.constant;
       };
+      // Users inside the matched root's own alternatives do not count: in the
+      // e-graph the primitive LayerNorm chain still reads the residual sum that
+      // the fused LayerNorm (the same class) reads too.
       ctx.uses_of = [&](const std::string& var) -> std::optional<size_t> {
         auto it = bb.values.find(var);
         if (it == bb.values.end()) return std::nullopt;
+        std::set<ClassId> below_roots;
+        std::vector<ClassId> stack;
+        for (ClassId rc : bb.roots) stack.push_back(g_.find(rc));
+        const ClassId value = g_.find(it->second);
+        while (!stack.empty() && below_roots.size() < 4096) {
+          ClassId c = stack.back();
+          stack.pop_back();
+          if (c == value || !below_roots.insert(c).second) continue;
+          for (const ENode& n : g_.eclass(c).nodes)
+            for (ClassId ch : n.children)
+              if (ch != kAbsent) stack.push_back(g_.find(ch));
+        }
         std::set<ClassId> users;
-        for (const auto& [n, c] : g_.eclass(it->second).parents) users.insert(g_.find(c));
+        for (const auto& [n, c] : g_.eclass(value).parents) {
+          ClassId user = g_.find(c);
+          const bool is_root = std::find(bb.roots.begin(), bb.roots.end(), user) != bb.roots.end();
+          if (is_root || !below_roots.count(user)) users.insert(user);
+        }
         return users.size();
       };
       ctx.attrs = &bb.attrs;

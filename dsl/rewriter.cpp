@@ -56,45 +56,27 @@ struct Unbuildable : std::runtime_error {
 
 class Builder {
  public:
-  Builder(Model& model, const Matcher& matcher, const Match& match, std::string scope, std::string rule)
-      : g_(*model.graph), matcher_(matcher), match_(match), scope_(std::move(scope)), rule_(std::move(rule)), opset_(model.opset_version("")) {}
+  Builder(Model& model, const Matcher& matcher, const Match& match, std::string scope, const Rule& rule)
+      : g_(*model.graph), matcher_(matcher), match_(match), scope_(std::move(scope)), rule_(rule), opset_(model.opset_version("")) {}
 
   Value* build(const Replacement& r) {
     if (r.kind == Replacement::Kind::Var) return match_.values.at(r.var);
     std::vector<Value*> inputs;
     for (const auto& a : r.args) inputs.push_back(build(*a));
+    std::vector<Attribute> attributes = attributes_of(r);
+    // The same call in two rewrites (`Op(...)[0]`, `Op(...)[1]`) is one node.
+    for (Node* made : created_)
+      if (made->op_type == r.op && made->domain == (r.domain == "ai.onnx" ? "" : r.domain) && made->inputs() == inputs &&
+          same_attributes(made->attributes, attributes))
+        return made->output(static_cast<size_t>(r.output_index));
     std::string base = (scope_.empty() ? "" : scope_ + "/") + r.op;
     std::string node_name = g_.unique_name(base);
     std::vector<Value*> outputs;
-    for (int k = 0; k <= r.output_index; ++k) outputs.push_back(g_.add_value(g_.unique_name(node_name + ":" + std::to_string(k))));
+    for (int k = 0; k < replacement_outputs(rule_, r); ++k)
+      outputs.push_back(g_.add_value(g_.unique_name(node_name + ":" + std::to_string(k))));
     Node* n = g_.add_node(r.op, r.domain, node_name, inputs, outputs);
-    n->doc_string = "geopt rule " + rule_;
-    const OpInfo* info = find_op(r.domain, r.op);
-    for (const auto& a : r.attrs) {
-      AttrKind kind = info->attrs.at(a.name).kind;
-      if (a.term) {
-        auto v = shape_term_value(*a.term, &match_.values.at(a.term->var)->type);
-        if (!v) throw Unbuildable(a.term->to_string() + " is not a static number here");
-        n->attributes.push_back(Attribute::make_int(a.name, *v));
-      } else if (!a.list.empty()) {
-        std::string why;
-        auto v = list_value(a.list, type_of(), attr_of(), &why);
-        if (!v) throw Unbuildable(why);
-        n->attributes.push_back(Attribute::make_ints(a.name, *v));
-      } else if (a.value) {
-        n->attributes.push_back(literal_attribute(a.name, kind, *a.value));
-      } else if (auto it = match_.attrs.find(a.var); it != match_.attrs.end()) {
-        Attribute copy = it->second;
-        copy.name = a.name;
-        n->attributes.push_back(std::move(copy));
-      } else {  // a bound scalar constant (or n / it)
-        const Tensor* t = matcher_.constant_of(match_.values.at(a.var));
-        HostTensor h = HostTensor::view(*t);
-        Literal l;
-        l.number = a.numerator ? *a.numerator / h.real_at(0) : h.real_at(0);
-        n->attributes.push_back(literal_attribute(a.name, kind, l));
-      }
-    }
+    n->doc_string = "geopt rule " + rule_.name;
+    n->attributes = std::move(attributes);
     created_.push_back(n);
     // Type the outputs with ONNX's inference (attributes are in place now).
     std::vector<const ValueType*> in_types;
@@ -107,7 +89,47 @@ class Builder {
                                              n->domain.empty() ? opset_ : 1);
     for (size_t k = 0; k < outputs.size(); ++k)
       if (types[k]) outputs[k]->type = *types[k];
-    return outputs.back();
+    return outputs[static_cast<size_t>(r.output_index)];
+  }
+
+  static bool same_attributes(const std::vector<Attribute>& a, const std::vector<Attribute>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].name != b[i].name || a[i].kind != b[i].kind || a[i].i != b[i].i || a[i].f != b[i].f || a[i].s != b[i].s ||
+          a[i].ints != b[i].ints || a[i].floats != b[i].floats || a[i].strings != b[i].strings)
+        return false;
+    return true;
+  }
+
+  std::vector<Attribute> attributes_of(const Replacement& r) {
+    std::vector<Attribute> out;
+    const OpInfo* info = find_op(r.domain, r.op);
+    for (const auto& a : r.attrs) {
+      AttrKind kind = info->attrs.at(a.name).kind;
+      if (a.term) {
+        auto v = shape_term_value(*a.term, &match_.values.at(a.term->var)->type);
+        if (!v) throw Unbuildable(a.term->to_string() + " is not a static number here");
+        out.push_back(Attribute::make_int(a.name, *v));
+      } else if (!a.list.empty()) {
+        std::string why;
+        auto v = list_value(a.list, type_of(), attr_of(), &why);
+        if (!v) throw Unbuildable(why);
+        out.push_back(Attribute::make_ints(a.name, *v));
+      } else if (a.value) {
+        out.push_back(literal_attribute(a.name, kind, *a.value));
+      } else if (auto it = match_.attrs.find(a.var); it != match_.attrs.end()) {
+        Attribute copy = it->second;
+        copy.name = a.name;
+        out.push_back(std::move(copy));
+      } else {  // a bound scalar constant (or n / it)
+        const Tensor* t = matcher_.constant_of(match_.values.at(a.var));
+        HostTensor h = HostTensor::view(*t);
+        Literal l;
+        l.number = a.numerator ? *a.numerator / h.real_at(0) : h.real_at(0);
+        out.push_back(literal_attribute(a.name, kind, l));
+      }
+    }
+    return out;
   }
 
   const std::vector<Node*>& created() const { return created_; }
@@ -126,7 +148,7 @@ class Builder {
   const Matcher& matcher_;
   const Match& match_;
   std::string scope_;
-  std::string rule_;
+  const Rule& rule_;
   int64_t opset_;
   std::vector<Node*> created_;
 };
@@ -243,7 +265,7 @@ bool apply_match(Model& model, const RuleSet& rules, const Match& match, std::st
     targets.push_back(target);
   }
   // Shape-derived attributes are checked before anything is built.
-  Builder builder(model, matcher, match, common_scope(match.nodes), cr.ast->name);
+  Builder builder(model, matcher, match, common_scope(match.nodes), *cr.ast);
   std::function<bool(const Replacement&)> buildable = [&](const Replacement& r) {
     for (const auto& a : r.attrs) {
       if (a.term && !shape_term_value(*a.term, &match.values.at(a.term->var)->type)) {

@@ -1,5 +1,6 @@
 #include "dsl/saturation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -27,15 +28,16 @@ std::function<const Attribute*(const std::string&)> bound_attr_of(const EMatch& 
 
 // Builds a replacement's e-nodes, typed by ONNX's inference. Returns kAbsent when
 // the inferred dtype contradicts the value being replaced (an unsound rewrite).
-ClassId build(EGraph& g, const Replacement& r, const EMatch& m, int rule, int site, const ClassData& root_data, bool is_root,
-              const EMatcher& matcher, const std::vector<std::string>& covers) {
+ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m, int rule, int site, const ClassData& root_data,
+              bool is_root, const EMatcher& matcher, const std::vector<std::string>& covers) {
   if (r.kind == Replacement::Kind::Var) return g.find(m.values.at(r.var));
   std::vector<ClassId> children;
   for (const auto& a : r.args) {
-    children.push_back(build(g, *a, m, rule, site, {}, false, matcher, covers));
+    children.push_back(build(g, ast, *a, m, rule, site, {}, false, matcher, covers));
     if (children.back() == kAbsent) return kAbsent;
   }
-  OpSignature sig{r.domain == "ai.onnx" ? "" : r.domain, r.op, {}, static_cast<size_t>(r.output_index + 1), ""};
+  // Hash-consing makes the same call in two rewrites one e-node (its outputs projected).
+  OpSignature sig{r.domain == "ai.onnx" ? "" : r.domain, r.op, {}, static_cast<size_t>(replacement_outputs(ast, r)), ""};
   const OpInfo* info = find_op(r.domain, r.op);
   for (const auto& a : r.attrs) {
     AttrKind kind = info->attrs.at(a.name).kind;
@@ -175,14 +177,17 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, cons
   std::vector<std::string> replaced;
   for (ClassId c : m.op_classes) {
     const ClassData& d = g.eclass(c).data;
-    if (!d.node_name.empty()) replaced.push_back(d.node_name);
-    else replaced.insert(replaced.end(), d.covers.begin(), d.covers.end());
+    std::vector<std::string> names;
+    if (!d.node_name.empty()) names.push_back(d.node_name);  // the root's own node first
+    names.insert(names.end(), d.covers.begin(), d.covers.end());
+    for (const std::string& name : names)
+      if (std::find(replaced.begin(), replaced.end(), name) == replaced.end()) replaced.push_back(name);
   }
   for (const auto& w : cr.ast->rewrites) {
     ClassId target = g.find(w.target.empty() ? m.roots.front() : m.values.at(w.target));
     ClassData data = g.eclass(target).data;
     const int32_t site = g.new_site();
-    ClassId made = build(g, *w.replacement, m, m.rule, site, data, true, matcher, replaced);
+    ClassId made = build(g, *cr.ast, *w.replacement, m, m.rule, site, data, true, matcher, replaced);
     if (made == kAbsent) continue;  // ONNX's inference disagrees with the replaced value's type
     if (record) {
       record->rule = m.rule;
@@ -194,6 +199,7 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, cons
       g.merge(target, made);
       changed = true;
     }
+    g.add_covers(target, replaced);  // a rule matching this class later covers these too
   }
   return changed || g.node_count() != nodes_before;
 }

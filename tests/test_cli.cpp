@@ -173,13 +173,13 @@ TEST_CASE("geopt rules list, test and --dump-automaton") {
   CHECK(dump.out.find("accept LayerNormFusion#") != std::string::npos);
 }
 
-TEST_CASE("geopt compile writes a plan that geopt run checks against torch and the original; plan dump reads it") {
+TEST_CASE("geopt compile writes a plan that geopt run checks against torch and the original, and plan dump reads it") {
   fs::path m = geopt::test::examples_dir() / "bert_tiny_op13";
   fs::path dir = geopt::test::scratch_dir("compile");
   fs::path plan = dir / "bert.plan";
   auto c = run_cli({"compile", m.string() + ".onnx", "-o", plan.string()});
   REQUIRE(c.exit_code == 0);
-  CHECK(c.out.find("fused            AttentionFusion x2, GeluErf x2, LayerNormFusion x5") != std::string::npos);
+  CHECK(c.out.find("fused            AddLayerNormFusion x5, AttentionFusion x2, FusedMatMulGelu x2, MatMulBias x10") != std::string::npos);
   CHECK(c.out.find("reuse rate") != std::string::npos);
   CHECK(c.out.find("threads and adversarial schedules (tolerance 0.0001): ok") != std::string::npos);
   REQUIRE(fs::exists(plan));
@@ -202,7 +202,7 @@ TEST_CASE("geopt compile writes a plan that geopt run checks against torch and t
   CHECK(j["magic"] == "geopt.plan");
   CHECK(j["kernels"].size() > 10);
 
-  CHECK(c.out.find("metrics          fusion rate 60%, memory reuse") != std::string::npos);
+  CHECK(c.out.find("metrics          fusion rate 87%, memory reuse") != std::string::npos);
   fs::path trace = dir / "trace.json";
   auto prof = run_cli({"profile", plan.string(), "--trace", trace.string()});
   CHECK(prof.exit_code == 0);
@@ -221,7 +221,7 @@ TEST_CASE("geopt compile writes a plan that geopt run checks against torch and t
   CHECK(s["check"]["ok"] == true);
 }
 
-TEST_CASE("geopt compile --input_shape compiles the dynamic example; --dump-graph writes every stage, lowering annotated") {
+TEST_CASE("geopt compile --input_shape compiles the dynamic example, and --dump-graph writes every stage, lowering annotated") {
   fs::path dir = geopt::test::scratch_dir("compile-dump");
   auto c = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string(), "--input_shape",
                     "input_ids:2,9;attention_mask:2,9", "-o", (dir / "d.plan").string(), "--dump-graph", (dir / "dump").string()});

@@ -35,15 +35,17 @@ TEST_CASE("the shipped rules match every instance in the example models") {
   auto rules = test::load_rules({test::shipped_rules()});
   // Counted from the exports (python onnx): a LayerNorm chain per pair of ReduceMeans
   // in the opset-13 BERT/GPT-2 (LLaMA's ReduceMeans are RMSNorms), one GELU per Erf,
-  // one attention per Softmax (GPT-2's use a causal Where, not yet fused),
+  // one attention per Softmax (GPT-2's use a causal Where, not yet fused), every
+  // MatMul by a weight with a bias Add (12 in BERT: Q, K, V, output, two FFN layers
+  // per layer; 8 in GPT-2),
   // GPT-2's single Identity (the tied LM head), every Conv (all carry a bias: the exporter
   // folded BatchNorm into them; the activation and layout rules match the FusedConv it becomes); opset-17 models use LayerNormalization.
   const std::map<std::string, std::map<std::string, int>> expected = {
-      {"bert_tiny_op13", {{"LayerNormFusion", 5}, {"GeluErf", 2}, {"AttentionFusion", 2}}},
-      {"bert_tiny_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}}},
-      {"bert_tiny_dynamic_seq_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}}},
-      {"gpt2_tiny_op13", {{"LayerNormFusion", 5}, {"IdentityIsNothing", 1}}},
-      {"gpt2_tiny_op17", {{"IdentityIsNothing", 1}}},
+      {"bert_tiny_op13", {{"LayerNormFusion", 5}, {"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}}},
+      {"bert_tiny_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"LayerNormalizationIsLayerNorm", 5}}},
+      {"bert_tiny_dynamic_seq_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"LayerNormalizationIsLayerNorm", 5}}},
+      {"gpt2_tiny_op13", {{"LayerNormFusion", 5}, {"IdentityIsNothing", 1}, {"MatMulBias", 8}}},
+      {"gpt2_tiny_op17", {{"IdentityIsNothing", 1}, {"MatMulBias", 8}, {"LayerNormalizationIsLayerNorm", 5}}},
       {"llama_tiny_op13", {{"AttentionFusionSwapLast", 2}}},
       {"llama_tiny_op17", {{"AttentionFusionSwapLast", 2}}},
       {"resnet18_narrow_op13", {{"ConvBias", 20}}},
@@ -62,11 +64,14 @@ TEST_CASE("applying the starter rules fuses BERT and keeps its outputs") {
   Model model = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
   dsl::RewriteStats stats = dsl::apply_rules(model, *rules);
   CHECK(stats.per_rule["LayerNormFusion"].applied == 5);
+  CHECK(stats.per_rule["AddLayerNormFusion"].applied == 5);  // every LayerNorm follows a residual Add
   CHECK(stats.per_rule["GeluErf"].applied == 2);
-  int layernorms = 0;
-  for (const auto& n : model.graph->nodes()) layernorms += n->op_type == "LayerNorm" && n->domain == "ai.geopt";
-  CHECK(layernorms == 5);
-  CHECK(model.graph->find_node("/emb_norm/LayerNorm") != nullptr);  // named after the module it replaced
+  CHECK(stats.per_rule["MatMulBias"].applied == 12);
+  CHECK(stats.per_rule["FusedMatMulGelu"].applied == 2);
+  int add_layernorms = 0;
+  for (const auto& n : model.graph->nodes()) add_layernorms += n->op_type == "AddLayerNorm" && n->domain == "ai.geopt";
+  CHECK(add_layernorms == 5);
+  CHECK(model.graph->find_node("/layers.0/attn_out/FusedMatMul") != nullptr);  // named after the module it replaced
   CHECK(model.opset_version("ai.geopt") == 1);
   auto feeds = random_inputs(original, 3);
   NamedTensors a = Evaluator(original).run(feeds), b = Evaluator(model).run(feeds);
@@ -99,7 +104,7 @@ TEST_CASE("rules switch off by name, by tag, and by a TOML switch file") {
   Model model = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
   auto rules = test::load_rules({test::shipped_rules()});
   CHECK(rules->set_enabled("LayerNormFusion", false));
-  CHECK(matches_per_rule(*rules, model) == std::map<std::string, int>{{"GeluErf", 2}, {"AttentionFusion", 2}});
+  CHECK(matches_per_rule(*rules, model) == std::map<std::string, int>{{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}});
   CHECK(rules->set_enabled("fusion", false));
   CHECK(matches_per_rule(*rules, model).empty());
   CHECK_FALSE(rules->set_enabled("NoSuchRule", true));
@@ -107,7 +112,7 @@ TEST_CASE("rules switch off by name, by tag, and by a TOML switch file") {
   fs::path dir = test::scratch_dir("switch");
   std::ofstream(dir / "on.toml") << "[tags]\nfusion = \"on\"\n[rules]\nGeluErf = \"off\"\n";
   rules->apply_switch_file((dir / "on.toml").string());
-  CHECK(matches_per_rule(*rules, model) == std::map<std::string, int>{{"LayerNormFusion", 5}, {"AttentionFusion", 2}});
+  CHECK(matches_per_rule(*rules, model) == std::map<std::string, int>{{"LayerNormFusion", 5}, {"AttentionFusion", 2}, {"MatMulBias", 12}});
 
   std::ofstream(dir / "bad.toml") << "[rules]\nLayerNormFusion = \"maybe\"\n";
   CHECK_THROWS_WITH_AS(rules->apply_switch_file((dir / "bad.toml").string()), doctest::Contains("bad.toml:2: LayerNormFusion must be \"on\" or \"off\""), Error);

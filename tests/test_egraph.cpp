@@ -77,7 +77,7 @@ TEST_CASE("building the same e-graph twice is deterministic") {
   CHECK(build() == build());
 }
 
-TEST_CASE("a shared subterm makes the greedy tree extractor wrong; the exact one is right") {
+TEST_CASE("a shared subterm makes the greedy tree extractor wrong and the exact one right") {
   // root = Add(X, Y). X = {A(S) cost 1, B cost 6}; Y = {C(S) cost 1, D cost 6}; S costs 8.
   // Tree costs: A(S) = 9 > B = 6, so a tree extractor picks B and D: 1 + 6 + 6 = 13.
   // As a DAG, A and C share S: 1 + 1 + 1 + 8 = 11.

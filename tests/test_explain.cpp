@@ -149,12 +149,17 @@ TEST_CASE("provenance: an optimized model tells what made each fused node") {
   auto opt = test::run_cli({"optimize", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "-o", (dir / "out.onnx").string(),
                             "--dump-graph", (dir / "dump").string()});
   REQUIRE(opt.exit_code == 0);
-  auto r = test::run_cli({"explain", (dir / "out.onnx").string(), "--node", "/emb_norm/LayerNorm"});
+  // The LayerNorm chain was fused, then fused again with the residual Add before it:
+  // the provenance follows both rewrites back to the input's nodes.
+  auto r = test::run_cli({"explain", (dir / "out.onnx").string(), "--node", "/emb_norm/AddLayerNorm"});
   REQUIRE(r.exit_code == 0);
-  CHECK(r.out.find("/emb_norm/LayerNorm was made by rule LayerNormFusion, replacing: ") != std::string::npos);
+  CHECK(r.out.find("/emb_norm/AddLayerNorm was made by rule AddLayerNormFusion, replacing: ") != std::string::npos);
   CHECK(r.out.find("/emb_norm/ReduceMean") != std::string::npos);
+  CHECK(r.out.find("/Add_1") != std::string::npos);
   auto n = test::run_cli({"explain", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "--node", "/emb_norm/Sqrt"});
-  CHECK(n.out.find("fused by LayerNormFusion into /emb_norm/LayerNorm") != std::string::npos);
+  CHECK(n.out.find("fused by AddLayerNormFusion into /emb_norm/AddLayerNorm") != std::string::npos);
+  CHECK(n.out.find("rewritten by LayerNormFusion in the e-graph, not kept: superseded: AddLayerNormFusion fused these nodes further") !=
+        std::string::npos);
   // Stage dumps: ONNX that imports, DOT with fused nodes filled and labelled with their rule.
   for (const char* stage : {"1_import", "2_saturation_extraction_layout"}) {
     CHECK_NOTHROW(import_onnx(dir / "dump" / (std::string(stage) + ".onnx")));
@@ -162,7 +167,7 @@ TEST_CASE("provenance: an optimized model tells what made each fused node") {
   }
   std::string dot = test::read_file(dir / "dump" / "2_saturation_extraction_layout.dot");
   CHECK(dot.find("fillcolor") != std::string::npos);
-  CHECK(dot.find("[LayerNormFusion]") != std::string::npos);
+  CHECK(dot.find("[AddLayerNormFusion]") != std::string::npos);
 }
 
 TEST_CASE("explain --json and a bad --rule") {

@@ -246,7 +246,7 @@ TEST_CASE("fault injection: a tensor moved onto a live one, or a dropped event, 
   }
 }
 
-TEST_CASE("streams: independent branches get their own streams; --enable-single-stream needs no events") {
+TEST_CASE("streams: independent branches get their own streams, and --enable-single-stream needs no events") {
   Model m = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
   Lowered l = lower(m);
   CHECK(l.streams.stream_count > 1);
@@ -258,7 +258,7 @@ TEST_CASE("streams: independent branches get their own streams; --enable-single-
   CHECK(plan_error(one.plan, m, ascend::StreamSchedule::threads) <= 1e-4);
 }
 
-TEST_CASE("plan files round-trip byte for byte; corrupt and foreign ones get a clear error") {
+TEST_CASE("plan files round-trip byte for byte, and corrupt and foreign ones get a clear error") {
   Model m = import_onnx(test::examples_dir() / "resnet18_narrow_op13.onnx");
   Lowered l = lower(m);
   fs::path dir = test::scratch_dir("plan");

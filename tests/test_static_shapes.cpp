@@ -56,7 +56,7 @@ TEST_CASE("a Shape -> Gather -> Range -> Expand chain folds once the input is fi
   CHECK(d.max_abs == 0);
 }
 
-TEST_CASE("without fixed inputs nothing depending on symbolic dims folds; the dynamic values are listed") {
+TEST_CASE("without fixed inputs nothing depending on symbolic dims folds, and the dynamic values are listed") {
   Model m = import_text(R"(<ir_version: 8, opset_import: ["" : 17]>
     g (float[B,4] x) => (float[B,4] y) {
       shape = Shape(x)

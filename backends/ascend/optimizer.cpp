@@ -18,7 +18,14 @@ NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options)
     const OpSignature& s = g.signature(n.op);
     KernelDesc d{s.domain, s.op_type, &s.attributes, {}, {}};
     for (ClassId c : n.children) d.inputs.push_back(c == kAbsent ? nullptr : &g.eclass(c).data.type);
-    d.outputs.push_back(&g.eclass(cls).data.type);  // a tuple's first output is costed through its Proj
+    if (s.num_outputs == 1) {
+      d.outputs.push_back(&g.eclass(cls).data.type);
+    } else {  // a tuple: each output's type is on the class of its projection
+      d.outputs.assign(s.num_outputs, nullptr);
+      for (const auto& [parent, parent_class] : g.eclass(cls).parents)
+        if (parent.kind == ENode::Kind::Proj && parent.op < s.num_outputs)
+          d.outputs[parent.op] = &g.eclass(g.find(parent_class)).data.type;
+    }
     KernelCost c = cost_of(work_of(d, options), profile);
     // Kernels a rule proposed must fit; the input's own kernels always stay
     // available, so the input program can always be extracted.
@@ -108,6 +115,14 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
         o.reason = "its value is not needed in the chosen program (another rewrite replaced what uses it)";
       } else if (!mine) {
         o.reason = "the extraction kept the input's form of this value";
+      } else if (const ENode& further = geg.egraph.eclass(c).nodes.at(chosen->second);
+                 further.origin >= 0 && further.origin != rec.rule && records.count({further.origin, further.site}) &&
+                 std::all_of(rec.replaced.begin(), rec.replaced.end(), [&](const std::string& name) {
+                   const auto& covered_further = records.at({further.origin, further.site})->replaced;
+                   return std::find(covered_further.begin(), covered_further.end(), name) != covered_further.end();
+                 })) {
+        o.reason = "superseded: " + rules.rules()[static_cast<size_t>(further.origin)].ast->name +
+                   " fused these nodes further, into " + geg.egraph.signature(further.op).op_type;
       } else {
         const ENode& kept = geg.egraph.eclass(c).nodes.at(chosen->second);
         const OpSignature& s = geg.egraph.signature(mine->op);
@@ -146,12 +161,16 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
     auto rec = records.find(it->second);
     const std::string rule = rules.rules()[static_cast<size_t>(it->second.first)].ast->name;
     std::vector<std::string> replaced = rec == records.end() ? std::vector<std::string>{} : rec->second->replaced;
-    std::vector<std::string> scope_parts;
-    bool first = true;
-    for (const auto& name : replaced) {
+    auto scope_of = [](const std::string& name) {
       std::vector<std::string> parts;
       size_t start = 0;
       for (size_t slash; (slash = name.find('/', start)) != std::string::npos; start = slash + 1) parts.push_back(name.substr(start, slash - start));
+      return parts;
+    };
+    std::vector<std::string> scope_parts;
+    bool first = true;
+    for (const auto& name : replaced) {
+      std::vector<std::string> parts = scope_of(name);
       if (first) {
         scope_parts = parts;
         first = false;
@@ -161,6 +180,9 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
         scope_parts.resize(i);
       }
     }
+    // Nodes from different modules (a residual Add and the next module's norm): the
+    // module of the node whose value it replaces (listed first).
+    if (scope_parts.size() <= 1 && !replaced.empty()) scope_parts = scope_of(replaced.front());
     std::string scope;
     for (size_t i = 0; i < scope_parts.size(); ++i) scope += (i ? "/" : "") + scope_parts[i];
     std::string wanted = (scope.empty() ? "" : scope + "/") + node->op_type;

@@ -131,6 +131,12 @@ ClassId EGraph::merge(ClassId a, ClassId b) {
   return root;
 }
 
+void EGraph::add_covers(ClassId id, const std::vector<std::string>& names) {
+  auto& covers = classes_.at(find(id)).data.covers;
+  for (const auto& n : names)
+    if (std::find(covers.begin(), covers.end(), n) == covers.end()) covers.push_back(n);
+}
+
 void EGraph::repair(ClassId id) {
   EClass& c = classes_.at(id);
   std::vector<std::pair<ENode, ClassId>> old = std::move(c.parents);

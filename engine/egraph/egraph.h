@@ -78,6 +78,8 @@ class EGraph {
   bool clean() const { return pending_.empty(); }
 
   const EClass& eclass(ClassId id) const { return classes_.at(find(id)); }
+  // Records input nodes a rewrite into this class stands for (see ClassData::covers).
+  void add_covers(ClassId id, const std::vector<std::string>& names);
   std::vector<ClassId> class_ids() const;  // canonical ids, ascending
   size_t node_count() const;
   size_t class_count() const;

@@ -24,7 +24,49 @@ std::set<ClassId> reachable(const EGraph& g, const std::vector<ClassId>& roots) 
   return seen;
 }
 
+// The classes a selection computes: reachable from the roots through chosen nodes.
+std::set<ClassId> selected_classes(const EGraph& g, const std::vector<ClassId>& roots, const std::map<ClassId, size_t>& choice) {
+  std::set<ClassId> seen;
+  std::vector<ClassId> stack;
+  for (ClassId r : roots) stack.push_back(g.find(r));
+  while (!stack.empty()) {
+    ClassId c = stack.back();
+    stack.pop_back();
+    auto it = choice.find(c);
+    if (it == choice.end() || !seen.insert(c).second) continue;
+    for (ClassId child : g.eclass(c).nodes.at(it->second).children)
+      if (child != kAbsent) stack.push_back(g.find(child));
+  }
+  return seen;
+}
+
 }  // namespace
+
+void reuse_selected(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, Extraction& x) {
+  for (int pass = 0; pass < 8; ++pass) {
+    bool improved = false;
+    const std::set<ClassId> selected = selected_classes(g, roots, x.choice);
+    for (ClassId c : selected) {
+      const auto& nodes = g.eclass(c).nodes;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (i == x.choice.at(c)) continue;
+        bool computed_already = true;
+        for (ClassId ch : nodes[i].children) computed_already = computed_already && (ch == kAbsent || selected.count(g.find(ch)));
+        if (!computed_already) continue;
+        auto trial = x.choice;
+        trial[c] = i;
+        const double trial_cost = dag_cost(g, roots, trial, cost);  // infinite when it closes a cycle
+        if (trial_cost < x.cost - 1e-9) {
+          x.choice = std::move(trial);
+          x.cost = trial_cost;
+          improved = true;
+          break;
+        }
+      }
+    }
+    if (!improved) break;
+  }
+}
 
 double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const std::map<ClassId, size_t>& choice, const NodeCost& cost) {
   std::map<ClassId, int> state;  // 1 visiting, 2 done
@@ -242,8 +284,13 @@ Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, cons
   auto live = reachable(g, roots);
   for (ClassId c : live) with_choice += g.eclass(c).nodes.size() > 1;
   // The search's bound only sees classes already reached, so it prunes late on big graphs.
-  if (with_choice <= exact_limit && live.size() <= 8 * std::max<size_t>(exact_limit, 1)) return extract_exact(g, roots, cost, 20000);
+  if (with_choice <= exact_limit && live.size() <= 8 * std::max<size_t>(exact_limit, 1)) {
+    Extraction x = extract_exact(g, roots, cost, 20000);
+    if (!x.optimal) reuse_selected(g, roots, cost, x);
+    return x;
+  }
   Extraction x = extract_greedy_dag(g, roots, cost);
+  reuse_selected(g, roots, cost, x);
   x.method = "greedy DAG (" + std::to_string(with_choice) + " classes with a choice; gap to the optimum unknown)";
   Extraction input = extract_original(g, roots, cost);
   if (input.cost <= x.cost) {

@@ -29,6 +29,11 @@ struct Extraction {
 
 Extraction extract_greedy_tree(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);
 Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);
+// Improves a selection where a class can switch to an alternative whose children
+// the selection computes already (a projection of a tuple that is chosen anyway:
+// AddLayerNorm's Sum instead of a separate Add): greedy passes price each class
+// alone and cannot see that sharing. Keeps only switches that lower the DAG cost.
+void reuse_selected(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, Extraction& x);
 // The input program: in every class, the e-node that came from the input graph.
 Extraction extract_original(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);
 // Exact; gives up (optimal = false, the seed returned) past `budget` search states.

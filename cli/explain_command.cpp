@@ -1,5 +1,6 @@
 #include "explain_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -7,6 +8,7 @@
 
 #include "ascend/optimizer.h"
 #include "dsl/explain.h"
+#include "dsl/rewriter.h"
 #include "onnx/import.h"
 #include "profile_options.h"
 #include "rule_options.h"
@@ -98,6 +100,25 @@ int run(const ExplainCliOptions& o) {
 
   std::map<std::string, std::vector<const ascend::SiteOutcome*>> outcomes;
   for (const auto& s : r.sites) outcomes[s.rule].push_back(&s);
+  // Rules that build on other rules' results (FlashAttention + LayerNorm needs the
+  // attention fused first) meet their sites only after those rules ran: explain them
+  // again on the graph with every rule applied, where they got nowhere on the input.
+  Model rewritten = import_onnx(o.model);
+  dsl::apply_rules(rewritten, *rules);
+  std::map<std::string, std::vector<dsl::SiteExplanation>> later;
+  for (const auto& re : dsl::explain_matches(*rules, rewritten, eo)) {
+    int deepest_on_input = -1;
+    bool matched_on_input = false;
+    for (const auto& m : matches)
+      if (m.rule == re.rule)
+        for (const auto& s : m.sites) {
+          deepest_on_input = std::max(deepest_on_input, s.depth);
+          matched_on_input = matched_on_input || s.matched;
+        }
+    if (matched_on_input) continue;
+    for (const auto& s : re.sites)
+      if (!s.matched && s.near && s.depth > deepest_on_input) later[re.rule].push_back(s);
+  }
   if (o.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const auto& re : matches) {
@@ -122,6 +143,11 @@ int run(const ExplainCliOptions& o) {
         if (!rewritten) kept.push_back({{"node", s.node}, {"selected", false}, {"reason", not_rewritten_reason(r.saturation, re.rule)}});
       }
       rj["extraction"] = kept;
+      if (auto it = later.find(re.rule); it != later.end()) {
+        auto after = nlohmann::ordered_json::array();
+        for (const auto& s : it->second) after.push_back({{"node", s.node}, {"reason", s.reason}});
+        rj["after_other_rules"] = after;
+      }
       j.push_back(rj);
     }
     nlohmann::ordered_json out{{"model", o.model}, {"soc_version", profile.soc_version}, {"rules", j}, {"fusion_rate", r.fusion_rate}};
@@ -135,7 +161,8 @@ int run(const ExplainCliOptions& o) {
     const size_t matched = re.sites.size() - re.misses(), near = re.near_misses(), shallow = re.misses() - near;
     size_t rewritten = outcomes[re.rule].size(), kept = 0;
     for (const auto* s : outcomes[re.rule]) kept += s->selected;
-    if (near == 0 && kept == rewritten && rewritten >= matched && !o.verbose && o.rule.empty()) {
+    auto after = later.find(re.rule);
+    if (near == 0 && kept == rewritten && rewritten >= matched && !o.verbose && o.rule.empty() && after == later.end()) {
       std::printf("\n%s: %zu of %zu %s node(s) matched; %zu rewrite(s) in the e-graph, %zu kept\n", re.rule.c_str(), matched, re.sites.size(),
                   re.root_op.c_str(), rewritten, kept);
       continue;
@@ -162,6 +189,10 @@ int run(const ExplainCliOptions& o) {
       std::printf("  %s @ %s: %s\n", re.rule.c_str(), s.node.c_str(), not_rewritten_reason(r.saturation, re.rule).c_str());
     }
     if (lines > shown) std::printf("  ... more (--verbose shows every site)\n");
+    if (after != later.end()) {
+      std::printf("  after the other rules rewrote the graph:\n");
+      for (const auto& s : after->second) std::printf("  %s @ %s: %s\n", re.rule.c_str(), s.node.c_str(), s.reason.c_str());
+    }
   }
   std::string left;
   std::vector<std::pair<std::string, size_t>> by(r.unfused.begin(), r.unfused.end());

@@ -86,7 +86,10 @@ std::string first_failed_predicate(const std::vector<Predicate>& where, const Wh
       if (!lhs) {
         found = reason;
       } else {
-        found = pred.lhs.to_string() + " is " + as_text(*lhs) + (reason.empty() ? "" : " " + reason);
+        std::string what = pred.lhs.to_string();
+        if (pred.lhs.kind == Term::Kind::Var && ctx.attrs)
+          if (auto a = ctx.attrs->find(pred.lhs.var); a != ctx.attrs->end()) what += " (attribute '" + a->second.name + "')";
+        found = what + " is " + as_text(*lhs) + (reason.empty() ? "" : " " + reason);
         reason.clear();
         if (pred.op == CmpOp::In) {
           if (pred.is_range) {

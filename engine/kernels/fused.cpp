@@ -9,6 +9,7 @@
 #include "kernels/layout.h"
 #include "kernels/elementwise_util.h"
 #include "kernels/linalg.h"
+#include "kernels/norm.h"
 
 namespace geopt {
 namespace {
@@ -66,11 +67,7 @@ void trans_data(KernelContext& ctx) {
 }
 
 // softmax(Q K^T * scale + mask [causal]) V, one (batch, head) matrix at a time.
-void flash_attention(KernelContext& ctx) {
-  const HostTensor& q = ctx.input(0);
-  const HostTensor& k = ctx.input(1);
-  const HostTensor& v = ctx.input(2);
-  const HostTensor* mask = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTensor& k, const HostTensor& v, const HostTensor* mask) {
   for (const HostTensor* t : {&q, &k, &v}) {
     require_f32(ctx, *t);
     if (t->rank() < 2) ctx.fail("Q, K and V need rank >= 2");
@@ -132,6 +129,24 @@ void flash_attention(KernelContext& ctx) {
     }
     gemm_f32(false, false, s, dv, t, 1.0f, scores.data(), v.data<float>() + ov * t * dv, 0.0f, y.mutable_data<float>() + bi * s * dv);
   }
+  return y;
+}
+
+void flash_attention(KernelContext& ctx) {
+  ctx.outputs[0] = attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2), ctx.has_input(3) ? &ctx.input(3) : nullptr);
+}
+
+// Residual + LayerNorm(attention) over the last axis: the seed's fused kernel
+// (the Dropout between them is the identity at inference).
+void flash_attention_layer_norm(KernelContext& ctx) {
+  HostTensor a = attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2), ctx.has_input(6) ? &ctx.input(6) : nullptr);
+  HostTensor y = layer_norm_rows(ctx, a, -1, ctx.attr_float("epsilon", 1e-5f), ctx.input(3), ctx.has_input(4) ? &ctx.input(4) : nullptr);
+  const HostTensor& residual = ctx.input(5);
+  if (residual.dims() != y.dims() || residual.dtype() != DType::F32)
+    ctx.fail("Residual " + residual.shape_string() + " must match the attention output " + y.shape_string());
+  float* out = y.mutable_data<float>();
+  const float* r = residual.data<float>();
+  for (int64_t i = 0; i < y.size(); ++i) out[i] += r[i];
   ctx.outputs[0] = std::move(y);
 }
 
@@ -142,6 +157,7 @@ void register_fused_kernels(KernelRegistry& r) {
   r.add(kGeoptDomain, "FusedMatMul", fused_matmul);
   r.add(kGeoptDomain, "FusedConv", fused_conv);
   r.add(kGeoptDomain, "FlashAttention", flash_attention);
+  r.add(kGeoptDomain, "FlashAttentionLayerNorm", flash_attention_layer_norm);
   r.add(kGeoptDomain, "TransData", trans_data, /*half_via_f32=*/false);
 }
 

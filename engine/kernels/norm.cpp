@@ -6,6 +6,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/elementwise_util.h"
 #include "kernels/layout.h"
+#include "kernels/norm.h"
 
 namespace geopt {
 namespace {
@@ -151,6 +152,17 @@ void add_layer_norm(KernelContext& ctx) {
 }
 
 }  // namespace
+
+HostTensor layer_norm_rows(const KernelContext& ctx, const HostTensor& x, int64_t axis, float epsilon, const HostTensor& scale,
+                           const HostTensor* bias) {
+  require_f32(ctx, x);
+  RowNorm r = split_rows(ctx, x, axis);
+  auto s = expand_param(ctx, &scale, r.norm_dims, r.cols, 1.0f);
+  auto b = expand_param(ctx, bias, r.norm_dims, r.cols, 0.0f);
+  HostTensor y(DType::F32, x.dims());
+  normalize_rows(x.data<float>(), y.mutable_data<float>(), r, s, b, epsilon, false, nullptr, nullptr);
+  return y;
+}
 
 void register_norm_kernels(KernelRegistry& r) {
   r.add("", "BatchNormalization", batch_norm);

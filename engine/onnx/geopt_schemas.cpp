@@ -114,6 +114,29 @@ void register_all() {
     onnx::RegisterSchema(std::move(s));
   }
   {
+    OpSchema s = base("FlashAttentionLayerNorm",
+                      "Y = Residual + LayerNorm(FlashAttention(Q, K, V, Mask)) over the last axis: the attention, "
+                      "its LayerNorm, the Dropout after it (the identity at inference) and the residual Add in one kernel.");
+    s.Attr("scale", "As FlashAttention.", AttributeProto::FLOAT, 0.0f);
+    s.Attr("causal", "As FlashAttention.", AttributeProto::INT, int64_t{0});
+    s.Attr("epsilon", "LayerNorm's epsilon.", AttributeProto::FLOAT, 1e-5f);
+    s.Input(0, "Q", "Queries.", "T").Input(1, "K", "Keys.", "T").Input(2, "V", "Values.", "T");
+    s.Input(3, "Scale", "LayerNorm scale over the last axis.", "T").Input(4, "B", "LayerNorm bias.", "T", OpSchema::Optional);
+    s.Input(5, "Residual", "Added last; shape of the attention output.", "T");
+    s.Input(6, "Mask", "Additive mask, as FlashAttention's.", "T", OpSchema::Optional);
+    s.Output(0, "Y", "Output [..., S, Dv].", "T");
+    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+      onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+      if (!onnx::hasInputShape(ctx, 0) || !onnx::hasInputShape(ctx, 2)) return;
+      onnx::TensorShapeProto shape = ctx.getInputType(0)->tensor_type().shape();
+      const auto& v = ctx.getInputType(2)->tensor_type().shape();
+      if (shape.dim_size() < 2 || v.dim_size() < 2) fail_shape_inference("FlashAttentionLayerNorm needs rank >= 2 inputs");
+      *shape.mutable_dim(shape.dim_size() - 1) = v.dim(v.dim_size() - 1);
+      onnx::updateOutputShape(ctx, 0, shape);
+    });
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
     OpSchema s;
     s.SetName("TransData").SetDomain(kDomain).SinceVersion(kVersion);
     s.SetDoc("Converts between layouts: NCHW <-> NC1HWC0 ([N, ceil(C/C0), H, W, C0], zero-padded; C0 = 16, or 32 for 8-bit types).");

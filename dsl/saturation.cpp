@@ -183,10 +183,10 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, cons
     for (const std::string& name : names)
       if (std::find(replaced.begin(), replaced.end(), name) == replaced.end()) replaced.push_back(name);
   }
+  const int32_t site = g.new_site();  // one site per match, however many values it rewrites
   for (const auto& w : cr.ast->rewrites) {
     ClassId target = g.find(w.target.empty() ? m.roots.front() : m.values.at(w.target));
     ClassData data = g.eclass(target).data;
-    const int32_t site = g.new_site();
     ClassId made = build(g, *cr.ast, *w.replacement, m, m.rule, site, data, true, matcher, replaced);
     if (made == kAbsent) continue;  // ONNX's inference disagrees with the replaced value's type
     if (record) {

@@ -26,19 +26,9 @@ std::unique_ptr<dsl::RuleSet> rules_from(const std::string& text) {
   return test::load_rules({(dir / "r.gerule").string()});
 }
 
-size_t count_op(const Model& m, const std::string& op) {
-  size_t n = 0;
-  for (const auto& node : m.graph->nodes()) n += node->op_type == op;
-  return n;
-}
+using test::count_op;
 
-double max_error(const Model& a, const Model& b) {
-  auto feeds = random_inputs(a, 11);
-  NamedTensors x = Evaluator(a).run(feeds), y = Evaluator(b).run(feeds);
-  double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, diff(y[i].second, x[i].second).max_abs);
-  return worst;
-}
+double max_error(const Model& a, const Model& b) { return test::max_output_error(a, b); }
 
 }  // namespace
 

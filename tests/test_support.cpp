@@ -8,7 +8,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <cmath>
 #include <sstream>
+
+#include "eval/compare.h"
+#include "eval/evaluator.h"
 
 namespace geopt::test {
 namespace fs = std::filesystem;
@@ -87,6 +91,24 @@ CliResult run_cli(const std::vector<std::string>& args) {
   r.out = read_file(dir / "out");
   r.err = read_file(dir / "err");
   return r;
+}
+
+size_t count_op(const Model& m, const std::string& op) {
+  size_t n = 0;
+  for (const auto& node : m.graph->nodes()) n += node->op_type == op;
+  return n;
+}
+
+double max_output_error(const Model& reference, const Model& candidate, uint64_t seed) {
+  auto feeds = random_inputs(reference, seed);
+  NamedTensors want = Evaluator(reference).run(feeds), got = Evaluator(candidate).run(feeds);
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    TensorDiff d = diff(got[i].second, want[i].second);
+    if (!d.comparable || d.nan_mismatches) return INFINITY;
+    worst = std::max(worst, d.max_abs);
+  }
+  return worst;
 }
 
 }  // namespace geopt::test

@@ -2,9 +2,12 @@
 // Shared helpers for the test suites: example models, scratch folders, CLI runs.
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "ir/graph.h"
 
 namespace geopt::test {
 
@@ -19,6 +22,12 @@ void write_file(const std::filesystem::path& p, const std::string& bytes);
 // Parses ONNX's textual model syntax (onnx/defs/parser.h); fails the test on a syntax error.
 onnx::ModelProto parse_text_model(const char* text);
 void save_model(const onnx::ModelProto& m, const std::filesystem::path& p);
+
+// Nodes of this op type (any domain).
+size_t count_op(const Model& m, const std::string& op);
+// Largest abs difference of `candidate`'s outputs from `reference`'s on the same
+// random inputs; infinity when a shape differs or a NaN appears on one side only.
+double max_output_error(const Model& reference, const Model& candidate, uint64_t seed = 11);
 
 struct CliResult {
   int exit_code = -1;

@@ -1,0 +1,121 @@
+// What the shipped rules make of each committed example model under
+// `geopt optimize` (saturation + extraction on Ascend910B1): the fused op counts
+// are pinned, and every optimized model computes what the original computes.
+#include <doctest/doctest.h>
+
+#include "ascend/hardware_profile.h"
+#include "ascend/optimizer.h"
+#include "dsl_support.h"
+#include "onnx/import.h"
+#include "test_support.h"
+
+namespace geopt {
+namespace {
+
+using test::count_op;
+
+ascend::OptimizeResult optimize_example(const std::string& name) {
+  static auto rules = test::load_rules({test::shipped_rules()});
+  Model m = import_onnx(test::examples_dir() / (name + ".onnx"));
+  ascend::OptimizeResult r = ascend::optimize(m, *rules, ascend::load_profile("Ascend910B1"));
+  CHECK(test::max_output_error(m, r.model) <= 1e-4);
+  return r;
+}
+
+size_t count_in(const Model& m, const std::vector<std::string>& ops) {
+  size_t n = 0;
+  for (const auto& op : ops) n += count_op(m, op);
+  return n;
+}
+
+// The primitive ops a LayerNorm, a GELU and an attention block are exported as.
+const std::vector<std::string> kNormPrimitives = {"ReduceMean", "Pow", "Sqrt", "LayerNormalization", "LayerNorm"};
+const std::vector<std::string> kGeluPrimitives = {"Erf", "Tanh"};
+const std::vector<std::string> kAttentionPrimitives = {"Softmax", "Where"};
+
+TEST_CASE("BERT: every LayerNorm with its residual Add is an AddLayerNorm, GELUs and attention are fused") {
+  for (const char* name : {"bert_tiny_op13", "bert_tiny_op17"}) {
+    INFO(std::string(name));
+    ascend::OptimizeResult r = optimize_example(name);
+    CHECK(count_op(r.model, "AddLayerNorm") == 5);  // embeddings + 2 per layer
+    CHECK(count_in(r.model, kNormPrimitives) == 0);
+    CHECK(count_op(r.model, "FlashAttention") == 2);
+    CHECK(count_in(r.model, kAttentionPrimitives) == 0);
+    CHECK(count_in(r.model, kGeluPrimitives) == 1);  // the pooler's Tanh, which is no GELU
+    CHECK(count_op(r.model, "Gelu") == 0);           // both GELUs ride on their FusedMatMul
+    CHECK(r.selected["FusedMatMulGelu"] == 2);
+    CHECK(count_op(r.model, "FusedMatMul") == 12);   // Q, K, V, output and two FFN layers per layer
+    CHECK(count_op(r.model, "MatMul") == 0);
+  }
+}
+
+TEST_CASE("GPT-2: the same with a causal mask, and pre-LN residuals keep their sum") {
+  for (const char* name : {"gpt2_tiny_op13", "gpt2_tiny_op17"}) {
+    INFO(std::string(name));
+    ascend::OptimizeResult r = optimize_example(name);
+    CHECK(count_op(r.model, "AddLayerNorm") == 5);  // ln_1, ln_2 per block and ln_f
+    CHECK(r.selected["AddLayerNormKeepSum"] == 4);  // the sum feeds the next residual too
+    CHECK(count_in(r.model, kNormPrimitives) == 0);
+    CHECK(count_op(r.model, "FlashAttention") == 2);
+    CHECK(count_in(r.model, kAttentionPrimitives) == 0);
+    CHECK(count_op(r.model, "Gelu") == 2);
+    CHECK(count_in(r.model, kGeluPrimitives) == 0);
+    CHECK(count_op(r.model, "Add") == 0);  // every residual is inside an AddLayerNorm
+    CHECK(count_op(r.model, "Not") == 0);  // the mask was folded to a constant
+  }
+}
+
+TEST_CASE("LLaMA: every RMSNorm and attention block is fused") {
+  for (const char* name : {"llama_tiny_op13", "llama_tiny_op17"}) {
+    INFO(std::string(name));
+    ascend::OptimizeResult r = optimize_example(name);
+    CHECK(count_op(r.model, "RMSNorm") == 5);
+    CHECK(count_in(r.model, kNormPrimitives) == 0);
+    CHECK(count_op(r.model, "FlashAttention") == 2);
+    CHECK(count_in(r.model, kAttentionPrimitives) == 0);
+  }
+}
+
+TEST_CASE("ResNet and MobileNetV2: every Conv carries its bias and activation, the network runs in NC1HWC0") {
+  struct Case {
+    const char* name;
+    size_t convs;
+  };
+  for (Case c : {Case{"resnet18_narrow_op13", 20}, Case{"resnet18_narrow_op17", 20}, Case{"mobilenetv2_half_op13", 52},
+                 Case{"mobilenetv2_half_op17", 52}}) {
+    INFO(std::string(c.name));
+    ascend::OptimizeResult r = optimize_example(c.name);
+    CHECK(count_op(r.model, "Conv") == 0);
+    CHECK(count_op(r.model, "FusedConv") == c.convs);
+    CHECK(count_in(r.model, {"Relu", "Clip", "Add"}) == 0);  // activations and residuals are in the FusedConvs
+    CHECK(count_op(r.model, "TransData") == 2);               // one in, one out
+    for (const auto& n : r.model.graph->nodes()) {
+      INFO(n->name);
+      if (n->op_type == "FusedConv") CHECK(n->attr("data_format")->s == "NC1HWC0");
+      if (n->op_type == "MaxPool" || n->op_type == "AveragePool") CHECK(n->input(0)->type.shape->rank() == 5);
+    }
+  }
+}
+
+TEST_CASE("the seed case: attention + LayerNorm + Dropout + residual is one kernel at epsilon 1e-5, not at 1e-6") {
+  ascend::OptimizeResult fused = optimize_example("seed_attention_ln_eps1e-5");
+  CHECK(fused.model.graph->nodes().size() == 1);
+  CHECK(count_op(fused.model, "FlashAttentionLayerNorm") == 1);
+  ascend::OptimizeResult not_fused = optimize_example("seed_attention_ln_eps1e-6");
+  CHECK(count_op(not_fused.model, "FlashAttentionLayerNorm") == 0);
+  CHECK(count_op(not_fused.model, "FlashAttention") == 1);  // the attention itself still fuses
+  CHECK(not_fused.saturation.per_rule["FlashAttentionLayerNormFusion"].matched == 0);
+
+  // Only where the cost model finds the fused kernel fits: not with a tiny UB.
+  auto rules = test::load_rules({test::shipped_rules()});
+  ascend::HardwareProfile tiny = ascend::load_profile("Ascend910B1");
+  tiny.ub = 4 * 1024;
+  Model m = import_onnx(test::examples_dir() / "seed_attention_ln_eps1e-5.onnx");
+  ascend::OptimizeResult small = ascend::optimize(m, *rules, tiny);
+  CHECK(small.saturation.per_rule["FlashAttentionLayerNormFusion"].matched == 1);
+  CHECK(count_op(small.model, "FlashAttentionLayerNorm") == 0);
+  CHECK(test::max_output_error(m, small.model) <= 1e-4);
+}
+
+}  // namespace
+}  // namespace geopt

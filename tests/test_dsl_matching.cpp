@@ -48,8 +48,8 @@ TEST_CASE("the shipped rules match every instance in the example models") {
       {"bert_tiny_dynamic_seq_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"LayerNormalizationIsLayerNorm", 5}, {"FoldConstants", 65}}},
       {"gpt2_tiny_op13", {{"LayerNormFusion", 5}, {"IdentityIsNothing", 1}, {"MatMulBias", 8}, {"GeluTanh", 2}, {"AttentionFusionWhereMask", 1}, {"FoldConstants", 34}}},
       {"gpt2_tiny_op17", {{"IdentityIsNothing", 1}, {"MatMulBias", 8}, {"LayerNormalizationIsLayerNorm", 5}, {"GeluTanh", 2}, {"AttentionFusionWhereMask", 1}, {"FoldConstants", 24}}},
-      {"llama_tiny_op13", {{"AttentionFusionSwapLast", 2}, {"RMSNormFusion", 5}, {"FoldConstants", 57}}},
-      {"llama_tiny_op17", {{"AttentionFusionSwapLast", 2}, {"RMSNormFusion", 5}, {"FoldConstants", 57}}},
+      {"llama_tiny_op13", {{"AttentionFusionSwapLast", 2}, {"RMSNormFusion", 5}, {"FoldConstants", 57}, {"SwiGLUFusion", 2}, {"RotaryEmbeddingFusion", 4}}},
+      {"llama_tiny_op17", {{"AttentionFusionSwapLast", 2}, {"RMSNormFusion", 5}, {"FoldConstants", 57}, {"SwiGLUFusion", 2}, {"RotaryEmbeddingFusion", 4}}},
       {"resnet18_narrow_op13", {{"ConvBias", 20}}},
       {"mobilenetv2_half_op13", {{"ConvBias", 52}, {"FoldConstants", 70}}},
   };

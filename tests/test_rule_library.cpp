@@ -65,12 +65,16 @@ TEST_CASE("GPT-2: the same with a causal mask, and pre-LN residuals keep their s
   }
 }
 
-TEST_CASE("LLaMA: every RMSNorm and attention block is fused") {
+TEST_CASE("LLaMA: every RMSNorm, rotary embedding, SwiGLU and attention block is fused") {
   for (const char* name : {"llama_tiny_op13", "llama_tiny_op17"}) {
     INFO(std::string(name));
     ascend::OptimizeResult r = optimize_example(name);
     CHECK(count_op(r.model, "RMSNorm") == 5);
     CHECK(count_in(r.model, kNormPrimitives) == 0);
+    CHECK(count_op(r.model, "RotaryEmbedding") == 4);  // Q and K in each of 2 layers
+    CHECK(count_in(r.model, {"Slice", "Neg", "Concat"}) == 0);
+    CHECK(count_op(r.model, "SwiGLU") == 2);
+    CHECK(count_in(r.model, {"Sigmoid", "Mul"}) == 0);
     CHECK(count_op(r.model, "FlashAttention") == 2);
     CHECK(count_in(r.model, kAttentionPrimitives) == 0);
   }

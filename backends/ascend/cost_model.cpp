@@ -14,7 +14,7 @@ const std::set<std::string> kDataMovement = {"Transpose", "Concat", "Split", "Sl
                                              "Trilu", "Where", "TransData"};
 // Vector operations per element: transcendentals take several passes of the Vector unit.
 const std::map<std::string, double> kVectorWeight = {
-    {"Exp", 4}, {"Log", 4}, {"Erf", 6}, {"Tanh", 5}, {"Sigmoid", 5}, {"Softplus", 6}, {"Pow", 4}, {"Sqrt", 2},
+    {"Exp", 4}, {"Log", 4}, {"Erf", 6}, {"Tanh", 5}, {"Sigmoid", 5}, {"RotaryEmbedding", 4}, {"Softplus", 6}, {"Pow", 4}, {"Sqrt", 2},
     {"Reciprocal", 2}, {"Div", 2}, {"HardSwish", 3}, {"Elu", 5}, {"Gelu", 8}, {"LayerNorm", 8},
     {"LayerNormalization", 8}, {"RMSNorm", 5}, {"AddLayerNorm", 9}, {"Softmax", 6}, {"LogSoftmax", 7},
     {"BatchNormalization", 2}, {"InstanceNormalization", 8}};
@@ -91,7 +91,12 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     auto it = kVectorWeight.find(name);
     return it == kVectorWeight.end() ? 1.0 : it->second;
   };
-  if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm") {
+  if (op == "SwiGLU") {
+    Extent a = extent(at(n.inputs, 0), o);
+    if (a.known && !a.dims.empty()) w.cube_macs = 2 * out.elements * static_cast<double>(a.dims.back());  // two products
+    w.vector_ops = out.elements * (weight("Sigmoid") + 2);
+    w.min_l1_bytes = static_cast<int64_t>(3 * 16 * 16 * bytes);
+  } else if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm") {
     Extent a = extent(at(n.inputs, 0), o), b = extent(at(n.inputs, 1), o);
     if (a.known && b.known && !a.dims.empty() && !b.dims.empty()) {
       const Attribute* trans_a = find_attr(n, "transA");

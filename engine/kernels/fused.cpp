@@ -150,6 +150,47 @@ void flash_attention_layer_norm(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
+// SiLU(X W1) * (X W3): LLaMA's gated MLP up to its down projection.
+void swiglu(KernelContext& ctx) {
+  HostTensor gate = matmul(ctx, ctx.input(0), ctx.input(1));
+  HostTensor up = matmul(ctx, ctx.input(0), ctx.input(2));
+  require_f32(ctx, gate);
+  if (gate.dims() != up.dims()) ctx.fail("W1 and W3 give different shapes: " + gate.shape_string() + ", " + up.shape_string());
+  float* g = gate.mutable_data<float>();
+  const float* u = up.data<float>();
+  for (int64_t i = 0; i < gate.size(); ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  ctx.outputs[0] = std::move(gate);
+}
+
+// X * Cos + rotate(X) * Sin over the last axis, rotate(X) = concat(-X[..., split:], X[..., :split]).
+void rotary_embedding(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  const HostTensor& cos = ctx.input(1);
+  const HostTensor& sin = ctx.input(2);
+  for (const HostTensor* t : {&x, &cos, &sin}) require_f32(ctx, *t);
+  if (x.rank() < 1) ctx.fail("X needs rank >= 1");
+  const int64_t d = x.dim(-1);
+  const int64_t split = ctx.attr_int("split", d / 2);
+  if (split < 0 || split > d) ctx.fail("split " + std::to_string(split) + " is outside the last axis (" + std::to_string(d) + ")");
+  HostTensor rotated(DType::F32, x.dims());
+  const float* px = x.data<float>();
+  float* pr = rotated.mutable_data<float>();
+  for (int64_t row = 0; row < x.size() / std::max<int64_t>(d, 1); ++row) {
+    const float* in = px + row * d;
+    float* out = pr + row * d;
+    for (int64_t j = 0; j < d - split; ++j) out[j] = -in[split + j];
+    for (int64_t j = 0; j < split; ++j) out[d - split + j] = in[j];
+  }
+  auto plan = plan_broadcast<3>(ctx, {&x, &cos, &sin});
+  if (plan.dims != x.dims()) ctx.fail("Cos and Sin must broadcast to X " + x.shape_string());
+  HostTensor y(DType::F32, x.dims());
+  float* py = y.mutable_data<float>();
+  const float* pc = cos.data<float>();
+  const float* ps = sin.data<float>();
+  apply_broadcast(plan, [&](int64_t, const int64_t* o) { py[o[0]] = px[o[0]] * pc[o[1]] + pr[o[0]] * ps[o[2]]; });
+  ctx.outputs[0] = std::move(y);
+}
+
 }  // namespace
 
 void register_fused_kernels(KernelRegistry& r) {
@@ -158,6 +199,8 @@ void register_fused_kernels(KernelRegistry& r) {
   r.add(kGeoptDomain, "FusedConv", fused_conv);
   r.add(kGeoptDomain, "FlashAttention", flash_attention);
   r.add(kGeoptDomain, "FlashAttentionLayerNorm", flash_attention_layer_norm);
+  r.add(kGeoptDomain, "SwiGLU", swiglu);
+  r.add(kGeoptDomain, "RotaryEmbedding", rotary_embedding);
   r.add(kGeoptDomain, "TransData", trans_data, /*half_via_f32=*/false);
 }
 

@@ -137,6 +137,30 @@ void register_all() {
     onnx::RegisterSchema(std::move(s));
   }
   {
+    OpSchema s = base("SwiGLU", "Y = SiLU(X W1) * (X W3) (LLaMA's gated MLP before its down projection).");
+    s.Input(0, "X", "Input [..., K].", "T").Input(1, "W1", "Gate weight [K, N].", "T").Input(2, "W3", "Up weight [K, N].", "T");
+    s.Output(0, "Y", "Output [..., N].", "T");
+    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+      onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+      if (!onnx::hasInputShape(ctx, 0) || !onnx::hasInputShape(ctx, 1)) return;
+      onnx::TensorShapeProto shape = ctx.getInputType(0)->tensor_type().shape();
+      const auto& w = ctx.getInputType(1)->tensor_type().shape();
+      if (shape.dim_size() < 1 || w.dim_size() != 2) fail_shape_inference("SwiGLU needs X of rank >= 1 and 2-D weights");
+      *shape.mutable_dim(shape.dim_size() - 1) = w.dim(1);
+      onnx::updateOutputShape(ctx, 0, shape);
+    });
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    OpSchema s = base("RotaryEmbedding",
+                      "Y = X * Cos + concat(-X[..., split:], X[..., :split]) * Sin over the last axis (rotary position embedding).");
+    s.Attr("split", "Where the last axis is cut in two; 0 means half of it.", AttributeProto::INT, int64_t{0});
+    s.Input(0, "X", "Input.", "T").Input(1, "Cos", "Broadcast to X.", "T").Input(2, "Sin", "Broadcast to X.", "T");
+    s.Output(0, "Y", "Shape of X.", "T");
+    s.TypeAndShapeInferenceFunction(same_as_first_input);
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
     OpSchema s;
     s.SetName("TransData").SetDomain(kDomain).SinceVersion(kVersion);
     s.SetDoc("Converts between layouts: NCHW <-> NC1HWC0 ([N, ceil(C/C0), H, W, C0], zero-padded; C0 = 16, or 32 for 8-bit types).");

@@ -1,5 +1,6 @@
 #include "rules_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "dsl/matcher.h"
 #include "dsl/rewriter.h"
 #include "dsl/rule_tests.h"
+#include "dsl/soundness.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
 #include "rule_options.h"
@@ -21,6 +23,7 @@ struct RulesOptions {
   RuleOptions rules;
   std::vector<std::string> check_paths;
   std::vector<std::string> test_paths;
+  bool soundness = false;
   std::string model;
   std::string output;
   bool json = false;
@@ -68,7 +71,24 @@ int test(const RulesOptions& o) {
     (r.passed ? passed : failed)++;
   }
   std::printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  if (!o.soundness) return failed ? 1 : 0;
+  // Each rule on its tests' graphs at other batch sizes and random inputs (dsl/soundness.h).
+  int unsound = 0, unchecked = 0;
+  for (const auto& r : dsl::check_soundness(*set)) {
+    if (!r.checked()) {
+      std::printf("UNCHECKED  %s: no test with `expect outputs_equal` makes it fire\n", r.rule.c_str());
+      ++unchecked;
+      continue;
+    }
+    double worst = 0;
+    for (const auto& c : r.cases) worst = std::max(worst, c.max_error);
+    std::printf("%s  %s: %zu instance(s), worst error %.3g\n", r.passed() ? "SOUND    " : "UNSOUND  ", r.rule.c_str(), r.cases.size(), worst);
+    for (const auto& c : r.cases)
+      if (!c.passed) std::printf("      %s (%s): %s (tolerance %g)\n", c.test.c_str(), c.shapes.c_str(), c.failure.c_str(), c.tolerance);
+    unsound += !r.passed();
+  }
+  std::printf("soundness: %d unsound, %d unchecked\n", unsound, unchecked);
+  return failed || unsound || unchecked ? 1 : 0;
 }
 
 int match(const RulesOptions& o) {
@@ -118,6 +138,8 @@ std::function<int()> add_rules_command(CLI::App& app) {
   c_list->add_flag("--json", o->json, "Print JSON");
   CLI::App* c_test = cmd->add_subcommand("test", "Run the test blocks in rule files");
   c_test->add_option("paths", o->test_paths, "Rule files or folders (default: the shipped rules)");
+  c_test->add_flag("--soundness", o->soundness,
+                   "Also check each rule on its tests' graphs at other batch sizes and random inputs, within its declared tolerance");
   CLI::App* c_match = cmd->add_subcommand("match", "Show where each rule matches in a model");
   c_match->add_option("model", o->model, "ONNX model")->required();
   c_match->add_flag("--json", o->json, "Print JSON");

@@ -305,7 +305,9 @@ RewriteStats apply_rules(Model& model, const RuleSet& rules, const RewriteOption
       for (const Value* out : n->outputs()) live = live || (out && (!out->uses().empty() || outputs.count(out)));
       if (!live) continue;  // replaced earlier in this pass
       Matcher matcher(rules, model);
+      const bool only_first = pass == 0 && !options.first_rule.empty();
       for (const Match& m : matcher.match_at(n)) {
+        if (only_first && rules.rules()[static_cast<size_t>(m.rule)].ast->name != options.first_rule) continue;
         RuleStats& rs = stats.per_rule[rules.rules()[static_cast<size_t>(m.rule)].ast->name];
         ++rs.matched;
         if (apply_match(model, rules, m, nullptr)) {
@@ -318,7 +320,7 @@ RewriteStats apply_rules(Model& model, const RuleSet& rules, const RewriteOption
     }
     g.remove_dead_code();
     if (!g.topological_sort()) throw Error("internal: a rewrite created a cycle");
-    if (!changed) break;
+    if (!changed && !(pass == 0 && !options.first_rule.empty())) break;
   }
   stats.nodes_after = g.nodes().size();
   return stats;

@@ -23,6 +23,9 @@ struct RewriteStats {
 
 struct RewriteOptions {
   int max_passes = 16;
+  // A rule applied alone in a first pass, before any other rule rewrites its sites
+  // (the soundness check gives the rule under test its instances this way).
+  std::string first_rule;
 };
 
 // Applies one match; false (with `why`) when it cannot: a fold too large, an op

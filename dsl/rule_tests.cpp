@@ -3,6 +3,7 @@
 #include <onnx/defs/parser.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "dsl/rewriter.h"
 #include "eval/compare.h"
@@ -16,12 +17,9 @@ namespace {
 namespace fs = std::filesystem;
 
 Model load_model(const RuleTest& t) {
-  fs::path where = fs::path(t.loc.file).parent_path();
-  if (!t.model_file.empty()) return import_onnx(where / t.model_file);
-  onnx::ModelProto proto;
-  auto status = onnx::OnnxParser::Parse(proto, t.model_text.c_str());
-  if (!status.IsOK()) throw Error(t.loc.to_string() + ": the test model does not parse: " + status.ErrorMessage());
-  return import_onnx_proto(std::move(proto), t.loc.to_string());
+  // A file is imported from its path, so external data next to it is found.
+  if (!t.model_file.empty()) return import_onnx(fs::path(t.loc.file).parent_path() / t.model_file);
+  return import_onnx_proto(load_test_model(t), t.loc.to_string());
 }
 
 bool compare(int64_t got, CmpOp op, int64_t want) {
@@ -37,6 +35,19 @@ bool compare(int64_t got, CmpOp op, int64_t want) {
 }
 
 }  // namespace
+
+onnx::ModelProto load_test_model(const RuleTest& t) {
+  onnx::ModelProto proto;
+  if (!t.model_file.empty()) {
+    const fs::path path = fs::path(t.loc.file).parent_path() / t.model_file;
+    std::ifstream in(path, std::ios::binary);
+    if (!in || !proto.ParseFromIstream(&in)) throw Error(t.loc.to_string() + ": cannot read the test model " + path.string());
+    return proto;
+  }
+  auto status = onnx::OnnxParser::Parse(proto, t.model_text.c_str());
+  if (!status.IsOK()) throw Error(t.loc.to_string() + ": the test model does not parse: " + status.ErrorMessage());
+  return proto;
+}
 
 std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules) {
   std::vector<RuleTestResult> results;

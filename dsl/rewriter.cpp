@@ -195,8 +195,10 @@ bool fold(Model& model, const Match& match, int64_t max_elements, const Matcher&
     if (why) *why = std::string("folding failed: ") + e.what();
     return false;
   }
+  int64_t input_elements = 0;
+  for (const HostTensor& in : ins) input_elements += in.size();
   for (size_t o = 0; o < n->outputs().size(); ++o)
-    if (n->output(o) && ctx.outputs[o].size() > max_elements) {
+    if (n->output(o) && ctx.outputs[o].size() > max_elements && ctx.outputs[o].size() > input_elements) {
       if (why) *why = "folded " + n->describe() + " would have " + std::to_string(ctx.outputs[o].size()) + " elements, over the cap of " + std::to_string(max_elements);
       return false;
     }

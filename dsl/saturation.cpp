@@ -131,7 +131,11 @@ bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matc
       continue;
     }
     const HostTensor& h = ctx.outputs[0];
-    if (!h.defined() || h.dtype() == DType::String || h.size() > max_elements) continue;
+    int64_t input_elements = 0;
+    for (const HostTensor& in : ins) input_elements += in.size();
+    // The cap stops a fold that grows the constants (Expand, Tile); one no larger than
+    // its inputs (a Slice of a weight, a Transpose) is always fine.
+    if (!h.defined() || h.dtype() == DType::String || (h.size() > max_elements && h.size() > input_elements)) continue;
     auto t = std::make_shared<Tensor>();
     t->dtype = h.dtype();
     t->dims = h.dims();

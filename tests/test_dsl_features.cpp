@@ -171,7 +171,23 @@ TEST_CASE("fold evaluates an all-constant op into an initializer, under a size c
   auto feeds = random_inputs(original, 2);
   CHECK(diff(Evaluator(f.model).run(feeds)[0].second, Evaluator(original).run(feeds)[0].second).max_abs == 0);
 
-  auto capped = setup_named("rule Fold [folding] { match *(const ...) fold max_elements = 4 }", model);
+  // The cap stops folds that grow the constants; one no larger than its inputs runs past it.
+  const char* growing = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[3,2] x) => (float[3,2] y) {
+      a = Constant <value = float[2,3] {1, 2, 3, 4, 5, 6}> ()
+      t = Transpose <perm = [1, 0]> (a)
+      s = Constant <value = int64[2] {3, 2}> ()
+      b = Constant <value = float[1] {10}> ()
+      e = Expand(b, s)
+      u = Add(t, e)
+      y = Mul(x, u)
+    })";
+  auto capped = setup_named("rule Fold [folding] { match *(const ...) fold max_elements = 4 }", growing);
   dsl::apply_rules(capped.model, *capped.rules);
-  CHECK(capped.model.graph->nodes().size() == 5);  // only the 3-element b and the 2-element shape fold
+  CHECK(test::count_op(capped.model, "Transpose") == 0);  // 6 elements out of 6 in: folds past the cap of 4
+  CHECK(test::count_op(capped.model, "Expand") == 1);     // 6 out of 3 in: over the cap, left alone
+  CHECK(test::count_op(capped.model, "Add") == 1);
+  auto uncapped = setup_named("rule Fold [folding] { match *(const ...) fold max_elements = 64 }", growing);
+  dsl::apply_rules(uncapped.model, *uncapped.rules);
+  CHECK(uncapped.model.graph->nodes().size() == 1);
 }

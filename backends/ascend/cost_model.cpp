@@ -69,12 +69,27 @@ KernelDesc describe(const Node& n) {
 
 KernelWork work_of(const Node& n, const CostOptions& o) { return work_of(describe(n), o); }
 
+bool is_view_transpose(const KernelDesc& n) {
+  if (!n.domain.empty() || n.op_type != "Transpose") return false;
+  const ValueType* in = at(n.inputs, 0);
+  const Attribute* perm = find_attr(n, "perm");
+  if (!in || !in->shape || !in->shape->is_static() || !perm || perm->ints.size() != in->shape->rank()) return false;
+  int64_t last = -1;  // the non-unit axes must keep their order
+  for (int64_t axis : perm->ints) {
+    if (axis < 0 || axis >= static_cast<int64_t>(in->shape->rank())) return false;
+    if ((*in->shape)[static_cast<size_t>(axis)].value() == 1) continue;
+    if (axis < last) return false;
+    last = axis;
+  }
+  return true;
+}
+
 KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   KernelWork w;
   w.op = (n.domain.empty() ? "" : n.domain + "::") + n.op_type;
   Extent out = extent(at(n.outputs, 0), o);
   w.dtype = out.known ? out.dtype : DType::F32;
-  if (n.domain.empty() && kViews.count(n.op_type)) {
+  if ((n.domain.empty() && kViews.count(n.op_type)) || is_view_transpose(n)) {
     w.is_kernel = false;
     return w;
   }

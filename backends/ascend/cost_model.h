@@ -51,6 +51,9 @@ struct KernelDesc {
 };
 KernelDesc describe(const Node& node);
 
+// A Transpose that only moves size-1 axes ([1, S, H] -> [S, 1, H]) leaves every byte
+// where it was: a view, like Reshape (GE turns it into one).
+bool is_view_transpose(const KernelDesc& kernel);
 KernelWork work_of(const KernelDesc& kernel, const CostOptions& options = {});
 KernelWork work_of(const Node& node, const CostOptions& options = {});
 KernelCost cost_of(const KernelWork& work, const HardwareProfile& profile);

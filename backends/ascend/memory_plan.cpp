@@ -4,6 +4,7 @@
 #include <functional>
 #include <set>
 
+#include "cost_model.h"
 #include "execution_order.h"
 #include "util/error.h"
 
@@ -85,7 +86,7 @@ void close_gaps(const std::vector<PlannedBuffer>& bufs, const std::vector<std::v
 
 bool is_view_op(const Node& n) {
   static const std::set<std::string> views = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
-  return n.domain.empty() && views.count(n.op_type);
+  return (n.domain.empty() && views.count(n.op_type)) || is_view_transpose(describe(n));
 }
 
 MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, const MemoryPlanOptions& options) {

@@ -46,7 +46,7 @@ struct MemoryPlan {
 };
 
 // Ops whose output shares its input's bytes (Reshape, Squeeze, Unsqueeze,
-// Flatten, Identity): they copy nothing.
+// Flatten, Identity, a Transpose of size-1 axes only): they copy nothing.
 bool is_view_op(const Node& n);
 
 // `order` indexes graph.nodes() (see memory_aware_order).

@@ -141,6 +141,7 @@ class Search {
       return true;
     }
     b.op_classes.push_back(c);
+    b.op_origins.emplace_back(n.origin, n.site);
     for (size_t i = p.args.size(); i < n.children.size(); ++i)
       if (n.children[i] != kAbsent && !p.rest && !p.rest_any) {
         b = std::move(saved);

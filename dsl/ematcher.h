@@ -19,6 +19,8 @@ struct EMatch {
   std::map<std::string, Attribute> attrs;
   std::vector<ClassId> roots;  // the class of each root's value
   std::vector<ClassId> op_classes;  // every class an op pattern matched (what the rewrite replaces)
+  // For each of those, the matched e-node's (rule, site): (-1, -1) for a node of the input graph.
+  std::vector<std::pair<int32_t, int32_t>> op_origins;
 };
 
 class EMatcher {

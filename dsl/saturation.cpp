@@ -29,11 +29,11 @@ std::function<const Attribute*(const std::string&)> bound_attr_of(const EMatch& 
 // Builds a replacement's e-nodes, typed by ONNX's inference. Returns kAbsent when
 // the inferred dtype contradicts the value being replaced (an unsound rewrite).
 ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m, int rule, int site, const ClassData& root_data,
-              bool is_root, const EMatcher& matcher, const std::vector<std::string>& covers) {
+              bool is_root, const EMatcher& matcher) {
   if (r.kind == Replacement::Kind::Var) return g.find(m.values.at(r.var));
   std::vector<ClassId> children;
   for (const auto& a : r.args) {
-    children.push_back(build(g, ast, *a, m, rule, site, {}, false, matcher, covers));
+    children.push_back(build(g, ast, *a, m, rule, site, {}, false, matcher));
     if (children.back() == kAbsent) return kAbsent;
   }
   // Hash-consing makes the same call in two rewrites one e-node (its outputs projected).
@@ -77,7 +77,6 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
   node.site = site;
   ClassData data = is_root ? root_data : ClassData{};
   if (!is_root && mine) data.type = *mine;
-  if (!is_root) data.covers = covers;
   data.constant = nullptr;
   if (sig.num_outputs == 1) return g.add(std::move(node), data);
   ClassId tuple = g.add(std::move(node));
@@ -170,28 +169,34 @@ static bool buildable(const EGraph& g, const Replacement& r, const EMatch& m) {
   return true;
 }
 
-bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, const EMatch& m, SiteRecord* record) {
+bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, const EMatch& m, SiteRecord* record,
+                  std::map<std::pair<int, int32_t>, std::vector<std::string>>* site_replaced) {
   const CompiledRule& cr = rules.rules()[static_cast<size_t>(m.rule)];
   if (cr.ast->fold) return fold(g, m, cr.ast->fold_max_elements, matcher);
   for (const auto& w : cr.ast->rewrites)
     if (!buildable(g, *w.replacement, m)) return false;  // a shape it reads is not static here
   bool changed = false;
-  const size_t nodes_before = g.node_count();
-  // The input nodes this match stands for: named classes, and what rule-made ones cover.
+  const size_t created_before = g.nodes_created();
+  // The input nodes this match stands for: an input graph's node by its name, a node a
+  // rule made by what that rule's site replaced (Conv -> FusedConv -> FusedConv+Relu).
   std::vector<std::string> replaced;
-  for (ClassId c : m.op_classes) {
-    const ClassData& d = g.eclass(c).data;
+  for (size_t i = 0; i < m.op_classes.size(); ++i) {
+    const auto [origin_rule, origin_site] = i < m.op_origins.size() ? m.op_origins[i] : std::make_pair(-1, -1);
     std::vector<std::string> names;
-    if (!d.node_name.empty()) names.push_back(d.node_name);  // the root's own node first
-    names.insert(names.end(), d.covers.begin(), d.covers.end());
+    if (origin_rule < 0) {
+      if (!g.eclass(m.op_classes[i]).data.node_name.empty()) names.push_back(g.eclass(m.op_classes[i]).data.node_name);
+    } else if (site_replaced) {
+      if (auto it = site_replaced->find({origin_rule, origin_site}); it != site_replaced->end()) names = it->second;
+    }
     for (const std::string& name : names)
       if (std::find(replaced.begin(), replaced.end(), name) == replaced.end()) replaced.push_back(name);
   }
   const int32_t site = g.new_site();  // one site per match, however many values it rewrites
+  if (site_replaced) (*site_replaced)[{m.rule, site}] = replaced;
   for (const auto& w : cr.ast->rewrites) {
     ClassId target = g.find(w.target.empty() ? m.roots.front() : m.values.at(w.target));
     ClassData data = g.eclass(target).data;
-    ClassId made = build(g, *cr.ast, *w.replacement, m, m.rule, site, data, true, matcher, replaced);
+    ClassId made = build(g, *cr.ast, *w.replacement, m, m.rule, site, data, true, matcher);
     if (made == kAbsent) continue;  // ONNX's inference disagrees with the replaced value's type
     if (record) {
       record->rule = m.rule;
@@ -203,9 +208,8 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, cons
       g.merge(target, made);
       changed = true;
     }
-    g.add_covers(target, replaced);  // a rule matching this class later covers these too
   }
-  return changed || g.node_count() != nodes_before;
+  return changed || g.nodes_created() != created_before;
 }
 
 SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<OpsetImport>& opsets,
@@ -218,6 +222,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
   };
   std::vector<Ban> bans(rules.rules().size());
   std::set<std::pair<int, ClassId>> sites;  // (rule, root class): a site counts once however often it is re-found
+  std::map<std::pair<int, int32_t>, std::vector<std::string>> site_replaced;
   for (const auto& r : rules.rules())
     if (r.enabled) report.per_rule[r.ast->name];
   g.rebuild();
@@ -270,7 +275,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
       auto rule_start = Clock::now();
       for (const EMatch& m : found[r]) {
         SiteRecord rec;
-        if (apply_ematch(g, rules, matcher, m, &rec)) {
+        if (apply_ematch(g, rules, matcher, m, &rec, &site_replaced)) {
           ++rs.applied;
           ++is.applied;
           if (rec.rule >= 0) report.sites.push_back(std::move(rec));

@@ -15,7 +15,7 @@ namespace {
 
 OpSignature op(const std::string& name) { return OpSignature{"", name, {}, 1, ""}; }
 
-ClassId leaf(EGraph& g, uint32_t i) { return g.add_input(i, ClassData{{DType::F32, Shape{4}, {}}, nullptr, "in" + std::to_string(i), "", {}}); }
+ClassId leaf(EGraph& g, uint32_t i) { return g.add_input(i, ClassData{{DType::F32, Shape{4}, {}}, nullptr, "in" + std::to_string(i), ""}); }
 
 // Costs by op name; inputs cost nothing.
 NodeCost costs(std::map<std::string, double> table) {

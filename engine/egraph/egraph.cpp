@@ -71,6 +71,7 @@ ClassId EGraph::add(ENode node, const ClassData& data) {
   EClass& c = classes_[id];
   c.id = id;
   c.nodes.push_back(node);
+  ++created_;
   c.data = data;
   if (node.kind == ENode::Kind::Const) c.data.constant = node.constant;
   for (ClassId child : node.children)
@@ -124,17 +125,9 @@ ClassId EGraph::merge(ClassId a, ClassId b) {
   if (!r.data.type.shape && o.data.type.shape) r.data.type.shape = o.data.type.shape;
   if (!r.data.constant) r.data.constant = o.data.constant;
   if (r.data.name.empty()) r.data.name = o.data.name;
-  for (auto& c : o.data.covers)
-    if (std::find(r.data.covers.begin(), r.data.covers.end(), c) == r.data.covers.end()) r.data.covers.push_back(std::move(c));
   classes_.erase(other);
   pending_.push_back(root);
   return root;
-}
-
-void EGraph::add_covers(ClassId id, const std::vector<std::string>& names) {
-  auto& covers = classes_.at(find(id)).data.covers;
-  for (const auto& n : names)
-    if (std::find(covers.begin(), covers.end(), n) == covers.end()) covers.push_back(n);
 }
 
 void EGraph::repair(ClassId id) {
@@ -202,7 +195,7 @@ GraphEGraph egraph_from_graph(const Graph& g) {
   GraphEGraph out;
   EGraph& eg = out.egraph;
   std::unordered_map<const Value*, ClassId> cls;
-  auto data_of = [](const Value* v) { return ClassData{v->type, nullptr, v->name(), v->producer() ? v->producer()->name : "", {}}; };
+  auto data_of = [](const Value* v) { return ClassData{v->type, nullptr, v->name(), v->producer() ? v->producer()->name : ""}; };
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const Value* v = g.inputs()[i];
     ClassId c = eg.add_input(static_cast<uint32_t>(i), data_of(v));
@@ -225,7 +218,7 @@ GraphEGraph egraph_from_graph(const Graph& g) {
       if (const Value* out_v = n->output(0)) cls[out_v] = eg.add_op(sig, std::move(children), data_of(out_v));
       continue;
     }
-    ClassId tuple = eg.add_op(sig, std::move(children), ClassData{{}, nullptr, "", n->name, {}});
+    ClassId tuple = eg.add_op(sig, std::move(children), ClassData{{}, nullptr, "", n->name});
     for (size_t k = 0; k < n->outputs().size(); ++k) {
       const Value* v = n->output(k);
       if (!v) continue;

@@ -48,9 +48,6 @@ struct ClassData {
   const Tensor* constant = nullptr;  // set when the class holds a Const e-node
   std::string name;                   // the first IR value name it came from
   std::string node_name;              // the IR node that produced it, if any
-  // For a class a rule made: the input nodes its rewrite replaced, so a rule that
-  // later matches it (Conv -> FusedConv -> FusedConv+Relu) covers them too.
-  std::vector<std::string> covers;
 };
 
 struct EClass {
@@ -78,10 +75,10 @@ class EGraph {
   bool clean() const { return pending_.empty(); }
 
   const EClass& eclass(ClassId id) const { return classes_.at(find(id)); }
-  // Records input nodes a rewrite into this class stands for (see ClassData::covers).
-  void add_covers(ClassId id, const std::vector<std::string>& names);
   std::vector<ClassId> class_ids() const;  // canonical ids, ascending
   size_t node_count() const;
+  // E-nodes created so far (never decreases): a cheap test of whether an operation added any.
+  size_t nodes_created() const { return created_; }
   size_t class_count() const;
   const OpSignature& signature(uint32_t index) const { return signatures_.at(index); }
   uint32_t intern(const OpSignature& sig);
@@ -97,6 +94,7 @@ class EGraph {
   void repair(ClassId id);
 
   mutable std::vector<ClassId> parent_;  // union-find (path halving in find)
+  size_t created_ = 0;
   std::unordered_map<ClassId, EClass> classes_;
   std::unordered_map<ENode, ClassId, ENodeHash> memo_;
   std::vector<ClassId> pending_;

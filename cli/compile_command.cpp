@@ -148,12 +148,9 @@ int run(const CompileOptions& o) {
     NamedTensors want = Evaluator(input).run(feeds);
     ascend::PlanExecutor executor(plan);
     for (auto schedule : {ascend::StreamSchedule::threads, ascend::StreamSchedule::adversarial}) {
-      NamedTensors got = executor.run(feeds, schedule);
-      for (size_t i = 0; i < want.size(); ++i) {
-        TensorDiff d = diff(got[i].second, want[i].second);
-        if (!d.comparable) throw Error("--check: plan output '" + want[i].first + "' differs: " + d.mismatch);
-        max_abs = std::max(max_abs, d.max_abs + (d.nan_mismatches ? 1e30 : 0));
-      }
+      OutputsDiff d = diff_outputs(executor.run(feeds, schedule), want);
+      if (!d.mismatch.empty()) throw Error("--check: the plan's " + d.mismatch);
+      max_abs = std::max(max_abs, d.error());
     }
     check_ok = max_abs <= o.check_tolerance;
     char text[160];

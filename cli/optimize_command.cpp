@@ -60,11 +60,9 @@ CheckResult check(const Model& original, const Model& optimized, const OptimizeC
   NamedTensors want = Evaluator(original).run(feeds), got = Evaluator(optimized).run(feeds);
   c.ran = true;
   c.outputs = want.size();
-  for (size_t i = 0; i < want.size(); ++i) {
-    TensorDiff d = diff(got[i].second, want[i].second);
-    if (!d.comparable) throw Error("--check: output '" + want[i].first + "' changed: " + d.mismatch);
-    c.max_abs = std::max(c.max_abs, d.max_abs + (d.nan_mismatches ? 1e30 : 0));
-  }
+  OutputsDiff d = diff_outputs(got, want);
+  if (!d.mismatch.empty()) throw Error("--check: " + d.mismatch + " (the optimized model changed it)");
+  c.max_abs = d.error();
   return c;
 }
 

@@ -207,12 +207,8 @@ bool fold(Model& model, const Match& match, int64_t max_elements, const Matcher&
     Value* out = n->output(o);
     if (!out || ctx.outputs[o].dtype() == DType::String) continue;
     const HostTensor& h = ctx.outputs[o];
-    auto t = std::make_shared<Tensor>();
-    t->dtype = h.dtype();
-    t->dims = h.dims();
-    t->data = BufferSlice(std::string(reinterpret_cast<const char*>(h.raw()), h.nbytes()));
     Value* c = g.add_value(g.unique_name(out->name() + "_folded"));
-    t->name = c->name();
+    auto t = h.to_constant(c->name());
     c->type.dtype = t->dtype;
     c->type.shape = Shape(std::vector<Dim>(t->dims.begin(), t->dims.end()));
     g.add_initializer(c, std::move(t));

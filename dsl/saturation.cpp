@@ -135,11 +135,7 @@ bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matc
     // The cap stops a fold that grows the constants (Expand, Tile); one no larger than
     // its inputs (a Slice of a weight, a Transpose) is always fine.
     if (!h.defined() || h.dtype() == DType::String || (h.size() > max_elements && h.size() > input_elements)) continue;
-    auto t = std::make_shared<Tensor>();
-    t->dtype = h.dtype();
-    t->dims = h.dims();
-    t->data = BufferSlice(std::string(reinterpret_cast<const char*>(h.raw()), h.nbytes()));
-    t->name = g.eclass(cls).data.name + "_folded";
+    auto t = h.to_constant(g.eclass(cls).data.name + "_folded");
     ClassId c = g.add_constant(std::move(t), g.eclass(cls).data);
     g.merge(cls, c);
     return true;

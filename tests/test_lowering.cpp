@@ -52,15 +52,7 @@ Lowered lower(const Model& m, bool reuse = true, size_t max_streams = 4) {
 // infinity when a shape differs or a NaN appears on one side only.
 double plan_error(const plan::Plan& p, const Model& original, ascend::StreamSchedule schedule) {
   auto feeds = random_inputs(original, 7);
-  NamedTensors want = Evaluator(original).run(feeds);
-  NamedTensors got = ascend::PlanExecutor(p).run(feeds, schedule);
-  double worst = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    TensorDiff d = diff(got[i].second, want[i].second);
-    if (!d.comparable || d.nan_mismatches) return INFINITY;
-    worst = std::max(worst, d.max_abs);
-  }
-  return worst;
+  return diff_outputs(ascend::PlanExecutor(p).run(feeds, schedule), Evaluator(original).run(feeds)).error();
 }
 
 // Every symbolic input dim fixed at 5 (as --input_shape does; odd on purpose).

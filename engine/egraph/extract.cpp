@@ -9,35 +9,40 @@
 namespace geopt {
 namespace {
 
-std::set<ClassId> reachable(const EGraph& g, const std::vector<ClassId>& roots) {
+// Classes reached from the roots through the e-nodes `nodes_of` gives for each class.
+template <class NodesOf>
+std::set<ClassId> walk(const EGraph& g, const std::vector<ClassId>& roots, NodesOf nodes_of) {
   std::set<ClassId> seen;
   std::vector<ClassId> stack;
   for (ClassId r : roots) stack.push_back(g.find(r));
   while (!stack.empty()) {
     ClassId c = stack.back();
     stack.pop_back();
-    if (!seen.insert(c).second) continue;
-    for (const ENode& n : g.eclass(c).nodes)
-      for (ClassId child : n.children)
+    if (seen.count(c)) continue;
+    const std::vector<const ENode*> nodes = nodes_of(c);
+    if (nodes.empty()) continue;
+    seen.insert(c);
+    for (const ENode* n : nodes)
+      for (ClassId child : n->children)
         if (child != kAbsent) stack.push_back(g.find(child));
   }
   return seen;
 }
 
+std::set<ClassId> reachable(const EGraph& g, const std::vector<ClassId>& roots) {
+  return walk(g, roots, [&](ClassId c) {
+    std::vector<const ENode*> all;
+    for (const ENode& n : g.eclass(c).nodes) all.push_back(&n);
+    return all;
+  });
+}
+
 // The classes a selection computes: reachable from the roots through chosen nodes.
 std::set<ClassId> selected_classes(const EGraph& g, const std::vector<ClassId>& roots, const std::map<ClassId, size_t>& choice) {
-  std::set<ClassId> seen;
-  std::vector<ClassId> stack;
-  for (ClassId r : roots) stack.push_back(g.find(r));
-  while (!stack.empty()) {
-    ClassId c = stack.back();
-    stack.pop_back();
+  return walk(g, roots, [&](ClassId c) {
     auto it = choice.find(c);
-    if (it == choice.end() || !seen.insert(c).second) continue;
-    for (ClassId child : g.eclass(c).nodes.at(it->second).children)
-      if (child != kAbsent) stack.push_back(g.find(child));
-  }
-  return seen;
+    return it == choice.end() ? std::vector<const ENode*>{} : std::vector<const ENode*>{&g.eclass(c).nodes.at(it->second)};
+  });
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "eval/compare.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace geopt {
@@ -32,6 +33,27 @@ TensorDiff diff(const HostTensor& got, const HostTensor& ref) {
   }
   d.cosine = (na == 0 && nb == 0) ? 1.0 : (na == 0 || nb == 0) ? 0.0 : dot / std::sqrt(na * nb);
   return d;
+}
+
+double OutputsDiff::error() const { return mismatch.empty() && !nan_mismatch ? max_abs : INFINITY; }
+
+OutputsDiff diff_outputs(const std::vector<std::pair<std::string, HostTensor>>& got,
+                         const std::vector<std::pair<std::string, HostTensor>>& reference) {
+  OutputsDiff out;
+  if (got.size() != reference.size()) {
+    out.mismatch = std::to_string(got.size()) + " outputs vs " + std::to_string(reference.size()) + " in the reference";
+    return out;
+  }
+  for (size_t i = 0; i < reference.size(); ++i) {
+    TensorDiff d = diff(got[i].second, reference[i].second);
+    if (!d.comparable) {
+      out.mismatch = "output '" + reference[i].first + "': " + d.mismatch;
+      return out;
+    }
+    out.max_abs = std::max(out.max_abs, d.max_abs);
+    out.nan_mismatch = out.nan_mismatch || d.nan_mismatches > 0;
+  }
+  return out;
 }
 
 }  // namespace geopt

@@ -2,6 +2,8 @@
 // Numerical agreement between two tensors: the figures `geopt run --compare`
 // and the optimizer's --check report.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "eval/host_tensor.h"
 
@@ -17,5 +19,18 @@ struct TensorDiff {
 };
 
 TensorDiff diff(const HostTensor& got, const HostTensor& reference);
+
+// Two runs' outputs, output by output in the same order (the --check of optimize and
+// compile, the tests).
+struct OutputsDiff {
+  double max_abs = 0;         // over every output
+  bool nan_mismatch = false;  // a NaN on one side only
+  std::string mismatch;       // "output 'y': shape ... vs reference ...", when one is not comparable
+  // The figure a tolerance is checked against: infinite on a mismatch or a one-sided NaN.
+  double error() const;
+};
+
+OutputsDiff diff_outputs(const std::vector<std::pair<std::string, HostTensor>>& got,
+                         const std::vector<std::pair<std::string, HostTensor>>& reference);
 
 }  // namespace geopt

@@ -149,4 +149,13 @@ std::string HostTensor::shape_string() const {
   return s + "]";
 }
 
+std::shared_ptr<Tensor> HostTensor::to_constant(std::string name) const {
+  auto t = std::make_shared<Tensor>();
+  t->name = std::move(name);
+  t->dtype = dtype_;
+  t->dims = dims_;
+  t->data = BufferSlice(std::string(reinterpret_cast<const char*>(data_), nbytes_));
+  return t;
+}
+
 }  // namespace geopt

@@ -63,6 +63,8 @@ class HostTensor {
   // Same bytes, other dims (element counts must match); shares storage.
   HostTensor reshaped(std::vector<int64_t> dims) const;
   HostTensor clone() const;
+  // A copy of the bytes as a constant tensor (folding makes initializers this way).
+  std::shared_ptr<Tensor> to_constant(std::string name) const;
   std::string shape_string() const;  // "f32[1,3,224,224]"
 
   std::vector<std::string> strings;  // DType::String storage

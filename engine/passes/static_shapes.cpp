@@ -48,15 +48,6 @@ std::optional<HostTensor> evaluate_from_type(const Node& n) {
   return HostTensor::from_vector(DType::I64, {static_cast<int64_t>(out.size())}, out);
 }
 
-std::shared_ptr<const Tensor> to_constant(const HostTensor& h, const std::string& name) {
-  auto t = std::make_shared<Tensor>();
-  t->name = name;
-  t->dtype = h.dtype();
-  t->dims = h.dims();
-  t->data = BufferSlice(std::string(reinterpret_cast<const char*>(h.raw()), h.nbytes()));
-  return t;
-}
-
 // Takes from `got` what `have` does not know yet; a static dim that disagrees is an error.
 bool refine(const Node& n, Value& v, const ValueType& got) {
   ValueType& have = v.type;
@@ -160,7 +151,7 @@ StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions
           if (!out->type.shape || !out->type.shape->is_static()) ++report.refined;
           out->type.dtype = h.dtype();
           out->type.shape = Shape(std::vector<Dim>(h.dims().begin(), h.dims().end()));
-          data.push_back(to_constant(h, out->name()));
+          data.push_back(h.to_constant(out->name()));
         }
         spdlog::debug("static shapes: folded {}", n->describe());
         g.fold_node(n, std::move(data));

@@ -1,8 +1,10 @@
 #include "explain_command.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -157,8 +159,24 @@ int run(const ExplainCliOptions& o) {
   }
   std::printf("geopt explain: %s on %s (%zu rules)\n", o.model.c_str(), profile.soc_version.c_str(), rules->rules().size());
   const size_t shown = o.verbose ? SIZE_MAX : kDefaultSitesShown;
+  // At a node several rules miss (variants of one fusion), the default report keeps the
+  // misses that got furthest; a node some rule matched needs no excuse from the others.
+  std::map<std::string, int> best_at;
+  for (const auto& re : matches)
+    for (const auto& s : re.sites) best_at[s.node] = std::max(best_at[s.node], s.matched ? INT_MAX : s.depth);
+  // A fold's miss is always "an input is not constant": listed only when asked for.
+  auto is_fold = [&](const std::string& rule) {
+    const dsl::CompiledRule* cr = rules->find(rule);
+    return cr && cr->ast->fold;
+  };
+  auto worth_showing = [&](const dsl::RuleExplanation& re, const dsl::SiteExplanation& s) {
+    if (o.verbose || !o.rule.empty() || !re.enabled) return true;
+    return s.near && !s.matched && !is_fold(re.rule) && s.depth >= best_at[s.node];
+  };
   for (const auto& re : matches) {
-    const size_t matched = re.sites.size() - re.misses(), near = re.near_misses(), shallow = re.misses() - near;
+    size_t near = 0;
+    for (const auto& s : re.sites) near += !s.matched && s.near && worth_showing(re, s);
+    const size_t matched = re.sites.size() - re.misses(), shallow = re.misses() - near;
     size_t rewritten = outcomes[re.rule].size(), kept = 0;
     for (const auto* s : outcomes[re.rule]) kept += s->selected;
     auto after = later.find(re.rule);
@@ -171,11 +189,11 @@ int run(const ExplainCliOptions& o) {
                 matched, re.sites.size(), re.root_op.c_str(), rewritten, kept);
     size_t lines = 0;
     for (const auto& s : re.sites) {
-      if ((s.matched || !s.near) && !o.verbose) continue;
+      if ((s.matched || !s.near || !worth_showing(re, s)) && !o.verbose) continue;
       if (lines++ == shown) break;
       std::printf("  %s @ %s: %s\n", re.rule.c_str(), s.node.c_str(), s.matched ? "matched" : s.reason.c_str());
     }
-    if (shallow && !o.verbose) std::printf("  (%zu other %s node(s) miss within the first steps of the pattern; --verbose lists them)\n", shallow, re.root_op.c_str());
+    if (shallow && !o.verbose) std::printf("  (%zu other %s node(s) miss earlier in the pattern or nearer another rule; --verbose lists them)\n", shallow, re.root_op.c_str());
     for (const auto* s : outcomes[re.rule]) {
       if (s->selected) continue;
       if (lines++ == shown) break;

@@ -80,11 +80,11 @@ class Search {
       case Pattern::Kind::Var: {
         auto it = b.values.find(p.var);
         if (it != b.values.end()) return g_.find(it->second) == c ? k(b) : true;
-        EMatch saved = b;
+        // Every step below undoes its own bindings, so undoing ours restores b (no copy).
         b.values[p.var] = c;
         auto let = alt_.lets.find(p.var);
         bool go_on = let == alt_.lets.end() ? k(b) : value(*let->second, c, b, k);
-        b = std::move(saved);
+        b.values.erase(p.var);
         return go_on;
       }
       case Pattern::Kind::Const: {
@@ -118,10 +118,9 @@ class Search {
   bool bind_and(const std::string& var, ClassId c, EMatch& b, const Cont& k) const {
     auto it = b.values.find(var);
     if (it != b.values.end()) return g_.find(it->second) == c ? k(b) : true;
-    EMatch saved = b;
     b.values[var] = c;
     bool go_on = k(b);
-    b = std::move(saved);
+    b.values.erase(var);
     return go_on;
   }
 
@@ -133,20 +132,27 @@ class Search {
       const std::string want_domain = p.domain == "ai.onnx" ? "" : p.domain;
       if (s.op_type != p.op || s.domain != want_domain) return true;
     }
-    EMatch saved = b;
-    bool attrs_ok = true;
-    for (const auto& a : p.attrs) attrs_ok = attrs_ok && attr_holds(s, a, b);
-    if (!attrs_ok) {
-      b = std::move(saved);
-      return true;
+    for (size_t i = p.args.size(); i < n.children.size(); ++i)
+      if (n.children[i] != kAbsent && !p.rest && !p.rest_any) return true;
+    // What this call adds to b, undone before it returns (every step below undoes its
+    // own): attribute bindings, and this op's class. Copying b instead costs a malloc storm.
+    std::vector<const std::string*> bound;
+    const size_t ops_before = b.op_classes.size();
+    auto undo = [&] {
+      for (const std::string* key : bound) b.attrs.erase(*key);
+      b.op_classes.resize(ops_before);
+      b.op_origins.resize(ops_before);
+    };
+    for (const auto& a : p.attrs) {
+      const bool binds = !a.bind_var.empty() && !b.attrs.count(a.bind_var);
+      if (!attr_holds(s, a, b)) {
+        undo();
+        return true;
+      }
+      if (binds) bound.push_back(&a.bind_var);
     }
     b.op_classes.push_back(c);
     b.op_origins.emplace_back(n.origin, n.site);
-    for (size_t i = p.args.size(); i < n.children.size(); ++i)
-      if (n.children[i] != kAbsent && !p.rest && !p.rest_any) {
-        b = std::move(saved);
-        return true;
-      }
     // Inputs one after another; `rest` applies to the remaining present inputs.
     std::function<bool(size_t, EMatch&)> input = [&](size_t i, EMatch& bb) -> bool {
       if (i < p.args.size()) {
@@ -161,7 +167,7 @@ class Search {
       return k(bb);
     };
     bool go_on = input(0, b);
-    b = std::move(saved);
+    undo();
     return go_on;
   }
 

@@ -95,17 +95,28 @@ StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions
   StaticShapeReport report;
   std::vector<Node*> nodes;
   for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  // Values this pass folded or refined: only their consumers (and outputs not static
+  // yet) need ONNX's inference again, so a graph that is static already costs nothing.
+  std::unordered_set<const Value*> changed;
+  auto is_static = [](const Value* v) { return !v || (v->type.shape && v->type.shape->is_static()); };
   for (Node* n : nodes) {
     std::vector<const ValueType*> in_types;
     std::vector<const Tensor*> in_constants;
-    bool all_constant = true;
+    bool all_constant = true, inputs_changed = false, outputs_static = true;
     for (const Value* in : n->inputs()) {
       in_types.push_back(in ? &in->type : nullptr);
       in_constants.push_back(constant(in));
       all_constant = all_constant && (!in || constant(in));
+      inputs_changed = inputs_changed || changed.count(in);
     }
-    auto inferred = onnx_io::infer_output_types(n->domain, n->op_type, n->attributes, in_types, in_constants,
-                                                n->outputs().size(), opset(*n));
+    for (const Value* out : n->outputs()) outputs_static = outputs_static && is_static(out);
+    std::vector<std::optional<ValueType>> inferred;
+    if (inputs_changed || !outputs_static) {
+      inferred = onnx_io::infer_output_types(n->domain, n->op_type, n->attributes, in_types, in_constants,
+                                             n->outputs().size(), opset(*n));
+    } else {
+      for (const Value* out : n->outputs()) inferred.push_back(out ? std::optional<ValueType>(out->type) : std::nullopt);
+    }
 
     bool foldable = !n->outputs().empty() && !is_nondeterministic(*n);
     for (const Value* out : n->outputs()) foldable = foldable && out && !graph_outputs.count(out);
@@ -154,13 +165,17 @@ StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions
           data.push_back(h.to_constant(out->name()));
         }
         spdlog::debug("static shapes: folded {}", n->describe());
+        for (const Value* out : n->outputs()) changed.insert(out);
         g.fold_node(n, std::move(data));
         ++report.folded;
         continue;
       }
     }
     for (size_t k = 0; k < n->outputs().size() && k < inferred.size(); ++k)
-      if (Value* out = n->output(k); out && inferred[k] && refine(*n, *out, *inferred[k])) ++report.refined;
+      if (Value* out = n->output(k); out && inferred[k] && refine(*n, *out, *inferred[k])) {
+        ++report.refined;
+        changed.insert(out);
+      }
   }
   g.remove_dead_code();
 

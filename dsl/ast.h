@@ -89,13 +89,14 @@ struct Predicate {
 struct Replacement;
 using ReplacementPtr = std::shared_ptr<Replacement>;
 
-// One element of a list expression: a number, dim(%v, axis) / rank(%v), or
-// element `index` of a bound ints attribute (`%k[0]`).
+// One element of a list expression: a number, dim(%v, axis) / rank(%v), element
+// `index` of a bound ints attribute (`%k[0]`), or a bound scalar attribute (`%alpha`,
+// index -1).
 struct ListItem {
   std::optional<double> number;
   std::optional<Term> term;
   std::string var;
-  int64_t index = 0;
+  int64_t index = -1;
 };
 
 struct AttrAssign {

@@ -196,7 +196,7 @@ class RuleChecker {
       error(loc, "unbound variable " + var);
       return;
     }
-    if (it->second.kind != VarKind::Attr) error(loc, var + "[i] needs an attribute bound with `== " + var + "`");
+    if (it->second.kind != VarKind::Attr) error(loc, var + " in a list needs an attribute bound with `== " + var + "`");
     ++it->second.uses;
   }
 
@@ -250,12 +250,13 @@ class RuleChecker {
         use_value(a.term->var, a.loc);
         if (it->second.kind != AttrKind::Int) error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; dim() and rank() give an int");
       } else if (!a.list.empty()) {
-        if (it->second.kind != AttrKind::Ints)
-          error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; a list with dim(), rank() or %var[i] gives ints");
+        const bool floats = it->second.kind == AttrKind::Floats;
+        if (it->second.kind != AttrKind::Ints && !floats)
+          error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; a list expression gives ints or floats");
         for (const ListItem& item : a.list) {
           if (item.term) use_value(item.term->var, a.loc);
           else if (!item.var.empty()) use_attr_list(item.var, a.loc);
-          else if (item.number && *item.number != static_cast<double>(static_cast<int64_t>(*item.number)))
+          else if (!floats && item.number && *item.number != static_cast<double>(static_cast<int64_t>(*item.number)))
             error(a.loc, "attribute '" + a.name + "': " + format_number(*item.number) + " is not an integer");
         }
       } else if (!a.var.empty()) {

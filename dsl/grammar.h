@@ -102,9 +102,9 @@ struct repl_args_close : one<')'> {};
 struct repl_args : seq<one<'('>, ws, opt<list<replacement, sep>>, ws, must<repl_args_close>> {};
 struct shape_call : seq<sor<kw_dim, kw_rank>, ws, fn_args> {};
 struct ratio : seq<number, ws, one<'/'>, ws, var_name> {};
-// `[dim(%x, 2), %k[0], 1]`: ints computed at each match (tried before a plain list literal).
+// `[dim(%x, 2), %k[0], 1]`, `[%alpha]`: numbers computed at each match (tried before a plain list literal).
 struct indexed_var : seq<var_name, one<'['>, ws, digits, ws, one<']'>> {};
-struct list_item : sor<shape_call, indexed_var, number> {};
+struct list_item : sor<shape_call, indexed_var, var_name, number> {};
 struct list_expr : seq<one<'['>, ws, list<list_item, sep>, ws, one<']'>> {};
 struct assign_value : sor<shape_call, ratio, list_expr, var_name, literal> {};
 struct attr_assign : seq<ident, ws, must<one<'='>>, ws, must<assign_value>> {};

@@ -311,6 +311,8 @@ class Builder {
               li.var = item->children.at(0)->string();
               const std::string text = item->string();
               li.index = to_integer(text.substr(text.find('[') + 1, text.find(']') - text.find('[') - 1));
+            } else if (item->is_type<var_name>()) {
+              li.var = item->string();
             } else {
               li.number = to_number(*item);
             }

@@ -114,7 +114,7 @@ class Builder {
         std::string why;
         auto v = list_value(a.list, type_of(), attr_of(), &why);
         if (!v) throw Unbuildable(why);
-        out.push_back(Attribute::make_ints(a.name, *v));
+        out.push_back(list_attribute(a.name, kind, *v));
       } else if (a.value) {
         out.push_back(literal_attribute(a.name, kind, *a.value));
       } else if (auto it = match_.attrs.find(a.var); it != match_.attrs.end()) {

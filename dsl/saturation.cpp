@@ -44,7 +44,7 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
     if (a.term) {
       sig.attributes.push_back(Attribute::make_int(a.name, *shape_term_value(*a.term, &g.eclass(m.values.at(a.term->var)).data.type)));
     } else if (!a.list.empty()) {
-      sig.attributes.push_back(Attribute::make_ints(a.name, *list_value(a.list, class_type_of(g, m), bound_attr_of(m))));
+      sig.attributes.push_back(list_attribute(a.name, kind, *list_value(a.list, class_type_of(g, m), bound_attr_of(m))));
     } else if (a.value) {
       sig.attributes.push_back(literal_attribute(a.name, kind, *a.value));
     } else if (auto it = m.attrs.find(a.var); it != m.attrs.end()) {

@@ -48,31 +48,47 @@ std::string format_number(double v) {
   return os.str();
 }
 
-std::optional<std::vector<int64_t>> list_value(const std::vector<ListItem>& items,
-                                               const std::function<const ValueType*(const std::string&)>& type_of,
-                                               const std::function<const Attribute*(const std::string&)>& attr_of,
-                                               std::string* why) {
-  std::vector<int64_t> out;
+std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items,
+                                              const std::function<const ValueType*(const std::string&)>& type_of,
+                                              const std::function<const Attribute*(const std::string&)>& attr_of,
+                                              std::string* why) {
+  std::vector<double> out;
   for (const ListItem& item : items) {
     if (item.number) {
-      out.push_back(static_cast<int64_t>(*item.number));
+      out.push_back(*item.number);
     } else if (item.term) {
       auto v = shape_term_value(*item.term, type_of(item.term->var));
       if (!v) {
         if (why) *why = item.term->to_string() + " is not a static number at this match";
         return std::nullopt;
       }
-      out.push_back(*v);
+      out.push_back(static_cast<double>(*v));
     } else {
       const Attribute* a = attr_of(item.var);
-      if (!a || item.index < 0 || static_cast<size_t>(item.index) >= a->ints.size()) {
+      if (a && item.index < 0) {
+        auto v = attr_number(*a);
+        if (!v) {
+          if (why) *why = item.var + " is not a number";
+          return std::nullopt;
+        }
+        out.push_back(*v);
+        continue;
+      }
+      if (!a || static_cast<size_t>(item.index) >= a->ints.size()) {
         if (why) *why = item.var + "[" + std::to_string(item.index) + "] is outside the bound list";
         return std::nullopt;
       }
-      out.push_back(a->ints[static_cast<size_t>(item.index)]);
+      out.push_back(static_cast<double>(a->ints[static_cast<size_t>(item.index)]));
     }
   }
   return out;
+}
+
+Attribute list_attribute(const std::string& name, AttrKind kind, const std::vector<double>& values) {
+  if (kind == AttrKind::Floats) return Attribute::make_floats(name, std::vector<float>(values.begin(), values.end()));
+  std::vector<int64_t> ints;
+  for (double v : values) ints.push_back(static_cast<int64_t>(v));
+  return Attribute::make_ints(name, ints);
 }
 
 }  // namespace geopt::dsl

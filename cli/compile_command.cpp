@@ -78,6 +78,9 @@ int run(const CompileOptions& o) {
   // needs static shapes); the check below runs the model as given.
   Model prepared = import_onnx(o.model, import_options);
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "1_import", prepared);
+  ascend::OptimizeOptions opts;
+  opts.cost.precision_mode = o.profile.precision;
+  const ascend::GraphCost given = ascend::cost_of_graph(*prepared.graph, profile, opts.cost);  // "before", as optimize reports it
   StaticShapeReport shapes = propagate_static_shapes(prepared);
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "2_static_shapes", prepared);
   if (!shapes.dynamic.empty()) {
@@ -88,10 +91,11 @@ int run(const CompileOptions& o) {
                 (shapes.dynamic.size() > 3 ? ", ..." : "") + "; the first is " + v->type.to_string() +
                 "): fix the inputs' symbolic dims with --input_shape, e.g. " + example_input_shape(prepared));
   }
-  ascend::OptimizeOptions opts;
-  opts.cost.precision_mode = o.profile.precision;
   std::optional<ascend::OptimizeResult> optimized;
-  if (!o.no_optimize) optimized = ascend::optimize(prepared, *o.rules.load(), profile, opts);
+  if (!o.no_optimize) {
+    optimized = ascend::optimize(prepared, *o.rules.load(), profile, opts);
+    optimized->before = given;
+  }
   Model& model = optimized ? optimized->model : prepared;
   if (optimized && !o.dump_dir.empty()) dump_stage(o.dump_dir, "3_saturation_extraction_layout", model);
   const double optimize_ms = ms_since(started);

@@ -164,14 +164,19 @@ int run(const ExplainCliOptions& o) {
   std::map<std::string, int> best_at;
   for (const auto& re : matches)
     for (const auto& s : re.sites) best_at[s.node] = std::max(best_at[s.node], s.matched ? INT_MAX : s.depth);
-  // A fold's miss is always "an input is not constant": listed only when asked for.
-  auto is_fold = [&](const std::string& rule) {
+  // A fold's miss is always "an input is not constant", and an elimination's or an
+  // algebraic simplification's says the op does real work (a Reshape that reshapes):
+  // neither is a missed fusion, so they are listed only when asked for.
+  auto is_quiet = [&](const std::string& rule) {
     const dsl::CompiledRule* cr = rules->find(rule);
-    return cr && cr->ast->fold;
+    if (!cr) return false;
+    const auto& tags = cr->ast->tags;
+    return cr->ast->fold || std::find(tags.begin(), tags.end(), "elimination") != tags.end() ||
+           std::find(tags.begin(), tags.end(), "algebra") != tags.end();
   };
   auto worth_showing = [&](const dsl::RuleExplanation& re, const dsl::SiteExplanation& s) {
     if (o.verbose || !o.rule.empty() || !re.enabled) return true;
-    return s.near && !s.matched && !is_fold(re.rule) && s.depth >= best_at[s.node];
+    return s.near && !s.matched && !is_quiet(re.rule) && s.depth >= best_at[s.node];
   };
   for (const auto& re : matches) {
     size_t near = 0;

@@ -43,6 +43,8 @@ std::string Term::to_string() const {
     case Kind::Rank: os << "rank(" << var << ")"; break;
     case Kind::Dim: os << "dim(" << var << ", " << axis << ")"; break;
     case Kind::DType: os << "dtype(" << var << ")"; break;
+    case Kind::Shape: os << "shape(" << var << ")"; break;
+    case Kind::Zeros: os << "zeros(" << var << ")"; break;
     case Kind::Ident: os << ident; break;
   }
   if (modulo) os << " % " << *modulo;

@@ -62,10 +62,10 @@ struct Pattern {
 
 // Terms of `where` predicates.
 struct Term {
-  enum class Kind { Number, Var, Rank, Dim, DType, Ident } kind = Kind::Number;
+  enum class Kind { Number, Var, Rank, Dim, DType, Shape, Zeros, Ident } kind = Kind::Number;
   SourceLoc loc;
   double number = 0;
-  std::string var;   // Var, Rank, Dim, DType
+  std::string var;   // Var, Rank, Dim, DType, Shape, Zeros
   int64_t axis = 0;  // Dim
   std::string ident; // Ident (a dtype name such as f32)
   std::optional<double> modulo;  // term % modulo
@@ -90,13 +90,15 @@ struct Replacement;
 using ReplacementPtr = std::shared_ptr<Replacement>;
 
 // One element of a list expression: a number, dim(%v, axis) / rank(%v), element
-// `index` of a bound ints attribute (`%k[0]`), or a bound scalar attribute (`%alpha`,
-// index -1).
+// `index` of a bound ints attribute (`%k[0]`), a bound scalar attribute or scalar
+// constant (`%alpha`, index -1), or the elements of a bound ints attribute picked by
+// another (`%p[%q]`: gather_var set; expands to one element per index).
 struct ListItem {
   std::optional<double> number;
   std::optional<Term> term;
   std::string var;
   int64_t index = -1;
+  std::string gather_var;
 };
 
 struct AttrAssign {
@@ -110,13 +112,18 @@ struct AttrAssign {
 };
 
 struct Replacement {
-  enum class Kind { Var, Op } kind = Kind::Var;
+  enum class Kind { Var, Op, Const } kind = Kind::Var;
   SourceLoc loc;
   std::string var;
   std::string domain, op;
   std::vector<ReplacementPtr> args;
   int output_index = 0;
   std::vector<AttrAssign> attrs;
+  // Const: `const i64 [dim(%x, 0), -1]` (1-D) or `const dtype(%x) %eps` (a scalar).
+  std::string const_dtype;     // a dtype name, or empty when const_dtype_of is set
+  std::string const_dtype_of;  // `dtype(%v)`: the bound value's element type
+  bool const_is_list = false;
+  std::vector<ListItem> const_items;
 };
 
 struct Rewrite {

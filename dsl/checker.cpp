@@ -200,10 +200,26 @@ class RuleChecker {
     ++it->second.uses;
   }
 
+  // The variables a list expression reads. `scalars`: a bare %v may be a bound scalar
+  // constant as well as a bound attribute.
+  void check_list(const std::vector<ListItem>& items, const SourceLoc& loc, bool scalars) {
+    for (const ListItem& item : items) {
+      if (item.term) {
+        use_value(item.term->var, loc);
+      } else if (!item.gather_var.empty()) {
+        use_attr_list(item.var, loc);
+        use_attr_list(item.gather_var, loc);
+      } else if (!item.var.empty()) {
+        if (scalars && item.index < 0) use_scalar(item.var, loc);
+        else use_attr_list(item.var, loc);
+      }
+    }
+  }
+
   void check_term(const Term& t) {
     switch (t.kind) {
       case Term::Kind::Var: use_scalar(t.var, t.loc); break;
-      case Term::Kind::Rank: case Term::Kind::Dim: case Term::Kind::DType: use_value(t.var, t.loc); break;
+      case Term::Kind::Rank: case Term::Kind::Dim: case Term::Kind::DType: case Term::Kind::Shape: case Term::Kind::Zeros: use_value(t.var, t.loc); break;
       case Term::Kind::Ident:
         if (!parse_dtype(t.ident)) error(t.loc, "'" + t.ident + "' is not a dtype name (f32, f16, bf16, i64, ...)");
         break;
@@ -225,11 +241,21 @@ class RuleChecker {
           error(p.loc, "set element " + l.to_string() + " does not fit " + p.lhs.to_string());
     if (dtype_lhs && p.op != CmpOp::Eq && p.op != CmpOp::Ne && !(p.op == CmpOp::In && !p.is_range))
       error(p.loc, "compare dtype(...) with ==, != or `in {..}`");
+    if ((p.lhs.kind == Term::Kind::Shape) != (p.op != CmpOp::In && p.rhs.kind == Term::Kind::Shape) ||
+        (p.lhs.kind == Term::Kind::Shape && p.op != CmpOp::Eq && p.op != CmpOp::Ne))
+      error(p.loc, "compare shape(...) with another shape(...), by == or !=");
   }
 
   void check_replacement(const Replacement& r) {
     if (r.kind == Replacement::Kind::Var) {
       use_value(r.var, r.loc);
+      return;
+    }
+    if (r.kind == Replacement::Kind::Const) {
+      if (!r.const_dtype_of.empty()) use_value(r.const_dtype_of, r.loc);
+      else if (auto d = parse_dtype(r.const_dtype); !d || *d == DType::String)
+        error(r.loc, "'" + r.const_dtype + "' is not a numeric dtype name (f32, f16, bf16, i64, ...)");
+      check_list(r.const_items, r.loc, true);
       return;
     }
     const OpInfo* info = lookup(r.domain, r.op, r.loc);
@@ -253,12 +279,11 @@ class RuleChecker {
         const bool floats = it->second.kind == AttrKind::Floats;
         if (it->second.kind != AttrKind::Ints && !floats)
           error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; a list expression gives ints or floats");
-        for (const ListItem& item : a.list) {
-          if (item.term) use_value(item.term->var, a.loc);
-          else if (!item.var.empty()) use_attr_list(item.var, a.loc);
-          else if (!floats && item.number && *item.number != static_cast<double>(static_cast<int64_t>(*item.number)))
-            error(a.loc, "attribute '" + a.name + "': " + format_number(*item.number) + " is not an integer");
-        }
+        check_list(a.list, a.loc, true);
+        if (!floats)
+          for (const ListItem& item : a.list)
+            if (item.number && *item.number != static_cast<double>(static_cast<int64_t>(*item.number)))
+              error(a.loc, "attribute '" + a.name + "': " + format_number(*item.number) + " is not an integer");
       } else if (!a.var.empty()) {
         use_scalar(a.var, a.loc);
         if (a.numerator && it->second.kind != AttrKind::Float) error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; `n / %var` gives a float");

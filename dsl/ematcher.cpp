@@ -314,6 +314,7 @@ void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, 
         bool already = false;
         for (ClassId rc : bb.roots) already = already || g_.find(rc) == value_cls;
         if (already) continue;
+        if (alt.alike_previous[r] && value_cls <= g_.find(bb.roots.back())) continue;  // alike roots in class order
         bool go_on = search.value(p, value_cls, bb, [&](EMatch& b2) {
           b2.roots.push_back(value_cls);
           bool more = more_roots(r + 1, b2);

@@ -38,6 +38,8 @@ struct kw_dim : TAO_PEGTL_KEYWORD("dim") {};
 struct kw_dtype : TAO_PEGTL_KEYWORD("dtype") {};
 struct kw_is_const : TAO_PEGTL_KEYWORD("is_const") {};
 struct kw_one_use : TAO_PEGTL_KEYWORD("one_use") {};
+struct kw_shape : TAO_PEGTL_KEYWORD("shape") {};
+struct kw_zeros : TAO_PEGTL_KEYWORD("zeros") {};
 
 struct ident : identifier {};
 struct var_name : seq<one<'%'>, plus<sor<alnum, one<'_'>>>> {};
@@ -90,7 +92,7 @@ struct pattern : sor<const_pattern, op_pattern, var_name, number> {};
 // `where` predicates.
 struct fn_args_close : one<')'> {};
 struct fn_args : seq<one<'('>, ws, list<sor<var_name, number>, sep>, ws, must<fn_args_close>> {};
-struct fn_call : seq<sor<kw_rank, kw_dim, kw_dtype, kw_is_const, kw_one_use>, ws, fn_args> {};
+struct fn_call : seq<sor<kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros, kw_is_const, kw_one_use>, ws, fn_args> {};
 struct modulo : seq<one<'%'>, not_at<sor<alnum, one<'_'>>>, ws, number> {};
 struct term : seq<sor<fn_call, var_name, number, ident>, opt<ws, modulo>> {};
 struct pred_rest : sor<seq<approx_op, ws, must<term>, opt<ws, tolerance>>, seq<cmp_op, ws, must<term>>, seq<kw_in, ws, must<sor<range_lit, set_lit>>>> {};
@@ -104,14 +106,20 @@ struct shape_call : seq<sor<kw_dim, kw_rank>, ws, fn_args> {};
 struct ratio : seq<number, ws, one<'/'>, ws, var_name> {};
 // `[dim(%x, 2), %k[0], 1]`, `[%alpha]`: numbers computed at each match (tried before a plain list literal).
 struct indexed_var : seq<var_name, one<'['>, ws, digits, ws, one<']'>> {};
-struct list_item : sor<shape_call, indexed_var, var_name, number> {};
+struct gathered_var : seq<var_name, one<'['>, ws, var_name, ws, one<']'>> {};  // `%p[%q]`
+struct list_item : sor<shape_call, gathered_var, indexed_var, var_name, number> {};
 struct list_expr : seq<one<'['>, ws, list<list_item, sep>, ws, one<']'>> {};
 struct assign_value : sor<shape_call, ratio, list_expr, var_name, literal> {};
 struct attr_assign : seq<ident, ws, must<one<'='>>, ws, must<assign_value>> {};
 struct repl_attrs_close : one<'}'> {};
 struct repl_attrs : seq<one<'{'>, ws, opt<list<attr_assign, sep>>, ws, must<repl_attrs_close>> {};
 struct repl_op : seq<op_name, ws, repl_args, opt<ws, output_index>, opt<ws, repl_attrs>> {};
-struct replacement : sor<repl_op, var_name> {};
+// `const i64 [dim(%x, 0), -1]`, `const dtype(%x) %eps`: a constant made at each match.
+struct dtype_of : seq<kw_dtype, ws, one<'('>, ws, var_name, ws, one<')'>> {};
+struct const_dtype : sor<dtype_of, ident> {};
+struct const_value : sor<list_expr, var_name, number> {};
+struct repl_const : seq<kw_const, ws, must<const_dtype>, ws, must<const_value>> {};
+struct replacement : sor<repl_const, repl_op, var_name> {};
 
 // Tests.
 struct model_text : seq<kw_model, ws, triple_string> {};
@@ -165,7 +173,9 @@ template <> inline constexpr const char* expected<pattern> = "expected a pattern
 template <> inline constexpr const char* expected<list<root_pattern, sep>> = "expected a pattern after `match`";
 template <> inline constexpr const char* expected<list<predicate, sep>> = "expected a predicate after `where`";
 template <> inline constexpr const char* expected<arrow> = "expected `=>` after `rewrite` (rewrite %value => Replacement)";
-template <> inline constexpr const char* expected<replacement> = "expected a replacement: Op(args) {attrs} or %var";
+template <> inline constexpr const char* expected<replacement> = "expected a replacement: Op(args) {attrs}, %var or const DTYPE VALUE";
+template <> inline constexpr const char* expected<const_dtype> = "expected the constant's element type after `const` (f32, i64, ... or dtype(%v))";
+template <> inline constexpr const char* expected<const_value> = "expected the constant's value: a [list], a number or a bound %var";
 template <> inline constexpr const char* expected<args_close> = "expected `,` or `)` in the op's arguments";
 template <> inline constexpr const char* expected<repl_args_close> = "expected `,` or `)` in the replacement's arguments";
 template <> inline constexpr const char* expected<attrs_close> = "expected `,` or `}` after an attribute predicate";
@@ -177,7 +187,7 @@ template <> inline constexpr const char* expected<one<'='>> = "expected `=`";
 template <> inline constexpr const char* expected<number> = "expected a number";
 template <> inline constexpr const char* expected<digits> = "expected an integer";
 template <> inline constexpr const char* expected<sor<range_lit, set_lit>> = "expected a range `lo .. hi` or a set `{a, b}` after `in`";
-template <> inline constexpr const char* expected<term> = "expected a term: number, %var, rank(%v), dim(%v, axis), dtype(%v)";
+template <> inline constexpr const char* expected<term> = "expected a term: number, %var, rank(%v), dim(%v, axis), dtype(%v), shape(%v), zeros(%c)";
 template <> inline constexpr const char* expected<list_close> = "expected `,` or `]` in the list";
 template <> inline constexpr const char* expected<set_close> = "expected `,` or `}` in the set";
 template <> inline constexpr const char* expected<fn_args_close> = "expected `,` or `)`";

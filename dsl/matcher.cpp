@@ -278,25 +278,36 @@ bool Matcher::try_rule(int rule, int alternative, Node* node, Match& out, std::s
   for (size_t r = 1; r < alt.roots.size(); ++r) {
     const Pattern& p = *alt.roots[r];
     bool found = false;
-    std::vector<Node*> tried;
-    for (const auto& [var, v] : Match(out).values) {
-      for (const Use& u : v->uses()) {
-        Node* cand = u.node;
-        if (std::find(out.roots.begin(), out.roots.end(), cand) != out.roots.end()) continue;
-        if (std::find(tried.begin(), tried.end(), cand) != tried.end()) continue;
-        tried.push_back(cand);
-        Match saved = out;
-        std::string ignored;
-        Attempt sub(*this, model_, alt, out, &ignored);
-        if (!p.var.empty()) out.values[p.var] = cand->output(static_cast<size_t>(p.output_index));
-        if (sub.match_node(p, *cand)) {
-          out.roots.push_back(cand);
-          found = true;
-          break;
-        }
-        out = saved;
+    std::vector<Node*> candidates;
+    for (const auto& [var, v] : out.values)
+      for (const Use& u : v->uses())
+        if (std::find(out.roots.begin(), out.roots.end(), u.node) == out.roots.end() &&
+            std::find(candidates.begin(), candidates.end(), u.node) == candidates.end())
+          candidates.push_back(u.node);
+    if (alt.alike_previous[r]) {  // alike roots in graph order: the earliest first, each after the one before
+      auto position = [this](const Node* n) {
+        const auto& nodes = model_.graph->nodes();
+        return std::find_if(nodes.begin(), nodes.end(), [n](const auto& m) { return m.get() == n; }) - nodes.begin();
+      };
+      const auto after = position(out.roots.back());
+      std::vector<std::pair<std::ptrdiff_t, Node*>> ordered;
+      for (Node* c : candidates)
+        if (auto at = position(c); at > after) ordered.emplace_back(at, c);
+      std::sort(ordered.begin(), ordered.end());
+      candidates.clear();
+      for (const auto& [at, c] : ordered) candidates.push_back(c);
+    }
+    for (Node* cand : candidates) {
+      Match saved = out;
+      std::string ignored;
+      Attempt sub(*this, model_, alt, out, &ignored);
+      if (!p.var.empty()) out.values[p.var] = cand->output(static_cast<size_t>(p.output_index));
+      if (sub.match_node(p, *cand)) {
+        out.roots.push_back(cand);
+        found = true;
+        break;
       }
-      if (found) break;
+      out = saved;
     }
     if (!found) return attempt.fail("no node matches root " + std::to_string(r + 1) + " (" + p.loc.to_string() + ")");
   }

@@ -33,8 +33,8 @@ using selector = pt::selector<
                           match_item, root_pattern, where_item, rewrite_item, fold_item, test_item, string_lit, triple_string, var_name,
                           number, list_lit, op_pattern, op_name, any_op, const_pattern, ellipsis, rest_pattern,
                           output_index, attr_pred, attr_absent, cmp_op, approx_op, attr_compare, attr_approx, attr_in,
-                          tolerance, range_lit, set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim, kw_dtype,
-                          kw_is_const, kw_one_use, modulo, repl_op, shape_call, ratio, list_expr, indexed_var, attr_assign, model_text, model_path, expect_count,
+                          tolerance, range_lit, set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros,
+                          kw_is_const, kw_one_use, modulo, repl_op, shape_call, ratio, list_expr, indexed_var, gathered_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
                           expect_fired, expect_equal, kw_in, arrow>>;
 
 using Node = pt::node;
@@ -215,8 +215,8 @@ class Builder {
       if (fn.is_type<kw_rank>()) {
         t.kind = Term::Kind::Rank;
         if (need_var(1)) t.var = args[0]->string();
-      } else if (fn.is_type<kw_dtype>()) {
-        t.kind = Term::Kind::DType;
+      } else if (fn.is_type<kw_dtype>() || fn.is_type<kw_shape>() || fn.is_type<kw_zeros>()) {
+        t.kind = fn.is_type<kw_dtype>() ? Term::Kind::DType : fn.is_type<kw_shape>() ? Term::Kind::Shape : Term::Kind::Zeros;
         if (need_var(1)) t.var = args[0]->string();
       } else if (fn.is_type<kw_dim>()) {
         t.kind = Term::Kind::Dim;
@@ -282,12 +282,53 @@ class Builder {
     return p;
   }
 
+  // The items of a list expression `[dim(%x, 2), %k[0], %p[%q], %alpha, 1]`.
+  std::vector<ListItem> build_list_items(const Node& list) {
+    std::vector<ListItem> items;
+    for (const auto& item : list.children) {
+      ListItem li;
+      if (item->is_type<shape_call>()) {
+        li.term = build_shape_call(*item);
+      } else if (item->is_type<gathered_var>()) {
+        li.var = item->children.at(0)->string();
+        li.gather_var = item->children.at(1)->string();
+      } else if (item->is_type<indexed_var>()) {
+        li.var = item->children.at(0)->string();
+        const std::string text = item->string();
+        li.index = to_integer(text.substr(text.find('[') + 1, text.find(']') - text.find('[') - 1));
+      } else if (item->is_type<var_name>()) {
+        li.var = item->string();
+      } else {
+        li.number = to_number(*item);
+      }
+      items.push_back(std::move(li));
+    }
+    return items;
+  }
+
   ReplacementPtr build_replacement(const Node& n) {
     auto r = std::make_shared<Replacement>();
     r->loc = loc(n);
     if (n.is_type<var_name>()) {
       r->kind = Replacement::Kind::Var;
       r->var = n.string();
+      return r;
+    }
+    if (n.is_type<repl_const>()) {
+      r->kind = Replacement::Kind::Const;
+      const Node& type = *n.children.at(0);
+      if (type.is_type<dtype_of>()) r->const_dtype_of = type.children.back()->string();
+      else r->const_dtype = type.string();
+      const Node& value = *n.children.at(1);
+      r->const_is_list = value.is_type<list_expr>();
+      if (r->const_is_list) {
+        r->const_items = build_list_items(value);
+      } else {
+        ListItem li;
+        if (value.is_type<var_name>()) li.var = value.string();
+        else li.number = to_number(value);
+        r->const_items.push_back(std::move(li));
+      }
       return r;
     }
     r->kind = Replacement::Kind::Op;
@@ -302,23 +343,8 @@ class Builder {
         if (v.is_type<shape_call>()) {
           a.term = build_shape_call(v);
         } else if (v.is_type<list_expr>()) {
-          bool all_numbers = true;
-          for (const auto& item : v.children) {
-            ListItem li;
-            if (item->is_type<shape_call>()) {
-              li.term = build_shape_call(*item);
-            } else if (item->is_type<indexed_var>()) {
-              li.var = item->children.at(0)->string();
-              const std::string text = item->string();
-              li.index = to_integer(text.substr(text.find('[') + 1, text.find(']') - text.find('[') - 1));
-            } else if (item->is_type<var_name>()) {
-              li.var = item->string();
-            } else {
-              li.number = to_number(*item);
-            }
-            all_numbers = all_numbers && li.number;
-            a.list.push_back(std::move(li));
-          }
+          a.list = build_list_items(v);
+          const bool all_numbers = std::all_of(a.list.begin(), a.list.end(), [](const ListItem& li) { return li.number.has_value(); });
           if (all_numbers) {  // a plain list of numbers: the literal it reads as
             Literal l;
             l.kind = Literal::Kind::List;

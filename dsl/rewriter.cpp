@@ -5,6 +5,7 @@
 #include <functional>
 #include <unordered_set>
 
+#include "dsl/rewrite_constant.h"
 #include "dsl/schema_lookup.h"
 #include "dsl/value_facts.h"
 #include "onnx/node_inference.h"
@@ -61,6 +62,7 @@ class Builder {
 
   Value* build(const Replacement& r) {
     if (r.kind == Replacement::Kind::Var) return match_.values.at(r.var);
+    if (r.kind == Replacement::Kind::Const) return build_constant(r);
     std::vector<Value*> inputs;
     for (const auto& a : r.args) inputs.push_back(build(*a));
     std::vector<Attribute> attributes = attributes_of(r);
@@ -112,7 +114,7 @@ class Builder {
         out.push_back(Attribute::make_int(a.name, *v));
       } else if (!a.list.empty()) {
         std::string why;
-        auto v = list_value(a.list, type_of(), attr_of(), &why);
+        auto v = list_value(a.list, bound(), &why);
         if (!v) throw Unbuildable(why);
         out.push_back(list_attribute(a.name, kind, *v));
       } else if (a.value) {
@@ -133,17 +135,44 @@ class Builder {
   }
 
   const std::vector<Node*>& created() const { return created_; }
-  std::function<const ValueType*(const std::string&)> type_of() const {
-    return [this](const std::string& var) { return &match_.values.at(var)->type; };
-  }
-  std::function<const Attribute*(const std::string&)> attr_of() const {
-    return [this](const std::string& var) {
-      auto it = match_.attrs.find(var);
-      return it == match_.attrs.end() ? nullptr : &it->second;
+  BoundLookup bound() const {
+    auto value = [this](const std::string& var) -> Value* {
+      auto it = match_.values.find(var);
+      return it == match_.values.end() ? nullptr : it->second;
     };
+    return {[value](const std::string& var) -> const ValueType* {
+              Value* v = value(var);
+              return v ? &v->type : nullptr;
+            },
+            [this](const std::string& var) -> const Attribute* {
+              auto it = match_.attrs.find(var);
+              return it == match_.attrs.end() ? nullptr : &it->second;
+            },
+            [this, value](const std::string& var) { return matcher_.constant_of(value(var)); }};
   }
 
  private:
+  // `const DTYPE VALUE`: a new initializer, named after the module like the nodes.
+  Value* build_constant(const Replacement& r) {
+    std::string why;
+    auto h = rewrite_constant(r, bound(), &why);
+    if (!h) throw Unbuildable(why);
+    // The same constant in two rewrites is one value, so the ops reading it are one node too.
+    for (Value* made : constants_) {
+      const Tensor& t = *made->initializer;
+      if (t.dtype == h->dtype() && t.dims == h->dims() && t.bytes().size() == h->nbytes() &&
+          (h->nbytes() == 0 || std::memcmp(t.bytes().data(), h->raw(), h->nbytes()) == 0))
+        return made;
+    }
+    Value* c = g_.add_value(g_.unique_name((scope_.empty() ? "" : scope_ + "/") + "const"));
+    auto t = h->to_constant(c->name());
+    c->type.dtype = t->dtype;
+    c->type.shape = Shape(std::vector<Dim>(t->dims.begin(), t->dims.end()));
+    g_.add_initializer(c, std::move(t));
+    constants_.push_back(c);
+    return c;
+  }
+
   Graph& g_;
   const Matcher& matcher_;
   const Match& match_;
@@ -151,6 +180,7 @@ class Builder {
   const Rule& rule_;
   int64_t opset_;
   std::vector<Node*> created_;
+  std::vector<Value*> constants_;
 };
 
 // Replaces `target` by `with` everywhere; a graph output keeps its name.
@@ -265,12 +295,13 @@ bool apply_match(Model& model, const RuleSet& rules, const Match& match, std::st
   // Shape-derived attributes are checked before anything is built.
   Builder builder(model, matcher, match, common_scope(match.nodes), *cr.ast);
   std::function<bool(const Replacement&)> buildable = [&](const Replacement& r) {
+    if (r.kind == Replacement::Kind::Const) return rewrite_constant(r, builder.bound(), why).has_value();
     for (const auto& a : r.attrs) {
       if (a.term && !shape_term_value(*a.term, &match.values.at(a.term->var)->type)) {
         if (why) *why = a.term->to_string() + " is not a static number at this match";
         return false;
       }
-      if (!a.list.empty() && !list_value(a.list, builder.type_of(), builder.attr_of(), why)) return false;
+      if (!a.list.empty() && !list_value(a.list, builder.bound(), why)) return false;
     }
     for (const auto& a : r.args)
       if (!buildable(*a)) return false;
@@ -292,9 +323,19 @@ RewriteStats apply_rules(Model& model, const RuleSet& rules, const RewriteOption
   Graph& g = *model.graph;
   stats.nodes_before = g.nodes().size();
   for (const auto& r : rules.rules()) stats.per_rule[r.ast->name];
+  // Rules tagged `late` (Div by a constant as Mul, Sqrt into Rsqrt) rewrite the inside
+  // of patterns other rules match; greedily they would hide them, so they run only in
+  // a pass after one where nothing else matched. The e-graph keeps both forms anyway.
+  auto is_late = [&](int rule) {
+    const auto& tags = rules.rules()[static_cast<size_t>(rule)].ast->tags;
+    return std::find(tags.begin(), tags.end(), "late") != tags.end();
+  };
+  bool any_late = false;
+  for (size_t r = 0; r < rules.rules().size(); ++r) any_late = any_late || is_late(static_cast<int>(r));
+  bool late_allowed = false;
   for (int pass = 0; pass < options.max_passes; ++pass) {
     ++stats.passes;
-    bool changed = false;
+    bool changed = false, late_fired = false;
     std::vector<Node*> snapshot;
     for (const auto& n : g.nodes()) snapshot.push_back(n.get());
     std::unordered_set<const Value*> outputs(g.outputs().begin(), g.outputs().end());
@@ -306,11 +347,13 @@ RewriteStats apply_rules(Model& model, const RuleSet& rules, const RewriteOption
       const bool only_first = pass == 0 && !options.first_rule.empty();
       for (const Match& m : matcher.match_at(n)) {
         if (only_first && rules.rules()[static_cast<size_t>(m.rule)].ast->name != options.first_rule) continue;
+        if (!only_first && !late_allowed && is_late(m.rule)) continue;
         RuleStats& rs = stats.per_rule[rules.rules()[static_cast<size_t>(m.rule)].ast->name];
         ++rs.matched;
         if (apply_match(model, rules, m, nullptr)) {
           ++rs.applied;
           changed = true;
+          late_fired = late_fired || is_late(m.rule);
           break;
         }
       }
@@ -318,7 +361,13 @@ RewriteStats apply_rules(Model& model, const RuleSet& rules, const RewriteOption
     }
     g.remove_dead_code();
     if (!g.topological_sort()) throw Error("internal: a rewrite created a cycle");
-    if (!changed && !(pass == 0 && !options.first_rule.empty())) break;
+    if (pass == 0 && !options.first_rule.empty()) continue;
+    if (changed) {
+      if (late_fired) late_allowed = false;  // what it made may let the others match again
+      continue;
+    }
+    if (late_allowed || !any_late) break;
+    late_allowed = true;
   }
   stats.nodes_after = g.nodes().size();
   return stats;

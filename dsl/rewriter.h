@@ -22,7 +22,7 @@ struct RewriteStats {
 };
 
 struct RewriteOptions {
-  int max_passes = 16;
+  int max_passes = 32;
   // A rule applied alone in a first pass, before any other rule rewrites its sites
   // (the soundness check gives the rule under test its instances this way).
   std::string first_rule;

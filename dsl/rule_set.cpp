@@ -36,6 +36,53 @@ PatternPtr clone(const PatternPtr& p, unsigned mask, int& counter) {
   return c;
 }
 
+void count_vars(const Pattern& p, std::map<std::string, int>& uses) {
+  if (!p.var.empty()) ++uses[p.var];
+  for (const auto& a : p.args) count_vars(*a, uses);
+  if (p.rest) count_vars(*p.rest, uses);
+}
+
+// Same structure; a variable is the same name in both, or one used only in its own root on each side.
+bool alike(const Pattern& a, const Pattern& b, const std::map<std::string, int>& all_uses, const std::map<std::string, int>& a_uses,
+           const std::map<std::string, int>& b_uses) {
+  if (a.kind != b.kind || a.domain != b.domain || a.op != b.op || a.number != b.number || a.output_index != b.output_index ||
+      a.args.size() != b.args.size() || a.rest_any != b.rest_any || bool(a.rest) != bool(b.rest) || a.attrs.size() != b.attrs.size())
+    return false;
+  if (a.var != b.var) {
+    auto local = [&](const std::string& v, const std::map<std::string, int>& own) {
+      return !v.empty() && own.count(v) && own.at(v) == all_uses.at(v);
+    };
+    if (!local(a.var, a_uses) || !local(b.var, b_uses)) return false;
+  }
+  for (size_t i = 0; i < a.attrs.size(); ++i) {
+    const AttrPred& x = a.attrs[i];
+    const AttrPred& y = b.attrs[i];
+    if (x.name != y.name || x.op != y.op || x.absent != y.absent || !x.bind_var.empty() || !y.bind_var.empty() ||
+        (x.value ? x.value->to_string() : "") != (y.value ? y.value->to_string() : "") || x.tolerance != y.tolerance || x.lo != y.lo || x.hi != y.hi ||
+        x.set.size() != y.set.size())
+      return false;
+  }
+  for (size_t i = 0; i < a.args.size(); ++i)
+    if (!alike(*a.args[i], *b.args[i], all_uses, a_uses, b_uses)) return false;
+  return !a.rest || alike(*a.rest, *b.rest, all_uses, a_uses, b_uses);
+}
+
+void mark_alike_roots(Alternative& alt) {
+  std::map<std::string, int> all;
+  std::vector<std::map<std::string, int>> per_root(alt.roots.size());
+  for (size_t r = 0; r < alt.roots.size(); ++r) {
+    count_vars(*alt.roots[r], per_root[r]);
+    for (const auto& [v, n] : per_root[r]) all[v] += n;
+  }
+  for (const auto& [name, let] : alt.lets) {
+    ++all[name];
+    count_vars(*let, all);
+  }
+  alt.alike_previous.assign(alt.roots.size(), false);
+  for (size_t r = 1; r < alt.roots.size(); ++r)
+    alt.alike_previous[r] = alike(*alt.roots[r - 1], *alt.roots[r], all, per_root[r - 1], per_root[r]);
+}
+
 std::vector<Alternative> expand(const Rule& r) {
   int k = 0;
   for (const auto& root : r.roots) k += count_commutative(*root);
@@ -46,6 +93,7 @@ std::vector<Alternative> expand(const Rule& r) {
     int counter = 0;
     for (const auto& root : r.roots) a.roots.push_back(clone(root, mask, counter));
     for (const auto& let : r.lets) a.lets[let.var] = clone(let.pattern, mask, counter);
+    mark_alike_roots(a);
     alts.push_back(std::move(a));
   }
   return alts;

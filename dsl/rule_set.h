@@ -18,6 +18,11 @@ namespace geopt::dsl {
 struct Alternative {
   std::vector<PatternPtr> roots;
   std::map<std::string, PatternPtr> lets;
+  // alike_previous[r]: root r is written like root r-1 (same ops, shared variables in the
+  // same places, the rest local to each), so swapping their matches gives the same match
+  // again; the matchers take such roots in graph order only, finding three alike
+  // MatMuls once instead of 3! times.
+  std::vector<bool> alike_previous;
 };
 
 struct CompiledRule {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <set>
 
+#include "dsl/rewrite_constant.h"
 #include "dsl/schema_lookup.h"
 #include "dsl/value_facts.h"
 #include "onnx/node_inference.h"
@@ -15,15 +16,23 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-std::function<const ValueType*(const std::string&)> class_type_of(const EGraph& g, const EMatch& m) {
-  return [&g, &m](const std::string& var) { return &g.eclass(m.values.at(var)).data.type; };
-}
-
-std::function<const Attribute*(const std::string&)> bound_attr_of(const EMatch& m) {
-  return [&m](const std::string& var) {
-    auto it = m.attrs.find(var);
-    return it == m.attrs.end() ? nullptr : &it->second;
+BoundLookup bound_in(const EGraph& g, const EMatch& m) {
+  auto cls = [&g, &m](const std::string& var) -> const EClass* {
+    auto it = m.values.find(var);
+    return it == m.values.end() ? nullptr : &g.eclass(it->second);
   };
+  return {[cls](const std::string& var) -> const ValueType* {
+            const EClass* c = cls(var);
+            return c ? &c->data.type : nullptr;
+          },
+          [&m](const std::string& var) -> const Attribute* {
+            auto it = m.attrs.find(var);
+            return it == m.attrs.end() ? nullptr : &it->second;
+          },
+          [cls](const std::string& var) -> const Tensor* {
+            const EClass* c = cls(var);
+            return c ? c->data.constant : nullptr;
+          }};
 }
 
 // Builds a replacement's e-nodes, typed by ONNX's inference. Returns kAbsent when
@@ -31,6 +40,12 @@ std::function<const Attribute*(const std::string&)> bound_attr_of(const EMatch& 
 ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m, int rule, int site, const ClassData& root_data,
               bool is_root, const EMatcher& matcher) {
   if (r.kind == Replacement::Kind::Var) return g.find(m.values.at(r.var));
+  if (r.kind == Replacement::Kind::Const) {
+    auto h = rewrite_constant(r, bound_in(g, m));  // buildable() checked it
+    ClassData data;
+    data.name = g.eclass(m.roots.front()).data.name + "_const";
+    return g.add_constant(h->to_constant(data.name), data);
+  }
   std::vector<ClassId> children;
   for (const auto& a : r.args) {
     children.push_back(build(g, ast, *a, m, rule, site, {}, false, matcher));
@@ -44,7 +59,7 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
     if (a.term) {
       sig.attributes.push_back(Attribute::make_int(a.name, *shape_term_value(*a.term, &g.eclass(m.values.at(a.term->var)).data.type)));
     } else if (!a.list.empty()) {
-      sig.attributes.push_back(list_attribute(a.name, kind, *list_value(a.list, class_type_of(g, m), bound_attr_of(m))));
+      sig.attributes.push_back(list_attribute(a.name, kind, *list_value(a.list, bound_in(g, m))));
     } else if (a.value) {
       sig.attributes.push_back(literal_attribute(a.name, kind, *a.value));
     } else if (auto it = m.attrs.find(a.var); it != m.attrs.end()) {
@@ -156,9 +171,10 @@ const char* stop_reason_name(StopReason r) {
 }
 
 static bool buildable(const EGraph& g, const Replacement& r, const EMatch& m) {
+  if (r.kind == Replacement::Kind::Const) return rewrite_constant(r, bound_in(g, m)).has_value();
   for (const auto& a : r.attrs) {
     if (a.term && !shape_term_value(*a.term, &g.eclass(m.values.at(a.term->var)).data.type)) return false;
-    if (!a.list.empty() && !list_value(a.list, class_type_of(g, m), bound_attr_of(m))) return false;
+    if (!a.list.empty() && !list_value(a.list, bound_in(g, m))) return false;
   }
   for (const auto& a : r.args)
     if (!buildable(g, *a, m)) return false;

@@ -48,37 +48,43 @@ std::string format_number(double v) {
   return os.str();
 }
 
-std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items,
-                                              const std::function<const ValueType*(const std::string&)>& type_of,
-                                              const std::function<const Attribute*(const std::string&)>& attr_of,
-                                              std::string* why) {
+std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items, const BoundLookup& bound, std::string* why) {
+  auto fail = [why](std::string message) -> std::optional<std::vector<double>> {
+    if (why) *why = std::move(message);
+    return std::nullopt;
+  };
   std::vector<double> out;
   for (const ListItem& item : items) {
     if (item.number) {
       out.push_back(*item.number);
     } else if (item.term) {
-      auto v = shape_term_value(*item.term, type_of(item.term->var));
-      if (!v) {
-        if (why) *why = item.term->to_string() + " is not a static number at this match";
-        return std::nullopt;
-      }
+      auto v = shape_term_value(*item.term, bound.type_of(item.term->var));
+      if (!v) return fail(item.term->to_string() + " is not a static number at this match");
       out.push_back(static_cast<double>(*v));
-    } else {
-      const Attribute* a = attr_of(item.var);
-      if (a && item.index < 0) {
+    } else if (!item.gather_var.empty()) {  // %p[%q]: p's elements in q's order
+      const Attribute* a = bound.attr_of(item.var);
+      const Attribute* q = bound.attr_of(item.gather_var);
+      if (!a || !q) return fail(item.var + "[" + item.gather_var + "] needs two bound ints attributes");
+      const auto n = static_cast<int64_t>(a->ints.size());
+      for (int64_t i : q->ints) {
+        const int64_t k = i < 0 ? i + n : i;
+        if (k < 0 || k >= n) return fail(item.gather_var + " holds " + std::to_string(i) + ", outside " + item.var + " (" + std::to_string(n) + " elements)");
+        out.push_back(static_cast<double>(a->ints[static_cast<size_t>(k)]));
+      }
+    } else if (const Attribute* a = bound.attr_of(item.var)) {
+      if (item.index < 0) {
         auto v = attr_number(*a);
-        if (!v) {
-          if (why) *why = item.var + " is not a number";
-          return std::nullopt;
-        }
+        if (!v) return fail(item.var + " is not a number");
         out.push_back(*v);
-        continue;
+      } else if (static_cast<size_t>(item.index) < a->ints.size()) {
+        out.push_back(static_cast<double>(a->ints[static_cast<size_t>(item.index)]));
+      } else {
+        return fail(item.var + "[" + std::to_string(item.index) + "] is outside the bound list");
       }
-      if (!a || static_cast<size_t>(item.index) >= a->ints.size()) {
-        if (why) *why = item.var + "[" + std::to_string(item.index) + "] is outside the bound list";
-        return std::nullopt;
-      }
-      out.push_back(static_cast<double>(a->ints[static_cast<size_t>(item.index)]));
+    } else {  // a bound scalar constant
+      auto v = item.index < 0 && bound.constant_of ? constant_scalar(bound.constant_of(item.var)) : std::nullopt;
+      if (!v) return fail(item.var + " is not a scalar constant at this match");
+      out.push_back(*v);
     }
   }
   return out;

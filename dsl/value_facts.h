@@ -18,13 +18,16 @@ std::string format_number(double v);                             // 9 significan
 // dim(%v, axis) or rank(%v) of a value of this type; nullopt when not static.
 struct Term;
 std::optional<int64_t> shape_term_value(const Term& t, const ValueType* type);
+// What a match bound, by variable name (null where unbound or not of that kind).
+struct BoundLookup {
+  std::function<const ValueType*(const std::string&)> type_of;
+  std::function<const Attribute*(const std::string&)> attr_of;
+  std::function<const Tensor*(const std::string&)> constant_of;
+};
 // The numbers of a list expression at one match; nullopt (with `why`) when a dim is
-// not static or an index is outside the bound attribute.
+// not static, an index is outside the bound attribute, or a variable is no scalar.
 struct ListItem;
-std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items,
-                                               const std::function<const ValueType*(const std::string&)>& type_of,
-                                               const std::function<const Attribute*(const std::string&)>& attr_of,
-                                               std::string* why = nullptr);
+std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items, const BoundLookup& bound, std::string* why = nullptr);
 // The attribute a list expression makes: ints, or floats for a FLOATS attribute.
 Attribute list_attribute(const std::string& name, AttrKind kind, const std::vector<double>& values);
 

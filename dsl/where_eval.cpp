@@ -1,6 +1,7 @@
 #include "dsl/where_eval.h"
 
 #include "dsl/value_facts.h"
+#include "eval/host_tensor.h"
 
 #include <cmath>
 #include <sstream>
@@ -53,6 +54,36 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
       const Dim& d = (*vt->shape)[static_cast<size_t>(axis)];
       if (d.is_static()) r = static_cast<double>(d.value());
       else reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is " + (d.is_symbolic() ? "symbolic ('" + d.symbol_name() + "')" : "unknown") + ", not a number";
+      break;
+    }
+    case Term::Kind::Shape: {  // every dim, as text: equal texts are equal shapes (a symbol is one size)
+      const ValueType* vt = ctx.type_of(t.var);
+      if (!vt || !vt->shape) {
+        reason = "the shape of " + t.var + " is unknown";
+        break;
+      }
+      std::string text = "[";
+      for (size_t i = 0; i < vt->shape->rank(); ++i) {
+        const Dim& d = (*vt->shape)[i];
+        if (!d.is_static() && !d.is_symbolic()) {
+          reason = "dim " + std::to_string(i) + " of " + t.var + " is unknown";
+          return std::nullopt;
+        }
+        text += (i ? "," : "") + (d.is_static() ? std::to_string(d.value()) : d.symbol_name());
+      }
+      r = text + "]";
+      break;
+    }
+    case Term::Kind::Zeros: {
+      const Tensor* c = ctx.constant_of(t.var);
+      if (!c || c->dtype == DType::String) {
+        reason = t.var + " is not a numeric constant";
+        break;
+      }
+      HostTensor h = HostTensor::view(*c);
+      int64_t zeros = 0;
+      for (int64_t i = 0; i < h.size(); ++i) zeros += h.real_at(i) == 0 ? 1 : 0;
+      r = static_cast<double>(zeros);
       break;
     }
     case Term::Kind::DType: {

@@ -40,16 +40,18 @@ TEST_CASE("the shipped rules match every instance in the example models") {
   // RMSNorm per LLaMA norm, every op with constant inputs (FoldConstants: the position and token-type embedding lookups), every
   // MatMul by a weight with a bias Add (12 in BERT: Q, K, V, output, two FFN layers
   // per layer; 8 in GPT-2),
-  // GPT-2's single Identity (the tied LM head), every Conv (all carry a bias: the exporter
+  // GPT-2's single Identity (the tied LM head), the algebra rules' sites (Div by a constant: attention's scale and
+  // GELU's sqrt(2); Div by a Sqrt: every primitive LayerNorm/RMSNorm; a scaled input to a projection), the Q/K/V
+  // projections of BERT and LLaMA (without bias: QKVMerge on the MatMuls; GPT-2's is packed), every Conv (all carry a bias: the exporter
   // folded BatchNorm into them; the activation and layout rules match the FusedConv it becomes); opset-17 models use LayerNormalization.
   const std::map<std::string, std::map<std::string, int>> expected = {
-      {"bert_tiny_op13", {{"LayerNormFusion", 5}, {"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"FoldConstants", 2}}},
-      {"bert_tiny_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"LayerNormalizationIsLayerNorm", 5}, {"FoldConstants", 2}}},
-      {"bert_tiny_dynamic_seq_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"LayerNormalizationIsLayerNorm", 5}}},
-      {"gpt2_tiny_op13", {{"LayerNormFusion", 5}, {"IdentityIsNothing", 1}, {"MatMulBias", 8}, {"GeluTanh", 2}, {"AttentionFusionWhereMask", 1}, {"FoldConstants", 2}}},
-      {"gpt2_tiny_op17", {{"IdentityIsNothing", 1}, {"MatMulBias", 8}, {"LayerNormalizationIsLayerNorm", 5}, {"GeluTanh", 2}, {"AttentionFusionWhereMask", 1}, {"FoldConstants", 2}}},
-      {"llama_tiny_op13", {{"AttentionFusionSwapLast", 2}, {"RMSNormFusion", 5}, {"SwiGLUFusion", 2}, {"RotaryEmbeddingFusion", 4}}},
-      {"llama_tiny_op17", {{"AttentionFusionSwapLast", 2}, {"RMSNormFusion", 5}, {"SwiGLUFusion", 2}, {"RotaryEmbeddingFusion", 4}}},
+      {"bert_tiny_op13", {{"LayerNormFusion", 5}, {"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"FoldConstants", 2}, {"QKVMerge", 2}, {"DivByConstantIsMul", 4}, {"DivBySqrtIsMulRsqrt", 5}, {"ScaleBeforeMatMulIntoWeight", 2}}},
+      {"bert_tiny_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"LayerNormalizationIsLayerNorm", 5}, {"FoldConstants", 2}, {"QKVMerge", 2}, {"DivByConstantIsMul", 4}, {"ScaleBeforeMatMulIntoWeight", 2}}},
+      {"bert_tiny_dynamic_seq_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"LayerNormalizationIsLayerNorm", 5}, {"QKVMerge", 2}, {"DivByConstantIsMul", 4}, {"ScaleBeforeMatMulIntoWeight", 2}, {"CastToSameType", 1}}},
+      {"gpt2_tiny_op13", {{"LayerNormFusion", 5}, {"IdentityIsNothing", 1}, {"MatMulBias", 8}, {"GeluTanh", 2}, {"AttentionFusionWhereMask", 1}, {"FoldConstants", 2}, {"DivByConstantIsMul", 2}, {"DivBySqrtIsMulRsqrt", 5}, {"ScaleBeforeMatMulIntoWeight", 2}}},
+      {"gpt2_tiny_op17", {{"IdentityIsNothing", 1}, {"MatMulBias", 8}, {"LayerNormalizationIsLayerNorm", 5}, {"GeluTanh", 2}, {"AttentionFusionWhereMask", 1}, {"FoldConstants", 2}, {"DivByConstantIsMul", 2}, {"ScaleBeforeMatMulIntoWeight", 2}}},
+      {"llama_tiny_op13", {{"AttentionFusionSwapLast", 2}, {"RMSNormFusion", 5}, {"SwiGLUFusion", 2}, {"RotaryEmbeddingFusion", 4}, {"QKVMerge", 2}, {"DivByConstantIsMul", 2}, {"DivBySqrtIsMulRsqrt", 5}}},
+      {"llama_tiny_op17", {{"AttentionFusionSwapLast", 2}, {"RMSNormFusion", 5}, {"SwiGLUFusion", 2}, {"RotaryEmbeddingFusion", 4}, {"QKVMerge", 2}, {"DivByConstantIsMul", 2}, {"DivBySqrtIsMulRsqrt", 5}}},
       {"resnet18_narrow_op13", {{"ConvBias", 20}}},
       {"mobilenetv2_half_op13", {{"ConvBias", 52}}},
   };
@@ -106,15 +108,20 @@ TEST_CASE("rules switch off by name, by tag, and by a TOML switch file") {
   Model model = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
   auto rules = test::load_rules({test::shipped_rules()});
   CHECK(rules->set_enabled("LayerNormFusion", false));
-  CHECK(matches_per_rule(*rules, model) == std::map<std::string, int>{{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"FoldConstants", 2}});
+  const std::map<std::string, int> algebra = {{"DivByConstantIsMul", 4}, {"DivBySqrtIsMulRsqrt", 5}, {"ScaleBeforeMatMulIntoWeight", 2}};
+  auto with_algebra = [&](std::map<std::string, int> m) {
+    m.insert(algebra.begin(), algebra.end());
+    return m;
+  };
+  CHECK(matches_per_rule(*rules, model) == with_algebra({{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"FoldConstants", 2}, {"QKVMerge", 2}}));
   CHECK(rules->set_enabled("fusion", false));
-  CHECK(matches_per_rule(*rules, model) == std::map<std::string, int>{{"FoldConstants", 2}});  // a [folding] rule
+  CHECK(matches_per_rule(*rules, model) == with_algebra({{"FoldConstants", 2}}));  // [folding] and [algebra] rules
   CHECK_FALSE(rules->set_enabled("NoSuchRule", true));
 
   fs::path dir = test::scratch_dir("switch");
   std::ofstream(dir / "on.toml") << "[tags]\nfusion = \"on\"\n[rules]\nGeluErf = \"off\"\n";
   rules->apply_switch_file((dir / "on.toml").string());
-  CHECK(matches_per_rule(*rules, model) == std::map<std::string, int>{{"LayerNormFusion", 5}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"FoldConstants", 2}});
+  CHECK(matches_per_rule(*rules, model) == with_algebra({{"LayerNormFusion", 5}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"FoldConstants", 2}, {"QKVMerge", 2}}));
 
   std::ofstream(dir / "bad.toml") << "[rules]\nLayerNormFusion = \"maybe\"\n";
   CHECK_THROWS_WITH_AS(rules->apply_switch_file((dir / "bad.toml").string()), doctest::Contains("bad.toml:2: LayerNormFusion must be \"on\" or \"off\""), Error);

@@ -14,7 +14,7 @@ const std::set<std::string> kDataMovement = {"Transpose", "Concat", "Split", "Sl
                                              "Trilu", "Where", "TransData"};
 // Vector operations per element: transcendentals take several passes of the Vector unit.
 const std::map<std::string, double> kVectorWeight = {
-    {"Exp", 4}, {"Log", 4}, {"Erf", 6}, {"Tanh", 5}, {"Sigmoid", 5}, {"RotaryEmbedding", 4}, {"Softplus", 6}, {"Pow", 4}, {"Sqrt", 2},
+    {"Exp", 4}, {"Log", 4}, {"Erf", 6}, {"Tanh", 5}, {"Sigmoid", 5}, {"RotaryEmbedding", 4}, {"Softplus", 6}, {"Pow", 4}, {"Sqrt", 2}, {"Rsqrt", 2},
     {"Reciprocal", 2}, {"Div", 2}, {"HardSwish", 3}, {"Elu", 5}, {"Gelu", 8}, {"LayerNorm", 8},
     {"LayerNormalization", 8}, {"RMSNorm", 5}, {"AddLayerNorm", 9}, {"Softmax", 6}, {"LogSoftmax", 7},
     {"BatchNormalization", 2}, {"InstanceNormalization", 8}};

@@ -1,6 +1,7 @@
 #include "egraph/egraph.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "ir/graph_text.h"
@@ -88,7 +89,41 @@ ClassId EGraph::add_op(const OpSignature& sig, std::vector<ClassId> children, co
   return add(std::move(n), data);
 }
 
+namespace {
+
+// A cheap key for a constant's contents: dtype, dims and a sample of the bytes (the
+// first and last 4 KiB); equal keys are compared byte for byte.
+uint64_t content_key(const Tensor& t) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(static_cast<uint64_t>(t.dtype));
+  for (int64_t d : t.dims) mix(static_cast<uint64_t>(d));
+  const auto bytes = t.bytes();
+  const size_t sample = 4096;
+  auto mix_range = [&](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) mix(static_cast<uint64_t>(bytes[i]));
+  };
+  mix(bytes.size());
+  mix_range(0, std::min(bytes.size(), sample));
+  if (bytes.size() > sample) mix_range(std::max(sample, bytes.size() - sample), bytes.size());
+  return h;
+}
+
+bool same_contents(const Tensor& a, const Tensor& b) {
+  return a.dtype == b.dtype && a.dims == b.dims && a.bytes().size() == b.bytes().size() &&
+         (a.bytes().empty() || std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0);
+}
+
+}  // namespace
+
 ClassId EGraph::add_constant(std::shared_ptr<const Tensor> tensor, const ClassData& data) {
+  // Equal constants are one class (CSE of constants), so ops reading them hash-cons too.
+  std::vector<std::pair<const Tensor*, ClassId>>* same = nullptr;
+  if (tensor->dtype != DType::String) {
+    same = &constants_by_content_[content_key(*tensor)];
+    for (const auto& [t, c] : *same)
+      if (t == tensor.get() || same_contents(*t, *tensor)) return find(c);
+  }
   ENode n;
   n.kind = ENode::Kind::Const;
   n.constant = tensor.get();
@@ -98,7 +133,10 @@ ClassId EGraph::add_constant(std::shared_ptr<const Tensor> tensor, const ClassDa
     d.type.dtype = n.constant->dtype;
     d.type.shape = Shape(std::vector<Dim>(n.constant->dims.begin(), n.constant->dims.end()));
   }
-  return add(std::move(n), d);
+  const Tensor* payload = n.constant;
+  ClassId id = add(std::move(n), d);
+  if (same) same->emplace_back(payload, id);
+  return id;
 }
 
 ClassId EGraph::add_input(uint32_t index, const ClassData& data) {

@@ -3,7 +3,8 @@
 // e-nodes, union-find, and congruence closure restored by a deferred rebuild
 // (as in egg). Ops with several outputs are one e-node whose class stands for
 // the tuple, read through Proj(k) e-nodes. Constants are e-nodes holding a
-// pointer to their tensor: the payload is never copied. An e-class analysis
+// pointer to their tensor: the payload is never copied,
+// and equal payloads are one class (CSE of constants). An e-class analysis
 // keeps each class's type (dtype and shape, symbolic dims included), its
 // constant, and the original value name users know it by.
 #include <cstdint>
@@ -101,6 +102,7 @@ class EGraph {
   std::vector<OpSignature> signatures_;
   std::unordered_map<std::string, uint32_t> signature_index_;
   std::vector<std::shared_ptr<const Tensor>> constants_;  // keeps payloads alive
+  std::unordered_map<uint64_t, std::vector<std::pair<const Tensor*, ClassId>>> constants_by_content_;
   int32_t next_site_ = 0;
 };
 

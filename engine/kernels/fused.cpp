@@ -26,6 +26,12 @@ void gelu(KernelContext& ctx) {
   ctx.outputs[0] = map_unary<float>(x, DType::F32, mode == "tanh" ? gelu_tanh : gelu_erf);
 }
 
+void rsqrt(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  require_f32(ctx, x);
+  ctx.outputs[0] = map_unary<float>(x, DType::F32, [](float v) { return 1.0f / std::sqrt(v); });
+}
+
 // Adds `bias` (broadcast to y's shape) to y in place.
 void add_broadcast(const KernelContext& ctx, HostTensor& y, const HostTensor& bias) {
   require_f32(ctx, bias);
@@ -195,6 +201,7 @@ void rotary_embedding(KernelContext& ctx) {
 
 void register_fused_kernels(KernelRegistry& r) {
   r.add(kGeoptDomain, "Gelu", gelu);
+  r.add(kGeoptDomain, "Rsqrt", rsqrt);
   r.add(kGeoptDomain, "FusedMatMul", fused_matmul);
   r.add(kGeoptDomain, "FusedConv", fused_conv);
   r.add(kGeoptDomain, "FlashAttention", flash_attention);

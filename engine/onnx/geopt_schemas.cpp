@@ -94,6 +94,12 @@ void register_all() {
     onnx::RegisterSchema(std::move(s));
   }
   {
+    OpSchema s = base("Rsqrt", "Y = 1 / sqrt(X), one Vector instruction.");
+    s.Input(0, "X", "Input.", "T").Output(0, "Y", "Output.", "T");
+    s.TypeAndShapeInferenceFunction(same_as_first_input);
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
     OpSchema s = base("FlashAttention",
                       "Y = softmax(Q K^T * scale + Mask [+ causal mask]) V over the last two axes; "
                       "Q [..., S, D], K [..., T, D], V [..., T, Dv].");

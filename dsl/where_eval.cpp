@@ -132,6 +132,8 @@ std::string first_failed_predicate(const std::vector<Predicate>& where, const Wh
             }
           }
         } else if (auto rhs = term_value(pred.rhs, ctx, reason)) {
+          // A computed right side (dim(%w, 1), shape(%y), a bound value) is named too.
+          if (pred.rhs.kind != Term::Kind::Number && pred.rhs.kind != Term::Kind::Ident) found += ", " + pred.rhs.to_string() + " is " + as_text(*rhs);
           if (std::holds_alternative<double>(*lhs) && std::holds_alternative<double>(*rhs)) {
             double x = std::get<double>(*lhs), y = std::get<double>(*rhs);
             switch (pred.op) {

@@ -106,3 +106,18 @@ TEST_CASE("where-clause terms and kinds") {
   CHECK(e[2] == "3:46 compare dtype(...) with ==, != or `in {..}`");
   CHECK(e[3] == "4:46 %x is a tensor value; bind it with `const %x` to use its value");
 }
+
+TEST_CASE("constants in rewrites and shape comparisons") {
+  auto e = check(R"(rule A {
+  match %y = Relu(%x) { }
+  where shape(%x) == 3, shape(%x) < shape(%y)
+  rewrite %y => Add(%x, Mul(const float99 [1], const dtype(%z) %x))
+})");
+  REQUIRE(e.size() == 5);
+  CHECK(e[0] == "3:9 compare shape(...) with another shape(...), by == or !=");
+  CHECK(e[1] == "3:25 compare shape(...) with another shape(...), by == or !=");
+  CHECK(e[2] == "4:29 'float99' is not a numeric dtype name (f32, f16, bf16, i64, ...)");
+  CHECK(e[3] == "4:48 unbound variable %z");
+  CHECK(e[4] == "4:48 %x is a tensor value; bind it with `const %x` to use its value");
+  CHECK(check("rule B { match %y = Relu(%x) where shape(%x) == shape(%y) rewrite %y => Reshape(%x, const i64 [dim(%x, 0), -1]) }").empty());
+}

@@ -74,6 +74,10 @@ TEST_CASE("several roots: three MatMuls that share an input") {
   CHECK(m.roots[1]->name == "n4");
   CHECK(m.roots[2]->name == "n5");
   CHECK(m.values.at("%v")->name() == "c");
+  // The three roots are written alike: taken in graph order, a triple is found once,
+  // from its first MatMul, not from n4 or n5 in some other order.
+  CHECK(try_at(f, "n4") == "no node matches root 3 (r.gerule:1:78)");
+  CHECK(try_at(f, "n5") == "no node matches root 2 (r.gerule:1:48)");
 }
 
 TEST_CASE("variadic inputs: Concat(%a, ...) and the input count without `...`") {
@@ -190,4 +194,69 @@ TEST_CASE("fold evaluates an all-constant op into an initializer, under a size c
   auto uncapped = setup_named("rule Fold [folding] { match *(const ...) fold max_elements = 64 }", growing);
   dsl::apply_rules(uncapped.model, *uncapped.rules);
   CHECK(uncapped.model.graph->nodes().size() == 1);
+}
+
+TEST_CASE("where: shape(%a) == shape(%b) and zeros(%c)") {
+  const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[batch,3,4] x, float[2,3,4] z) => (float[batch,3,4] y, float[2,12] t) {
+      s = Constant <value = int64[3] {0, 3, 4}> ()
+      y = Reshape(x, s)
+      f = Constant <value = int64[2] {2, 12}> ()
+      t = Reshape(z, f)
+    })";
+  auto f = setup_named("rule R { match %y = Reshape(%x, const %_s) where shape(%x) == shape(%y) rewrite %y => %x }", model);
+  CHECK(try_at(f, "n1") == "");  // the same symbol is the same size
+  CHECK(try_at(f, "n3") == "where shape(%x) == shape(%y) fails: shape(%x) is [2,3,4], shape(%y) is [2,12] (r.gerule:1:50)");
+  auto z = setup_named("rule R { match %y = Reshape(%x, const %s) where zeros(%s) == 0 rewrite %y => %x }", model);
+  CHECK(try_at(z, "n1") == "where zeros(%s) == 0 fails: zeros(%s) is 1 (r.gerule:1:49)");
+  CHECK(try_at(z, "n3") == "");
+}
+
+TEST_CASE("const in a rewrite: a tensor made at each match, typed, one per match however often written") {
+  const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3,4] x) => (float[2,12] y) {
+      y = Flatten <axis = 1> (x)
+    })";
+  // The same `const` twice is one initializer, so the two Reshapes of x are one node.
+  auto f = setup_named("rule R { match %y = Flatten(%x) { axis == %a }\n"
+                       "  rewrite %y => Add(Reshape(%x, const i64 [dim(%x, 0), -1]), Mul(Reshape(%x, const i64 [dim(%x, 0), -1]), const dtype(%x) %a)) }",
+                       model);
+  Model original = import_onnx_proto(named(test::parse_text_model(model)), "m.onnx");
+  dsl::RewriteStats stats = dsl::apply_rules(f.model, *f.rules);
+  CHECK(stats.per_rule["R"].applied == 1);
+  CHECK(test::count_op(f.model, "Reshape") == 1);
+  std::vector<const Value*> made;
+  for (const Value* v : f.model.graph->initializers()) made.push_back(v);
+  REQUIRE(made.size() == 2);
+  const Tensor& shape = *made[0]->initializer;
+  const Tensor& scale = *made[1]->initializer;
+  CHECK(shape.dtype == DType::I64);
+  CHECK(shape.to_vector<int64_t>() == std::vector<int64_t>{2, -1});
+  CHECK(scale.dtype == DType::F32);
+  CHECK(scale.dims.empty());
+  CHECK(scale.to_vector<float>() == std::vector<float>{1.0f});
+  auto feeds = random_inputs(original, 3);
+  HostTensor want = Evaluator(original).run(feeds)[0].second, got = Evaluator(f.model).run(feeds)[0].second;
+  for (int64_t i = 0; i < want.size(); ++i) CHECK(got.data<float>()[i] == 2 * want.data<float>()[i]);
+}
+
+TEST_CASE("late rules wait until nothing else matches in the direct driver") {
+  const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] x) => (float[4] y) {
+      c = Constant <value = float {2}> ()
+      d = Div(x, c)
+      y = Relu(d)
+    })";
+  const std::string both = "rule AsMul [late] { match %y = Div(%x, const %c) rewrite %y => Mul(%x, Reciprocal(%c)) }\n"
+                           "rule ReluOfHalf { match %y = Relu(Div(%x, 2.0)) rewrite %y => Div(Relu(%x), const f32 2) }\n";
+  auto f = setup_named(both, model);
+  dsl::RewriteStats stats = dsl::apply_rules(f.model, *f.rules);
+  CHECK(stats.per_rule["ReluOfHalf"].applied == 1);  // the Div it reads was still there
+  CHECK(stats.per_rule["AsMul"].applied == 1);       // then the late rule rewrote the new Div
+  CHECK(test::count_op(f.model, "Div") == 0);
+  // Without the tag, the Div node comes first in graph order and hides the pattern.
+  std::string eager = both;
+  eager.replace(eager.find(" [late]"), 7, "");
+  auto g = setup_named(eager, model);
+  CHECK(dsl::apply_rules(g.model, *g.rules).per_rule["ReluOfHalf"].applied == 0);
 }

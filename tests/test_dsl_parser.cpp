@@ -170,3 +170,25 @@ TEST_CASE("a rule without match, an unknown item and an unterminated rule are re
   CHECK(r.errors[2].loc.line == 4);
   CHECK(parse_rule_file("/no/such/file.gerule").errors.at(0).message == "cannot read the rule file");
 }
+
+TEST_CASE("a constant in a rewrite parses, and one without a type or value says what it needs") {
+  auto ok = parse("rule A { match %y = Relu(%x) rewrite %y => Reshape(%x, const i64 [dim(%x, 0), -1]) }\n"
+                  "rule B { match %y = Relu(%x) { alpha == %a } rewrite %y => Add(%x, const dtype(%x) %a) }");
+  REQUIRE(ok.errors.empty());
+  const Replacement& shape = *ok.file.rules[0].rewrites[0].replacement->args[1];
+  CHECK(shape.kind == Replacement::Kind::Const);
+  CHECK(shape.const_dtype == "i64");
+  CHECK(shape.const_is_list);
+  REQUIRE(shape.const_items.size() == 2);
+  CHECK(shape.const_items[0].term->kind == Term::Kind::Dim);
+  CHECK(*shape.const_items[1].number == -1);
+  const Replacement& eps = *ok.file.rules[1].rewrites[0].replacement->args[1];
+  CHECK(eps.const_dtype_of == "%x");
+  CHECK_FALSE(eps.const_is_list);
+  CHECK(eps.const_items.at(0).var == "%a");
+  auto bad = parse("rule C { match %y = Relu(%x) rewrite %y => Add(%x, const [1]) }\n"
+                   "rule D { match %y = Relu(%x) rewrite %y => Add(%x, const f32) }");
+  REQUIRE(bad.errors.size() == 2);
+  CHECK(bad.errors[0].message == "expected the constant's element type after `const` (f32, i64, ... or dtype(%v))");
+  CHECK(bad.errors[1].message == "expected the constant's value: a [list], a number or a bound %var");
+}

@@ -162,3 +162,23 @@ TEST_CASE("every example model survives import -> e-graph -> extraction unchange
     for (size_t i = 0; i < a.size(); ++i) CHECK(diff(b[i].second, a[i].second).max_abs == 0);
   }
 }
+
+TEST_CASE("equal constants are one class, so the ops reading them are one e-node (CSE)") {
+  EGraph g;
+  auto tensor = [](std::vector<float> v) {
+    auto t = HostTensor::from_vector(DType::F32, {static_cast<int64_t>(v.size())}, v).to_constant("c");
+    return std::shared_ptr<const Tensor>(std::move(t));
+  };
+  ClassId x = leaf(g, 0);
+  ClassId c1 = g.add_constant(tensor({1, 2, 3, 4}));
+  ClassId c2 = g.add_constant(tensor({1, 2, 3, 4}));
+  ClassId c3 = g.add_constant(tensor({1, 2, 3, 5}));
+  CHECK(c1 == c2);
+  CHECK(c1 != c3);
+  CHECK(g.add_op(op("Add"), {x, c1}) == g.add_op(op("Add"), {x, c2}));
+  CHECK(g.add_op(op("Add"), {x, c1}) != g.add_op(op("Add"), {x, c3}));
+  // Same bytes, other dims or dtype: not equal.
+  auto reshaped = std::make_shared<Tensor>(*tensor({1, 2, 3, 4}));
+  reshaped->dims = {2, 2};
+  CHECK(g.add_constant(reshaped) != c1);
+}

@@ -178,6 +178,7 @@ int run(const ExplainCliOptions& o) {
     if (o.verbose || !o.rule.empty() || !re.enabled) return true;
     return s.near && !s.matched && !is_quiet(re.rule) && s.depth >= best_at[s.node];
   };
+  std::vector<std::string> silent;
   for (const auto& re : matches) {
     size_t near = 0;
     for (const auto& s : re.sites) near += !s.matched && s.near && worth_showing(re, s);
@@ -186,6 +187,10 @@ int run(const ExplainCliOptions& o) {
     for (const auto* s : outcomes[re.rule]) kept += s->selected;
     auto after = later.find(re.rule);
     if (near == 0 && kept == rewritten && rewritten >= matched && !o.verbose && o.rule.empty() && after == later.end()) {
+      if (matched == 0) {  // nothing matched, nothing came near: named once, at the end
+        silent.push_back(re.rule);
+        continue;
+      }
       std::printf("\n%s: %zu of %zu %s node(s) matched; %zu rewrite(s) in the e-graph, %zu kept\n", re.rule.c_str(), matched, re.sites.size(),
                   re.root_op.c_str(), rewritten, kept);
       continue;
@@ -216,6 +221,11 @@ int run(const ExplainCliOptions& o) {
       std::printf("  after the other rules rewrote the graph:\n");
       for (const auto& s : after->second) std::printf("  %s @ %s: %s\n", re.rule.c_str(), s.node.c_str(), s.reason.c_str());
     }
+  }
+  if (!silent.empty()) {
+    std::string names;
+    for (const auto& name : silent) names += (names.empty() ? "" : ", ") + name;
+    std::printf("\nno site near a match (--verbose shows each): %s\n", names.c_str());
   }
   std::string left;
   std::vector<std::pair<std::string, size_t>> by(r.unfused.begin(), r.unfused.end());

@@ -72,8 +72,19 @@ TEST_CASE("a large fp16 MatMul is Cube-bound at the profile's peak") {
   CHECK(c.bound == "cube");
   const double flops = 2.0 * 4096 * 4096 * 4096;
   CHECK(c.cube_us == doctest::Approx(flops / (p.peak_fp16_tflops() * 1e12) * 1e6));
-  CHECK(c.total_us == doctest::Approx(c.cube_us + p.launch_overhead_us));
-  CHECK(c.memory_us == doctest::Approx(3.0 * 4096 * 4096 * 2 / 1600e9 * 1e6));
+  // B in ND is converted to FRACTAL_NZ on the way: one more launch, one more read and write of B.
+  CHECK(w.extra_launches == 1);
+  CHECK(c.total_us == doctest::Approx(c.cube_us + 2 * p.launch_overhead_us));
+  CHECK(c.memory_us == doctest::Approx(5.0 * 4096 * 4096 * 2 / 1600e9 * 1e6));
+  // Laid out at compile time (a FusedMatMul reading FRACTAL_NZ), only the product's own traffic is left.
+  onnx::ModelProto nz = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float16[4096,4096] a, float16[256,256,16,16] b) => (float16[4096,4096] y) { y = ai.geopt.FusedMatMul <b_format = "FRACTAL_NZ", n = 4096> (a, b) })");
+  Model nz_model = import_onnx_proto(std::move(nz), "nz.onnx");
+  KernelWork wn = work_of(*nz_model.graph->nodes()[0]);
+  CHECK(wn.extra_launches == 0);
+  CHECK(wn.cube_macs == doctest::Approx(4096.0 * 4096 * 4096));
+  CHECK(wn.vector_ops == 0);  // no bias, no activation
+  CHECK(cost_of(wn, p).memory_us == doctest::Approx(3.0 * 4096 * 4096 * 2 / 1600e9 * 1e6));
 }
 
 TEST_CASE("a fused kernel is feasible with a large UB and infeasible, with the reason, with a small one") {

@@ -4,7 +4,10 @@
 
 #include <cmath>
 
+#include "ascend/layout.h"
 #include "eval/evaluator.h"
+#include "kernels/layout.h"
+#include "util/error.h"
 #include "onnx/import.h"
 #include "test_support.h"
 
@@ -171,4 +174,53 @@ TEST_CASE("FusedMatMul equals MatMul + bias + activation") {
       xm = Mul(mb, e1)
       gr = Mul(xm, half)
     })", {{"f", "r"}, {"gf", "gr"}});
+}
+
+TEST_CASE("FusedConv reading FRACTAL_Z weights and FusedMatMul reading FRACTAL_NZ ones equal the plain ops") {
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[2,20,6,6] x, float[18,20,3,3] w, float[18] b, float[3,5,20] a, float[20,18] m) => (float[2,18,4,4] conv_z, float[2,18,4,4] conv, float[3,5,18] mm_nz, float[3,5,18] mm) {
+      x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
+      wz = ai.geopt.TransData <src_format = "NCHW", dst_format = "FRACTAL_Z"> (w)
+      y5 = ai.geopt.FusedConv <data_format = "NC1HWC0", weight_format = "FRACTAL_Z", channels = 18, kernel_shape = [3, 3], activation = "Relu"> (x5, wz, b)
+      conv_z = ai.geopt.TransData <src_format = "NC1HWC0", dst_format = "NCHW", channels = 18> (y5)
+      c = Conv <kernel_shape = [3, 3]> (x, w, b)
+      conv = Relu(c)
+      mnz = ai.geopt.TransData <src_format = "ND", dst_format = "FRACTAL_NZ"> (m)
+      mm_nz = ai.geopt.FusedMatMul <b_format = "FRACTAL_NZ", n = 18, activation = "Tanh"> (a, mnz, b)
+      p = MatMul(a, m)
+      q = Add(p, b)
+      mm = Tanh(q)
+    })",
+              {{"conv_z", "conv"}, {"mm_nz", "mm"}}, 1e-4);
+}
+
+TEST_CASE("FRACTAL_Z and FRACTAL_NZ put each element where CANN does, pad with zeros, and convert back") {
+  // Conv weights [N=20, C=3, H=3, W=3] (f32, C0 = 16): [ceil(3/16)*3*3, ceil(20/16), 16, 16] = [9, 2, 16, 16].
+  HostTensor w(DType::F32, {20, 3, 3, 3});
+  for (int64_t i = 0; i < w.size(); ++i) w.mutable_data<float>()[i] = static_cast<float>(i + 1);
+  HostTensor z = to_fractal_z(w);
+  CHECK(z.dims() == std::vector<int64_t>{9, 2, 16, 16});
+  CHECK(z.dims() == ascend::device_shape(w.dims(), ascend::Format::FRACTAL_Z, DType::F32));
+  // (n=17, c=2, h=1, w=2): row (c/16)*9 + 1*3 + 2 = 5, n1 = 1, n0 = 1, c0 = 2.
+  const int64_t plain = ((17 * 3 + 2) * 3 + 1) * 3 + 2;
+  CHECK(z.data<float>()[((5 * 2 + 1) * 16 + 1) * 16 + 2] == static_cast<float>(plain + 1));
+  double total = 0;
+  for (int64_t i = 0; i < z.size(); ++i) total += z.data<float>()[i];
+  CHECK(total == doctest::Approx(static_cast<double>(w.size()) * (w.size() + 1) / 2));  // the rest is zero
+  HostTensor back = from_fractal_z(z, w.dims());
+  CHECK(back.to_vector<float>() == w.to_vector<float>());
+  HostTensor padded = from_fractal_z(z, {20, 16, 3, 3});  // the padded input channels read as zero
+  CHECK(padded.data<float>()[((17 * 16 + 2) * 3 + 1) * 3 + 2] == static_cast<float>(plain + 1));
+  CHECK(padded.data<float>()[((17 * 16 + 3) * 3 + 1) * 3 + 2] == 0.0f);
+
+  // A batch of matrices [2, H=20, W=18]: [2, ceil(18/16), ceil(20/16), 16, 16] = [2, 2, 2, 16, 16].
+  HostTensor m(DType::F32, {2, 20, 18});
+  for (int64_t i = 0; i < m.size(); ++i) m.mutable_data<float>()[i] = static_cast<float>(i + 1);
+  HostTensor nz = to_fractal_nz(m);
+  CHECK(nz.dims() == std::vector<int64_t>{2, 2, 2, 16, 16});
+  CHECK(nz.dims() == ascend::device_shape(m.dims(), ascend::Format::FRACTAL_NZ, DType::F32));
+  // (b=1, h=17, w=17): [1, 17/16, 17/16, 17%16, 17%16] = [1, 1, 1, 1, 1].
+  CHECK(nz.data<float>()[(((1 * 2 + 1) * 2 + 1) * 16 + 1) * 16 + 1] == static_cast<float>((1 * 20 + 17) * 18 + 17 + 1));
+  CHECK(from_fractal_nz(nz, 20, 18).to_vector<float>() == m.to_vector<float>());
+  CHECK_THROWS_AS(from_fractal_nz(nz, 40, 18), Error);
 }

@@ -118,7 +118,20 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       double k = op == "Gemm" && trans_a && trans_a->i ? static_cast<double>(a.dims.front()) : static_cast<double>(a.dims.back());
       w.cube_macs = out.elements * k;
     }
-    if (op == "FusedMatMul" || op == "Gemm") w.vector_ops = out.elements * 2;  // bias and activation
+    // Bias and activation on the Vector unit, as the tile leaves the Cube.
+    const Attribute* activation = find_attr(n, "activation");
+    const bool has_bias = n.inputs.size() > 2 && n.inputs[2];
+    if (op == "Gemm") w.vector_ops = out.elements * 2;
+    if (op == "FusedMatMul") w.vector_ops = out.elements * ((has_bias ? 1 : 0) + (activation && activation->s != "none" ? 1 : 0));
+    // The Cube reads a matrix operand in FRACTAL_NZ: a 2-D one in ND is converted on
+    // every call (a TransData kernel: read it, write it) unless it was laid out at compile time.
+    const Attribute* b_format = find_attr(n, "b_format");
+    if (b.known && b.dims.size() == 2 && !(b_format && b_format->s == "FRACTAL_NZ")) {
+      const double b_bytes = b.elements * compute_bytes(b.dtype, o);
+      w.hbm_read_bytes += b_bytes;
+      w.hbm_write_bytes += b_bytes;
+      ++w.extra_launches;
+    }
     // Smallest tile: one 16x16 fractal of each operand and of the fp32 accumulator.
     w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
   } else if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose") {
@@ -126,6 +139,19 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     if (x.known && wt.known && wt.dims.size() >= 3) {
       double per_output = 1;  // (C / group) * kernel spatial
       for (size_t i = 1; i < wt.dims.size(); ++i) per_output *= static_cast<double>(wt.dims[i]);
+      const Attribute* weight_format = find_attr(n, "weight_format");
+      const bool fractal = weight_format && weight_format->s == "FRACTAL_Z";
+      if (fractal) per_output = static_cast<double>(wt.dims[0] * wt.dims[3]);  // ceil(C/C0) * kH * kW * C0
+      // Group-1 convs run on the Cube, which reads FRACTAL_Z weights: NCHW weights are
+      // converted on every call unless laid out at compile time.
+      const Attribute* group = find_attr(n, "group");
+      const Attribute* data_format = find_attr(n, "data_format");
+      if (op == "FusedConv" && !fractal && (!group || group->i == 1) && data_format && data_format->s == "NC1HWC0") {
+        const double w_bytes = wt.elements * compute_bytes(wt.dtype, o);
+        w.hbm_read_bytes += w_bytes;
+        w.hbm_write_bytes += w_bytes;
+        ++w.extra_launches;
+      }
       // Conv: every output takes (C/group)*k MACs. ConvTranspose (weights [C, M/group, k]):
       // every input scatters (M/group)*k MACs.
       w.cube_macs = (op == "ConvTranspose" ? x.elements : out.elements) * per_output;

@@ -80,6 +80,10 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
     alt[c] = node_index;
     return dag_cost(geg.egraph, geg.roots, alt, cost);
   };
+  auto is_fusion = [&](const std::string& rule) {
+    const dsl::CompiledRule* cr = rules.find(rule);
+    return cr && std::find(cr->ast->tags.begin(), cr->ast->tags.end(), "fusion") != cr->ast->tags.end();
+  };
   std::map<std::pair<int32_t, int32_t>, const dsl::SiteRecord*> records;
   for (const auto& rec : r.saturation.sites) records[{rec.rule, rec.site}] = &rec;
   // Operand orders of one commutative pattern rewrite the same value: one site.
@@ -121,8 +125,15 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
                    const auto& covered_further = records.at({further.origin, further.site})->replaced;
                    return std::find(covered_further.begin(), covered_further.end(), name) != covered_further.end();
                  })) {
-        o.reason = "superseded: " + rules.rules()[static_cast<size_t>(further.origin)].ast->name +
-                   " fused these nodes further, into " + geg.egraph.signature(further.op).op_type;
+        const std::string& later = rules.rules()[static_cast<size_t>(further.origin)].ast->name;
+        if (!is_fusion(later) && is_fusion(o.rule)) {
+          // A fusion kept in another form: a layout rewrite of the fused value (its
+          // weights in FRACTAL_NZ) keeps the fusion with it.
+          o.selected = true;
+          ++r.selected[o.rule];
+        } else {
+          o.reason = "superseded: " + later + " fused these nodes further, into " + geg.egraph.signature(further.op).op_type;
+        }
       } else {
         const ENode& kept = geg.egraph.eclass(c).nodes.at(chosen->second);
         const OpSignature& s = geg.egraph.signature(mine->op);
@@ -196,10 +207,6 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
   // Only fusion rules whose rewrite merges two or more input kernels fuse; a Conv
   // that merely changes form (FusedConv, NC1HWC0) or an op moved through a
   // layout conversion is not counted.
-  auto is_fusion = [&](const std::string& rule) {
-    const dsl::CompiledRule* cr = rules.find(rule);
-    return cr && std::find(cr->ast->tags.begin(), cr->ast->tags.end(), "fusion") != cr->ast->tags.end();
-  };
   std::set<std::string> covered;
   for (const auto& s : r.sites) {
     if (!s.selected || !is_fusion(s.rule)) continue;

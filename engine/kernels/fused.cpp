@@ -42,8 +42,14 @@ void add_broadcast(const KernelContext& ctx, HostTensor& y, const HostTensor& bi
   apply_broadcast(plan, [&](int64_t, const int64_t* o) { py[o[0]] += pb[o[1]]; });
 }
 
+// B in FRACTAL_NZ (a weight laid out for the Cube) is read back as the K x N matrix.
 void fused_matmul(KernelContext& ctx) {
-  HostTensor y = matmul(ctx, ctx.input(0), ctx.input(1));
+  const std::string b_format = ctx.attr_string("b_format", "ND");
+  if (b_format != "ND" && b_format != "FRACTAL_NZ") ctx.fail("b_format must be ND or FRACTAL_NZ");
+  const HostTensor& a = ctx.input(0);
+  if (b_format == "FRACTAL_NZ" && (a.rank() < 1 || ctx.attr_int("n", 0) <= 0)) ctx.fail("a FRACTAL_NZ operand needs `n` (its columns)");
+  HostTensor b = b_format == "ND" ? ctx.input(1) : unpacked_weight(ctx.input(1), {a.dim(-1), ctx.attr_int("n", 0)}, true);
+  HostTensor y = matmul(ctx, a, b);
   require_f32(ctx, y);
   if (ctx.has_input(2)) add_broadcast(ctx, y, ctx.input(2));
   apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
@@ -56,7 +62,18 @@ void fused_conv(KernelContext& ctx) {
   const std::string format = ctx.attr_string("data_format", "NCHW");
   if (format != "NCHW" && format != "NC1HWC0") ctx.fail("data_format must be NCHW or NC1HWC0");
   const bool blocked = format == "NC1HWC0";
-  const HostTensor& w = ctx.input(1);
+  const std::string weight_format = ctx.attr_string("weight_format", "NCHW");
+  if (weight_format != "NCHW" && weight_format != "FRACTAL_Z") ctx.fail("weight_format must be NCHW or FRACTAL_Z");
+  HostTensor w = ctx.input(1);
+  if (weight_format == "FRACTAL_Z") {
+    // Read back with the input's padded channels (zero weights meet zero channels).
+    const std::vector<int64_t> k = ctx.attr_ints("kernel_shape", {});
+    const int64_t m = ctx.attr_int("channels", 0);
+    if (!blocked || ctx.attr_int("group", 1) != 1 || k.size() != 2 || m <= 0)
+      ctx.fail("FRACTAL_Z weights need data_format NC1HWC0, group 1, a 2-D kernel_shape and `channels`");
+    const HostTensor& x5 = ctx.input(0);
+    w = unpacked_weight(w, {m, x5.dim(1) * x5.dim(4), k[0], k[1]}, false);
+  }
   const int64_t channels_in = w.rank() == 4 ? w.dims()[1] * ctx.attr_int("group", 1) : 0;
   HostTensor x = blocked ? from_nc1hwc0(ctx.input(0), channels_in) : ctx.input(0);
   HostTensor y = convolution(ctx, x, w, ctx.has_input(2) ? &ctx.input(2) : nullptr);
@@ -69,7 +86,9 @@ void trans_data(KernelContext& ctx) {
   const std::string src = ctx.attr_string("src_format", ""), dst = ctx.attr_string("dst_format", "");
   if (src == "NCHW" && dst == "NC1HWC0") ctx.outputs[0] = to_nc1hwc0(ctx.input(0));
   else if (src == "NC1HWC0" && dst == "NCHW") ctx.outputs[0] = from_nc1hwc0(ctx.input(0), ctx.attr_int("channels", 0));
-  else ctx.fail("TransData supports NCHW <-> NC1HWC0, not " + src + " -> " + dst);
+  else if (src == "NCHW" && dst == "FRACTAL_Z") ctx.outputs[0] = to_fractal_z(ctx.input(0));
+  else if (src == "ND" && dst == "FRACTAL_NZ") ctx.outputs[0] = to_fractal_nz(ctx.input(0));
+  else ctx.fail("TransData supports NCHW <-> NC1HWC0, NCHW -> FRACTAL_Z and ND -> FRACTAL_NZ, not " + src + " -> " + dst);
 }
 
 // softmax(Q K^T * scale + mask [causal]) V, one (batch, head) matrix at a time.

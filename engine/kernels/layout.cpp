@@ -1,6 +1,8 @@
 #include "kernels/layout.h"
 
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "util/error.h"
 
@@ -113,6 +115,120 @@ HostTensor transpose(const HostTensor& x, const std::vector<int64_t>& perm) {
     default: throw Error("transpose: unsupported element size");
   }
   return y;
+}
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// FRACTAL_Z index of weight element (n, c, h, w): row (c1, h, w), then (n1, n0, c0).
+struct FractalZ {
+  int64_t n, c, h, w, c0, c1, n1;
+  FractalZ(const std::vector<int64_t>& oihw, int64_t c0_)
+      : n(oihw[0]), c(oihw[1]), h(oihw[2]), w(oihw[3]), c0(c0_), c1(ceil_div(c, c0_)), n1(ceil_div(n, 16)) {}
+  std::vector<int64_t> dims() const { return {c1 * h * w, n1, 16, c0}; }
+  int64_t at(int64_t in, int64_t ic, int64_t ih, int64_t iw) const {
+    const int64_t row = ((ic / c0) * h + ih) * w + iw;
+    return ((row * n1 + in / 16) * 16 + in % 16) * c0 + ic % c0;
+  }
+};
+
+// Copies element by element between the plain and the FRACTAL_Z tensor; `to_z` picks the direction.
+void convert_fractal_z(const HostTensor& src, HostTensor& dst, const FractalZ& f, int64_t channels, bool to_z) {
+  const size_t esz = dtype_size(src.dtype());
+  const int64_t kernel = f.h * f.w;
+  for (int64_t in = 0; in < f.n; ++in)
+    for (int64_t ic = 0; ic < channels; ++ic)
+      for (int64_t k = 0; k < kernel; ++k) {
+        const int64_t plain = (in * channels + ic) * kernel + k;
+        const int64_t blocked = f.at(in, ic, k / f.w, k % f.w);
+        const int64_t from = to_z ? plain : blocked, to = to_z ? blocked : plain;
+        std::memcpy(dst.mutable_raw() + to * static_cast<int64_t>(esz), src.raw() + from * static_cast<int64_t>(esz), esz);
+      }
+}
+
+// FRACTAL_NZ: each run of C0 columns of one row is contiguous on both sides.
+void convert_fractal_nz(const HostTensor& src, HostTensor& dst, int64_t batches, int64_t rows, int64_t cols, int64_t c0, bool to_nz) {
+  const size_t esz = dtype_size(src.dtype());
+  const int64_t w1 = ceil_div(cols, c0), h1 = ceil_div(rows, 16);
+  const int64_t plain_size = rows * cols, blocked_size = w1 * h1 * 16 * c0;
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < w1; ++j) {
+        const int64_t run = std::min(c0, cols - j * c0);
+        const int64_t plain = b * plain_size + r * cols + j * c0;
+        const int64_t blocked = b * blocked_size + ((j * h1 + r / 16) * 16 + r % 16) * c0;
+        const int64_t from = to_nz ? plain : blocked, to = to_nz ? blocked : plain;
+        std::memcpy(dst.mutable_raw() + to * static_cast<int64_t>(esz), src.raw() + from * static_cast<int64_t>(esz),
+                    static_cast<size_t>(run) * esz);
+      }
+}
+
+}  // namespace
+
+HostTensor to_fractal_z(const HostTensor& x) {
+  if (x.rank() != 4) throw Error("NCHW -> FRACTAL_Z needs 4-D weights, got " + x.shape_string());
+  FractalZ f(x.dims(), nc1hwc0_c0(x.dtype()));
+  HostTensor y(x.dtype(), f.dims());  // zero padding
+  convert_fractal_z(x, y, f, f.c, true);
+  return y;
+}
+
+HostTensor from_fractal_z(const HostTensor& z, const std::vector<int64_t>& oihw) {
+  if (oihw.size() != 4) throw Error("FRACTAL_Z -> NCHW needs the 4-D weight shape");
+  const int64_t c0 = nc1hwc0_c0(z.dtype());
+  // The plain channels may include padding (up to ceil(C/C0) * C0): those read as zero.
+  FractalZ f({oihw[0], oihw[1], oihw[2], oihw[3]}, c0);
+  if (z.dims() != f.dims()) throw Error("FRACTAL_Z " + z.shape_string() + " does not hold weights [" + std::to_string(oihw[0]) + "," +
+                                        std::to_string(oihw[1]) + "," + std::to_string(oihw[2]) + "," + std::to_string(oihw[3]) + "]");
+  HostTensor y(z.dtype(), oihw);
+  convert_fractal_z(z, y, f, oihw[1], false);
+  return y;
+}
+
+HostTensor to_fractal_nz(const HostTensor& x) {
+  if (x.rank() < 2) throw Error("ND -> FRACTAL_NZ needs rank >= 2, got " + x.shape_string());
+  const int64_t c0 = nc1hwc0_c0(x.dtype()), rows = x.dim(-2), cols = x.dim(-1);
+  std::vector<int64_t> dims(x.dims().begin(), x.dims().end() - 2);
+  int64_t batches = 1;
+  for (int64_t d : dims) batches *= d;
+  dims.insert(dims.end(), {ceil_div(cols, c0), ceil_div(rows, 16), 16, c0});
+  HostTensor y(x.dtype(), dims);  // zero padding
+  convert_fractal_nz(x, y, batches, rows, cols, c0, true);
+  return y;
+}
+
+HostTensor from_fractal_nz(const HostTensor& z, int64_t rows, int64_t cols) {
+  const int64_t c0 = nc1hwc0_c0(z.dtype());
+  if (z.rank() < 4 || z.dim(-1) != c0 || z.dim(-2) != 16 || z.dim(-3) != ceil_div(rows, 16) || z.dim(-4) != ceil_div(cols, c0))
+    throw Error("FRACTAL_NZ " + z.shape_string() + " does not hold a " + std::to_string(rows) + "x" + std::to_string(cols) + " matrix");
+  std::vector<int64_t> dims(z.dims().begin(), z.dims().end() - 4);
+  int64_t batches = 1;
+  for (int64_t d : dims) batches *= d;
+  dims.insert(dims.end(), {rows, cols});
+  HostTensor y = HostTensor::uninitialized(z.dtype(), dims);
+  convert_fractal_nz(z, y, batches, rows, cols, c0, false);
+  return y;
+}
+
+HostTensor unpacked_weight(const HostTensor& packed, const std::vector<int64_t>& plain, bool nz) {
+  auto unpack = [&] { return nz ? from_fractal_nz(packed, plain[0], plain[1]) : from_fractal_z(packed, plain); };
+  if (!packed.is_constant()) return unpack();
+  struct Entry {
+    std::weak_ptr<const void> owner;
+    std::shared_ptr<HostTensor> plain;
+  };
+  static std::mutex mutex;
+  static std::map<std::pair<const std::byte*, std::vector<int64_t>>, Entry> cache;
+  std::lock_guard lock(mutex);
+  const auto key = std::make_pair(packed.raw(), plain);
+  auto it = cache.find(key);
+  if (it == cache.end() || it->second.owner.lock() != packed.storage()) {
+    std::erase_if(cache, [](const auto& kv) { return kv.second.owner.expired(); });  // weights freed since
+    it = cache.insert_or_assign(key, Entry{packed.storage(), std::make_shared<HostTensor>(unpack())}).first;
+  }
+  const std::shared_ptr<HostTensor> t = it->second.plain;
+  return HostTensor::borrowed(t->dtype(), t->dims(), t->raw(), t, true);
 }
 
 }  // namespace geopt

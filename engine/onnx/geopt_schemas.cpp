@@ -169,11 +169,12 @@ void register_all() {
   {
     OpSchema s;
     s.SetName("TransData").SetDomain(kDomain).SinceVersion(kVersion);
-    s.SetDoc("Converts between layouts: NCHW <-> NC1HWC0 ([N, ceil(C/C0), H, W, C0], zero-padded; C0 = 16, or 32 for 8-bit types).");
+    s.SetDoc("Converts between layouts: NCHW <-> NC1HWC0 ([N, ceil(C/C0), H, W, C0], zero-padded; C0 = 16, or 32 for 8-bit types); "
+             "weights NCHW -> FRACTAL_Z and ND -> FRACTAL_NZ (the Cube's operand layouts).");
     s.TypeConstraint("T", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(double)", "tensor(int8)", "tensor(uint8)",
                            "tensor(int32)", "tensor(int64)"}, "Any numeric tensor.");
-    s.Attr("src_format", "NCHW or NC1HWC0.", AttributeProto::STRING);
-    s.Attr("dst_format", "NCHW or NC1HWC0.", AttributeProto::STRING);
+    s.Attr("src_format", "NCHW, NC1HWC0 or ND.", AttributeProto::STRING);
+    s.Attr("dst_format", "NCHW, NC1HWC0, FRACTAL_Z or FRACTAL_NZ.", AttributeProto::STRING);
     s.Attr("channels", "C of the NCHW side, needed when converting back from NC1HWC0.", AttributeProto::INT, int64_t{0});
     s.Input(0, "X", "Input.", "T").Output(0, "Y", "Output.", "T");
     s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
@@ -201,8 +202,34 @@ void register_all() {
         out.add_dim()->set_dim_value(channels->i());
         *out.add_dim() = in.dim(2);
         *out.add_dim() = in.dim(3);
+      } else if (src->s() == "NCHW" && dst->s() == "FRACTAL_Z") {
+        // Conv weights [N, C, H, W] -> [ceil(C/C0) * H * W, ceil(N/16), 16, C0].
+        if (in.dim_size() != 4) fail_shape_inference("NCHW -> FRACTAL_Z needs 4-D weights");
+        bool known = true;
+        for (int i = 0; i < 4; ++i) known = known && in.dim(i).has_dim_value();
+        if (known) {
+          out.add_dim()->set_dim_value((in.dim(1).dim_value() + c0 - 1) / c0 * in.dim(2).dim_value() * in.dim(3).dim_value());
+          out.add_dim()->set_dim_value((in.dim(0).dim_value() + 15) / 16);
+        } else {
+          out.add_dim();
+          out.add_dim();
+        }
+        out.add_dim()->set_dim_value(16);
+        out.add_dim()->set_dim_value(c0);
+      } else if (src->s() == "ND" && dst->s() == "FRACTAL_NZ") {
+        // [..., H, W] -> [..., ceil(W/C0), ceil(H/16), 16, C0].
+        if (in.dim_size() < 2) fail_shape_inference("ND -> FRACTAL_NZ needs rank >= 2");
+        for (int i = 0; i + 2 < in.dim_size(); ++i) *out.add_dim() = in.dim(i);
+        const auto& h = in.dim(in.dim_size() - 2);
+        const auto& w = in.dim(in.dim_size() - 1);
+        if (w.has_dim_value()) out.add_dim()->set_dim_value((w.dim_value() + c0 - 1) / c0);
+        else out.add_dim();
+        if (h.has_dim_value()) out.add_dim()->set_dim_value((h.dim_value() + 15) / 16);
+        else out.add_dim();
+        out.add_dim()->set_dim_value(16);
+        out.add_dim()->set_dim_value(c0);
       } else {
-        fail_shape_inference("TransData supports NCHW <-> NC1HWC0");
+        fail_shape_inference("TransData supports NCHW <-> NC1HWC0, NCHW -> FRACTAL_Z and ND -> FRACTAL_NZ");
       }
       onnx::updateOutputShape(ctx, 0, out);
     });
@@ -217,6 +244,8 @@ void register_all() {
     s.Attr("pads", "As Conv.", AttributeProto::INTS, false);
     s.Attr("strides", "As Conv.", AttributeProto::INTS, false);
     s.Attr("data_format", "NCHW, or NC1HWC0 (Ascend's 5-D layout).", AttributeProto::STRING, std::string("NCHW"));
+    s.Attr("weight_format", "NCHW, or FRACTAL_Z (with data_format NC1HWC0 and group 1).", AttributeProto::STRING, std::string("NCHW"));
+    s.Attr("channels", "Output channels M: needed with FRACTAL_Z weights, whose dims are padded.", AttributeProto::INT, int64_t{0});
     add_activation_attrs(s);
     s.Input(0, "X", "Input.", "T").Input(1, "W", "Weights.", "T").Input(2, "B", "Bias.", "T", OpSchema::Optional);
     s.Input(3, "Z", "Residual added before the activation.", "T", OpSchema::Optional);
@@ -233,6 +262,11 @@ void register_all() {
       const auto& x = ctx.getInputType(0)->tensor_type().shape();
       const auto& w = ctx.getInputType(1)->tensor_type().shape();
       if (x.dim_size() != 5 || w.dim_size() != 4) fail_shape_inference("NC1HWC0 FusedConv needs a 5-D input and 4-D weights");
+      const auto* wf = ctx.getAttribute("weight_format");
+      const bool fractal = wf && wf->s() == "FRACTAL_Z";
+      if (wf && !fractal && wf->s() != "NCHW") fail_shape_inference("weight_format must be NCHW or FRACTAL_Z");
+      const auto* m_attr = ctx.getAttribute("channels");
+      if (fractal && (!m_attr || m_attr->i() <= 0)) fail_shape_inference("FRACTAL_Z weights need `channels`");
       auto ints = [&](const char* name, std::vector<int64_t> fallback) {
         const auto* a = ctx.getAttribute(name);
         return a && a->ints_size() ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : fallback;
@@ -243,12 +277,16 @@ void register_all() {
       const int64_t c0 = c0_of(ctx.getInputType(0)->tensor_type().elem_type());
       onnx::TensorShapeProto out;
       *out.add_dim() = x.dim(0);
-      if (w.dim(0).has_dim_value()) out.add_dim()->set_dim_value((w.dim(0).dim_value() + c0 - 1) / c0);
+      if (fractal) out.add_dim()->set_dim_value((m_attr->i() + c0 - 1) / c0);
+      else if (w.dim(0).has_dim_value()) out.add_dim()->set_dim_value((w.dim(0).dim_value() + c0 - 1) / c0);
       else out.add_dim();
+      const auto kernel = ints("kernel_shape", {});
       for (int i = 0; i < 2; ++i) {
         auto* d = out.add_dim();
-        if (x.dim(2 + i).has_dim_value() && w.dim(2 + i).has_dim_value())
-          d->set_dim_value(window_out(x.dim(2 + i).dim_value(), w.dim(2 + i).dim_value(), strides[static_cast<size_t>(i)],
+        // The kernel's extent: from kernel_shape, or the NCHW weights' dims.
+        int64_t k = kernel.size() == 2 ? kernel[static_cast<size_t>(i)] : (!fractal && w.dim(2 + i).has_dim_value() ? w.dim(2 + i).dim_value() : 0);
+        if (x.dim(2 + i).has_dim_value() && k > 0)
+          d->set_dim_value(window_out(x.dim(2 + i).dim_value(), k, strides[static_cast<size_t>(i)],
                                       dil[static_cast<size_t>(i)], pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i) + 2], auto_pad));
       }
       out.add_dim()->set_dim_value(c0);
@@ -259,10 +297,29 @@ void register_all() {
   {
     OpSchema s = base("FusedMatMul", "Y = activation(MatMul(A, B) + Bias) with ONNX MatMul broadcasting.");
     add_activation_attrs(s);
+    s.Attr("b_format", "ND, or FRACTAL_NZ (B a K x N matrix laid out for the Cube).", AttributeProto::STRING, std::string("ND"));
+    s.Attr("n", "Columns of B: needed with FRACTAL_NZ, whose dims are padded.", AttributeProto::INT, int64_t{0});
     s.Input(0, "A", "Left operand.", "T").Input(1, "B", "Right operand.", "T");
     s.Input(2, "Bias", "Bias broadcast to the product.", "T", OpSchema::Optional);
     s.Output(0, "Y", "Output.", "T");
-    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) { infer_like("MatMul", 13, ctx); });
+    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+      const auto* bf = ctx.getAttribute("b_format");
+      if (!bf || bf->s() == "ND") {
+        infer_like("MatMul", 13, ctx);
+        return;
+      }
+      if (bf->s() != "FRACTAL_NZ") fail_shape_inference("b_format must be ND or FRACTAL_NZ");
+      const auto* n = ctx.getAttribute("n");
+      if (!n || n->i() <= 0) fail_shape_inference("a FRACTAL_NZ B needs `n`");
+      onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+      if (!onnx::hasInputShape(ctx, 0)) return;
+      const auto& a = ctx.getInputType(0)->tensor_type().shape();
+      if (a.dim_size() < 2) fail_shape_inference("a FRACTAL_NZ B needs A of rank >= 2");
+      onnx::TensorShapeProto out;
+      for (int i = 0; i + 1 < a.dim_size(); ++i) *out.add_dim() = a.dim(i);
+      out.add_dim()->set_dim_value(n->i());
+      onnx::updateOutputShape(ctx, 0, out);
+    });
     onnx::RegisterSchema(std::move(s));
   }
 }

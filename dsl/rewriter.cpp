@@ -7,6 +7,7 @@
 
 #include "dsl/rewrite_constant.h"
 #include "dsl/schema_lookup.h"
+#include "passes/cse.h"
 #include "dsl/value_facts.h"
 #include "onnx/node_inference.h"
 #include "eval/kernel.h"
@@ -340,6 +341,9 @@ RewriteStats apply_rules(Model& model, const RuleSet& rules, const RewriteOption
   for (int pass = 0; pass < options.max_passes; ++pass) {
     ++stats.passes;
     bool changed = false, late_fired = false;
+    // Duplicates merged first, as the e-graph's hash-consing merges them (an exporter's
+    // two `x - mean` are the one value a LayerNorm pattern shares).
+    eliminate_common_subexpressions(g);
     std::vector<Node*> snapshot;
     for (const auto& n : g.nodes()) snapshot.push_back(n.get());
     std::unordered_set<const Value*> outputs(g.outputs().begin(), g.outputs().end());

@@ -2,7 +2,8 @@
 // Applies matches to an IR graph: builds each rewrite's replacement (or folds a
 // constant subgraph), redirects uses, keeps the names users know, and removes
 // what became dead. `apply_rules` is the direct driver used by rule tests and
-// `geopt rules apply`: it rewrites until nothing more matches.
+// `geopt rules apply`: it merges common subexpressions, then rewrites until nothing
+// more matches.
 #include <map>
 #include <string>
 

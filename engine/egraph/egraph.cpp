@@ -26,6 +26,10 @@ std::string op_signature_key(const std::string& domain, const std::string& op_ty
         s += "]:" + bytes_digest(t->bytes());
       }
       parts.push_back(s + ">");
+    } else if (!a.opaque.empty()) {  // subgraphs: two Ifs with other branches are other ops
+      std::string s = a.name + "=<";
+      for (const auto& o : a.opaque) s += bytes_digest(std::as_bytes(std::span(o.data(), o.size()))) + ",";
+      parts.push_back(s + ">");
     } else {
       parts.push_back(a.to_string());
     }

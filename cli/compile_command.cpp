@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/cost_model.h"
+#include "ascend/layout.h"
 #include "ascend/execution_order.h"
 #include "ascend/lowering_notes.h"
 #include "ascend/memory_plan.h"
@@ -97,6 +98,13 @@ int run(const CompileOptions& o) {
     optimized->before = given;
   }
   Model& model = optimized ? optimized->model : prepared;
+  // What the optimizer left to compile time (ops of constants: weights laid out for the
+  // Cube, scaled or merged by a rule) is computed now, once.
+  if (optimized) {
+    StaticShapeOptions compile_time;
+    compile_time.always_fold = ascend::is_weight_layout;
+    propagate_static_shapes(model, compile_time);
+  }
   if (optimized && !o.dump_dir.empty()) dump_stage(o.dump_dir, "3_saturation_extraction_layout", model);
   const double optimize_ms = ms_since(started);
 

@@ -88,7 +88,7 @@ class Search {
         return go_on;
       }
       case Pattern::Kind::Const: {
-        if (!ec.data.constant) return true;
+        if (!ec.data.is_constant()) return true;
         if (p.var.empty()) return k(b);
         return bind_and(p.var, c, b, k);
       }
@@ -235,7 +235,7 @@ std::vector<std::pair<int, int>> EMatcher::candidates(ClassId cls, const ENode& 
           for (const ENode& n : g_.eclass(c).nodes) result.insert(n.kind == ENode::Kind::Proj ? std::to_string(n.op) : "0");
         break;
       case Question::Kind::IsConst:
-        for (ClassId c : classes) result.insert(g_.eclass(c).data.constant ? "1" : "0");
+        for (ClassId c : classes) result.insert(g_.eclass(c).data.is_constant() ? "1" : "0");
         break;
       case Question::Kind::AttrValue:
         for (const ENode* n : nodes) {
@@ -269,6 +269,10 @@ void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, 
       ctx.type_of = [&](const std::string& var) -> const ValueType* {
         auto it = bb.values.find(var);
         return it == bb.values.end() ? nullptr : &g_.eclass(it->second).data.type;
+      };
+      ctx.is_constant = [&](const std::string& var) {
+        auto it = bb.values.find(var);
+        return it != bb.values.end() && g_.eclass(it->second).data.is_constant();
       };
       ctx.constant_of = [&](const std::string& var) -> const Tensor* {
         auto it = bb.values.find(var);

@@ -241,9 +241,8 @@ bool fold(Model& model, const Match& match, int64_t max_elements, const Matcher&
   for (size_t o = 0; o < n->outputs().size(); ++o) {
     Value* out = n->output(o);
     if (!out || ctx.outputs[o].dtype() == DType::String) continue;
-    const HostTensor& h = ctx.outputs[o];
     Value* c = g.add_value(g.unique_name(out->name() + "_folded"));
-    auto t = h.to_constant(c->name());
+    auto t = std::move(ctx.outputs[o]).into_constant(c->name());
     c->type.dtype = t->dtype;
     c->type.shape = Shape(std::vector<Dim>(t->dims.begin(), t->dims.end()));
     g.add_initializer(c, std::move(t));

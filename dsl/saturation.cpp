@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <set>
 
 #include "dsl/rewrite_constant.h"
@@ -104,35 +105,60 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
   return g.add(std::move(proj), data);
 }
 
-// Evaluates an all-constant op e-node with its kernel and merges the result into its class.
+// Folds larger than this stay ops while exploring: a weight laid out for the Cube or
+// scaled by a rule would otherwise be copied for every alternative the e-graph keeps.
+// Their classes are constants computed at compile time, once extraction keeps them.
+constexpr int64_t kMaterializeElements = 1 << 16;
+
+std::optional<int64_t> static_elements(const ValueType& t) {
+  return t.shape ? t.shape->element_count() : std::nullopt;
+}
+
+// Evaluates an all-constant op e-node with its kernel and merges the result into its
+// class, or marks the class compile-time (too large to materialize now, or over
+// constants not computed yet). A fold that would grow the constants past the cap (an
+// Expand, a Tile) is never made; one no larger than its inputs always is.
 bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matcher) {
   ClassId cls = g.find(m.roots.front());
   for (const ENode& n : g.eclass(cls).nodes)
     if (n.kind == ENode::Kind::Const) return false;  // already folded
+  const bool deferred = g.eclass(cls).data.compile_time;
   for (const ENode& n : std::vector<ENode>(g.eclass(cls).nodes)) {
     if (n.kind != ENode::Kind::Op) continue;
     const OpSignature& sig = g.signature(n.op);
     if (sig.num_outputs != 1) continue;
     const KernelInfo* k = KernelRegistry::builtin().find(sig.domain, sig.op_type);
     if (!k) continue;
+    bool all_const = true, all_computed = true;
+    std::optional<int64_t> input_elements = 0;
+    for (ClassId c : n.children) {
+      if (c == kAbsent) continue;
+      const ClassData& d = g.eclass(c).data;
+      all_const = all_const && d.is_constant();
+      all_computed = all_computed && d.constant;
+      auto e = d.constant ? std::optional<int64_t>(HostTensor::view(*d.constant).size()) : static_elements(d.type);
+      input_elements = input_elements && e ? std::optional<int64_t>(*input_elements + *e) : std::nullopt;
+    }
+    if (!all_const) continue;
+    const std::optional<int64_t> out = static_elements(g.eclass(cls).data.type);
+    if (out && *out > max_elements && (!input_elements || *out > *input_elements)) continue;
+    if (!out && !all_computed) continue;  // nothing says it fits the cap
+    if (out && (!all_computed || *out > kMaterializeElements)) {
+      if (deferred) return false;
+      g.mark_compile_time(cls);
+      return true;
+    }
     std::vector<HostTensor> ins;
     ins.reserve(n.children.size());
     std::vector<const HostTensor*> ptrs;
-    bool all_const = true;
     for (ClassId c : n.children) {
       if (c == kAbsent) {
         ptrs.push_back(nullptr);
         continue;
       }
-      const Tensor* t = g.eclass(c).data.constant;
-      if (!t) {
-        all_const = false;
-        break;
-      }
-      ins.push_back(HostTensor::view(*t));
+      ins.push_back(HostTensor::view(*g.eclass(c).data.constant));
       ptrs.push_back(&ins.back());
     }
-    if (!all_const) continue;
     Node temp;
     temp.op_type = sig.op_type;
     temp.domain = sig.domain;
@@ -144,13 +170,10 @@ bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matc
     } catch (const std::exception&) {
       continue;
     }
-    const HostTensor& h = ctx.outputs[0];
-    int64_t input_elements = 0;
-    for (const HostTensor& in : ins) input_elements += in.size();
-    // The cap stops a fold that grows the constants (Expand, Tile); one no larger than
-    // its inputs (a Slice of a weight, a Transpose) is always fine.
-    if (!h.defined() || h.dtype() == DType::String || (h.size() > max_elements && h.size() > input_elements)) continue;
-    auto t = h.to_constant(g.eclass(cls).data.name + "_folded");
+    HostTensor& h = ctx.outputs[0];
+    if (!h.defined() || h.dtype() == DType::String) continue;
+    if (!out && h.size() > max_elements && input_elements && h.size() > *input_elements) continue;
+    auto t = std::move(h).into_constant(g.eclass(cls).data.name + "_folded");
     ClassId c = g.add_constant(std::move(t), g.eclass(cls).data);
     g.merge(cls, c);
     return true;

@@ -105,7 +105,7 @@ std::string first_failed_predicate(const std::vector<Predicate>& where, const Wh
     bool ok = false;
     std::string found;
     if (pred.kind == Predicate::Kind::IsConst) {
-      ok = ctx.constant_of(pred.var) != nullptr;
+      ok = ctx.is_constant ? ctx.is_constant(pred.var) : ctx.constant_of(pred.var) != nullptr;
       found = pred.var + " is not a constant";
     } else if (pred.kind == Predicate::Kind::OneUse) {
       auto uses = ctx.uses_of(pred.var);

@@ -102,11 +102,15 @@ TEST_CASE("folding is capped: a constant expanded past max_elements stays a node
       big = Expand(v, shape)
       y = Mul(x, big)
     })", "capped");
-  StaticShapeReport report = propagate_static_shapes(m, {.max_elements = 50000});
+  StaticShapeOptions capped;
+  capped.max_elements = 50000;
+  StaticShapeReport report = propagate_static_shapes(m, capped);
   CHECK(count_op(m, "Expand") == 1);
   CHECK(m.graph->find_value("big")->type.to_string() == "f32[1000,100]");
   CHECK(report.folded == 2);  // the two Constants
-  StaticShapeReport uncapped = propagate_static_shapes(m, {.max_elements = 200000});
+  StaticShapeOptions roomy;
+  roomy.max_elements = 200000;
+  StaticShapeReport uncapped = propagate_static_shapes(m, roomy);
   CHECK(uncapped.folded == 1);
   CHECK(count_op(m, "Expand") == 0);
 }

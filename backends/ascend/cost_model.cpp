@@ -246,7 +246,18 @@ KernelCost cost_of(const KernelWork& w, const HardwareProfile& p) {
 
 GraphCost cost_of_graph(const Graph& g, const HardwareProfile& p, const CostOptions& o) {
   GraphCost gc;
+  // Values known when the model is compiled: initializers (not graph inputs), and what
+  // ops of them compute. Such an op runs at compile time (ATC folds it), not as a kernel.
+  std::set<const Value*> constant(g.initializers().begin(), g.initializers().end());
+  for (const Value* in : g.inputs()) constant.erase(in);
   for (const auto& n : g.nodes()) {
+    bool of_constants = !n->inputs().empty();
+    for (const Value* in : n->inputs()) of_constants = of_constants && (!in || constant.count(in));
+    if (n->domain.empty() && n->op_type == "Constant") of_constants = true;
+    if (of_constants && !n->is_nondeterministic()) {
+      for (const Value* out : n->outputs()) constant.insert(out);
+      continue;
+    }
     KernelWork w = work_of(*n, o);
     if (!w.is_kernel) continue;
     KernelCost c = cost_of(w, p);

@@ -48,4 +48,10 @@ int64_t padded_elements(const std::vector<int64_t>& dims, Format format, DType t
   return n;
 }
 
+bool is_weight_layout(const Node& n) {
+  if (n.domain != "ai.geopt" || n.op_type != "TransData") return false;
+  const Attribute* dst = n.attr("dst_format");
+  return dst && (dst->s == "FRACTAL_Z" || dst->s == "FRACTAL_NZ");
+}
+
 }  // namespace geopt::ascend

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/dtype.h"
+#include "ir/node.h"
 
 namespace geopt::ascend {
 
@@ -21,5 +22,9 @@ int64_t c0_for(DType t);  // 32 for 8-bit types, 16 otherwise
 std::vector<int64_t> device_shape(const std::vector<int64_t>& dims, Format format, DType t);
 // Elements the device shape holds (padding included).
 int64_t padded_elements(const std::vector<int64_t>& dims, Format format, DType t);
+
+// A TransData into FRACTAL_Z or FRACTAL_NZ: a weight laid out for the Cube, computed
+// once when the model is compiled (as ATC does), never at run time.
+bool is_weight_layout(const Node& n);
 
 }  // namespace geopt::ascend

@@ -15,6 +15,12 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options) {
   return [profile, options](const EGraph& g, ClassId cls, const ENode& n) -> double {
     if (n.kind != ENode::Kind::Op) return 0.0;
+    // An op of constants the e-graph left to compile time (a weight laid out for the
+    // Cube, too large to fold while exploring) is computed when the model is compiled:
+    // no kernel at run time. Where the class holds the folded constant, that is taken.
+    bool of_constants = !n.children.empty() && !g.eclass(cls).data.constant;
+    for (ClassId c : n.children) of_constants = of_constants && (c == kAbsent || g.eclass(c).data.is_constant());
+    if (of_constants) return 0.0;
     const OpSignature& s = g.signature(n.op);
     KernelDesc d{s.domain, s.op_type, &s.attributes, {}, {}};
     for (ClassId c : n.children) d.inputs.push_back(c == kAbsent ? nullptr : &g.eclass(c).data.type);

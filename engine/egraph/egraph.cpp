@@ -166,6 +166,7 @@ ClassId EGraph::merge(ClassId a, ClassId b) {
     throw Error("internal: merging classes of different dtypes (" + dtype_name(r.data.type.dtype) + ", " + dtype_name(o.data.type.dtype) + ")");
   if (!r.data.type.shape && o.data.type.shape) r.data.type.shape = o.data.type.shape;
   if (!r.data.constant) r.data.constant = o.data.constant;
+  r.data.compile_time = r.data.compile_time || o.data.compile_time;
   if (r.data.name.empty()) r.data.name = o.data.name;
   classes_.erase(other);
   pending_.push_back(root);

@@ -49,6 +49,10 @@ struct ClassData {
   const Tensor* constant = nullptr;  // set when the class holds a Const e-node
   std::string name;                   // the first IR value name it came from
   std::string node_name;              // the IR node that produced it, if any
+  // A constant not computed yet: an op of constants too large to fold while exploring,
+  // folded at compile time once extraction keeps it (patterns see it as `const`).
+  bool compile_time = false;
+  bool is_constant() const { return constant || compile_time; }
 };
 
 struct EClass {
@@ -68,6 +72,8 @@ class EGraph {
   ClassId add_input(uint32_t index, const ClassData& data);
 
   ClassId find(ClassId id) const;
+  // Marks a class as a constant computed at compile time (ClassData::compile_time).
+  void mark_compile_time(ClassId id) { classes_.at(find(id)).data.compile_time = true; }
   // Declares two classes equal; returns the surviving root. Congruence is restored by rebuild().
   ClassId merge(ClassId a, ClassId b);
   // Restores the invariants after merges (egg's rebuild): hash-cons keys canonical,

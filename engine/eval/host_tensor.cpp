@@ -149,6 +149,19 @@ std::string HostTensor::shape_string() const {
   return s + "]";
 }
 
+std::shared_ptr<Tensor> HostTensor::into_constant(std::string name) && {
+  if (dtype_ == DType::String || !keep_ || !data_) return to_constant(std::move(name));
+  auto t = std::make_shared<Tensor>();
+  t->name = std::move(name);
+  t->dtype = dtype_;
+  t->dims = dims_;
+  t->data = BufferSlice(std::make_shared<SharedBytes>(std::move(keep_), data_, nbytes_), 0, nbytes_);
+  data_ = nullptr;
+  nbytes_ = 0;
+  writable_ = false;
+  return t;
+}
+
 std::shared_ptr<Tensor> HostTensor::to_constant(std::string name) const {
   auto t = std::make_shared<Tensor>();
   t->name = std::move(name);

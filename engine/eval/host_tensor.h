@@ -65,6 +65,9 @@ class HostTensor {
   HostTensor clone() const;
   // A copy of the bytes as a constant tensor (folding makes initializers this way).
   std::shared_ptr<Tensor> to_constant(std::string name) const;
+  // The same, handing the bytes over instead of copying them (a folded weight is as
+  // large as the weight): the tensor is consumed, so nothing can write them later.
+  std::shared_ptr<Tensor> into_constant(std::string name) &&;
   std::string shape_string() const;  // "f32[1,3,224,224]"
 
   std::vector<std::string> strings;  // DType::String storage

@@ -28,6 +28,18 @@ class StringBuffer final : public Buffer {
   std::string bytes_;
 };
 
+// Bytes another owner keeps alive (a computed tensor's storage handed over, not copied).
+class SharedBytes final : public Buffer {
+ public:
+  SharedBytes(std::shared_ptr<const void> keep, const std::byte* data, size_t size) : keep_(std::move(keep)), data_(data), size_(size) {}
+  std::span<const std::byte> bytes() const override { return {data_, size_}; }
+
+ private:
+  std::shared_ptr<const void> keep_;
+  const std::byte* data_;
+  size_t size_;
+};
+
 // A whole file mapped read-only; pages load on first touch.
 class MappedFile final : public Buffer {
  public:

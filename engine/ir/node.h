@@ -32,6 +32,9 @@ class Node {
   const Attribute* attr(std::string_view attr_name) const;
   // "Add 'name'" or "Add (unnamed, #12)" for messages.
   std::string describe() const;
+  // Its outputs are not a function of its inputs (random ops, a Dropout told at run
+  // time whether it trains): never folded, merged or computed ahead of time.
+  bool is_nondeterministic() const;
 
  private:
   friend class Graph;

@@ -11,9 +11,6 @@
 namespace geopt {
 namespace {
 
-// Ops whose every call may draw new values (Dropout in training mode): two calls are not one.
-const std::set<std::string> kRandom = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"};
-
 const Tensor* constant_of(const Value* v, const std::set<const Value*>& graph_inputs) {
   if (!v) return nullptr;
   if (v->initializer) return graph_inputs.count(v) ? nullptr : v->initializer.get();
@@ -56,7 +53,7 @@ CseReport eliminate_common_subexpressions(Graph& g) {
   // Nodes, in graph order: an op of the same inputs as an earlier one is that one.
   std::unordered_map<std::string, Node*> seen;
   for (const auto& n : g.nodes()) {
-    if (kRandom.count(n->op_type) || n->op_type == "Constant" || n->outputs().empty()) continue;
+    if (n->is_nondeterministic() || n->op_type == "Constant" || n->outputs().empty()) continue;
     bool keep = false;
     for (const Value* out : n->outputs()) keep = keep || outputs.count(out);
     if (keep) continue;

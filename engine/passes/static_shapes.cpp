@@ -14,13 +14,6 @@
 namespace geopt {
 namespace {
 
-// Ops whose outputs are not a function of their inputs.
-bool is_nondeterministic(const Node& n) {
-  static const std::set<std::string> ops = {"RandomNormal",     "RandomUniform", "RandomNormalLike",
-                                            "RandomUniformLike", "Bernoulli",     "Multinomial"};
-  return n.domain.empty() && ops.count(n.op_type);
-}
-
 std::vector<int64_t> static_dims(const Shape& s) {
   std::vector<int64_t> dims;
   for (const Dim& d : s.dims()) dims.push_back(d.value());
@@ -118,13 +111,18 @@ StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions
       for (const Value* out : n->outputs()) inferred.push_back(out ? std::optional<ValueType>(out->type) : std::nullopt);
     }
 
-    bool foldable = !n->outputs().empty() && !is_nondeterministic(*n);
+    bool foldable = !n->outputs().empty() && !n->is_nondeterministic();
     for (const Value* out : n->outputs()) foldable = foldable && out && !graph_outputs.count(out);
-    // Constant nodes are already materialized: folding them costs no memory.
-    const bool is_constant_node = n->domain.empty() && n->op_type == "Constant";
+    // Constant nodes are already materialized: folding them costs no memory. Nor does a
+    // fold no larger than its constant inputs (a Slice or Transpose of a weight), and the
+    // caller may name ops that always fold (a weight's layout for the device).
+    int64_t input_elements = 0;
+    for (const Tensor* t : in_constants)
+      if (t) input_elements += t->element_count();
+    const bool unbounded = (n->domain.empty() && n->op_type == "Constant") || (all_constant && options.always_fold && options.always_fold(*n));
     for (const auto& t : inferred) {
       std::optional<int64_t> count = t && t->shape ? t->shape->element_count() : std::nullopt;
-      if (count && *count > options.max_elements && !is_constant_node) foldable = false;
+      if (count && *count > options.max_elements && *count > input_elements && !unbounded) foldable = false;
     }
     std::optional<std::vector<HostTensor>> folded;
     if (foldable) {
@@ -153,7 +151,7 @@ StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions
     if (folded) {
       bool fits = true;
       for (const HostTensor& h : *folded)
-        fits = fits && h.defined() && h.dtype() != DType::String && (is_constant_node || h.size() <= options.max_elements);
+        fits = fits && h.defined() && h.dtype() != DType::String && (unbounded || h.size() <= options.max_elements || h.size() <= input_elements);
       if (fits) {
         std::vector<std::shared_ptr<const Tensor>> data;
         for (size_t k = 0; k < folded->size(); ++k) {

@@ -6,6 +6,7 @@
 // time (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, Range over a computed
 // length, Expand to a computed shape); ONNX's static inference stops there.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,9 @@ namespace geopt {
 struct StaticShapeOptions {
   // Nodes are folded only when each output has at most this many elements:
   // shape subgraphs are tiny, and no Tile or Expand may blow up the model.
-  int64_t max_elements = 1 << 16;
+  int64_t max_elements = 1 << 16;  // (a fold no larger than its constant inputs runs past it)
+  // Ops that fold whatever their size (the backend's weight layouts, computed once here).
+  std::function<bool(const Node&)> always_fold;
 };
 
 struct StaticShapeReport {

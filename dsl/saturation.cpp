@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "dsl/rewrite_constant.h"
 #include "dsl/schema_lookup.h"
@@ -181,6 +182,52 @@ bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matc
   return false;
 }
 
+// How many edges below its root a pattern looks (a `let` is looked into where it is used).
+int pattern_depth(const Pattern& p, const Alternative& alt, int guard = 0) {
+  if (guard > 64) return 64;
+  switch (p.kind) {
+    case Pattern::Kind::Op: {
+      int d = 0;
+      for (const auto& a : p.args) d = std::max(d, 1 + pattern_depth(*a, alt, guard + 1));
+      if (p.rest) d = std::max(d, 1 + pattern_depth(*p.rest, alt, guard + 1));
+      return d;
+    }
+    case Pattern::Kind::Var: {
+      auto let = alt.lets.find(p.var);
+      return let == alt.lets.end() ? 0 : pattern_depth(*let->second, alt, guard + 1);
+    }
+    default: return 0;
+  }
+}
+
+// Per rule: the depth of its patterns, or -1 for a rule with several roots (its other
+// roots are found among consumers, anywhere: it is searched everywhere, every time).
+std::vector<int> rule_depths(const RuleSet& rules) {
+  std::vector<int> out;
+  for (const auto& r : rules.rules()) {
+    int d = 0;
+    for (const auto& alt : r.alternatives) d = alt.roots.size() == 1 ? std::max(d, pattern_depth(*alt.roots.front(), alt)) : -1;
+    out.push_back(d);
+  }
+  return out;
+}
+
+// Distance (in edges, up through parents) of each class from the nearest touched one, up to `max_depth`.
+std::unordered_map<ClassId, int> near_touched(const EGraph& g, const std::vector<ClassId>& touched, int max_depth) {
+  std::unordered_map<ClassId, int> dist;
+  std::vector<ClassId> frontier;
+  for (ClassId c : touched)
+    if (dist.emplace(g.find(c), 0).second) frontier.push_back(g.find(c));
+  for (int d = 1; d <= max_depth && !frontier.empty(); ++d) {
+    std::vector<ClassId> next;
+    for (ClassId c : frontier)
+      for (const auto& [node, parent] : g.eclass(c).parents)
+        if (dist.emplace(g.find(parent), d).second) next.push_back(g.find(parent));
+    frontier = std::move(next);
+  }
+  return dist;
+}
+
 }  // namespace
 
 const char* stop_reason_name(StopReason r) {
@@ -262,6 +309,14 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     if (r.enabled) report.per_rule[r.ast->name];
   g.rebuild();
   report.stop = StopReason::IterationLimit;
+  // Incremental search: after the first iteration a rule is tried only at classes within
+  // its pattern's depth above a class that changed (a new match needs a new e-node, a
+  // merge, a new use or new data somewhere inside it). A rule whose matches were dropped
+  // (banned) searches everywhere again when it comes back.
+  const std::vector<int> depth = rule_depths(rules);
+  const int max_depth = depth.empty() ? 0 : *std::max_element(depth.begin(), depth.end());
+  std::vector<bool> search_all(rules.rules().size(), true);
+  g.take_touched();
   for (int it = 0; it < limits.iterations; ++it) {
     if (ms_since(start) > limits.seconds * 1000) {
       report.stop = StopReason::TimeLimit;
@@ -276,13 +331,17 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     EMatcher matcher(rules, g, opsets);
     // Search: every e-node is a candidate root; the automaton names the rules to try.
     auto t0 = Clock::now();
+    const std::unordered_map<ClassId, int> near = near_touched(g, g.take_touched(), max_depth);
     std::vector<std::vector<EMatch>> found(rules.rules().size());
     std::vector<bool> over(rules.rules().size(), false);
     for (ClassId c : g.class_ids()) {
+      auto close = near.find(c);
       for (const ENode& n : std::vector<ENode>(g.eclass(c).nodes)) {
         if (n.kind != ENode::Kind::Op) continue;
         for (const auto& [rule, alt] : matcher.candidates(c, n)) {
           if (bans[static_cast<size_t>(rule)].until >= it || over[static_cast<size_t>(rule)]) continue;
+          const int d = depth[static_cast<size_t>(rule)];
+          if (!search_all[static_cast<size_t>(rule)] && d >= 0 && (close == near.end() || close->second > d)) continue;
           const size_t limit = backoff.match_limit << bans[static_cast<size_t>(rule)].times;
           auto& list = found[static_cast<size_t>(rule)];
           auto rule_start = Clock::now();
@@ -298,14 +357,17 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     bool banned_any = false;
     for (size_t r = 0; r < found.size(); ++r) {
       RuleRunStats& rs = report.per_rule[rules.rules()[r].ast->name];
+      const bool searched = bans[r].until < it;
       if (over[r]) {
         Ban& b = bans[r];
         b.until = it + (backoff.ban_length << b.times);
         ++b.times;
         ++rs.banned;
         banned_any = true;
+        search_all[r] = true;  // its matches are dropped: found again once it is back
         continue;
       }
+      if (searched) search_all[r] = depth[r] < 0;
       for (const EMatch& m : found[r]) sites.emplace(m.rule, m.roots.front());
       auto rule_start = Clock::now();
       for (const EMatch& m : found[r]) {

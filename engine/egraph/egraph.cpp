@@ -80,7 +80,11 @@ ClassId EGraph::add(ENode node, const ClassData& data) {
   c.data = data;
   if (node.kind == ENode::Kind::Const) c.data.constant = node.constant;
   for (ClassId child : node.children)
-    if (child != kAbsent) classes_.at(child).parents.emplace_back(node, id);
+    if (child != kAbsent) {
+      classes_.at(child).parents.emplace_back(node, id);
+      touched_.push_back(child);  // one more use: one_use may change, a pattern may now reach it
+    }
+  touched_.push_back(id);
   memo_.emplace(std::move(node), id);
   return id;
 }
@@ -170,6 +174,7 @@ ClassId EGraph::merge(ClassId a, ClassId b) {
   if (r.data.name.empty()) r.data.name = o.data.name;
   classes_.erase(other);
   pending_.push_back(root);
+  touched_.push_back(root);
   return root;
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -73,7 +74,13 @@ class EGraph {
 
   ClassId find(ClassId id) const;
   // Marks a class as a constant computed at compile time (ClassData::compile_time).
-  void mark_compile_time(ClassId id) { classes_.at(find(id)).data.compile_time = true; }
+  void mark_compile_time(ClassId id) {
+    classes_.at(find(id)).data.compile_time = true;
+    touched_.push_back(find(id));
+  }
+  // Classes that changed since the last call (new, merged, given a new parent or new
+  // data): a pattern can match anew only at them or above them. Not canonicalized.
+  std::vector<ClassId> take_touched() { return std::exchange(touched_, {}); }
   // Declares two classes equal; returns the surviving root. Congruence is restored by rebuild().
   ClassId merge(ClassId a, ClassId b);
   // Restores the invariants after merges (egg's rebuild): hash-cons keys canonical,
@@ -105,6 +112,7 @@ class EGraph {
   std::unordered_map<ClassId, EClass> classes_;
   std::unordered_map<ENode, ClassId, ENodeHash> memo_;
   std::vector<ClassId> pending_;
+  std::vector<ClassId> touched_;
   std::vector<OpSignature> signatures_;
   std::unordered_map<std::string, uint32_t> signature_index_;
   std::vector<std::shared_ptr<const Tensor>> constants_;  // keeps payloads alive

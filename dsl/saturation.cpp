@@ -334,10 +334,27 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     const std::unordered_map<ClassId, int> near = near_touched(g, g.take_touched(), max_depth);
     std::vector<std::vector<EMatch>> found(rules.rules().size());
     std::vector<bool> over(rules.rules().size(), false);
+    // Away from every change only rules searching everywhere can match: skip e-nodes
+    // none of them can root (asking the automaton about them costs as much as a search).
+    std::set<std::pair<std::string, std::string>> everywhere_roots;
+    bool everywhere_any = false;
+    for (size_t r = 0; r < rules.rules().size(); ++r) {
+      if (!search_all[r] || !rules.rules()[r].enabled) continue;
+      for (const auto& alt : rules.rules()[r].alternatives) {
+        const Pattern* root = alt.roots.front().get();
+        if (root->kind == Pattern::Kind::Var && alt.lets.count(root->var)) root = alt.lets.at(root->var).get();
+        if (root->kind != Pattern::Kind::Op || root->op == "*") everywhere_any = true;
+        else everywhere_roots.emplace(root->domain == "ai.onnx" ? "" : root->domain, root->op);
+      }
+    }
     for (ClassId c : g.class_ids()) {
       auto close = near.find(c);
       for (const ENode& n : std::vector<ENode>(g.eclass(c).nodes)) {
         if (n.kind != ENode::Kind::Op) continue;
+        if (close == near.end() && !everywhere_any) {
+          const OpSignature& sig = g.signature(n.op);
+          if (!everywhere_roots.count({sig.domain, sig.op_type})) continue;
+        }
         for (const auto& [rule, alt] : matcher.candidates(c, n)) {
           if (bans[static_cast<size_t>(rule)].until >= it || over[static_cast<size_t>(rule)]) continue;
           const int d = depth[static_cast<size_t>(rule)];

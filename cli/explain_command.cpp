@@ -106,7 +106,9 @@ int run(const ExplainCliOptions& o) {
   // attention fused first) meet their sites only after those rules ran: explain them
   // again on the graph with every rule applied, where they got nowhere on the input.
   Model rewritten = import_onnx(o.model);
-  dsl::apply_rules(rewritten, *rules);
+  dsl::RewriteOptions greedy;
+  greedy.skip_late = true;
+  dsl::apply_rules(rewritten, *rules, greedy);
   std::map<std::string, std::vector<dsl::SiteExplanation>> later;
   for (const auto& re : dsl::explain_matches(*rules, rewritten, eo)) {
     int deepest_on_input = -1;

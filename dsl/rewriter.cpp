@@ -354,7 +354,7 @@ RewriteStats apply_rules(Model& model, const RuleSet& rules, const RewriteOption
       const bool only_first = pass == 0 && !options.first_rule.empty();
       for (const Match& m : matcher.match_at(n)) {
         if (only_first && rules.rules()[static_cast<size_t>(m.rule)].ast->name != options.first_rule) continue;
-        if (!only_first && !late_allowed && is_late(m.rule)) continue;
+        if (!only_first && (!late_allowed || options.skip_late) && is_late(m.rule)) continue;
         RuleStats& rs = stats.per_rule[rules.rules()[static_cast<size_t>(m.rule)].ast->name];
         ++rs.matched;
         if (apply_match(model, rules, m, nullptr)) {
@@ -373,7 +373,7 @@ RewriteStats apply_rules(Model& model, const RuleSet& rules, const RewriteOption
       if (late_fired) late_allowed = false;  // what it made may let the others match again
       continue;
     }
-    if (late_allowed || !any_late) break;
+    if (late_allowed || !any_late || options.skip_late) break;
     late_allowed = true;
   }
   stats.nodes_after = g.nodes().size();

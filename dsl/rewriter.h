@@ -27,6 +27,9 @@ struct RewriteOptions {
   // A rule applied alone in a first pass, before any other rule rewrites its sites
   // (the soundness check gives the rule under test its instances this way).
   std::string first_rule;
+  // Leave `late` rules out altogether (explain's re-check: they enable no other rule,
+  // and the weight layouts among them would copy every weight).
+  bool skip_late = false;
 };
 
 // Applies one match; false (with `why`) when it cannot: a fold too large, an op

@@ -54,6 +54,7 @@ std::string Term::to_string() const {
 std::string Predicate::to_string() const {
   if (kind == Kind::IsConst) return "is_const(" + var + ")";
   if (kind == Kind::OneUse) return "one_use(" + var + ")";
+  if (kind == Kind::IsStatic) return "is_static(" + var + ")";
   std::ostringstream os;
   os << lhs.to_string() << " " << cmp_op_text(op) << " ";
   if (op == CmpOp::In) {

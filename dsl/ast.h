@@ -73,7 +73,7 @@ struct Term {
 };
 
 struct Predicate {
-  enum class Kind { Compare, IsConst, OneUse } kind = Kind::Compare;
+  enum class Kind { Compare, IsConst, IsStatic, OneUse } kind = Kind::Compare;
   SourceLoc loc;
   Term lhs;
   CmpOp op = CmpOp::Eq;
@@ -82,7 +82,7 @@ struct Predicate {
   double lo = 0, hi = 0;    // in lo..hi
   bool is_range = false;
   std::vector<Literal> set; // in {..}
-  std::string var;          // IsConst, OneUse
+  std::string var;          // IsConst, IsStatic, OneUse
   std::string to_string() const;
 };
 

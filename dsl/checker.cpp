@@ -274,7 +274,8 @@ class RuleChecker {
       }
       if (a.term) {
         use_value(a.term->var, a.loc);
-        if (it->second.kind != AttrKind::Int) error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; dim() and rank() give an int");
+        if (a.term->kind == Term::Kind::Shape) error(a.loc, "shape() gives a list: write [shape(" + a.term->var + ")]");
+        else if (it->second.kind != AttrKind::Int) error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; dim() and rank() give an int");
       } else if (!a.list.empty()) {
         const bool floats = it->second.kind == AttrKind::Floats;
         if (it->second.kind != AttrKind::Ints && !floats)

@@ -38,6 +38,7 @@ struct kw_dim : TAO_PEGTL_KEYWORD("dim") {};
 struct kw_dtype : TAO_PEGTL_KEYWORD("dtype") {};
 struct kw_is_const : TAO_PEGTL_KEYWORD("is_const") {};
 struct kw_one_use : TAO_PEGTL_KEYWORD("one_use") {};
+struct kw_is_static : TAO_PEGTL_KEYWORD("is_static") {};
 struct kw_shape : TAO_PEGTL_KEYWORD("shape") {};
 struct kw_zeros : TAO_PEGTL_KEYWORD("zeros") {};
 
@@ -92,7 +93,7 @@ struct pattern : sor<const_pattern, op_pattern, var_name, number> {};
 // `where` predicates.
 struct fn_args_close : one<')'> {};
 struct fn_args : seq<one<'('>, ws, list<sor<var_name, number>, sep>, ws, must<fn_args_close>> {};
-struct fn_call : seq<sor<kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros, kw_is_const, kw_one_use>, ws, fn_args> {};
+struct fn_call : seq<sor<kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros, kw_is_const, kw_is_static, kw_one_use>, ws, fn_args> {};
 struct modulo : seq<one<'%'>, not_at<sor<alnum, one<'_'>>>, ws, number> {};
 struct term : seq<sor<fn_call, var_name, number, ident>, opt<ws, modulo>> {};
 struct pred_rest : sor<seq<approx_op, ws, must<term>, opt<ws, tolerance>>, seq<cmp_op, ws, must<term>>, seq<kw_in, ws, must<sor<range_lit, set_lit>>>> {};
@@ -102,7 +103,7 @@ struct predicate : seq<term, opt<ws, pred_rest>> {};
 struct replacement;
 struct repl_args_close : one<')'> {};
 struct repl_args : seq<one<'('>, ws, opt<list<replacement, sep>>, ws, must<repl_args_close>> {};
-struct shape_call : seq<sor<kw_dim, kw_rank>, ws, fn_args> {};
+struct shape_call : seq<sor<kw_dim, kw_rank, kw_shape>, ws, fn_args> {};  // shape(%v): every dim, in a list
 struct ratio : seq<number, ws, one<'/'>, ws, var_name> {};
 // `[dim(%x, 2), %k[0], 1]`, `[%alpha]`: numbers computed at each match (tried before a plain list literal).
 struct indexed_var : seq<var_name, one<'['>, ws, digits, ws, one<']'>> {};

@@ -34,7 +34,7 @@ using selector = pt::selector<
                           number, list_lit, op_pattern, op_name, any_op, const_pattern, ellipsis, rest_pattern,
                           output_index, attr_pred, attr_absent, cmp_op, approx_op, attr_compare, attr_approx, attr_in,
                           tolerance, range_lit, set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros,
-                          kw_is_const, kw_one_use, modulo, repl_op, shape_call, ratio, list_expr, indexed_var, gathered_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
+                          kw_is_const, kw_is_static, kw_one_use, modulo, repl_op, shape_call, ratio, list_expr, indexed_var, gathered_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
                           expect_fired, expect_equal, kw_in, arrow>>;
 
 using Node = pt::node;
@@ -98,10 +98,11 @@ class Builder {
   Term build_shape_call(const Node& v) {
     Term t;
     t.loc = loc(v);
-    t.kind = v.children.at(0)->is_type<kw_dim>() ? Term::Kind::Dim : Term::Kind::Rank;
+    const Node& fn = *v.children.at(0);
+    t.kind = fn.is_type<kw_dim>() ? Term::Kind::Dim : fn.is_type<kw_rank>() ? Term::Kind::Rank : Term::Kind::Shape;
     const size_t want = t.kind == Term::Kind::Dim ? 3 : 2;
     if (v.children.size() != want || !v.children[1]->is_type<var_name>()) {
-      error(v, t.kind == Term::Kind::Dim ? "`dim` takes (%var, axis)" : "`rank` takes (%var)");
+      error(v, t.kind == Term::Kind::Dim ? "`dim` takes (%var, axis)" : "`" + fn.string() + "` takes (%var)");
     } else {
       t.var = v.children[1]->string();
       if (t.kind == Term::Kind::Dim) {
@@ -225,7 +226,7 @@ class Builder {
           if (!args[1]->is_type<number>() || !integer_text(args[1]->string())) error(*args[1], "the axis of dim() must be an integer");
           else t.axis = to_integer(args[1]->string());
         }
-      } else {  // is_const / one_use are predicates; the caller handles them
+      } else {  // is_const / is_static / one_use are predicates; the caller handles them
         t.kind = Term::Kind::Ident;
         t.ident = fn.string();
         if (need_var(1)) t.var = args[0]->string();
@@ -249,11 +250,11 @@ class Builder {
     p.loc = loc(n);
     p.lhs = build_term(*n.children.at(0));
     if (n.children.size() == 1) {
-      if (p.lhs.kind == Term::Kind::Ident && (p.lhs.ident == "is_const" || p.lhs.ident == "one_use")) {
-        p.kind = p.lhs.ident == "is_const" ? Predicate::Kind::IsConst : Predicate::Kind::OneUse;
+      if (p.lhs.kind == Term::Kind::Ident && (p.lhs.ident == "is_const" || p.lhs.ident == "is_static" || p.lhs.ident == "one_use")) {
+        p.kind = p.lhs.ident == "is_const" ? Predicate::Kind::IsConst : p.lhs.ident == "is_static" ? Predicate::Kind::IsStatic : Predicate::Kind::OneUse;
         p.var = p.lhs.var;
       } else {
-        error(n, "a predicate needs a comparison (==, ~=, in, ...) unless it is is_const(%v) or one_use(%v)");
+        error(n, "a predicate needs a comparison (==, ~=, in, ...) unless it is is_const(%v), is_static(%v) or one_use(%v)");
       }
       return p;
     }

@@ -34,6 +34,7 @@ std::optional<int64_t> shape_term_value(const Term& t, const ValueType* type) {
   if (!type || !type->shape) return std::nullopt;
   const int64_t rank = static_cast<int64_t>(type->shape->rank());
   if (t.kind == Term::Kind::Rank) return rank;
+  if (t.kind != Term::Kind::Dim) return std::nullopt;  // shape(): a list, not a number
   int64_t axis = t.axis < 0 ? t.axis + rank : t.axis;
   if (axis < 0 || axis >= rank) return std::nullopt;
   const Dim& d = (*type->shape)[static_cast<size_t>(axis)];
@@ -57,6 +58,10 @@ std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items
   for (const ListItem& item : items) {
     if (item.number) {
       out.push_back(*item.number);
+    } else if (item.term && item.term->kind == Term::Kind::Shape) {  // every dim
+      const ValueType* t = bound.type_of(item.term->var);
+      if (!t || !t->shape || !t->shape->is_static()) return fail(item.term->to_string() + " is not static at this match");
+      for (const Dim& d : t->shape->dims()) out.push_back(static_cast<double>(d.value()));
     } else if (item.term) {
       auto v = shape_term_value(*item.term, bound.type_of(item.term->var));
       if (!v) return fail(item.term->to_string() + " is not a static number at this match");

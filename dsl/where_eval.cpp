@@ -107,6 +107,10 @@ std::string first_failed_predicate(const std::vector<Predicate>& where, const Wh
     if (pred.kind == Predicate::Kind::IsConst) {
       ok = ctx.is_constant ? ctx.is_constant(pred.var) : ctx.constant_of(pred.var) != nullptr;
       found = pred.var + " is not a constant";
+    } else if (pred.kind == Predicate::Kind::IsStatic) {
+      const ValueType* t = ctx.type_of(pred.var);
+      ok = t && t->shape && t->shape->is_static();
+      found = "the shape of " + pred.var + " is " + (t && t->shape ? t->to_string() : "unknown");
     } else if (pred.kind == Predicate::Kind::OneUse) {
       auto uses = ctx.uses_of(pred.var);
       ok = uses && *uses == 1;

@@ -196,7 +196,7 @@ TEST_CASE("fold evaluates an all-constant op into an initializer, under a size c
   CHECK(uncapped.model.graph->nodes().size() == 1);
 }
 
-TEST_CASE("where: shape(%a) == shape(%b) and zeros(%c)") {
+TEST_CASE("where: shape(%a) == shape(%b), zeros(%c) and is_static(%v)") {
   const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[batch,3,4] x, float[2,3,4] z) => (float[batch,3,4] y, float[2,12] t) {
       s = Constant <value = int64[3] {0, 3, 4}> ()
@@ -210,6 +210,9 @@ TEST_CASE("where: shape(%a) == shape(%b) and zeros(%c)") {
   auto z = setup_named("rule R { match %y = Reshape(%x, const %s) where zeros(%s) == 0 rewrite %y => %x }", model);
   CHECK(try_at(z, "n1") == "where zeros(%s) == 0 fails: zeros(%s) is 1 (r.gerule:1:49)");
   CHECK(try_at(z, "n3") == "");
+  auto st = setup_named("rule R { match %y = Reshape(%x, const %_s) where is_static(%x) rewrite %y => %x }", model);
+  CHECK(try_at(st, "n1") == "where is_static(%x) fails: the shape of %x is f32[batch,3,4] (r.gerule:1:50)");
+  CHECK(try_at(st, "n3") == "");
 }
 
 TEST_CASE("const in a rewrite: a tensor made at each match, typed, one per match however often written") {

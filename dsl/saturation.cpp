@@ -8,6 +8,8 @@
 
 #include "dsl/rewrite_constant.h"
 #include "dsl/schema_lookup.h"
+
+#include <spdlog/spdlog.h>
 #include "dsl/value_facts.h"
 #include "onnx/node_inference.h"
 #include "eval/kernel.h"
@@ -403,6 +405,8 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     is.rebuild_ms = ms_since(t0);
     is.enodes = g.node_count();
     is.classes = g.class_count();
+    spdlog::debug("saturation iteration {}: {} applied, {} e-nodes in {} classes; search {:.1f} ms, apply {:.1f} ms, rebuild {:.1f} ms", it + 1,
+                  is.applied, is.enodes, is.classes, is.search_ms, is.apply_ms, is.rebuild_ms);
     report.per_iteration.push_back(is);
     bool any_banned_now = banned_any;
     for (const Ban& b : bans) any_banned_now = any_banned_now || b.until > it;

@@ -202,6 +202,10 @@ void substitute(Graph& g, Value* target, Value* with) {
 
 bool fold(Model& model, const Match& match, int64_t max_elements, const Matcher& matcher, std::string* why) {
   Node* n = match.roots.front();
+  if (n->is_nondeterministic()) {
+    if (why) *why = n->describe() + " draws new values at every run";
+    return false;
+  }
   const KernelInfo* k = KernelRegistry::builtin().find(n->domain, n->op_type);
   if (!k) {
     if (why) *why = "no kernel to fold " + n->describe();

@@ -6,10 +6,10 @@
 #include <set>
 #include <unordered_map>
 
+#include <spdlog/spdlog.h>
+
 #include "dsl/rewrite_constant.h"
 #include "dsl/schema_lookup.h"
-
-#include <spdlog/spdlog.h>
 #include "dsl/value_facts.h"
 #include "onnx/node_inference.h"
 #include "eval/kernel.h"
@@ -132,6 +132,11 @@ bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matc
     if (sig.num_outputs != 1) continue;
     const KernelInfo* k = KernelRegistry::builtin().find(sig.domain, sig.op_type);
     if (!k) continue;
+    Node temp;
+    temp.op_type = sig.op_type;
+    temp.domain = sig.domain;
+    temp.attributes = sig.attributes;
+    if (temp.is_nondeterministic()) continue;  // a random op's values are drawn at run time
     bool all_const = true, all_computed = true;
     std::optional<int64_t> input_elements = 0;
     for (ClassId c : n.children) {
@@ -139,7 +144,7 @@ bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matc
       const ClassData& d = g.eclass(c).data;
       all_const = all_const && d.is_constant();
       all_computed = all_computed && d.constant;
-      auto e = d.constant ? std::optional<int64_t>(HostTensor::view(*d.constant).size()) : static_elements(d.type);
+      auto e = d.constant ? std::optional<int64_t>(d.constant->element_count()) : static_elements(d.type);
       input_elements = input_elements && e ? std::optional<int64_t>(*input_elements + *e) : std::nullopt;
     }
     if (!all_const) continue;
@@ -162,10 +167,6 @@ bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matc
       ins.push_back(HostTensor::view(*g.eclass(c).data.constant));
       ptrs.push_back(&ins.back());
     }
-    Node temp;
-    temp.op_type = sig.op_type;
-    temp.domain = sig.domain;
-    temp.attributes = sig.attributes;
     KernelContext ctx(temp, matcher.opset(sig.domain), ptrs);
     ctx.outputs.resize(1);
     try {

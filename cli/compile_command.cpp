@@ -82,7 +82,10 @@ int run(const CompileOptions& o) {
   ascend::OptimizeOptions opts;
   opts.cost.precision_mode = o.profile.precision;
   const ascend::GraphCost given = ascend::cost_of_graph(*prepared.graph, profile, opts.cost);  // "before", as optimize reports it
-  StaticShapeReport shapes = propagate_static_shapes(prepared);
+  // Weight layouts already in the model (a model geopt optimized) are computed here too.
+  StaticShapeOptions compile_time;
+  compile_time.always_fold = ascend::is_weight_layout;
+  StaticShapeReport shapes = propagate_static_shapes(prepared, compile_time);
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "2_static_shapes", prepared);
   if (!shapes.dynamic.empty()) {
     std::string names;
@@ -100,11 +103,7 @@ int run(const CompileOptions& o) {
   Model& model = optimized ? optimized->model : prepared;
   // What the optimizer left to compile time (ops of constants: weights laid out for the
   // Cube, scaled or merged by a rule) is computed now, once.
-  if (optimized) {
-    StaticShapeOptions compile_time;
-    compile_time.always_fold = ascend::is_weight_layout;
-    propagate_static_shapes(model, compile_time);
-  }
+  if (optimized) propagate_static_shapes(model, compile_time);
   if (optimized && !o.dump_dir.empty()) dump_stage(o.dump_dir, "3_saturation_extraction_layout", model);
   const double optimize_ms = ms_since(started);
 

@@ -278,3 +278,27 @@ TEST_CASE("geopt compile and geopt run on bad input: clear errors, exit 1, nothi
   CHECK(dump.exit_code == 1);
   CHECK(dump.err.find("missing.plan: cannot open") != std::string::npos);
 }
+
+TEST_CASE("the weight layouts an optimized model leaves to compile time are computed by geopt compile") {
+  fs::path dir = geopt::test::scratch_dir("weight-layouts");
+  fs::path optimized = dir / "resnet18.onnx";
+  REQUIRE(run_cli({"optimize", (geopt::test::examples_dir() / "resnet18_narrow_op13.onnx").string(), "-o", optimized.string()}).exit_code == 0);
+  auto info = run_cli({"info", optimized.string(), "--json"});
+  REQUIRE(info.exit_code == 0);
+  // Weights over 65536 elements keep their FRACTAL_Z layout as a TransData of the weight
+  // (folded when compiled), next to the one conversion in and one out.
+  CHECK(nlohmann::json::parse(info.out)["op_histogram"]["ai.geopt::TransData"].get<int>() > 2);
+  for (bool reoptimize : {false, true}) {
+    INFO("optimize again: " << reoptimize);
+    fs::path plan = dir / (reoptimize ? "again.plan" : "as_given.plan");
+    std::vector<std::string> args = {"compile", optimized.string(), "-o", plan.string()};
+    if (!reoptimize) args.push_back("--no-optimize");
+    auto c = run_cli(args);
+    REQUIRE(c.exit_code == 0);
+    CHECK(c.out.find("check            plan executor vs reference on the original") != std::string::npos);
+    auto dump = nlohmann::json::parse(run_cli({"plan", "dump", plan.string(), "--json"}).out);
+    int transdata = 0;
+    for (const auto& k : dump["kernels"]) transdata += k["op_type"] == "TransData";
+    CHECK(transdata == 2);  // only the activations' conversions run
+  }
+}

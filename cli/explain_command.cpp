@@ -105,7 +105,7 @@ int run(const ExplainCliOptions& o) {
   // Rules that build on other rules' results (FlashAttention + LayerNorm needs the
   // attention fused first) meet their sites only after those rules ran: explain them
   // again on the graph with every rule applied, where they got nowhere on the input.
-  Model rewritten = import_onnx(o.model);
+  Model rewritten = model.clone();
   dsl::RewriteOptions greedy;
   greedy.skip_late = true;
   dsl::apply_rules(rewritten, *rules, greedy);

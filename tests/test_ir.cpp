@@ -1,7 +1,11 @@
 // The IR's own invariants: dtypes, symbolic shapes, producer/use links, ordering.
 #include <doctest/doctest.h>
 
+#include "eval/compare.h"
+#include "eval/evaluator.h"
 #include "ir/graph.h"
+#include "onnx/import.h"
+#include "test_support.h"
 #include "util/error.h"
 
 using namespace geopt;
@@ -133,4 +137,22 @@ TEST_CASE("attributes render for reports") {
   REQUIRE(n.attr("keepdims") != nullptr);
   CHECK(n.attr("keepdims")->i == 1);
   CHECK(n.attr("axis") == nullptr);
+}
+
+TEST_CASE("a cloned model computes the same, shares its constants, and changes apart from the original") {
+  Model original = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  Model copy = original.clone();
+  CHECK(copy.graph->nodes().size() == original.graph->nodes().size());
+  CHECK(copy.opsets == original.opsets);
+  REQUIRE(copy.graph->initializers().size() == original.graph->initializers().size());
+  CHECK(copy.graph->initializers()[0]->initializer == original.graph->initializers()[0]->initializer);  // the same bytes
+  auto feeds = random_inputs(original, 4);
+  NamedTensors a = Evaluator(original).run(feeds), b = Evaluator(copy).run(feeds);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) CHECK(diff(b[i].second, a[i].second).max_abs == 0);
+  Node* first = const_cast<Node*>(copy.graph->nodes()[0].get());
+  first->name = "renamed";
+  copy.graph->remove_dead_code();
+  CHECK(original.graph->nodes()[0]->name != "renamed");
+  CHECK(original.graph->find_node("renamed") == nullptr);
 }

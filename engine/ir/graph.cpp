@@ -186,4 +186,45 @@ int64_t Model::opset_version(std::string_view d) const {
   return 0;
 }
 
+Model Model::clone() const {
+  Model m;
+  m.ir_version = ir_version;
+  m.opsets = opsets;
+  m.producer_name = producer_name;
+  m.producer_version = producer_version;
+  m.domain = domain;
+  m.model_version = model_version;
+  m.doc_string = doc_string;
+  m.metadata = metadata;
+  m.opaque_functions = opaque_functions;
+  m.opaque_training_info = opaque_training_info;
+  const Graph& from = *graph;
+  Graph& to = *m.graph;
+  to.name = from.name;
+  to.doc_string = from.doc_string;
+  to.opaque_sparse_initializers = from.opaque_sparse_initializers;
+  to.opaque_quantization_annotations = from.opaque_quantization_annotations;
+  std::unordered_map<const Value*, Value*> same;
+  for (const auto& v : from.values()) {
+    Value* c = to.add_value(v->name());
+    c->type = v->type;
+    c->doc_string = v->doc_string;
+    same[v.get()] = c;
+  }
+  auto mapped = [&](const std::vector<Value*>& vs) {
+    std::vector<Value*> out;
+    for (const Value* v : vs) out.push_back(v ? same.at(v) : nullptr);
+    return out;
+  };
+  for (Value* v : mapped(from.inputs())) to.add_input(v);
+  for (const Value* v : from.initializers()) to.add_initializer(same.at(v), v->initializer);
+  for (const auto& n : from.nodes()) {
+    Node* c = to.add_node(n->op_type, n->domain, n->name, mapped(n->inputs()), mapped(n->outputs()));
+    c->attributes = n->attributes;
+    c->doc_string = n->doc_string;
+  }
+  for (Value* v : mapped(from.outputs())) to.add_output(v);
+  return m;
+}
+
 }  // namespace geopt

@@ -94,6 +94,9 @@ struct Model {
 
   // Version of an imported domain ("" and "ai.onnx" are the same); 0 if not imported.
   int64_t opset_version(std::string_view domain) const;
+  // A deep copy of the graph (nodes, values, names, types) sharing the constant tensors,
+  // which are immutable: a pass may rewrite the copy without reading the file again.
+  Model clone() const;
 };
 
 }  // namespace geopt

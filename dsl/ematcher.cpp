@@ -284,17 +284,25 @@ void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, 
       ctx.uses_of = [&](const std::string& var) -> std::optional<size_t> {
         auto it = bb.values.find(var);
         if (it == bb.values.end()) return std::nullopt;
+        // Only as deep as a fused computation reaches (the primitive LayerNorm chain reads
+        // its input 8 levels down; 12 leaves room), or the rule's own patterns if deeper:
+        // below that a user is no alternative of the matched computation, and the walk
+        // would cover the rest of the network (through a fused op's inputs).
+        int depth = 12;
+        for (int d : alt.root_depth) depth = std::max(depth, d + 1);
         std::set<ClassId> below_roots;
-        std::vector<ClassId> stack;
-        for (ClassId rc : bb.roots) stack.push_back(g_.find(rc));
+        std::vector<ClassId> frontier;
+        for (ClassId rc : bb.roots) frontier.push_back(g_.find(rc));
         const ClassId value = g_.find(it->second);
-        while (!stack.empty() && below_roots.size() < 4096) {
-          ClassId c = stack.back();
-          stack.pop_back();
-          if (c == value || !below_roots.insert(c).second) continue;
-          for (const ENode& n : g_.eclass(c).nodes)
-            for (ClassId ch : n.children)
-              if (ch != kAbsent) stack.push_back(g_.find(ch));
+        for (int level = 0; level <= depth && !frontier.empty(); ++level) {
+          std::vector<ClassId> next;
+          for (ClassId c : frontier) {
+            if (c == value || !below_roots.insert(c).second) continue;
+            for (const ENode& n : g_.eclass(c).nodes)
+              for (ClassId ch : n.children)
+                if (ch != kAbsent) next.push_back(g_.find(ch));
+          }
+          frontier = std::move(next);
         }
         std::set<ClassId> users;
         for (const auto& [n, c] : g_.eclass(value).parents) {

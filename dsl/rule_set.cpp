@@ -67,6 +67,23 @@ bool alike(const Pattern& a, const Pattern& b, const std::map<std::string, int>&
   return !a.rest || alike(*a.rest, *b.rest, all_uses, a_uses, b_uses);
 }
 
+int pattern_depth(const Pattern& p, const Alternative& alt, int guard = 0) {
+  if (guard > 64) return 64;
+  switch (p.kind) {
+    case Pattern::Kind::Op: {
+      int d = 0;
+      for (const auto& a : p.args) d = std::max(d, 1 + pattern_depth(*a, alt, guard + 1));
+      if (p.rest) d = std::max(d, 1 + pattern_depth(*p.rest, alt, guard + 1));
+      return d;
+    }
+    case Pattern::Kind::Var: {
+      auto let = alt.lets.find(p.var);
+      return let == alt.lets.end() ? 0 : pattern_depth(*let->second, alt, guard + 1);
+    }
+    default: return 0;
+  }
+}
+
 void mark_alike_roots(Alternative& alt) {
   std::map<std::string, int> all;
   std::vector<std::map<std::string, int>> per_root(alt.roots.size());
@@ -94,6 +111,7 @@ std::vector<Alternative> expand(const Rule& r) {
     for (const auto& root : r.roots) a.roots.push_back(clone(root, mask, counter));
     for (const auto& let : r.lets) a.lets[let.var] = clone(let.pattern, mask, counter);
     mark_alike_roots(a);
+    for (const auto& root : a.roots) a.root_depth.push_back(pattern_depth(*root, a));
     alts.push_back(std::move(a));
   }
   return alts;

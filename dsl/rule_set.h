@@ -23,6 +23,8 @@ struct Alternative {
   // again; the matchers take such roots in graph order only, finding three alike
   // MatMuls once instead of 3! times.
   std::vector<bool> alike_previous;
+  // Per root: how many edges below it its pattern looks (a `let` counted where it is used).
+  std::vector<int> root_depth;
 };
 
 struct CompiledRule {

@@ -185,47 +185,52 @@ bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matc
   return false;
 }
 
-// How many edges below its root a pattern looks (a `let` is looked into where it is used).
-int pattern_depth(const Pattern& p, const Alternative& alt, int guard = 0) {
-  if (guard > 64) return 64;
-  switch (p.kind) {
-    case Pattern::Kind::Op: {
-      int d = 0;
-      for (const auto& a : p.args) d = std::max(d, 1 + pattern_depth(*a, alt, guard + 1));
-      if (p.rest) d = std::max(d, 1 + pattern_depth(*p.rest, alt, guard + 1));
-      return d;
-    }
-    case Pattern::Kind::Var: {
-      auto let = alt.lets.find(p.var);
-      return let == alt.lets.end() ? 0 : pattern_depth(*let->second, alt, guard + 1);
-    }
-    default: return 0;
-  }
-}
+// How far from a change a rule can match anew. One root: its pattern's depth, counted
+// up through parents from the change. Several roots (found among the consumers of values
+// bound before them): the sum of each root's depth plus one, counted both ways.
+struct Reach {
+  int depth = 0;
+  bool both_ways = false;
+};
 
-// Per rule: the depth of its patterns, or -1 for a rule with several roots (its other
-// roots are found among consumers, anywhere: it is searched everywhere, every time).
-std::vector<int> rule_depths(const RuleSet& rules) {
-  std::vector<int> out;
+std::vector<Reach> rule_reach(const RuleSet& rules) {
+  std::vector<Reach> out;
   for (const auto& r : rules.rules()) {
-    int d = 0;
-    for (const auto& alt : r.alternatives) d = alt.roots.size() == 1 ? std::max(d, pattern_depth(*alt.roots.front(), alt)) : -1;
-    out.push_back(d);
+    Reach reach;
+    for (const auto& alt : r.alternatives) {
+      if (alt.roots.size() == 1) {
+        reach.depth = std::max(reach.depth, alt.root_depth.front());
+        continue;
+      }
+      int sum = 0;
+      for (int d : alt.root_depth) sum += d + 1;
+      reach.depth = std::max(reach.depth, sum);
+      reach.both_ways = true;
+    }
+    out.push_back(reach);
   }
   return out;
 }
 
-// Distance (in edges, up through parents) of each class from the nearest touched one, up to `max_depth`.
-std::unordered_map<ClassId, int> near_touched(const EGraph& g, const std::vector<ClassId>& touched, int max_depth) {
+// Distance (in edges) of each class from the nearest touched one, up to `max_depth`:
+// up through parents only, or both ways (children too).
+std::unordered_map<ClassId, int> near_touched(const EGraph& g, const std::vector<ClassId>& touched, int max_depth, bool both_ways) {
   std::unordered_map<ClassId, int> dist;
   std::vector<ClassId> frontier;
   for (ClassId c : touched)
     if (dist.emplace(g.find(c), 0).second) frontier.push_back(g.find(c));
   for (int d = 1; d <= max_depth && !frontier.empty(); ++d) {
     std::vector<ClassId> next;
-    for (ClassId c : frontier)
-      for (const auto& [node, parent] : g.eclass(c).parents)
-        if (dist.emplace(g.find(parent), d).second) next.push_back(g.find(parent));
+    auto reach = [&](ClassId c) {
+      if (dist.emplace(g.find(c), d).second) next.push_back(g.find(c));
+    };
+    for (ClassId c : frontier) {
+      for (const auto& [node, parent] : g.eclass(c).parents) reach(parent);
+      if (both_ways)
+        for (const ENode& n : g.eclass(c).nodes)
+          for (ClassId child : n.children)
+            if (child != kAbsent) reach(child);
+    }
     frontier = std::move(next);
   }
   return dist;
@@ -313,11 +318,12 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
   g.rebuild();
   report.stop = StopReason::IterationLimit;
   // Incremental search: after the first iteration a rule is tried only at classes within
-  // its pattern's depth above a class that changed (a new match needs a new e-node, a
-  // merge, a new use or new data somewhere inside it). A rule whose matches were dropped
-  // (banned) searches everywhere again when it comes back.
-  const std::vector<int> depth = rule_depths(rules);
-  const int max_depth = depth.empty() ? 0 : *std::max_element(depth.begin(), depth.end());
+  // its reach of a class that changed (a new match needs a new e-node, a merge, a new use
+  // or new data somewhere inside it). A rule whose matches were dropped (banned) searches
+  // everywhere again when it comes back.
+  const std::vector<Reach> reach = rule_reach(rules);
+  int max_up = 0, max_both = -1;
+  for (const Reach& r : reach) (r.both_ways ? max_both : max_up) = std::max(r.both_ways ? max_both : max_up, r.depth);
   std::vector<bool> search_all(rules.rules().size(), true);
   g.take_touched();
   for (int it = 0; it < limits.iterations; ++it) {
@@ -334,7 +340,9 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     EMatcher matcher(rules, g, opsets);
     // Search: every e-node is a candidate root; the automaton names the rules to try.
     auto t0 = Clock::now();
-    const std::unordered_map<ClassId, int> near = near_touched(g, g.take_touched(), max_depth);
+    const std::vector<ClassId> touched = g.take_touched();
+    const std::unordered_map<ClassId, int> near = near_touched(g, touched, max_up, false);
+    const std::unordered_map<ClassId, int> near_both = max_both >= 0 ? near_touched(g, touched, max_both, true) : std::unordered_map<ClassId, int>{};
     std::vector<std::vector<EMatch>> found(rules.rules().size());
     std::vector<bool> over(rules.rules().size(), false);
     // Away from every change only rules searching everywhere can match: skip e-nodes
@@ -352,16 +360,20 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     }
     for (ClassId c : g.class_ids()) {
       auto close = near.find(c);
+      auto close_both = near_both.find(c);
       for (const ENode& n : std::vector<ENode>(g.eclass(c).nodes)) {
         if (n.kind != ENode::Kind::Op) continue;
-        if (close == near.end() && !everywhere_any) {
+        if (close == near.end() && close_both == near_both.end() && !everywhere_any) {
           const OpSignature& sig = g.signature(n.op);
           if (!everywhere_roots.count({sig.domain, sig.op_type})) continue;
         }
         for (const auto& [rule, alt] : matcher.candidates(c, n)) {
           if (bans[static_cast<size_t>(rule)].until >= it || over[static_cast<size_t>(rule)]) continue;
-          const int d = depth[static_cast<size_t>(rule)];
-          if (!search_all[static_cast<size_t>(rule)] && d >= 0 && (close == near.end() || close->second > d)) continue;
+          if (!search_all[static_cast<size_t>(rule)]) {
+            const Reach& rr = reach[static_cast<size_t>(rule)];
+            const auto& where = rr.both_ways ? close_both : close;
+            if (where == (rr.both_ways ? near_both.end() : near.end()) || where->second > rr.depth) continue;
+          }
           const size_t limit = backoff.match_limit << bans[static_cast<size_t>(rule)].times;
           auto& list = found[static_cast<size_t>(rule)];
           auto rule_start = Clock::now();
@@ -387,7 +399,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
         search_all[r] = true;  // its matches are dropped: found again once it is back
         continue;
       }
-      if (searched) search_all[r] = depth[r] < 0;
+      if (searched) search_all[r] = false;
       for (const EMatch& m : found[r]) sites.emplace(m.rule, m.roots.front());
       auto rule_start = Clock::now();
       for (const EMatch& m : found[r]) {

@@ -2,6 +2,7 @@
 
 #include <onnx/defs/schema.h>
 
+#include <algorithm>
 #include <climits>
 #include <mutex>
 #include <set>
@@ -65,12 +66,18 @@ const OpInfo* find_op(const std::string& domain_in, const std::string& op) {
   std::lock_guard lock(c.mutex);
   auto [it, inserted] = c.ops.try_emplace({domain, op});
   if (!inserted) return it->second ? &*it->second : nullptr;
-  static const std::vector<onnx::OpSchema> all = onnx::OpSchemaRegistry::get_all_schemas_with_history();
+  // Every version of the op, straight from the registry (copying the
+  // whole registry with its history costs more than loading all the rules).
+  std::vector<const onnx::OpSchema*> versions;
+  for (const onnx::OpSchema* v = onnx::OpSchemaRegistry::Schema(op, INT_MAX, domain); v;
+       v = v->SinceVersion() > 1 ? onnx::OpSchemaRegistry::Schema(op, v->SinceVersion() - 1, domain) : nullptr)
+    versions.push_back(v);
+  std::reverse(versions.begin(), versions.end());  // oldest first: the newest version's word is the last
   OpInfo info;
   bool found = false;
   int latest = -1;
-  for (const auto& s : all) {
-    if (s.Name() != op || s.domain() != domain) continue;
+  for (const onnx::OpSchema* v : versions) {
+    const onnx::OpSchema& s = *v;
     found = true;
     for (const auto& [name, a] : s.attributes()) {
       AttrInfo& ai = info.attrs[name];

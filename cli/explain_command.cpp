@@ -171,10 +171,7 @@ int run(const ExplainCliOptions& o) {
   // neither is a missed fusion, so they are listed only when asked for.
   auto is_quiet = [&](const std::string& rule) {
     const dsl::CompiledRule* cr = rules->find(rule);
-    if (!cr) return false;
-    const auto& tags = cr->ast->tags;
-    return cr->ast->fold || std::find(tags.begin(), tags.end(), "elimination") != tags.end() ||
-           std::find(tags.begin(), tags.end(), "algebra") != tags.end();
+    return cr && (cr->ast->fold || cr->ast->has_tag("elimination") || cr->ast->has_tag("algebra"));
   };
   auto worth_showing = [&](const dsl::RuleExplanation& re, const dsl::SiteExplanation& s) {
     if (o.verbose || !o.rule.empty() || !re.enabled) return true;

@@ -1,10 +1,12 @@
 #pragma once
 // The syntax tree of .gerule files: rules (patterns, predicates, rewrites,
 // metadata) and their in-file tests. Every node carries its source location.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -170,6 +172,8 @@ struct Rule {
   bool fold = false;
   int64_t fold_max_elements = 1 << 20;
   std::vector<RuleTest> tests;
+
+  bool has_tag(std::string_view tag) const { return std::find(tags.begin(), tags.end(), tag) != tags.end(); }
 };
 
 // How many outputs the node built for `r` has: one past the highest output index

@@ -51,20 +51,9 @@ bool same_attr(const Attribute& a, const Attribute& b) { return a.kind == b.kind
 
 }  // namespace
 
-Matcher::Matcher(const RuleSet& rules, const Model& model) : rules_(rules), model_(model) {
-  for (const Value* v : model.graph->inputs()) graph_inputs_[v] = true;
-}
+Matcher::Matcher(const RuleSet& rules, const Model& model) : rules_(rules), model_(model) {}
 
-const Tensor* Matcher::constant_of(const Value* v) const {
-  if (!v) return nullptr;
-  if (v->initializer) return graph_inputs_.count(v) ? nullptr : v->initializer.get();
-  const Node* p = v->producer();
-  if (p && p->op_type == "Constant" && p->domain.empty()) {
-    const Attribute* a = p->attr("value");
-    if (a && !a->tensors.empty()) return a->tensors[0].get();
-  }
-  return nullptr;
-}
+const Tensor* Matcher::constant_of(const Value* v) const { return model_.graph->constant_value(v); }
 
 namespace {
 

@@ -39,7 +39,6 @@ class Matcher {
  private:
   const RuleSet& rules_;
   const Model& model_;
-  std::map<const Value*, bool> graph_inputs_;
 };
 
 }  // namespace geopt::dsl

@@ -1,7 +1,6 @@
 #include "dsl/rewriter.h"
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <unordered_set>
 
@@ -163,14 +162,11 @@ class Builder {
     auto h = rewrite_constant(r, bound(), &why);
     if (!h) throw Unbuildable(why);
     // The same constant in two rewrites is one value, so the ops reading it are one node too.
-    for (Value* made : constants_) {
-      const Tensor& t = *made->initializer;
-      if (t.dtype == h->dtype() && t.dims == h->dims() && t.bytes().size() == h->nbytes() &&
-          (h->nbytes() == 0 || std::memcmp(t.bytes().data(), h->raw(), h->nbytes()) == 0))
-        return made;
-    }
-    Value* c = g_.add_value(g_.unique_name((scope_.empty() ? "" : scope_ + "/") + "const"));
-    auto t = h->to_constant(c->name());
+    const std::string name = g_.unique_name((scope_.empty() ? "" : scope_ + "/") + "const");
+    auto t = std::move(*h).into_constant(name);
+    for (Value* made : constants_)
+      if (made->initializer->same_contents(*t)) return made;
+    Value* c = g_.add_value(name);
     c->type.dtype = t->dtype;
     c->type.shape = Shape(std::vector<Dim>(t->dims.begin(), t->dims.end()));
     g_.add_initializer(c, std::move(t));
@@ -334,10 +330,7 @@ RewriteStats apply_rules(Model& model, const RuleSet& rules, const RewriteOption
   // Rules tagged `late` (Div by a constant as Mul, Sqrt into Rsqrt) rewrite the inside
   // of patterns other rules match; greedily they would hide them, so they run only in
   // a pass after one where nothing else matched. The e-graph keeps both forms anyway.
-  auto is_late = [&](int rule) {
-    const auto& tags = rules.rules()[static_cast<size_t>(rule)].ast->tags;
-    return std::find(tags.begin(), tags.end(), "late") != tags.end();
-  };
+  auto is_late = [&](int rule) { return rules.rules()[static_cast<size_t>(rule)].ast->has_tag("late"); };
   bool any_late = false;
   for (size_t r = 0; r < rules.rules().size(); ++r) any_late = any_late || is_late(static_cast<int>(r));
   bool late_allowed = false;

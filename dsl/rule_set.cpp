@@ -169,7 +169,7 @@ void RuleSet::rebuild_automaton() {
 bool RuleSet::set_enabled(const std::string& name_or_tag, bool enabled) {
   bool hit = false;
   for (auto& r : rules_) {
-    bool tagged = std::find(r.ast->tags.begin(), r.ast->tags.end(), name_or_tag) != r.ast->tags.end();
+    bool tagged = r.ast->has_tag(name_or_tag);
     if (r.ast->name == name_or_tag || tagged) {
       r.enabled = enabled;
       hit = true;

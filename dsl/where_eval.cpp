@@ -62,16 +62,12 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
         reason = "the shape of " + t.var + " is unknown";
         break;
       }
-      std::string text = "[";
-      for (size_t i = 0; i < vt->shape->rank(); ++i) {
-        const Dim& d = (*vt->shape)[i];
-        if (!d.is_static() && !d.is_symbolic()) {
+      for (size_t i = 0; i < vt->shape->rank(); ++i)
+        if (!(*vt->shape)[i].is_static() && !(*vt->shape)[i].is_symbolic()) {
           reason = "dim " + std::to_string(i) + " of " + t.var + " is unknown";
           return std::nullopt;
         }
-        text += (i ? "," : "") + (d.is_static() ? std::to_string(d.value()) : d.symbol_name());
-      }
-      r = text + "]";
+      r = vt->shape->to_string();
       break;
     }
     case Term::Kind::Zeros: {

@@ -88,7 +88,7 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
   };
   auto is_fusion = [&](const std::string& rule) {
     const dsl::CompiledRule* cr = rules.find(rule);
-    return cr && std::find(cr->ast->tags.begin(), cr->ast->tags.end(), "fusion") != cr->ast->tags.end();
+    return cr && cr->ast->has_tag("fusion");
   };
   std::map<std::pair<int32_t, int32_t>, const dsl::SiteRecord*> records;
   for (const auto& rec : r.saturation.sites) records[{rec.rule, rec.site}] = &rec;

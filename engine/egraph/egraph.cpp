@@ -117,11 +117,6 @@ uint64_t content_key(const Tensor& t) {
   return h;
 }
 
-bool same_contents(const Tensor& a, const Tensor& b) {
-  return a.dtype == b.dtype && a.dims == b.dims && a.bytes().size() == b.bytes().size() &&
-         (a.bytes().empty() || std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0);
-}
-
 }  // namespace
 
 ClassId EGraph::add_constant(std::shared_ptr<const Tensor> tensor, const ClassData& data) {
@@ -130,7 +125,7 @@ ClassId EGraph::add_constant(std::shared_ptr<const Tensor> tensor, const ClassDa
   if (tensor->dtype != DType::String) {
     same = &constants_by_content_[content_key(*tensor)];
     for (const auto& [t, c] : *same)
-      if (t == tensor.get() || same_contents(*t, *tensor)) return find(c);
+      if (t == tensor.get() || t->same_contents(*tensor)) return find(c);
   }
   ENode n;
   n.kind = ENode::Kind::Const;

@@ -172,6 +172,15 @@ bool Graph::topological_sort() {
   return true;
 }
 
+const Tensor* Graph::constant_value(const Value* v) const {
+  if (!v) return nullptr;
+  if (v->initializer) return std::find(inputs_.begin(), inputs_.end(), v) == inputs_.end() ? v->initializer.get() : nullptr;
+  const Node* p = v->producer();
+  if (p && p->op_type == "Constant" && p->domain.empty())
+    if (const Attribute* a = p->attr("value"); a && !a->tensors.empty()) return a->tensors[0].get();
+  return nullptr;
+}
+
 const Node* Graph::find_node(std::string_view node_name) const {
   if (node_name.empty()) return nullptr;
   for (const auto& n : nodes_)

@@ -62,6 +62,9 @@ class Graph {
   // Every value, in creation order.
   const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
   const Node* find_node(std::string_view node_name) const;
+  // The value's tensor when it is a constant: an initializer that is not a graph input
+  // (those can be fed), or the output of a Constant node. Null otherwise.
+  const Tensor* constant_value(const Value* v) const;
 
  private:
   std::vector<std::unique_ptr<Node>> nodes_;

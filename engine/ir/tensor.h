@@ -23,6 +23,8 @@ struct Tensor {
   std::string doc_string;
 
   int64_t element_count() const;
+  // Same dtype, dims and elements, byte for byte (names aside).
+  bool same_contents(const Tensor& other) const;
   size_t byte_size() const { return data.size(); }
   std::span<const std::byte> bytes() const { return data.bytes(); }
 

@@ -1,7 +1,6 @@
 #include "passes/cse.h"
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -9,27 +8,9 @@
 #include "egraph/egraph.h"
 
 namespace geopt {
-namespace {
-
-const Tensor* constant_of(const Value* v, const std::set<const Value*>& graph_inputs) {
-  if (!v) return nullptr;
-  if (v->initializer) return graph_inputs.count(v) ? nullptr : v->initializer.get();
-  const Node* p = v->producer();
-  if (p && p->op_type == "Constant" && p->domain.empty())
-    if (const Attribute* a = p->attr("value"); a && a->tensors.size() == 1) return a->tensors[0].get();
-  return nullptr;
-}
-
-bool same_tensor(const Tensor& a, const Tensor& b) {
-  return a.dtype == b.dtype && a.dims == b.dims && a.strings == b.strings && a.bytes().size() == b.bytes().size() &&
-         (a.bytes().empty() || std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0);
-}
-
-}  // namespace
 
 CseReport eliminate_common_subexpressions(Graph& g) {
   CseReport report;
-  const std::set<const Value*> inputs(g.inputs().begin(), g.inputs().end());
   const std::set<const Value*> outputs(g.outputs().begin(), g.outputs().end());
   // Constants: bucketed by type and size, compared byte for byte.
   std::map<std::string, std::vector<Value*>> buckets;
@@ -37,12 +18,12 @@ CseReport eliminate_common_subexpressions(Graph& g) {
   for (const auto& n : g.nodes())
     if (n->op_type == "Constant" && n->domain.empty() && n->output(0)) candidates.push_back(n->output(0));
   for (Value* v : candidates) {
-    const Tensor* t = constant_of(v, inputs);
+    const Tensor* t = g.constant_value(v);
     if (!t || outputs.count(v) || v->uses().empty()) continue;
     std::string key = dtype_name(t->dtype) + "/" + std::to_string(t->bytes().size() + t->strings.size());
     for (int64_t d : t->dims) key += "," + std::to_string(d);
     auto& same = buckets[key];
-    auto it = std::find_if(same.begin(), same.end(), [&](const Value* u) { return same_tensor(*constant_of(u, inputs), *t); });
+    auto it = std::find_if(same.begin(), same.end(), [&](const Value* u) { return g.constant_value(u)->same_contents(*t); });
     if (it == same.end()) {
       same.push_back(v);
     } else {

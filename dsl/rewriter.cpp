@@ -75,7 +75,7 @@ class Builder {
     // A root it replaces by the same name (a FusedMatMul rewritten into another
     // FusedMatMul) gives the name up: the module keeps the name users know.
     for (Node* root : match_.roots)
-      if (root->name == base) root->name = g_.unique_name(base + "_replaced");
+      if (root->name == base) g_.rename_node(root, g_.unique_name(base + "_replaced"));
     std::string node_name = g_.unique_name(base);
     std::vector<Value*> outputs;
     for (int k = 0; k < replacement_outputs(rule_, r); ++k)

@@ -421,8 +421,10 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     spdlog::debug("saturation iteration {}: {} applied, {} e-nodes in {} classes; search {:.1f} ms, apply {:.1f} ms, rebuild {:.1f} ms", it + 1,
                   is.applied, is.enodes, is.classes, is.search_ms, is.apply_ms, is.rebuild_ms);
     report.per_iteration.push_back(is);
+    // A rule skipped this iteration (banned until this one or later) has not searched
+    // the e-graph as it is now: nothing applied is then no proof of saturation.
     bool any_banned_now = banned_any;
-    for (const Ban& b : bans) any_banned_now = any_banned_now || b.until > it;
+    for (const Ban& b : bans) any_banned_now = any_banned_now || b.until >= it;
     if (is.applied == 0 && !any_banned_now) {
       report.stop = StopReason::Saturated;
       break;

@@ -374,6 +374,16 @@ def export_gpt2_small(path):
     print(f"{path}: {os.path.getsize(path)} bytes")
 
 
+def export_gpt2_scaled(layers, hidden, path):
+    """A GPT-2-style decoder that differs from its siblings only in depth or width
+    (4 heads, sequence 64, vocab 512): the scaling benchmark's series."""
+    torch.manual_seed(SEED)
+    model = perturb_(Gpt2Like(vocab=512, hidden=hidden, layers=layers, heads=4, max_pos=64))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    export(model, (torch.randint(0, 512, (1, 64)),), ["input_ids"], ["logits"], path, 13)
+    print(f"{path}: {os.path.getsize(path)} bytes")
+
+
 def export_torchvision(name, path):
     torch.manual_seed(SEED)
     model = perturb_(getattr(torchvision.models, name)())
@@ -390,6 +400,8 @@ def main():
     ap.add_argument("--gpt2-small", metavar="PATH", help="write only a GPT-2-small-sized decoder (seq 128) to PATH")
     ap.add_argument("--vit-b16", metavar="PATH", help="write only ViT-B/16 (benchmark model) to PATH")
     ap.add_argument("--mobilenetv2", metavar="PATH", help="write only MobileNetV2 (benchmark model) to PATH")
+    ap.add_argument("--gpt2-scaled", nargs=3, metavar=("LAYERS", "HIDDEN", "PATH"),
+                    help="write only a GPT-2-style decoder of LAYERS layers and width HIDDEN (scaling benchmark) to PATH")
     ap.add_argument("--seed-case", action="store_true", help="write only the seed case (attention + LayerNorm + Dropout + residual) to --out")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -403,6 +415,8 @@ def main():
         export_torchvision("vit_b_16", a.vit_b16)
     elif a.mobilenetv2:
         export_torchvision("mobilenet_v2", a.mobilenetv2)
+    elif a.gpt2_scaled:
+        export_gpt2_scaled(int(a.gpt2_scaled[0]), int(a.gpt2_scaled[1]), a.gpt2_scaled[2])
     elif a.seed_case:
         export_seed_case(a.out)
     else:

@@ -151,7 +151,7 @@ TEST_CASE("a cloned model computes the same, shares its constants, and changes a
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) CHECK(diff(b[i].second, a[i].second).max_abs == 0);
   Node* first = const_cast<Node*>(copy.graph->nodes()[0].get());
-  first->name = "renamed";
+  copy.graph->rename_node(first, "renamed");
   copy.graph->remove_dead_code();
   CHECK(original.graph->nodes()[0]->name != "renamed");
   CHECK(original.graph->find_node("renamed") == nullptr);

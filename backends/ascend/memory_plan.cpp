@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "cost_model.h"
@@ -22,9 +23,43 @@ bool may_run_in_place(const Node& n) {
   return n.domain.empty() && n.outputs().size() == 1 && ops.count(n.op_type);
 }
 
-bool lifetimes_overlap(const PlannedBuffer& a, const PlannedBuffer& b) {
-  return a.first_step <= b.last_step && b.first_step <= a.last_step;
+// For each buffer, the buffers whose lifetimes overlap it: a sweep in order of first
+// step over the buffers still alive (the pairs themselves, not all pairs, are the cost).
+std::vector<std::vector<size_t>> overlapping_lifetimes(const std::vector<PlannedBuffer>& bufs) {
+  std::vector<size_t> by_first(bufs.size());
+  for (size_t i = 0; i < bufs.size(); ++i) by_first[i] = i;
+  std::stable_sort(by_first.begin(), by_first.end(), [&](size_t a, size_t b) { return bufs[a].first_step < bufs[b].first_step; });
+  std::vector<std::vector<size_t>> conflicts(bufs.size());
+  std::multimap<int, size_t> alive;  // last step -> buffer
+  for (size_t i : by_first) {
+    alive.erase(alive.begin(), alive.lower_bound(bufs[i].first_step));  // ended before i begins
+    for (const auto& [last, j] : alive) conflicts[i].push_back(j), conflicts[j].push_back(i);
+    alive.emplace(bufs[i].last_step, i);
+  }
+  for (auto& c : conflicts) std::sort(c.begin(), c.end());  // the order the pairwise loop gave
+  return conflicts;
 }
+
+// The largest value over a range of steps in O(1) after O(n log n) (a sparse table).
+class RangeMax {
+ public:
+  explicit RangeMax(const std::vector<int64_t>& v) : table_{v} {
+    for (size_t w = 1; 2 * w <= v.size(); w *= 2) {
+      const std::vector<int64_t>& prev = table_.back();
+      std::vector<int64_t> next(prev.size() - w);
+      for (size_t i = 0; i < next.size(); ++i) next[i] = std::max(prev[i], prev[i + w]);
+      table_.push_back(std::move(next));
+    }
+  }
+  int64_t over(size_t first, size_t last) const {  // inclusive
+    size_t level = 0;
+    while ((size_t{2} << level) <= last - first + 1) ++level;
+    return std::max(table_[level][first], table_[level][last + 1 - (size_t{1} << level)]);
+  }
+
+ private:
+  std::vector<std::vector<int64_t>> table_;
+};
 
 using Placement = std::vector<size_t>;  // offset per buffer
 
@@ -152,9 +187,13 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
   }
 
   auto& bufs = plan.buffers;
-  std::vector<int64_t> alive(static_cast<size_t>(end_step) + 1, 0);
-  for (const auto& b : bufs)
-    for (int s = b.first_step; s <= b.last_step; ++s) alive[static_cast<size_t>(s)] += static_cast<int64_t>(b.bytes);
+  std::vector<int64_t> alive(static_cast<size_t>(end_step) + 2, 0);  // a difference array, then summed
+  for (const auto& b : bufs) {
+    alive[static_cast<size_t>(b.first_step)] += static_cast<int64_t>(b.bytes);
+    alive[static_cast<size_t>(b.last_step) + 1] -= static_cast<int64_t>(b.bytes);
+  }
+  for (size_t s = 1; s < alive.size(); ++s) alive[s] += alive[s - 1];
+  alive.pop_back();
   plan.load_bytes = bufs.empty() ? 0 : static_cast<size_t>(*std::max_element(alive.begin(), alive.end()));
 
   Placement best;
@@ -165,10 +204,7 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
     plan.strategy = "no reuse";
     plan.strategy_pool_bytes[plan.strategy] = top;
   } else {
-    std::vector<std::vector<size_t>> conflicts(bufs.size());
-    for (size_t i = 0; i < bufs.size(); ++i)
-      for (size_t j = i + 1; j < bufs.size(); ++j)
-        if (lifetimes_overlap(bufs[i], bufs[j])) conflicts[i].push_back(j), conflicts[j].push_back(i);
+    const std::vector<std::vector<size_t>> conflicts = overlapping_lifetimes(bufs);
     std::vector<size_t> ids(bufs.size());
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = i;
     auto sorted = [&](std::function<bool(size_t, size_t)> before) {
@@ -177,9 +213,10 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
       return v;
     };
     // Breadth of a buffer: the most bytes alive at any step of its lifetime.
+    const RangeMax most_alive(alive);
     std::vector<int64_t> breadth(bufs.size(), 0);
     for (size_t i = 0; i < bufs.size(); ++i)
-      for (int s = bufs[i].first_step; s <= bufs[i].last_step; ++s) breadth[i] = std::max(breadth[i], alive[static_cast<size_t>(s)]);
+      breadth[i] = most_alive.over(static_cast<size_t>(bufs[i].first_step), static_cast<size_t>(bufs[i].last_step));
     struct Strategy {
       std::string name;
       std::vector<size_t> order;
@@ -217,21 +254,23 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
 
 void validate_memory_plan(const MemoryPlan& plan) {
   const auto& bufs = plan.buffers;
-  for (size_t i = 0; i < bufs.size(); ++i) {
+  for (size_t i = 0; i < bufs.size(); ++i)
     if (bufs[i].offset + bufs[i].bytes > plan.pool_bytes || bufs[i].offset % kMemoryAlignment)
       throw Error("memory plan: '" + bufs[i].values.front()->name() + "' lies outside the pool or is misaligned");
-    for (size_t j = i + 1; j < bufs.size(); ++j) {
+  const std::vector<std::vector<size_t>> conflicts = overlapping_lifetimes(bufs);
+  for (size_t i = 0; i < bufs.size(); ++i)
+    for (size_t j : conflicts[i]) {
+      if (j <= i) continue;
       const auto& a = bufs[i];
       const auto& b = bufs[j];
       bool bytes_overlap = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
-      if (bytes_overlap && lifetimes_overlap(a, b))
+      if (bytes_overlap)
         throw Error("memory plan: '" + a.values.front()->name() + "' (steps " + std::to_string(a.first_step) + "-" +
                     std::to_string(a.last_step) + ", bytes " + std::to_string(a.offset) + "+" + std::to_string(a.bytes) +
                     ") and '" + b.values.front()->name() + "' (steps " + std::to_string(b.first_step) + "-" +
                     std::to_string(b.last_step) + ", bytes " + std::to_string(b.offset) + "+" + std::to_string(b.bytes) +
                     ") are alive together and share bytes");
     }
-  }
 }
 
 }  // namespace geopt::ascend

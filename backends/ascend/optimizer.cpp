@@ -64,28 +64,18 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
   for (const auto& n : r.model.graph->nodes())
     if (r.model.opset_version(n->domain) == 0) r.model.opsets.push_back({n->domain, 1});
   // effect_times: the sites whose rewrite the extraction kept (any of its e-nodes).
+  const Selection kept(geg.egraph, geg.roots, cost, x.choice);
   std::set<std::pair<int32_t, int32_t>> sites;
-  std::function<void(ClassId, std::set<ClassId>&)> count = [&](ClassId c, std::set<ClassId>& seen) {
-    c = geg.egraph.find(c);
-    if (!seen.insert(c).second) return;
+  for (ClassId c : kept.order()) {
     const ENode& n = geg.egraph.eclass(c).nodes.at(x.choice.at(c));
     if (n.origin >= 0 && sites.emplace(n.origin, n.site).second) ++r.selected[rules.rules()[static_cast<size_t>(n.origin)].ast->name];
-    for (ClassId ch : n.children)
-      if (ch != kAbsent) count(ch, seen);
-  };
-  std::set<ClassId> seen;
-  for (ClassId root : geg.roots) count(root, seen);
+  }
 
   // Each applied site: kept, or why not. A site's alternative is costed as a whole
   // program: the chosen one with that class switched to the site's e-node (classes it
   // newly needs take their cheapest tree choice).
-  Extraction fill = extract_greedy_tree(geg.egraph, geg.roots, cost);
-  auto program_with = [&](ClassId c, size_t node_index) {
-    std::map<ClassId, size_t> alt = x.choice;
-    for (const auto& [k, v] : fill.choice) alt.emplace(k, v);
-    alt[c] = node_index;
-    return dag_cost(geg.egraph, geg.roots, alt, cost);
-  };
+  const Extraction fill = extract_greedy_tree(geg.egraph, geg.roots, cost);
+  auto program_with = [&](ClassId c, size_t node_index) { return kept.cost_with(c, node_index, &fill.choice); };
   auto is_fusion = [&](const std::string& rule) {
     const dsl::CompiledRule* cr = rules.find(rule);
     return cr && cr->ast->has_tag("fusion");
@@ -112,7 +102,7 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
     o.selected = sites.count({rec.rule, rec.site}) > 0;
     if (!o.selected) {
       ClassId c = geg.egraph.find(rec.target);
-      auto chosen = x.choice.find(c);
+      const size_t chosen = x.choice.at(c);
       const ENode* mine = nullptr;
       size_t mine_index = 0;
       const auto& class_nodes = geg.egraph.eclass(c).nodes;
@@ -121,11 +111,11 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
           mine = &class_nodes[i];
           mine_index = i;
         }
-      if (chosen == x.choice.end() || !seen.count(c)) {
+      if (chosen == kNoChoice || !kept.computes(c)) {
         o.reason = "its value is not needed in the chosen program (another rewrite replaced what uses it)";
       } else if (!mine) {
         o.reason = "the extraction kept the input's form of this value";
-      } else if (const ENode& further = geg.egraph.eclass(c).nodes.at(chosen->second);
+      } else if (const ENode& further = geg.egraph.eclass(c).nodes.at(chosen);
                  further.origin >= 0 && further.origin != rec.rule && records.count({further.origin, further.site}) &&
                  std::all_of(rec.replaced.begin(), rec.replaced.end(), [&](const std::string& name) {
                    const auto& covered_further = records.at({further.origin, further.site})->replaced;
@@ -141,7 +131,7 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
           o.reason = "superseded: " + later + " fused these nodes further, into " + geg.egraph.signature(further.op).op_type;
         }
       } else {
-        const ENode& kept = geg.egraph.eclass(c).nodes.at(chosen->second);
+        const ENode& kept_node = geg.egraph.eclass(c).nodes.at(chosen);
         const OpSignature& s = geg.egraph.signature(mine->op);
         KernelDesc d{s.domain, s.op_type, &s.attributes, {}, {}};
         for (ClassId ch : mine->children) d.inputs.push_back(ch == kAbsent ? nullptr : &geg.egraph.eclass(ch).data.type);
@@ -150,7 +140,7 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
         if (!kc.feasible) {
           o.reason = "infeasible: " + kc.reason;
         } else {
-          const std::string kept_op = kept.kind == ENode::Kind::Op ? geg.egraph.signature(kept.op).op_type : "a constant or input";
+          const std::string kept_op = kept_node.kind == ENode::Kind::Op ? geg.egraph.signature(kept_node.op).op_type : "a constant or input";
           const double with_it = program_with(c, mine_index);
           char buf[320];
           if (with_it == kInfeasible)
@@ -203,7 +193,7 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
     std::string scope;
     for (size_t i = 0; i < scope_parts.size(); ++i) scope += (i ? "/" : "") + scope_parts[i];
     std::string wanted = (scope.empty() ? "" : scope + "/") + node->op_type;
-    if (wanted != node->name && !r.model.graph->find_node(wanted)) node->name = wanted;
+    if (wanted != node->name && !r.model.graph->find_node(wanted)) r.model.graph->rename_node(node.get(), wanted);
     node->doc_string = "geopt: rule " + rule;
     provenance[node->name] = {{"rule", rule}, {"replaced", replaced}};
   }

@@ -20,16 +20,21 @@ PlanProfile simulate_plan(const plan::Plan& plan) {
   p.spans.resize(static_cast<size_t>(n));
   std::vector<double> stream_free(plan.stream_count(), 0.0);
   std::vector<double> event_time(static_cast<size_t>(plan.events_size()), 0.0);
+  std::vector<std::vector<int>> on_stream(plan.stream_count());  // kernels placed, per stream, in order
   double cube_busy = 0, vector_busy = 0, total = 0, layout = 0;
   for (int i = 0; i < n; ++i) {
     const auto& k = plan.kernels(i);
     double start = stream_free[k.stream()];
     for (uint32_t e : k.wait_events()) start = std::max(start, event_time[e]);
-    // Units shared with the kernels already placed that are still running then.
+    // Units shared with the kernels already placed that are still running then: on
+    // each stream at most one (its spans follow one another), found by bisection.
     int cube_users = 1, vector_users = 1, memory_users = 1;
-    for (int j = 0; j < i; ++j) {
-      const auto& s = p.spans[static_cast<size_t>(j)];
-      if (s.start_us > start || s.end_us <= start) continue;
+    for (const std::vector<int>& placed : on_stream) {
+      auto after = std::upper_bound(placed.begin(), placed.end(), start,
+                                    [&](double t, int j) { return t < p.spans[static_cast<size_t>(j)].start_us; });
+      if (after == placed.begin()) continue;
+      const int j = *std::prev(after);
+      if (p.spans[static_cast<size_t>(j)].end_us <= start) continue;
       const auto& other = plan.kernels(j);
       cube_users += other.cube_us() > 0;
       vector_users += other.vector_us() > 0;
@@ -38,6 +43,7 @@ PlanProfile simulate_plan(const plan::Plan& plan) {
     double busy = std::max({k.cube_us() * cube_users, k.vector_us() * vector_users, k.memory_us() * memory_users});
     double end = start + k.launch_us() + busy;
     p.spans[static_cast<size_t>(i)] = {static_cast<size_t>(i), k.stream(), start, end};
+    on_stream[k.stream()].push_back(i);
     stream_free[k.stream()] = end;
     for (uint32_t e : k.record_events()) event_time[e] = end;
     p.latency_us = std::max(p.latency_us, end);

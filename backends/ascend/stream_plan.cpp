@@ -1,6 +1,7 @@
 #include "stream_plan.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -16,46 +17,80 @@ void merge(Clock& into, const Clock& other) {
   for (size_t s = 0; s < into.size(); ++s) into[s] = std::max(into[s], other[s]);
 }
 
-// Dependencies (before, after) over positions in the order: data edges, and
-// for bytes the memory plan reuses, every access to the old tensor before
-// the write of the new one.
+// Dependencies (before, after) over positions in the order: data edges, and for
+// bytes the memory plan reuses, the accesses of the tensor that held them last before
+// the write of the new one. Orderings implied through a chain are left out: a write
+// over bytes whose previous holder wrote over an older one's comes after that holder's
+// write, which came after the older holder's accesses. So each buffer is ordered
+// after the latest holder of each of its bytes only (an interval map over the pool,
+// swept in order of first use), and an in-place member after the members since the
+// buffer's latest write: O(n log n), where all pairs were quadratic.
 std::vector<std::pair<size_t, size_t>> dependencies(const Graph& graph, const std::vector<size_t>& order,
                                                     const MemoryPlan& memory) {
   std::unordered_map<const Node*, size_t> pos;
   for (size_t k = 0; k < order.size(); ++k) pos[graph.nodes()[order[k]].get()] = k;
-  std::set<std::pair<size_t, size_t>> deps;
+  std::vector<std::pair<size_t, size_t>> deps;
   auto add = [&](size_t a, size_t b) {
-    if (a != b) deps.emplace(std::min(a, b), std::max(a, b));
+    if (a != b) deps.emplace_back(std::min(a, b), std::max(a, b));
   };
-  auto accesses = [&](const Value* v) {
-    std::vector<size_t> out;
+  auto accesses = [&](const Value* v, std::vector<size_t>& out) {
     if (v->producer()) out.push_back(pos.at(v->producer()));
     for (const Use& u : v->uses()) out.push_back(pos.at(u.node));
-    return out;
   };
   for (size_t k = 0; k < order.size(); ++k)
     for (const Value* in : graph.nodes()[order[k]]->inputs())
       if (in && in->producer()) add(pos.at(in->producer()), k);
   const auto& bufs = memory.buffers;
-  for (const auto& b : bufs)  // in-place writes after the reads of earlier members
-    for (size_t m = 1; m < b.values.size(); ++m) {
+  // Per buffer, the accesses of its members since its last real write (views only read).
+  std::vector<std::vector<size_t>> tail(bufs.size());
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    const auto& b = bufs[i];
+    size_t since = 0;  // the latest member whose producer writes
+    for (size_t m = 0; m < b.values.size(); ++m) {
       const Node* writer = b.values[m]->producer();
-      if (!writer || is_view_op(*writer)) continue;  // views only read
-      for (size_t e = 0; e < m; ++e)
-        for (size_t a : accesses(b.values[e])) add(a, pos.at(writer));
+      if (m > 0 && writer && !is_view_op(*writer)) {
+        std::vector<size_t> before;  // in-place writes after the reads of earlier members
+        for (size_t e = since; e < m; ++e) accesses(b.values[e], before);
+        for (size_t a : before) add(a, pos.at(writer));
+        since = m;
+      }
     }
-  for (size_t i = 0; i < bufs.size(); ++i)
-    for (size_t j = 0; j < bufs.size(); ++j) {
-      const auto& a = bufs[i];
-      const auto& b = bufs[j];
-      if (a.last_step >= b.first_step) continue;
-      if (!(a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes)) continue;
-      const Node* writer = b.values.front()->producer();
-      if (!writer) continue;
-      for (const Value* v : a.values)
-        for (size_t x : accesses(v)) add(x, pos.at(writer));
+    for (size_t e = since; e < b.values.size(); ++e) accesses(b.values[e], tail[i]);
+  }
+  // Interval map over the pool: start -> (end, buffer that held [start, end) last).
+  std::map<size_t, std::pair<size_t, size_t>> holder;
+  std::vector<size_t> by_first(bufs.size());
+  for (size_t i = 0; i < bufs.size(); ++i) by_first[i] = i;
+  std::stable_sort(by_first.begin(), by_first.end(), [&](size_t a, size_t b) { return bufs[a].first_step < bufs[b].first_step; });
+  for (size_t j : by_first) {
+    const auto& b = bufs[j];
+    const size_t lo = b.offset, hi = b.offset + b.bytes;
+    if (hi == lo) continue;
+    // Split the segments that straddle lo and hi, so [lo, hi) is whole segments.
+    auto split = [&](size_t at) {
+      auto it = holder.upper_bound(at);
+      if (it == holder.begin()) return;
+      --it;
+      const auto [start, seg] = *it;
+      if (start < at && at < seg.first) {
+        it->second.first = at;
+        holder.emplace(at, std::make_pair(seg.first, seg.second));
+      }
+    };
+    split(lo);
+    split(hi);
+    const Node* writer = b.values.front()->producer();
+    for (auto it = holder.lower_bound(lo); it != holder.end() && it->first < hi;) {
+      const size_t a = it->second.second;
+      if (writer && bufs[a].last_step < b.first_step)
+        for (size_t x : tail[a]) add(x, pos.at(writer));
+      it = holder.erase(it);
     }
-  return {deps.begin(), deps.end()};
+    holder.emplace(lo, std::make_pair(hi, j));
+  }
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  return deps;
 }
 
 }  // namespace

@@ -94,6 +94,8 @@ class EGraph {
   // E-nodes created so far (never decreases): a cheap test of whether an operation added any.
   size_t nodes_created() const { return created_; }
   size_t class_count() const;
+  // One more than the largest class id ever made: the size of a table indexed by class.
+  size_t id_bound() const { return parent_.size(); }
   const OpSignature& signature(uint32_t index) const { return signatures_.at(index); }
   uint32_t intern(const OpSignature& sig);
   // A fresh id for one application of a rule (ENode::site).

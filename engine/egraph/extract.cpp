@@ -2,68 +2,206 @@
 
 #include <algorithm>
 #include <functional>
+#include <queue>
 #include <set>
+#include <unordered_map>
 
 #include "util/error.h"
 
 namespace geopt {
 namespace {
 
-// Classes reached from the roots through the e-nodes `nodes_of` gives for each class.
-template <class NodesOf>
-std::set<ClassId> walk(const EGraph& g, const std::vector<ClassId>& roots, NodesOf nodes_of) {
-  std::set<ClassId> seen;
-  std::vector<ClassId> stack;
+// Classes reached from the roots through any e-node, in the order first reached.
+std::vector<ClassId> reachable(const EGraph& g, const std::vector<ClassId>& roots) {
+  std::vector<bool> seen(g.id_bound(), false);
+  std::vector<ClassId> out, stack;
   for (ClassId r : roots) stack.push_back(g.find(r));
   while (!stack.empty()) {
-    ClassId c = stack.back();
+    const ClassId c = stack.back();
     stack.pop_back();
-    if (seen.count(c)) continue;
-    const std::vector<const ENode*> nodes = nodes_of(c);
-    if (nodes.empty()) continue;
-    seen.insert(c);
-    for (const ENode* n : nodes)
-      for (ClassId child : n->children)
+    if (seen[c]) continue;
+    seen[c] = true;
+    out.push_back(c);
+    for (const ENode& n : g.eclass(c).nodes)
+      for (ClassId child : n.children)
         if (child != kAbsent) stack.push_back(g.find(child));
   }
-  return seen;
+  return out;
 }
 
-std::set<ClassId> reachable(const EGraph& g, const std::vector<ClassId>& roots) {
-  return walk(g, roots, [&](ClassId c) {
-    std::vector<const ENode*> all;
-    for (const ENode& n : g.eclass(c).nodes) all.push_back(&n);
-    return all;
-  });
+// Each e-node's own cost, computed once (the cost model is not free).
+class NodeCosts {
+ public:
+  NodeCosts(const EGraph& g, const NodeCost& cost) : g_(g), cost_(cost), table_(g.id_bound()) {}
+  const std::vector<double>& of(ClassId c) {
+    std::vector<double>& t = table_[c];
+    if (t.empty())
+      for (const ENode& n : g_.eclass(c).nodes) t.push_back(cost_(g_, c, n));
+    return t;
+  }
+
+ private:
+  const EGraph& g_;
+  const NodeCost& cost_;
+  std::vector<std::vector<double>> table_;
+};
+
+// Classes children-first (post-order over every e-node's children; cycles cut where
+// they close), so a bottom-up pass sees most children settled already.
+std::vector<ClassId> children_first(const EGraph& g) {
+  // Iterative: model depth (thousands of layers) must not bound the native stack.
+  std::vector<ClassId> order;
+  std::vector<uint8_t> state(g.id_bound(), 0);  // 1 open, 2 done
+  struct Frame {
+    ClassId id;
+    size_t node = 0, child = 0;
+  };
+  std::vector<Frame> stack;
+  for (ClassId root : g.class_ids()) {
+    if (state[root]) continue;
+    state[root] = 1;
+    stack.push_back({root});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      const auto& nodes = g.eclass(top.id).nodes;
+      if (top.node < nodes.size()) {
+        const auto& children = nodes[top.node].children;
+        if (top.child >= children.size()) {
+          ++top.node;
+          top.child = 0;
+          continue;
+        }
+        const ClassId child = children[top.child++];
+        if (child == kAbsent) continue;
+        const ClassId c = g.find(child);
+        if (state[c]) continue;
+        state[c] = 1;
+        stack.push_back({c});
+        continue;
+      }
+      state[top.id] = 2;
+      order.push_back(top.id);
+      stack.pop_back();
+    }
+  }
+  return order;
 }
 
-// The classes a selection computes: reachable from the roots through chosen nodes.
-std::set<ClassId> selected_classes(const EGraph& g, const std::vector<ClassId>& roots, const std::map<ClassId, size_t>& choice) {
-  return walk(g, roots, [&](ClassId c) {
-    auto it = choice.find(c);
-    return it == choice.end() ? std::vector<const ENode*>{} : std::vector<const ENode*>{&g.eclass(c).nodes.at(it->second)};
-  });
-}
+// Compares a class's alternatives under the current choices of everything below
+// them. Their programs share most of what they compute, so the walk starts at each
+// alternative's children and goes down (in rank order, a topological order of the
+// chosen e-nodes) only while some class is reached by some alternatives but not all:
+// what all of them reach costs them all the same. An alternative whose walk reaches
+// the class itself would close a cycle.
+class DifferenceWalk {
+ public:
+  explicit DifferenceWalk(size_t classes) : stamp_(classes, 0), mask_(classes, 0), in_heap_(classes, false) {}
+
+  // The index into `candidates` of the cheapest acyclic alternative (`current`, the
+  // class's present choice or kNoChoice, wins ties), or kNoChoice when none is.
+  size_t cheapest(const EGraph& g, ClassId c, const std::vector<size_t>& candidates, const std::vector<double>& node_costs,
+                  size_t current, const Choice& choice, const std::vector<double>& own, const std::vector<uint32_t>& rank,
+                  const std::vector<bool>& costly) {
+    const size_t k = candidates.size();
+    const uint64_t full = k == 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1;
+    ++generation_;
+    touched_.clear();
+    heap_ = {};
+    // Classes queued that not every alternative reaches and that matter: one whose
+    // program costs nothing (a weight, a weight laid out at compile time) and that
+    // ranks below the class (so cannot lead back to it) changes no comparison.
+    size_t partial = 0;
+    uint32_t rank_c = 0;  // above every alternative's children
+    for (size_t i = 0; i < k; ++i)
+      for (ClassId ch : g.eclass(c).nodes[candidates[i]].children)
+        if (ch != kAbsent) rank_c = std::max(rank_c, rank[g.find(ch)] + 1);
+    auto matters = [&](ClassId x) { return costly[x] || rank[x] >= rank_c; };
+    auto mark = [&](ClassId x, uint64_t bits) {
+      if (stamp_[x] != generation_) {
+        stamp_[x] = generation_;
+        mask_[x] = 0;
+        in_heap_[x] = false;
+        touched_.push_back(x);
+      }
+      const uint64_t before = mask_[x];
+      if ((before | bits) == before) return;
+      mask_[x] = before | bits;
+      if (!in_heap_[x]) {
+        in_heap_[x] = true;
+        heap_.push({rank[x], x});
+        partial += mask_[x] != full && matters(x);
+      } else if (before != full && mask_[x] == full && matters(x)) {
+        --partial;
+      }
+    };
+    for (size_t i = 0; i < k; ++i)
+      for (ClassId ch : g.eclass(c).nodes[candidates[i]].children)
+        if (ch != kAbsent) mark(g.find(ch), uint64_t{1} << i);
+    size_t pops = 0;
+    bool truncated = false;
+    while (!heap_.empty() && partial > 0) {
+      if (++pops > kBudget) {
+        truncated = true;
+        break;
+      }
+      const ClassId x = heap_.top().second;
+      heap_.pop();
+      in_heap_[x] = false;
+      const uint64_t m = mask_[x];
+      if (m != full && matters(x)) --partial;
+      if (x == c) continue;  // reached by the alternatives that would be cyclic
+      for (ClassId ch : g.eclass(x).nodes[choice[x]].children)
+        if (ch != kAbsent) mark(g.find(ch), m);
+    }
+    // A walk cut short cannot rule out a cycle: keep what is there.
+    if (truncated && current != kNoChoice) return std::find(candidates.begin(), candidates.end(), current) - candidates.begin();
+    std::vector<double> total(k);
+    for (size_t i = 0; i < k; ++i) total[i] = node_costs[candidates[i]];
+    for (ClassId x : touched_) {
+      const uint64_t m = mask_[x];
+      if (m == full || x == c) continue;
+      for (size_t i = 0; i < k; ++i)
+        if (m >> i & 1) total[i] += own[x];
+    }
+    const uint64_t cyclic = stamp_[c] == generation_ ? mask_[c] : 0;
+    size_t best = kNoChoice;
+    for (size_t i = 0; i < k; ++i)
+      if (candidates[i] == current && !(cyclic >> i & 1)) best = i;
+    for (size_t i = 0; i < k; ++i) {
+      if (cyclic >> i & 1) continue;
+      if (best == kNoChoice || total[i] < total[best] - 1e-12) best = i;
+    }
+    return best;
+  }
+
+ private:
+  static constexpr size_t kBudget = size_t{1} << 16;
+  uint32_t generation_ = 0;
+  std::vector<uint32_t> stamp_;
+  std::vector<uint64_t> mask_;
+  std::vector<bool> in_heap_;
+  std::vector<ClassId> touched_;
+  std::priority_queue<std::pair<uint32_t, ClassId>> heap_;
+};
 
 }  // namespace
 
 void reuse_selected(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, Extraction& x) {
+  Selection s(g, roots, cost, x.choice);
+  if (!s.feasible()) return;
   for (int pass = 0; pass < 8; ++pass) {
     bool improved = false;
-    const std::set<ClassId> selected = selected_classes(g, roots, x.choice);
-    for (ClassId c : selected) {
+    const std::vector<ClassId> classes = s.order();
+    for (ClassId c : classes) {
+      if (!s.computes(c)) continue;  // left unused by an earlier switch
       const auto& nodes = g.eclass(c).nodes;
       for (size_t i = 0; i < nodes.size(); ++i) {
-        if (i == x.choice.at(c)) continue;
+        if (i == s.choice()[c]) continue;
         bool computed_already = true;
-        for (ClassId ch : nodes[i].children) computed_already = computed_already && (ch == kAbsent || selected.count(g.find(ch)));
+        for (ClassId ch : nodes[i].children) computed_already = computed_already && (ch == kAbsent || s.computes(ch));
         if (!computed_already) continue;
-        auto trial = x.choice;
-        trial[c] = i;
-        const double trial_cost = dag_cost(g, roots, trial, cost);  // infinite when it closes a cycle
-        if (trial_cost < x.cost - 1e-9) {
-          x.choice = std::move(trial);
-          x.cost = trial_cost;
+        if (s.cost_with(c, i) < s.cost() - 1e-9) {  // infinite when it closes a cycle
+          s.switch_to(c, i);
           improved = true;
           break;
         }
@@ -71,49 +209,31 @@ void reuse_selected(const EGraph& g, const std::vector<ClassId>& roots, const No
     }
     if (!improved) break;
   }
+  x.choice = s.choice();
+  x.cost = s.cost();
 }
 
-double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const std::map<ClassId, size_t>& choice, const NodeCost& cost) {
-  std::map<ClassId, int> state;  // 1 visiting, 2 done
-  double total = 0;
-  std::function<bool(ClassId)> visit = [&](ClassId c) {
-    c = g.find(c);
-    int& s = state[c];
-    if (s == 2) return true;
-    if (s == 1) return false;  // a cycle
-    s = 1;
-    auto it = choice.find(c);
-    if (it == choice.end()) return false;
-    const ENode& n = g.eclass(c).nodes.at(it->second);
-    total += cost(g, c, n);
-    for (ClassId child : n.children)
-      if (child != kAbsent && !visit(child)) return false;
-    state[c] = 2;
-    return true;
-  };
-  for (ClassId r : roots)
-    if (!visit(r)) return kInfeasible;
-  return total;
+double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const Choice& choice, const NodeCost& cost) {
+  return Selection(g, roots, cost, choice).cost();
 }
 
 Extraction extract_greedy_tree(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost) {
-  std::map<ClassId, double> best;
   Extraction x;
   x.method = "greedy tree";
-  auto ids = g.class_ids();
-  for (bool changed = true; changed;) {  // Bellman-Ford style fixpoint
+  x.choice.assign(g.id_bound(), kNoChoice);
+  std::vector<double> best(g.id_bound(), kInfeasible);
+  NodeCosts costs(g, cost);
+  const std::vector<ClassId> order = children_first(g);
+  for (bool changed = true; changed;) {  // Bellman-Ford style fixpoint, children first
     changed = false;
-    for (ClassId c : ids) {
+    for (ClassId c : order) {
       const auto& nodes = g.eclass(c).nodes;
+      const std::vector<double>& own = costs.of(c);
       for (size_t i = 0; i < nodes.size(); ++i) {
-        double total = cost(g, c, nodes[i]);
-        for (ClassId child : nodes[i].children) {
-          if (child == kAbsent) continue;
-          auto it = best.find(g.find(child));
-          total = it == best.end() ? kInfeasible : total + it->second;
-        }
-        auto cur = best.find(c);
-        if (total < kInfeasible && (cur == best.end() || total < cur->second)) {
+        double total = own[i];
+        for (ClassId child : nodes[i].children)
+          if (child != kAbsent) total += best[g.find(child)];
+        if (total < best[c]) {
           best[c] = total;
           x.choice[c] = i;
           changed = true;
@@ -125,80 +245,60 @@ Extraction extract_greedy_tree(const EGraph& g, const std::vector<ClassId>& root
   return x;
 }
 
-// Classes children-first (post-order over every e-node's children; cycles cut where
-// they close), so a bottom-up pass sees most children settled already.
-std::vector<ClassId> children_first(const EGraph& g) {
-  // Iterative DFS: model depth (thousands of layers) must not bound the native stack.
-  std::vector<ClassId> order;
-  std::set<ClassId> done, open;
-  struct Frame {
-    ClassId id;
-    std::vector<ClassId> children;
-    std::size_t next = 0;
-  };
-  for (ClassId root : g.class_ids()) {
-    std::vector<Frame> stack;
-    auto push = [&](ClassId c) {
-      c = g.find(c);
-      if (done.count(c) || !open.insert(c).second) return;
-      Frame f{c, {}, 0};
-      for (const ENode& n : g.eclass(c).nodes)
-        for (ClassId child : n.children)
-          if (child != kAbsent) f.children.push_back(child);
-      stack.push_back(std::move(f));
-    };
-    push(root);
-    while (!stack.empty()) {
-      Frame& top = stack.back();
-      if (top.next < top.children.size()) {
-        push(top.children[top.next++]);
-        continue;
-      }
-      open.erase(top.id);
-      done.insert(top.id);
-      order.push_back(top.id);
-      stack.pop_back();
-    }
-  }
-  return order;
-}
-
 Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost) {
-  // For each class, the classes (with their chosen node's cost) its best choice pulls in.
-  std::map<ClassId, std::map<ClassId, double>> sets;
-  std::map<ClassId, double> totals;
   Extraction x;
   x.method = "greedy DAG";
-  auto ids = children_first(g);
-  for (int round = 0; round < 1000; ++round) {
+  const size_t n = g.id_bound();
+  Choice& choice = x.choice;
+  choice.assign(n, kNoChoice);
+  std::vector<double> own(n, 0);      // the chosen e-node's cost
+  std::vector<uint32_t> rank(n, 0);   // 1 + the highest rank among the chosen e-node's children
+  std::vector<bool> costly(n, false); // the program of the chosen e-node costs something
+  NodeCosts costs(g, cost);
+  DifferenceWalk walk(n);
+  const std::vector<ClassId> order = children_first(g);
+  std::vector<size_t> candidates;
+  for (int round = 0; round < 64; ++round) {
     bool changed = false;
-    for (ClassId c : ids) {
+    for (ClassId c : order) {
       const auto& nodes = g.eclass(c).nodes;
+      const std::vector<double>& node_costs = costs.of(c);
+      candidates.clear();
       for (size_t i = 0; i < nodes.size(); ++i) {
-        double own = cost(g, c, nodes[i]);
-        if (own == kInfeasible) continue;
-        std::map<ClassId, double> set;
-        bool ok = true;
-        for (ClassId child : nodes[i].children) {
-          if (child == kAbsent) continue;
-          auto it = sets.find(g.find(child));
-          if (it == sets.end() || it->second.count(c)) {  // not yet reachable, or a cycle through c
-            ok = false;
-            break;
+        if (node_costs[i] == kInfeasible) continue;
+        bool ready = true;
+        for (ClassId ch : nodes[i].children) ready = ready && (ch == kAbsent || choice[g.find(ch)] != kNoChoice);
+        if (ready) candidates.push_back(i);
+      }
+      if (candidates.empty()) continue;
+      // With no choice yet, no chosen e-node uses the class, so nothing can be cyclic.
+      size_t pick = candidates.front();
+      if (candidates.size() > 1) {
+        // At most 64 alternatives a walk (one bit each); the winner meets the next batch.
+        size_t winner = choice[c];
+        for (size_t from = 0; from < candidates.size();) {
+          std::vector<size_t> batch;
+          if (winner != kNoChoice) batch.push_back(winner);
+          while (from < candidates.size() && batch.size() < 64) {
+            if (candidates[from] != winner) batch.push_back(candidates[from]);
+            ++from;
           }
-          set.insert(it->second.begin(), it->second.end());
+          const size_t b = walk.cheapest(g, c, batch, node_costs, winner, choice, own, rank, costly);
+          if (b != kNoChoice) winner = batch[b];
         }
-        if (!ok) continue;
-        set[c] = own;
-        double total = 0;
-        for (const auto& [k, v] : set) total += v;
-        auto cur = totals.find(c);
-        if (cur == totals.end() || total < cur->second - 1e-12) {
-          totals[c] = total;
-          sets[c] = std::move(set);
-          x.choice[c] = i;
-          changed = true;
-        }
+        if (winner == kNoChoice) continue;
+        pick = winner;
+      }
+      uint32_t r = 0;
+      bool pays = node_costs[pick] != 0;
+      for (ClassId ch : nodes[pick].children)
+        if (ch != kAbsent) r = std::max(r, rank[g.find(ch)]), pays = pays || costly[g.find(ch)];
+      rank[c] = r + 1;
+      costly[c] = pays;
+      if (pick != choice[c]) {
+        choice[c] = pick;
+        own[c] = node_costs[pick];
+        changed = true;
       }
     }
     if (!changed) break;
@@ -210,6 +310,7 @@ Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots
 Extraction extract_original(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost) {
   Extraction x;
   x.method = "the input program";
+  x.choice.assign(g.id_bound(), kNoChoice);
   for (ClassId c : reachable(g, roots)) {
     const auto& nodes = g.eclass(c).nodes;
     for (size_t i = 0; i < nodes.size(); ++i)
@@ -233,11 +334,12 @@ Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, con
     for (const ENode& n : g.eclass(c).nodes) m = std::min(m, cost(g, c, n));
     min_cost[c] = m;
   }
-  std::map<ClassId, size_t> choice;
+  Choice choice(g.id_bound(), kNoChoice);
   std::set<ClassId> needed;
   for (ClassId r : roots) needed.insert(g.find(r));
   size_t explored = 0;
   bool exhausted = true;
+  // Recursive, but only on e-graphs of at most a few hundred classes (extract_best).
   std::function<void(double)> search = [&](double so_far) {
     if (++explored > budget) {
       exhausted = false;
@@ -247,7 +349,7 @@ Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, con
     double bound = so_far;
     ClassId next = kAbsent;
     for (ClassId c : needed)
-      if (!choice.count(c)) {
+      if (choice[c] == kNoChoice) {
         bound += min_cost[c];
         if (next == kAbsent) next = c;
       }
@@ -273,7 +375,7 @@ Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, con
         if (child != kAbsent && needed.insert(g.find(child)).second) added.push_back(g.find(child));
       search(so_far + c);
       for (ClassId a : added) needed.erase(a);
-      choice.erase(next);
+      choice[next] = kNoChoice;
       if (!exhausted) return;
     }
   };
@@ -286,7 +388,7 @@ Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, con
 
 Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, size_t exact_limit) {
   size_t with_choice = 0;
-  auto live = reachable(g, roots);
+  const std::vector<ClassId> live = reachable(g, roots);
   for (ClassId c : live) with_choice += g.eclass(c).nodes.size() > 1;
   // The search's bound only sees classes already reached, so it prunes late on big graphs.
   if (with_choice <= exact_limit && live.size() <= 8 * std::max<size_t>(exact_limit, 1)) {
@@ -336,53 +438,51 @@ Model extraction_to_model(const Model& original, const GraphEGraph& geg, const E
   // Output names are reserved for the classes of the graph outputs.
   std::map<ClassId, std::string> reserved;
   for (size_t i = 0; i < geg.roots.size(); ++i) reserved.emplace(g.find(geg.roots[i]), src.outputs()[i]->name());
+  std::unordered_map<std::string, ClassId> reserved_by_name;
+  for (const auto& [rc, rn] : reserved) reserved_by_name.emplace(rn, rc);
   auto name_for = [&](ClassId c, const std::string& fallback) {
     auto r = reserved.find(c);
     if (r != reserved.end() && !out.find_value(r->second)) return r->second;
     const std::string& n = g.eclass(c).data.name;
-    bool taken_by_output = false;
-    for (const auto& [rc, rn] : reserved) taken_by_output = taken_by_output || (rn == n && rc != c);
+    auto owner = reserved_by_name.find(n);
+    const bool taken_by_output = owner != reserved_by_name.end() && owner->second != c;
     if (!n.empty() && !taken_by_output && !out.find_value(n)) return n;
     return out.unique_name(fallback);
   };
   std::map<ClassId, Node*> tuple_nodes;
-  std::function<Value*(ClassId)> build = [&](ClassId c) -> Value* {
-    c = g.find(c);
-    if (auto it = values.find(c); it != values.end()) return it->second;
-    auto ch = x.choice.find(c);
-    if (ch == x.choice.end()) throw Error("internal: extraction chose nothing for class " + std::to_string(c));
+  auto chosen = [&](ClassId c) -> const ENode& {
+    if (c >= x.choice.size() || x.choice[c] == kNoChoice)
+      throw Error("internal: extraction chose nothing for class " + std::to_string(c));
+    return g.eclass(c).nodes.at(x.choice[c]);
+  };
+  // Makes the value (or, for an op with several outputs, the node) of a class whose
+  // children are made.
+  auto make = [&](ClassId c) {
     const EClass& ec = g.eclass(c);
-    const ENode& n = ec.nodes.at(ch->second);
+    const ENode& n = chosen(c);
     switch (n.kind) {
-      case ENode::Kind::Input: {
-        Value* v = values.at(g.find(geg.inputs.at(n.op)));
-        values[c] = v;
-        return v;
-      }
+      case ENode::Kind::Input:
+        values[c] = values.at(g.find(geg.inputs.at(n.op)));
+        return;
       case ENode::Kind::Const: {
         Value* v = out.add_value(name_for(c, "const"));
         v->type = ec.data.type;
         out.add_initializer(v, g.constant_ptr(n.constant));
         values[c] = v;
-        return v;
+        return;
       }
       case ENode::Kind::Proj: {
-        ClassId tuple = g.find(n.children.at(0));
-        Node* node = tuple_nodes.count(tuple) ? tuple_nodes.at(tuple) : nullptr;
-        if (!node) {
-          build(tuple);  // creates the node and all of its outputs
-          node = tuple_nodes.at(tuple);
-        }
+        Node* node = tuple_nodes.at(g.find(n.children.at(0)));
         Value* v = node->output(n.op);
         if (out.find_value(name_for(c, v->name())) == nullptr) out.rename_value(v, name_for(c, v->name()));
         if (v->type.dtype == DType::Undefined) v->type = ec.data.type;
         values[c] = v;
-        return v;
+        return;
       }
       case ENode::Kind::Op: {
         const OpSignature& sig = g.signature(n.op);
         std::vector<Value*> inputs;
-        for (ClassId child : n.children) inputs.push_back(child == kAbsent ? nullptr : build(child));
+        for (ClassId child : n.children) inputs.push_back(child == kAbsent ? nullptr : values.at(g.find(child)));
         std::string node_name = ec.data.node_name.empty() ? "" : ec.data.node_name;
         if (!node_name.empty() && out.find_node(node_name)) node_name = out.unique_name(node_name);
         std::vector<Value*> outs;
@@ -397,19 +497,36 @@ Model extraction_to_model(const Model& original, const GraphEGraph& geg, const E
         Node* node = out.add_node(sig.op_type, sig.domain, node_name, inputs, outs);
         node->attributes = sig.attributes;
         if (origins && n.origin >= 0) (*origins)[node->name] = {n.origin, n.site};
-        if (sig.num_outputs == 1) {
-          values[c] = outs[0];
-          return outs[0];
-        }
-        tuple_nodes[c] = node;
-        return nullptr;  // a tuple has no single value
+        if (sig.num_outputs == 1) values[c] = outs[0];
+        else tuple_nodes[c] = node;  // a tuple has no single value
+        return;
       }
     }
-    return nullptr;
   };
+  // Depth first from each output, children in order before their user (an explicit
+  // stack: model depth must not bound the native stack).
+  auto made = [&](ClassId c) { return values.count(c) || tuple_nodes.count(c); };
+  std::vector<std::pair<ClassId, bool>> stack;  // (class, children pushed)
   for (size_t i = 0; i < geg.roots.size(); ++i) {
-    Value* v = build(geg.roots[i]);
-    out.add_output(v);
+    stack.push_back({g.find(geg.roots[i]), false});
+    while (!stack.empty()) {
+      auto [c, expanded] = stack.back();
+      if (made(c)) {
+        stack.pop_back();
+        continue;
+      }
+      if (expanded) {
+        stack.pop_back();
+        make(c);
+        continue;
+      }
+      stack.back().second = true;
+      const ENode& n = chosen(c);
+      if (n.kind == ENode::Kind::Op || n.kind == ENode::Kind::Proj)
+        for (size_t k = n.children.size(); k-- > 0;)
+          if (n.children[k] != kAbsent) stack.push_back({g.find(n.children[k]), false});
+    }
+    out.add_output(values.at(g.find(geg.roots[i])));
   }
   if (!out.topological_sort()) throw Error("internal: the extracted graph has a cycle");
   return m;

@@ -6,21 +6,20 @@
 // classes each choice pulls in; the exact extractor is branch and bound,
 // seeded with the heuristic, for e-graphs small enough. Nodes of infinite cost
 // (infeasible kernels) are never picked; cyclic selections are refused.
-#include <functional>
-#include <limits>
+//
+// Every extractor here runs in time near-linear in the e-graph on real models: the
+// DAG heuristic compares a class's alternatives by walking only the classes where
+// their programs differ (until every walk meets), and the improvement passes price
+// a switch by what it adds and drops (egraph/selection.h).
 #include <map>
 #include <string>
 
-#include "egraph/egraph.h"
+#include "egraph/selection.h"
 
 namespace geopt {
 
-inline constexpr double kInfeasible = std::numeric_limits<double>::infinity();
-// The cost of one e-node (its kernel), excluding its children.
-using NodeCost = std::function<double(const EGraph&, ClassId, const ENode&)>;
-
 struct Extraction {
-  std::map<ClassId, size_t> choice;  // class -> index of the chosen e-node in eclass(c).nodes
+  Choice choice;                     // class id -> index of the chosen e-node in eclass(c).nodes (kNoChoice: none)
   double cost = kInfeasible;         // DAG cost: every chosen node reachable from the roots, once
   std::string method;
   bool optimal = false;              // proven (exact search finished)
@@ -45,7 +44,7 @@ Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, con
 Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, size_t exact_limit = 40);
 
 // The DAG cost of a selection (infinite when it is cyclic or incomplete).
-double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const std::map<ClassId, size_t>& choice, const NodeCost& cost);
+double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const Choice& choice, const NodeCost& cost);
 
 // Builds the extracted program as an IR model: the original's inputs, outputs and
 // metadata, with names kept where a class came from a named value or node.

@@ -24,9 +24,28 @@ Value* Graph::find_value(std::string_view value_name) const {
 
 std::string Graph::unique_name(std::string_view prefix) const {
   std::string candidate(prefix);
-  for (size_t k = 1; find_value(candidate) || find_node(candidate); ++k)
-    candidate = std::string(prefix) + "_" + std::to_string(k);
+  if (!find_value(candidate) && !find_node(candidate)) return candidate;
+  // Suffixes below the counter were taken when it was last moved: start after them.
+  size_t& k = next_suffix_[candidate];
+  do candidate = std::string(prefix) + "_" + std::to_string(++k);
+  while (find_value(candidate) || find_node(candidate));
   return candidate;
+}
+
+void Graph::unindex_node(Node* n) {
+  if (n->name.empty()) return;
+  auto [first, last] = node_by_name_.equal_range(n->name);
+  for (auto it = first; it != last; ++it)
+    if (it->second == n) {
+      node_by_name_.erase(it);
+      return;
+    }
+}
+
+void Graph::rename_node(Node* n, std::string new_name) {
+  unindex_node(n);
+  n->name = std::move(new_name);
+  if (!n->name.empty()) node_by_name_.emplace(n->name, n);
 }
 
 void Graph::add_initializer(Value* v, std::shared_ptr<const Tensor> data) {
@@ -41,6 +60,7 @@ Node* Graph::add_node(std::string op_type, std::string_view domain, std::string 
   n->domain = domain == "ai.onnx" ? std::string() : std::string(domain);
   n->name = std::move(node_name);
   n->index_hint_ = nodes_added_++;
+  if (!n->name.empty()) node_by_name_.emplace(n->name, n.get());
   n->inputs_ = inputs;
   n->outputs_ = outputs;
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -73,6 +93,7 @@ void Graph::remove_node(Node* n) {
     if (Value* in = n->inputs_[i]) std::erase(in->uses_, Use{n, i});
   for (Value* out : n->outputs_)
     if (out) out->producer_ = nullptr;
+  unindex_node(n);
   std::erase_if(nodes_, [n](const std::unique_ptr<Node>& p) { return p.get() == n; });
 }
 
@@ -108,6 +129,7 @@ void Graph::rename_value(Value* v, std::string new_name) {
 size_t Graph::remove_dead_code() {
   std::unordered_set<const Value*> outputs(outputs_.begin(), outputs_.end());
   size_t removed = 0;
+  std::vector<bool> dead(nodes_.size(), false);
   for (size_t i = nodes_.size(); i-- > 0;) {  // reverse order frees chains in one sweep
     Node* n = nodes_[i].get();
     bool live = false;
@@ -117,9 +139,14 @@ size_t Graph::remove_dead_code() {
       if (Value* in = n->inputs_[k]) std::erase(in->uses_, Use{n, k});
     for (Value* out : n->outputs_)
       if (out) out->producer_ = nullptr;
-    nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(i));
+    unindex_node(n);
+    dead[i] = true;
     ++removed;
   }
+  size_t kept = 0;  // one compaction: erasing one by one is quadratic in the nodes removed
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (!dead[i]) nodes_[kept++] = std::move(nodes_[i]);
+  nodes_.resize(kept);
   std::unordered_set<const Value*> inputs(inputs_.begin(), inputs_.end());
   std::erase_if(initializers_, [&](Value* v) {
     bool unused = v->uses_.empty() && !outputs.count(v) && !inputs.count(v);
@@ -183,9 +210,11 @@ const Tensor* Graph::constant_value(const Value* v) const {
 
 const Node* Graph::find_node(std::string_view node_name) const {
   if (node_name.empty()) return nullptr;
-  for (const auto& n : nodes_)
-    if (n->name == node_name) return n.get();
-  return nullptr;
+  auto [first, last] = node_by_name_.equal_range(std::string(node_name));
+  const Node* found = nullptr;
+  for (auto it = first; it != last; ++it)
+    if (!found || it->second->index_hint_ < found->index_hint_) found = it->second;
+  return found;
 }
 
 int64_t Model::opset_version(std::string_view d) const {

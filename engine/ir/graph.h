@@ -28,7 +28,8 @@ class Graph {
   // Creates a value; names are unique within the graph (throws geopt::Error otherwise).
   Value* add_value(std::string value_name);
   Value* find_value(std::string_view value_name) const;
-  // A fresh name "prefix", "prefix_1", ... not used by any value or node.
+  // A fresh name "prefix", "prefix_1", ... not used by any value or node. Each prefix
+  // keeps a counter, so asking for many names with one prefix costs linear time.
   std::string unique_name(std::string_view prefix) const;
 
   void add_input(Value* v) { inputs_.push_back(v); }
@@ -48,6 +49,8 @@ class Graph {
   void replace_all_uses(Value* old, Value* with);
   // Renames a value (names are unique; throws geopt::Error if taken).
   void rename_value(Value* v, std::string new_name);
+  // Renames a node. Rename nodes only through this: find_node reads an index.
+  void rename_node(Node* n, std::string new_name);
   // Removes nodes whose outputs nobody uses (graph outputs count as uses), then
   // initializers and values left unused. Returns the number of nodes removed.
   size_t remove_dead_code();
@@ -61,15 +64,20 @@ class Graph {
   const std::vector<Value*>& initializers() const { return initializers_; }
   // Every value, in creation order.
   const std::vector<std::unique_ptr<Value>>& values() const { return values_; }
+  // The node of that name (the earliest added where names repeat); null when none.
   const Node* find_node(std::string_view node_name) const;
   // The value's tensor when it is a constant: an initializer that is not a graph input
   // (those can be fed), or the output of a Constant node. Null otherwise.
   const Tensor* constant_value(const Value* v) const;
 
  private:
+  void unindex_node(Node* n);
+
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Value>> values_;
   std::unordered_map<std::string, Value*> by_name_;
+  std::unordered_multimap<std::string, Node*> node_by_name_;  // named nodes only
+  mutable std::unordered_map<std::string, size_t> next_suffix_;  // unique_name's counter per prefix
   std::vector<Value*> inputs_;
   std::vector<Value*> outputs_;
   std::vector<Value*> initializers_;

@@ -1,0 +1,232 @@
+#include "egraph/selection.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace geopt {
+
+// What one switch does to the selection: use counts that change, classes it newly
+// computes (with the e-node each takes), and the change in cost.
+struct Selection::Change {
+  std::unordered_map<ClassId, int64_t> uses;
+  std::unordered_map<ClassId, size_t> added;
+  double cost = 0;
+};
+
+Selection::Selection(const EGraph& g, std::vector<ClassId> roots, const NodeCost& cost, Choice choice)
+    : g_(g), roots_(std::move(roots)), cost_fn_(cost), choice_(std::move(choice)) {
+  choice_.resize(g_.id_bound(), kNoChoice);
+  recompute();
+}
+
+void Selection::recompute() {
+  const size_t n = g_.id_bound();
+  uses_.assign(n, 0);
+  own_.assign(n, 0);
+  position_.assign(n, 0);
+  order_.clear();
+  cost_ = 0;
+  // Iterative depth-first walk (model depth must not bound the native stack):
+  // 0 unseen, 1 open, 2 done.
+  std::vector<uint8_t> state(n, 0);
+  struct Frame {
+    ClassId id;
+    size_t next;
+  };
+  std::vector<Frame> stack;
+  auto enter = [&](ClassId c) {
+    if (state[c] == 1) return false;  // a cycle
+    if (state[c] == 2) return true;
+    const size_t k = choice_[c];
+    if (k == kNoChoice || k >= g_.eclass(c).nodes.size()) return false;
+    own_[c] = cost_fn_(g_, c, g_.eclass(c).nodes[k]);
+    if (own_[c] == kInfeasible) return false;
+    state[c] = 1;
+    stack.push_back({c, 0});
+    return true;
+  };
+  bool ok = true;
+  for (ClassId r : roots_) {
+    r = g_.find(r);
+    ++uses_[r];
+    ok = ok && enter(r);
+    while (ok && !stack.empty()) {
+      Frame& top = stack.back();
+      const auto& children = g_.eclass(top.id).nodes[choice_[top.id]].children;
+      if (top.next < children.size()) {
+        const ClassId child = children[top.next++];
+        if (child == kAbsent) continue;
+        const ClassId ch = g_.find(child);
+        ++uses_[ch];
+        ok = enter(ch);
+        continue;
+      }
+      state[top.id] = 2;
+      position_[top.id] = static_cast<uint32_t>(order_.size());
+      order_.push_back(top.id);
+      cost_ += own_[top.id];
+      stack.pop_back();
+    }
+  }
+  if (!ok) cost_ = kInfeasible;
+}
+
+bool Selection::plan_switch(ClassId c, size_t node, const Choice* fill, Change& change) const {
+  const ENode& n = g_.eclass(c).nodes.at(node);
+  const double own = cost_fn_(g_, c, n);
+  if (own == kInfeasible) return false;
+  change.cost = own - own_[c];
+  auto current_uses = [&](ClassId x) {
+    auto it = change.uses.find(x);
+    return static_cast<int64_t>(uses_[x]) + (it == change.uses.end() ? 0 : it->second);
+  };
+  // What the new e-node needs first, so a class both sides use is never dropped and re-added.
+  std::vector<ClassId> stack;
+  auto need = [&](const ENode& e) {
+    for (ClassId ch : e.children)
+      if (ch != kAbsent) stack.push_back(g_.find(ch));
+  };
+  need(n);
+  while (!stack.empty()) {
+    const ClassId x = stack.back();
+    stack.pop_back();
+    const bool newly = current_uses(x) == 0;
+    ++change.uses[x];
+    if (!newly) continue;
+    size_t k = choice_[x];
+    if (k == kNoChoice && fill && x < fill->size()) k = (*fill)[x];
+    if (k == kNoChoice || k >= g_.eclass(x).nodes.size()) return false;
+    const ENode& e = g_.eclass(x).nodes[k];
+    const double c_x = cost_fn_(g_, x, e);
+    if (c_x == kInfeasible) return false;
+    change.cost += c_x;
+    change.added[x] = k;
+    need(e);
+  }
+  // Then what the old e-node alone kept alive.
+  for (ClassId ch : g_.eclass(c).nodes.at(choice_[c]).children)
+    if (ch != kAbsent) stack.push_back(g_.find(ch));
+  while (!stack.empty()) {
+    const ClassId y = stack.back();
+    stack.pop_back();
+    --change.uses[y];
+    if (current_uses(y) != 0) continue;
+    change.cost -= own_[y];
+    for (ClassId ch : g_.eclass(y).nodes[choice_[y]].children)
+      if (ch != kAbsent) stack.push_back(g_.find(ch));
+  }
+  std::vector<ClassId> from;
+  for (ClassId ch : n.children)
+    if (ch != kAbsent) from.push_back(g_.find(ch));
+  return !reaches(from, c, change);
+}
+
+// Whether `target` is reachable from `from` in the selection after `change`. The old
+// selection is acyclic and its edges point only at classes it computes, so every new
+// cycle passes through the switched class, and an old class reaches it only from a
+// later position in the children-first order.
+bool Selection::reaches(const std::vector<ClassId>& from, ClassId target, const Change& change) const {
+  std::unordered_set<ClassId> seen;
+  std::vector<ClassId> stack(from.begin(), from.end());
+  while (!stack.empty()) {
+    const ClassId x = stack.back();
+    stack.pop_back();
+    if (x == target) return true;
+    if (!seen.insert(x).second) continue;
+    size_t k;
+    if (auto it = change.added.find(x); it != change.added.end()) {
+      k = it->second;
+    } else {
+      if (position_[x] < position_[target]) continue;
+      k = choice_[x];
+    }
+    for (ClassId ch : g_.eclass(x).nodes[k].children)
+      if (ch != kAbsent) stack.push_back(g_.find(ch));
+  }
+  return false;
+}
+
+double Selection::cost_with(ClassId c, size_t node, const Choice* fill) const {
+  c = g_.find(c);
+  if (!feasible()) return kInfeasible;
+  if (uses_[c] == 0 || node == choice_[c]) return cost_;
+  Change change;
+  if (!plan_switch(c, node, fill, change)) return kInfeasible;
+  return cost_ + change.cost;
+}
+
+void Selection::switch_to(ClassId c, size_t node, const Choice* fill) {
+  c = g_.find(c);
+  Change change;
+  if (uses_[c] == 0 || node == choice_[c] || !feasible()) {
+    choice_[c] = node;
+    if (uses_[c] > 0 || !feasible()) recompute();
+    return;
+  }
+  if (!plan_switch(c, node, fill, change)) return;
+  if (!change.added.empty()) {  // new classes need places in the order: walk it anew
+    choice_[c] = node;
+    for (const auto& [x, k] : change.added) choice_[x] = k;
+    recompute();
+    return;
+  }
+  choice_[c] = node;
+  own_[c] = cost_fn_(g_, c, g_.eclass(c).nodes[node]);
+  for (const auto& [x, d] : change.uses) uses_[x] = static_cast<uint32_t>(static_cast<int64_t>(uses_[x]) + d);
+  cost_ += change.cost;
+  reorder_after_switch(c);
+}
+
+// Keeps the children-first order valid after class c took an e-node whose children
+// may stand after it (Pearce and Kelly's dynamic topological order): the descendants
+// of those children placed between them and c move before the ancestors of c placed
+// there, reusing the same positions. Only that stretch of the order is touched.
+void Selection::reorder_after_switch(ClassId c) {
+  const uint32_t lower = position_[c];
+  uint32_t upper = lower;
+  const auto& new_children = g_.eclass(c).nodes[choice_[c]].children;
+  for (ClassId ch : new_children)
+    if (ch != kAbsent) upper = std::max(upper, position_[g_.find(ch)]);
+  if (upper == lower) return;
+  std::vector<ClassId> down, up, stack;
+  std::unordered_set<ClassId> seen;
+  for (ClassId ch : new_children)
+    if (ch != kAbsent) stack.push_back(g_.find(ch));
+  while (!stack.empty()) {
+    const ClassId x = stack.back();
+    stack.pop_back();
+    if (position_[x] <= lower || position_[x] > upper || !seen.insert(x).second) continue;
+    down.push_back(x);
+    for (ClassId ch : g_.eclass(x).nodes[choice_[x]].children)
+      if (ch != kAbsent) stack.push_back(g_.find(ch));
+  }
+  stack.push_back(c);
+  while (!stack.empty()) {
+    const ClassId x = stack.back();
+    stack.pop_back();
+    if (position_[x] < lower || position_[x] >= upper || !seen.insert(x).second) continue;
+    up.push_back(x);
+    for (const auto& [parent_node, parent] : g_.eclass(x).parents) {
+      const ClassId p = g_.find(parent);
+      if (uses_[p] == 0) continue;
+      for (ClassId ch : g_.eclass(p).nodes[choice_[p]].children)
+        if (ch != kAbsent && g_.find(ch) == x) {
+          stack.push_back(p);
+          break;
+        }
+    }
+  }
+  auto by_position = [&](ClassId a, ClassId b) { return position_[a] < position_[b]; };
+  std::sort(down.begin(), down.end(), by_position);
+  std::sort(up.begin(), up.end(), by_position);
+  std::vector<uint32_t> slots;
+  for (ClassId x : down) slots.push_back(position_[x]);
+  for (ClassId x : up) slots.push_back(position_[x]);
+  std::sort(slots.begin(), slots.end());
+  size_t k = 0;
+  for (ClassId x : down) position_[x] = slots[k], order_[slots[k++]] = x;
+  for (ClassId x : up) position_[x] = slots[k], order_[slots[k++]] = x;
+}
+
+}  // namespace geopt

@@ -1,0 +1,65 @@
+#pragma once
+// A selection: one chosen e-node per e-class, and the program it spans from the
+// roots (the classes it computes, how many chosen e-nodes and roots use each, its
+// DAG cost: every computed class paid once). Switching one class to another e-node
+// is priced by walking only what the switch adds and what it leaves unused, so
+// improving a selection one class at a time costs time in proportion to the
+// change, not to the program. That keeps extraction linear in the model's size.
+#include <cstddef>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "egraph/egraph.h"
+
+namespace geopt {
+
+inline constexpr double kInfeasible = std::numeric_limits<double>::infinity();
+// The cost of one e-node (its kernel), excluding its children.
+using NodeCost = std::function<double(const EGraph&, ClassId, const ENode&)>;
+
+// The chosen e-node of each class, indexed by class id (EGraph::id_bound() entries).
+inline constexpr size_t kNoChoice = std::numeric_limits<size_t>::max();
+using Choice = std::vector<size_t>;
+
+class Selection {
+ public:
+  // Infeasible (cost() infinite) when a class the roots need has no choice, its
+  // chosen e-node costs infinity, or the chosen e-nodes close a cycle.
+  Selection(const EGraph& g, std::vector<ClassId> roots, const NodeCost& cost, Choice choice);
+
+  double cost() const { return cost_; }
+  bool feasible() const { return cost_ < kInfeasible; }
+  const Choice& choice() const { return choice_; }
+  // Whether the program computes class c (reached from a root through chosen e-nodes).
+  bool computes(ClassId c) const { return uses_.at(g_.find(c)) > 0; }
+  // The computed classes, children before parents.
+  const std::vector<ClassId>& order() const { return order_; }
+
+  // The DAG cost of the program with class c switched to its e-node `node`. Classes
+  // the switch newly needs take their own choice, else their choice in `fill`;
+  // infinite when one has none or the switch closes a cycle. The selection must be
+  // feasible; a class it does not compute changes nothing.
+  double cost_with(ClassId c, size_t node, const Choice* fill = nullptr) const;
+  // Makes that switch (feasible ones only: check cost_with first).
+  void switch_to(ClassId c, size_t node, const Choice* fill = nullptr);
+
+ private:
+  struct Change;
+  bool plan_switch(ClassId c, size_t node, const Choice* fill, Change& change) const;
+  bool reaches(const std::vector<ClassId>& from, ClassId target, const Change& change) const;
+  void recompute();
+  void reorder_after_switch(ClassId c);
+
+  const EGraph& g_;
+  std::vector<ClassId> roots_;
+  NodeCost cost_fn_;
+  Choice choice_;
+  std::vector<uint32_t> uses_;     // chosen e-nodes and roots using each class
+  std::vector<double> own_;        // cost of each computed class's chosen e-node
+  std::vector<uint32_t> position_; // index in order_ (children first)
+  std::vector<ClassId> order_;
+  double cost_ = kInfeasible;
+};
+
+}  // namespace geopt

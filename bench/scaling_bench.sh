@@ -25,16 +25,18 @@ done
 
 # One line of JSON per run: the command's own report plus its peak RSS.
 measure() {  # measure MODEL COMMAND
-  local model=$1 command=$2 report rss
+  local model=$1 command=$2
   for ((r = 0; r < runs; r++)); do
     if [[ $command == optimize ]]; then
       /usr/bin/time -f "%M" -o "$out/scaling.rss" "$geopt" optimize "$model" -o "$out/scaling_out.onnx" --no-check --json >"$out/scaling.json"
     else
       /usr/bin/time -f "%M" -o "$out/scaling.rss" "$geopt" compile "$model" -o "$out/scaling_out.plan" --no-check --json >"$out/scaling.json"
     fi
-    rss=$(tail -1 "$out/scaling.rss")
-    report=$(cat "$out/scaling.json")
-    echo "{\"model\": \"$model\", \"command\": \"$command\", \"rss_kib\": $rss, \"report\": $report, \"weights\": $("$geopt" info --json "$model")}"
+    "$geopt" info --json "$model" >"$out/scaling_info.json"
+    /usr/bin/python3 -c 'import json, sys
+print(json.dumps({"model": sys.argv[1], "command": sys.argv[2], "rss_kib": int(open(sys.argv[3]).read().split()[-1]),
+                  "report": json.load(open(sys.argv[4])), "weights": json.load(open(sys.argv[5]))}))' \
+      "$model" "$command" "$out/scaling.rss" "$out/scaling.json" "$out/scaling_info.json"
   done
 }
 
@@ -44,9 +46,10 @@ series() {  # series NAME MODEL...
   for model in "$@"; do
     measure "$model" optimize
     measure "$model" compile
-  done | /usr/bin/python3 - "$name" <<'PY'
+  done >"$out/scaling_rows.jsonl"
+  /usr/bin/python3 - "$name" "$out/scaling_rows.jsonl" <<'PY'
 import json, statistics, sys
-rows = [json.loads(line) for line in sys.stdin]
+rows = [json.loads(line) for line in open(sys.argv[2])]
 name = sys.argv[1]
 models = list(dict.fromkeys(r["model"] for r in rows))
 def med(model, command, get):

@@ -279,6 +279,10 @@ def build(name):
     if name == "mobilenetv2_half":
         m = torchvision.models.mobilenet_v2(width_mult=0.5, num_classes=100)
         return perturb_(m), (torch.randn(1, 3, 96, 96, generator=g),), ["image"], ["logits"], None
+    if name == "vit_tiny":  # torchvision's ViT (nn.MultiheadAttention, pre-LN), 2 layers of width 32
+        m = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
+                                                 mlp_dim=64, num_classes=10)
+        return perturb_(m), (torch.randn(1, 3, 32, 32, generator=g),), ["image"], ["logits"], None
     if name == "bert_tiny_dynamic":
         model, args, ins, outs, _ = build("bert_tiny")
         axes = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
@@ -289,7 +293,7 @@ def build(name):
 
 def export_all(out_dir):
     os.makedirs(out_dir, exist_ok=True)
-    plan = [(a, o) for a in ("bert_tiny", "gpt2_tiny", "llama_tiny", "resnet18_narrow", "mobilenetv2_half") for o in (13, 17)]
+    plan = [(a, o) for a in ("bert_tiny", "gpt2_tiny", "llama_tiny", "resnet18_narrow", "mobilenetv2_half", "vit_tiny") for o in (13, 17)]
     plan.append(("bert_tiny_dynamic", 17))
     for arch, opset in plan:
         name = f"{arch}_op{opset}" if arch != "bert_tiny_dynamic" else "bert_tiny_dynamic_seq_op17"

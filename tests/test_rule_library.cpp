@@ -8,6 +8,7 @@
 #include "ascend/optimizer.h"
 #include "dsl_support.h"
 #include "onnx/import.h"
+#include "passes/static_shapes.h"
 #include "test_support.h"
 
 namespace geopt {
@@ -63,6 +64,28 @@ TEST_CASE("GPT-2: the same with a causal mask, and pre-LN residuals keep their s
     CHECK(count_in(r.model, kGeluPrimitives) == 0);
     CHECK(count_op(r.model, "Add") == 0);  // every residual is inside an AddLayerNorm
     CHECK(count_op(r.model, "Not") == 0);  // the mask was folded to a constant
+  }
+}
+
+TEST_CASE("ViT (torchvision, nn.MultiheadAttention, pre-LN): every residual is inside an AddLayerNorm that keeps its sum") {
+  // Each sum is both a LayerNorm's input and the next residual's: the extraction must
+  // take the tuple's sum for the Add, not drop the tuple for a LayerNorm of the Add.
+  static auto rules = test::load_rules({test::shipped_rules()});
+  for (const char* name : {"vit_tiny_op13", "vit_tiny_op17"}) {
+    INFO(std::string(name));
+    // As geopt optimize runs it: the exporter's shape computations (the class token's
+    // Expand) folded first.
+    Model m = import_onnx(test::examples_dir() / (std::string(name) + ".onnx"));
+    propagate_static_shapes(m);
+    ascend::OptimizeResult r = ascend::optimize(m, *rules, ascend::load_profile("Ascend910B1"));
+    CHECK(test::max_output_error(m, r.model) <= 1e-4);
+    CHECK(count_op(r.model, "AddLayerNorm") == 5);  // ln_1, ln_2 per layer and the final ln
+    CHECK(r.selected["AddLayerNormKeepSum"] == 4);
+    CHECK(count_in(r.model, kNormPrimitives) == 0);
+    CHECK(count_op(r.model, "Add") == 0);
+    CHECK(count_op(r.model, "FlashAttention") == 2);
+    CHECK(count_in(r.model, kAttentionPrimitives) == 0);
+    CHECK(count_in(r.model, kGeluPrimitives) == 0);
   }
 }
 

@@ -190,23 +190,34 @@ void reuse_selected(const EGraph& g, const std::vector<ClassId>& roots, const No
   Selection s(g, roots, cost, x.choice);
   if (!s.feasible()) return;
   for (int pass = 0; pass < 8; ++pass) {
-    bool improved = false;
-    const std::vector<ClassId> classes = s.order();
-    for (ClassId c : classes) {
-      if (!s.computes(c)) continue;  // left unused by an earlier switch
+    // Every switch that pays against this pass's program, the largest saving first (a
+    // switch can take away another's saving: the LayerNorm that drops a tuple whose
+    // other output would replace an Add), each priced again when its turn comes.
+    struct Switch {
+      double saving;
+      ClassId c;
+      size_t node;
+    };
+    std::vector<Switch> paying;
+    for (ClassId c : s.order()) {
+      if (!s.computes(c)) continue;
       const auto& nodes = g.eclass(c).nodes;
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (i == s.choice()[c]) continue;
         bool computed_already = true;
         for (ClassId ch : nodes[i].children) computed_already = computed_already && (ch == kAbsent || s.computes(ch));
         if (!computed_already) continue;
-        if (s.cost_with(c, i) < s.cost() - 1e-9) {  // infinite when it closes a cycle
-          s.switch_to(c, i);
-          improved = true;
-          break;
-        }
+        const double with = s.cost_with(c, i);  // infinite when it closes a cycle
+        if (with < s.cost() - 1e-9) paying.push_back({s.cost() - with, c, i});
       }
     }
+    std::stable_sort(paying.begin(), paying.end(), [](const Switch& a, const Switch& b) { return a.saving > b.saving; });
+    bool improved = false;
+    for (const Switch& w : paying)
+      if (s.computes(w.c) && s.choice()[w.c] != w.node && s.cost_with(w.c, w.node) < s.cost() - 1e-9) {
+        s.switch_to(w.c, w.node);
+        improved = true;
+      }
     if (!improved) break;
   }
   x.choice = s.choice();

@@ -309,6 +309,9 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
   struct Ban {
     size_t times = 0;
     int until = -1;
+    // When banned while searching near changes: the iteration whose changes its dropped
+    // matches were near. Back from the ban, it searches near every change since then.
+    int since = -1;
   };
   std::vector<Ban> bans(rules.rules().size());
   std::set<std::pair<int, ClassId>> sites;  // (rule, root class): a site counts once however often it is re-found
@@ -320,11 +323,13 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
   // Incremental search: after the first iteration a rule is tried only at classes within
   // its reach of a class that changed (a new match needs a new e-node, a merge, a new use
   // or new data somewhere inside it). A rule whose matches were dropped (banned) searches
-  // everywhere again when it comes back.
+  // everywhere again when it comes back if it was searching everywhere then, else near
+  // every class changed since the iteration it was banned in.
   const std::vector<Reach> reach = rule_reach(rules);
   int max_up = 0, max_both = -1;
   for (const Reach& r : reach) (r.both_ways ? max_both : max_up) = std::max(r.both_ways ? max_both : max_up, r.depth);
   std::vector<bool> search_all(rules.rules().size(), true);
+  std::vector<std::vector<ClassId>> touched_log;  // per iteration: the classes changed before it
   g.take_touched();
   for (int it = 0; it < limits.iterations; ++it) {
     if (ms_since(start) > limits.seconds * 1000) {
@@ -340,8 +345,18 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     EMatcher matcher(rules, g, opsets);
     // Search: every e-node is a candidate root; the automaton names the rules to try.
     auto t0 = Clock::now();
-    const std::vector<ClassId> touched = g.take_touched();
+    touched_log.push_back(g.take_touched());
+    const std::vector<ClassId>& touched = touched_log.back();
     const std::unordered_map<ClassId, int> near = near_touched(g, touched, max_up, false);
+    // Rules back from a ban they took while searching near changes: near all changes since.
+    std::map<size_t, std::unordered_map<ClassId, int>> back_near;
+    for (size_t r = 0; r < rules.rules().size(); ++r) {
+      if (bans[r].since < 0 || bans[r].until >= it || !rules.rules()[r].enabled) continue;
+      std::vector<ClassId> since;
+      for (size_t i = static_cast<size_t>(bans[r].since); i < touched_log.size(); ++i)
+        since.insert(since.end(), touched_log[i].begin(), touched_log[i].end());
+      back_near[r] = near_touched(g, since, reach[r].depth, reach[r].both_ways);
+    }
     const std::unordered_map<ClassId, int> near_both = max_both >= 0 ? near_touched(g, touched, max_both, true) : std::unordered_map<ClassId, int>{};
     std::vector<std::vector<EMatch>> found(rules.rules().size());
     std::vector<bool> over(rules.rules().size(), false);
@@ -350,7 +365,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     std::set<std::pair<std::string, std::string>> everywhere_roots;
     bool everywhere_any = false;
     for (size_t r = 0; r < rules.rules().size(); ++r) {
-      if (!search_all[r] || !rules.rules()[r].enabled) continue;
+      if ((!search_all[r] && !back_near.count(r)) || !rules.rules()[r].enabled) continue;
       for (const auto& alt : rules.rules()[r].alternatives) {
         const Pattern* root = alt.roots.front().get();
         if (root->kind == Pattern::Kind::Var && alt.lets.count(root->var)) root = alt.lets.at(root->var).get();
@@ -369,7 +384,9 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
         }
         for (const auto& [rule, alt] : matcher.candidates(c, n)) {
           if (bans[static_cast<size_t>(rule)].until >= it || over[static_cast<size_t>(rule)]) continue;
-          if (!search_all[static_cast<size_t>(rule)]) {
+          if (auto back = back_near.find(static_cast<size_t>(rule)); back != back_near.end()) {
+            if (!back->second.count(c)) continue;  // its own region, within its reach
+          } else if (!search_all[static_cast<size_t>(rule)]) {
             const Reach& rr = reach[static_cast<size_t>(rule)];
             const auto& where = rr.both_ways ? close_both : close;
             if (where == (rr.both_ways ? near_both.end() : near.end()) || where->second > rr.depth) continue;
@@ -396,10 +413,15 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
         ++b.times;
         ++rs.banned;
         banned_any = true;
-        search_all[r] = true;  // its matches are dropped: found again once it is back
+        // Its matches are dropped: found again once it is back, near the changes its
+        // search covered (and every change after), or everywhere if it searched everywhere.
+        if (!search_all[r] && b.since < 0) b.since = it;
         continue;
       }
-      if (searched) search_all[r] = false;
+      if (searched) {
+        search_all[r] = false;
+        bans[r].since = -1;
+      }
       for (const EMatch& m : found[r]) sites.emplace(m.rule, m.roots.front());
       auto rule_start = Clock::now();
       for (const EMatch& m : found[r]) {

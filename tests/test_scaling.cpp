@@ -59,6 +59,25 @@ TEST_CASE("a rule the backoff scheduler bans comes back: 2,400 Identity nodes al
   CHECK(test::max_output_error(m, out) == 0);
 }
 
+TEST_CASE("a rule banned while searching near changes comes back and finds every site it dropped") {
+  // MakeIdentities fires 150 times in the first iteration, within its limit; the next
+  // iteration DropIdentity, searching only near those changes, finds 300 Identity nodes:
+  // over its limit of 200, banned. Back from the ban it must search near every change
+  // since, not only the latest.
+  auto rules = rules_from(R"(rule MakeIdentities { match %y = Tanh(%x) rewrite %y => Identity(Identity(%x)) }
+rule DropIdentity { match %y = Identity(%x) rewrite %y => %x })");
+  Model m = chain("Tanh", 150);
+  GraphEGraph geg = egraph_from_graph(*m.graph);
+  dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, m.opsets, {}, {200, 2});
+  CHECK(r.per_rule["MakeIdentities"].banned == 0);
+  CHECK(r.per_rule["DropIdentity"].banned == 1);
+  CHECK(r.per_rule["DropIdentity"].applied == 300);
+  CHECK(r.stop == dsl::StopReason::Saturated);
+  auto cost = ascend::egraph_cost(ascend::load_profile("Ascend910B1"), {});
+  Model out = extraction_to_model(m, geg, extract_best(geg.egraph, geg.roots, cost));
+  CHECK(out.graph->nodes().size() == 1);  // the Relu: every Tanh is proved equal to its input
+}
+
 TEST_CASE("pricing a switch incrementally agrees with pricing the whole program anew, before and after switches") {
   auto rules = test::load_rules({test::shipped_rules()});
   auto profile = ascend::load_profile("Ascend910B1");

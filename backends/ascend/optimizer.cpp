@@ -53,7 +53,7 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
   r.enodes = geg.egraph.node_count();
   r.eclasses = geg.egraph.class_count();
   t = Clock::now();
-  NodeCost cost = egraph_cost(profile, options.cost);
+  const NodeCost cost = remember_costs(egraph_cost(profile, options.cost));  // priced many times below
   Extraction x = extract_best(geg.egraph, geg.roots, cost, options.exact_limit);
   r.extract_ms = ms_since(t);
   r.extraction_method = x.method;

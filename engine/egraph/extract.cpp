@@ -397,7 +397,8 @@ Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, con
   return best;
 }
 
-Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, size_t exact_limit) {
+Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& node_cost, size_t exact_limit) {
+  const NodeCost cost = remember_costs(node_cost);  // every extractor below prices the same e-nodes
   size_t with_choice = 0;
   const std::vector<ClassId> live = reachable(g, roots);
   for (ClassId c : live) with_choice += g.eclass(c).nodes.size() > 1;

@@ -1,10 +1,20 @@
 #include "egraph/selection.h"
 
 #include <algorithm>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 
 namespace geopt {
+
+NodeCost remember_costs(NodeCost cost) {
+  auto memo = std::make_shared<std::unordered_map<const ENode*, double>>();
+  return [cost = std::move(cost), memo](const EGraph& g, ClassId c, const ENode& n) {
+    auto [it, added] = memo->try_emplace(&n, 0.0);
+    if (added) it->second = cost(g, c, n);
+    return it->second;
+  };
+}
 
 // What one switch does to the selection: use counts that change, classes it newly
 // computes (with the e-node each takes), and the change in cost.

@@ -18,6 +18,10 @@ inline constexpr double kInfeasible = std::numeric_limits<double>::infinity();
 // The cost of one e-node (its kernel), excluding its children.
 using NodeCost = std::function<double(const EGraph&, ClassId, const ENode&)>;
 
+// The same costs, each e-node's computed once: for an e-graph that no longer changes
+// (the memo is keyed by the e-node's address). Extraction prices e-nodes many times.
+NodeCost remember_costs(NodeCost cost);
+
 // The chosen e-node of each class, indexed by class id (EGraph::id_bound() entries).
 inline constexpr size_t kNoChoice = std::numeric_limits<size_t>::max();
 using Choice = std::vector<size_t>;

@@ -36,7 +36,6 @@ std::vector<std::vector<size_t>> overlapping_lifetimes(const std::vector<Planned
     for (const auto& [last, j] : alive) conflicts[i].push_back(j), conflicts[j].push_back(i);
     alive.emplace(bufs[i].last_step, i);
   }
-  for (auto& c : conflicts) std::sort(c.begin(), c.end());  // the order the pairwise loop gave
   return conflicts;
 }
 

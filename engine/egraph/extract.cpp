@@ -29,23 +29,6 @@ std::vector<ClassId> reachable(const EGraph& g, const std::vector<ClassId>& root
   return out;
 }
 
-// Each e-node's own cost, computed once (the cost model is not free).
-class NodeCosts {
- public:
-  NodeCosts(const EGraph& g, const NodeCost& cost) : g_(g), cost_(cost), table_(g.id_bound()) {}
-  const std::vector<double>& of(ClassId c) {
-    std::vector<double>& t = table_[c];
-    if (t.empty())
-      for (const ENode& n : g_.eclass(c).nodes) t.push_back(cost_(g_, c, n));
-    return t;
-  }
-
- private:
-  const EGraph& g_;
-  const NodeCost& cost_;
-  std::vector<std::vector<double>> table_;
-};
-
 // Classes children-first (post-order over every e-node's children; cycles cut where
 // they close), so a bottom-up pass sees most children settled already.
 std::vector<ClassId> children_first(const EGraph& g) {
@@ -93,15 +76,28 @@ std::vector<ClassId> children_first(const EGraph& g) {
 // chosen e-nodes) only while some class is reached by some alternatives but not all:
 // what all of them reach costs them all the same. An alternative whose walk reaches
 // the class itself would close a cycle.
+// The greedy pass's state, per class: the chosen e-node, its cost, its rank (1 + the
+// highest rank among its children: a topological order of the chosen e-nodes), and
+// whether the program below it costs anything.
+struct GreedyState {
+  explicit GreedyState(size_t classes) : choice(classes, kNoChoice), own(classes, 0), rank(classes, 0), costly(classes, false) {}
+  Choice choice;
+  std::vector<double> own;
+  std::vector<uint32_t> rank;
+  std::vector<bool> costly;
+};
+
 class DifferenceWalk {
  public:
-  explicit DifferenceWalk(size_t classes) : stamp_(classes, 0), mask_(classes, 0), in_heap_(classes, false) {}
+  DifferenceWalk(const EGraph& g, const GreedyState& state)
+      : g_(g), state_(state), stamp_(g.id_bound(), 0), mask_(g.id_bound(), 0), in_heap_(g.id_bound(), false) {}
 
-  // The index into `candidates` of the cheapest acyclic alternative (`current`, the
-  // class's present choice or kNoChoice, wins ties), or kNoChoice when none is.
-  size_t cheapest(const EGraph& g, ClassId c, const std::vector<size_t>& candidates, const std::vector<double>& node_costs,
-                  size_t current, const Choice& choice, const std::vector<double>& own, const std::vector<uint32_t>& rank,
-                  const std::vector<bool>& costly) {
+  // The index into `candidates` (e-nodes of class c, with their costs in `node_costs`)
+  // of the cheapest acyclic alternative (`current`, the class's present choice or
+  // kNoChoice, wins ties), or kNoChoice when none is.
+  size_t cheapest(ClassId c, const std::vector<size_t>& candidates, const std::vector<double>& node_costs, size_t current) {
+    const EGraph& g = g_;
+    const auto& [choice, own, rank, costly] = state_;
     const size_t k = candidates.size();
     const uint64_t full = k == 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1;
     ++generation_;
@@ -176,6 +172,8 @@ class DifferenceWalk {
 
  private:
   static constexpr size_t kBudget = size_t{1} << 16;
+  const EGraph& g_;
+  const GreedyState& state_;
   uint32_t generation_ = 0;
   std::vector<uint32_t> stamp_;
   std::vector<uint64_t> mask_;
@@ -233,15 +231,13 @@ Extraction extract_greedy_tree(const EGraph& g, const std::vector<ClassId>& root
   x.method = "greedy tree";
   x.choice.assign(g.id_bound(), kNoChoice);
   std::vector<double> best(g.id_bound(), kInfeasible);
-  NodeCosts costs(g, cost);
   const std::vector<ClassId> order = children_first(g);
   for (bool changed = true; changed;) {  // Bellman-Ford style fixpoint, children first
     changed = false;
     for (ClassId c : order) {
       const auto& nodes = g.eclass(c).nodes;
-      const std::vector<double>& own = costs.of(c);
       for (size_t i = 0; i < nodes.size(); ++i) {
-        double total = own[i];
+        double total = cost(g, c, nodes[i]);
         for (ClassId child : nodes[i].children)
           if (child != kAbsent) total += best[g.find(child)];
         if (total < best[c]) {
@@ -259,26 +255,22 @@ Extraction extract_greedy_tree(const EGraph& g, const std::vector<ClassId>& root
 Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost) {
   Extraction x;
   x.method = "greedy DAG";
-  const size_t n = g.id_bound();
-  Choice& choice = x.choice;
-  choice.assign(n, kNoChoice);
-  std::vector<double> own(n, 0);      // the chosen e-node's cost
-  std::vector<uint32_t> rank(n, 0);   // 1 + the highest rank among the chosen e-node's children
-  std::vector<bool> costly(n, false); // the program of the chosen e-node costs something
-  NodeCosts costs(g, cost);
-  DifferenceWalk walk(n);
+  GreedyState state(g.id_bound());
+  DifferenceWalk walk(g, state);
   const std::vector<ClassId> order = children_first(g);
   std::vector<size_t> candidates;
+  std::vector<double> node_costs;
   for (int round = 0; round < 64; ++round) {
     bool changed = false;
     for (ClassId c : order) {
       const auto& nodes = g.eclass(c).nodes;
-      const std::vector<double>& node_costs = costs.of(c);
+      node_costs.clear();
       candidates.clear();
       for (size_t i = 0; i < nodes.size(); ++i) {
+        node_costs.push_back(cost(g, c, nodes[i]));
         if (node_costs[i] == kInfeasible) continue;
         bool ready = true;
-        for (ClassId ch : nodes[i].children) ready = ready && (ch == kAbsent || choice[g.find(ch)] != kNoChoice);
+        for (ClassId ch : nodes[i].children) ready = ready && (ch == kAbsent || state.choice[g.find(ch)] != kNoChoice);
         if (ready) candidates.push_back(i);
       }
       if (candidates.empty()) continue;
@@ -286,7 +278,7 @@ Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots
       size_t pick = candidates.front();
       if (candidates.size() > 1) {
         // At most 64 alternatives a walk (one bit each); the winner meets the next batch.
-        size_t winner = choice[c];
+        size_t winner = state.choice[c];
         for (size_t from = 0; from < candidates.size();) {
           std::vector<size_t> batch;
           if (winner != kNoChoice) batch.push_back(winner);
@@ -294,7 +286,7 @@ Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots
             if (candidates[from] != winner) batch.push_back(candidates[from]);
             ++from;
           }
-          const size_t b = walk.cheapest(g, c, batch, node_costs, winner, choice, own, rank, costly);
+          const size_t b = walk.cheapest(c, batch, node_costs, winner);
           if (b != kNoChoice) winner = batch[b];
         }
         if (winner == kNoChoice) continue;
@@ -303,17 +295,18 @@ Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots
       uint32_t r = 0;
       bool pays = node_costs[pick] != 0;
       for (ClassId ch : nodes[pick].children)
-        if (ch != kAbsent) r = std::max(r, rank[g.find(ch)]), pays = pays || costly[g.find(ch)];
-      rank[c] = r + 1;
-      costly[c] = pays;
-      if (pick != choice[c]) {
-        choice[c] = pick;
-        own[c] = node_costs[pick];
+        if (ch != kAbsent) r = std::max(r, state.rank[g.find(ch)]), pays = pays || state.costly[g.find(ch)];
+      state.rank[c] = r + 1;
+      state.costly[c] = pays;
+      if (pick != state.choice[c]) {
+        state.choice[c] = pick;
+        state.own[c] = node_costs[pick];
         changed = true;
       }
     }
     if (!changed) break;
   }
+  x.choice = std::move(state.choice);
   x.cost = dag_cost(g, roots, x.choice, cost);
   return x;
 }

@@ -21,7 +21,8 @@ NodeCost remember_costs(NodeCost cost) {
 struct Selection::Change {
   std::unordered_map<ClassId, int64_t> uses;
   std::unordered_map<ClassId, size_t> added;
-  double cost = 0;
+  double own = 0;   // of the switched class's e-node
+  double cost = 0;  // of the whole program
 };
 
 Selection::Selection(const EGraph& g, std::vector<ClassId> roots, const NodeCost& cost, Choice choice)
@@ -86,7 +87,8 @@ bool Selection::plan_switch(ClassId c, size_t node, const Choice* fill, Change& 
   const ENode& n = g_.eclass(c).nodes.at(node);
   const double own = cost_fn_(g_, c, n);
   if (own == kInfeasible) return false;
-  change.cost = own - own_[c];
+  change.own = own - own_[c];
+  change.cost = change.own;
   auto current_uses = [&](ClassId x) {
     auto it = change.uses.find(x);
     return static_cast<int64_t>(uses_[x]) + (it == change.uses.end() ? 0 : it->second);
@@ -168,12 +170,13 @@ double Selection::cost_with(ClassId c, size_t node, const Choice* fill) const {
 
 void Selection::switch_to(ClassId c, size_t node, const Choice* fill) {
   c = g_.find(c);
-  Change change;
-  if (uses_[c] == 0 || node == choice_[c] || !feasible()) {
+  if (node == choice_[c]) return;
+  if (!feasible() || uses_[c] == 0) {  // nothing to update in place
     choice_[c] = node;
-    if (uses_[c] > 0 || !feasible()) recompute();
+    if (!feasible()) recompute();
     return;
   }
+  Change change;
   if (!plan_switch(c, node, fill, change)) return;
   if (!change.added.empty()) {  // new classes need places in the order: walk it anew
     choice_[c] = node;
@@ -182,7 +185,7 @@ void Selection::switch_to(ClassId c, size_t node, const Choice* fill) {
     return;
   }
   choice_[c] = node;
-  own_[c] = cost_fn_(g_, c, g_.eclass(c).nodes[node]);
+  own_[c] += change.own;
   for (const auto& [x, d] : change.uses) uses_[x] = static_cast<uint32_t>(static_cast<int64_t>(uses_[x]) + d);
   cost_ += change.cost;
   reorder_after_switch(c);

@@ -37,7 +37,8 @@ class Selection {
   const Choice& choice() const { return choice_; }
   // Whether the program computes class c (reached from a root through chosen e-nodes).
   bool computes(ClassId c) const { return uses_.at(g_.find(c)) > 0; }
-  // The computed classes, children before parents.
+  // The computed classes, children before parents (after switch_to, also classes a
+  // switch left unused: ask computes()).
   const std::vector<ClassId>& order() const { return order_; }
 
   // The DAG cost of the program with class c switched to its e-node `node`. Classes

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How geopt's own cost grows with the model: GPT-2-style decoders that differ only in
 # depth (12/24/48/96 layers, hidden 256) or only in width (2 layers, hidden
-# 256/512/1024/2048), and elementwise chains of 2,000 and 8,000 ops. For each:
+# 256/512/1024/2048), and elementwise chains of 2,000, 8,000 and 32,000 ops. For each:
 # `geopt optimize --no-check` and `geopt compile --no-check`, every phase's time
 # (median of RUNS), peak RSS, the weights' own bytes, and the ratio of each figure
 # to the series' smallest model (RSS ratios exclude the weights' bytes).
@@ -19,7 +19,7 @@ done
 for hidden in 256 512 1024 2048; do
   [[ -f $out/gpt2_L2_h${hidden}.onnx ]] || /usr/bin/python3 examples/export_models.py --gpt2-scaled 2 "$hidden" "$out/gpt2_L2_h${hidden}.onnx"
 done
-for n in 2000 8000; do
+for n in 2000 8000 32000; do
   [[ -f $out/chain_$n.onnx ]] || /usr/bin/python3 bench/make_chain.py "$n" "$out/chain_$n.onnx"
 done
 
@@ -94,4 +94,4 @@ echo "scaling bench: $(date -u +%F), $(nproc) cores, $runs runs per figure (medi
 echo
 series "Depth (hidden 256, 4 heads, sequence 64, opset 13)" $out/gpt2_L{12,24,48,96}_h256.onnx
 series "Width (2 layers, 4 heads, sequence 64, opset 13)" $out/gpt2_L2_h{256,512,1024,2048}.onnx
-series "Elementwise chain" $out/chain_{2000,8000}.onnx
+series "Elementwise chain" $out/chain_{2000,8000,32000}.onnx

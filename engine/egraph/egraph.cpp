@@ -130,7 +130,7 @@ ClassId EGraph::add_constant(std::shared_ptr<const Tensor> tensor, const ClassDa
   ENode n;
   n.kind = ENode::Kind::Const;
   n.constant = tensor.get();
-  if (!memo_.count(n)) constants_.push_back(std::move(tensor));
+  if (!memo_.count(n)) constants_.emplace(tensor.get(), std::move(tensor));
   ClassData d = data;
   if (d.type.dtype == DType::Undefined) {
     d.type.dtype = n.constant->dtype;
@@ -214,9 +214,8 @@ void EGraph::rebuild() {
 }
 
 std::shared_ptr<const Tensor> EGraph::constant_ptr(const Tensor* t) const {
-  for (const auto& c : constants_)
-    if (c.get() == t) return c;
-  return nullptr;
+  auto it = constants_.find(t);
+  return it == constants_.end() ? nullptr : it->second;
 }
 
 std::vector<ClassId> EGraph::class_ids() const {

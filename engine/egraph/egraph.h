@@ -117,7 +117,7 @@ class EGraph {
   std::vector<ClassId> touched_;
   std::vector<OpSignature> signatures_;
   std::unordered_map<std::string, uint32_t> signature_index_;
-  std::vector<std::shared_ptr<const Tensor>> constants_;  // keeps payloads alive
+  std::unordered_map<const Tensor*, std::shared_ptr<const Tensor>> constants_;  // keeps payloads alive
   std::unordered_map<uint64_t, std::vector<std::pair<const Tensor*, ClassId>>> constants_by_content_;
   int32_t next_site_ = 0;
 };

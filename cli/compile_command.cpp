@@ -191,8 +191,11 @@ int run(const CompileOptions& o) {
       j["latency_us"] = {{"before", r.before.latency_us}, {"after", r.after.latency_us}};
       j["fusion_rate"] = r.fusion_rate;
       auto fused = nlohmann::ordered_json::object();
-      for (const auto& [name, n] : r.selected) fused[name] = n;
+      for (const auto& [name, n] : r.fused) fused[name] = n;
       j["fused"] = fused;
+      auto rewritten = nlohmann::ordered_json::object();
+      for (const auto& [name, n] : r.rewritten) rewritten[name] = n;
+      j["rewritten"] = rewritten;
     }
     j["memory"] = {{"pool_bytes", memory.pool_bytes}, {"load_bytes", memory.load_bytes},
                    {"no_reuse_bytes", memory.no_reuse_bytes}, {"weight_bytes", memory.weight_bytes},
@@ -213,9 +216,13 @@ int run(const CompileOptions& o) {
     std::printf("profile          %s (%s)\n", profile.soc_version.c_str(), o.profile.precision.c_str());
     if (optimized) {
       const auto& r = *optimized;
-      std::string fused;
-      for (const auto& [name, n] : r.selected) fused += (fused.empty() ? "" : ", ") + name + " x" + std::to_string(n);
-      std::printf("fused            %s\n", fused.empty() ? "nothing" : fused.c_str());
+      auto listed = [](const std::map<std::string, size_t>& rules) {
+        std::string text;
+        for (const auto& [name, n] : rules) text += (text.empty() ? "" : ", ") + name + " x" + std::to_string(n);
+        return text.empty() ? std::string("nothing") : text;
+      };
+      std::printf("fused            %s\n", listed(r.fused).c_str());
+      std::printf("rewritten        %s\n", listed(r.rewritten).c_str());
       std::printf("kernels          %zu -> %zu (fusion rate %.0f%%)\n", r.before.kernels, r.after.kernels, 100 * r.fusion_rate);
       std::printf("modeled latency  %.1f us -> %.1f us (one stream)\n", r.before.latency_us, r.after.latency_us);
     }

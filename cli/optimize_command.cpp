@@ -14,7 +14,6 @@
 #include "eval/evaluator.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
-#include "passes/static_shapes.h"
 #include "profile_options.h"
 #include "rule_options.h"
 #include "stage_dump.h"
@@ -93,18 +92,11 @@ int run(const OptimizeCliOptions& o) {
   ascend::OptimizeOptions opts;
   opts.cost.precision_mode = o.profile.precision;
   opts.limits = {o.iterations, o.enodes, o.seconds};
-  // Shape computations on static shapes fold first, as geopt compile does (GE's
-  // graph prepare); the report's "before" is the model as given.
-  const ascend::GraphCost given = ascend::cost_of_graph(*input.graph, profile, opts.cost);
-  const size_t given_nodes = input.graph->nodes().size();
-  const bool folded = propagate_static_shapes(input).folded > 0;
   ascend::OptimizeResult r = ascend::optimize(input, *rules, profile, opts);
-  r.before = given;
-  r.nodes_before = given_nodes;
   // Layouts are assigned by the same extraction, so this stage is also the layout stage.
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "2_saturation_extraction_layout", r.model);
-  // The check runs the model as given (read again only when shapes were folded).
-  CheckResult c = folded && !o.no_check ? check(import_onnx(o.model), r.model, o, bytes) : check(input, r.model, o, bytes);
+  // The check runs the model as given.
+  CheckResult c = check(input, r.model, o, bytes);
   const bool check_ok = !c.ran || c.max_abs <= o.check_tolerance;
   phase = std::chrono::steady_clock::now();
   if (check_ok && !o.output.empty()) export_onnx(r.model, o.output);

@@ -7,12 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "dsl/diagnostic.h"
-#include "dsl/matcher.h"
-#include "dsl/rewriter.h"
+#include "ascend/optimizer.h"
+#include "dsl/explain.h"
 #include "dsl/rule_tests.h"
 #include "dsl/soundness.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
+#include "profile_options.h"
 #include "rule_options.h"
 #include "util/error.h"
 
@@ -21,11 +22,15 @@ namespace {
 
 struct RulesOptions {
   RuleOptions rules;
+  ProfileOptions profile;  // the cost the rules are extracted under, as geopt optimize does
   std::vector<std::string> check_paths;
   std::vector<std::string> test_paths;
   bool soundness = false;
   std::string model;
   std::string output;
+  int iterations = 30;
+  size_t enodes = 50000;
+  double seconds = 5;
   bool json = false;
   bool dump = false;
 };
@@ -64,8 +69,18 @@ int test(const RulesOptions& o) {
   RuleOptions ro = o.rules;
   if (!o.test_paths.empty()) ro.paths = o.test_paths;
   auto set = ro.load();
+  const ascend::HardwareProfile profile = o.profile.load();
+  ascend::OptimizeOptions opts;
+  opts.cost.precision_mode = o.profile.precision;
+  // Each test's model goes through geopt optimize's pipeline, as a user's would.
+  auto pipeline = [&](const Model& m) {
+    ascend::OptimizeResult r = ascend::optimize(m, *set, profile, opts);
+    std::map<std::string, size_t> matched;
+    for (const auto& [name, s] : r.saturation.per_rule) matched[name] = s.matched;
+    return dsl::Rewritten{std::move(r.model), r.selected, std::move(matched)};
+  };
   int failed = 0, passed = 0;
-  for (const auto& r : dsl::run_rule_tests(*set)) {
+  for (const auto& r : dsl::run_rule_tests(*set, pipeline)) {
     std::printf("%s  %s: %s\n", r.passed ? "PASS" : "FAIL", r.rule.c_str(), r.test.c_str());
     for (const auto& f : r.failures) std::printf("      %s\n", f.c_str());
     (r.passed ? passed : failed)++;
@@ -74,7 +89,7 @@ int test(const RulesOptions& o) {
   if (!o.soundness) return failed ? 1 : 0;
   // Each rule on its tests' graphs at other batch sizes and random inputs (dsl/soundness.h).
   int unsound = 0, unchecked = 0;
-  for (const auto& r : dsl::check_soundness(*set)) {
+  for (const auto& r : dsl::check_soundness(*set, ascend::egraph_cost(profile, opts.cost))) {
     if (!r.checked()) {
       std::printf("UNCHECKED  %s: no test with `expect outputs_equal` makes it fire\n", r.rule.c_str());
       ++unchecked;
@@ -94,11 +109,7 @@ int test(const RulesOptions& o) {
 int match(const RulesOptions& o) {
   auto set = o.rules.load();
   Model model = import_onnx(o.model);
-  dsl::Matcher matcher(*set, model);
-  std::map<std::string, std::vector<std::string>> sites;
-  for (const auto& r : set->rules()) sites[r.ast->name];
-  for (const auto& n : model.graph->nodes())
-    for (const auto& m : matcher.match_at(n.get())) sites[set->rules()[static_cast<size_t>(m.rule)].ast->name].push_back(n->name);
+  std::map<std::string, std::vector<std::string>> sites = dsl::match_sites(*set, model);
   if (o.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::object();
     for (const auto& r : set->rules()) j[r.ast->name] = sites[r.ast->name];
@@ -115,12 +126,20 @@ int match(const RulesOptions& o) {
 
 int apply(const RulesOptions& o) {
   auto set = o.rules.load();
+  const ascend::HardwareProfile profile = o.profile.load();
   Model model = import_onnx(o.model);
-  dsl::RewriteStats stats = dsl::apply_rules(model, *set);
-  if (!o.output.empty()) export_onnx(model, o.output);
-  std::printf("nodes %zu -> %zu in %d pass(es)\n", stats.nodes_before, stats.nodes_after, stats.passes);
-  for (const auto& [name, s] : stats.per_rule)
-    if (s.matched) std::printf("  %-32s matched %d, applied %d\n", name.c_str(), s.matched, s.applied);
+  ascend::OptimizeOptions opts;
+  opts.cost.precision_mode = o.profile.precision;
+  opts.limits = {o.iterations, o.enodes, o.seconds};
+  ascend::OptimizeResult r = ascend::optimize(model, *set, profile, opts);
+  if (!o.output.empty()) export_onnx(r.model, o.output);
+  std::printf("nodes %zu -> %zu; saturation %s after %d iteration(s)\n", r.nodes_before, r.nodes_after, dsl::stop_reason_name(r.saturation.stop),
+              r.saturation.iterations);
+  for (const auto& [name, s] : r.saturation.per_rule) {
+    if (!s.matched) continue;
+    auto kept = r.selected.find(name);
+    std::printf("  %-32s matched %zu, applied %zu, kept %zu\n", name.c_str(), s.matched, s.applied, kept == r.selected.end() ? 0 : kept->second);
+  }
   return 0;
 }
 
@@ -130,6 +149,7 @@ std::function<int()> add_rules_command(CLI::App& app) {
   auto o = std::make_shared<RulesOptions>();
   CLI::App* cmd = app.add_subcommand("rules", "Check, list, test and apply .gerule rewrite rules");
   o->rules.add_to(cmd);
+  o->profile.add_to(cmd);
   cmd->add_flag("--dump-automaton", o->dump, "Print the matcher automaton all enabled rules compile into");
   cmd->fallthrough();  // --rules etc. may follow the subcommand
   CLI::App* c_check = cmd->add_subcommand("check", "Parse and check rule files (default: the shipped rules)");
@@ -143,9 +163,12 @@ std::function<int()> add_rules_command(CLI::App& app) {
   CLI::App* c_match = cmd->add_subcommand("match", "Show where each rule matches in a model");
   c_match->add_option("model", o->model, "ONNX model")->required();
   c_match->add_flag("--json", o->json, "Print JSON");
-  CLI::App* c_apply = cmd->add_subcommand("apply", "Apply the rules directly (until nothing matches) and write the model");
+  CLI::App* c_apply = cmd->add_subcommand("apply", "Rewrite a model with the rules as geopt optimize does (no check, no report) and write it");
   c_apply->add_option("model", o->model, "ONNX model")->required();
   c_apply->add_option("-o,--output", o->output, "Where to write the rewritten model");
+  c_apply->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str();
+  c_apply->add_option("--node-limit", o->enodes, "E-nodes at most")->capture_default_str();
+  c_apply->add_option("--time-limit", o->seconds, "Saturation seconds at most")->capture_default_str();
   for (CLI::App* sub : {c_check, c_list, c_test, c_match, c_apply}) sub->fallthrough();
   return [=]() -> int {
     if (!*cmd) return -1;

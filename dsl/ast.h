@@ -135,10 +135,10 @@ struct Rewrite {
 };
 
 struct Expectation {
-  enum class Kind { Count, Fired, OutputsEqual } kind = Kind::Count;
+  enum class Kind { Count, Fired, Matched, OutputsEqual } kind = Kind::Count;
   SourceLoc loc;
   std::string domain, op;  // Count
-  std::string rule;        // Fired
+  std::string rule;        // Fired, Matched
   CmpOp cmp = CmpOp::Eq;
   int64_t value = 0;
   double tolerance = 1e-5;  // OutputsEqual: max abs error

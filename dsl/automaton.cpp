@@ -85,10 +85,7 @@ size_t count_nodes(const AutomatonNode* n) {
 
 }  // namespace
 
-std::string attribute_answer(const Attribute& a) {
-  std::string s = a.to_string();
-  return s.substr(s.find('=') + 1);
-}
+std::string attribute_answer(const Attribute& a) { return a.identity_key(); }
 
 void Automaton::build(const std::vector<Entry>& entries) {
   questions_.clear();

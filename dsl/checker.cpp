@@ -313,7 +313,7 @@ void check_rules(const std::vector<const RuleFile*>& files, std::vector<Diagnost
       RuleChecker(r, out).run();
       for (const auto& t : r.tests)
         for (const auto& e : t.expectations) {
-          if (e.kind == Expectation::Kind::Fired && !names.count(e.rule)) out.push_back({e.loc, "test expects unknown rule '" + e.rule + "'"});
+          if ((e.kind == Expectation::Kind::Fired || e.kind == Expectation::Kind::Matched) && !names.count(e.rule)) out.push_back({e.loc, "test expects unknown rule '" + e.rule + "'"});
           if (e.kind == Expectation::Kind::Count && !find_op(e.domain, e.op))
             out.push_back({e.loc, "test counts unknown op '" + (e.domain.empty() ? e.op : e.domain + "." + e.op) + "'"});
         }

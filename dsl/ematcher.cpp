@@ -1,11 +1,11 @@
 #include "dsl/ematcher.h"
 
 #include <algorithm>
-
 #include <cmath>
 #include <functional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "dsl/schema_lookup.h"
 #include "dsl/value_facts.h"
@@ -27,95 +27,168 @@ bool literal_equals(const Attribute& a, const Literal& l) {
   return attribute_answer(want) == attribute_answer(a) && (a.kind != AttrKind::Int || l.is_integer || l.kind != Literal::Kind::Number || std::floor(l.number) == l.number);
 }
 
-
-
+std::string attr_requires(const AttrPred& p) {
+  switch (p.op) {
+    case CmpOp::Approx: return format_number(p.value->number) + " ± " + format_number(p.tolerance);
+    case CmpOp::In: {
+      if (p.set.empty()) return "in " + format_number(p.lo) + " .. " + format_number(p.hi);
+      std::string s = "in {";
+      for (size_t i = 0; i < p.set.size(); ++i) s += (i ? ", " : "") + p.set[i].to_string();
+      return s + "}";
+    }
+    default: return std::string(cmp_op_text(p.op)) + " " + p.value->to_string();
+  }
+}
 
 using Cont = std::function<bool(EMatch&)>;  // returns false to stop enumerating
 
 class Search {
  public:
-  Search(const EGraph& g, const EMatcher& m, const Alternative& alt) : g_(g), m_(m), alt_(alt) {}
+  Search(const EGraph& g, const EMatcher& m, const Alternative& alt, Miss* miss) : g_(g), m_(m), alt_(alt), miss_(miss) {}
+
+  // The matched e-node of each op class (parallel to EMatch::op_classes), valid while
+  // the search runs: `uses` needs to know which alternative of a class was taken.
+  std::vector<const ENode*> op_nodes;
+  bool tracing = true;  // off while trying candidates for further roots
+
+  // Records a failure when it got further than any before; the text is built only then.
+  template <class Text>
+  bool fail(int depth, Text&& text) {
+    if (miss_ && tracing && depth > miss_->depth) {
+      miss_->depth = depth;
+      miss_->reason = text();
+    }
+    return true;  // keep enumerating elsewhere
+  }
 
   const Attribute* attr_of(const OpSignature& s, const std::string& name) const {
     if (const Attribute* a = find_attr(s, name)) return a;
     return attribute_default(s.domain, s.op_type, name, m_.opset(s.domain));
   }
 
-  bool attr_holds(const OpSignature& s, const AttrPred& p, EMatch& b) const {
-    if (p.absent) return find_attr(s, p.name) == nullptr;
+  // nullopt when the predicate holds; else why not.
+  std::optional<std::string> attr_fails(const OpSignature& s, ClassId c, const ENode& n, const AttrPred& p, EMatch& b) const {
+    auto where = [&] { return "attribute '" + p.name + "' of " + describe_enode(g_, c, n); };
+    auto value_text = [](const Attribute& a) { return a.to_string().substr(a.name.size() + 1); };
+    if (p.absent) {
+      if (!find_attr(s, p.name)) return std::nullopt;
+      return where() + " is set, the rule requires it absent (" + p.loc.to_string() + ")";
+    }
     const Attribute* a = attr_of(s, p.name);
-    if (!a) return false;
+    if (!a) return where() + " is missing and has no default (" + p.loc.to_string() + ")";
     if (!p.bind_var.empty()) {
       auto it = b.attrs.find(p.bind_var);
       if (it == b.attrs.end()) {
         b.attrs.emplace(p.bind_var, *a);
-        return true;
+        return std::nullopt;
       }
-      return attribute_answer(it->second) == attribute_answer(*a);
+      if (it->second.same_value(*a)) return std::nullopt;
+      return where() + " is " + value_text(*a) + ", but " + p.bind_var + " is " + value_text(it->second);
     }
     auto num = attr_number(*a);
+    bool ok = false;
     switch (p.op) {
-      case CmpOp::Eq: return literal_equals(*a, *p.value);
-      case CmpOp::Ne: return !literal_equals(*a, *p.value);
-      case CmpOp::Lt: return num && *num < p.value->number;
-      case CmpOp::Le: return num && *num <= p.value->number;
-      case CmpOp::Gt: return num && *num > p.value->number;
-      case CmpOp::Ge: return num && *num >= p.value->number;
-      case CmpOp::Approx: return num && std::fabs(*num - p.value->number) <= p.tolerance;
+      case CmpOp::Eq: ok = literal_equals(*a, *p.value); break;
+      case CmpOp::Ne: ok = !literal_equals(*a, *p.value); break;
+      case CmpOp::Lt: ok = num && *num < p.value->number; break;
+      case CmpOp::Le: ok = num && *num <= p.value->number; break;
+      case CmpOp::Gt: ok = num && *num > p.value->number; break;
+      case CmpOp::Ge: ok = num && *num >= p.value->number; break;
+      case CmpOp::Approx: ok = num && std::fabs(*num - p.value->number) <= p.tolerance; break;
       case CmpOp::In:
-        if (p.set.empty()) return num && *num >= p.lo && *num <= p.hi;
-        for (const auto& l : p.set)
-          if (literal_equals(*a, l)) return true;
-        return false;
+        if (p.set.empty()) {
+          ok = num && *num >= p.lo && *num <= p.hi;
+        } else {
+          for (const auto& l : p.set) ok = ok || literal_equals(*a, l);
+        }
+        break;
     }
-    return false;
+    if (ok) return std::nullopt;
+    return where() + " is " + value_text(*a) + ", the rule requires " + attr_requires(p) + " (" + p.loc.to_string() + ")";
   }
 
-  // Matches pattern p against class c; calls k for every way it matches.
-  bool value(const Pattern& p, ClassId c, EMatch& b, const Cont& k) const {
-    if (c == kAbsent) return true;  // nothing here: no match, keep enumerating elsewhere
+  // Matches pattern p against class c (an operand described by `context`); calls k for
+  // every way it matches.
+  bool value(const Pattern& p, ClassId c, EMatch& b, const Cont& k, const std::function<std::string()>& context) {
+    const int here = static_cast<int>(b.op_classes.size());
+    if (c == kAbsent) return fail(here, [&] { return context() + " is absent, the rule expects one (" + p.loc.to_string() + ")"; });
     c = g_.find(c);
     const EClass& ec = g_.eclass(c);
+    auto named = [&] { return context() + " '" + ec.data.name + "'"; };
+    // A value check below the root's own operands failed: the structure matched that far.
+    const int value_depth = here >= 2 ? 500 + here : here;
     switch (p.kind) {
       case Pattern::Kind::Var: {
         auto it = b.values.find(p.var);
-        if (it != b.values.end()) return g_.find(it->second) == c ? k(b) : true;
+        if (it != b.values.end()) {
+          if (g_.find(it->second) == c) return k(b);
+          return fail(here, [&] {
+            return p.var + " is '" + g_.eclass(it->second).data.name + "' but here it would be '" + ec.data.name + "' (" + p.loc.to_string() + ")";
+          });
+        }
         // Every step below undoes its own bindings, so undoing ours restores b (no copy).
         b.values[p.var] = c;
         auto let = alt_.lets.find(p.var);
-        bool go_on = let == alt_.lets.end() ? k(b) : value(*let->second, c, b, k);
+        bool go_on = let == alt_.lets.end() ? k(b) : value(*let->second, c, b, k, context);
         b.values.erase(p.var);
         return go_on;
       }
       case Pattern::Kind::Const: {
-        if (!ec.data.is_constant()) return true;
+        if (!ec.data.is_constant()) return fail(value_depth, [&] { return named() + " is not a constant (" + p.loc.to_string() + ")"; });
         if (p.var.empty()) return k(b);
         return bind_and(p.var, c, b, k);
       }
-      case Pattern::Kind::Number:
-        return constant_all_equal(ec.data.constant, p.number) ? k(b) : true;
+      case Pattern::Kind::Number: {
+        if (!ec.data.constant) return fail(value_depth, [&] { return named() + " is not a constant (" + p.loc.to_string() + ")"; });
+        if (constant_all_equal(ec.data.constant, p.number)) return k(b);
+        return fail(value_depth, [&] {
+          auto s = constant_scalar(ec.data.constant);
+          return named() + " is " + (s ? format_number(*s) : std::string("not one repeated value")) + ", the rule requires " + format_number(p.number) + " (" +
+                 p.loc.to_string() + ")";
+        });
+      }
       case Pattern::Kind::Op: {
         if (!p.var.empty()) {
           auto it = b.values.find(p.var);
-          if (it != b.values.end() && g_.find(it->second) != c) return true;
+          if (it != b.values.end() && g_.find(it->second) != c)
+            return fail(here, [&] {
+              return p.var + " is '" + g_.eclass(it->second).data.name + "' but here it would be '" + ec.data.name + "' (" + p.loc.to_string() + ")";
+            });
         }
+        bool any_op = false;
         for (const ENode& n : ec.nodes) {
           // An op's k-th output is a Proj(k) of the op's tuple class, or the op itself when it has one output.
           if (n.kind == ENode::Kind::Proj) {
-            if (static_cast<int>(n.op) != p.output_index) continue;
-            for (const ENode& t : g_.eclass(n.children[0]).nodes)
+            any_op = true;
+            const ClassId tuple = g_.find(n.children[0]);
+            if (static_cast<int>(n.op) != p.output_index) {
+              for (const ENode& t : g_.eclass(tuple).nodes)
+                fail(here, [&] {
+                  return context() + " is output " + std::to_string(n.op) + " of " + describe_enode(g_, tuple, t) + ", the rule expects output " +
+                         std::to_string(p.output_index);
+                });
+              continue;
+            }
+            for (const ENode& t : g_.eclass(tuple).nodes)
               if (!node_then(p, c, t, b, k)) return false;
-          } else if (n.kind == ENode::Kind::Op && p.output_index == 0 && g_.signature(n.op).num_outputs == 1) {
-            if (!node_then(p, c, n, b, k)) return false;
+          } else if (n.kind == ENode::Kind::Op) {
+            any_op = true;
+            if (p.output_index == 0 && g_.signature(n.op).num_outputs == 1) {
+              if (!node_then(p, c, n, b, k)) return false;
+            } else {
+              fail(here, [&] { return context() + " is output 0 of " + describe_enode(g_, c, n) + ", the rule expects output " + std::to_string(p.output_index); });
+            }
           }
         }
+        if (!any_op)
+          fail(here, [&] { return named() + " is a graph input or initializer, the rule expects " + p.op + " (" + p.loc.to_string() + ")"; });
         return true;
       }
     }
     return true;
   }
 
-  bool bind_and(const std::string& var, ClassId c, EMatch& b, const Cont& k) const {
+  bool bind_and(const std::string& var, ClassId c, EMatch& b, const Cont& k) {
     auto it = b.values.find(var);
     if (it != b.values.end()) return g_.find(it->second) == c ? k(b) : true;
     b.values[var] = c;
@@ -125,15 +198,18 @@ class Search {
   }
 
   // Matches an op pattern against one e-node whose value is class c.
-  bool node_then(const Pattern& p, ClassId c, const ENode& n, EMatch& b, const Cont& k) const {
+  bool node_then(const Pattern& p, ClassId c, const ENode& n, EMatch& b, const Cont& k) {
     if (n.kind != ENode::Kind::Op) return true;
+    const int here = static_cast<int>(b.op_classes.size()) + 1;
     const OpSignature& s = g_.signature(n.op);
     if (p.op != "*") {
       const std::string want_domain = p.domain == "ai.onnx" ? "" : p.domain;
-      if (s.op_type != p.op || s.domain != want_domain) return true;
+      if (s.op_type != p.op || s.domain != want_domain)
+        return fail(here, [&] {
+          return describe_enode(g_, c, n) + " is " + op_label(s) + ", the rule expects " + (want_domain.empty() ? "" : want_domain + "::") + p.op + " (" +
+                 p.loc.to_string() + ")";
+        });
     }
-    for (size_t i = p.args.size(); i < n.children.size(); ++i)
-      if (n.children[i] != kAbsent && !p.rest && !p.rest_any) return true;
     // What this call adds to b, undone before it returns (every step below undoes its
     // own): attribute bindings, and this op's class. Copying b instead costs a malloc storm.
     std::vector<const std::string*> bound;
@@ -142,26 +218,38 @@ class Search {
       for (const std::string* key : bound) b.attrs.erase(*key);
       b.op_classes.resize(ops_before);
       b.op_origins.resize(ops_before);
+      op_nodes.resize(ops_before);
     };
     for (const auto& a : p.attrs) {
       const bool binds = !a.bind_var.empty() && !b.attrs.count(a.bind_var);
-      if (!attr_holds(s, a, b)) {
+      if (auto why = attr_fails(s, c, n, a, b)) {
+        fail(500 + here, [&] { return *why; });
         undo();
         return true;
       }
       if (binds) bound.push_back(&a.bind_var);
     }
+    for (size_t i = p.args.size(); i < n.children.size(); ++i)
+      if (n.children[i] != kAbsent && !p.rest && !p.rest_any) {
+        undo();
+        return fail(here, [&] {
+          return describe_enode(g_, c, n) + " has input " + std::to_string(i) + " ('" + g_.eclass(n.children[i]).data.name + "'), the rule allows " +
+                 std::to_string(p.args.size()) + " (" + p.loc.to_string() + ")";
+        });
+      }
     b.op_classes.push_back(c);
     b.op_origins.emplace_back(n.origin, n.site);
+    op_nodes.push_back(&n);
     // Inputs one after another; `rest` applies to the remaining present inputs.
     std::function<bool(size_t, EMatch&)> input = [&](size_t i, EMatch& bb) -> bool {
+      auto context = [&, i] { return "input " + std::to_string(i) + " of " + describe_enode(g_, c, n); };
       if (i < p.args.size()) {
-        if (i >= n.children.size() || n.children[i] == kAbsent) return true;
-        return value(*p.args[i], n.children[i], bb, [&](EMatch& b2) { return input(i + 1, b2); });
+        const ClassId child = i < n.children.size() ? n.children[i] : kAbsent;
+        return value(*p.args[i], child, bb, [&](EMatch& b2) { return input(i + 1, b2); }, context);
       }
       if (p.rest && i < n.children.size()) {
         if (n.children[i] == kAbsent) return input(i + 1, bb);
-        return value(*p.rest, n.children[i], bb, [&](EMatch& b2) { return input(i + 1, b2); });
+        return value(*p.rest, n.children[i], bb, [&](EMatch& b2) { return input(i + 1, b2); }, context);
       }
       if (!p.var.empty()) return bind_and(p.var, c, bb, k);
       return k(bb);
@@ -171,13 +259,58 @@ class Search {
     return go_on;
   }
 
+  // The values computed from `value` outside the match: its consumers' classes, less
+  // those that are only alternatives of the matched computation (what the other
+  // e-nodes of a matched class read, down to the match's bound values). On a graph as
+  // written every class has one e-node, so that is the node's consumers.
+  size_t uses_outside(ClassId value, const EMatch& b, int depth) const {
+    value = g_.find(value);
+    std::unordered_set<ClassId> matched, bound, shadow;
+    for (ClassId c : b.op_classes) matched.insert(g_.find(c));
+    for (const auto& [var, c] : b.values) bound.insert(g_.find(c));
+    std::vector<ClassId> frontier;
+    auto enter = [&](ClassId child, std::vector<ClassId>& into) {
+      if (child == kAbsent) return;
+      child = g_.find(child);
+      if (child == value || matched.count(child) || bound.count(child) || !shadow.insert(child).second) return;
+      into.push_back(child);
+    };
+    for (size_t i = 0; i < b.op_classes.size(); ++i)
+      for (const ENode& n : g_.eclass(b.op_classes[i]).nodes)
+        if (!(n == *op_nodes[i]))
+          for (ClassId ch : n.children) enter(ch, frontier);
+    // As deep as a fused computation reaches (a primitive LayerNorm chain reads its input
+    // 8 levels down), or the rule's own patterns if deeper.
+    for (int level = 0; level < depth && !frontier.empty(); ++level) {
+      std::vector<ClassId> next;
+      for (ClassId c : frontier)
+        for (const ENode& n : g_.eclass(c).nodes)
+          for (ClassId ch : n.children) enter(ch, next);
+      frontier = std::move(next);
+    }
+    std::set<ClassId> users;
+    for (const auto& [n, c] : g_.eclass(value).parents) {
+      ClassId user = g_.find(c);
+      if (!shadow.count(user)) users.insert(user);
+    }
+    return users.size();
+  }
+
  private:
   const EGraph& g_;
   const EMatcher& m_;
   const Alternative& alt_;
+  Miss* miss_;
 };
 
 }  // namespace
+
+std::string describe_enode(const EGraph& g, ClassId cls, const ENode& n) {
+  const ClassData& d = g.eclass(cls).data;
+  std::string op = n.kind == ENode::Kind::Op ? op_label(g.signature(n.op)) : "value";
+  if (n.origin < 0 && !d.node_name.empty()) return op + " '" + d.node_name + "'";
+  return op + " (value '" + d.name + "')";
+}
 
 EMatcher::EMatcher(const RuleSet& rules, const EGraph& egraph, const std::vector<OpsetImport>& opsets)
     : rules_(rules), g_(egraph), opsets_(opsets) {}
@@ -187,7 +320,6 @@ int64_t EMatcher::opset(const std::string& domain) const {
     if (o.domain == domain) return o.version;
   return 0;
 }
-
 std::vector<std::pair<int, int>> EMatcher::candidates(ClassId cls, const ENode& node, size_t* asked) const {
   const Automaton& a = rules_.automaton();
   std::unordered_map<int, std::vector<std::string>> answers;
@@ -252,18 +384,23 @@ std::vector<std::pair<int, int>> EMatcher::candidates(ClassId cls, const ENode& 
   return a.run(answer);
 }
 
-void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, std::vector<EMatch>& out, size_t limit) const {
+
+void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, std::vector<EMatch>& out, size_t limit, Miss* miss) const {
   const CompiledRule& cr = rules_.rules()[static_cast<size_t>(rule)];
   const Alternative& alt = cr.alternatives[static_cast<size_t>(alternative)];
-  Search search(g_, *this, alt);
+  Search search(g_, *this, alt, miss);
   const Pattern& root = *alt.roots.front();
   const Pattern* root_op = root.kind == Pattern::Kind::Var ? alt.lets.at(root.var).get() : &root;
   EMatch b;
   b.rule = rule;
   b.alternative = alternative;
+  b.root_node = node;
   if (root.kind == Pattern::Kind::Var) b.values[root.var] = g_.find(cls);
+  int uses_depth = 12;
+  for (int d : alt.root_depth) uses_depth = std::max(uses_depth, d + 1);
   // Further roots, then the where clauses.
   std::function<bool(size_t, EMatch&)> more_roots = [&](size_t r, EMatch& bb) -> bool {
+    const int past_patterns = 1000 + static_cast<int>(bb.op_classes.size());
     if (r == alt.roots.size()) {
       WhereContext ctx;
       ctx.type_of = [&](const std::string& var) -> const ValueType* {
@@ -278,47 +415,25 @@ void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, 
         auto it = bb.values.find(var);
         return it == bb.values.end() ? nullptr : g_.eclass(it->second).data.constant;
       };
-      // Users inside the matched root's own alternatives do not count: in the
-      // e-graph the primitive LayerNorm chain still reads the residual sum that
-      // the fused LayerNorm (the same class) reads too.
       ctx.uses_of = [&](const std::string& var) -> std::optional<size_t> {
         auto it = bb.values.find(var);
         if (it == bb.values.end()) return std::nullopt;
-        // Only as deep as a fused computation reaches (the primitive LayerNorm chain reads
-        // its input 8 levels down; 12 leaves room), or the rule's own patterns if deeper:
-        // below that a user is no alternative of the matched computation, and the walk
-        // would cover the rest of the network (through a fused op's inputs).
-        int depth = 12;
-        for (int d : alt.root_depth) depth = std::max(depth, d + 1);
-        std::set<ClassId> below_roots;
-        std::vector<ClassId> frontier;
-        for (ClassId rc : bb.roots) frontier.push_back(g_.find(rc));
-        const ClassId value = g_.find(it->second);
-        for (int level = 0; level <= depth && !frontier.empty(); ++level) {
-          std::vector<ClassId> next;
-          for (ClassId c : frontier) {
-            if (c == value || !below_roots.insert(c).second) continue;
-            for (const ENode& n : g_.eclass(c).nodes)
-              for (ClassId ch : n.children)
-                if (ch != kAbsent) next.push_back(g_.find(ch));
-          }
-          frontier = std::move(next);
-        }
-        std::set<ClassId> users;
-        for (const auto& [n, c] : g_.eclass(value).parents) {
-          ClassId user = g_.find(c);
-          const bool is_root = std::find(bb.roots.begin(), bb.roots.end(), user) != bb.roots.end();
-          if (is_root || !below_roots.count(user)) users.insert(user);
-        }
-        return users.size();
+        return search.uses_outside(it->second, bb, uses_depth);
+      };
+      ctx.name_of = [&](const std::string& var) -> std::string {
+        auto it = bb.values.find(var);
+        return it == bb.values.end() ? "" : g_.eclass(it->second).data.name;
       };
       ctx.attrs = &bb.attrs;
-      if (!first_failed_predicate(cr.ast->where, ctx).empty()) return true;
+      std::string failed = first_failed_predicate(cr.ast->where, ctx);
+      if (!failed.empty()) return search.fail(past_patterns + 1, [&] { return failed; });
       out.push_back(bb);
       return out.size() < limit;
     }
     const Pattern& p = *alt.roots[r];
     std::set<ClassId> tried;
+    const size_t found_before = out.size();
+    bool reached_end = false;
     for (const auto& [var, v] : EMatch(bb).values)
       for (const auto& [pnode, pcls] : g_.eclass(v).parents) {
         ClassId value_cls = g_.find(pcls);
@@ -327,14 +442,25 @@ void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, 
         for (ClassId rc : bb.roots) already = already || g_.find(rc) == value_cls;
         if (already) continue;
         if (alt.alike_previous[r] && value_cls <= g_.find(bb.roots.back())) continue;  // alike roots in class order
-        bool go_on = search.value(p, value_cls, bb, [&](EMatch& b2) {
-          b2.roots.push_back(value_cls);
-          bool more = more_roots(r + 1, b2);
-          b2.roots.pop_back();
-          return more;
-        });
+        const bool was_tracing = search.tracing;
+        search.tracing = false;  // a candidate that is not this root is no miss
+        bool go_on = search.value(
+            p, value_cls, bb,
+            [&](EMatch& b2) {
+              search.tracing = was_tracing;
+              reached_end = true;
+              b2.roots.push_back(value_cls);
+              bool more = more_roots(r + 1, b2);
+              b2.roots.pop_back();
+              search.tracing = false;
+              return more;
+            },
+            [] { return std::string(); });
+        search.tracing = was_tracing;
         if (!go_on) return false;
       }
+    if (!reached_end && out.size() == found_before)
+      search.fail(past_patterns, [&] { return "no node matches root " + std::to_string(r + 1) + " (" + p.loc.to_string() + ")"; });
     return true;
   };
   search.node_then(*root_op, g_.find(cls), node, b, [&](EMatch& bb) {

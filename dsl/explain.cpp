@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <set>
 
-#include "dsl/matcher.h"
+#include "dsl/ematcher.h"
+#include "egraph/egraph.h"
 #include "util/error.h"
 
 namespace geopt::dsl {
@@ -32,7 +33,11 @@ int pattern_depth(const Pattern& p, const std::map<std::string, PatternPtr>& let
   return d + 1;
 }
 
-std::string site_name(const Node& n) { return n.name.empty() ? n.describe() : n.name; }
+// The site's node as users know it: its name, else a description.
+std::string site_name(const EGraph& g, ClassId c, const ENode& n) {
+  const std::string& name = g.eclass(c).data.node_name;
+  return name.empty() ? describe_enode(g, c, n) : name;
+}
 
 }  // namespace
 
@@ -48,9 +53,39 @@ size_t RuleExplanation::near_misses() const {
   return n;
 }
 
+std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const Model& model, size_t* predicates_asked) {
+  const GraphEGraph geg = egraph_from_graph(*model.graph);
+  const EGraph& g = geg.egraph;
+  EMatcher matcher(rules, g, model.opsets);
+  std::map<std::string, std::vector<std::string>> sites;
+  for (const auto& r : rules.rules()) sites[r.ast->name];
+  for (ClassId c : g.class_ids())
+    for (const ENode& n : g.eclass(c).nodes) {
+      if (n.kind != ENode::Kind::Op) continue;
+      int last_rule = -1;
+      for (const auto& [rule, alt] : matcher.candidates(c, n, predicates_asked)) {
+        if (rule == last_rule) continue;  // the first matching alternative per rule
+        std::vector<EMatch> found;
+        matcher.match(rule, alt, c, n, found, 1);
+        if (found.empty()) continue;
+        last_rule = rule;
+        sites[rules.rules()[static_cast<size_t>(rule)].ast->name].push_back(site_name(g, c, n));
+      }
+    }
+  return sites;
+}
+
 std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model, const ExplainOptions& options) {
   if (!options.rule.empty() && !rules.find(options.rule)) throw Error("no rule named '" + options.rule + "'");
-  Matcher matcher(rules, model);
+  // The model as written, seen through the one matcher: its e-graph has one e-node per
+  // class (equal nodes merged, as the optimizer merges them).
+  const GraphEGraph geg = egraph_from_graph(*model.graph);
+  const EGraph& g = geg.egraph;
+  EMatcher matcher(rules, g, model.opsets);
+  std::vector<std::pair<ClassId, const ENode*>> nodes;  // every op e-node, in graph order
+  for (ClassId c : g.class_ids())
+    for (const ENode& n : g.eclass(c).nodes)
+      if (n.kind == ENode::Kind::Op) nodes.emplace_back(c, &n);
   std::vector<RuleExplanation> out;
   for (size_t r = 0; r < rules.rules().size(); ++r) {
     const CompiledRule& cr = rules.rules()[r];
@@ -67,23 +102,26 @@ std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& 
     std::set<std::string> seen;
     const int depth = pattern_depth(root, first.lets, seen);
     re.root_op = root.op == "*" ? "any" : root.op;
-    for (const auto& node : model.graph->nodes()) {
-      const bool is_root = root.op == "*" || (node->op_type == root.op && node->domain == root_domain);
-      if (!is_root && !ops.count({node->domain, node->op_type})) continue;
-      SiteExplanation s{cr.ast->name, cr.ast->loc, site_name(*node), false, "", -1};
+    auto is_root_op = [&](const ENode& n) {
+      const OpSignature& s = g.signature(n.op);
+      return root.op == "*" || (s.op_type == root.op && s.domain == root_domain);
+    };
+    for (const auto& [cls, node] : nodes) {
+      const OpSignature& sig = g.signature(node->op);
+      const bool is_root = is_root_op(*node);
+      if (!is_root && !ops.count({sig.domain, sig.op_type})) continue;
+      SiteExplanation s{cr.ast->name, cr.ast->loc, site_name(g, cls, *node), false, "", -1};
       if (!is_root) {
         // A node inside the pattern: does a root-op node consume it within the pattern's depth?
-        std::vector<const Node*> frontier{node.get()};
+        std::vector<ClassId> frontier{cls};
         bool reached = false;
         for (int d = 0; d < depth && !reached && !frontier.empty(); ++d) {
-          std::vector<const Node*> next;
-          for (const Node* f : frontier)
-            for (const Value* out_v : f->outputs())
-              if (out_v)
-                for (const Use& u : out_v->uses()) {
-                  reached = reached || (u.node->op_type == root.op && u.node->domain == root_domain);
-                  next.push_back(u.node);
-                }
+          std::vector<ClassId> next;
+          for (ClassId f : frontier)
+            for (const auto& [user, user_cls] : g.eclass(f).parents) {
+              reached = reached || (user.kind == ENode::Kind::Op && is_root_op(user));
+              next.push_back(g.find(user_cls));
+            }
           frontier = std::move(next);
         }
         if (reached) continue;  // reported at that root
@@ -98,19 +136,17 @@ std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& 
         re.sites.push_back(std::move(s));
         continue;
       }
+      Miss miss;
       for (size_t a = 0; a < cr.alternatives.size() && !s.matched; ++a) {
-        Match m;
-        std::string why;
-        int got = 0;
-        if (matcher.try_rule(static_cast<int>(r), static_cast<int>(a), node.get(), m, &why, &got)) {
-          s.matched = true;
-          s.reason.clear();
-        } else if (got > s.depth) {
-          s.depth = got;
-          s.reason = why;
-        }
+        std::vector<EMatch> found;
+        matcher.match(static_cast<int>(r), static_cast<int>(a), cls, *node, found, 1, &miss);
+        s.matched = !found.empty();
       }
-      // Near: a value check failed (depth >= 500, see Matcher::try_rule), or it got at least halfway.
+      if (!s.matched) {
+        s.depth = miss.depth;
+        s.reason = miss.reason;
+      }
+      // Near: a value check failed (depth >= 500, see Miss), or it got at least halfway.
       s.near = !s.matched && (s.depth >= 500 || 2 * s.depth >= depth + 1);
       re.sites.push_back(std::move(s));
     }

@@ -4,6 +4,7 @@
 // for each the nearest miss: the first predicate that failed in the operand
 // order that got furthest, in the user's terms (node, what was checked, value
 // found, value required, rule file:line:col).
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ struct ExplainOptions {
   std::string rule;      // only this rule (empty: all)
   bool anywhere = false;  // also nodes of any op in the pattern, not just the root op
 };
+
+// Where each enabled rule matches on the model as written, through the automaton and
+// the one matcher (`geopt rules match`): rule -> the root nodes of its matches, in
+// graph order, each once. `predicates_asked`, when given, counts automaton questions.
+std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const Model& model, size_t* predicates_asked = nullptr);
 
 // Rules with candidate sites, the ones with most misses first.
 std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model, const ExplainOptions& options);

@@ -35,7 +35,7 @@ using selector = pt::selector<
                           output_index, attr_pred, attr_absent, cmp_op, approx_op, attr_compare, attr_approx, attr_in,
                           tolerance, range_lit, set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros,
                           kw_is_const, kw_is_static, kw_one_use, modulo, repl_op, shape_call, ratio, list_expr, indexed_var, gathered_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
-                          expect_fired, expect_equal, kw_in, arrow>>;
+                          expect_fired, expect_matched, expect_equal, kw_in, arrow>>;
 
 using Node = pt::node;
 
@@ -383,8 +383,8 @@ class Builder {
       } else {
         Expectation e;
         e.loc = loc(s);
-        if (s.is_type<expect_count>() || s.is_type<expect_fired>()) {
-          e.kind = s.is_type<expect_count>() ? Expectation::Kind::Count : Expectation::Kind::Fired;
+        if (s.is_type<expect_count>() || s.is_type<expect_fired>() || s.is_type<expect_matched>()) {
+          e.kind = s.is_type<expect_count>() ? Expectation::Kind::Count : s.is_type<expect_fired>() ? Expectation::Kind::Fired : Expectation::Kind::Matched;
           if (e.kind == Expectation::Kind::Count) split_op(s.children.at(0)->string(), e.domain, e.op);
           else e.rule = s.children.at(0)->string();
           e.cmp = cmp(s.children.at(1)->string());

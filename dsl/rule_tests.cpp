@@ -5,7 +5,6 @@
 #include <cmath>
 #include <fstream>
 
-#include "dsl/rewriter.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
 #include "onnx/import.h"
@@ -49,7 +48,7 @@ onnx::ModelProto load_test_model(const RuleTest& t) {
   return proto;
 }
 
-std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules) {
+std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules, const RewritePipeline& pipeline) {
   std::vector<RuleTestResult> results;
   for (const auto& cr : rules.rules())
     for (const RuleTest& t : cr.ast->tests) {
@@ -60,8 +59,8 @@ std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules) {
       };
       try {
         Model original = load_model(t);
-        Model model = load_model(t);
-        RewriteStats stats = apply_rules(model, rules);
+        const Rewritten run = pipeline(original);
+        const Model& model = run.model;
         for (const Expectation& e : t.expectations) {
           if (e.kind == Expectation::Kind::Count) {
             const std::string domain = e.domain == "ai.onnx" ? "" : e.domain;
@@ -69,11 +68,14 @@ std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules) {
             for (const auto& node : model.graph->nodes()) n += node->op_type == e.op && node->domain == domain;
             if (!compare(n, e.cmp, e.value))
               failed(e.loc, "count(" + (domain.empty() ? "" : domain + ".") + e.op + ") is " + std::to_string(n) + ", expected " + cmp_op_text(e.cmp) + " " + std::to_string(e.value));
-          } else if (e.kind == Expectation::Kind::Fired) {
-            auto it = stats.per_rule.find(e.rule);
-            int64_t n = it == stats.per_rule.end() ? 0 : it->second.applied;
+          } else if (e.kind == Expectation::Kind::Fired || e.kind == Expectation::Kind::Matched) {
+            const bool fired = e.kind == Expectation::Kind::Fired;
+            const auto& per_rule = fired ? run.selected : run.matched;
+            auto it = per_rule.find(e.rule);
+            int64_t n = it == per_rule.end() ? 0 : static_cast<int64_t>(it->second);
             if (!compare(n, e.cmp, e.value))
-              failed(e.loc, "fired(" + e.rule + ") is " + std::to_string(n) + ", expected " + cmp_op_text(e.cmp) + " " + std::to_string(e.value));
+              failed(e.loc, std::string(fired ? "fired(" : "matched(") + e.rule + ") is " + std::to_string(n) + ", expected " + cmp_op_text(e.cmp) + " " +
+                                std::to_string(e.value));
           } else {
             auto feeds = random_inputs(original, 1234);
             NamedTensors want = Evaluator(original).run(feeds);

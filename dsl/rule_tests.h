@@ -1,13 +1,19 @@
 #pragma once
 // Runs the `test` blocks of rule files: each test's model goes through the
-// whole rule set, then its expectations (op counts, rules fired, outputs equal
-// to the original's on random inputs) are checked.
+// whole rule set through the pipeline geopt optimize runs (the caller's: dsl/
+// knows no hardware), then its expectations are checked: op counts in the result,
+// `fired(R)` (the sites of R the result kept, GE's effect_times), `matched(R)`
+// (the sites R rewrote in the e-graph, GE's match_times: a rewrite the cost
+// model may not keep) and outputs equal to the original's on random inputs.
 #include <onnx/onnx_pb.h>
 
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "dsl/rule_set.h"
+#include "ir/graph.h"
 
 namespace geopt::dsl {
 
@@ -23,6 +29,14 @@ struct RuleTestResult {
   std::vector<std::string> failures;  // each names the expectation's location
 };
 
-std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules);
+// What a test's model becomes: the rewritten model, and per rule the sites it kept.
+struct Rewritten {
+  Model model;
+  std::map<std::string, size_t> selected;  // per rule: sites kept
+  std::map<std::string, size_t> matched;   // per rule: sites rewritten in the e-graph
+};
+using RewritePipeline = std::function<Rewritten(const Model&)>;
+
+std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules, const RewritePipeline& pipeline);
 
 }  // namespace geopt::dsl

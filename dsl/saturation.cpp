@@ -293,6 +293,10 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, cons
       record->site = site;
       record->target = target;
       record->replaced = replaced;
+      record->matched_root = m.root_node;
+      record->built_on.clear();
+      for (const auto& o : m.op_origins)
+        if (o.first >= 0 && std::find(record->built_on.begin(), record->built_on.end(), o) == record->built_on.end()) record->built_on.push_back(o);
     }
     if (g.find(made) != g.find(target)) {
       g.merge(target, made);

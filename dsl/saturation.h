@@ -48,6 +48,9 @@ struct SiteRecord {
   int32_t site = -1;
   ClassId target = 0;
   std::vector<std::string> replaced;
+  ENode matched_root;  // the e-node the match was rooted at
+  // The sites whose e-nodes the match read (it rewrote what they made): (rule, site).
+  std::vector<std::pair<int32_t, int32_t>> built_on;
 };
 
 struct SaturationReport {

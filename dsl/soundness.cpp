@@ -3,8 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <random>
+#include <set>
 
-#include "dsl/rewriter.h"
+#include "dsl/ematcher.h"
+#include "dsl/rule_run.h"
+#include "dsl/saturation.h"
+#include "dsl/value_facts.h"
 #include "dsl/rule_tests.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
@@ -71,16 +76,57 @@ double worst_error(const Model& original, const Model& rewritten, const Soundnes
   return worst;
 }
 
+// The model with the float constants a match bound drawn at random around their
+// values; `drawn` says which and what. nullopt when it bound none.
+std::optional<Model> with_constants_drawn(const Model& model, const GraphEGraph& geg, const EMatch& m, uint64_t seed, std::string& drawn) {
+  Model out = model.clone();
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> scale(-2.0f, 2.0f);
+  std::normal_distribution<float> shift(0.0f, 0.5f);
+  bool any = false;
+  for (const auto& [var, cls] : m.values) {
+    const ClassData& d = geg.egraph.eclass(cls).data;
+    Value* v = out.graph->find_value(d.name);
+    if (!d.constant || d.constant->dtype != DType::F32 || !v) continue;
+    // An initializer, or a Constant node's value.
+    Attribute* value_attr = nullptr;
+    if (Node* p = v->producer(); p && p->op_type == "Constant" && p->domain.empty())
+      for (Attribute& a : p->attributes)
+        if (a.name == "value" && a.tensors.size() == 1) value_attr = &a;
+    if (!v->initializer && !value_attr) continue;
+    HostTensor h = HostTensor::view(*d.constant);
+    HostTensor copy = HostTensor::uninitialized(DType::F32, h.dims());
+    const float factor = scale(rng);
+    std::string values;
+    for (int64_t i = 0; i < h.size(); ++i) {
+      copy.mutable_data<float>()[i] = h.data<float>()[i] * factor + shift(rng);
+      if (i < 4) values += (i ? ", " : "") + format_number(copy.data<float>()[i]);
+    }
+    std::shared_ptr<const Tensor> t = std::move(copy).into_constant(v->name());
+    if (value_attr) value_attr->tensors[0] = t;
+    else v->initializer = t;
+    drawn += (drawn.empty() ? "" : "; ") + var + " = [" + values + (h.size() > 4 ? ", ..." : "") + "]";
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return out;
+}
+
+constexpr size_t kSitesPerGraph = 4;
+constexpr int kConstantDraws = 4;
+
 }  // namespace
 
 bool RuleSoundness::passed() const {
   return std::all_of(cases.begin(), cases.end(), [](const SoundnessCase& c) { return c.passed; });
 }
 
-std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const SoundnessOptions& options) {
+std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const NodeCost& cost, const SoundnessOptions& options) {
   std::vector<RuleSoundness> out;
-  for (const auto& cr : rules.rules()) {
+  for (size_t ri = 0; ri < rules.rules().size(); ++ri) {
+    const CompiledRule& cr = rules.rules()[ri];
     if (!cr.enabled) continue;
+    const int rule = static_cast<int>(ri);
     RuleSoundness rs{cr.ast->name, {}};
     for (const RuleTest& t : cr.ast->tests) {
       const Expectation* equal = nullptr;
@@ -92,22 +138,56 @@ std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const Soundness
       for (int64_t b : options.batch_sizes)
         if (auto v = with_batch(proto, b)) variants.emplace_back("batch " + std::to_string(b), std::move(*v));
       for (const auto& [shapes, variant] : variants) {
-        std::optional<Model> original, rewritten;
+        std::optional<Model> original;
         try {
           original.emplace(import_onnx_proto(variant, t.loc.to_string()));
-          rewritten.emplace(import_onnx_proto(variant, t.loc.to_string()));
           Evaluator(*original).run(random_inputs(*original, 1));
         } catch (const std::exception&) {
           continue;  // the graph fixes its batch elsewhere (a Reshape constant): not an instance
         }
-        RewriteStats stats = apply_rules(*rewritten, rules, {.first_rule = cr.ast->name});
-        auto fired = stats.per_rule.find(cr.ast->name);
-        if (fired == stats.per_rule.end() || fired->second.applied == 0) continue;
-        SoundnessCase c{cr.ast->name, t.name, shapes, 0, equal->tolerance, true, {}};
-        c.max_error = worst_error(*original, *rewritten, options, c.failure);
-        c.passed = c.failure.empty() && c.max_error <= c.tolerance;
-        if (c.passed == false && c.failure.empty()) c.failure = "max error " + std::to_string(c.max_error) + " over the tolerance";
-        rs.cases.push_back(std::move(c));
+        auto add_case = [&](const Model& before, const Model& after, const std::string& what) {
+          SoundnessCase c{cr.ast->name, t.name, what, 0, equal->tolerance, true, {}};
+          c.max_error = worst_error(before, after, options, c.failure);
+          c.passed = c.failure.empty() && c.max_error <= c.tolerance;
+          if (!c.passed && c.failure.empty()) c.failure = "max error " + format_number(c.max_error) + " over the tolerance";
+          rs.cases.push_back(std::move(c));
+        };
+        // The rule once, at one site of the graph as written, against the original; then
+        // with the constants it bound drawn at random (a rule sound only for the test's
+        // constants is unsound).
+        const GraphEGraph geg = egraph_from_graph(*original->graph);
+        const std::vector<EMatch> sites = rule_matches(rules, rule, geg, original->opsets, kSitesPerGraph);
+        for (const EMatch& m : sites) {
+          const ClassId root = m.roots.front();
+          const std::string& root_name = geg.egraph.eclass(root).data.name;
+          if (auto after = apply_once(*original, rules, rule, root_name, cost))
+            add_case(*original, *after, shapes + ", at '" + root_name + "'");
+          if (shapes != "as written") continue;
+          for (int draw = 0; draw < kConstantDraws; ++draw) {
+            std::string drawn;
+            auto varied = with_constants_drawn(*original, geg, m, 9000 + static_cast<uint64_t>(draw), drawn);
+            if (!varied) break;
+            try {
+              Evaluator(*varied).run(random_inputs(*varied, 1));
+            } catch (const std::exception&) {
+              continue;  // the drawn constants make the graph itself invalid
+            }
+            // Only where the rule still matches: its `where` says which constants it takes.
+            if (auto after = apply_once(*varied, rules, rule, root_name, cost))
+              add_case(*varied, *after, shapes + ", at '" + root_name + "', constants drawn: " + drawn);
+          }
+        }
+        if (!sites.empty()) continue;
+        // A rule that builds on others' results (attention fused before its LayerNorm is):
+        // its sites in the saturated e-graph, each taken in the program the cost prefers.
+        GraphEGraph saturated = egraph_from_graph(*original->graph);
+        SaturationReport report = saturate(saturated.egraph, rules, original->opsets);
+        std::set<ClassId> targets;
+        for (const SiteRecord& rec : report.sites) {
+          if (rec.rule != rule || targets.size() >= kSitesPerGraph || !targets.insert(saturated.egraph.find(rec.target)).second) continue;
+          if (auto after = program_with_site(*original, saturated, cost, rec, std::nullopt))
+            add_case(*original, *after, shapes + ", after other rules, at '" + saturated.egraph.eclass(rec.target).data.name + "'");
+        }
       }
     }
     out.push_back(std::move(rs));

@@ -2,7 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include "ascend/optimizer.h"
 #include "dsl/diagnostic.h"
+#include "dsl/ematcher.h"
+#include "dsl/explain.h"
 
 namespace geopt::test {
 
@@ -28,5 +31,41 @@ std::string layernorm_variants(int count) {
   }
   return text;
 }
+
+NodeMatch match_at(const dsl::RuleSet& rules, const Model& model, const std::string& node, int rule) {
+  const GraphEGraph geg = egraph_from_graph(*model.graph);
+  const EGraph& g = geg.egraph;
+  dsl::EMatcher matcher(rules, g, model.opsets);
+  NodeMatch out;
+  dsl::Miss miss;
+  bool found_node = false;
+  for (ClassId c : g.class_ids())
+    for (const ENode& n : g.eclass(c).nodes) {
+      if (n.kind != ENode::Kind::Op || g.eclass(c).data.node_name != node) continue;
+      found_node = true;
+      for (size_t alt = 0; alt < rules.rules()[static_cast<size_t>(rule)].alternatives.size() && !out.matched; ++alt) {
+        std::vector<dsl::EMatch> found;
+        matcher.match(rule, static_cast<int>(alt), c, n, found, 1, &miss);
+        if (found.empty()) continue;
+        const dsl::EMatch& m = found.front();
+        out.matched = true;
+        for (ClassId r : m.roots) out.roots.push_back(g.eclass(r).data.node_name);
+        for (const auto& [var, v] : m.values) out.values[var] = g.eclass(v).data.name;
+        out.attrs = m.attrs;
+      }
+    }
+  REQUIRE_MESSAGE(found_node, "no node named " << node);
+  if (!out.matched) out.reason = miss.reason;
+  return out;
+}
+
+std::map<std::string, int> matches_per_rule(const dsl::RuleSet& rules, const Model& model, size_t* asked) {
+  std::map<std::string, int> counts;
+  for (const auto& [rule, nodes] : dsl::match_sites(rules, model, asked))
+    if (!nodes.empty()) counts[rule] = static_cast<int>(nodes.size());
+  return counts;
+}
+
+NodeCost default_cost() { return ascend::egraph_cost(ascend::load_profile("Ascend910B1"), {}); }
 
 }  // namespace geopt::test

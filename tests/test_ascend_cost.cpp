@@ -3,7 +3,7 @@
 
 #include "ascend/cost_model.h"
 #include "ascend/layout.h"
-#include "dsl/rewriter.h"
+#include "ascend/optimizer.h"
 #include "dsl_support.h"
 #include "onnx/import.h"
 #include "test_support.h"
@@ -106,15 +106,14 @@ TEST_CASE("a fused kernel is feasible with a large UB and infeasible, with the r
 TEST_CASE("fusing BERT lowers its modeled latency, kernel count and HBM traffic") {
   auto rules = test::load_rules({test::shipped_rules()});
   Model original = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
-  Model fused = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
-  dsl::apply_rules(fused, *rules);
   HardwareProfile p = load_profile("Ascend910B1");
+  Model fused = optimize(original, *rules, p).model;
   GraphCost before = cost_of_graph(*original.graph, p), after = cost_of_graph(*fused.graph, p);
   CHECK(after.kernels < before.kernels);
   CHECK(after.latency_us < before.latency_us);
   CHECK(after.hbm_bytes < before.hbm_bytes);
   CHECK(after.by_op.at("ai.geopt::AddLayerNorm").second == 5);
-  CHECK(after.by_op.at("ai.geopt::FusedMatMul").second == 8);  // per layer: Q/K/V merged into one, output, two FFN
+  CHECK(after.by_op.at("ai.geopt::FusedMatMul").second == 12);  // per layer: Q, K, V, output, two FFN (a Q/K/V merge costs its Split more than it saves)
   CHECK(before.infeasible == 0);
   CHECK(after.infeasible == 0);
 }

@@ -179,7 +179,9 @@ TEST_CASE("geopt compile writes a plan that geopt run checks against torch and t
   fs::path plan = dir / "bert.plan";
   auto c = run_cli({"compile", m.string() + ".onnx", "-o", plan.string()});
   REQUIRE(c.exit_code == 0);
-  CHECK(c.out.find("fused            AddLayerNormFusion x5, AttentionFusion x2, FusedMatMulGelu x2, MatMulBias x10") != std::string::npos);
+  CHECK(c.out.find("fused            AddLayerNormFusion x5, AttentionFusion x2, FusedMatMulGelu x2, GeluErf x2, LayerNormFusion x5, MatMulBias x12") !=
+        std::string::npos);
+  CHECK(c.out.find("rewritten        MatMulWeightsToFractalNZ x12") != std::string::npos);  // layouts apart from fusions
   CHECK(c.out.find("reuse rate") != std::string::npos);
   CHECK(c.out.find("threads and adversarial schedules (tolerance 0.0001): ok") != std::string::npos);
   REQUIRE(fs::exists(plan));

@@ -3,8 +3,7 @@
 
 #include <fstream>
 
-#include "dsl/matcher.h"
-#include "dsl/rewriter.h"
+#include "dsl/rule_run.h"
 #include "dsl_support.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
@@ -23,22 +22,19 @@ struct Fixture {
 };
 
 // Tries rule 0 at the node named `node`; returns "" on a match, else the reason.
-std::string try_at(Fixture& f, const std::string& node, dsl::Match* out = nullptr) {
-  dsl::Matcher m(*f.rules, f.model);
-  Node* n = const_cast<Node*>(f.model.graph->find_node(node));
-  REQUIRE(n);
-  std::string first_reason;
-  for (size_t alt = 0; alt < f.rules->rules()[0].alternatives.size(); ++alt) {
-    dsl::Match match;
-    std::string why;
-    if (m.try_rule(0, static_cast<int>(alt), n, match, &why)) {
-      if (out) *out = match;
-      return "";
-    }
-    if (first_reason.empty()) first_reason = why;
-  }
-  for (size_t at; (at = first_reason.find(f.dir + "/")) != std::string::npos;) first_reason.erase(at, f.dir.size() + 1);
-  return first_reason;
+std::string try_at(Fixture& f, const std::string& node, test::NodeMatch* out = nullptr) {
+  test::NodeMatch m = test::match_at(*f.rules, f.model, node);
+  if (out) *out = m;
+  std::string reason = m.reason;
+  for (size_t at; (at = reason.find(f.dir + "/")) != std::string::npos;) reason.erase(at, f.dir.size() + 1);
+  return reason;
+}
+
+// The model with rule 0 applied once at the value named `root`, nothing else.
+Model apply_once(const Fixture& f, const std::string& root) {
+  auto m = dsl::apply_once(f.model, *f.rules, 0, root, test::default_cost());
+  REQUIRE(m);
+  return std::move(*m);
 }
 
 onnx::ModelProto named(onnx::ModelProto m) {
@@ -62,18 +58,18 @@ TEST_CASE("several roots: three MatMuls that share an input") {
                        R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[2,4] x) => (float[2,3] a, float[2,3] b, float[2,3] c) {
       wq = Constant <value = float[4,3] {1,2,3,4,5,6,7,8,9,10,11,12}> ()
-      wk = Constant <value = float[4,3] {1,2,3,4,5,6,7,8,9,10,11,12}> ()
+      wk = Constant <value = float[4,3] {1,2,3,4,5,6,7,8,9,10,11,14}> ()
       wv = Constant <value = float[4,3] {1,2,3,4,5,6,7,8,9,10,11,13}> ()
       a = MatMul(x, wq)
       b = MatMul(x, wk)
       c = MatMul(x, wv)
     })");
-  dsl::Match m;
+  test::NodeMatch m;
   CHECK(try_at(f, "n3", &m) == "");
   REQUIRE(m.roots.size() == 3);
-  CHECK(m.roots[1]->name == "n4");
-  CHECK(m.roots[2]->name == "n5");
-  CHECK(m.values.at("%v")->name() == "c");
+  CHECK(m.roots[1] == "n4");
+  CHECK(m.roots[2] == "n5");
+  CHECK(m.values.at("%v") == "c");
   // The three roots are written alike: taken in graph order, a triple is found once,
   // from its first MatMul, not from n4 or n5 in some other order.
   CHECK(try_at(f, "n4") == "no node matches root 3 (r.gerule:1:78)");
@@ -102,12 +98,12 @@ TEST_CASE("attribute defaults, absent attributes, bound attributes") {
   auto g = setup_named("rule R { match %y = ReduceMean(%x) { keepdims == 0 } rewrite %y => %x }", model);
   CHECK(try_at(g, "n0") == "attribute 'keepdims' of ReduceMean 'n0' is 1, the rule requires == 0 (r.gerule:1:38)");
   auto h = setup_named("rule R { match %z = Softmax(%x) { axis == %a } rewrite %z => LogSoftmax(%x) { axis = %a } }", model);
-  dsl::Match m;
+  test::NodeMatch m;
   CHECK(try_at(h, "n1", &m) == "");
   CHECK(m.attrs.at("%a").i == 1);
-  dsl::apply_rules(h.model, *h.rules);
+  Model rewritten = apply_once(h, "z");
   const Node* ls = nullptr;
-  for (const auto& n : h.model.graph->nodes())
+  for (const auto& n : rewritten.graph->nodes())
     if (n->op_type == "LogSoftmax") ls = n.get();
   REQUIRE(ls);
   CHECK(ls->attr("axis")->i == 1);
@@ -168,12 +164,12 @@ TEST_CASE("fold evaluates an all-constant op into an initializer, under a size c
     })";
   auto f = setup_named("rule Fold [folding] { match *(const ...) fold max_elements = 64 }", model);
   Model original = import_onnx_proto(named(test::parse_text_model(model)), "m.onnx");
-  dsl::RewriteStats stats = dsl::apply_rules(f.model, *f.rules);
-  CHECK(stats.per_rule["Fold"].applied == 5);  // a, b, c, s, r
-  REQUIRE(f.model.graph->nodes().size() == 1);
-  CHECK(f.model.graph->nodes()[0]->op_type == "Mul");
+  dsl::RuleRun run = dsl::run_rules(f.model, *f.rules, test::default_cost());
+  CHECK(run.saturation.per_rule["Fold"].applied == 3);  // c, s, r (a and b are constants already)
+  REQUIRE(run.model.graph->nodes().size() == 1);
+  CHECK(run.model.graph->nodes()[0]->op_type == "Mul");
   auto feeds = random_inputs(original, 2);
-  CHECK(diff(Evaluator(f.model).run(feeds)[0].second, Evaluator(original).run(feeds)[0].second).max_abs == 0);
+  CHECK(diff(Evaluator(run.model).run(feeds)[0].second, Evaluator(original).run(feeds)[0].second).max_abs == 0);
 
   // The cap stops folds that grow the constants; one no larger than its inputs runs past it.
   const char* growing = R"(<ir_version: 8, opset_import: ["" : 13]>
@@ -187,13 +183,12 @@ TEST_CASE("fold evaluates an all-constant op into an initializer, under a size c
       y = Mul(x, u)
     })";
   auto capped = setup_named("rule Fold [folding] { match *(const ...) fold max_elements = 4 }", growing);
-  dsl::apply_rules(capped.model, *capped.rules);
-  CHECK(test::count_op(capped.model, "Transpose") == 0);  // 6 elements out of 6 in: folds past the cap of 4
-  CHECK(test::count_op(capped.model, "Expand") == 1);     // 6 out of 3 in: over the cap, left alone
-  CHECK(test::count_op(capped.model, "Add") == 1);
+  Model capped_model = dsl::run_rules(capped.model, *capped.rules, test::default_cost()).model;
+  CHECK(test::count_op(capped_model, "Transpose") == 0);  // 6 elements out of 6 in: folds past the cap of 4
+  CHECK(test::count_op(capped_model, "Expand") == 1);     // 6 out of 3 in: over the cap, left alone
+  CHECK(test::count_op(capped_model, "Add") == 1);
   auto uncapped = setup_named("rule Fold [folding] { match *(const ...) fold max_elements = 64 }", growing);
-  dsl::apply_rules(uncapped.model, *uncapped.rules);
-  CHECK(uncapped.model.graph->nodes().size() == 1);
+  CHECK(dsl::run_rules(uncapped.model, *uncapped.rules, test::default_cost()).model.graph->nodes().size() == 1);
 }
 
 TEST_CASE("where: shape(%a) == shape(%b), zeros(%c) and is_static(%v)") {
@@ -225,41 +220,39 @@ TEST_CASE("const in a rewrite: a tensor made at each match, typed, one per match
                        "  rewrite %y => Add(Reshape(%x, const i64 [dim(%x, 0), -1]), Mul(Reshape(%x, const i64 [dim(%x, 0), -1]), const dtype(%x) %a)) }",
                        model);
   Model original = import_onnx_proto(named(test::parse_text_model(model)), "m.onnx");
-  dsl::RewriteStats stats = dsl::apply_rules(f.model, *f.rules);
-  CHECK(stats.per_rule["R"].applied == 1);
-  CHECK(test::count_op(f.model, "Reshape") == 1);
-  std::vector<const Value*> made;
-  for (const Value* v : f.model.graph->initializers()) made.push_back(v);
-  REQUIRE(made.size() == 2);
-  const Tensor& shape = *made[0]->initializer;
-  const Tensor& scale = *made[1]->initializer;
-  CHECK(shape.dtype == DType::I64);
-  CHECK(shape.to_vector<int64_t>() == std::vector<int64_t>{2, -1});
-  CHECK(scale.dtype == DType::F32);
-  CHECK(scale.dims.empty());
-  CHECK(scale.to_vector<float>() == std::vector<float>{1.0f});
+  Model rewritten = apply_once(f, "y");
+  CHECK(test::count_op(rewritten, "Reshape") == 1);
+  const Tensor* shape = nullptr;
+  const Tensor* scale = nullptr;
+  for (const Value* v : rewritten.graph->initializers()) (v->initializer->dtype == DType::I64 ? shape : scale) = v->initializer.get();
+  REQUIRE(rewritten.graph->initializers().size() == 2);
+  REQUIRE(shape);
+  REQUIRE(scale);
+  CHECK(shape->to_vector<int64_t>() == std::vector<int64_t>{2, -1});
+  CHECK(scale->dtype == DType::F32);
+  CHECK(scale->dims.empty());
+  CHECK(scale->to_vector<float>() == std::vector<float>{1.0f});
   auto feeds = random_inputs(original, 3);
-  HostTensor want = Evaluator(original).run(feeds)[0].second, got = Evaluator(f.model).run(feeds)[0].second;
+  HostTensor want = Evaluator(original).run(feeds)[0].second, got = Evaluator(rewritten).run(feeds)[0].second;
   for (int64_t i = 0; i < want.size(); ++i) CHECK(got.data<float>()[i] == 2 * want.data<float>()[i]);
 }
 
-TEST_CASE("late rules wait until nothing else matches in the direct driver") {
+TEST_CASE("a rewrite hides no pattern: every rule sees every form the e-graph holds") {
   const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[4] x) => (float[4] y) {
       c = Constant <value = float {2}> ()
       d = Div(x, c)
       y = Relu(d)
     })";
-  const std::string both = "rule AsMul [late] { match %y = Div(%x, const %c) rewrite %y => Mul(%x, Reciprocal(%c)) }\n"
-                           "rule ReluOfHalf { match %y = Relu(Div(%x, 2.0)) rewrite %y => Div(Relu(%x), const f32 2) }\n";
-  auto f = setup_named(both, model);
-  dsl::RewriteStats stats = dsl::apply_rules(f.model, *f.rules);
-  CHECK(stats.per_rule["ReluOfHalf"].applied == 1);  // the Div it reads was still there
-  CHECK(stats.per_rule["AsMul"].applied == 1);       // then the late rule rewrote the new Div
-  CHECK(test::count_op(f.model, "Div") == 0);
-  // Without the tag, the Div node comes first in graph order and hides the pattern.
-  std::string eager = both;
-  eager.replace(eager.find(" [late]"), 7, "");
-  auto g = setup_named(eager, model);
-  CHECK(dsl::apply_rules(g.model, *g.rules).per_rule["ReluOfHalf"].applied == 0);
+  // AsMul rewrites the Div that ReluOfHalf reads; a greedy driver applying it first
+  // would hide the pattern. In the e-graph the Div stays beside its Mul form.
+  auto f = setup_named("rule AsMul { match %y = Div(%x, const %c) rewrite %y => Mul(%x, Reciprocal(%c)) }\n"
+                       "rule ReluOfHalf { match %y = Relu(Div(%x, 2.0)) rewrite %y => Div(Relu(%x), const f32 2) }\n",
+                       model);
+  dsl::RuleRun run = dsl::run_rules(f.model, *f.rules, test::default_cost());
+  CHECK(run.saturation.per_rule["ReluOfHalf"].matched == 1);
+  CHECK(run.saturation.per_rule["AsMul"].matched == 2);  // the input's Div and the one ReluOfHalf made
+  Model original = import_onnx_proto(named(test::parse_text_model(model)), "m.onnx");
+  auto feeds = random_inputs(original, 4);
+  CHECK(diff(Evaluator(run.model).run(feeds)[0].second, Evaluator(original).run(feeds)[0].second).max_abs <= 1e-6);
 }

@@ -1,17 +1,14 @@
 #include "optimizer.h"
 
-#include <chrono>
 #include <functional>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 
-namespace geopt::ascend {
-namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-}  // namespace
+#include "dsl/rule_run.h"
+#include "passes/static_shapes.h"
 
+namespace geopt::ascend {
 NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options) {
   return [profile, options](const EGraph& g, ClassId cls, const ENode& n) -> double {
     if (n.kind != ENode::Kind::Op) return 0.0;
@@ -40,36 +37,33 @@ NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options)
   };
 }
 
-OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const HardwareProfile& profile, const OptimizeOptions& options) {
+OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const HardwareProfile& profile, const OptimizeOptions& options) {
   OptimizeResult r;
-  r.nodes_before = input.graph->nodes().size();
-  r.before = cost_of_graph(*input.graph, profile, options.cost);
-  auto t = Clock::now();
-  GraphEGraph geg = egraph_from_graph(*input.graph);
-  r.egraph_ms = ms_since(t);
-  t = Clock::now();
-  r.saturation = dsl::saturate(geg.egraph, rules, input.opsets, options.limits, options.backoff);
-  r.saturate_ms = ms_since(t);
+  // The report's "before" is the model as given; shape computations on static shapes
+  // fold first (GE's graph prepare), so rules see the shapes they read.
+  r.nodes_before = given.graph->nodes().size();
+  r.before = cost_of_graph(*given.graph, profile, options.cost);
+  Model shaped = given.clone();
+  r.shapes_folded = propagate_static_shapes(shaped).folded > 0;
+  const Model& input = shaped;
+  dsl::RuleRun run = dsl::run_rules(input, rules, egraph_cost(profile, options.cost), {options.limits, options.backoff, options.exact_limit});
+  r.saturation = std::move(run.saturation);
+  r.egraph_ms = run.egraph_ms;
+  r.saturate_ms = run.saturate_ms;
+  r.extract_ms = run.extract_ms;
+  const GraphEGraph& geg = run.egraph;
+  const Extraction& x = run.extraction;
+  const NodeCost& cost = run.cost;
   r.enodes = geg.egraph.node_count();
   r.eclasses = geg.egraph.class_count();
-  t = Clock::now();
-  const NodeCost cost = remember_costs(egraph_cost(profile, options.cost));  // priced many times below
-  Extraction x = extract_best(geg.egraph, geg.roots, cost, options.exact_limit);
-  r.extract_ms = ms_since(t);
   r.extraction_method = x.method;
   r.extraction_optimal = x.optimal;
-  std::map<std::string, std::pair<int32_t, int32_t>> origins;
-  r.model = extraction_to_model(input, geg, x, &origins);
-  // New ops' domains (ai.geopt) must be imported.
-  for (const auto& n : r.model.graph->nodes())
-    if (r.model.opset_version(n->domain) == 0) r.model.opsets.push_back({n->domain, 1});
-  // effect_times: the sites whose rewrite the extraction kept (any of its e-nodes).
+  r.model = std::move(run.model);
+  r.selected = run.selected;
+  for (const auto& [rule, n] : r.selected) (rules.find(rule)->ast->has_tag("fusion") ? r.fused : r.rewritten)[rule] = n;
+  const auto& sites = run.kept_sites;
+  const auto& origins = run.origins;
   const Selection kept(geg.egraph, geg.roots, cost, x.choice);
-  std::set<std::pair<int32_t, int32_t>> sites;
-  for (ClassId c : kept.order()) {
-    const ENode& n = geg.egraph.eclass(c).nodes.at(x.choice.at(c));
-    if (n.origin >= 0 && sites.emplace(n.origin, n.site).second) ++r.selected[rules.rules()[static_cast<size_t>(n.origin)].ast->name];
-  }
 
   // Each applied site: kept, or why not. A site's alternative is costed as a whole
   // program: the chosen one with that class switched to the site's e-node (classes it
@@ -122,14 +116,7 @@ OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const Har
                    return std::find(covered_further.begin(), covered_further.end(), name) != covered_further.end();
                  })) {
         const std::string& later = rules.rules()[static_cast<size_t>(further.origin)].ast->name;
-        if (!is_fusion(later) && is_fusion(o.rule)) {
-          // A fusion kept in another form: a layout rewrite of the fused value (its
-          // weights in FRACTAL_NZ) keeps the fusion with it.
-          o.selected = true;
-          ++r.selected[o.rule];
-        } else {
-          o.reason = "superseded: " + later + " fused these nodes further, into " + geg.egraph.signature(further.op).op_type;
-        }
+        o.reason = "superseded: " + later + " fused these nodes further, into " + geg.egraph.signature(further.op).op_type;
       } else {
         const ENode& kept_node = geg.egraph.eclass(c).nodes.at(chosen);
         const OpSignature& s = geg.egraph.signature(mine->op);

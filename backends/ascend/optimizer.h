@@ -29,6 +29,7 @@ struct SiteOutcome {
 
 struct OptimizeResult {
   Model model;
+  bool shapes_folded = false;  // static shape computations folded before the rules ran
   dsl::SaturationReport saturation;
   std::string extraction_method;
   bool extraction_optimal = false;
@@ -36,6 +37,8 @@ struct OptimizeResult {
   GraphCost before, after;
   size_t nodes_before = 0, nodes_after = 0;
   std::map<std::string, size_t> selected;  // per rule: sites whose rewrite the result kept (GE's effect_times)
+  // The same, split: rules tagged `fusion`, and the rest (layouts, algebra, eliminations).
+  std::map<std::string, size_t> fused, rewritten;
   std::vector<SiteOutcome> sites;
   // The share of the input's kernels absorbed into fused kernels, and what is left unfused.
   double fusion_rate = 0;
@@ -46,6 +49,9 @@ struct OptimizeResult {
 // The cost of one e-node on the profile (kInfeasible when it does not fit).
 NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options);
 
+// The whole optimize pipeline, as geopt optimize, compile and explain run it: static
+// shapes folded, saturation, extraction under the profile's cost, the report.
+// `before` is the cost of the model as given.
 OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const HardwareProfile& profile, const OptimizeOptions& options = {});
 
 }  // namespace geopt::ascend

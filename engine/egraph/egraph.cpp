@@ -17,23 +17,7 @@ size_t ENodeHash::operator()(const ENode& n) const {
 
 std::string op_signature_key(const std::string& domain, const std::string& op_type, const std::vector<Attribute>& attrs, size_t outputs) {
   std::vector<std::string> parts;
-  for (const auto& a : attrs) {
-    if (a.kind == AttrKind::Tensor || a.kind == AttrKind::Tensors) {
-      std::string s = a.name + "=<";
-      for (const auto& t : a.tensors) {
-        s += dtype_name(t->dtype) + "[";
-        for (int64_t d : t->dims) s += std::to_string(d) + ",";
-        s += "]:" + bytes_digest(t->bytes());
-      }
-      parts.push_back(s + ">");
-    } else if (!a.opaque.empty()) {  // subgraphs: two Ifs with other branches are other ops
-      std::string s = a.name + "=<";
-      for (const auto& o : a.opaque) s += bytes_digest(std::as_bytes(std::span(o.data(), o.size()))) + ",";
-      parts.push_back(s + ">");
-    } else {
-      parts.push_back(a.to_string());
-    }
-  }
+  for (const auto& a : attrs) parts.push_back(a.name + "=" + a.identity_key());
   std::sort(parts.begin(), parts.end());  // attribute order does not change the op
   std::string key = (domain.empty() ? "" : domain + "::") + op_type + "/" + std::to_string(outputs);
   for (const auto& p : parts) key += "|" + p;
@@ -256,6 +240,9 @@ GraphEGraph egraph_from_graph(const Graph& g) {
     std::vector<ClassId> children;
     for (const Value* in : n->inputs()) children.push_back(in ? cls.at(in) : kAbsent);
     OpSignature sig{n->domain, n->op_type, n->attributes, n->outputs().size(), ""};
+    // Two draws of a random op are two values, however alike: never hash-consed into one.
+    if (n->is_nondeterministic())
+      sig.key = op_signature_key(sig.domain, sig.op_type, sig.attributes, sig.num_outputs) + "|draw=" + std::to_string(eg.class_count());
     if (n->outputs().size() == 1) {
       if (const Value* out_v = n->output(0)) cls[out_v] = eg.add_op(sig, std::move(children), data_of(out_v));
       continue;

@@ -416,20 +416,9 @@ Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, cons
 Model extraction_to_model(const Model& original, const GraphEGraph& geg, const Extraction& x,
                           std::map<std::string, std::pair<int32_t, int32_t>>* origins) {
   const EGraph& g = geg.egraph;
-  Model m;
-  m.ir_version = original.ir_version;
-  m.opsets = original.opsets;
-  m.producer_name = original.producer_name;
-  m.producer_version = original.producer_version;
-  m.domain = original.domain;
-  m.model_version = original.model_version;
-  m.doc_string = original.doc_string;
-  m.metadata = original.metadata;
-  m.opaque_functions = original.opaque_functions;
+  Model m = original.header_copy();
   Graph& out = *m.graph;
   const Graph& src = *original.graph;
-  out.name = src.name;
-  out.doc_string = src.doc_string;
   std::map<ClassId, Value*> values;
   for (size_t i = 0; i < src.inputs().size(); ++i) {
     const Value* v = src.inputs()[i];
@@ -531,7 +520,17 @@ Model extraction_to_model(const Model& original, const GraphEGraph& geg, const E
         for (size_t k = n.children.size(); k-- > 0;)
           if (n.children[k] != kAbsent) stack.push_back({g.find(n.children[k]), false});
     }
-    out.add_output(values.at(g.find(geg.roots[i])));
+    // The model's interface keeps its names: an output whose value is a graph input, a
+    // constant or another output gets it through an Identity.
+    Value* v = values.at(g.find(geg.roots[i]));
+    const std::string& want = src.outputs()[i]->name();
+    if (v->name() != want && !out.find_value(want)) {
+      Value* named = out.add_value(want);
+      named->type = v->type;
+      out.add_node("Identity", "", out.unique_name(want + "_identity"), {v}, {named});
+      v = named;
+    }
+    out.add_output(v);
   }
   if (!out.topological_sort()) throw Error("internal: the extracted graph has a cycle");
   return m;

@@ -1,6 +1,10 @@
 #include "ir/attribute.h"
 
+#include <cstring>
+#include <span>
 #include <sstream>
+
+#include "ir/graph_text.h"
 
 namespace geopt {
 
@@ -117,6 +121,38 @@ std::string Attribute::to_string() const {
   }
   if (!ref_attr_name.empty()) os << " (ref " << ref_attr_name << ")";
   return os.str();
+}
+
+std::string Attribute::identity_key() const {
+  if (kind == AttrKind::Tensor || kind == AttrKind::Tensors) {
+    std::string s = "<";
+    for (const auto& t : tensors) {
+      s += dtype_name(t->dtype) + "[";
+      for (int64_t d : t->dims) s += std::to_string(d) + ",";
+      s += "]:" + bytes_digest(t->bytes()) + ";";
+    }
+    return s + ">";
+  }
+  if (!opaque.empty()) {  // subgraphs: two Ifs with other branches are other ops
+    std::string s = "<";
+    for (const auto& o : opaque) s += bytes_digest(std::as_bytes(std::span(o.data(), o.size()))) + ",";
+    return s + ">";
+  }
+  std::string s = to_string();
+  return s.substr(name.size() + 1);
+}
+
+bool Attribute::same_value(const Attribute& o) const {
+  if (kind != o.kind || i != o.i || s != o.s || ints != o.ints || strings != o.strings || opaque != o.opaque || ref_attr_name != o.ref_attr_name)
+    return false;
+  // Bitwise for floats: NaN equals itself, and -0 is not 0 (an attribute is data, not arithmetic).
+  auto same_float = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+  if (!same_float(f, o.f) || floats.size() != o.floats.size() || tensors.size() != o.tensors.size()) return false;
+  for (size_t k = 0; k < floats.size(); ++k)
+    if (!same_float(floats[k], o.floats[k])) return false;
+  for (size_t k = 0; k < tensors.size(); ++k)
+    if (!tensors[k]->same_contents(*o.tensors[k])) return false;
+  return true;
 }
 
 }  // namespace geopt

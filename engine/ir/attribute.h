@@ -53,7 +53,13 @@ struct Attribute {
   static Attribute make_tensor(std::string name, std::shared_ptr<const Tensor> t);
 
   // A short rendering for reports: "axes=[-1]", "epsilon=1e-05", "value=<f32[1]>".
+  // Not an identity: tensors show only dtype and dims (see identity_key).
   std::string to_string() const;
+  // The value's identity, name left out: equal keys are equal values (tensor and
+  // subgraph bytes digested in), for hashing ops and answering automaton questions.
+  std::string identity_key() const;
+  // Exact equality of kind and value (tensor bytes compared), name left out.
+  bool same_value(const Attribute& other) const;
 };
 
 }  // namespace geopt

@@ -224,7 +224,7 @@ int64_t Model::opset_version(std::string_view d) const {
   return 0;
 }
 
-Model Model::clone() const {
+Model Model::header_copy() const {
   Model m;
   m.ir_version = ir_version;
   m.opsets = opsets;
@@ -236,12 +236,17 @@ Model Model::clone() const {
   m.metadata = metadata;
   m.opaque_functions = opaque_functions;
   m.opaque_training_info = opaque_training_info;
+  m.graph->name = graph->name;
+  m.graph->doc_string = graph->doc_string;
+  m.graph->opaque_sparse_initializers = graph->opaque_sparse_initializers;
+  m.graph->opaque_quantization_annotations = graph->opaque_quantization_annotations;
+  return m;
+}
+
+Model Model::clone() const {
+  Model m = header_copy();
   const Graph& from = *graph;
   Graph& to = *m.graph;
-  to.name = from.name;
-  to.doc_string = from.doc_string;
-  to.opaque_sparse_initializers = from.opaque_sparse_initializers;
-  to.opaque_quantization_annotations = from.opaque_quantization_annotations;
   std::unordered_map<const Value*, Value*> same;
   for (const auto& v : from.values()) {
     Value* c = to.add_value(v->name());

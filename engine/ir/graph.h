@@ -108,6 +108,11 @@ struct Model {
   // A deep copy of the graph (nodes, values, names, types) sharing the constant tensors,
   // which are immutable: a pass may rewrite the copy without reading the file again.
   Model clone() const;
+  // A model with everything but the graph's nodes and values: opsets, producer,
+  // metadata, functions, training info, and the graph's name, doc string, sparse
+  // initializers and quantization annotations. Every pass that builds a new model
+  // starts here, so what geopt does not understand is kept.
+  Model header_copy() const;
 };
 
 }  // namespace geopt

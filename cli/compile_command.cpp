@@ -190,6 +190,7 @@ int run(const CompileOptions& o) {
       j["kernels"] = {{"before", r.before.kernels}, {"after", r.after.kernels}};
       j["latency_us"] = {{"before", r.before.latency_us}, {"after", r.after.latency_us}};
       j["fusion_rate"] = r.fusion_rate;
+      j["saturation"] = {{"stop", dsl::stop_reason_name(r.saturation.stop)}, {"iterations", r.saturation.iterations}};
       auto fused = nlohmann::ordered_json::object();
       for (const auto& [name, n] : r.fused) fused[name] = n;
       j["fused"] = fused;
@@ -221,6 +222,8 @@ int run(const CompileOptions& o) {
         for (const auto& [name, n] : rules) text += (text.empty() ? "" : ", ") + name + " x" + std::to_string(n);
         return text.empty() ? std::string("nothing") : text;
       };
+      if (r.saturation.stop != dsl::StopReason::Saturated)
+        std::printf("saturation       stopped at its %s after %d iteration(s)\n", dsl::stop_reason_name(r.saturation.stop), r.saturation.iterations);
       std::printf("fused            %s\n", listed(r.fused).c_str());
       std::printf("rewritten        %s\n", listed(r.rewritten).c_str());
       std::printf("kernels          %zu -> %zu (fusion rate %.0f%%)\n", r.before.kernels, r.after.kernels, 100 * r.fusion_rate);

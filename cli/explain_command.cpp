@@ -32,6 +32,7 @@ struct ExplainCliOptions {
 // A site that matched in the input graph but was never rewritten in the e-graph: why.
 std::string not_rewritten_reason(const dsl::SaturationReport& s, const std::string& rule) {
   auto it = s.per_rule.find(rule);
+  if (it != s.per_rule.end() && it->second.refused) return "matched, but the rewrite was refused: " + it->second.refusal;
   if (s.stop != dsl::StopReason::Saturated)
     return std::string("matched, but saturation stopped (") + dsl::stop_reason_name(s.stop) + " after " + std::to_string(s.iterations) +
            " iteration(s)) before it was rewritten";
@@ -98,7 +99,9 @@ int run(const ExplainCliOptions& o) {
   std::vector<dsl::RuleExplanation> matches = dsl::explain_matches(*rules, model, eo);
   ascend::OptimizeOptions opts;
   opts.cost.precision_mode = o.profile.precision;
-  opts.limits = {o.iterations, o.enodes, o.seconds};
+  opts.limits.iterations = o.iterations;
+  opts.limits.enodes = o.enodes;
+  opts.limits.seconds = o.seconds;
   ascend::OptimizeResult r = ascend::optimize(model, *rules, profile, opts);
   if (!o.node.empty()) return explain_node(o, model, matches, r);
 
@@ -154,11 +157,15 @@ int run(const ExplainCliOptions& o) {
       j.push_back(rj);
     }
     nlohmann::ordered_json out{{"model", o.model}, {"soc_version", profile.soc_version}, {"rules", j}, {"fusion_rate", r.fusion_rate}};
+    out["saturation"] = {{"stop", dsl::stop_reason_name(r.saturation.stop)}, {"iterations", r.saturation.iterations}};
     out["unfused"] = r.unfused;
     std::cout << out.dump(2) << "\n";
     return 0;
   }
   std::printf("geopt explain: %s on %s (%zu rules)\n", o.model.c_str(), profile.soc_version.c_str(), rules->rules().size());
+  if (r.saturation.stop != dsl::StopReason::Saturated)
+    std::printf("saturation stopped at its %s after %d iteration(s): rewrites past it were not explored\n", dsl::stop_reason_name(r.saturation.stop),
+                r.saturation.iterations);
   const size_t shown = o.verbose ? SIZE_MAX : kDefaultSitesShown;
   // At a node several rules miss (variants of one fusion), the default report keeps the
   // misses that got furthest; a node some rule matched needs no excuse from the others.

@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
   } catch (const geopt::Error& e) {
     std::fprintf(stderr, "geopt: error: %s\n", e.what());
     return 1;
+  } catch (const geopt::InternalError& e) {
+    std::fprintf(stderr, "geopt: %s (a bug in geopt: please report it with the command and the model)\n", e.what());
+    return 3;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "geopt: internal error: %s\n", e.what());
     return 3;

@@ -77,6 +77,15 @@ void write_compile_stat(const std::string& path, const ascend::OptimizeResult& r
   write_file_atomically(path, j.dump(2) + "\n");
 }
 
+// "  (banned in iteration 3, back in 9)": the backoff scheduler dropped its matches.
+std::string ban_note(const dsl::RuleRunStats& s, int iterations) {
+  std::string note;
+  for (const auto& [in, back] : s.bans)
+    note += (note.empty() ? "  (" : "; ") + std::string("banned in iteration ") + std::to_string(in) +
+            (back <= iterations ? ", back in " + std::to_string(back) : ", not back before the run stopped");
+  return note.empty() ? note : note + ")";
+}
+
 int run(const OptimizeCliOptions& o) {
   auto rules = o.rules.load();
   ascend::HardwareProfile profile = o.profile.load();
@@ -91,7 +100,9 @@ int run(const OptimizeCliOptions& o) {
   const int64_t bytes = static_cast<int64_t>(std::filesystem::file_size(o.model, ec));
   ascend::OptimizeOptions opts;
   opts.cost.precision_mode = o.profile.precision;
-  opts.limits = {o.iterations, o.enodes, o.seconds};
+  opts.limits.iterations = o.iterations;
+  opts.limits.enodes = o.enodes;
+  opts.limits.seconds = o.seconds;
   ascend::OptimizeResult r = ascend::optimize(input, *rules, profile, opts);
   // Layouts are assigned by the same extraction, so this stage is also the layout stage.
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "2_saturation_extraction_layout", r.model);
@@ -115,8 +126,11 @@ int run(const OptimizeCliOptions& o) {
     auto rules_j = nlohmann::ordered_json::object();
     for (const auto& [name, s] : r.saturation.per_rule) {
       auto sel = r.selected.find(name);
+      auto bans = nlohmann::ordered_json::array();
+      for (const auto& [in, back] : s.bans) bans.push_back({{"banned_in", in}, {"back_in", back}});
       rules_j[name] = {{"matched", s.matched}, {"applied", s.applied}, {"selected", sel == r.selected.end() ? 0 : sel->second},
-                       {"banned", s.banned}, {"search_ms", s.search_ms}, {"apply_ms", s.apply_ms}};
+                       {"banned", s.banned}, {"bans", bans}, {"refused", s.refused}, {"search_ms", s.search_ms}, {"apply_ms", s.apply_ms}};
+      if (!s.refusal.empty()) rules_j[name]["refusal"] = s.refusal;
     }
     j["rules"] = rules_j;
     j["nodes"] = {{"before", r.nodes_before}, {"after", r.nodes_after}};
@@ -139,10 +153,11 @@ int run(const OptimizeCliOptions& o) {
     std::printf("extraction       %s%s\n", r.extraction_method.c_str(), r.extraction_optimal ? " (optimal)" : "");
     std::printf("rules            %-30s %8s %8s\n", "", "matched", "selected");
     for (const auto& [name, s] : r.saturation.per_rule) {
-      if (s.matched == 0 && !r.selected.count(name)) continue;
+      if (s.matched == 0 && !r.selected.count(name) && !s.refused) continue;
       auto sel = r.selected.find(name);
-      std::printf("                 %-30s %8zu %8zu%s\n", name.c_str(), s.matched, sel == r.selected.end() ? 0 : sel->second,
-                  s.banned ? "  (throttled)" : "");
+      std::string note = ban_note(s, r.saturation.iterations);
+      if (s.refused) note += "  (" + std::to_string(s.refused) + " rewrite(s) refused: see the warning)";
+      std::printf("                 %-30s %8zu %8zu%s\n", name.c_str(), s.matched, sel == r.selected.end() ? 0 : sel->second, note.c_str());
     }
     std::printf("nodes            %zu -> %zu\n", r.nodes_before, r.nodes_after);
     std::printf("kernels          %zu -> %zu\n", r.before.kernels, r.after.kernels);

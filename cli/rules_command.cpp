@@ -75,13 +75,19 @@ int test(const RulesOptions& o) {
   // Each test's model goes through geopt optimize's pipeline, as a user's would.
   auto pipeline = [&](const Model& m) {
     ascend::OptimizeResult r = ascend::optimize(m, *set, profile, opts);
-    std::map<std::string, size_t> matched;
-    for (const auto& [name, s] : r.saturation.per_rule) matched[name] = s.matched;
-    return dsl::Rewritten{std::move(r.model), r.selected, std::move(matched)};
+    dsl::Rewritten out{std::move(r.model), r.selected, {}, {}, {}};
+    for (const auto& [name, s] : r.saturation.per_rule) {
+      out.matched[name] = s.matched;
+      if (s.refused) out.refusals.push_back(s.refusal);
+    }
+    if (r.saturation.stop != dsl::StopReason::Saturated)
+      out.stopped = std::string(dsl::stop_reason_name(r.saturation.stop)) + " after " + std::to_string(r.saturation.iterations) + " iteration(s)";
+    return out;
   };
   int failed = 0, passed = 0;
   for (const auto& r : dsl::run_rule_tests(*set, pipeline)) {
-    std::printf("%s  %s: %s\n", r.passed ? "PASS" : "FAIL", r.rule.c_str(), r.test.c_str());
+    std::printf("%s  %s: %s%s\n", r.passed ? "PASS" : "FAIL", r.rule.c_str(), r.test.c_str(),
+                r.stopped.empty() ? "" : (" (saturation stopped at its " + r.stopped + ")").c_str());
     for (const auto& f : r.failures) std::printf("      %s\n", f.c_str());
     (r.passed ? passed : failed)++;
   }
@@ -130,10 +136,13 @@ int apply(const RulesOptions& o) {
   Model model = import_onnx(o.model);
   ascend::OptimizeOptions opts;
   opts.cost.precision_mode = o.profile.precision;
-  opts.limits = {o.iterations, o.enodes, o.seconds};
+  opts.limits.iterations = o.iterations;
+  opts.limits.enodes = o.enodes;
+  opts.limits.seconds = o.seconds;
   ascend::OptimizeResult r = ascend::optimize(model, *set, profile, opts);
   if (!o.output.empty()) export_onnx(r.model, o.output);
-  std::printf("nodes %zu -> %zu; saturation %s after %d iteration(s)\n", r.nodes_before, r.nodes_after, dsl::stop_reason_name(r.saturation.stop),
+  std::printf("nodes %zu -> %zu; saturation %s after %d iteration(s)\n", r.nodes_before, r.nodes_after,
+              r.saturation.stop == dsl::StopReason::Saturated ? "saturated" : ("stopped at its " + std::string(dsl::stop_reason_name(r.saturation.stop))).c_str(),
               r.saturation.iterations);
   for (const auto& [name, s] : r.saturation.per_rule) {
     if (!s.matched) continue;

@@ -52,7 +52,7 @@ std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules, const RewritePi
   std::vector<RuleTestResult> results;
   for (const auto& cr : rules.rules())
     for (const RuleTest& t : cr.ast->tests) {
-      RuleTestResult r{cr.ast->name, t.name, t.loc, true, {}};
+      RuleTestResult r{cr.ast->name, t.name, t.loc, true, {}, {}};
       auto failed = [&](const SourceLoc& loc, const std::string& msg) {
         r.passed = false;
         r.failures.push_back(loc.to_string() + ": " + msg);
@@ -61,6 +61,8 @@ std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules, const RewritePi
         Model original = load_model(t);
         const Rewritten run = pipeline(original);
         const Model& model = run.model;
+        r.stopped = run.stopped;
+        for (const std::string& refusal : run.refusals) failed(t.loc, refusal);
         for (const Expectation& e : t.expectations) {
           if (e.kind == Expectation::Kind::Count) {
             const std::string domain = e.domain == "ai.onnx" ? "" : e.domain;

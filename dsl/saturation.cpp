@@ -39,10 +39,11 @@ BoundLookup bound_in(const EGraph& g, const EMatch& m) {
           }};
 }
 
-// Builds a replacement's e-nodes, typed by ONNX's inference. Returns kAbsent when
-// the inferred dtype contradicts the value being replaced (an unsound rewrite).
+// Builds a replacement's e-nodes, typed by ONNX's inference. Returns kAbsent, saying
+// why in `refusal`, when inference rejects an op it makes or the inferred dtype
+// contradicts the value being replaced (an unsound rewrite).
 ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m, int rule, int site, const ClassData& root_data,
-              bool is_root, const EMatcher& matcher) {
+              bool is_root, const EMatcher& matcher, std::string& refusal) {
   if (r.kind == Replacement::Kind::Var) return g.find(m.values.at(r.var));
   if (r.kind == Replacement::Kind::Const) {
     auto h = rewrite_constant(r, bound_in(g, m));  // buildable() checked it
@@ -52,7 +53,7 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
   }
   std::vector<ClassId> children;
   for (const auto& a : r.args) {
-    children.push_back(build(g, ast, *a, m, rule, site, {}, false, matcher));
+    children.push_back(build(g, ast, *a, m, rule, site, {}, false, matcher, refusal));
     if (children.back() == kAbsent) return kAbsent;
   }
   // Hash-consing makes the same call in two rewrites one e-node (its outputs projected).
@@ -85,9 +86,17 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
   }
   auto inferred = onnx_io::infer_output_types(sig.domain, sig.op_type, sig.attributes, in_types, in_constants, sig.num_outputs,
                                               sig.domain.empty() ? matcher.opset("") : 1);
-  const std::optional<ValueType>& mine = inferred[static_cast<size_t>(r.output_index)];
-  if (is_root && mine && mine->dtype != DType::Undefined && root_data.type.dtype != DType::Undefined && mine->dtype != root_data.type.dtype)
+  const std::string op = (sig.domain.empty() ? "" : sig.domain + "::") + sig.op_type;
+  if (!inferred.error.empty()) {
+    refusal = "ONNX inference rejects the " + op + " it would make (" + r.loc.to_string() + "): " + inferred.error;
     return kAbsent;
+  }
+  const std::optional<ValueType>& mine = inferred.types[static_cast<size_t>(r.output_index)];
+  if (is_root && mine && mine->dtype != DType::Undefined && root_data.type.dtype != DType::Undefined && mine->dtype != root_data.type.dtype) {
+    refusal = "its " + op + " (" + r.loc.to_string() + ") gives " + dtype_name(mine->dtype) + ", the value it would replace ('" + root_data.name +
+              "') is " + dtype_name(root_data.type.dtype);
+    return kAbsent;
+  }
   ENode node;
   node.kind = ENode::Kind::Op;
   node.op = g.intern(sig);
@@ -286,8 +295,12 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, cons
   for (const auto& w : cr.ast->rewrites) {
     ClassId target = g.find(w.target.empty() ? m.roots.front() : m.values.at(w.target));
     ClassData data = g.eclass(target).data;
-    ClassId made = build(g, *cr.ast, *w.replacement, m, m.rule, site, data, true, matcher);
-    if (made == kAbsent) continue;  // ONNX's inference disagrees with the replaced value's type
+    std::string refusal;
+    ClassId made = build(g, *cr.ast, *w.replacement, m, m.rule, site, data, true, matcher, refusal);
+    if (made == kAbsent) {  // ONNX's inference rejects it, or disagrees with the replaced value's type
+      if (record) record->refusal = "rule " + cr.ast->name + " (" + cr.ast->loc.to_string() + ") refused at '" + data.name + "': " + refusal;
+      continue;
+    }
     if (record) {
       record->rule = m.rule;
       record->site = site;
@@ -416,6 +429,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
         b.until = it + (backoff.ban_length << b.times);
         ++b.times;
         ++rs.banned;
+        rs.bans.emplace_back(it + 1, b.until + 2);
         banned_any = true;
         // Its matches are dropped: found again once it is back, near the changes its
         // search covered (and every change after), or everywhere if it searched everywhere.
@@ -423,14 +437,22 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
         continue;
       }
       if (searched) {
-        search_all[r] = false;
+        search_all[r] = !limits.incremental;
         bans[r].since = -1;
       }
       for (const EMatch& m : found[r]) sites.emplace(m.rule, m.roots.front());
       auto rule_start = Clock::now();
       for (const EMatch& m : found[r]) {
         SiteRecord rec;
-        if (apply_ematch(g, rules, matcher, m, &rec, &site_replaced)) {
+        const bool changed = apply_ematch(g, rules, matcher, m, &rec, &site_replaced);
+        if (!rec.refusal.empty()) {
+          // Said once per rule (a rule wrong for one value is usually wrong for all of them).
+          if (rs.refused++ == 0) {
+            spdlog::warn("{}", rec.refusal);
+            rs.refusal = rec.refusal;
+          }
+        }
+        if (changed) {
           ++rs.applied;
           ++is.applied;
           if (rec.rule >= 0) report.sites.push_back(std::move(rec));
@@ -442,6 +464,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     t0 = Clock::now();
     g.rebuild();
     is.rebuild_ms = ms_since(t0);
+    if (limits.check_invariants) g.check_invariants();
     is.enodes = g.node_count();
     is.classes = g.class_count();
     spdlog::debug("saturation iteration {}: {} applied, {} e-nodes in {} classes; search {:.1f} ms, apply {:.1f} ms, rebuild {:.1f} ms", it + 1,

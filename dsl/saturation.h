@@ -17,6 +17,12 @@ struct SaturationLimits {
   int iterations = 30;
   size_t enodes = 50000;
   double seconds = 5.0;
+  // After the first iteration, search only near what changed (egg's incremental
+  // matching); off, every rule searches everywhere every iteration (the tests check
+  // both find the same).
+  bool incremental = true;
+  // Check the e-graph's invariants after every rebuild (EGraph::check_invariants): tests.
+  bool check_invariants = false;
 };
 
 // egg's BackoffScheduler: a rule with more matches than its limit in one
@@ -33,6 +39,11 @@ struct RuleRunStats {
   size_t matched = 0;  // distinct sites matched (GE's match_times)
   size_t applied = 0;  // matches that changed the e-graph
   size_t banned = 0;   // times the scheduler banned the rule
+  // Each ban: the iteration whose matches it dropped, and the first iteration it searches
+  // again (1-based; past `iterations` when the run stopped first).
+  std::vector<std::pair<int, int>> bans;
+  size_t refused = 0;  // rewrites refused: ONNX's inference rejects what they make, or its type differs
+  std::string refusal;  // the first refusal: rule, location, value, both types
   double search_ms = 0, apply_ms = 0;
 };
 
@@ -49,6 +60,7 @@ struct SiteRecord {
   ClassId target = 0;
   std::vector<std::string> replaced;
   ENode matched_root;  // the e-node the match was rooted at
+  std::string refusal;  // set when the rewrite was refused (why)
   // The sites whose e-nodes the match read (it rewrote what they made): (rule, site).
   std::vector<std::pair<int32_t, int32_t>> built_on;
 };

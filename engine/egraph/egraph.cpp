@@ -146,7 +146,7 @@ ClassId EGraph::merge(ClassId a, ClassId b) {
   // Analysis merge: the dtype must agree; keep the more complete shape, the constant, the older name.
   if (r.data.type.dtype == DType::Undefined) r.data.type.dtype = o.data.type.dtype;
   else if (o.data.type.dtype != DType::Undefined && o.data.type.dtype != r.data.type.dtype)
-    throw Error("internal: merging classes of different dtypes (" + dtype_name(r.data.type.dtype) + ", " + dtype_name(o.data.type.dtype) + ")");
+    throw InternalError("merging classes of different dtypes (" + dtype_name(r.data.type.dtype) + ", " + dtype_name(o.data.type.dtype) + ")");
   if (!r.data.type.shape && o.data.type.shape) r.data.type.shape = o.data.type.shape;
   if (!r.data.constant) r.data.constant = o.data.constant;
   r.data.compile_time = r.data.compile_time || o.data.compile_time;
@@ -195,6 +195,32 @@ void EGraph::rebuild() {
     });
     c.nodes.erase(std::unique(c.nodes.begin(), c.nodes.end()), c.nodes.end());
   }
+}
+
+void EGraph::check_invariants() const {
+  if (!clean()) throw InternalError("e-graph checked before rebuild()");
+  auto where = [](ClassId c) { return "class " + std::to_string(c); };
+  std::unordered_map<ENode, ClassId, ENodeHash> owner;
+  for (const auto& [id, c] : classes_) {
+    if (find(id) != id) throw InternalError(where(id) + " is stored but not canonical");
+    for (const ENode& n : c.nodes) {
+      if (!(canonical(n) == n)) throw InternalError(where(id) + " holds an e-node with non-canonical children");
+      auto [it, fresh] = owner.emplace(n, id);
+      if (!fresh) throw InternalError("congruence: one e-node in " + where(it->second) + " and " + where(id));
+      auto memo = memo_.find(n);
+      if (memo == memo_.end() || find(memo->second) != id) throw InternalError("hash-cons: an e-node of " + where(id) + " is not mapped to it");
+      if (n.kind == ENode::Kind::Const && c.data.constant == nullptr) throw InternalError(where(id) + " holds a constant its data does not");
+    }
+    for (const auto& [n, user] : c.parents) {
+      auto live = classes_.find(find(user));
+      if (live == classes_.end()) throw InternalError(where(id) + " has a parent in a dead class");
+      const ENode canon = canonical(n);
+      if (std::find(live->second.nodes.begin(), live->second.nodes.end(), canon) == live->second.nodes.end())
+        throw InternalError(where(id) + " lists a parent e-node its class does not hold");
+    }
+  }
+  for (const auto& [n, c] : memo_)
+    if (canonical(n) == n && owner.count(n) && owner.at(n) != find(c)) throw InternalError("hash-cons maps an e-node to a class that does not hold it");
 }
 
 std::shared_ptr<const Tensor> EGraph::constant_ptr(const Tensor* t) const {

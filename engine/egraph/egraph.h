@@ -87,6 +87,11 @@ class EGraph {
   // congruent e-nodes in one class, no duplicate e-nodes in a class.
   void rebuild();
   bool clean() const { return pending_.empty(); }
+  // egg's invariants after rebuild(), for tests: every e-node canonical and in the
+  // hash-cons under its own class, no e-node in two classes (congruence), every parent
+  // entry naming a live class that holds that e-node, a Const class's data holding its
+  // constant. Throws InternalError naming the first one broken.
+  void check_invariants() const;
 
   const EClass& eclass(ClassId id) const { return classes_.at(find(id)); }
   std::vector<ClassId> class_ids() const;  // canonical ids, ascending

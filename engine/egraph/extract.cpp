@@ -446,7 +446,7 @@ Model extraction_to_model(const Model& original, const GraphEGraph& geg, const E
   std::map<ClassId, Node*> tuple_nodes;
   auto chosen = [&](ClassId c) -> const ENode& {
     if (c >= x.choice.size() || x.choice[c] == kNoChoice)
-      throw Error("internal: extraction chose nothing for class " + std::to_string(c));
+      throw InternalError("extraction chose nothing for class " + std::to_string(c));
     return g.eclass(c).nodes.at(x.choice[c]);
   };
   // Makes the value (or, for an op with several outputs, the node) of a class whose
@@ -532,7 +532,7 @@ Model extraction_to_model(const Model& original, const GraphEGraph& geg, const E
     }
     out.add_output(v);
   }
-  if (!out.topological_sort()) throw Error("internal: the extracted graph has a cycle");
+  if (!out.topological_sort()) throw InternalError("the extracted graph has a cycle");
   return m;
 }
 

@@ -94,7 +94,7 @@ HostTensor HostTensor::borrowed(DType dtype, std::vector<int64_t> dims, const st
 int64_t HostTensor::size() const { return count(dims_); }
 
 std::byte* HostTensor::mutable_raw() {
-  if (!writable_ && data_) throw Error("internal: writing to a read-only constant tensor");
+  if (!writable_ && data_) throw InternalError("writing to a read-only constant tensor");
   return data_;
 }
 
@@ -130,7 +130,7 @@ double HostTensor::real_at(int64_t i) const {
 }
 
 HostTensor HostTensor::reshaped(std::vector<int64_t> dims) const {
-  if (count(dims) != size()) throw Error("internal: reshape changes the element count");
+  if (count(dims) != size()) throw InternalError("reshape changes the element count");
   HostTensor t = *this;
   t.dims_ = std::move(dims);
   return t;

@@ -40,7 +40,7 @@ MappedFile::~MappedFile() {
 BufferSlice::BufferSlice(std::shared_ptr<const Buffer> owner, size_t offset, size_t size)
     : owner_(std::move(owner)), offset_(offset), size_(size) {
   if (!owner_ || offset_ + size_ > owner_->bytes().size() || offset_ + size_ < offset_)
-    throw Error("internal: buffer slice out of range");
+    throw InternalError("buffer slice out of range");
 }
 
 BufferSlice::BufferSlice(std::string bytes) {

@@ -9,7 +9,7 @@
 namespace geopt {
 
 Value* Graph::add_value(std::string value_name) {
-  if (value_name.empty()) throw Error("internal: values need a name");
+  if (value_name.empty()) throw InternalError("values need a name");
   auto v = std::make_unique<Value>(value_name);
   auto [it, inserted] = by_name_.emplace(std::move(value_name), v.get());
   if (!inserted) throw Error("duplicate value name '" + it->first + "'");
@@ -88,7 +88,7 @@ void Graph::set_input(Node* n, size_t index, Value* v) {
 void Graph::remove_node(Node* n) {
   for (Value* out : n->outputs_)
     if (out && !out->uses_.empty())
-      throw Error("internal: removing " + n->describe() + " whose output '" + out->name() + "' is still used");
+      throw InternalError("removing " + n->describe() + " whose output '" + out->name() + "' is still used");
   for (size_t i = 0; i < n->inputs_.size(); ++i)
     if (Value* in = n->inputs_[i]) std::erase(in->uses_, Use{n, i});
   for (Value* out : n->outputs_)
@@ -99,7 +99,7 @@ void Graph::remove_node(Node* n) {
 
 void Graph::fold_node(Node* n, std::vector<std::shared_ptr<const Tensor>> output_data) {
   if (output_data.size() != n->outputs_.size())
-    throw Error("internal: folding " + n->describe() + " needs one tensor per output");
+    throw InternalError("folding " + n->describe() + " needs one tensor per output");
   for (size_t k = 0; k < n->outputs_.size(); ++k) {
     Value* out = n->outputs_[k];
     if (!out) continue;
@@ -120,7 +120,7 @@ void Graph::replace_all_uses(Value* old, Value* with) {
 
 void Graph::rename_value(Value* v, std::string new_name) {
   if (new_name == v->name_) return;
-  if (by_name_.count(new_name)) throw Error("internal: value name '" + new_name + "' is taken");
+  if (by_name_.count(new_name)) throw InternalError("value name '" + new_name + "' is taken");
   by_name_.erase(v->name_);
   v->name_ = std::move(new_name);
   by_name_[v->name_] = v;

@@ -10,15 +10,17 @@
 
 namespace geopt::onnx_io {
 
-std::vector<std::optional<ValueType>> infer_output_types(const std::string& domain, const std::string& op_type,
+InferredTypes infer_output_types(const std::string& domain, const std::string& op_type,
                                                          const std::vector<Attribute>& attributes,
                                                          const std::vector<const ValueType*>& input_types,
                                                          const std::vector<const Tensor*>& input_constants, size_t num_outputs,
                                                          int64_t opset) {
-  std::vector<std::optional<ValueType>> out(num_outputs);
+  InferredTypes result;
+  result.types.resize(num_outputs);
+  auto& out = result.types;
   register_geopt_schemas();
   const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op_type, static_cast<int>(opset > 0 ? opset : INT_MAX), domain);
-  if (!schema || !schema->GetTypeAndShapeInferenceFunction()) return out;
+  if (!schema || !schema->GetTypeAndShapeInferenceFunction()) return result;
   onnx::NodeProto node;
   node.set_op_type(op_type);
   node.set_domain(domain);
@@ -48,10 +50,10 @@ std::vector<std::optional<ValueType>> infer_output_types(const std::string& doma
       const onnx::TypeProto* t = ctx.getOutputType(k);
       if (t && t->value_case() != onnx::TypeProto::VALUE_NOT_SET) out[k] = value_type_from_proto(*t);
     }
-  } catch (const std::exception&) {
-    // inference could not tell: the types stay unknown
+  } catch (const std::exception& e) {
+    result.error = e.what();
   }
-  return out;
+  return result;
 }
 
 }  // namespace geopt::onnx_io

@@ -60,7 +60,7 @@ void attribute_to_proto(const Attribute& a, onnx::AttributeProto* out) {
   if (!a.ref_attr_name.empty()) out->set_ref_attr_name(a.ref_attr_name);
   if (!a.doc_string.empty()) out->set_doc_string(a.doc_string);
   auto parse = [&](auto* msg, const std::string& bytes) {
-    if (!msg->ParseFromString(bytes)) throw Error("internal: attribute '" + a.name + "' holds a corrupt subgraph");
+    if (!msg->ParseFromString(bytes)) throw InternalError("attribute '" + a.name + "' holds a corrupt subgraph");
   };
   switch (a.kind) {
     case AttrKind::Float: out->set_f(a.f); break;
@@ -77,7 +77,7 @@ void attribute_to_proto(const Attribute& a, onnx::AttributeProto* out) {
     case AttrKind::SparseTensors: for (const auto& s : a.opaque) parse(out->add_sparse_tensors(), s); break;
     case AttrKind::TypeProto: parse(out->mutable_tp(), a.opaque.at(0)); break;
     case AttrKind::TypeProtos: for (const auto& t : a.opaque) parse(out->add_type_protos(), t); break;
-    case AttrKind::Undefined: throw Error("internal: attribute '" + a.name + "' has no type");
+    case AttrKind::Undefined: throw InternalError("attribute '" + a.name + "' has no type");
   }
 }
 

@@ -105,8 +105,8 @@ StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions
     for (const Value* out : n->outputs()) outputs_static = outputs_static && is_static(out);
     std::vector<std::optional<ValueType>> inferred;
     if (inputs_changed || !outputs_static) {
-      inferred = onnx_io::infer_output_types(n->domain, n->op_type, n->attributes, in_types, in_constants,
-                                             n->outputs().size(), opset(*n));
+      // The model passed import's checks: where inference still cannot tell, types stay as they are.
+      inferred = onnx_io::infer_output_types(n->domain, n->op_type, n->attributes, in_types, in_constants, n->outputs().size(), opset(*n)).types;
     } else {
       for (const Value* out : n->outputs()) inferred.push_back(out ? std::optional<ValueType>(out->type) : std::nullopt);
     }

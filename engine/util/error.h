@@ -11,4 +11,11 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A broken invariant of geopt itself (a bug, not bad input): the CLI reports it as an
+// internal error and exits 3. Not an Error, so nothing handling bad input swallows it.
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const std::string& what) : std::logic_error("internal: " + what) {}
+};
+
 }  // namespace geopt

@@ -8,20 +8,9 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
-#include "ascend/cost_model.h"
-#include "ascend/layout.h"
-#include "ascend/execution_order.h"
-#include "ascend/lowering_notes.h"
-#include "ascend/memory_plan.h"
-#include "ascend/optimizer.h"
-#include "ascend/plan_executor.h"
+#include "ascend/compile.h"
 #include "ascend/plan_file.h"
-#include "ascend/plan_profile.h"
-#include "ascend/stream_plan.h"
-#include "eval/compare.h"
-#include "eval/evaluator.h"
 #include "onnx/import.h"
-#include "passes/static_shapes.h"
 #include "profile_options.h"
 #include "rule_options.h"
 #include "stage_dump.h"
@@ -53,129 +42,42 @@ std::string human(double bytes) {
   return text;
 }
 
-// An --input_shape value for the model's inputs, symbolic dims as <name>.
-std::string example_input_shape(const Model& m) {
-  std::string text;
-  for (const Value* v : m.graph->inputs()) {
-    if (v->initializer || !v->type.shape) continue;
-    text += (text.empty() ? "" : ";") + v->name() + ":";
-    for (size_t d = 0; d < v->type.shape->rank(); ++d) {
-      const Dim& dim = (*v->type.shape)[d];
-      text += (d ? "," : "") + (dim.is_static() ? std::to_string(dim.value()) : "<" + (dim.is_symbolic() ? dim.symbol_name() : "n") + ">");
-    }
-  }
-  return "\"" + text + "\"";
-}
-
 int run(const CompileOptions& o) {
-  auto started = std::chrono::steady_clock::now();
-  auto ms_since = [](std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-  };
   ascend::HardwareProfile profile = o.profile.load();
   ImportOptions import_options;
   if (!o.input_shape.empty()) import_options.input_shapes = parse_input_shapes(o.input_shape);
-  // The plan is built from the model with its shape computations folded (a plan
-  // needs static shapes); the check below runs the model as given.
-  Model prepared = import_onnx(o.model, import_options);
-  if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "1_import", prepared);
-  ascend::OptimizeOptions opts;
-  opts.cost.precision_mode = o.profile.precision;
-  const ascend::GraphCost given = ascend::cost_of_graph(*prepared.graph, profile, opts.cost);  // "before", as optimize reports it
-  // Weight layouts already in the model (a model geopt optimized) are computed here too.
-  StaticShapeOptions compile_time;
-  compile_time.always_fold = ascend::is_weight_layout;
-  StaticShapeReport shapes = propagate_static_shapes(prepared, compile_time);
-  if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "2_static_shapes", prepared);
-  if (!shapes.dynamic.empty()) {
-    std::string names;
-    for (size_t i = 0; i < shapes.dynamic.size() && i < 3; ++i) names += (i ? ", '" : "'") + shapes.dynamic[i] + "'";
-    const Value* v = prepared.graph->find_value(shapes.dynamic.front());
-    throw Error("a plan needs static shapes, but " + std::to_string(shapes.dynamic.size()) + " value(s) are not (" + names +
-                (shapes.dynamic.size() > 3 ? ", ..." : "") + "; the first is " + v->type.to_string() +
-                "): fix the inputs' symbolic dims with --input_shape, e.g. " + example_input_shape(prepared));
-  }
-  std::optional<ascend::OptimizeResult> optimized;
-  if (!o.no_optimize) {
-    optimized = ascend::optimize(prepared, *o.rules.load(), profile, opts);
-    optimized->before = given;
-  }
-  Model& model = optimized ? optimized->model : prepared;
-  // What the optimizer left to compile time (ops of constants: weights laid out for the
-  // Cube, scaled or merged by a rule) is computed now, once.
-  if (optimized) propagate_static_shapes(model, compile_time);
-  if (optimized && !o.dump_dir.empty()) dump_stage(o.dump_dir, "3_saturation_extraction_layout", model);
-  const double optimize_ms = ms_since(started);
-
-  auto phase = std::chrono::steady_clock::now();
-  const Graph& g = *model.graph;
-  std::vector<size_t> order = ascend::memory_aware_order(g);
-  auto memory_started = std::chrono::steady_clock::now();
-  ascend::MemoryPlan memory = ascend::plan_memory(g, order, {.reuse = !o.disable_reuse});
-  const double memory_ms = ms_since(memory_started);
-  ascend::validate_memory_plan(memory);
-  std::vector<ascend::KernelCost> costs;
-  for (size_t k : order) costs.push_back(ascend::cost_of(ascend::work_of(*g.nodes()[k], opts.cost), profile));
-  auto lower_on = [&](size_t max_streams) {
-    ascend::StreamPlan sp = ascend::plan_streams(g, order, memory, {.max_streams = max_streams});
-    ascend::validate_stream_plan(sp);
-    plan::Plan p = ascend::lower_to_plan({model, order, memory, sp, profile.soc_version, costs});
-    if (optimized) {
-      auto* stats = p.mutable_compile();
-      stats->set_kernels_before(optimized->before.kernels);
-      stats->set_kernels_after(optimized->after.kernels);
-      stats->set_fusion_rate(optimized->fusion_rate);
-      stats->set_latency_before_us(optimized->before.latency_us);
-      stats->set_latency_after_us(optimized->after.latency_us);
-    }
-    return std::make_pair(std::move(sp), std::move(p));
-  };
-  auto [streams, plan] = lower_on(o.single_stream ? 1 : o.max_streams);
-  // Concurrent kernels share HBM and the compute units: where the simulation says
-  // the streams do not pay for their events, one stream is kept (as GE may decide).
-  std::string stream_note;
-  ascend::PlanProfile sim = ascend::simulate_plan(plan);
-  if (streams.stream_count > 1) {
-    auto [one_streams, one_plan] = lower_on(1);
-    ascend::PlanProfile one_sim = ascend::simulate_plan(one_plan);
-    if (one_sim.latency_us < sim.latency_us) {
-      char text[128];
-      std::snprintf(text, sizeof text, " (%zu streams simulated slower: %.1f us against %.1f us)", streams.stream_count,
-                    sim.latency_us, one_sim.latency_us);
-      stream_note = text;
-      streams = std::move(one_streams);
-      plan = std::move(one_plan);
-      sim = std::move(one_sim);
-    }
-  }
-  const double lower_ms = ms_since(phase);
-  if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "4_lowering", model, ascend::lowering_notes(g, order, memory, streams));
-
-  double max_abs = 0;
+  Model given = import_onnx(o.model, import_options);
+  if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "1_import", given);
+  std::unique_ptr<dsl::RuleSet> rules;
+  if (!o.no_optimize) rules = o.rules.load();
+  ascend::CompileOptions co;
+  co.rules = rules.get();
+  co.optimize.cost.precision_mode = o.profile.precision;
+  co.reuse_memory = !o.disable_reuse;
+  co.single_stream = o.single_stream;
+  co.max_streams = o.max_streams;
+  co.check = !o.no_check;
+  co.check_tolerance = o.check_tolerance;
+  if (!o.dump_dir.empty())
+    co.dump = [&](const std::string& stage, Model& m, const std::unordered_map<const Node*, std::string>& notes) { dump_stage(o.dump_dir, stage, m, notes); };
+  ascend::CompileResult c = ascend::compile(given, profile, co);
+  const auto& optimized = c.optimized;
+  const auto& memory = c.memory;
+  const auto& streams = c.streams;
+  const auto& sim = c.profile;
+  const auto& stream_note = c.stream_note;
+  const double max_abs = c.max_abs, optimize_ms = c.optimize_ms, memory_ms = c.memory_ms, lower_ms = c.lower_ms;
+  const bool check_ok = c.check_ok;
   std::string check_note = "off (--no-check)";
-  bool check_ok = true;
-  if (!o.no_check) {
-    // Read again only when folding changed it: the prepared model is the original otherwise.
-    std::optional<Model> original;
-    if (shapes.folded > 0) original.emplace(import_onnx(o.model, import_options));
-    const Model& reference = original ? *original : prepared;
-    auto feeds = random_inputs(reference, 0);
-    NamedTensors want = Evaluator(reference).run(feeds);
-    ascend::PlanExecutor executor(plan);
-    for (auto schedule : {ascend::StreamSchedule::threads, ascend::StreamSchedule::adversarial}) {
-      OutputsDiff d = diff_outputs(executor.run(feeds, schedule), want);
-      if (!d.mismatch.empty()) throw Error("--check: the plan's " + d.mismatch);
-      max_abs = std::max(max_abs, d.error());
-    }
-    check_ok = max_abs <= o.check_tolerance;
-    char text[160];
+  if (c.checked) {
+    char text[200];
     std::snprintf(text, sizeof text, "plan executor vs reference on the original: max abs error %.3g over %zu output(s), threads and adversarial schedules (tolerance %g): %s",
-                  max_abs, want.size(), o.check_tolerance, check_ok ? "ok" : "FAILED");
+                  max_abs, c.outputs, o.check_tolerance, check_ok ? "ok" : "FAILED");
     check_note = text;
   }
   std::string written = o.output;
   if (check_ok && !o.output.empty()) {
-    auto side = ascend::write_plan(plan, o.output,
+    auto side = ascend::write_plan(c.plan, o.output,
                                    {.inline_weight_limit = o.external_weights ? 0 : ascend::PlanWriteOptions{}.inline_weight_limit});
     if (!side.empty()) written += " (weights in " + side.string() + ")";
   }

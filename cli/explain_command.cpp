@@ -97,11 +97,7 @@ int run(const ExplainCliOptions& o) {
   Model model = import_onnx(o.model);
   dsl::ExplainOptions eo{o.rule, o.anywhere};
   std::vector<dsl::RuleExplanation> matches = dsl::explain_matches(*rules, model, eo);
-  ascend::OptimizeOptions opts;
-  opts.cost.precision_mode = o.profile.precision;
-  opts.limits.iterations = o.iterations;
-  opts.limits.enodes = o.enodes;
-  opts.limits.seconds = o.seconds;
+  const ascend::OptimizeOptions opts = o.profile.optimize_options(o.iterations, o.enodes, o.seconds);
   ascend::OptimizeResult r = ascend::optimize(model, *rules, profile, opts);
   if (!o.node.empty()) return explain_node(o, model, matches, r);
 

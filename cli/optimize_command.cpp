@@ -98,11 +98,7 @@ int run(const OptimizeCliOptions& o) {
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "1_import", input);
   std::error_code ec;
   const int64_t bytes = static_cast<int64_t>(std::filesystem::file_size(o.model, ec));
-  ascend::OptimizeOptions opts;
-  opts.cost.precision_mode = o.profile.precision;
-  opts.limits.iterations = o.iterations;
-  opts.limits.enodes = o.enodes;
-  opts.limits.seconds = o.seconds;
+  const ascend::OptimizeOptions opts = o.profile.optimize_options(o.iterations, o.enodes, o.seconds);
   ascend::OptimizeResult r = ascend::optimize(input, *rules, profile, opts);
   // Layouts are assigned by the same extraction, so this stage is also the layout stage.
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "2_saturation_extraction_layout", r.model);

@@ -22,4 +22,13 @@ ascend::HardwareProfile ProfileOptions::load() const {
   return ascend::load_profile(soc, overrides);
 }
 
+ascend::OptimizeOptions ProfileOptions::optimize_options(int iterations, size_t enodes, double seconds) const {
+  ascend::OptimizeOptions opts;
+  opts.cost.precision_mode = precision;
+  opts.limits.iterations = iterations;
+  opts.limits.enodes = enodes;
+  opts.limits.seconds = seconds;
+  return opts;
+}
+
 }  // namespace geopt::cli

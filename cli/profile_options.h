@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ascend/cost_model.h"
+#include "ascend/optimizer.h"
 
 namespace geopt::cli {
 
@@ -18,6 +19,8 @@ struct ProfileOptions {
   void add_to(CLI::App* cmd);
   // Throws geopt::Error on an unknown profile or a bad override.
   ascend::HardwareProfile load() const;
+  // What ascend::optimize takes: this precision mode and the saturation limits.
+  ascend::OptimizeOptions optimize_options(int iterations, size_t enodes, double seconds) const;
 };
 
 }  // namespace geopt::cli

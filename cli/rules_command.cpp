@@ -134,11 +134,7 @@ int apply(const RulesOptions& o) {
   auto set = o.rules.load();
   const ascend::HardwareProfile profile = o.profile.load();
   Model model = import_onnx(o.model);
-  ascend::OptimizeOptions opts;
-  opts.cost.precision_mode = o.profile.precision;
-  opts.limits.iterations = o.iterations;
-  opts.limits.enodes = o.enodes;
-  opts.limits.seconds = o.seconds;
+  const ascend::OptimizeOptions opts = o.profile.optimize_options(o.iterations, o.enodes, o.seconds);
   ascend::OptimizeResult r = ascend::optimize(model, *set, profile, opts);
   if (!o.output.empty()) export_onnx(r.model, o.output);
   std::printf("nodes %zu -> %zu; saturation %s after %d iteration(s)\n", r.nodes_before, r.nodes_after,

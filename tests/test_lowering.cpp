@@ -18,6 +18,7 @@
 #include "ascend/cost_model.h"
 #include "eval/compare.h"
 #include <nlohmann/json.hpp>
+#include "ascend/compile.h"
 #include "eval/evaluator.h"
 #include "onnx/import.h"
 #include "passes/static_shapes.h"
@@ -80,6 +81,16 @@ TEST_CASE("every example model compiles, optimized or not, and its plan computes
     // As geopt compile prepares it: shape computations folded to constants.
     Model prepared = import_onnx(path, options);
     CHECK(propagate_static_shapes(prepared).dynamic.empty());
+    // What geopt compile runs, optimized and not: its own check must pass.
+    for (const dsl::RuleSet* with : {static_cast<const dsl::RuleSet*>(nullptr), static_cast<const dsl::RuleSet*>(rules.get())}) {
+      ascend::CompileOptions co;
+      co.rules = with;
+      ascend::CompileResult c = ascend::compile(original, profile, co);
+      CHECK(c.checked);
+      CHECK(c.check_ok);
+      CHECK(c.memory.pool_bytes >= c.memory.load_bytes);
+    }
+    // And every plan with up to 4 streams, kept or not, computes what the model does.
     ascend::OptimizeResult r = ascend::optimize(prepared, *rules, profile);
     for (const Model* m : {&prepared, &r.model}) {
       Lowered l = lower(*m);

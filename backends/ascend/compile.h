@@ -1,0 +1,51 @@
+#pragma once
+// The compile pipeline, as geopt compile runs it: shape computations folded (a plan
+// needs static shapes), the optimize pipeline, what it left to compile time folded,
+// a memory-aware order, the memory plan, the stream plan (kept on one stream where the
+// simulation says the streams do not pay for their events), the plan, its simulated
+// profile, and the plan executor checked against the model as given.
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "ascend/memory_plan.h"
+#include "ascend/optimizer.h"
+#include "ascend/plan_profile.h"
+#include "ascend/stream_plan.h"
+#include "plan.pb.h"
+
+namespace geopt::ascend {
+
+struct CompileOptions {
+  const dsl::RuleSet* rules = nullptr;  // null: lower the model as it is (--no-optimize)
+  OptimizeOptions optimize;
+  bool reuse_memory = true;
+  bool single_stream = false;
+  size_t max_streams = 4;
+  bool check = true;
+  double check_tolerance = 1e-4;
+  // Called with each stage's model (and per-node notes for lowering): --dump-graph.
+  std::function<void(const std::string& stage, Model& model, const std::unordered_map<const Node*, std::string>& notes)> dump;
+};
+
+struct CompileResult {
+  std::optional<OptimizeResult> optimized;  // its `before` is the model as given
+  Model model;                              // the lowered model
+  std::vector<size_t> order;
+  MemoryPlan memory;
+  StreamPlan streams;
+  plan::Plan plan;
+  PlanProfile profile;
+  std::string stream_note;  // why one stream was kept, when it was
+  bool checked = false, check_ok = true;
+  double max_abs = 0;
+  size_t outputs = 0;
+  double optimize_ms = 0, memory_ms = 0, lower_ms = 0;
+};
+
+// Throws geopt::Error when a shape stays dynamic (naming the values and an
+// --input_shape that fixes them) or the plan's outputs differ in shape or type.
+CompileResult compile(const Model& given, const HardwareProfile& profile, const CompileOptions& options);
+
+}  // namespace geopt::ascend

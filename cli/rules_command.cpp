@@ -85,30 +85,57 @@ int test(const RulesOptions& o) {
     return out;
   };
   int failed = 0, passed = 0;
+  nlohmann::ordered_json tests = nlohmann::ordered_json::array();
   for (const auto& r : dsl::run_rule_tests(*set, pipeline)) {
+    (r.passed ? passed : failed)++;
+    if (o.json) {
+      tests.push_back({{"rule", r.rule}, {"test", r.test}, {"passed", r.passed}, {"failures", r.failures}, {"stopped", r.stopped}});
+      continue;
+    }
     std::printf("%s  %s: %s%s\n", r.passed ? "PASS" : "FAIL", r.rule.c_str(), r.test.c_str(),
                 r.stopped.empty() ? "" : (" (saturation stopped at its " + r.stopped + ")").c_str());
     for (const auto& f : r.failures) std::printf("      %s\n", f.c_str());
-    (r.passed ? passed : failed)++;
   }
-  std::printf("%d passed, %d failed\n", passed, failed);
-  if (!o.soundness) return failed ? 1 : 0;
-  // Each rule on its tests' graphs at other batch sizes and random inputs (dsl/soundness.h).
+  nlohmann::ordered_json report = {{"tests", tests}, {"passed", passed}, {"failed", failed}};
+  if (!o.json) std::printf("%d passed, %d failed\n", passed, failed);
+  if (!o.soundness) {
+    if (o.json) std::cout << report.dump(2) << "\n";
+    return failed ? 1 : 0;
+  }
+  // Each rule applied once at each site of its tests' graphs, at other batch sizes,
+  // random inputs and drawn constants (dsl/soundness.h).
   int unsound = 0, unchecked = 0;
+  nlohmann::ordered_json rules = nlohmann::ordered_json::array();
   for (const auto& r : dsl::check_soundness(*set, ascend::egraph_cost(profile, opts.cost))) {
-    if (!r.checked()) {
-      std::printf("UNCHECKED  %s: no test with `expect outputs_equal` makes it fire\n", r.rule.c_str());
-      ++unchecked;
-      continue;
-    }
+    unchecked += !r.checked();
+    unsound += r.checked() && !r.passed();
     double worst = 0;
     for (const auto& c : r.cases) worst = std::max(worst, c.max_error);
+    if (o.json) {
+      nlohmann::ordered_json failing = nlohmann::ordered_json::array();
+      for (const auto& c : r.cases)
+        if (!c.passed) failing.push_back({{"test", c.test}, {"instance", c.shapes}, {"failure", c.failure}, {"tolerance", c.tolerance}});
+      rules.push_back({{"rule", r.rule},
+                       {"verdict", !r.checked() ? "unchecked" : r.passed() ? "sound" : "unsound"},
+                       {"instances", r.cases.size()},
+                       {"worst_error", worst},
+                       {"failing", failing}});
+      continue;
+    }
+    if (!r.checked()) {
+      std::printf("UNCHECKED  %s: no test with `expect outputs_equal` makes it fire\n", r.rule.c_str());
+      continue;
+    }
     std::printf("%s  %s: %zu instance(s), worst error %.3g\n", r.passed() ? "SOUND    " : "UNSOUND  ", r.rule.c_str(), r.cases.size(), worst);
     for (const auto& c : r.cases)
       if (!c.passed) std::printf("      %s (%s): %s (tolerance %g)\n", c.test.c_str(), c.shapes.c_str(), c.failure.c_str(), c.tolerance);
-    unsound += !r.passed();
   }
-  std::printf("soundness: %d unsound, %d unchecked\n", unsound, unchecked);
+  if (o.json) {
+    report["soundness"] = {{"rules", rules}, {"unsound", unsound}, {"unchecked", unchecked}};
+    std::cout << report.dump(2) << "\n";
+  } else {
+    std::printf("soundness: %d unsound, %d unchecked\n", unsound, unchecked);
+  }
   return failed || unsound || unchecked ? 1 : 0;
 }
 
@@ -165,6 +192,7 @@ std::function<int()> add_rules_command(CLI::App& app) {
   c_test->add_option("paths", o->test_paths, "Rule files or folders (default: the shipped rules)");
   c_test->add_flag("--soundness", o->soundness,
                    "Also check each rule on its tests' graphs at other batch sizes and random inputs, within its declared tolerance");
+  c_test->add_flag("--json", o->json, "Print JSON");
   CLI::App* c_match = cmd->add_subcommand("match", "Show where each rule matches in a model");
   c_match->add_option("model", o->model, "ONNX model")->required();
   c_match->add_flag("--json", o->json, "Print JSON");

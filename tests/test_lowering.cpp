@@ -5,20 +5,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
+#include "ascend/compile.h"
 #include "ascend/execution_order.h"
 #include "ascend/hardware_profile.h"
 #include "ascend/memory_plan.h"
-#include "ascend/optimizer.h"
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
 #include "ascend/plan_profile.h"
 #include "ascend/stream_plan.h"
 #include "dsl_support.h"
-#include "ascend/cost_model.h"
 #include "eval/compare.h"
-#include <nlohmann/json.hpp>
-#include "ascend/compile.h"
 #include "eval/evaluator.h"
 #include "onnx/import.h"
 #include "passes/static_shapes.h"
@@ -30,23 +28,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Lowered {
-  std::vector<size_t> order;
-  ascend::MemoryPlan memory;
-  ascend::StreamPlan streams;
-  plan::Plan plan;
-};
-
-Lowered lower(const Model& m, bool reuse = true, size_t max_streams = 4) {
-  Lowered l;
-  l.order = ascend::memory_aware_order(*m.graph);
-  l.memory = ascend::plan_memory(*m.graph, l.order, {.reuse = reuse});
-  l.streams = ascend::plan_streams(*m.graph, l.order, l.memory, {.max_streams = max_streams});
-  auto profile = ascend::load_profile("Ascend910B1");
-  std::vector<ascend::KernelCost> costs;
-  for (size_t k : l.order) costs.push_back(ascend::cost_of(ascend::work_of(*m.graph->nodes()[k]), profile));
-  l.plan = ascend::lower_to_plan({m, l.order, l.memory, l.streams, "Ascend910B1", costs});
-  return l;
+// What geopt compile lowers, the stream plan kept as planned (the tests
+// below corrupt events and compare stream counts).
+using Lowered = ascend::CompileResult;
+Lowered lower(const Model& m, const dsl::RuleSet* rules = nullptr, bool reuse = true, size_t max_streams = 4) {
+  ascend::CompileOptions options;
+  options.rules = rules;
+  options.reuse_memory = reuse;
+  options.max_streams = max_streams;
+  options.choose_streams = false;
+  options.check = false;
+  return ascend::compile(m, ascend::load_profile("Ascend910B1"), options);
 }
 
 // Largest abs difference of the plan's outputs from the reference on `original`;
@@ -78,10 +70,9 @@ TEST_CASE("every example model compiles, optimized or not, and its plan computes
     ImportOptions options = fixed_inputs(path);
     dynamic += !options.input_shapes.empty();
     Model original = import_onnx(path, options);
-    // As geopt compile prepares it: shape computations folded to constants.
-    Model prepared = import_onnx(path, options);
-    CHECK(propagate_static_shapes(prepared).dynamic.empty());
-    // What geopt compile runs, optimized and not: its own check must pass.
+    // What geopt compile runs, optimized and not: its own check must pass; and with
+    // the stream plan kept as planned (up to 4 streams), the plan computes what the
+    // model does on threads and in the adversarial order.
     for (const dsl::RuleSet* with : {static_cast<const dsl::RuleSet*>(nullptr), static_cast<const dsl::RuleSet*>(rules.get())}) {
       ascend::CompileOptions co;
       co.rules = with;
@@ -89,16 +80,14 @@ TEST_CASE("every example model compiles, optimized or not, and its plan computes
       CHECK(c.checked);
       CHECK(c.check_ok);
       CHECK(c.memory.pool_bytes >= c.memory.load_bytes);
-    }
-    // And every plan with up to 4 streams, kept or not, computes what the model does.
-    ascend::OptimizeResult r = ascend::optimize(prepared, *rules, profile);
-    for (const Model* m : {&prepared, &r.model}) {
-      Lowered l = lower(*m);
+      co.choose_streams = false;
+      co.check = false;
+      Lowered l = ascend::compile(original, profile, co);
       ascend::validate_memory_plan(l.memory);
       ascend::validate_stream_plan(l.streams);
       CHECK(l.memory.pool_bytes >= l.memory.load_bytes);
       CHECK(l.memory.pool_bytes <= l.memory.strategy_pool_bytes.at("greedy by size"));
-      if (m->graph->nodes().size() > 2) CHECK(l.memory.pool_bytes < l.memory.no_reuse_bytes);  // the seed case fuses to one kernel
+      if (l.model.graph->nodes().size() > 2) CHECK(l.memory.pool_bytes < l.memory.no_reuse_bytes);  // the seed case fuses to one kernel
       CHECK(plan_error(l.plan, original, ascend::StreamSchedule::threads) <= 1e-4);
       CHECK(plan_error(l.plan, original, ascend::StreamSchedule::adversarial) <= 1e-4);
       multi_stream += l.streams.stream_count > 1 && !l.streams.events.empty();
@@ -142,16 +131,15 @@ TEST_CASE("--input_shape fixes symbolic input dims so the shapes downstream are 
   CHECK_THROWS_WITH_AS(import_onnx(dir / "dyn.onnx", wrong), doctest::Contains("the model fixes it at 16"), Error);
 
   // Positions computed with Range over Shape stay unknown to ONNX inference; the
-  // plan needs them folded first (geopt compile does it), else a clear refusal.
+  // planner refuses them with a clear message, and geopt compile folds them first.
   ImportOptions bert;
   bert.input_shapes = {{"input_ids", {1, 16}}, {"attention_mask", {1, 16}}};
   Model dynamic = import_onnx(test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx", bert);
-  CHECK_THROWS_WITH_AS(lower(dynamic), doctest::Contains("'/Range_output_0' has shape i64[unk__0]"), Error);
+  CHECK_THROWS_WITH_AS(ascend::plan_memory(*dynamic.graph, ascend::memory_aware_order(*dynamic.graph), {}), doctest::Contains("'/Range_output_0' has shape i64[unk__0]"), Error);
+  CHECK(plan_error(lower(dynamic).plan, dynamic, ascend::StreamSchedule::adversarial) <= 1e-4);
   StaticShapeReport report = propagate_static_shapes(dynamic);
   CHECK(report.folded > 0);
   CHECK(report.dynamic.empty());
-  CHECK(plan_error(lower(dynamic).plan, import_onnx(test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx", bert),
-                   ascend::StreamSchedule::adversarial) <= 1e-4);
 }
 
 TEST_CASE("the execution order is topological and frees a wide branch before starting the next") {
@@ -176,7 +164,7 @@ TEST_CASE("the memory plan: views share bytes, in-place reuse, no reuse when dis
   CHECK(l.memory.views > 0);
   CHECK(l.memory.in_place > 0);
   for (const auto& b : l.memory.buffers) CHECK(b.offset % ascend::kMemoryAlignment == 0);
-  Lowered none = lower(m, false);
+  Lowered none = lower(m, nullptr, false);
   CHECK(none.memory.pool_bytes == none.memory.no_reuse_bytes);
   CHECK(none.memory.in_place == 0);
   CHECK(plan_error(none.plan, m, ascend::StreamSchedule::adversarial) <= 1e-4);
@@ -211,8 +199,7 @@ void move_tensor(plan::Plan& p, const std::string& name, uint64_t offset) {
 TEST_CASE("fault injection: a tensor moved onto a live one, or a dropped event, changes the numbers") {
   auto rules = test::load_rules({test::shipped_rules()});
   Model original = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
-  Model optimized = ascend::optimize(original, *rules, ascend::load_profile("Ascend910B1")).model;
-  Lowered l = lower(optimized);
+  Lowered l = lower(original, rules.get());
   REQUIRE(plan_error(l.plan, original, ascend::StreamSchedule::adversarial) <= 1e-4);
 
   SUBCASE("offset shifted onto a live tensor") {
@@ -255,7 +242,7 @@ TEST_CASE("streams: independent branches get their own streams, and --enable-sin
   CHECK(l.streams.stream_count > 1);
   CHECK(l.streams.events.size() < l.streams.cross_stream_dependencies);  // implied ones pruned
   for (const auto& e : l.streams.events) CHECK(l.streams.stream_of[e.from] != l.streams.stream_of[e.to]);
-  Lowered one = lower(m, true, 1);
+  Lowered one = lower(m, nullptr, true, 1);
   CHECK(one.streams.stream_count == 1);
   CHECK(one.streams.events.empty());
   CHECK(plan_error(one.plan, m, ascend::StreamSchedule::threads) <= 1e-4);
@@ -337,7 +324,7 @@ TEST_CASE("the simulated profile: streams overlap within the bounds, and the Chr
   CHECK(trace["metadata"]["latency_us"].get<double>() == doctest::Approx(p.latency_us));
 
   // One stream: the simulation is the kernels back to back.
-  Lowered one = lower(m, true, 1);
+  Lowered one = lower(m, nullptr, true, 1);
   ascend::PlanProfile serial = ascend::simulate_plan(one.plan);
   CHECK(serial.latency_us == doctest::Approx(serial.one_stream_us));
 }

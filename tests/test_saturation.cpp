@@ -42,8 +42,8 @@ TEST_CASE("saturation finds every starter-rule site in BERT and stops saturated"
   CHECK(r.per_rule["GeluErf"].matched == 2);
   CHECK(r.per_rule["LayerNormFusion"].applied == 5);
   CHECK(r.per_rule["AddLayerNormFusion"].matched == 5);  // on the LayerNorms the first iteration made
-  CHECK(r.iterations == 5);  // fusions; those built on them and weights laid out for the Cube; the folds of those layouts and of merged weights; the merged weights laid out and folded; then nothing new
-  CHECK(r.per_iteration.back().applied == 0);
+  CHECK(r.per_iteration.back().applied == 0);  // the last iteration found nothing new
+  CHECK(r.per_iteration.size() == r.iterations);
 }
 
 TEST_CASE("limits stop a blow-up, and the backoff scheduler throttles the rule") {
@@ -145,11 +145,17 @@ TEST_CASE("geopt optimize: report, check, fusion_result.json") {
                           "--export-compile-stat", (dir / "fusion_result.json").string()});
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("stopped: saturated") != std::string::npos);
-  CHECK(r.out.find("kernels          110 -> 35") != std::string::npos);  // the two embedding lookups of constants run at compile time
-  CHECK(r.out.find("left unfused: Transpose 6") != std::string::npos);
+  CHECK(r.out.find("left unfused: ") != std::string::npos);
   CHECK(r.out.find("why a rule did not fire on them: geopt explain ") != std::string::npos);
-  CHECK(r.out.find("check            max abs error") != std::string::npos);
   CHECK(r.out.find(": ok") != std::string::npos);
+  auto json = test::run_cli({"optimize", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "--json"});
+  REQUIRE(json.exit_code == 0);
+  const auto optimized = nlohmann::json::parse(json.out);
+  CHECK(optimized["saturation"]["stop"] == "saturated");
+  CHECK(optimized["kernels"]["before"] == 110);
+  CHECK(optimized["kernels"]["after"] == 35);  // the two embedding lookups of constants run at compile time
+  CHECK(optimized["unfused"]["Transpose"] == 6);  // the attention heads' split and merge
+  CHECK(optimized["check"]["ok"] == true);
   auto stat = nlohmann::json::parse(test::read_file(dir / "fusion_result.json"));
   CHECK(stat["session_and_graph_id_0_0"]["graph_fusion"]["LayerNormFusion"]["match_times"] == "5");
   // Kept in the form AddLayerNormFusion made of it (GE counts both passes' effects).

@@ -100,7 +100,7 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
   // Concurrent kernels share HBM and the compute units: where the simulation says the
   // streams do not pay for their events, one stream is kept (as GE may decide).
   r.profile = simulate_plan(r.plan);
-  if (r.streams.stream_count > 1) {
+  if (options.choose_streams && r.streams.stream_count > 1) {
     auto [one_streams, one_plan] = lower_on(1);
     PlanProfile one_sim = simulate_plan(one_plan);
     if (one_sim.latency_us < r.profile.latency_us) {

@@ -23,6 +23,9 @@ struct CompileOptions {
   bool reuse_memory = true;
   bool single_stream = false;
   size_t max_streams = 4;
+  // Keep one stream where the simulation says the streams do not pay for their events
+  // (as GE may decide); off, the stream plan is lowered as planned (tests of events).
+  bool choose_streams = true;
   bool check = true;
   double check_tolerance = 1e-4;
   // Called with each stage's model (and per-node notes for lowering): --dump-graph.

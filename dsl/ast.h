@@ -111,6 +111,7 @@ struct AttrAssign {
   std::string var;           // a bound attribute or a bound scalar constant
   std::optional<Term> term;  // dim(%v, axis) or rank(%v) of a bound value
   std::optional<double> numerator;  // `n / %var`: n divided by the bound scalar %var
+  std::string factor;               // `%var * %factor`: the product of two bound scalars
 };
 
 struct Replacement {

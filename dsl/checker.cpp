@@ -287,7 +287,10 @@ class RuleChecker {
               error(a.loc, "attribute '" + a.name + "': " + format_number(*item.number) + " is not an integer");
       } else if (!a.var.empty()) {
         use_scalar(a.var, a.loc);
+        if (!a.factor.empty()) use_scalar(a.factor, a.loc);
         if (a.numerator && it->second.kind != AttrKind::Float) error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; `n / %var` gives a float");
+        if (!a.factor.empty() && it->second.kind != AttrKind::Float)
+          error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + "; `%a * %b` gives a float");
       } else if (!literal_fits(*a.value, it->second.kind))
         error(a.loc, "attribute '" + a.name + "' of " + r.op + " is " + kind_name(it->second.kind) + ", got " + a.value->to_string());
     }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "dsl/ematcher.h"
+#include "dsl/saturation.h"
 #include "egraph/egraph.h"
 #include "util/error.h"
 
@@ -53,15 +54,23 @@ size_t RuleExplanation::near_misses() const {
   return n;
 }
 
+GraphEGraph canonical_egraph(const RuleSet& rules, const Model& model) {
+  GraphEGraph geg = egraph_from_graph(*model.graph);
+  SaturationLimits limits;
+  limits.only_tags = {"canonical", "folding"};
+  saturate(geg.egraph, rules, model.opsets, limits);
+  return geg;
+}
+
 std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const Model& model, size_t* predicates_asked) {
-  const GraphEGraph geg = egraph_from_graph(*model.graph);
+  const GraphEGraph geg = canonical_egraph(rules, model);
   const EGraph& g = geg.egraph;
   EMatcher matcher(rules, g, model.opsets);
   std::map<std::string, std::vector<std::string>> sites;
   for (const auto& r : rules.rules()) sites[r.ast->name];
   for (ClassId c : g.class_ids())
     for (const ENode& n : g.eclass(c).nodes) {
-      if (n.kind != ENode::Kind::Op) continue;
+      if (n.kind != ENode::Kind::Op || n.origin >= 0) continue;  // sites are the model's own nodes
       int last_rule = -1;
       for (const auto& [rule, alt] : matcher.candidates(c, n, predicates_asked)) {
         if (rule == last_rule) continue;  // the first matching alternative per rule
@@ -77,15 +86,15 @@ std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules
 
 std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model, const ExplainOptions& options) {
   if (!options.rule.empty() && !rules.find(options.rule)) throw Error("no rule named '" + options.rule + "'");
-  // The model as written, seen through the one matcher: its e-graph has one e-node per
-  // class (equal nodes merged, as the optimizer merges them).
-  const GraphEGraph geg = egraph_from_graph(*model.graph);
+  // The model as written, seen through the one matcher, with the canonical forms added
+  // (equal nodes merged, as the optimizer merges them).
+  const GraphEGraph geg = canonical_egraph(rules, model);
   const EGraph& g = geg.egraph;
   EMatcher matcher(rules, g, model.opsets);
-  std::vector<std::pair<ClassId, const ENode*>> nodes;  // every op e-node, in graph order
+  std::vector<std::pair<ClassId, const ENode*>> nodes;  // the model's own op e-nodes, in graph order
   for (ClassId c : g.class_ids())
     for (const ENode& n : g.eclass(c).nodes)
-      if (n.kind == ENode::Kind::Op) nodes.emplace_back(c, &n);
+      if (n.kind == ENode::Kind::Op && n.origin < 0) nodes.emplace_back(c, &n);
   std::vector<RuleExplanation> out;
   for (size_t r = 0; r < rules.rules().size(); ++r) {
     const CompiledRule& cr = rules.rules()[r];

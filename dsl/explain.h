@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dsl/rule_set.h"
+#include "egraph/egraph.h"
 #include "ir/graph.h"
 
 namespace geopt::dsl {
@@ -38,7 +39,12 @@ struct ExplainOptions {
   bool anywhere = false;  // also nodes of any op in the pattern, not just the root op
 };
 
-// Where each enabled rule matches on the model as written, through the automaton and
+// The model as written, in its e-graph, with the canonical forms added: the rules
+// tagged `canonical` (and the folds they need, `folding`) saturated. Rules are written
+// against these forms, so `rules match` and explain match on it as optimize does.
+GraphEGraph canonical_egraph(const RuleSet& rules, const Model& model);
+
+// Where each enabled rule matches on the model as written (canonical forms added), through the automaton and
 // the one matcher (`geopt rules match`): rule -> the root nodes of its matches, in
 // graph order, each once. `predicates_asked`, when given, counts automaton questions.
 std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const Model& model, size_t* predicates_asked = nullptr);

@@ -106,12 +106,13 @@ struct repl_args_close : one<')'> {};
 struct repl_args : seq<one<'('>, ws, opt<list<replacement, sep>>, ws, must<repl_args_close>> {};
 struct shape_call : seq<sor<kw_dim, kw_rank, kw_shape>, ws, fn_args> {};  // shape(%v): every dim, in a list
 struct ratio : seq<number, ws, one<'/'>, ws, var_name> {};
+struct product : seq<var_name, ws, one<'*'>, ws, var_name> {};  // `%s * %c`: two bound scalars
 // `[dim(%x, 2), %k[0], 1]`, `[%alpha]`: numbers computed at each match (tried before a plain list literal).
 struct indexed_var : seq<var_name, one<'['>, ws, digits, ws, one<']'>> {};
 struct gathered_var : seq<var_name, one<'['>, ws, var_name, ws, one<']'>> {};  // `%p[%q]`
 struct list_item : sor<shape_call, gathered_var, indexed_var, var_name, number> {};
 struct list_expr : seq<one<'['>, ws, list<list_item, sep>, ws, one<']'>> {};
-struct assign_value : sor<shape_call, ratio, list_expr, var_name, literal> {};
+struct assign_value : sor<shape_call, ratio, product, list_expr, var_name, literal> {};
 struct attr_assign : seq<ident, ws, must<one<'='>>, ws, must<assign_value>> {};
 struct repl_attrs_close : one<'}'> {};
 struct repl_attrs : seq<one<'{'>, ws, opt<list<attr_assign, sep>>, ws, must<repl_attrs_close>> {};

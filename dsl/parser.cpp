@@ -34,7 +34,7 @@ using selector = pt::selector<
                           number, list_lit, op_pattern, op_name, any_op, const_pattern, ellipsis, rest_pattern,
                           output_index, attr_pred, attr_absent, cmp_op, approx_op, attr_compare, attr_approx, attr_in,
                           tolerance, range_lit, set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros,
-                          kw_is_const, kw_is_static, kw_one_use, modulo, repl_op, shape_call, ratio, list_expr, indexed_var, gathered_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
+                          kw_is_const, kw_is_static, kw_one_use, modulo, repl_op, shape_call, ratio, product, list_expr, indexed_var, gathered_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
                           expect_fired, expect_matched, expect_equal, kw_in, arrow>>;
 
 using Node = pt::node;
@@ -356,6 +356,9 @@ class Builder {
         } else if (v.is_type<ratio>()) {
           a.numerator = to_number(*v.children.at(0));
           a.var = v.children.at(1)->string();
+        } else if (v.is_type<product>()) {
+          a.var = v.children.at(0)->string();
+          a.factor = v.children.at(1)->string();
         } else if (v.is_type<var_name>()) {
           a.var = v.string();
         } else {

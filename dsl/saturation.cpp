@@ -67,14 +67,20 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
       sig.attributes.push_back(list_attribute(a.name, kind, *list_value(a.list, bound_in(g, m))));
     } else if (a.value) {
       sig.attributes.push_back(literal_attribute(a.name, kind, *a.value));
-    } else if (auto it = m.attrs.find(a.var); it != m.attrs.end()) {
+    } else if (auto it = m.attrs.find(a.var); it != m.attrs.end() && a.factor.empty()) {
       Attribute copy = it->second;
       copy.name = a.name;
       sig.attributes.push_back(std::move(copy));
     } else {
+      // A bound scalar: a numeric attribute, or a constant whose elements are all equal.
+      auto scalar = [&](const std::string& var) {
+        if (auto at = m.attrs.find(var); at != m.attrs.end())
+          return at->second.kind == AttrKind::Int ? static_cast<double>(at->second.i) : static_cast<double>(at->second.f);
+        return constant_scalar(g.eclass(m.values.at(var)).data.constant).value_or(0);
+      };
       Literal l;
-      const double v = constant_scalar(g.eclass(m.values.at(a.var)).data.constant).value_or(0);
-      l.number = a.numerator ? *a.numerator / v : v;
+      const double v = scalar(a.var);
+      l.number = a.numerator ? *a.numerator / v : a.factor.empty() ? v : v * scalar(a.factor);
       sig.attributes.push_back(literal_attribute(a.name, kind, l));
     }
   }
@@ -333,8 +339,14 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
   std::vector<Ban> bans(rules.rules().size());
   std::set<std::pair<int, ClassId>> sites;  // (rule, root class): a site counts once however often it is re-found
   std::map<std::pair<int, int32_t>, std::vector<std::string>> site_replaced;
-  for (const auto& r : rules.rules())
-    if (r.enabled) report.per_rule[r.ast->name];
+  // The rules this run applies: the enabled ones (with only_tags, those carrying one).
+  std::vector<bool> active(rules.rules().size());
+  for (size_t r = 0; r < rules.rules().size(); ++r) {
+    const CompiledRule& cr = rules.rules()[r];
+    active[r] = cr.enabled && (limits.only_tags.empty() || std::any_of(limits.only_tags.begin(), limits.only_tags.end(),
+                                                                       [&](const std::string& t) { return cr.ast->has_tag(t); }));
+    if (active[r]) report.per_rule[cr.ast->name];
+  }
   g.rebuild();
   report.stop = StopReason::IterationLimit;
   // Incremental search: after the first iteration a rule is tried only at classes within
@@ -368,7 +380,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     // Rules back from a ban they took while searching near changes: near all changes since.
     std::map<size_t, std::unordered_map<ClassId, int>> back_near;
     for (size_t r = 0; r < rules.rules().size(); ++r) {
-      if (bans[r].since < 0 || bans[r].until >= it || !rules.rules()[r].enabled) continue;
+      if (bans[r].since < 0 || bans[r].until >= it || !active[r]) continue;
       std::vector<ClassId> since;
       for (size_t i = static_cast<size_t>(bans[r].since); i < touched_log.size(); ++i)
         since.insert(since.end(), touched_log[i].begin(), touched_log[i].end());
@@ -382,7 +394,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     std::set<std::pair<std::string, std::string>> everywhere_roots;
     bool everywhere_any = false;
     for (size_t r = 0; r < rules.rules().size(); ++r) {
-      if ((!search_all[r] && !back_near.count(r)) || !rules.rules()[r].enabled) continue;
+      if ((!search_all[r] && !back_near.count(r)) || !active[r]) continue;
       for (const auto& alt : rules.rules()[r].alternatives) {
         const Pattern* root = alt.roots.front().get();
         if (root->kind == Pattern::Kind::Var && alt.lets.count(root->var)) root = alt.lets.at(root->var).get();
@@ -400,7 +412,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
           if (!everywhere_roots.count({sig.domain, sig.op_type})) continue;
         }
         for (const auto& [rule, alt] : matcher.candidates(c, n)) {
-          if (bans[static_cast<size_t>(rule)].until >= it || over[static_cast<size_t>(rule)]) continue;
+          if (!active[static_cast<size_t>(rule)] || bans[static_cast<size_t>(rule)].until >= it || over[static_cast<size_t>(rule)]) continue;
           if (auto back = back_near.find(static_cast<size_t>(rule)); back != back_near.end()) {
             if (!back->second.count(c)) continue;  // its own region, within its reach
           } else if (!search_all[static_cast<size_t>(rule)]) {

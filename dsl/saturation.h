@@ -23,6 +23,9 @@ struct SaturationLimits {
   bool incremental = true;
   // Check the e-graph's invariants after every rebuild (EGraph::check_invariants): tests.
   bool check_invariants = false;
+  // Non-empty: only the rules carrying one of these tags apply (the canonical forms that
+  // `rules match` and explain add to a model before matching).
+  std::vector<std::string> only_tags = {};
 };
 
 // egg's BackoffScheduler: a rule with more matches than its limit in one

@@ -199,9 +199,12 @@ TEST_CASE("geopt compile writes a plan that geopt run checks against torch and t
   auto c = run_cli({"compile", m.string() + ".onnx", "-o", plan.string(), "--json"});
   REQUIRE(c.exit_code == 0);
   const auto report = nlohmann::json::parse(c.out);
-  CHECK(report["fused"] == nlohmann::json({{"AddLayerNormFusion", 5}, {"AttentionFusion", 2}, {"FusedMatMulGelu", 2}, {"GeluErf", 2},
-                                            {"LayerNormFusion", 5}, {"MatMulBias", 12}}));
-  CHECK(report["rewritten"] == nlohmann::json({{"MatMulWeightsToFractalNZ", 12}}));  // layouts apart from fusions
+  CHECK(report["fused"] == nlohmann::json({{"AddLayerNormFusion", 5}, {"AttentionFusion", 2}, {"AttentionScaleIntoFlashAttention", 2},
+                                            {"FusedMatMulGelu", 2}, {"GeluErf", 2}, {"LayerNormFusion", 5}, {"MatMulBias", 12}}));
+  // Layouts and canonical forms apart from fusions: the attention's head split and merge
+  // absorbed (FlashAttentionSequenceFirst), its scale moved onto Q on the way.
+  CHECK(report["rewritten"] == nlohmann::json({{"DivByConstantIsMul", 4}, {"FlashAttentionSequenceFirst", 2}, {"KeyTransposeAsSwapLast", 2},
+                                               {"MatMulWeightsToFractalNZ", 12}, {"ScaleIntoMatMulLeft", 2}}));
   CHECK(report["memory"]["reuse_rate"].get<double>() > 0.5);
   CHECK(report["check"]["ok"] == true);
   CHECK(report["check"]["tolerance"].get<double>() == 1e-4);

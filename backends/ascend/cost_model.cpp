@@ -169,9 +169,11 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     }
   } else if (op == "FlashAttention" || op == "FlashAttentionLayerNorm") {
     Extent q = extent(at(n.inputs, 0), o), k = extent(at(n.inputs, 1), o), v = extent(at(n.inputs, 2), o);
-    if (q.known && k.known && v.known && q.dims.size() >= 2) {
-      double s = static_cast<double>(q.dims[q.dims.size() - 2]), d = static_cast<double>(q.dims.back());
-      double t = static_cast<double>(k.dims[k.dims.size() - 2]), dv = static_cast<double>(v.dims.back());
+    const Attribute* layout = find_attr(n, "input_layout");
+    const size_t seq_from_end = layout && layout->s == "BSND" ? 3 : 2;  // [..., S, N, D] or [..., N, S, D]
+    if (q.known && k.known && v.known && q.dims.size() >= seq_from_end && k.dims.size() >= seq_from_end) {
+      double s = static_cast<double>(q.dims[q.dims.size() - seq_from_end]), d = static_cast<double>(q.dims.back());
+      double t = static_cast<double>(k.dims[k.dims.size() - seq_from_end]), dv = static_cast<double>(v.dims.back());
       double heads = q.elements / (s * d);
       w.cube_macs = heads * s * t * (d + dv);
       w.vector_ops = heads * s * t * 6;  // scale, mask, max, exp, sum, rescale

@@ -157,8 +157,29 @@ HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTe
   return y;
 }
 
+// input_layout BSND: Q, K, V and Y hold the sequence axis before the heads axis
+// ([..., S, N, D]; in 3-D, [S, B*N, D]), as the exporter's head split left them.
+// The attention is the same, over [..., N, S, D] (the mask broadcasts to [..., N, S, T]).
+std::vector<int64_t> swap_sequence_and_heads(int64_t rank) {
+  std::vector<int64_t> perm(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) perm[static_cast<size_t>(i)] = i;
+  std::swap(perm[static_cast<size_t>(rank - 3)], perm[static_cast<size_t>(rank - 2)]);
+  return perm;
+}
+
 void flash_attention(KernelContext& ctx) {
-  ctx.outputs[0] = attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2), ctx.has_input(3) ? &ctx.input(3) : nullptr);
+  const HostTensor* mask = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  const std::string layout = ctx.attr_string("input_layout", "BNSD");
+  if (layout == "BNSD") {
+    ctx.outputs[0] = attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2), mask);
+    return;
+  }
+  if (layout != "BSND") ctx.fail("input_layout must be BNSD or BSND, not " + layout);
+  for (int i = 0; i < 3; ++i)
+    if (ctx.input(i).rank() < 3) ctx.fail("input_layout BSND needs Q, K and V of rank >= 3");
+  auto heads_first = [&](int i) { return transpose(ctx.input(i), swap_sequence_and_heads(ctx.input(i).rank())); };
+  HostTensor y = attention(ctx, heads_first(0), heads_first(1), heads_first(2), mask);
+  ctx.outputs[0] = transpose(y, swap_sequence_and_heads(y.rank()));
 }
 
 // Residual + LayerNorm(attention) over the last axis: the seed's fused kernel

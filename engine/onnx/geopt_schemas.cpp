@@ -105,6 +105,11 @@ void register_all() {
                       "Q [..., S, D], K [..., T, D], V [..., T, Dv].");
     s.Attr("scale", "Multiplier of Q K^T; 0 means 1/sqrt(D).", AttributeProto::FLOAT, 0.0f);
     s.Attr("causal", "1: position i attends only to positions <= i + (T - S).", AttributeProto::INT, int64_t{0});
+    s.Attr("input_layout",
+           "BNSD: Q, K, V and Y are [..., N, S, D] (heads before the sequence). BSND: [..., S, N, D], the sequence axis before the "
+           "heads (in 3-D, [S, B*N, D]), as an exporter's head split leaves them, so its Transposes are absorbed (Ascend's "
+           "FlashAttentionScore input_layout). The mask broadcasts to the [..., N, S, T] scores either way.",
+           AttributeProto::STRING, std::string("BNSD"));
     s.Input(0, "Q", "Queries.", "T").Input(1, "K", "Keys.", "T").Input(2, "V", "Values.", "T");
     s.Input(3, "Mask", "Additive mask broadcast to [..., S, T].", "T", OpSchema::Optional);
     s.Output(0, "Y", "Attention output [..., S, Dv].", "T");

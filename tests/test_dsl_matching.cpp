@@ -40,15 +40,15 @@ TEST_CASE("the shipped rules match every instance in the example models") {
   // weight (MatMulToFractalNZ: BERT's 12, GPT-2's 8 and its LM head, LLaMA's 15), every Conv (all carry a bias: the exporter
   // folded BatchNorm into them; the activation and layout rules match the FusedConv it becomes); opset-17 models use LayerNormalization.
   const std::map<std::string, std::map<std::string, int>> expected = {
-      {"bert_tiny_op13", {{"LayerNormFusion", 5}, {"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"FoldConstants", 2}, {"QKVMerge", 2}, {"DivByConstantIsMul", 4}, {"DivBySqrtIsMulRsqrt", 5}, {"ScaleBeforeMatMulIntoWeight", 2}, {"ScaleOutOfMatMulLeft", 2}, {"KeyTransposeAsSwapLast", 2}, {"MatMulToFractalNZ", 12}}},
-      {"bert_tiny_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"LayerNormalizationIsLayerNorm", 5}, {"FoldConstants", 2}, {"QKVMerge", 2}, {"DivByConstantIsMul", 4}, {"ScaleBeforeMatMulIntoWeight", 2}, {"ScaleOutOfMatMulLeft", 2}, {"KeyTransposeAsSwapLast", 2}, {"MatMulToFractalNZ", 12}}},
-      {"bert_tiny_dynamic_seq_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"LayerNormalizationIsLayerNorm", 5}, {"QKVMerge", 2}, {"DivByConstantIsMul", 4}, {"ScaleBeforeMatMulIntoWeight", 2}, {"ScaleOutOfMatMulLeft", 2}, {"KeyTransposeAsSwapLast", 2}, {"CastToSameType", 1}, {"MatMulToFractalNZ", 12}}},
+      {"bert_tiny_op13", {{"LayerNormFusion", 5}, {"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"GemmTransposedBIsFusedMatMul", 1}, {"FoldConstants", 2}, {"QKVMerge", 2}, {"DivByConstantIsMul", 4}, {"DivBySqrtIsMulRsqrt", 5}, {"ScaleBeforeMatMulIntoWeight", 2}, {"ScaleOutOfMatMulLeft", 2}, {"KeyTransposeAsSwapLast", 2}, {"MatMulToFractalNZ", 12}}},
+      {"bert_tiny_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"GemmTransposedBIsFusedMatMul", 1}, {"LayerNormalizationIsLayerNorm", 5}, {"FoldConstants", 2}, {"QKVMerge", 2}, {"DivByConstantIsMul", 4}, {"ScaleBeforeMatMulIntoWeight", 2}, {"ScaleOutOfMatMulLeft", 2}, {"KeyTransposeAsSwapLast", 2}, {"MatMulToFractalNZ", 12}}},
+      {"bert_tiny_dynamic_seq_op17", {{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"GemmTransposedBIsFusedMatMul", 1}, {"LayerNormalizationIsLayerNorm", 5}, {"QKVMerge", 2}, {"DivByConstantIsMul", 4}, {"ScaleBeforeMatMulIntoWeight", 2}, {"ScaleOutOfMatMulLeft", 2}, {"KeyTransposeAsSwapLast", 2}, {"CastToSameType", 1}, {"MatMulToFractalNZ", 12}}},
       {"gpt2_tiny_op13", {{"LayerNormFusion", 5}, {"IdentityIsNothing", 1}, {"MatMulBias", 8}, {"GeluTanh", 2}, {"CubeIsPow", 2}, {"AttentionFusionWhereMask", 2}, {"FoldConstants", 2}, {"DivByConstantIsMul", 2}, {"DivBySqrtIsMulRsqrt", 5}, {"ScaleBeforeMatMulIntoWeight", 2}, {"ScaleOutOfMatMulLeft", 2}, {"KeyTransposeAsSwapLast", 2}, {"MatMulToFractalNZ", 9}}},
       {"gpt2_tiny_op17", {{"IdentityIsNothing", 1}, {"MatMulBias", 8}, {"LayerNormalizationIsLayerNorm", 5}, {"GeluTanh", 2}, {"CubeIsPow", 2}, {"AttentionFusionWhereMask", 2}, {"FoldConstants", 2}, {"DivByConstantIsMul", 2}, {"ScaleBeforeMatMulIntoWeight", 2}, {"ScaleOutOfMatMulLeft", 2}, {"KeyTransposeAsSwapLast", 2}, {"MatMulToFractalNZ", 9}}},
       {"llama_tiny_op13", {{"AttentionFusion", 2}, {"RMSNormFusion", 5}, {"SwiGLUFusion", 2}, {"RotaryEmbeddingFusion", 4}, {"QKVMerge", 2}, {"DivByConstantIsMul", 2}, {"DivBySqrtIsMulRsqrt", 5}, {"MatMulToFractalNZ", 15}}},
       {"llama_tiny_op17", {{"AttentionFusion", 2}, {"RMSNormFusion", 5}, {"SwiGLUFusion", 2}, {"RotaryEmbeddingFusion", 4}, {"QKVMerge", 2}, {"DivByConstantIsMul", 2}, {"DivBySqrtIsMulRsqrt", 5}, {"MatMulToFractalNZ", 15}}},
-      {"resnet18_narrow_op13", {{"ConvBias", 20}}},
-      {"mobilenetv2_half_op13", {{"ConvBias", 52}}},
+      {"resnet18_narrow_op13", {{"ConvBias", 20}, {"GemmTransposedBIsFusedMatMul", 1}}},
+      {"mobilenetv2_half_op13", {{"ConvBias", 52}, {"GemmTransposedBIsFusedMatMul", 1}}},
   };
   for (const auto& [name, want] : expected) {
     INFO(name);
@@ -106,7 +106,7 @@ TEST_CASE("rules switch off by name, by tag, and by a TOML switch file") {
     m.insert(algebra.begin(), algebra.end());
     return m;
   };
-  CHECK(matches_per_rule(*rules, model) == with_algebra({{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"FoldConstants", 2}, {"QKVMerge", 2}}));
+  CHECK(matches_per_rule(*rules, model) == with_algebra({{"GeluErf", 2}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"GemmTransposedBIsFusedMatMul", 1}, {"FoldConstants", 2}, {"QKVMerge", 2}}));
   CHECK(rules->set_enabled("fusion", false));
   CHECK(matches_per_rule(*rules, model) == with_algebra({{"FoldConstants", 2}}));  // [folding], [algebra] and [layout] rules
   CHECK_FALSE(rules->set_enabled("NoSuchRule", true));
@@ -114,7 +114,7 @@ TEST_CASE("rules switch off by name, by tag, and by a TOML switch file") {
   fs::path dir = test::scratch_dir("switch");
   std::ofstream(dir / "on.toml") << "[tags]\nfusion = \"on\"\n[rules]\nGeluErf = \"off\"\n";
   rules->apply_switch_file((dir / "on.toml").string());
-  CHECK(matches_per_rule(*rules, model) == with_algebra({{"LayerNormFusion", 5}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"FoldConstants", 2}, {"QKVMerge", 2}}));
+  CHECK(matches_per_rule(*rules, model) == with_algebra({{"LayerNormFusion", 5}, {"AttentionFusion", 2}, {"MatMulBias", 12}, {"GemmTransposedBIsFusedMatMul", 1}, {"FoldConstants", 2}, {"QKVMerge", 2}}));
 
   std::ofstream(dir / "bad.toml") << "[rules]\nLayerNormFusion = \"maybe\"\n";
   CHECK_THROWS_WITH_AS(rules->apply_switch_file((dir / "bad.toml").string()), doctest::Contains("bad.toml:2: LayerNormFusion must be \"on\" or \"off\""), Error);

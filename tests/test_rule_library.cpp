@@ -43,10 +43,12 @@ TEST_CASE("BERT: every LayerNorm with its residual Add is an AddLayerNorm, GELUs
     CHECK(count_in(r.model, kNormPrimitives) == 0);
     CHECK(count_op(r.model, "FlashAttention") == 2);
     CHECK(count_in(r.model, kAttentionPrimitives) == 0);
-    CHECK(count_in(r.model, kGeluPrimitives) == 1);  // the pooler's Tanh, which is no GELU
+    CHECK(count_in(r.model, kGeluPrimitives) == 0);  // the pooler's Tanh (no GELU) rides on its FusedMatMul too
     CHECK(count_op(r.model, "Gelu") == 0);           // both GELUs ride on their FusedMatMul
     CHECK(r.selected["FusedMatMulGelu"] == 2);
-    CHECK(count_op(r.model, "FusedMatMul") == 12);   // Q, K, V, output and two FFN layers per layer
+    CHECK(r.selected["FusedMatMulTanh"] == 1);
+    CHECK(count_op(r.model, "FusedMatMul") == 13);   // Q, K, V, output and two FFN layers per layer, and the pooler
+    CHECK(count_op(r.model, "Gemm") == 0);
     CHECK(count_op(r.model, "MatMul") == 0);
   }
 }

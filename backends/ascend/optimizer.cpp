@@ -29,6 +29,10 @@ NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options)
         if (parent.kind == ENode::Kind::Proj && parent.op < s.num_outputs)
           d.outputs[parent.op] = &g.eclass(g.find(parent_class)).data.type;
     }
+    // A Transpose that moves only axes of size 1 is a view, free at run time; the
+    // Reshape it equals (the elimination rules) wins the tie by a hair, so the graph
+    // says it moves nothing and every kernel counter agrees.
+    if (is_view_transpose(d)) return 1e-6;
     KernelCost c = cost_of(work_of(d, options), profile);
     // Kernels a rule proposed must fit; the input's own kernels always stay
     // available, so the input program can always be extracted.

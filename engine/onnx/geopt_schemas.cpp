@@ -75,7 +75,7 @@ void register_all() {
     OpSchema s = base("AddLayerNorm", "S = X + Residual; Y = LayerNorm(S). The sum is an optional second output.");
     s.Attr("axis", "First normalized axis.", AttributeProto::INT, int64_t{-1});
     s.Attr("epsilon", "Added to the variance.", AttributeProto::FLOAT, 1e-5f);
-    s.Input(0, "X", "Input.", "T").Input(1, "Residual", "Residual, same shape as X.", "T");
+    s.Input(0, "X", "Input.", "T").Input(1, "Residual", "Residual: the shape of X, or its trailing dims (broadcast over the leading ones).", "T");
     s.Input(2, "Scale", "Scale (gamma).", "T").Input(3, "B", "Bias (beta).", "T", OpSchema::Optional);
     s.Output(0, "Y", "LayerNorm(X + Residual).", "T").Output(1, "Sum", "X + Residual.", "T", OpSchema::Optional);
     s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {

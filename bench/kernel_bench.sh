@@ -1,82 +1,89 @@
 #!/usr/bin/env bash
-# Kernels and HBM traffic after `geopt optimize` (shipped rules, Ascend910B1) against
-# ONNX Runtime's graph at level 'all' (saved with optimizedModelFilePath), on the
-# benchmark models. ORT's kernels are its nodes that are not Constants. geopt's are
-# the kernels its report counts (views such as Reshape launch nothing); its nodes,
-# views included, are shown too. HBM traffic, modeled the same simple way for every
-# graph: each node reads its inputs and writes its outputs once at f32, ops of constants
-# left out as compile-time work (shapes from
-# the graph's value_info, else the original model's inferred shapes; ORT's contrib
-# ops leave tensors of unknown size, counted as 0, so ORT's figure is a lower bound).
-#   bench/kernel_bench.sh [BUILD_DIR]
+# Kernels and modeled latency, geopt against ONNX Runtime, on the full-size zoo
+# (examples/zoo.py --size full, exported here on first use; nothing committed).
+#
+# Both graphs are counted by the one counter, bench/count_kernels.py (a node that
+# launches work at run time: not a Constant, not a view such as Reshape, not an op of
+# constants alone), and both are priced by geopt's cost model (`geopt cost`, Ascend910B1,
+# force_fp16). ONNX Runtime's graph is level 'all' as it saves it (optimizedModelFilePath);
+# its contrib ops are priced as the geopt kernel doing the same work, with the shapes
+# the original model's inference gives the values ONNX Runtime kept (a tensor it renamed
+# has no known size and is priced at its launch only: its latency is then a lower
+# bound, and the row says how many such values there are).
+#
+#   bench/kernel_bench.sh [BUILD_DIR] [NAME_opK ...]     (default: every zoo entry at opsets 13 and 17)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
+shift || true
 geopt=$build/cli/geopt
-out=bench/out
-declare -A flag=([bert_base_op13]=--bert-base [gpt2_small_op13]=--gpt2-small [vit_b16_op13]=--vit-b16
-                 [resnet50_op13]=--resnet50 [mobilenetv2_op13]=--mobilenetv2)
+zoo=bench/out/zoo
+out=bench/out/kernels
+mkdir -p "$zoo" "$out"
 [[ -d bench/ort/node_modules/onnxruntime-node ]] || (cd bench/ort && npm install --no-audit --no-fund --onnxruntime-node-install=skip >/dev/null 2>&1)
-echo "| model | input nodes | ORT kernels | geopt kernels | geopt / ORT | geopt nodes | input HBM (MiB) | ORT HBM, lower bound (MiB) | geopt HBM (MiB) |"
-echo "|---|---|---|---|---|---|---|---|---|"
-for model in bert_base_op13 gpt2_small_op13 vit_b16_op13 resnet50_op13 mobilenetv2_op13; do
-  [[ -f $out/$model.onnx ]] || /usr/bin/python3 examples/export_models.py "${flag[$model]}" "$out/$model.onnx" >/dev/null
-  node bench/ort/optimize.js "$out/$model.onnx" "$out/${model}_ort.onnx"
-  "$geopt" optimize "$out/$model.onnx" -o "$out/${model}_geopt.onnx" --no-check --json > "$out/kernels_$model.json"
-  /usr/bin/python3 - "$out/$model.onnx" "$out/${model}_ort.onnx" "$out/${model}_geopt.onnx" "$model" "$out/kernels_$model.json" <<'PY'
-import json
+models=("$@")
+if [[ ${#models[@]} -eq 0 ]]; then
+  for name in $(/usr/bin/python3 examples/zoo.py --list | awk '{print $1}'); do models+=("${name}_op13" "${name}_op17"); done
+fi
+echo "| model | input kernels | ORT kernels | geopt kernels | geopt / ORT | TransData | left unfused (Softmax, Erf, Tanh, Pow, ReduceMean, Sqrt, LayerNormalization) | modeled us: input / ORT / geopt | e-classes / e-nodes | optimize ms | check |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+for model in "${models[@]}"; do
+  name=${model%_op*}
+  opset=${model##*_op}
+  [[ -f $zoo/$model.onnx ]] || /usr/bin/python3 examples/zoo.py --size full --out "$zoo" --only "$name" --opsets "$opset" >/dev/null
+  node bench/ort/optimize.js "$zoo/$model.onnx" "$out/${model}_ort.onnx" 2>/dev/null
+  "$geopt" optimize "$zoo/$model.onnx" -o "$out/${model}_geopt.onnx" --json > "$out/$model.json" 2> "$out/$model.err" || {
+    echo "| $model | geopt optimize failed: $(tail -1 "$out/$model.err") |"
+    continue
+  }
+  /usr/bin/python3 - "$zoo/$model.onnx" "$out/${model}_ort.onnx" "$out/${model}_ort_shaped.onnx" <<'PY'
+# ONNX Runtime's graph with the original model's inferred shapes on the values it kept.
 import sys
 import onnx
 from onnx import shape_inference
 
-original, ort_path, geopt_path, name, report = sys.argv[1:6]
-geopt_kernels = json.load(open(report))["kernels"]["after"]
-
-def shapes_of(model):
-    out = {}
-    g = model.graph
-    for v in list(g.value_info) + list(g.input) + list(g.output):
-        t = v.type.tensor_type
-        if t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim):
-            n = 1
-            for d in t.shape.dim:
-                n *= d.dim_value
-            out[v.name] = n
-    for init in g.initializer:
-        n = 1
-        for d in init.dims:
-            n *= d
-        out[init.name] = n
-    return out
-
-base = shapes_of(shape_inference.infer_shapes(onnx.load(original, load_external_data=False)))
-
-def measure(path):
-    m = onnx.load(path, load_external_data=False)
-    known = dict(base)
-    known.update(shapes_of(m))
-    kernels, elements, unknown = 0, 0, 0
-    # Ops of constants only (geopt leaves a weight's layout for the Cube to compile time,
-    # as a TransData of the weight) run when the model is compiled, not at run time.
-    constant = {i.name for i in m.graph.initializer} - {i.name for i in m.graph.input}
-    for n in m.graph.node:
-        if n.op_type == "Constant" or (n.input and all(not v or v in constant for v in n.input)):
-            constant.update(n.output)
+original, ort, shaped = sys.argv[1:4]
+known = {}
+g = shape_inference.infer_shapes(onnx.load(original, load_external_data=False)).graph
+for v in list(g.value_info) + list(g.input) + list(g.output):
+    known[v.name] = v
+m = onnx.load(ort)
+have = {v.name for v in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output)} | {i.name for i in m.graph.initializer}
+unknown = 0
+for n in m.graph.node:
+    for o in n.output:
+        if not o or o in have:
             continue
-        kernels += 1
-        for v in list(n.input) + list(n.output):
-            if not v:
-                continue
-            if v in known:
-                elements += known[v]
-            else:
-                unknown += 1
-    return kernels, elements * 4 / 2**20, unknown
+        if o in known:
+            m.graph.value_info.append(known[o])
+            have.add(o)
+        else:
+            unknown += 1
+onnx.save(m, shaped)
+print(unknown, file=open(shaped + ".unknown", "w"))
+PY
+  "$geopt" cost "$zoo/$model.onnx" --json > "$out/${model}_cost_input.json" 2>/dev/null
+  "$geopt" cost "$out/${model}_ort_shaped.onnx" --json > "$out/${model}_cost_ort.json" 2>/dev/null
+  "$geopt" cost "$out/${model}_geopt.onnx" --json > "$out/${model}_cost_geopt.json" 2>/dev/null
+  /usr/bin/python3 - "$model" "$zoo/$model.onnx" "$out/${model}_ort.onnx" "$out/${model}_geopt.onnx" "$out" <<'PY'
+import json
+import sys
+import onnx
+sys.path.insert(0, "bench")
+from count_kernels import count
 
-k_in, h_in, _ = measure(original)
-k_ort, h_ort, u_ort = measure(ort_path)
-k_geo, h_geo, u_geo = measure(geopt_path)
-note = f" ({u_ort} tensors of unknown size)" if u_ort else ""
-print(f"| {name} | {k_in} | {k_ort} | {geopt_kernels} | {geopt_kernels / k_ort:.2f} | {k_geo} | {h_in:.1f} | {h_ort:.1f}{note} | {h_geo:.1f} |")
+model, original, ort, ours, out = sys.argv[1:6]
+k_in, k_ort, k_geo = (count(onnx.load(p, load_external_data=False)) for p in (original, ort, ours))
+report = json.load(open(f"{out}/{model}.json"))
+cost = {side: json.load(open(f"{out}/{model}_cost_{side}.json"))["latency_us"] for side in ("input", "ort", "geopt")}
+unknown = int(open(f"{out}/{model}_ort_shaped.onnx.unknown").read())
+watched = ("Softmax", "Erf", "Tanh", "Pow", "ReduceMean", "Sqrt", "LayerNormalization")
+left = ", ".join(f"{op} {k_geo[op]}" for op in watched if k_geo.get(op)) or "none"
+n_in, n_ort, n_geo = sum(k_in.values()), sum(k_ort.values()), sum(k_geo.values())
+ort_us = f"{cost['ort']:.0f}" + (f" (lower bound: {unknown} values of unknown size)" if unknown else "")
+sat = report["saturation"]
+print(f"| {model} | {n_in} | {n_ort} | {n_geo} | {n_geo / n_ort:.2f} | {k_geo.get('ai.geopt::TransData', 0)} | {left} | "
+      f"{cost['input']:.0f} / {ort_us} / {cost['geopt']:.0f} | {sat['eclasses']} / {sat['enodes']} | "
+      f"{sum(report['time_ms'].values()):.0f} | {'ok' if report['check']['ok'] else 'FAILED'} |")
 PY
 done

@@ -19,13 +19,21 @@ namespace fs = std::filesystem;
 
 fs::path examples_dir() { return GEOPT_EXAMPLES_DIR; }
 
-std::vector<fs::path> example_models() {
+namespace {
+std::vector<fs::path> models_in(const fs::path& dir) {
   std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(examples_dir()))
+  for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".onnx") out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
 }
+}  // namespace
+
+std::vector<fs::path> example_models() { return models_in(examples_dir()); }
+
+fs::path zoo_dir() { return examples_dir().parent_path() / "zoo"; }
+
+std::vector<fs::path> zoo_models() { return models_in(zoo_dir()); }
 
 namespace {
 struct ScratchRoot {

@@ -14,6 +14,10 @@ namespace geopt::test {
 std::filesystem::path examples_dir();
 // Every committed example model (*.onnx), sorted.
 std::vector<std::filesystem::path> example_models();
+// examples/zoo: the small versions of the zoo (examples/zoo.py), each with torch's
+// reference inputs and outputs; its models, sorted.
+std::filesystem::path zoo_dir();
+std::vector<std::filesystem::path> zoo_models();
 // A fresh empty folder under the system temp dir, removed at exit.
 std::filesystem::path scratch_dir(const std::string& tag);
 

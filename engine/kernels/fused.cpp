@@ -64,6 +64,11 @@ void fused_conv(KernelContext& ctx) {
   const bool blocked = format == "NC1HWC0";
   const std::string weight_format = ctx.attr_string("weight_format", "NCHW");
   if (weight_format != "NCHW" && weight_format != "FRACTAL_Z") ctx.fail("weight_format must be NCHW or FRACTAL_Z");
+  const std::string input_format = ctx.attr_string("input_format", "");
+  if (!input_format.empty() && (input_format != "NCHW" || !blocked)) ctx.fail("input_format must be empty, or NCHW with data_format NC1HWC0");
+  // A first conv reading its NCHW input as given: the reference lays it out first.
+  const HostTensor x_given = input_format == "NCHW" ? to_nc1hwc0(ctx.input(0)) : HostTensor{};
+  const HostTensor& x_in = input_format == "NCHW" ? x_given : ctx.input(0);
   HostTensor w = ctx.input(1);
   if (weight_format == "FRACTAL_Z") {
     // Read back with the input's padded channels (zero weights meet zero channels).
@@ -71,11 +76,10 @@ void fused_conv(KernelContext& ctx) {
     const int64_t m = ctx.attr_int("channels", 0);
     if (!blocked || ctx.attr_int("group", 1) != 1 || k.size() != 2 || m <= 0)
       ctx.fail("FRACTAL_Z weights need data_format NC1HWC0, group 1, a 2-D kernel_shape and `channels`");
-    const HostTensor& x5 = ctx.input(0);
-    w = unpacked_weight(w, {m, x5.dim(1) * x5.dim(4), k[0], k[1]}, false);
+    w = unpacked_weight(w, {m, x_in.dim(1) * x_in.dim(4), k[0], k[1]}, false);
   }
   const int64_t channels_in = w.rank() == 4 ? w.dims()[1] * ctx.attr_int("group", 1) : 0;
-  HostTensor x = blocked ? from_nc1hwc0(ctx.input(0), channels_in) : ctx.input(0);
+  HostTensor x = blocked ? from_nc1hwc0(x_in, channels_in) : ctx.input(0);
   HostTensor y = convolution(ctx, x, w, ctx.has_input(2) ? &ctx.input(2) : nullptr);
   if (ctx.has_input(3)) add_broadcast(ctx, y, blocked ? from_nc1hwc0(ctx.input(3), w.dims()[0]) : ctx.input(3));
   apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));

@@ -251,6 +251,10 @@ void register_all() {
     s.Attr("data_format", "NCHW, or NC1HWC0 (Ascend's 5-D layout).", AttributeProto::STRING, std::string("NCHW"));
     s.Attr("weight_format", "NCHW, or FRACTAL_Z (with data_format NC1HWC0 and group 1).", AttributeProto::STRING, std::string("NCHW"));
     s.Attr("channels", "Output channels M: needed with FRACTAL_Z weights, whose dims are padded.", AttributeProto::INT, int64_t{0});
+    s.Attr("input_format",
+           "Empty: X is in data_format. NCHW (with data_format NC1HWC0): X is the 4-D NCHW tensor as given, read directly (GE's C04 input "
+           "for a first conv of at most 4 channels), Y in NC1HWC0.",
+           AttributeProto::STRING, std::string(""));
     add_activation_attrs(s);
     s.Input(0, "X", "Input.", "T").Input(1, "W", "Weights.", "T").Input(2, "B", "Bias.", "T", OpSchema::Optional);
     s.Input(3, "Z", "Residual added before the activation.", "T", OpSchema::Optional);
@@ -266,7 +270,11 @@ void register_all() {
       if (!onnx::hasInputShape(ctx, 0) || !onnx::hasInputShape(ctx, 1)) return;
       const auto& x = ctx.getInputType(0)->tensor_type().shape();
       const auto& w = ctx.getInputType(1)->tensor_type().shape();
-      if (x.dim_size() != 5 || w.dim_size() != 4) fail_shape_inference("NC1HWC0 FusedConv needs a 5-D input and 4-D weights");
+      const auto* in_fmt = ctx.getAttribute("input_format");
+      const bool nchw_in = in_fmt && in_fmt->s() == "NCHW";
+      if (in_fmt && !nchw_in && !in_fmt->s().empty()) fail_shape_inference("input_format must be empty or NCHW");
+      if (x.dim_size() != (nchw_in ? 4 : 5) || w.dim_size() != 4)
+        fail_shape_inference(nchw_in ? "an NC1HWC0 FusedConv reading NCHW needs a 4-D input and 4-D weights" : "NC1HWC0 FusedConv needs a 5-D input and 4-D weights");
       const auto* wf = ctx.getAttribute("weight_format");
       const bool fractal = wf && wf->s() == "FRACTAL_Z";
       if (wf && !fractal && wf->s() != "NCHW") fail_shape_inference("weight_format must be NCHW or FRACTAL_Z");

@@ -391,11 +391,21 @@ void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, 
   Search search(g_, *this, alt, miss);
   const Pattern& root = *alt.roots.front();
   const Pattern* root_op = root.kind == Pattern::Kind::Var ? alt.lets.at(root.var).get() : &root;
+  // The root stands for a value: a multi-output op's pattern stands for one of its
+  // outputs (`Op(...)[k]`, default 0), the Proj(k) of the op's tuple class, never the
+  // tuple itself (a rewrite must not merge a tuple with a value).
+  ClassId root_value = g_.find(cls);
+  if (node.kind == ENode::Kind::Op && g_.signature(node.op).num_outputs > 1) {
+    root_value = kAbsent;
+    for (const auto& [parent, parent_cls] : g_.eclass(cls).parents)
+      if (parent.kind == ENode::Kind::Proj && static_cast<int>(parent.op) == root_op->output_index) root_value = g_.find(parent_cls);
+    if (root_value == kAbsent) return;  // that output is never read: nothing to rewrite
+  }
   EMatch b;
   b.rule = rule;
   b.alternative = alternative;
   b.root_node = node;
-  if (root.kind == Pattern::Kind::Var) b.values[root.var] = g_.find(cls);
+  if (root.kind == Pattern::Kind::Var) b.values[root.var] = root_value;
   int uses_depth = 12;
   for (int d : alt.root_depth) uses_depth = std::max(uses_depth, d + 1);
   // Further roots, then the where clauses.
@@ -463,8 +473,8 @@ void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, 
       search.fail(past_patterns, [&] { return "no node matches root " + std::to_string(r + 1) + " (" + p.loc.to_string() + ")"; });
     return true;
   };
-  search.node_then(*root_op, g_.find(cls), node, b, [&](EMatch& bb) {
-    bb.roots.push_back(g_.find(cls));
+  search.node_then(*root_op, root_value, node, b, [&](EMatch& bb) {
+    bb.roots.push_back(root_value);
     bool more = more_roots(1, bb);
     bb.roots.pop_back();
     return more;

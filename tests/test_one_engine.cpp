@@ -240,3 +240,27 @@ TEST_CASE("extraction falls back to the input program when the heuristic's choic
   CHECK(exact.selected.empty());
   CHECK(exact.after.latency_us == doctest::Approx(r.after.latency_us));
 }
+
+TEST_CASE("a rule rooted at an op with several outputs rewrites the output it names, never the op's tuple") {
+  // Swin's Dropout(p = 0, training on) has a mask output nobody reads, and an opset-17
+  // LayerNormalization may list its mean and inverse deviation.
+  auto rules = test::load_rules({test::shipped_rules()});
+  for (const char* text : {R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[4] x) => (float[4] y) {
+        s = Softmax(x)
+        r = Constant <value = float {0.0}> ()
+        t = Constant <value = bool {1}> ()
+        d, m = Dropout(s, r, t)
+        y = Neg(d)
+      })",
+                           R"(<ir_version: 8, opset_import: ["" : 17]>
+      g (float[2,8] x, float[8] gamma, float[8] beta) => (float[2,8] y, float[2,1] mean) {
+        n, mean, inv = LayerNormalization <axis = -1, epsilon = 0.00001> (x, gamma, beta)
+        y = Relu(n)
+      })"}) {
+    Model model = import_onnx_proto(test::parse_text_model(text), "m.onnx");
+    ascend::OptimizeResult r = ascend::optimize(model, *rules, ascend::load_profile("Ascend910B1"));
+    CHECK(test::max_output_error(model, r.model) <= 1e-5);
+    CHECK(test::count_op(r.model, "Dropout") == 0);
+  }
+}

@@ -121,3 +121,17 @@ TEST_CASE("constants in rewrites and shape comparisons") {
   CHECK(e[4] == "4:48 %x is a tensor value; bind it with `const %x` to use its value");
   CHECK(check("rule B { match %y = Relu(%x) where shape(%x) == shape(%y) rewrite %y => Reshape(%x, const i64 [dim(%x, 0), -1]) }").empty());
 }
+
+TEST_CASE("a product of bound scalars gives a float attribute, of bound variables only") {
+  CHECK(check(R"(rule A {
+  match %y = ai.geopt.FlashAttention(Mul(%q, const %c), %k, %v) { scale == %s }
+  rewrite %y => ai.geopt.FlashAttention(%q, %k, %v) { scale = %s * %c }
+})").empty());
+  auto e = check(R"(rule B {
+  match %y = ai.geopt.FlashAttention(Mul(%q, const %c), %k, %v) { scale == %s }
+  rewrite %y => ai.geopt.FlashAttention(%q, %k, %v) { causal = %s * %c, scale = %s * %nope }
+})");
+  REQUIRE(e.size() == 2);
+  CHECK(e[0] == "3:55 attribute 'causal' of FlashAttention is int; `%a * %b` gives a float");
+  CHECK(e[1] == "3:73 unbound variable %nope");
+}

@@ -45,6 +45,8 @@ std::string Term::to_string() const {
     case Kind::DType: os << "dtype(" << var << ")"; break;
     case Kind::Shape: os << "shape(" << var << ")"; break;
     case Kind::Zeros: os << "zeros(" << var << ")"; break;
+    case Kind::ZeroRows: os << "zero_rows(" << var << ")"; break;
+    case Kind::FullRows: os << "full_rows(" << var << ")"; break;
     case Kind::Ident: os << ident; break;
   }
   if (modulo) os << " % " << *modulo;

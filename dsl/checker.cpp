@@ -219,7 +219,7 @@ class RuleChecker {
   void check_term(const Term& t) {
     switch (t.kind) {
       case Term::Kind::Var: use_scalar(t.var, t.loc); break;
-      case Term::Kind::Rank: case Term::Kind::Dim: case Term::Kind::DType: case Term::Kind::Shape: case Term::Kind::Zeros: use_value(t.var, t.loc); break;
+      case Term::Kind::Rank: case Term::Kind::Dim: case Term::Kind::DType: case Term::Kind::Shape: case Term::Kind::Zeros: case Term::Kind::ZeroRows: case Term::Kind::FullRows: use_value(t.var, t.loc); break;
       case Term::Kind::Ident:
         if (!parse_dtype(t.ident)) error(t.loc, "'" + t.ident + "' is not a dtype name (f32, f16, bf16, i64, ...)");
         break;

@@ -75,6 +75,9 @@ class Search {
       return where() + " is set, the rule requires it absent (" + p.loc.to_string() + ")";
     }
     const Attribute* a = attr_of(s, p.name);
+    // An attribute the op does not have at the model's opset (BatchNormalization's
+    // training_mode before opset 14) is unequal to any value.
+    if (!a && p.op == CmpOp::Ne && p.bind_var.empty()) return std::nullopt;
     if (!a) return where() + " is missing and has no default (" + p.loc.to_string() + ")";
     if (!p.bind_var.empty()) {
       auto it = b.attrs.find(p.bind_var);

@@ -42,6 +42,8 @@ struct kw_one_use : TAO_PEGTL_KEYWORD("one_use") {};
 struct kw_is_static : TAO_PEGTL_KEYWORD("is_static") {};
 struct kw_shape : TAO_PEGTL_KEYWORD("shape") {};
 struct kw_zeros : TAO_PEGTL_KEYWORD("zeros") {};
+struct kw_zero_rows : TAO_PEGTL_KEYWORD("zero_rows") {};
+struct kw_full_rows : TAO_PEGTL_KEYWORD("full_rows") {};
 
 struct ident : identifier {};
 struct var_name : seq<one<'%'>, plus<sor<alnum, one<'_'>>>> {};
@@ -94,7 +96,7 @@ struct pattern : sor<const_pattern, op_pattern, var_name, number> {};
 // `where` predicates.
 struct fn_args_close : one<')'> {};
 struct fn_args : seq<one<'('>, ws, list<sor<var_name, number>, sep>, ws, must<fn_args_close>> {};
-struct fn_call : seq<sor<kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros, kw_is_const, kw_is_static, kw_one_use>, ws, fn_args> {};
+struct fn_call : seq<sor<kw_rank, kw_dim, kw_dtype, kw_shape, kw_zero_rows, kw_full_rows, kw_zeros, kw_is_const, kw_is_static, kw_one_use>, ws, fn_args> {};
 struct modulo : seq<one<'%'>, not_at<sor<alnum, one<'_'>>>, ws, number> {};
 struct term : seq<sor<fn_call, var_name, number, ident>, opt<ws, modulo>> {};
 struct pred_rest : sor<seq<approx_op, ws, must<term>, opt<ws, tolerance>>, seq<cmp_op, ws, must<term>>, seq<kw_in, ws, must<sor<range_lit, set_lit>>>> {};
@@ -191,7 +193,7 @@ template <> inline constexpr const char* expected<one<'='>> = "expected `=`";
 template <> inline constexpr const char* expected<number> = "expected a number";
 template <> inline constexpr const char* expected<digits> = "expected an integer";
 template <> inline constexpr const char* expected<sor<range_lit, set_lit>> = "expected a range `lo .. hi` or a set `{a, b}` after `in`";
-template <> inline constexpr const char* expected<term> = "expected a term: number, %var, rank(%v), dim(%v, axis), dtype(%v), shape(%v), zeros(%c)";
+template <> inline constexpr const char* expected<term> = "expected a term: number, %var, rank(%v), dim(%v, axis), dtype(%v), shape(%v), zeros(%c), zero_rows(%c), full_rows(%c)";
 template <> inline constexpr const char* expected<list_close> = "expected `,` or `]` in the list";
 template <> inline constexpr const char* expected<set_close> = "expected `,` or `}` in the set";
 template <> inline constexpr const char* expected<fn_args_close> = "expected `,` or `)`";

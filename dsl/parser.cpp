@@ -34,7 +34,7 @@ using selector = pt::selector<
                           number, list_lit, op_pattern, op_name, any_op, const_pattern, ellipsis, rest_pattern,
                           output_index, attr_pred, attr_absent, cmp_op, approx_op, attr_compare, attr_approx, attr_in,
                           tolerance, range_lit, set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros,
-                          kw_is_const, kw_is_static, kw_one_use, modulo, repl_op, shape_call, ratio, product, list_expr, indexed_var, gathered_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
+                          kw_is_const, kw_is_static, kw_one_use, kw_zero_rows, kw_full_rows, modulo, repl_op, shape_call, ratio, product, list_expr, indexed_var, gathered_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
                           expect_fired, expect_matched, expect_equal, kw_in, arrow>>;
 
 using Node = pt::node;
@@ -216,8 +216,12 @@ class Builder {
       if (fn.is_type<kw_rank>()) {
         t.kind = Term::Kind::Rank;
         if (need_var(1)) t.var = args[0]->string();
-      } else if (fn.is_type<kw_dtype>() || fn.is_type<kw_shape>() || fn.is_type<kw_zeros>()) {
-        t.kind = fn.is_type<kw_dtype>() ? Term::Kind::DType : fn.is_type<kw_shape>() ? Term::Kind::Shape : Term::Kind::Zeros;
+      } else if (fn.is_type<kw_dtype>() || fn.is_type<kw_shape>() || fn.is_type<kw_zeros>() || fn.is_type<kw_zero_rows>() || fn.is_type<kw_full_rows>()) {
+        t.kind = fn.is_type<kw_dtype>()       ? Term::Kind::DType
+                 : fn.is_type<kw_shape>()     ? Term::Kind::Shape
+                 : fn.is_type<kw_zero_rows>() ? Term::Kind::ZeroRows
+                 : fn.is_type<kw_full_rows>() ? Term::Kind::FullRows
+                                              : Term::Kind::Zeros;
         if (need_var(1)) t.var = args[0]->string();
       } else if (fn.is_type<kw_dim>()) {
         t.kind = Term::Kind::Dim;

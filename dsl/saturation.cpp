@@ -67,7 +67,7 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
       sig.attributes.push_back(list_attribute(a.name, kind, *list_value(a.list, bound_in(g, m))));
     } else if (a.value) {
       sig.attributes.push_back(literal_attribute(a.name, kind, *a.value));
-    } else if (auto it = m.attrs.find(a.var); it != m.attrs.end() && a.factor.empty()) {
+    } else if (auto it = m.attrs.find(a.var); it != m.attrs.end() && a.factor.empty() && !a.numerator) {
       Attribute copy = it->second;
       copy.name = a.name;
       sig.attributes.push_back(std::move(copy));
@@ -101,6 +101,14 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
   if (is_root && mine && mine->dtype != DType::Undefined && root_data.type.dtype != DType::Undefined && mine->dtype != root_data.type.dtype) {
     refusal = "its " + op + " (" + r.loc.to_string() + ") gives " + dtype_name(mine->dtype) + ", the value it would replace ('" + root_data.name +
               "') is " + dtype_name(root_data.type.dtype);
+    return kAbsent;
+  }
+  // Where both shapes are known, they must agree (an attention mask larger than the
+  // scores broadcasts the original, not the fused kernel).
+  if (is_root && mine && mine->shape && root_data.type.shape && mine->shape->is_static() && root_data.type.shape->is_static() &&
+      !(*mine->shape == *root_data.type.shape)) {
+    refusal = "its " + op + " (" + r.loc.to_string() + ") gives " + mine->to_string() + ", the value it would replace ('" + root_data.name +
+              "') is " + root_data.type.to_string();
     return kAbsent;
   }
   ENode node;

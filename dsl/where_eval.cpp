@@ -82,6 +82,26 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
       r = static_cast<double>(zeros);
       break;
     }
+    case Term::Kind::ZeroRows:
+    case Term::Kind::FullRows: {
+      // Rows along the last axis all zero (zero_rows) or with no zero (full_rows): an
+      // attention mask that hides every key of some query.
+      const Tensor* c = ctx.constant_of(t.var);
+      if (!c || c->dtype == DType::String) {
+        reason = t.var + " is not a numeric constant";
+        break;
+      }
+      HostTensor h = HostTensor::view(*c);
+      const int64_t cols = h.rank() ? h.dim(-1) : 1;
+      int64_t rows = 0;
+      for (int64_t row = 0; cols > 0 && row < h.size() / cols; ++row) {
+        int64_t zeros = 0;
+        for (int64_t j = 0; j < cols; ++j) zeros += h.real_at(row * cols + j) == 0 ? 1 : 0;
+        rows += t.kind == Term::Kind::ZeroRows ? zeros == cols : zeros == 0;
+      }
+      r = static_cast<double>(rows);
+      break;
+    }
     case Term::Kind::DType: {
       const ValueType* vt = ctx.type_of(t.var);
       if (vt && vt->dtype != DType::Undefined) r = dtype_name(vt->dtype);

@@ -264,3 +264,22 @@ TEST_CASE("a rule rooted at an op with several outputs rewrites the output it na
     CHECK(test::count_op(r.model, "Dropout") == 0);
   }
 }
+
+TEST_CASE("a rewrite whose value would change shape is refused, naming both shapes") {
+  // The mask broadcasts the scores to a batch of 3; FlashAttention's output keeps Q's batch of 1.
+  auto rules = test::load_rules({test::shipped_rules()});
+  Model model = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,2,8,4] q, float[1,2,8,4] k, float[1,2,8,4] v, float[3,2,8,8] mask) => (float[3,2,8,4] y) {
+        kt = Transpose <perm = [0, 1, 3, 2]> (k)
+        s = MatMul(q, kt)
+        sm = Add(s, mask)
+        p = Softmax <axis = -1> (sm)
+        y = MatMul(p, v)
+      })"), "m.onnx");
+  ascend::OptimizeResult r = ascend::optimize(model, *rules, ascend::load_profile("Ascend910B1"));
+  CHECK(test::count_op(r.model, "FlashAttention") == 0);
+  CHECK(test::max_output_error(model, r.model) <= 1e-5);
+  const auto& stats = r.saturation.per_rule.at("AttentionFusion");
+  CHECK(stats.refused >= 1);
+  CHECK(stats.refusal.find("gives f32[1,2,8,4], the value it would replace ('y') is f32[3,2,8,4]") != std::string::npos);
+}

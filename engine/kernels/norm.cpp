@@ -144,14 +144,14 @@ void add_layer_norm(KernelContext& ctx) {
   require_f32(ctx, x);
   // The residual is X's shape, or its trailing dims (a position table added to every batch row).
   const bool trailing = res.rank() <= x.rank() && std::equal(res.dims().begin(), res.dims().end(), x.dims().end() - static_cast<std::ptrdiff_t>(res.rank()));
-  if (!trailing || res.dtype() != x.dtype() || res.size() == 0)
+  if (!trailing || res.dtype() != x.dtype() || (res.size() == 0 && x.size() > 0))
     ctx.fail("Residual " + res.shape_string() + " must match X " + x.shape_string() + " or its trailing dims");
   HostTensor sum(DType::F32, x.dims());
   const float* a = x.data<float>();
   const float* b = res.data<float>();
   float* s = sum.mutable_data<float>();
   const int64_t period = res.size();
-  for (int64_t i = 0; i < x.size(); ++i) s[i] = a[i] + b[i % period];
+  for (int64_t i = 0; i < x.size(); ++i) s[i] = a[i] + b[i % period];  // period > 0 whenever x has elements
   layer_norm(ctx, sum, &ctx.input(2), ctx.has_input(3) ? &ctx.input(3) : nullptr, false);
   if (ctx.wants_output(1)) ctx.outputs[1] = std::move(sum);
 }

@@ -261,6 +261,9 @@ void register_all() {
     s.Output(0, "Y", "Output.", "T");
     s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
       const auto* fmt = ctx.getAttribute("data_format");
+      const auto* in_fmt = ctx.getAttribute("input_format");
+      if (in_fmt && !in_fmt->s().empty() && (in_fmt->s() != "NCHW" || !fmt || fmt->s() != "NC1HWC0"))
+        fail_shape_inference("input_format must be empty, or NCHW with data_format NC1HWC0");
       if (!fmt || fmt->s() == "NCHW") {
         infer_like("Conv", 11, ctx);
         return;
@@ -270,9 +273,7 @@ void register_all() {
       if (!onnx::hasInputShape(ctx, 0) || !onnx::hasInputShape(ctx, 1)) return;
       const auto& x = ctx.getInputType(0)->tensor_type().shape();
       const auto& w = ctx.getInputType(1)->tensor_type().shape();
-      const auto* in_fmt = ctx.getAttribute("input_format");
       const bool nchw_in = in_fmt && in_fmt->s() == "NCHW";
-      if (in_fmt && !nchw_in && !in_fmt->s().empty()) fail_shape_inference("input_format must be empty or NCHW");
       if (x.dim_size() != (nchw_in ? 4 : 5) || w.dim_size() != 4)
         fail_shape_inference(nchw_in ? "an NC1HWC0 FusedConv reading NCHW needs a 4-D input and 4-D weights" : "NC1HWC0 FusedConv needs a 5-D input and 4-D weights");
       const auto* wf = ctx.getAttribute("weight_format");

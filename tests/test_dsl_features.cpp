@@ -256,3 +256,34 @@ TEST_CASE("a rewrite hides no pattern: every rule sees every form the e-graph ho
   auto feeds = random_inputs(original, 4);
   CHECK(diff(Evaluator(run.model).run(feeds)[0].second, Evaluator(original).run(feeds)[0].second).max_abs <= 1e-6);
 }
+
+TEST_CASE("attributes computed from bound scalars: n / %a and %a * %b, of attributes and of constants") {
+  fs::path dir = test::scratch_dir("computed-attrs");
+  std::ofstream(dir / "r.gerule") << R"(rule Ratio {
+  match %y = ai.geopt.FlashAttention(%q, %k, %v) { scale == %s }
+  where %s != 0
+  rewrite %y => ai.geopt.FlashAttention(%q, %k, %v) { scale = 2 / %s }
+}
+rule Product {
+  match %y = ai.geopt.FlashAttention(Mul(%q, const %c), %k, %v) { scale == %s }
+  where rank(%c) == 0
+  rewrite %y => ai.geopt.FlashAttention(%q, %k, %v) { scale = %s * %c }
+}
+)";
+  auto rules = test::load_rules({(dir / "r.gerule").string()});
+  Model model = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
+      g (float[1,2,8,4] q, float[1,2,8,4] k, float[1,2,8,4] v) => (float[1,2,8,4] y) {
+        c = Constant <value = float {3.0}> ()
+        qs = Mul(q, c)
+        y = ai.geopt.FlashAttention <scale = 0.25> (qs, k, v)
+      })"), "m.onnx");
+  auto scale_after = [&](int rule) {
+    auto out = dsl::apply_once(model, *rules, rule, "y", test::default_cost());
+    REQUIRE(out);
+    for (const auto& n : out->graph->nodes())
+      if (n->op_type == "FlashAttention") return static_cast<double>(n->attr("scale")->f);
+    return -1.0;
+  };
+  CHECK(scale_after(0) == doctest::Approx(8.0));   // 2 / 0.25: the attribute divided, not copied
+  CHECK(scale_after(1) == doctest::Approx(0.75));  // 0.25 * 3
+}

@@ -78,6 +78,19 @@ class Search {
     // An attribute the op does not have at the model's opset (BatchNormalization's
     // training_mode before opset 14) is unequal to any value.
     if (!a && p.op == CmpOp::Ne && p.bind_var.empty()) return std::nullopt;
+    if (!a && !p.bind_var.empty()) {
+      // Unset, with no default (Conv's dilations, pads, strides when an exporter leaves
+      // them out): bound as unset, so a rewrite that copies it leaves it unset too.
+      auto it = b.attrs.find(p.bind_var);
+      if (it == b.attrs.end()) {
+        Attribute unset;
+        unset.name = p.name;
+        b.attrs.emplace(p.bind_var, std::move(unset));
+        return std::nullopt;
+      }
+      if (it->second.kind == AttrKind::Undefined) return std::nullopt;
+      return where() + " is unset, but " + p.bind_var + " is " + value_text(it->second);
+    }
     if (!a) return where() + " is missing and has no default (" + p.loc.to_string() + ")";
     if (!p.bind_var.empty()) {
       auto it = b.attrs.find(p.bind_var);

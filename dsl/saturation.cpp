@@ -68,6 +68,7 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
     } else if (a.value) {
       sig.attributes.push_back(literal_attribute(a.name, kind, *a.value));
     } else if (auto it = m.attrs.find(a.var); it != m.attrs.end() && a.factor.empty() && !a.numerator) {
+      if (it->second.kind == AttrKind::Undefined) continue;  // unset in the match: unset here too
       Attribute copy = it->second;
       copy.name = a.name;
       sig.attributes.push_back(std::move(copy));

@@ -3,6 +3,7 @@
 #include "dsl/value_facts.h"
 #include "eval/host_tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <variant>
@@ -70,36 +71,26 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
       r = vt->shape->to_string();
       break;
     }
-    case Term::Kind::Zeros: {
-      const Tensor* c = ctx.constant_of(t.var);
-      if (!c || c->dtype == DType::String) {
-        reason = t.var + " is not a numeric constant";
-        break;
-      }
-      HostTensor h = HostTensor::view(*c);
-      int64_t zeros = 0;
-      for (int64_t i = 0; i < h.size(); ++i) zeros += h.real_at(i) == 0 ? 1 : 0;
-      r = static_cast<double>(zeros);
-      break;
-    }
+    case Term::Kind::Zeros:
     case Term::Kind::ZeroRows:
     case Term::Kind::FullRows: {
-      // Rows along the last axis all zero (zero_rows) or with no zero (full_rows): an
-      // attention mask that hides every key of some query.
+      // Zeros of a constant (zeros), or its rows along the last axis that are all zero
+      // (zero_rows) or have no zero (full_rows): an attention mask that hides every key
+      // of some query.
       const Tensor* c = ctx.constant_of(t.var);
       if (!c || c->dtype == DType::String) {
         reason = t.var + " is not a numeric constant";
         break;
       }
       HostTensor h = HostTensor::view(*c);
-      const int64_t cols = h.rank() ? h.dim(-1) : 1;
-      int64_t rows = 0;
+      const int64_t cols = t.kind == Term::Kind::Zeros ? std::max<int64_t>(h.size(), 1) : h.rank() ? h.dim(-1) : 1;
+      int64_t count = 0;
       for (int64_t row = 0; cols > 0 && row < h.size() / cols; ++row) {
         int64_t zeros = 0;
         for (int64_t j = 0; j < cols; ++j) zeros += h.real_at(row * cols + j) == 0 ? 1 : 0;
-        rows += t.kind == Term::Kind::ZeroRows ? zeros == cols : zeros == 0;
+        count += t.kind == Term::Kind::Zeros ? zeros : t.kind == Term::Kind::ZeroRows ? zeros == cols : zeros == 0;
       }
-      r = static_cast<double>(rows);
+      r = static_cast<double>(count);
       break;
     }
     case Term::Kind::DType: {

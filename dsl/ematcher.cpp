@@ -376,7 +376,7 @@ std::vector<std::pair<int, int>> EMatcher::candidates(ClassId cls, const ENode& 
     switch (q.kind) {
       case Question::Kind::Op:
         for (const ENode* n : nodes)
-          if (n->kind == ENode::Kind::Op) result.insert(op_label(g_.signature(n->op)));
+          if (n->kind == ENode::Kind::Op) result.insert(label_of(n->op));
         break;
       case Question::Kind::OutputIndex:
         for (ClassId c : classes)
@@ -386,18 +386,37 @@ std::vector<std::pair<int, int>> EMatcher::candidates(ClassId cls, const ENode& 
         for (ClassId c : classes) result.insert(g_.eclass(c).data.is_constant() ? "1" : "0");
         break;
       case Question::Kind::AttrValue:
-        for (const ENode* n : nodes) {
-          if (n->kind != ENode::Kind::Op) continue;
-          const OpSignature& s = g_.signature(n->op);
-          const Attribute* at = find_attr(s, q.attr);
-          if (!at) at = attribute_default(s.domain, s.op_type, q.attr, opset(s.domain));
-          if (at) result.insert(attribute_answer(*at));
-        }
+        for (const ENode* n : nodes)
+          if (n->kind == ENode::Kind::Op)
+            if (const std::string* answer = attribute_answer_of(n->op, q.attr)) result.insert(*answer);
         break;
     }
     return answers.emplace(qi, std::vector<std::string>(result.begin(), result.end())).first->second;
   };
   return a.run(answer);
+}
+
+const std::string& EMatcher::label_of(uint32_t signature) const {
+  if (signature >= labels_.size()) {
+    labels_.resize(signature + 1);
+    labelled_.resize(signature + 1, false);
+  }
+  if (!labelled_[signature]) {
+    labels_[signature] = op_label(g_.signature(signature));
+    labelled_[signature] = true;
+  }
+  return labels_[signature];
+}
+
+const std::string* EMatcher::attribute_answer_of(uint32_t signature, const std::string& attr) const {
+  auto [it, fresh] = attribute_answers_.try_emplace({signature, attr});
+  if (fresh) {
+    const OpSignature& s = g_.signature(signature);
+    const Attribute* at = find_attr(s, attr);
+    if (!at) at = attribute_default(s.domain, s.op_type, attr, opset(s.domain));
+    if (at) it->second = attribute_answer(*at);
+  }
+  return it->second ? &*it->second : nullptr;
 }
 
 

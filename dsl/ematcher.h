@@ -8,6 +8,7 @@
 // backtracks over e-node choices (and over candidates for further roots) and returns
 // every match; asked for, it also says what failed furthest when nothing matched.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,9 +52,17 @@ class EMatcher {
   const EGraph& egraph() const { return g_; }
 
  private:
+  // An op signature's answers never change once interned: its label and each attribute
+  // asked about are rendered once (the automaton asks for every e-node it sees).
+  const std::string& label_of(uint32_t signature) const;
+  const std::string* attribute_answer_of(uint32_t signature, const std::string& attr) const;
+
   const RuleSet& rules_;
   const EGraph& g_;
   std::vector<OpsetImport> opsets_;
+  mutable std::vector<std::string> labels_;  // by signature index; "" until rendered
+  mutable std::vector<bool> labelled_;
+  mutable std::map<std::pair<uint32_t, std::string>, std::optional<std::string>> attribute_answers_;
 };
 
 // "Op 'node name'", or for a node without one (or made by a rule) "Op (value 'name')".

@@ -8,18 +8,16 @@
 #include <sstream>
 #include <variant>
 
-
 namespace geopt::dsl {
 namespace {
-
-
-
 
 using TermValue = std::variant<double, std::string>;
 
 std::string as_text(const TermValue& x) { return std::holds_alternative<double>(x) ? format_number(std::get<double>(x)) : std::get<std::string>(x); }
 
-std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std::string& reason) {
+// `reason`, when given, receives why the term has no value (or names the value found);
+// the matcher evaluates without it and asks again only for a predicate that failed.
+std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std::string* reason) {
   std::optional<TermValue> r;
   switch (t.kind) {
     case Term::Kind::Number: r = t.number; break;
@@ -30,42 +28,42 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
       } else if (auto s = constant_scalar(ctx.constant_of(t.var))) {
         r = *s;
       }
-      if (r && ctx.name_of && !ctx.name_of(t.var).empty()) reason = "('" + ctx.name_of(t.var) + "')";
-      if (!r) reason = t.var + " is not a scalar constant";
+      if (reason && r && ctx.name_of && !ctx.name_of(t.var).empty()) *reason = "('" + ctx.name_of(t.var) + "')";
+      if (reason && !r) *reason = t.var + " is not a scalar constant";
       break;
     }
     case Term::Kind::Rank: {
       const ValueType* vt = ctx.type_of(t.var);
       if (vt && vt->shape) r = static_cast<double>(vt->shape->rank());
-      else reason = "the rank of " + t.var + " is unknown";
+      else if (reason) *reason = "the rank of " + t.var + " is unknown";
       break;
     }
     case Term::Kind::Dim: {
       const ValueType* vt = ctx.type_of(t.var);
       if (!vt || !vt->shape) {
-        reason = "the shape of " + t.var + " is unknown";
+        if (reason) *reason = "the shape of " + t.var + " is unknown";
         break;
       }
       int64_t rank = static_cast<int64_t>(vt->shape->rank());
       int64_t axis = t.axis < 0 ? t.axis + rank : t.axis;
       if (axis < 0 || axis >= rank) {
-        reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is out of range for rank " + std::to_string(rank);
+        if (reason) *reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is out of range for rank " + std::to_string(rank);
         break;
       }
       const Dim& d = (*vt->shape)[static_cast<size_t>(axis)];
       if (d.is_static()) r = static_cast<double>(d.value());
-      else reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is " + (d.is_symbolic() ? "symbolic ('" + d.symbol_name() + "')" : "unknown") + ", not a number";
+      else if (reason) *reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is " + (d.is_symbolic() ? "symbolic ('" + d.symbol_name() + "')" : "unknown") + ", not a number";
       break;
     }
     case Term::Kind::Shape: {  // every dim, as text: equal texts are equal shapes (a symbol is one size)
       const ValueType* vt = ctx.type_of(t.var);
       if (!vt || !vt->shape) {
-        reason = "the shape of " + t.var + " is unknown";
+        if (reason) *reason = "the shape of " + t.var + " is unknown";
         break;
       }
       for (size_t i = 0; i < vt->shape->rank(); ++i)
         if (!(*vt->shape)[i].is_static() && !(*vt->shape)[i].is_symbolic()) {
-          reason = "dim " + std::to_string(i) + " of " + t.var + " is unknown";
+          if (reason) *reason = "dim " + std::to_string(i) + " of " + t.var + " is unknown";
           return std::nullopt;
         }
       r = vt->shape->to_string();
@@ -79,7 +77,7 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
       // of some query.
       const Tensor* c = ctx.constant_of(t.var);
       if (!c || c->dtype == DType::String) {
-        reason = t.var + " is not a numeric constant";
+        if (reason) *reason = t.var + " is not a numeric constant";
         break;
       }
       HostTensor h = HostTensor::view(*c);
@@ -96,7 +94,7 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
     case Term::Kind::DType: {
       const ValueType* vt = ctx.type_of(t.var);
       if (vt && vt->dtype != DType::Undefined) r = dtype_name(vt->dtype);
-      else reason = "the dtype of " + t.var + " is unknown";
+      else if (reason) *reason = "the dtype of " + t.var + " is unknown";
       break;
     }
   }
@@ -105,69 +103,84 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
   return r;
 }
 
+
+
+// Whether the predicate holds; `found`, when given, receives what was found (for a
+// failure's message), built only then.
+bool holds(const Predicate& pred, const WhereContext& ctx, std::string* found) {
+  bool ok = false;
+  if (pred.kind == Predicate::Kind::IsConst) {
+    ok = ctx.is_constant ? ctx.is_constant(pred.var) : ctx.constant_of(pred.var) != nullptr;
+    if (found) *found = pred.var + " is not a constant";
+    return ok;
+  }
+  if (pred.kind == Predicate::Kind::IsStatic) {
+    const ValueType* t = ctx.type_of(pred.var);
+    ok = t && t->shape && t->shape->is_static();
+    if (found) *found = "the shape of " + pred.var + " is " + (t && t->shape ? t->to_string() : "unknown");
+    return ok;
+  }
+  if (pred.kind == Predicate::Kind::OneUse) {
+    auto uses = ctx.uses_of(pred.var);
+    if (found) *found = pred.var + " has " + std::to_string(uses.value_or(0)) + " uses";
+    return uses && *uses == 1;
+  }
+  std::string reason;
+  std::string* why = found ? &reason : nullptr;
+  auto lhs = term_value(pred.lhs, ctx, why);
+  if (!lhs) {
+    if (found) *found = reason;
+    return false;
+  }
+  if (found) {
+    std::string what = pred.lhs.to_string();
+    if (pred.lhs.kind == Term::Kind::Var && ctx.attrs)
+      if (auto a = ctx.attrs->find(pred.lhs.var); a != ctx.attrs->end()) what += " (attribute '" + a->second.name + "')";
+    *found = what + " is " + as_text(*lhs) + (reason.empty() ? "" : " " + reason);
+    reason.clear();
+  }
+  if (pred.op == CmpOp::In) {
+    if (pred.is_range) return std::holds_alternative<double>(*lhs) && std::get<double>(*lhs) >= pred.lo && std::get<double>(*lhs) <= pred.hi;
+    for (const auto& l : pred.set) {
+      if (auto* d = std::get_if<double>(&*lhs)) ok = ok || (l.kind == Literal::Kind::Number && l.number == *d);
+      else ok = ok || (l.kind == Literal::Kind::Ident && parse_dtype(l.text) && dtype_name(*parse_dtype(l.text)) == std::get<std::string>(*lhs));
+    }
+    return ok;
+  }
+  auto rhs = term_value(pred.rhs, ctx, why);
+  if (!rhs) {
+    if (found) *found = reason;
+    return false;
+  }
+  // A computed right side (dim(%w, 1), shape(%y), a bound value) is named too.
+  if (found && pred.rhs.kind != Term::Kind::Number && pred.rhs.kind != Term::Kind::Ident) *found += ", " + pred.rhs.to_string() + " is " + as_text(*rhs);
+  if (std::holds_alternative<double>(*lhs) && std::holds_alternative<double>(*rhs)) {
+    double x = std::get<double>(*lhs), y = std::get<double>(*rhs);
+    switch (pred.op) {
+      case CmpOp::Eq: return x == y;
+      case CmpOp::Ne: return x != y;
+      case CmpOp::Lt: return x < y;
+      case CmpOp::Le: return x <= y;
+      case CmpOp::Gt: return x > y;
+      case CmpOp::Ge: return x >= y;
+      case CmpOp::Approx: return std::fabs(x - y) <= pred.tolerance;
+      case CmpOp::In: break;
+    }
+    return false;
+  }
+  std::string x = as_text(*lhs), y = as_text(*rhs);
+  if (parse_dtype(y)) y = dtype_name(*parse_dtype(y));
+  return pred.op == CmpOp::Eq ? x == y : pred.op == CmpOp::Ne ? x != y : false;
+}
+
 }  // namespace
 
 std::string first_failed_predicate(const std::vector<Predicate>& where, const WhereContext& ctx) {
   for (const Predicate& pred : where) {
-    bool ok = false;
+    if (holds(pred, ctx, nullptr)) continue;
     std::string found;
-    if (pred.kind == Predicate::Kind::IsConst) {
-      ok = ctx.is_constant ? ctx.is_constant(pred.var) : ctx.constant_of(pred.var) != nullptr;
-      found = pred.var + " is not a constant";
-    } else if (pred.kind == Predicate::Kind::IsStatic) {
-      const ValueType* t = ctx.type_of(pred.var);
-      ok = t && t->shape && t->shape->is_static();
-      found = "the shape of " + pred.var + " is " + (t && t->shape ? t->to_string() : "unknown");
-    } else if (pred.kind == Predicate::Kind::OneUse) {
-      auto uses = ctx.uses_of(pred.var);
-      ok = uses && *uses == 1;
-      found = pred.var + " has " + std::to_string(uses.value_or(0)) + " uses";
-    } else {
-      std::string reason;
-      auto lhs = term_value(pred.lhs, ctx, reason);
-      if (!lhs) {
-        found = reason;
-      } else {
-        std::string what = pred.lhs.to_string();
-        if (pred.lhs.kind == Term::Kind::Var && ctx.attrs)
-          if (auto a = ctx.attrs->find(pred.lhs.var); a != ctx.attrs->end()) what += " (attribute '" + a->second.name + "')";
-        found = what + " is " + as_text(*lhs) + (reason.empty() ? "" : " " + reason);
-        reason.clear();
-        if (pred.op == CmpOp::In) {
-          if (pred.is_range) {
-            ok = std::holds_alternative<double>(*lhs) && std::get<double>(*lhs) >= pred.lo && std::get<double>(*lhs) <= pred.hi;
-          } else {
-            for (const auto& l : pred.set) {
-              if (auto* d = std::get_if<double>(&*lhs)) ok = ok || (l.kind == Literal::Kind::Number && l.number == *d);
-              else ok = ok || (l.kind == Literal::Kind::Ident && parse_dtype(l.text) && dtype_name(*parse_dtype(l.text)) == std::get<std::string>(*lhs));
-            }
-          }
-        } else if (auto rhs = term_value(pred.rhs, ctx, reason)) {
-          // A computed right side (dim(%w, 1), shape(%y), a bound value) is named too.
-          if (pred.rhs.kind != Term::Kind::Number && pred.rhs.kind != Term::Kind::Ident) found += ", " + pred.rhs.to_string() + " is " + as_text(*rhs);
-          if (std::holds_alternative<double>(*lhs) && std::holds_alternative<double>(*rhs)) {
-            double x = std::get<double>(*lhs), y = std::get<double>(*rhs);
-            switch (pred.op) {
-              case CmpOp::Eq: ok = x == y; break;
-              case CmpOp::Ne: ok = x != y; break;
-              case CmpOp::Lt: ok = x < y; break;
-              case CmpOp::Le: ok = x <= y; break;
-              case CmpOp::Gt: ok = x > y; break;
-              case CmpOp::Ge: ok = x >= y; break;
-              case CmpOp::Approx: ok = std::fabs(x - y) <= pred.tolerance; break;
-              case CmpOp::In: break;
-            }
-          } else {
-            std::string x = as_text(*lhs), y = as_text(*rhs);
-            if (parse_dtype(y)) y = dtype_name(*parse_dtype(y));
-            ok = pred.op == CmpOp::Eq ? x == y : pred.op == CmpOp::Ne ? x != y : false;
-          }
-        } else {
-          found = reason;
-        }
-      }
-    }
-    if (!ok) return "where " + pred.to_string() + " fails: " + found + " (" + pred.loc.to_string() + ")";
+    holds(pred, ctx, &found);
+    return "where " + pred.to_string() + " fails: " + found + " (" + pred.loc.to_string() + ")";
   }
   return "";
 }

@@ -1,6 +1,8 @@
 // The IR's own invariants: dtypes, symbolic shapes, producer/use links, ordering.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "eval/compare.h"
 #include "eval/evaluator.h"
 #include "ir/graph.h"
@@ -126,6 +128,36 @@ TEST_CASE("tensors reference their bytes without copying") {
   CHECK(t.to_vector<int32_t>() == std::vector<int32_t>{1, 2});
   CHECK(t.element_count() == 2);
   CHECK_THROWS_AS(BufferSlice(owner, 4, 8), InternalError);
+}
+
+TEST_CASE("attribute identity keys are equal exactly when the values are") {
+  std::vector<Attribute> values = {
+      Attribute::make_float("a", 0.0f),          Attribute::make_float("a", -0.0f),
+      Attribute::make_float("a", 1e-5f),         Attribute::make_float("a", std::nextafter(1e-5f, 1.0f)),
+      Attribute::make_int("a", 12),              Attribute::make_int("a", -12),
+      Attribute::make_ints("a", {1, 2}),         Attribute::make_ints("a", {12}),
+      Attribute::make_ints("a", {}),             Attribute::make_floats("a", {}),
+      Attribute::make_floats("a", {1.5f, 2.0f}), Attribute::make_string("a", "1,2"),
+      Attribute::make_string("a", "ab"),         Attribute::make_string("a", ""),
+  };
+  Attribute strings;
+  strings.name = "a";
+  strings.kind = AttrKind::Strings;
+  strings.strings = {"a", "b"};
+  values.push_back(strings);
+  strings.strings = {"ab"};
+  values.push_back(strings);
+  strings.strings = {"a,", "b"};
+  values.push_back(strings);
+  values.push_back(Attribute{});  // unset
+  for (size_t i = 0; i < values.size(); ++i)
+    for (size_t j = 0; j < values.size(); ++j) {
+      INFO(values[i].to_string() << " against " << values[j].to_string());
+      CHECK((values[i].identity_key() == values[j].identity_key()) == (i == j));
+      CHECK(values[i].same_value(values[j]) == (i == j));
+    }
+  Attribute renamed = Attribute::make_ints("b", {1, 2});  // the name is not part of the value
+  CHECK(renamed.identity_key() == values[6].identity_key());
 }
 
 TEST_CASE("attributes render for reports") {

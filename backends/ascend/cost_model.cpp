@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <unordered_set>
 
 namespace geopt::ascend {
 namespace {
@@ -28,24 +29,31 @@ const std::set<std::string> kRowOps = {"LayerNorm", "LayerNormalization", "RMSNo
 
 int64_t dim_value(const Dim& d, const CostOptions& o) { return d.is_static() ? d.value() : o.symbolic_dim_value; }
 
-// Static element count and dims of a value (symbolic dims replaced).
+// Static element count and dims of a value (symbolic dims replaced), read from its
+// shape in place: the extractor prices every e-node, so this allocates nothing.
 struct Extent {
-  std::vector<int64_t> dims;
+  const Shape* shape = nullptr;
+  int64_t symbolic = 1;
   double elements = 0;
   DType dtype = DType::F32;
   bool known = false;
+
+  size_t rank() const { return shape ? shape->rank() : 0; }
+  bool empty() const { return rank() == 0; }
+  int64_t dim(size_t i) const { return (*shape)[i].is_static() ? (*shape)[i].value() : symbolic; }
+  int64_t front() const { return dim(0); }
+  int64_t back() const { return dim(rank() - 1); }
 };
 
 Extent extent(const ValueType* t, const CostOptions& o) {
   Extent e;
   if (!t || !t->shape) return e;
+  e.shape = &*t->shape;
+  e.symbolic = o.symbolic_dim_value;
   e.known = true;
   e.dtype = t->dtype == DType::Undefined ? DType::F32 : t->dtype;
   e.elements = 1;
-  for (const Dim& d : t->shape->dims()) {
-    e.dims.push_back(dim_value(d, o));
-    e.elements *= static_cast<double>(e.dims.back());
-  }
+  for (const Dim& d : t->shape->dims()) e.elements *= static_cast<double>(dim_value(d, o));
   return e;
 }
 
@@ -91,7 +99,7 @@ bool is_view_transpose(const KernelDesc& n) {
 
 KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   KernelWork w;
-  w.op = (n.domain.empty() ? "" : n.domain + "::") + n.op_type;
+  w.op = n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type;
   Extent out = extent(at(n.outputs, 0), o);
   w.dtype = out.known ? out.dtype : DType::F32;
   if ((n.domain.empty() && kViews.count(n.op_type)) || is_view_transpose(n)) {
@@ -102,9 +110,15 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   // HBM traffic: every input is read once and every output written once. Constant
   // inputs are weights: read too (they live in HBM).
   for (const ValueType* in : n.inputs)
-    if (in) w.hbm_read_bytes += extent(in, o).elements * compute_bytes(extent(in, o).dtype, o);
+    if (in) {
+      const Extent e = extent(in, o);
+      w.hbm_read_bytes += e.elements * compute_bytes(e.dtype, o);
+    }
   for (const ValueType* v : n.outputs)
-    if (v) w.hbm_write_bytes += extent(v, o).elements * compute_bytes(extent(v, o).dtype, o);
+    if (v) {
+      const Extent e = extent(v, o);
+      w.hbm_write_bytes += e.elements * compute_bytes(e.dtype, o);
+    }
 
   const std::string& op = n.op_type;
   auto weight = [&](const std::string& name) {
@@ -113,14 +127,14 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   };
   if (op == "SwiGLU") {
     Extent a = extent(at(n.inputs, 0), o);
-    if (a.known && !a.dims.empty()) w.cube_macs = 2 * out.elements * static_cast<double>(a.dims.back());  // two products
+    if (a.known && !a.empty()) w.cube_macs = 2 * out.elements * static_cast<double>(a.back());  // two products
     w.vector_ops = out.elements * (weight("Sigmoid") + 2);
     w.min_l1_bytes = static_cast<int64_t>(3 * 16 * 16 * bytes);
   } else if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm") {
     Extent a = extent(at(n.inputs, 0), o), b = extent(at(n.inputs, 1), o);
-    if (a.known && b.known && !a.dims.empty() && !b.dims.empty()) {
+    if (a.known && b.known && !a.empty() && !b.empty()) {
       const Attribute* trans_a = find_attr(n, "transA");
-      double k = (op == "Gemm" || op == "FusedGemm") && trans_a && trans_a->i ? static_cast<double>(a.dims.front()) : static_cast<double>(a.dims.back());
+      double k = (op == "Gemm" || op == "FusedGemm") && trans_a && trans_a->i ? static_cast<double>(a.front()) : static_cast<double>(a.back());
       w.cube_macs = out.elements * k;
     }
     // Bias and activation on the Vector unit, as the tile leaves the Cube.
@@ -131,7 +145,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     // The Cube reads a matrix operand in FRACTAL_NZ: a 2-D one in ND is converted on
     // every call (a TransData kernel: read it, write it) unless it was laid out at compile time.
     const Attribute* b_format = find_attr(n, "b_format");
-    if (b.known && b.dims.size() == 2 && !(b_format && b_format->s == "FRACTAL_NZ")) {
+    if (b.known && b.rank() == 2 && !(b_format && b_format->s == "FRACTAL_NZ")) {
       const double b_bytes = b.elements * compute_bytes(b.dtype, o);
       w.hbm_read_bytes += b_bytes;
       w.hbm_write_bytes += b_bytes;
@@ -141,12 +155,12 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
   } else if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose") {
     Extent x = extent(at(n.inputs, 0), o), wt = extent(at(n.inputs, 1), o);
-    if (x.known && wt.known && wt.dims.size() >= 3) {
+    if (x.known && wt.known && wt.rank() >= 3) {
       double per_output = 1;  // (C / group) * kernel spatial
-      for (size_t i = 1; i < wt.dims.size(); ++i) per_output *= static_cast<double>(wt.dims[i]);
+      for (size_t i = 1; i < wt.rank(); ++i) per_output *= static_cast<double>(wt.dim(i));
       const Attribute* weight_format = find_attr(n, "weight_format");
       const bool fractal = weight_format && weight_format->s == "FRACTAL_Z";
-      if (fractal) per_output = static_cast<double>(wt.dims[0] * wt.dims[3]);  // ceil(C/C0) * kH * kW * C0
+      if (fractal) per_output = static_cast<double>(wt.dim(0) * wt.dim(3));  // ceil(C/C0) * kH * kW * C0
       // Group-1 convs run on the Cube, which reads FRACTAL_Z weights: NCHW weights are
       // converted on every call unless laid out at compile time.
       const Attribute* group = find_attr(n, "group");
@@ -177,9 +191,9 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     Extent q = extent(at(n.inputs, 0), o), k = extent(at(n.inputs, 1), o), v = extent(at(n.inputs, 2), o);
     const Attribute* layout = find_attr(n, "input_layout");
     const size_t seq_from_end = layout && layout->s == "BSND" ? 3 : 2;  // [..., S, N, D] or [..., N, S, D]
-    if (q.known && k.known && v.known && q.dims.size() >= seq_from_end && k.dims.size() >= seq_from_end) {
-      double s = static_cast<double>(q.dims[q.dims.size() - seq_from_end]), d = static_cast<double>(q.dims.back());
-      double t = static_cast<double>(k.dims[k.dims.size() - seq_from_end]), dv = static_cast<double>(v.dims.back());
+    if (q.known && k.known && v.known && q.rank() >= seq_from_end && k.rank() >= seq_from_end) {
+      double s = static_cast<double>(q.dim(q.rank() - seq_from_end)), d = static_cast<double>(q.back());
+      double t = static_cast<double>(k.dim(k.rank() - seq_from_end)), dv = static_cast<double>(v.back());
       double heads = q.elements / (s * d);
       w.cube_macs = heads * s * t * (d + dv);
       w.vector_ops = heads * s * t * 6;  // scale, mask, max, exp, sum, rescale
@@ -196,7 +210,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     }
   } else if (kRowOps.count(op)) {
     w.vector_ops = out.elements * weight(op);
-    double row = out.known && !out.dims.empty() ? static_cast<double>(out.dims.back()) : 0;
+    double row = out.known && !out.empty() ? static_cast<double>(out.back()) : 0;
     // One row of input and output in the compute type, plus an fp32 working copy, double-buffered.
     const double inputs = op == "AddLayerNorm" || op.rfind("Skip", 0) == 0 ? 2 : 1;
     const int64_t row_bytes = static_cast<int64_t>(2 * row * ((inputs + 1) * bytes + 4));
@@ -256,7 +270,7 @@ GraphCost cost_of_graph(const Graph& g, const HardwareProfile& p, const CostOpti
   GraphCost gc;
   // Values known when the model is compiled: initializers (not graph inputs), and what
   // ops of them compute. Such an op runs at compile time (ATC folds it), not as a kernel.
-  std::set<const Value*> constant(g.initializers().begin(), g.initializers().end());
+  std::unordered_set<const Value*> constant(g.initializers().begin(), g.initializers().end());
   for (const Value* in : g.inputs()) constant.erase(in);
   for (const auto& n : g.nodes()) {
     bool of_constants = !n->inputs().empty();

@@ -25,11 +25,14 @@ std::string op_signature_key(const std::string& domain, const std::string& op_ty
 }
 
 uint32_t EGraph::intern(const OpSignature& sig) {
-  OpSignature s = sig;
-  if (s.key.empty()) s.key = op_signature_key(s.domain, s.op_type, s.attributes, s.num_outputs);
-  auto [it, inserted] = signature_index_.emplace(s.key, static_cast<uint32_t>(signatures_.size()));
-  if (inserted) signatures_.push_back(std::move(s));
-  return it->second;
+  std::string key = sig.key.empty() ? op_signature_key(sig.domain, sig.op_type, sig.attributes, sig.num_outputs) : sig.key;
+  if (auto it = signature_index_.find(key); it != signature_index_.end()) return it->second;
+  OpSignature s = sig;  // copied only when new
+  s.key = key;
+  const auto index = static_cast<uint32_t>(signatures_.size());
+  signature_index_.emplace(std::move(key), index);
+  signatures_.push_back(std::move(s));
+  return index;
 }
 
 ClassId EGraph::find(ClassId id) const {
@@ -57,7 +60,10 @@ ClassId EGraph::add(ENode node, const ClassData& data) {
   if (auto it = memo_.find(node); it != memo_.end()) return find(it->second);
   ClassId id = static_cast<ClassId>(parent_.size());
   parent_.push_back(id);
-  EClass& c = classes_[id];
+  classes_.emplace_back();
+  is_live_.push_back(true);
+  ++live_classes_;
+  EClass& c = classes_.back();
   c.id = id;
   c.nodes.push_back(node);
   ++created_;
@@ -65,7 +71,7 @@ ClassId EGraph::add(ENode node, const ClassData& data) {
   if (node.kind == ENode::Kind::Const) c.data.constant = node.constant;
   for (ClassId child : node.children)
     if (child != kAbsent) {
-      classes_.at(child).parents.emplace_back(node, id);
+      live(child).parents.emplace_back(node, id);
       touched_.push_back(child);  // one more use: one_use may change, a pattern may now reach it
     }
   touched_.push_back(id);
@@ -139,8 +145,8 @@ ClassId EGraph::merge(ClassId a, ClassId b) {
   if (a == b) return a;
   ClassId root = std::min(a, b), other = std::max(a, b);  // deterministic: the older class survives
   parent_[other] = root;
-  EClass& r = classes_.at(root);
-  EClass& o = classes_.at(other);
+  EClass& r = live(root);
+  EClass& o = live(other);
   r.nodes.insert(r.nodes.end(), o.nodes.begin(), o.nodes.end());
   r.parents.insert(r.parents.end(), o.parents.begin(), o.parents.end());
   // Analysis merge: the dtype must agree; keep the more complete shape, the constant, the older name.
@@ -151,14 +157,16 @@ ClassId EGraph::merge(ClassId a, ClassId b) {
   if (!r.data.constant) r.data.constant = o.data.constant;
   r.data.compile_time = r.data.compile_time || o.data.compile_time;
   if (r.data.name.empty()) r.data.name = o.data.name;
-  classes_.erase(other);
+  o = EClass{};
+  is_live_[other] = false;
+  --live_classes_;
   pending_.push_back(root);
   touched_.push_back(root);
   return root;
 }
 
 void EGraph::repair(ClassId id) {
-  EClass& c = classes_.at(id);
+  EClass& c = live(id);
   std::vector<std::pair<ENode, ClassId>> old = std::move(c.parents);
   c.parents.clear();
   for (auto& [node, cls] : old) memo_.erase(node);
@@ -173,7 +181,7 @@ void EGraph::repair(ClassId id) {
     }
     memo_[n] = owner;
   }
-  EClass& now = classes_.at(find(id));
+  EClass& now = live(find(id));
   for (auto& [n, owner] : seen) now.parents.emplace_back(n, find(owner));
 }
 
@@ -185,7 +193,9 @@ void EGraph::rebuild() {
     for (ClassId id : todo) repair(find(id));
   }
   // Canonicalize and dedupe the e-nodes of every class (sorted for determinism).
-  for (auto& [id, c] : classes_) {
+  for (ClassId id = 0; id < classes_.size(); ++id) {
+    if (!is_live_[id]) continue;
+    EClass& c = classes_[id];
     for (auto& n : c.nodes) n = canonical(n);
     std::sort(c.nodes.begin(), c.nodes.end(), [](const ENode& a, const ENode& b) {
       if (a.kind != b.kind) return a.kind < b.kind;
@@ -201,7 +211,9 @@ void EGraph::check_invariants() const {
   if (!clean()) throw InternalError("e-graph checked before rebuild()");
   auto where = [](ClassId c) { return "class " + std::to_string(c); };
   std::unordered_map<ENode, ClassId, ENodeHash> owner;
-  for (const auto& [id, c] : classes_) {
+  for (ClassId id = 0; id < classes_.size(); ++id) {
+    if (!is_live_[id]) continue;
+    const EClass& c = classes_[id];
     if (find(id) != id) throw InternalError(where(id) + " is stored but not canonical");
     for (const ENode& n : c.nodes) {
       if (!(canonical(n) == n)) throw InternalError(where(id) + " holds an e-node with non-canonical children");
@@ -212,10 +224,11 @@ void EGraph::check_invariants() const {
       if (n.kind == ENode::Kind::Const && c.data.constant == nullptr) throw InternalError(where(id) + " holds a constant its data does not");
     }
     for (const auto& [n, user] : c.parents) {
-      auto live = classes_.find(find(user));
-      if (live == classes_.end()) throw InternalError(where(id) + " has a parent in a dead class");
+      const ClassId owner_id = find(user);
+      if (owner_id >= classes_.size() || !is_live_[owner_id]) throw InternalError(where(id) + " has a parent in a dead class");
+      const EClass& owner_class = classes_[owner_id];
       const ENode canon = canonical(n);
-      if (std::find(live->second.nodes.begin(), live->second.nodes.end(), canon) == live->second.nodes.end())
+      if (std::find(owner_class.nodes.begin(), owner_class.nodes.end(), canon) == owner_class.nodes.end())
         throw InternalError(where(id) + " lists a parent e-node its class does not hold");
     }
   }
@@ -228,20 +241,27 @@ std::shared_ptr<const Tensor> EGraph::constant_ptr(const Tensor* t) const {
   return it == constants_.end() ? nullptr : it->second;
 }
 
+const EClass& EGraph::live(ClassId id) const {
+  if (id >= classes_.size() || !is_live_[id]) throw InternalError("e-class " + std::to_string(id) + " is not a live class");
+  return classes_[id];
+}
+
 std::vector<ClassId> EGraph::class_ids() const {
   std::vector<ClassId> ids;
-  for (const auto& [id, c] : classes_) ids.push_back(id);
-  std::sort(ids.begin(), ids.end());
+  ids.reserve(live_classes_);
+  for (ClassId id = 0; id < classes_.size(); ++id)
+    if (is_live_[id]) ids.push_back(id);
   return ids;
 }
 
 size_t EGraph::node_count() const {
   size_t n = 0;
-  for (const auto& [id, c] : classes_) n += c.nodes.size();
+  for (ClassId id = 0; id < classes_.size(); ++id)
+    if (is_live_[id]) n += classes_[id].nodes.size();
   return n;
 }
 
-size_t EGraph::class_count() const { return classes_.size(); }
+size_t EGraph::class_count() const { return live_classes_; }
 
 GraphEGraph egraph_from_graph(const Graph& g) {
   GraphEGraph out;

@@ -75,7 +75,7 @@ class EGraph {
   ClassId find(ClassId id) const;
   // Marks a class as a constant computed at compile time (ClassData::compile_time).
   void mark_compile_time(ClassId id) {
-    classes_.at(find(id)).data.compile_time = true;
+    live(find(id)).data.compile_time = true;
     touched_.push_back(find(id));
   }
   // Classes that changed since the last call (new, merged, given a new parent or new
@@ -93,7 +93,7 @@ class EGraph {
   // constant. Throws InternalError naming the first one broken.
   void check_invariants() const;
 
-  const EClass& eclass(ClassId id) const { return classes_.at(find(id)); }
+  const EClass& eclass(ClassId id) const { return live(find(id)); }
   std::vector<ClassId> class_ids() const;  // canonical ids, ascending
   size_t node_count() const;
   // E-nodes created so far (never decreases): a cheap test of whether an operation added any.
@@ -113,10 +113,18 @@ class EGraph {
  private:
   ENode canonical(ENode n) const;
   void repair(ClassId id);
+  // The class stored under a canonical id (throws InternalError for a merged-away one).
+  const EClass& live(ClassId id) const;
+  EClass& live(ClassId id) { return const_cast<EClass&>(std::as_const(*this).live(id)); }
 
   mutable std::vector<ClassId> parent_;  // union-find (path halving in find)
   size_t created_ = 0;
-  std::unordered_map<ClassId, EClass> classes_;
+  // Indexed by id (a table, not a hash map: extraction and matching read classes in
+  // every step, and a table keeps them near one another). A class merged into another
+  // stays as an empty slot, is_live_ false.
+  std::vector<EClass> classes_;
+  std::vector<bool> is_live_;
+  size_t live_classes_ = 0;
   std::unordered_map<ENode, ClassId, ENodeHash> memo_;
   std::vector<ClassId> pending_;
   std::vector<ClassId> touched_;

@@ -1,5 +1,6 @@
 #include "ir/attribute.h"
 
+#include <charconv>
 #include <cstring>
 #include <span>
 #include <sstream>
@@ -138,8 +139,36 @@ std::string Attribute::identity_key() const {
     for (const auto& o : opaque) s += bytes_digest(std::as_bytes(std::span(o.data(), o.size()))) + ",";
     return s + ">";
   }
-  std::string s = to_string();
-  return s.substr(name.size() + 1);
+  // Everything else in a compact form, no stream: hash-consing and the automaton ask
+  // for this on every e-node they see. Floats go by their bits (as same_value compares
+  // them), strings with their lengths, so the key is injective.
+  std::string key(1, static_cast<char>('A' + static_cast<int>(kind)));
+  char buf[24];
+  auto put_int = [&](int64_t v) {
+    key.append(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf));
+    key += ',';
+  };
+  auto put_float = [&](float v) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    key.append(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, bits, 16).ptr - buf));
+    key += ',';
+  };
+  auto put_string = [&](const std::string& v) {
+    put_int(static_cast<int64_t>(v.size()));
+    key += v;
+  };
+  switch (kind) {
+    case AttrKind::Float: put_float(f); break;
+    case AttrKind::Int: put_int(i); break;
+    case AttrKind::String: put_string(s); break;
+    case AttrKind::Floats: for (float v : floats) put_float(v); break;
+    case AttrKind::Ints: for (int64_t v : ints) put_int(v); break;
+    case AttrKind::Strings: for (const auto& v : strings) put_string(v); break;
+    default: break;
+  }
+  if (!ref_attr_name.empty()) key += "@" + ref_attr_name;
+  return key;
 }
 
 bool Attribute::same_value(const Attribute& o) const {

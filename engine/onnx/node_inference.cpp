@@ -37,8 +37,11 @@ InferredTypes infer_output_types(const std::string& domain, const std::string& o
     std::string name = "in" + std::to_string(i);
     node.add_input(name);
     if (value_type_to_proto(*input_types[i], &types[i])) types_by_name[name] = &types[i];
-    if (i < input_constants.size() && input_constants[i] && input_constants[i]->byte_size() <= (1 << 16)) {
-      tensor_to_proto(*input_constants[i], &data[i]);  // small constants only: shapes, axes, scalars
+    // Inference reads the data of shape-like inputs only (shapes, axes, pads, scales,
+    // scalars: rank 0 or 1, small); weights are passed by type alone, never copied.
+    if (i < input_constants.size() && input_constants[i] && input_constants[i]->dims.size() <= 1 &&
+        input_constants[i]->byte_size() <= 4096) {
+      tensor_to_proto(*input_constants[i], &data[i]);
       data_by_name[name] = &data[i];
     }
   }

@@ -259,6 +259,11 @@ TEST_CASE("plan files round-trip byte for byte, and corrupt and foreign ones get
   Lowered again = lower(m);
   ascend::write_plan(again.plan, dir / "b.plan");
   CHECK(test::read_file(dir / "a.plan") == test::read_file(dir / "b.plan"));  // deterministic
+  // The weight region is streamed after the rest of the message: still one plain Plan.
+  CHECK(fs::file_size(dir / "a.plan") == l.plan.ByteSizeLong());
+  plan::Plan plain;
+  REQUIRE(plain.ParseFromString(test::read_file(dir / "a.plan")));
+  CHECK(plain.weights() == l.plan.weights());
 
   std::string bytes = test::read_file(dir / "a.plan");
   test::write_file(dir / "cut.plan", bytes.substr(0, bytes.size() / 2));

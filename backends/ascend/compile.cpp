@@ -85,7 +85,7 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
   auto lower_on = [&](size_t max_streams) {
     StreamPlan sp = plan_streams(g, r.order, r.memory, {.max_streams = max_streams});
     validate_stream_plan(sp);
-    plan::Plan p = lower_to_plan({r.model, r.order, r.memory, sp, profile.soc_version, costs});
+    plan::Plan p = lower_to_plan({r.model, r.order, r.memory, sp, profile.soc_version, costs, /*with_weights=*/false});
     if (r.optimized) {
       auto* stats = p.mutable_compile();
       stats->set_kernels_before(r.optimized->before.kernels);
@@ -113,6 +113,7 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
       r.profile = std::move(one_sim);
     }
   }
+  set_plan_weights(r.plan, r.memory);
   r.lower_ms = ms_since(phase);
   dump("4_lowering", r.model, lowering_notes(g, r.order, r.memory, r.streams));
 

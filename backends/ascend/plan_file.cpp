@@ -2,7 +2,6 @@
 
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include "execution_order.h"
@@ -94,12 +93,7 @@ plan::Plan lower_to_plan(const LoweringInputs& in) {
   for (const Value* v : g.outputs()) ref(v, p.add_outputs());
   p.set_activation_bytes(in.memory.pool_bytes);
   p.set_weight_bytes(in.memory.weight_bytes);
-  std::string weights(in.memory.weight_bytes, '\0');
-  for (const auto& [v, offset] : in.memory.weight_offset) {
-    auto bytes = v->initializer->bytes();
-    if (!bytes.empty()) std::memcpy(weights.data() + offset, bytes.data(), bytes.size());
-  }
-  p.set_weights(std::move(weights));
+  if (in.with_weights) set_plan_weights(p, in.memory);
   auto* m = p.mutable_memory();
   m->set_pool_bytes(in.memory.pool_bytes);
   m->set_load_bytes(in.memory.load_bytes);
@@ -110,13 +104,53 @@ plan::Plan lower_to_plan(const LoweringInputs& in) {
   return p;
 }
 
+void set_plan_weights(plan::Plan& p, const MemoryPlan& memory) {
+  std::string weights(memory.weight_bytes, '\0');
+  for (const auto& [v, offset] : memory.weight_offset) {
+    auto bytes = v->initializer->bytes();
+    if (!bytes.empty()) std::memcpy(weights.data() + offset, bytes.data(), bytes.size());
+  }
+  p.set_weights(std::move(weights));
+}
+
+namespace {
+
+// Writes the plan with its weight region streamed from the message rather than
+// serialized into a second copy: the rest of the message, then field 13 (the
+// region) as its own length-delimited field. Protobuf reads fields in any order,
+// so the file is an ordinary serialized Plan.
+void write_plan_file(plan::Plan& plan, const std::filesystem::path& path) {
+  std::string weights;
+  weights.swap(*plan.mutable_weights());
+  std::string head;
+  const bool serialized = plan.SerializeToString(&head);
+  plan.mutable_weights()->swap(weights);
+  if (!serialized) throw Error(path.string() + ": the plan cannot be serialized (a protobuf message cannot exceed 2 GB)");
+  AtomicFile file(path);
+  file.write(head);
+  const std::string& region = plan.weights();
+  if (!region.empty()) {
+    std::string tag;
+    tag.push_back(static_cast<char>((plan::Plan::kWeightsFieldNumber << 3) | 2));  // length-delimited
+    for (uint64_t n = region.size();; n >>= 7) {
+      if (n < 0x80) {
+        tag.push_back(static_cast<char>(n));
+        break;
+      }
+      tag.push_back(static_cast<char>((n & 0x7f) | 0x80));
+    }
+    file.write(tag);
+    file.write(region);
+  }
+  file.commit();
+}
+
+}  // namespace
+
 std::filesystem::path write_plan(plan::Plan& plan, const std::filesystem::path& path, const PlanWriteOptions& options) {
   plan.clear_weights_file();
   if (plan.weight_bytes() <= options.inline_weight_limit && options.inline_weight_limit > 0) {
-    std::string bytes;
-    if (!plan.SerializeToString(&bytes))
-      throw Error(path.string() + ": the plan cannot be serialized (a protobuf message cannot exceed 2 GB)");
-    write_file_atomically(path, bytes);
+    write_plan_file(plan, path);
     return {};
   }
   const std::filesystem::path side = path.string() + ".weights";
@@ -124,18 +158,17 @@ std::filesystem::path write_plan(plan::Plan& plan, const std::filesystem::path& 
   std::string weights;
   weights.swap(*plan.mutable_weights());
   plan.set_weights_file(side.filename().string());
-  std::string bytes;
-  const bool serialized = plan.SerializeToString(&bytes);
-  plan.mutable_weights()->swap(weights);
-  plan.clear_weights_file();
   try {
-    if (!serialized) throw Error(path.string() + ": the plan cannot be serialized");
-    write_file_atomically(path, bytes);
+    write_plan_file(plan, path);
   } catch (...) {
+    plan.mutable_weights()->swap(weights);
+    plan.clear_weights_file();
     std::error_code ec;
     std::filesystem::remove(side, ec);
     throw;
   }
+  plan.mutable_weights()->swap(weights);
+  plan.clear_weights_file();
   return side;
 }
 
@@ -182,13 +215,18 @@ void check_plan(const plan::Plan& p, const std::string& where) {
 }
 
 plan::Plan read_plan(const std::filesystem::path& path) {
-  std::ifstream file(path, std::ios::binary);
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
   if (!file) throw Error(path.string() + ": cannot open");
-  std::stringstream buffer;
-  buffer << file.rdbuf();
+  // Read into one buffer of the file's size: the parsed message is the only other copy.
+  const std::streamoff length = file.tellg();
+  if (length < 0) throw Error(path.string() + ": cannot read");
+  std::string bytes(static_cast<size_t>(length), '\0');
+  file.seekg(0);
+  if (!file.read(bytes.data(), length)) throw Error(path.string() + ": cannot read");
   plan::Plan p;
-  if (!p.ParseFromString(buffer.str()))
-    throw Error(path.string() + ": not a valid plan file (protobuf parse failed: truncated or corrupt)");
+  const bool parsed = p.ParseFromString(bytes);
+  std::string().swap(bytes);
+  if (!parsed) throw Error(path.string() + ": not a valid plan file (protobuf parse failed: truncated or corrupt)");
   if (!p.weights_file().empty()) {
     if (p.weights_file().find('/') != std::string::npos || p.weights_file() == "..")
       throw Error(path.string() + ": its weights file '" + p.weights_file() + "' must be a name beside the plan");

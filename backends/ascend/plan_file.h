@@ -23,9 +23,14 @@ struct LoweringInputs {
   const StreamPlan& streams;
   std::string soc_version;
   std::vector<KernelCost> costs;  // per position in the order; may be empty
+  // false: the weight region is left empty, for set_plan_weights once the plan is
+  // chosen (compile lowers twice to pick a stream count; the weights are copied once).
+  bool with_weights = true;
 };
 
 plan::Plan lower_to_plan(const LoweringInputs& in);
+// Fills the plan's weight region from the initializers at their planned offsets.
+void set_plan_weights(plan::Plan& plan, const MemoryPlan& memory);
 
 struct PlanWriteOptions {
   // Weights above this many bytes go to PATH.weights beside the plan: one
@@ -34,8 +39,8 @@ struct PlanWriteOptions {
 };
 
 // Atomic write (the side file first, removed again if the plan cannot be
-// written). The weights are moved out of `plan` while it is serialized and
-// moved back: no copy of a large region. Reading checks magic, version and
+// written). The weight region is written straight from `plan`, never serialized
+// into a second copy. Reading checks magic, version and
 // internal consistency, loads a side file, and throws geopt::Error naming the file.
 // Returns the side file written, or an empty path when the weights are inline.
 std::filesystem::path write_plan(plan::Plan& plan, const std::filesystem::path& path, const PlanWriteOptions& options = {});

@@ -72,8 +72,11 @@ struct set_lit : seq<one<'{'>, ws, list<literal, sep>, ws, must<set_close>> {};
 // Patterns.
 struct pattern;
 struct ellipsis : TAO_PEGTL_STRING("...") {};
-struct rest_pattern : seq<pattern, ws, ellipsis> {};
-struct arg : sor<ellipsis, rest_pattern, pattern> {};
+// `P...` (P for every remaining input): the pattern is parsed once, then the mark; a
+// backtracking `sor<seq<pattern, ellipsis>, pattern>` would parse every nested
+// argument twice, doubling the time with each level of nesting.
+struct rest_mark : TAO_PEGTL_STRING("...") {};
+struct arg : sor<ellipsis, seq<pattern, opt<ws, rest_mark>>> {};
 struct args_close : one<')'> {};
 struct pattern_args : seq<one<'('>, ws, opt<list<arg, sep>>, ws, must<args_close>> {};
 // `Op(...)[k]`: the op's k-th output (`#` would start a comment).

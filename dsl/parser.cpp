@@ -31,7 +31,7 @@ using selector = pt::selector<
     Rule,
     pt::store_content::on<rule_def, rule_name, tag_list, ident, doc_item, enabled_item, kw_true, kw_false, let_item,
                           match_item, root_pattern, where_item, rewrite_item, fold_item, test_item, string_lit, triple_string, var_name,
-                          number, list_lit, op_pattern, op_name, any_op, const_pattern, ellipsis, rest_pattern,
+                          number, list_lit, op_pattern, op_name, any_op, const_pattern, ellipsis, rest_mark,
                           output_index, attr_pred, attr_absent, cmp_op, approx_op, attr_compare, attr_approx, attr_in,
                           tolerance, range_lit, set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros,
                           kw_is_const, kw_is_static, kw_one_use, kw_zero_rows, kw_full_rows, modulo, repl_op, shape_call, ratio, product, list_expr, indexed_var, gathered_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
@@ -185,7 +185,13 @@ class Builder {
         if (c->is_type<op_name>()) split_op(c->string(), p->domain, p->op);
         else if (c->is_type<any_op>()) p->op = "*";
         else if (c->is_type<ellipsis>()) p->rest_any = true;
-        else if (c->is_type<rest_pattern>()) p->rest = build_pattern(*c->children.at(0));
+        else if (c->is_type<rest_mark>()) {  // the argument just read applies to every remaining input
+          if (p->rest || p->rest_any || p->args.empty()) error(*c, "`...` must be the last argument");
+          else {
+            p->rest = p->args.back();
+            p->args.pop_back();
+          }
+        }
         else if (c->is_type<output_index>()) p->output_index = index_of(*c);
         else if (c->is_type<attr_pred>()) p->attrs.push_back(build_attr_pred(*c));
         else if (c->is_type<bind_as>()) p->var = c->children.at(0)->string();

@@ -115,6 +115,28 @@ rule Second { match Split(%x)[1] rewrite => %x }
   CHECK(r.file.rules[4].roots[0]->output_index == 1);
 }
 
+TEST_CASE("nested patterns parse in time linear in their depth") {
+  // Each argument is read once: a grammar that tried `P...` and then `P` again
+  // doubled the time with every level (depth 40 would never finish).
+  for (int depth : {10, 40, 200}) {
+    std::string pattern = "%x";
+    for (int i = 0; i < depth; ++i) pattern = "Relu(" + pattern + ")";
+    std::string rest = "%y";
+    for (int i = 0; i < depth; ++i) rest = "Neg(" + rest + ")";
+    auto r = parse("rule Deep { match Concat(" + pattern + ", " + rest + "...) rewrite => %x }");
+    INFO("depth " << depth << ": " << errors_of(r));
+    REQUIRE(r.errors.empty());
+    const Pattern* p = r.file.rules[0].roots[0]->args[0].get();
+    int levels = 0;
+    for (; p->kind == Pattern::Kind::Op; p = p->args[0].get()) ++levels;
+    CHECK(levels == depth);
+    REQUIRE(r.file.rules[0].roots[0]->rest);
+    CHECK(r.file.rules[0].roots[0]->rest->op == "Neg");
+  }
+  auto misplaced = parse("rule R { match Concat(%a..., %b) rewrite => %a }");
+  CHECK(errors_of(misplaced).find("`...` must be the last argument") != std::string::npos);
+}
+
 TEST_CASE("syntax errors name file:line:col and what was expected, and later errors still show") {
   auto r = parse(R"(rule A {
   match Add(%a %b)

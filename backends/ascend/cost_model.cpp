@@ -221,7 +221,8 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     } else {
       w.min_ub_bytes = row_bytes;  // fused kernels are single-pass by design
     }
-  } else if ((n.domain.empty() && kDataMovement.count(op)) || op == "TransData" || op == "ReorderInput" || op == "ReorderOutput") {
+  } else if ((n.domain.empty() && kDataMovement.count(op)) || op == "TransData" || op == "ReorderInput" || op == "ReorderOutput" ||
+             op == "ShuffleChannel" || op == "ChannelSlice" || op == "ChannelConcat") {
     w.vector_ops = 0;  // moved by the memory transfer engines
   } else if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin" || op == "GlobalAveragePool" ||
              op == "GlobalMaxPool" || op == "MaxPool" || op == "AveragePool") {

@@ -17,6 +17,7 @@ namespace {
 std::string format_of(const Value& v) {
   const Node* p = v.producer();
   if (p && p->domain == kGeoptDomain) {
+    if (p->op_type == "ShuffleChannel" || p->op_type == "ChannelSlice" || p->op_type == "ChannelConcat") return "NC1HWC0";
     const Attribute* a = p->attr(p->op_type == "TransData" ? "dst_format" : "data_format");
     if (a && a->s == "NC1HWC0") return "NC1HWC0";
   }

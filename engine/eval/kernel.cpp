@@ -52,6 +52,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_softmax_kernels(r);
     register_shape_kernels(r);
     register_fused_kernels(r);
+    register_channel_kernels(r);
     return r;
   }();
   return registry;

@@ -74,5 +74,6 @@ void register_reduce_kernels(KernelRegistry& r);
 void register_softmax_kernels(KernelRegistry& r);
 void register_shape_kernels(KernelRegistry& r);
 void register_fused_kernels(KernelRegistry& r);
+void register_channel_kernels(KernelRegistry& r);
 
 }  // namespace geopt

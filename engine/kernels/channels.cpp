@@ -1,0 +1,106 @@
+// Channel data movement in NC1HWC0 ([N, C1, H, W, C0], `channels` of them real, the
+// rest of the last block zero): the concatenation, split and shuffle of channels that
+// ShuffleNet-style blocks do, without leaving the Cube's layout. A real channel c sits
+// in block c / C0 at lane c % C0; these kernels move whole H x W planes of lanes and
+// leave every padding lane zero, as a device kernel does.
+#include <cstring>
+#include <functional>
+
+#include "eval/kernel.h"
+#include "ir/node.h"
+#include "kernels/layout.h"
+
+namespace geopt {
+namespace {
+
+struct Blocked {
+  int64_t n = 0, c1 = 0, h = 0, w = 0, c0 = 0;
+};
+
+Blocked blocked_dims(const KernelContext& ctx, const HostTensor& x, int64_t channels, const char* what) {
+  if (x.rank() != 5) ctx.fail(std::string(what) + " must be NC1HWC0 (rank 5), not " + x.shape_string());
+  Blocked b{x.dim(0), x.dim(1), x.dim(2), x.dim(3), x.dim(4)};
+  if (channels <= 0 || b.c0 <= 0 || (channels + b.c0 - 1) / b.c0 != b.c1)
+    ctx.fail(std::string(what) + " " + x.shape_string() + " does not hold " + std::to_string(channels) + " channels in blocks of " +
+             std::to_string(b.c0));
+  return b;
+}
+
+// out channel k (of `count`) <- channel pick(k) of x, for each image and position.
+void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int64_t count, const std::function<int64_t(int64_t)>& pick,
+                   int64_t first_out = 0) {
+  const size_t elem = dtype_size(x.dtype());
+  const int64_t plane = in.h * in.w;
+  const int64_t out_c1 = out.dim(1);
+  const std::byte* src = x.raw();
+  std::byte* dst = out.mutable_raw();
+  for (int64_t n = 0; n < in.n; ++n)
+    for (int64_t k = 0; k < count; ++k) {
+      const int64_t c = pick(k), ko = first_out + k;
+      const std::byte* s = src + ((n * in.c1 + c / in.c0) * plane * in.c0 + c % in.c0) * elem;
+      std::byte* d = dst + ((n * out_c1 + ko / in.c0) * plane * in.c0 + ko % in.c0) * elem;
+      for (int64_t p = 0; p < plane; ++p) std::memcpy(d + p * in.c0 * elem, s + p * in.c0 * elem, elem);
+    }
+}
+
+HostTensor blocked_output(const HostTensor& like, const Blocked& b, int64_t channels) {
+  return HostTensor(like.dtype(), {b.n, (channels + b.c0 - 1) / b.c0, b.h, b.w, b.c0});  // zero-filled
+}
+
+// ShuffleNet's channel shuffle: the channels seen as [group, C / group], transposed.
+void shuffle_channel(KernelContext& ctx) {
+  const int64_t channels = ctx.attr_int("channels", 0), group = ctx.attr_int("group", 0);
+  const HostTensor& x = ctx.input(0);
+  const Blocked b = blocked_dims(ctx, x, channels, "X");
+  if (group <= 0 || channels % group != 0) ctx.fail("group " + std::to_string(group) + " does not divide " + std::to_string(channels) + " channels");
+  const int64_t per_group = channels / group;
+  HostTensor y = blocked_output(x, b, channels);
+  move_channels(x, b, y, channels, [&](int64_t k) { return (k % group) * per_group + k / group; });
+  ctx.outputs[0] = std::move(y);
+}
+
+// Channels [start, start + count) of X.
+void channel_slice(KernelContext& ctx) {
+  const int64_t channels = ctx.attr_int("channels", 0), start = ctx.attr_int("start", 0), count = ctx.attr_int("count", 0);
+  const HostTensor& x = ctx.input(0);
+  const Blocked b = blocked_dims(ctx, x, channels, "X");
+  if (start < 0 || count <= 0 || start > channels - count)
+    ctx.fail("channels [" + std::to_string(start) + ", " + std::to_string(start + count) + ") are not within the input's " + std::to_string(channels));
+  HostTensor y = blocked_output(x, b, count);
+  move_channels(x, b, y, count, [&](int64_t k) { return start + k; });
+  ctx.outputs[0] = std::move(y);
+}
+
+// The inputs' channels one after another (input i holds channels[i]).
+void channel_concat(KernelContext& ctx) {
+  const std::vector<int64_t> channels = ctx.attr_ints("channels", {});
+  if (channels.size() != ctx.input_count()) ctx.fail("`channels` lists " + std::to_string(channels.size()) + " counts for " + std::to_string(ctx.input_count()) + " inputs");
+  int64_t total = 0;
+  std::vector<Blocked> dims;
+  for (size_t i = 0; i < channels.size(); ++i) {
+    dims.push_back(blocked_dims(ctx, ctx.input(i), channels[i], ("input " + std::to_string(i)).c_str()));
+    const Blocked& a = dims.front();
+    const Blocked& d = dims.back();
+    if (d.n != a.n || d.h != a.h || d.w != a.w || d.c0 != a.c0 || ctx.input(i).dtype() != ctx.input(0).dtype())
+      ctx.fail("input " + std::to_string(i) + " " + ctx.input(i).shape_string() + " does not fit input 0 " + ctx.input(0).shape_string());
+    total += channels[i];
+  }
+  if (dims.empty()) ctx.fail("needs at least one input");
+  HostTensor y = blocked_output(ctx.input(0), dims.front(), total);
+  int64_t at = 0;
+  for (size_t i = 0; i < channels.size(); ++i) {
+    move_channels(ctx.input(i), dims[i], y, channels[i], [](int64_t k) { return k; }, at);
+    at += channels[i];
+  }
+  ctx.outputs[0] = std::move(y);
+}
+
+}  // namespace
+
+void register_channel_kernels(KernelRegistry& r) {
+  r.add(kGeoptDomain, "ShuffleChannel", shuffle_channel, /*half_via_f32=*/false);
+  r.add(kGeoptDomain, "ChannelSlice", channel_slice, /*half_via_f32=*/false);
+  r.add(kGeoptDomain, "ChannelConcat", channel_concat, /*half_via_f32=*/false);
+}
+
+}  // namespace geopt

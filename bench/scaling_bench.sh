@@ -4,7 +4,8 @@
 # 256/512/1024/2048), and elementwise chains of 2,000, 8,000 and 32,000 ops. For each:
 # `geopt optimize --no-check` and `geopt compile --no-check`, every phase's time
 # (median of RUNS), peak RSS, the weights' own bytes, and the ratio of each figure
-# to the series' smallest model (RSS ratios exclude the weights' bytes).
+# to the series' smallest model (RSS ratios exclude the weights' bytes). Runs go round
+# robin over each series' models; outputs are written to a tmpfs (/dev/shm).
 #   bench/scaling_bench.sh [BUILD_DIR] [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,29 +24,37 @@ for n in 2000 8000 32000; do
   [[ -f $out/chain_$n.onnx ]] || /usr/bin/python3 bench/make_chain.py "$n" "$out/chain_$n.onnx"
 done
 
+# Outputs go to a tmpfs where there is one: the figures are geopt's own cost, not the
+# disk's (every write ends in an fsync, whose time on this VM varies by 3x run to run).
+scratch=$out
+[[ -d /dev/shm && -w /dev/shm ]] && scratch=$(mktemp -d /dev/shm/geopt-scaling.XXXXXX)
+trap '[[ $scratch != "$out" ]] && rm -rf "$scratch"' EXIT
+
 # One line of JSON per run: the command's own report plus its peak RSS.
 measure() {  # measure MODEL COMMAND
   local model=$1 command=$2
-  for ((r = 0; r < runs; r++)); do
-    if [[ $command == optimize ]]; then
-      /usr/bin/time -f "%M" -o "$out/scaling.rss" "$geopt" optimize "$model" -o "$out/scaling_out.onnx" --no-check --json >"$out/scaling.json"
-    else
-      /usr/bin/time -f "%M" -o "$out/scaling.rss" "$geopt" compile "$model" -o "$out/scaling_out.plan" --no-check --json >"$out/scaling.json"
-    fi
-    "$geopt" info --json "$model" >"$out/scaling_info.json"
-    /usr/bin/python3 -c 'import json, sys
+  if [[ $command == optimize ]]; then
+    /usr/bin/time -f "%M" -o "$out/scaling.rss" "$geopt" optimize "$model" -o "$scratch/scaling_out.onnx" --no-check --json >"$out/scaling.json"
+  else
+    /usr/bin/time -f "%M" -o "$out/scaling.rss" "$geopt" compile "$model" -o "$scratch/scaling_out.plan" --no-check --json >"$out/scaling.json"
+  fi
+  "$geopt" info --json "$model" >"$out/scaling_info.json"
+  /usr/bin/python3 -c 'import json, sys
 print(json.dumps({"model": sys.argv[1], "command": sys.argv[2], "rss_kib": int(open(sys.argv[3]).read().split()[-1]),
                   "report": json.load(open(sys.argv[4])), "weights": json.load(open(sys.argv[5]))}))' \
-      "$model" "$command" "$out/scaling.rss" "$out/scaling.json" "$out/scaling_info.json"
-  done
+    "$model" "$command" "$out/scaling.rss" "$out/scaling.json" "$out/scaling_info.json"
+  rm -f "$scratch"/scaling_out.*
 }
 
 series() {  # series NAME MODEL...
   local name=$1
   shift
-  for model in "$@"; do
-    measure "$model" optimize
-    measure "$model" compile
+  # Round robin over the models, so that the machine's drift touches them all alike.
+  for ((r = 0; r < runs; r++)); do
+    for model in "$@"; do
+      measure "$model" optimize
+      measure "$model" compile
+    done
   done >"$out/scaling_rows.jsonl"
   /usr/bin/python3 - "$name" "$out/scaling_rows.jsonl" <<'PY'
 import json, statistics, sys

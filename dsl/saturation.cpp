@@ -414,7 +414,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     for (ClassId c : g.class_ids()) {
       auto close = near.find(c);
       auto close_both = near_both.find(c);
-      for (const ENode& n : std::vector<ENode>(g.eclass(c).nodes)) {
+      for (const ENode& n : g.eclass(c).nodes) {  // searching reads the e-graph only: no copy
         if (n.kind != ENode::Kind::Op) continue;
         if (close == near.end() && close_both == near_both.end() && !everywhere_any) {
           const OpSignature& sig = g.signature(n.op);

@@ -56,7 +56,8 @@ struct Pattern {
   std::string domain;            // Op
   std::string op;                // Op; "*" matches any op
   std::vector<PatternPtr> args;  // Op
-  PatternPtr rest;               // `p ...`: further inputs each matching p (null: none allowed)
+  PatternPtr rest;               // `p ...`: further inputs each matching p (null: none allowed); its
+                                 // variables are list variables, one binding per input
   bool rest_any = false;         // bare `...`: any further inputs
   int output_index = 0;          // `Op(...)[k]`: which output of the op this pattern stands for
   std::vector<AttrPred> attrs;
@@ -97,6 +98,7 @@ using ReplacementPtr = std::shared_ptr<Replacement>;
 // another (`%p[%q]`: gather_var set; expands to one element per index).
 struct ListItem {
   std::optional<double> number;
+  bool splice = false;  // `%v...`: every value a list variable holds
   std::optional<Term> term;
   std::string var;
   int64_t index = -1;
@@ -118,6 +120,7 @@ struct Replacement {
   enum class Kind { Var, Op, Const } kind = Kind::Var;
   SourceLoc loc;
   std::string var;
+  bool splice = false;  // `%xs...` among an op's inputs: every value the list variable holds
   std::string domain, op;
   std::vector<ReplacementPtr> args;
   int output_index = 0;

@@ -1,5 +1,6 @@
 #include "dsl/checker.h"
 
+#include <algorithm>
 #include <climits>
 #include <map>
 #include <set>
@@ -18,6 +19,7 @@ struct VarInfo {
   SourceLoc loc;
   int occurrences = 0;  // in patterns, including the defining one
   int uses = 0;         // in where, rewrite and attribute assignments
+  bool list = false;    // bound inside a `...` pattern: one value per input
 };
 
 const char* kind_name(AttrKind k) { return attr_kind_name(k); }
@@ -89,7 +91,9 @@ class RuleChecker {
   }
 
   void define_or_count(const std::string& var, VarKind kind, const SourceLoc& loc) {
-    auto [it, inserted] = vars_.try_emplace(var, VarInfo{kind, loc, 0, 0});
+    auto [it, inserted] = vars_.try_emplace(var, VarInfo{kind, loc, 0, 0, in_rest_ > 0});
+    if (!inserted && it->second.list != (in_rest_ > 0))
+      error(loc, "variable " + var + " is bound both inside and outside a `...` pattern (inside, it is a list: one value per input)");
     if (!inserted && it->second.kind != kind && !(it->second.kind == VarKind::Value && kind == VarKind::Const) &&
         !(it->second.kind == VarKind::Const && kind == VarKind::Value))
       error(loc, "variable " + var + " is used both as a value and as an attribute");
@@ -112,7 +116,9 @@ class RuleChecker {
         if (p.rest) {
           if (p.rest->kind == Pattern::Kind::Var || !p.rest->var.empty())
             error(p.rest->loc, "the pattern before `...` applies to several inputs and cannot bind a variable");
+          ++in_rest_;
           walk(*p.rest, true);
+          --in_rest_;
         }
         break;
       }
@@ -175,6 +181,10 @@ class RuleChecker {
       error(loc, "unbound variable " + var);
       return;
     }
+    if (it->second.list) {
+      error(loc, var + " is a list variable (bound by the pattern before `...`, one value per input): splice it, " + var + "... among a rewrite's inputs or [" + var + "...] in a list");
+      return;
+    }
     if (it->second.kind == VarKind::Attr) error(loc, var + " is an attribute value, not a tensor value");
     ++it->second.uses;
   }
@@ -183,6 +193,10 @@ class RuleChecker {
     auto it = vars_.find(var);
     if (it == vars_.end()) {
       error(loc, "unbound variable " + var);
+      return;
+    }
+    if (it->second.list) {
+      error(loc, var + " is a list variable (bound by the pattern before `...`, one value per input): splice it, " + var + "... among a rewrite's inputs or [" + var + "...] in a list");
       return;
     }
     if (it->second.kind == VarKind::Value) error(loc, var + " is a tensor value; bind it with `const " + var + "` to use its value");
@@ -196,7 +210,25 @@ class RuleChecker {
       error(loc, "unbound variable " + var);
       return;
     }
+    if (it->second.list) {
+      error(loc, var + " is a list variable (bound by the pattern before `...`, one value per input): splice it, " + var + "... among a rewrite's inputs or [" + var + "...] in a list");
+      return;
+    }
     if (it->second.kind != VarKind::Attr) error(loc, var + " in a list needs an attribute bound with `== " + var + "`");
+    ++it->second.uses;
+  }
+
+  // `%v...`: a list variable spliced; `attribute`: its elements are attributes or
+  // scalar constants (in a list), else tensor values (among an op's inputs).
+  void use_list(const std::string& var, const SourceLoc& loc, bool attribute) {
+    auto it = vars_.find(var);
+    if (it == vars_.end()) {
+      error(loc, "unbound variable " + var);
+      return;
+    }
+    if (!it->second.list) error(loc, var + "... splices a list variable, but " + var + " is bound once (outside any `...` pattern)");
+    else if (attribute && it->second.kind == VarKind::Value) error(loc, var + " holds tensor values; in a list, splice attributes or `const` scalars");
+    else if (!attribute && it->second.kind == VarKind::Attr) error(loc, var + " holds attribute values, not tensor values");
     ++it->second.uses;
   }
 
@@ -204,7 +236,9 @@ class RuleChecker {
   // constant as well as a bound attribute.
   void check_list(const std::vector<ListItem>& items, const SourceLoc& loc, bool scalars) {
     for (const ListItem& item : items) {
-      if (item.term) {
+      if (item.splice) {
+        use_list(item.var, loc, true);
+      } else if (item.term) {
         use_value(item.term->var, loc);
       } else if (!item.gather_var.empty()) {
         use_attr_list(item.var, loc);
@@ -246,9 +280,11 @@ class RuleChecker {
       error(p.loc, "compare shape(...) with another shape(...), by == or !=");
   }
 
-  void check_replacement(const Replacement& r) {
+  void check_replacement(const Replacement& r, bool input = false) {
     if (r.kind == Replacement::Kind::Var) {
-      use_value(r.var, r.loc);
+      if (r.splice && !input) error(r.loc, r.var + "... splices inputs: it stands among an op's inputs, not for a whole replacement");
+      if (r.splice) use_list(r.var, r.loc, false);
+      else use_value(r.var, r.loc);
       return;
     }
     if (r.kind == Replacement::Kind::Const) {
@@ -259,10 +295,11 @@ class RuleChecker {
       return;
     }
     const OpInfo* info = lookup(r.domain, r.op, r.loc);
-    for (const auto& a : r.args) check_replacement(*a);
+    for (const auto& a : r.args) check_replacement(*a, true);
     if (!info) return;
     const int given = static_cast<int>(r.args.size());
-    if (given > info->max_inputs || given < info->min_inputs)
+    const bool spliced = std::any_of(r.args.begin(), r.args.end(), [](const ReplacementPtr& a) { return a->splice; });
+    if (!spliced && (given > info->max_inputs || given < info->min_inputs))
       error(r.loc, r.op + " takes " + std::to_string(info->min_inputs) + (info->max_inputs == INT_MAX ? " or more" : ".." + std::to_string(info->max_inputs)) +
                        " inputs, the rewrite gives " + std::to_string(given));
     if (r.output_index >= info->max_outputs) error(r.loc, r.op + " has " + std::to_string(info->max_outputs) + " output(s); [" + std::to_string(r.output_index) + "] is out of range");
@@ -300,6 +337,7 @@ class RuleChecker {
   std::vector<Diagnostic>& out_;
   std::map<std::string, VarInfo> vars_;
   std::map<std::string, const Let*> lets_;
+  int in_rest_ = 0;  // depth inside `...` patterns while walking
 };
 
 }  // namespace

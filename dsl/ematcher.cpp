@@ -42,6 +42,16 @@ std::string attr_requires(const AttrPred& p) {
 
 using Cont = std::function<bool(EMatch&)>;  // returns false to stop enumerating
 
+// The variables a pattern binds: values (and `const %c`, `Op(...) as %v`), attributes.
+void pattern_vars(const Pattern& p, std::vector<std::string>& values, std::vector<std::string>& attrs) {
+  if (!p.var.empty()) values.push_back(p.var);
+  if (p.kind != Pattern::Kind::Op) return;
+  for (const auto& a : p.attrs)
+    if (!a.bind_var.empty()) attrs.push_back(a.bind_var);
+  for (const auto& a : p.args) pattern_vars(*a, values, attrs);
+  if (p.rest) pattern_vars(*p.rest, values, attrs);
+}
+
 class Search {
  public:
   Search(const EGraph& g, const EMatcher& m, const Alternative& alt, Miss* miss) : g_(g), m_(m), alt_(alt), miss_(miss) {}
@@ -265,7 +275,39 @@ class Search {
       }
       if (p.rest && i < n.children.size()) {
         if (n.children[i] == kAbsent) return input(i + 1, bb);
-        return value(*p.rest, n.children[i], bb, [&](EMatch& b2) { return input(i + 1, b2); }, context);
+        // The rest pattern's variables are lists: this input's bindings join them and the
+        // next input binds them afresh; put back before returning, for the steps below
+        // to undo as they do.
+        return value(*p.rest, n.children[i], bb, [&](EMatch& b2) {
+          std::vector<std::string> value_vars, attr_vars;
+          pattern_vars(*p.rest, value_vars, attr_vars);
+          std::vector<std::pair<std::string, ClassId>> moved_values;
+          std::vector<std::pair<std::string, Attribute>> moved_attrs;
+          for (const std::string& v : value_vars)
+            if (auto it = b2.values.find(v); it != b2.values.end()) {
+              b2.lists[v].push_back(it->second);
+              moved_values.emplace_back(*it);
+              b2.values.erase(it);
+            }
+          for (const std::string& v : attr_vars)
+            if (auto it = b2.attrs.find(v); it != b2.attrs.end()) {
+              b2.attr_lists[v].push_back(it->second);
+              moved_attrs.emplace_back(it->first, std::move(it->second));
+              b2.attrs.erase(it);
+            }
+          const bool go_on = input(i + 1, b2);
+          for (auto& [v, c] : moved_values) {
+            b2.lists[v].pop_back();
+            if (b2.lists[v].empty()) b2.lists.erase(v);
+            b2.values[v] = c;
+          }
+          for (auto& [v, a] : moved_attrs) {
+            b2.attr_lists[v].pop_back();
+            if (b2.attr_lists[v].empty()) b2.attr_lists.erase(v);
+            b2.attrs[v] = std::move(a);
+          }
+          return go_on;
+        }, context);
       }
       if (!p.var.empty()) return bind_and(p.var, c, bb, k);
       return k(bb);
@@ -284,6 +326,8 @@ class Search {
     std::unordered_set<ClassId> matched, bound, shadow;
     for (ClassId c : b.op_classes) matched.insert(g_.find(c));
     for (const auto& [var, c] : b.values) bound.insert(g_.find(c));
+    for (const auto& [var, cs] : b.lists)
+      for (ClassId c : cs) bound.insert(g_.find(c));
     std::vector<ClassId> frontier;
     auto enter = [&](ClassId child, std::vector<ClassId>& into) {
       if (child == kAbsent) return;

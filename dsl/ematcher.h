@@ -22,6 +22,9 @@ struct EMatch {
   int alternative = -1;
   std::map<std::string, ClassId> values;
   std::map<std::string, Attribute> attrs;
+  // List variables (bound inside a `...` pattern): one entry per input it matched, in order.
+  std::map<std::string, std::vector<ClassId>> lists;
+  std::map<std::string, std::vector<Attribute>> attr_lists;
   std::vector<ClassId> roots;  // the class of each root's value
   ENode root_node;             // the first root's e-node, as matched
   std::vector<ClassId> op_classes;  // every class an op pattern matched (what the rewrite replaces)

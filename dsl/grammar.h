@@ -115,7 +115,9 @@ struct product : seq<var_name, ws, one<'*'>, ws, var_name> {};  // `%s * %c`: tw
 // `[dim(%x, 2), %k[0], 1]`, `[%alpha]`: numbers computed at each match (tried before a plain list literal).
 struct indexed_var : seq<var_name, one<'['>, ws, digits, ws, one<']'>> {};
 struct gathered_var : seq<var_name, one<'['>, ws, var_name, ws, one<']'>> {};  // `%p[%q]`
-struct list_item : sor<shape_call, gathered_var, indexed_var, var_name, number> {};
+// `%cs...`: every element a `...` pattern bound to %cs, in input order.
+struct spliced_var : seq<var_name, ws, rest_mark> {};
+struct list_item : sor<shape_call, gathered_var, indexed_var, spliced_var, var_name, number> {};
 struct list_expr : seq<one<'['>, ws, list<list_item, sep>, ws, one<']'>> {};
 struct assign_value : sor<shape_call, ratio, product, list_expr, var_name, literal> {};
 struct attr_assign : seq<ident, ws, must<one<'='>>, ws, must<assign_value>> {};
@@ -127,7 +129,7 @@ struct dtype_of : seq<kw_dtype, ws, one<'('>, ws, var_name, ws, one<')'>> {};
 struct const_dtype : sor<dtype_of, ident> {};
 struct const_value : sor<list_expr, var_name, number> {};
 struct repl_const : seq<kw_const, ws, must<const_dtype>, ws, must<const_value>> {};
-struct replacement : sor<repl_const, repl_op, var_name> {};
+struct replacement : sor<repl_const, repl_op, spliced_var, var_name> {};
 
 // Tests.
 struct model_text : seq<kw_model, ws, triple_string> {};

@@ -34,7 +34,7 @@ using selector = pt::selector<
                           number, list_lit, op_pattern, op_name, any_op, const_pattern, ellipsis, rest_mark,
                           output_index, attr_pred, attr_absent, cmp_op, approx_op, attr_compare, attr_approx, attr_in,
                           tolerance, range_lit, set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros,
-                          kw_is_const, kw_is_static, kw_one_use, kw_zero_rows, kw_full_rows, modulo, repl_op, shape_call, ratio, product, list_expr, indexed_var, gathered_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
+                          kw_is_const, kw_is_static, kw_one_use, kw_zero_rows, kw_full_rows, modulo, repl_op, shape_call, ratio, product, list_expr, indexed_var, gathered_var, spliced_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
                           expect_fired, expect_matched, expect_equal, kw_in, arrow>>;
 
 using Node = pt::node;
@@ -307,6 +307,9 @@ class Builder {
         li.var = item->children.at(0)->string();
         const std::string text = item->string();
         li.index = to_integer(text.substr(text.find('[') + 1, text.find(']') - text.find('[') - 1));
+      } else if (item->is_type<spliced_var>()) {
+        li.var = item->children.at(0)->string();
+        li.splice = true;
       } else if (item->is_type<var_name>()) {
         li.var = item->string();
       } else {
@@ -320,9 +323,10 @@ class Builder {
   ReplacementPtr build_replacement(const Node& n) {
     auto r = std::make_shared<Replacement>();
     r->loc = loc(n);
-    if (n.is_type<var_name>()) {
+    if (n.is_type<var_name>() || n.is_type<spliced_var>()) {
       r->kind = Replacement::Kind::Var;
-      r->var = n.string();
+      r->splice = n.is_type<spliced_var>();
+      r->var = r->splice ? n.children.at(0)->string() : n.string();
       return r;
     }
     if (n.is_type<repl_const>()) {

@@ -36,6 +36,23 @@ BoundLookup bound_in(const EGraph& g, const EMatch& m) {
           [cls](const std::string& var) -> const Tensor* {
             const EClass* c = cls(var);
             return c ? c->data.constant : nullptr;
+          },
+          [&g, &m](const std::string& var) -> std::optional<std::vector<double>> {
+            std::vector<double> out;
+            if (auto it = m.attr_lists.find(var); it != m.attr_lists.end()) {
+              for (const Attribute& a : it->second) {
+                auto v = attr_number(a);
+                if (!v) return std::nullopt;
+                out.push_back(*v);
+              }
+            } else if (auto lt = m.lists.find(var); lt != m.lists.end()) {
+              for (ClassId c : lt->second) {
+                auto v = constant_scalar(g.eclass(c).data.constant);
+                if (!v) return std::nullopt;
+                out.push_back(*v);
+              }
+            }
+            return out;  // a list variable no input bound is empty
           }};
 }
 
@@ -53,6 +70,11 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
   }
   std::vector<ClassId> children;
   for (const auto& a : r.args) {
+    if (a->splice) {  // %xs...: every value the list variable bound, in input order
+      if (auto it = m.lists.find(a->var); it != m.lists.end())
+        for (ClassId c : it->second) children.push_back(g.find(c));
+      continue;
+    }
     children.push_back(build(g, ast, *a, m, rule, site, {}, false, matcher, refusal));
     if (children.back() == kAbsent) return kAbsent;
   }

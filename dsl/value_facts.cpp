@@ -58,6 +58,10 @@ std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items
   for (const ListItem& item : items) {
     if (item.number) {
       out.push_back(*item.number);
+    } else if (item.splice) {  // %cs...: every number the list variable holds
+      auto v = bound.spliced ? bound.spliced(item.var) : std::nullopt;
+      if (!v) return fail(item.var + "... holds something that is not a number at this match");
+      out.insert(out.end(), v->begin(), v->end());
     } else if (item.term && item.term->kind == Term::Kind::Shape) {  // every dim
       const ValueType* t = bound.type_of(item.term->var);
       if (!t || !t->shape || !t->shape->is_static()) return fail(item.term->to_string() + " is not static at this match");

@@ -23,6 +23,9 @@ struct BoundLookup {
   std::function<const ValueType*(const std::string&)> type_of;
   std::function<const Attribute*(const std::string&)> attr_of;
   std::function<const Tensor*(const std::string&)> constant_of;
+  // The numbers a list variable holds (`%cs...`: bound attributes or scalar constants,
+  // one per input it matched); nullopt when one is not a number.
+  std::function<std::optional<std::vector<double>>(const std::string&)> spliced;
 };
 // The numbers of a list expression at one match; nullopt (with `why`) when a dim is
 // not static, an index is outside the bound attribute, or a variable is no scalar.

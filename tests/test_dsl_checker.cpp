@@ -135,3 +135,27 @@ TEST_CASE("a product of bound scalars gives a float attribute, of bound variable
   CHECK(e[0] == "3:55 attribute 'causal' of FlashAttention is int; `%a * %b` gives a float");
   CHECK(e[1] == "3:73 unbound variable %nope");
 }
+
+TEST_CASE("list variables: bound inside `...`, used only spliced") {
+  CHECK(check("rule A { match %y = Concat(Relu(%xs)...) { axis == 1 } rewrite %y => Relu(Concat(%xs...) { axis = 1 }) }").empty());
+  CHECK(check("rule A { match %y = Concat(Relu(%x), Relu(%xs) { } ...) rewrite %y => Concat(%x, %xs...) { axis = 0 } }").empty());
+  auto e = check(R"(rule A {
+  match %y = Concat(ai.geopt.TransData(%xs) { channels == %cs }...)
+  where rank(%xs) == 4
+  rewrite %y => Concat(%xs) { axis = 1 }
+}
+rule B { match %y = Concat(Relu(%x)...) rewrite %y => Concat(%y...) { axis = 1 } }
+rule C { match %y = Add(%x, Concat(Neg(%x)...)) rewrite %y => %x }
+rule D { match %y = Concat(ai.geopt.TransData(%xs) { channels == %cs }...) rewrite %y => ai.geopt.ChannelConcat(%xs...) { channels = [%xs...] } }
+rule E { match %y = Concat(Relu(%xs)...) rewrite %y => %xs... }
+)");
+  std::string all;
+  for (const auto& line : e) all += line + "\n";
+  INFO(all);
+  CHECK(all.find("3:9 %xs is a list variable") != std::string::npos);           // in where
+  CHECK(all.find("4:24 %xs is a list variable") != std::string::npos);          // bare in a rewrite
+  CHECK(all.find("%y... splices a list variable, but %y is bound once") != std::string::npos);
+  CHECK(all.find("variable %x is bound both inside and outside a `...` pattern") != std::string::npos);
+  CHECK(all.find("%xs holds tensor values; in a list, splice attributes or `const` scalars") != std::string::npos);
+  CHECK(all.find("%xs... splices inputs: it stands among an op's inputs") != std::string::npos);
+}

@@ -26,10 +26,17 @@ std::string format_diagnostics(const std::vector<Diagnostic>& ds) {
   for (const auto& d : ds) {
     auto it = texts.find(d.loc.file);
     if (it == texts.end()) {
-      std::ifstream in(d.loc.file, std::ios::binary);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      it = texts.emplace(d.loc.file, ss.str()).first;
+      // The source line is shown for a position in the file; a file-wide error (line 0,
+      // such as one too long to be a rule file) is not read again, and no read goes
+      // past the parser's 16 MiB.
+      std::string text;
+      if (d.loc.line > 0) {
+        std::ifstream in(d.loc.file, std::ios::binary);
+        char buffer[1 << 16];
+        while (text.size() <= (size_t{16} << 20) && (in.read(buffer, sizeof buffer) || in.gcount() > 0))
+          text.append(buffer, static_cast<size_t>(in.gcount()));
+      }
+      it = texts.emplace(d.loc.file, std::move(text)).first;
     }
     out += format_diagnostic(d, it->second);
   }

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "dsl/grammar.h"
@@ -496,11 +497,46 @@ bool skip_blank(const std::string& text, size_t& pos, size_t& line, size_t& col)
   return false;
 }
 
+
+// How deep brackets nest, outside strings and comments: refused past kMaxNesting before
+// the grammar (which recurses once per level) ever sees it, so no hostile file can
+// exhaust the stack in parsing, checking or matching.
+constexpr int kMaxNesting = 256;
+
+std::optional<Diagnostic> too_deep(const std::string& text, const std::string& path) {
+  int depth = 0, line = 1, col = 1;
+  for (size_t i = 0; i < text.size(); ++i, ++col) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      col = 0;
+    } else if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '"') {
+      const bool triple = text.compare(i, 3, "\"\"\"") == 0;
+      const size_t end = triple ? text.find("\"\"\"", i + 3) : text.find_first_of("\"\n", i + 1);
+      const size_t stop = end == std::string::npos ? text.size() - 1 : end + (triple ? 2 : 0);
+      for (; i < stop; ++i, ++col)
+        if (text[i + 1] == '\n') ++line, col = 0;
+    } else if (c == '(' || c == '[' || c == '{') {
+      if (++depth > kMaxNesting)
+        return Diagnostic{{path, line, col}, "brackets nest deeper than " + std::to_string(kMaxNesting) + " levels; split the pattern"};
+    } else if (c == ')' || c == ']' || c == '}') {
+      depth = std::max(0, depth - 1);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 ParseResult parse_rules(const std::string& text, const std::string& path) {
   ParseResult result;
   result.file.path = path;
+  if (auto deep = too_deep(text, path)) {
+    result.errors.push_back(*deep);
+    return result;
+  }
   Builder b(path, result.errors);
   size_t pos = 0, line = 1, col = 1;
   while (skip_blank(text, pos, line, col)) {
@@ -544,16 +580,24 @@ ParseResult parse_rules(const std::string& text, const std::string& path) {
 }
 
 ParseResult parse_rule_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // A rule file is text a person wrote: past 16 MiB it is not one (and /dev/zero, a
+  // pipe that never ends, is read no further than that).
+  constexpr size_t kMaxRuleFileBytes = size_t{16} << 20;
+  auto refuse = [&](const std::string& why) {
     ParseResult r;
     r.file.path = path;
-    r.errors.push_back({{path, 0, 0}, "cannot read the rule file"});
+    r.errors.push_back({{path, 0, 0}, why});
     return r;
+  };
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return refuse("cannot read the rule file");
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxRuleFileBytes) return refuse("longer than 16 MiB: not a rule file");
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_rules(ss.str(), path);
+  return parse_rules(text, path);
 }
 
 }  // namespace geopt::dsl

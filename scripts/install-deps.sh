@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   tao-pegtl-dev libprotobuf-dev protobuf-compiler libonnx-dev libtomlplusplus-dev
-  doctest-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libdnnl-dev libmimalloc-dev
+  doctest-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libdnnl-dev libmimalloc-dev zlib1g-dev
   ocl-icd-opencl-dev  # dnnl-config.cmake looks for OpenCL (oneDNN is built with its GPU runtime)
   libonnx-testdata
 )

@@ -1,12 +1,16 @@
 #include "plan_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <unordered_map>
 
 #include "execution_order.h"
 #include "onnx/proto_types.h"
+#include <zlib.h>
+
 #include "util/atomic_file.h"
+#include "util/checked_size.h"
 #include "util/error.h"
 
 namespace geopt::ascend {
@@ -116,11 +120,38 @@ void set_plan_weights(plan::Plan& p, const MemoryPlan& memory) {
 
 namespace {
 
+uint32_t crc_of(std::string_view bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (size_t at = 0; at < bytes.size();) {  // zlib takes at most 4 GiB a call
+    const auto n = static_cast<uInt>(std::min<size_t>(bytes.size() - at, size_t{1} << 30));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + at), n);
+    at += n;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+// The checksum of everything but the weight region and the checksums themselves.
+uint32_t structure_crc(plan::Plan& plan) {
+  std::string weights;
+  weights.swap(*plan.mutable_weights());
+  const uint32_t s = plan.structure_crc(), w = plan.weights_crc();
+  plan.clear_structure_crc();
+  plan.clear_weights_crc();
+  std::string bytes;
+  const bool ok = plan.SerializeToString(&bytes);
+  plan.set_structure_crc(s);
+  plan.set_weights_crc(w);
+  plan.mutable_weights()->swap(weights);
+  if (!ok) throw Error("the plan cannot be serialized (a protobuf message cannot exceed 2 GB)");
+  return crc_of(bytes);
+}
+
 // Writes the plan with its weight region streamed from the message rather than
 // serialized into a second copy: the rest of the message, then field 13 (the
 // region) as its own length-delimited field. Protobuf reads fields in any order,
 // so the file is an ordinary serialized Plan.
 void write_plan_file(plan::Plan& plan, const std::filesystem::path& path) {
+  plan.set_structure_crc(structure_crc(plan));
   std::string weights;
   weights.swap(*plan.mutable_weights());
   std::string head;
@@ -149,7 +180,17 @@ void write_plan_file(plan::Plan& plan, const std::filesystem::path& path) {
 }  // namespace
 
 std::filesystem::path write_plan(plan::Plan& plan, const std::filesystem::path& path, const PlanWriteOptions& options) {
+  // The file carries the checksums; the caller's plan is left as it was.
+  struct Restore {
+    plan::Plan& p;
+    uint32_t s, w;
+    ~Restore() {
+      p.set_structure_crc(s);
+      p.set_weights_crc(w);
+    }
+  } restore{plan, plan.structure_crc(), plan.weights_crc()};
   plan.clear_weights_file();
+  plan.set_weights_crc(crc_of(plan.weights()));
   if (plan.weight_bytes() <= options.inline_weight_limit && options.inline_weight_limit > 0) {
     write_plan_file(plan, path);
     return {};
@@ -173,27 +214,35 @@ std::filesystem::path write_plan(plan::Plan& plan, const std::filesystem::path& 
   return side;
 }
 
-void check_plan(const plan::Plan& p, const std::string& where) {
+namespace {
+
+void check_header(const plan::Plan& p, const std::string& where) {
   if (p.magic() != kPlanMagic) throw Error(where + ": not a geopt plan file");
   if (p.format_version() != kPlanFormatVersion)
     throw Error(where + ": plan format version " + std::to_string(p.format_version()) + ", this geopt reads version " +
                 std::to_string(kPlanFormatVersion) + "; recompile the model with `geopt compile`");
+}
+
+}  // namespace
+
+void check_plan(const plan::Plan& p, const std::string& where) {
+  check_header(p, where);
   if (p.weights().size() != p.weight_bytes()) throw Error(where + ": the weight region is truncated");
   if (p.stream_count() == 0 && p.kernels_size() > 0) throw Error(where + ": the plan has kernels but no stream");
+  if (p.stream_count() > static_cast<uint64_t>(std::max(p.kernels_size(), 1)))
+    throw Error(where + ": it claims " + std::to_string(p.stream_count()) + " streams for " + std::to_string(p.kernels_size()) + " kernels");
   auto check_ref = [&](const plan::TensorRef& r, const std::string& what) {
     if (r.absent()) return;
     uint64_t limit = r.region() == plan::WEIGHT ? p.weight_bytes() : p.activation_bytes();
-    uint64_t elements = 1;
-    for (int64_t d : r.dims()) {
-      if (d < 0) throw Error(where + ": " + what + " '" + r.name() + "' has a negative dimension");
-      elements *= static_cast<uint64_t>(d);
-    }
-    size_t elem = dtype_size(static_cast<DType>(r.dtype()));
-    if (elem == 0 || elements * elem != r.size())
+    const std::string tensor = where + ": " + what + " '" + r.name() + "'";
+    const int64_t elements = checked_element_count({r.dims().begin(), r.dims().end()}, tensor);
+    size_t elem = r.dtype() > 0 && r.dtype() <= 16 ? dtype_size(static_cast<DType>(r.dtype())) : 0;
+    if (elem == 0 || checked_byte_count(elements, elem, tensor) != r.size())
       throw Error(where + ": " + what + " '" + r.name() + "': its dims and dtype do not match its size");
     if (r.offset() > limit || r.size() > limit - r.offset())
       throw Error(where + ": " + what + " '" + r.name() + "' lies outside its region");
   };
+  std::vector<uint32_t> records(static_cast<size_t>(p.events_size()), 0), waits(static_cast<size_t>(p.events_size()), 0);
   for (int k = 0; k < p.kernels_size(); ++k) {
     const auto& kernel = p.kernels(k);
     const std::string what = "kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() + "')";
@@ -203,14 +252,33 @@ void check_plan(const plan::Plan& p, const std::string& where) {
       check_ref(r, what + " output");
       if (r.region() == plan::WEIGHT) throw Error(where + ": " + what + " writes into the weight region");
     }
-    for (uint32_t e : kernel.wait_events())
+    if (std::none_of(kernel.outputs().begin(), kernel.outputs().end(), [](const plan::TensorRef& r) { return !r.absent(); }))
+      throw Error(where + ": " + what + " has no output");
+    for (uint32_t e : kernel.wait_events()) {
       if (static_cast<int>(e) >= p.events_size()) throw Error(where + ": " + what + " waits on a missing event");
-    for (uint32_t e : kernel.record_events())
+      if (p.events(static_cast<int>(e)).to_kernel() != static_cast<uint32_t>(k)) throw Error(where + ": " + what + " waits on event " + std::to_string(e) + ", which is another kernel's");
+      ++waits[e];
+    }
+    for (uint32_t e : kernel.record_events()) {
       if (static_cast<int>(e) >= p.events_size()) throw Error(where + ": " + what + " records a missing event");
+      if (p.events(static_cast<int>(e)).from_kernel() != static_cast<uint32_t>(k)) throw Error(where + ": " + what + " records event " + std::to_string(e) + ", which is another kernel's");
+      ++records[e];
+    }
   }
-  for (const auto& e : p.events())
+  // Each event waited on at most once, and then recorded exactly once, by a kernel
+  // before the waiting one: every wait follows its record in the kernel order, so no
+  // interleaving of the streams can wait forever. (An event nobody waits on orders
+  // nothing; a wait dropped from a plan is a race, which the fault-injection tests show.)
+  for (int i = 0; i < p.events_size(); ++i) {
+    const auto& e = p.events(i);
+    if (e.id() != static_cast<uint32_t>(i)) throw Error(where + ": event " + std::to_string(i) + " carries id " + std::to_string(e.id()));
     if (static_cast<int>(e.to_kernel()) >= p.kernels_size() || e.from_kernel() >= e.to_kernel())
       throw Error(where + ": event " + std::to_string(e.id()) + " does not point forward between kernels");
+    const uint32_t recorded = records[static_cast<size_t>(i)], waited = waits[static_cast<size_t>(i)];
+    if (recorded > 1 || waited > 1 || (waited == 1 && recorded == 0))
+      throw Error(where + ": event " + std::to_string(i) + " is recorded " + std::to_string(recorded) + " time(s) and waited on " + std::to_string(waited) +
+                  " time(s) (a wait needs exactly one record)");
+  }
   for (const auto& r : p.inputs()) check_ref(r, "input");
   for (const auto& r : p.outputs()) check_ref(r, "output");
 }
@@ -244,6 +312,11 @@ plan::Plan read_plan(const std::filesystem::path& path) {
     if (!weights.read(region->data(), static_cast<std::streamsize>(size)))
       throw Error(path.string() + ": its weights file " + side.string() + " cannot be read");
   }
+  check_header(p, path.string());
+  if (crc_of(p.weights()) != p.weights_crc())
+    throw Error(path.string() + ": its weight region does not match its checksum: the file is corrupt (compile the model again)");
+  if (structure_crc(p) != p.structure_crc())
+    throw Error(path.string() + ": its kernels, tensors and events do not match their checksum: the file is corrupt (compile the model again)");
   check_plan(p, path.string());
   return p;
 }

@@ -14,7 +14,7 @@
 namespace geopt::ascend {
 
 inline constexpr const char* kPlanMagic = "geopt.plan";
-inline constexpr uint32_t kPlanFormatVersion = 1;
+inline constexpr uint32_t kPlanFormatVersion = 2;  // 2: checksums
 
 struct LoweringInputs {
   const Model& model;
@@ -45,7 +45,10 @@ struct PlanWriteOptions {
 // Returns the side file written, or an empty path when the weights are inline.
 std::filesystem::path write_plan(plan::Plan& plan, const std::filesystem::path& path, const PlanWriteOptions& options = {});
 plan::Plan read_plan(const std::filesystem::path& path);
-// The consistency checks read_plan applies (also for plans built in memory).
+// The consistency checks read_plan applies (also for plans built in memory): every
+// tensor inside its region with dims, dtype and size agreeing; every event recorded by
+// exactly one kernel and waited on by exactly one later kernel (so no schedule can
+// deadlock); a stream count no larger than the kernels need.
 void check_plan(const plan::Plan& plan, const std::string& where);
 
 }  // namespace geopt::ascend

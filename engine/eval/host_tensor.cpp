@@ -4,6 +4,7 @@
 #include <new>
 
 #include "eval/half.h"
+#include "util/checked_size.h"
 #include "util/error.h"
 
 namespace geopt {
@@ -13,18 +14,20 @@ constexpr size_t kAlignment = 64;
 
 std::shared_ptr<std::byte> allocate(size_t nbytes, bool zero) {
   size_t n = nbytes == 0 ? kAlignment : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  auto* p = static_cast<std::byte*>(::operator new(n, std::align_val_t(kAlignment)));
+  std::byte* p = nullptr;
+  try {
+    p = static_cast<std::byte*>(::operator new(n, std::align_val_t(kAlignment)));
+  } catch (const std::bad_alloc&) {  // a shape from the input asks for more than the machine has
+    throw Error("cannot allocate " + std::to_string(n) + " bytes for a tensor (the model's or the inputs' shapes ask for more memory than this machine has)");
+  }
   if (zero) std::memset(p, 0, n);
   return std::shared_ptr<std::byte>(p, [](std::byte* q) { ::operator delete(q, std::align_val_t(kAlignment)); });
 }
 
-int64_t count(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d < 0) throw Error("negative dimension " + std::to_string(d));
-    n *= d;
-  }
-  return n;
+int64_t count(const std::vector<int64_t>& dims) { return checked_element_count(dims, "a tensor"); }
+
+size_t bytes_of(const std::vector<int64_t>& dims, DType dtype) {
+  return checked_byte_count(count(dims), dtype_size(dtype), "a tensor of shape " + dims_text(dims));
 }
 
 }  // namespace
@@ -35,7 +38,7 @@ HostTensor::HostTensor(DType dtype, std::vector<int64_t> dims) : dtype_(dtype), 
     strings.resize(static_cast<size_t>(n));
     return;
   }
-  nbytes_ = static_cast<size_t>(n) * dtype_size(dtype_);
+  nbytes_ = bytes_of(dims_, dtype_);
   auto storage = allocate(nbytes_, true);
   data_ = storage.get();
   keep_ = std::move(storage);
@@ -47,7 +50,7 @@ HostTensor HostTensor::uninitialized(DType dtype, std::vector<int64_t> dims) {
   HostTensor t;
   t.dtype_ = dtype;
   t.dims_ = std::move(dims);
-  t.nbytes_ = static_cast<size_t>(count(t.dims_)) * dtype_size(dtype);
+  t.nbytes_ = bytes_of(t.dims_, dtype);
   auto storage = allocate(t.nbytes_, false);
   t.data_ = storage.get();
   t.keep_ = std::move(storage);

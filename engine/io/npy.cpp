@@ -2,10 +2,9 @@
 
 #include <cstring>
 #include <fstream>
-#include <regex>
-#include <sstream>
 
 #include "util/atomic_file.h"
+#include "util/checked_size.h"
 #include "util/error.h"
 
 namespace geopt {
@@ -22,51 +21,144 @@ constexpr NpyType kTypes[] = {
     {"<u8", DType::U64}, {"|b1", DType::Bool},
 };
 
+// The header's dict literal, as NumPy writes it: {'descr': '<f4', 'fortran_order':
+// False, 'shape': (2, 3), } (either quote, any spacing, trailing commas). A bounded,
+// linear scan: no regex, no recursion, every number range-checked.
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& text, const std::string& where) : s_(text), where_(where) {}
+
+  void parse(std::string& descr, bool& fortran, std::vector<int64_t>& shape, bool& has_shape) {
+    skip();
+    expect('{');
+    bool has_descr = false;
+    while (true) {
+      skip();
+      if (peek() == '}') break;
+      const std::string key = string_literal();
+      skip();
+      expect(':');
+      skip();
+      if (key == "descr") {
+        descr = string_literal();
+        has_descr = true;
+      } else if (key == "fortran_order") {
+        fortran = boolean();
+      } else if (key == "shape") {
+        shape = tuple();
+        has_shape = true;
+      } else {
+        fail("unexpected key '" + key + "' (a .npy header holds descr, fortran_order and shape)");
+      }
+      skip();
+      if (peek() == ',') ++i_;
+      else if (peek() != '}') fail("expected ',' or '}'");
+    }
+    if (!has_descr) fail("no 'descr'");
+    if (!has_shape) fail("no 'shape'");
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(where_ + "bad .npy header at byte " + std::to_string(i_) + ": " + what);
+  }
+  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  void skip() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+  }
+  void expect(char c) {
+    if (peek() != c) fail(std::string("expected '") + c + "'");
+    ++i_;
+  }
+  std::string string_literal() {
+    const char q = peek();
+    if (q != '\'' && q != '"') fail("expected a quoted string");
+    const size_t start = ++i_;
+    while (i_ < s_.size() && s_[i_] != q) ++i_;
+    if (i_ >= s_.size()) fail("unterminated string");
+    return s_.substr(start, i_++ - start);
+  }
+  bool boolean() {
+    if (s_.compare(i_, 4, "True") == 0) return i_ += 4, true;
+    if (s_.compare(i_, 5, "False") == 0) return i_ += 5, false;
+    fail("expected True or False");
+  }
+  std::vector<int64_t> tuple() {
+    std::vector<int64_t> dims;
+    expect('(');
+    while (true) {
+      skip();
+      if (peek() == ')') break;
+      if (peek() == '-') fail("negative dimension in 'shape'");
+      if (peek() < '0' || peek() > '9') fail("expected a dimension (a non-negative integer)");
+      int64_t v = 0;
+      while (peek() >= '0' && peek() <= '9') {
+        if (__builtin_mul_overflow(v, int64_t{10}, &v) || __builtin_add_overflow(v, int64_t{peek() - '0'}, &v)) fail("a dimension does not fit in 64 bits");
+        ++i_;
+      }
+      dims.push_back(v);
+      skip();
+      if (peek() == ',') ++i_;
+      else if (peek() != ')') fail("expected ',' or ')' in 'shape'");
+    }
+    ++i_;
+    return dims;
+  }
+
+  const std::string& s_;
+  const std::string& where_;
+  size_t i_ = 0;
+};
+
+// A header this long is no array's (NumPy's own are under 4 KiB): refused before it is read.
+constexpr size_t kMaxHeaderBytes = size_t{1} << 20;
+
 }  // namespace
 
 HostTensor read_npy(const std::filesystem::path& path) {
   const std::string where = path.string() + ": ";
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(where + "cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string bytes = ss.str();
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) throw Error(where + "not a .npy file (bad magic)");
-  const int major = static_cast<unsigned char>(bytes[6]);
-  size_t header_len, header_start;
+  char prefix[12] = {};
+  in.read(prefix, 10);
+  if (in.gcount() < 10 || std::memcmp(prefix, "\x93NUMPY", 6) != 0) throw Error(where + "not a .npy file (bad magic)");
+  const int major = static_cast<unsigned char>(prefix[6]);
+  size_t header_len = 0, header_start = 10;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8);
-    header_start = 10;
+    header_len = static_cast<unsigned char>(prefix[8]) | (static_cast<size_t>(static_cast<unsigned char>(prefix[9])) << 8);
   } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12) throw Error(where + "truncated header");
-    header_len = 0;
-    for (int i = 3; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(bytes[8 + static_cast<size_t>(i)]);
+    in.read(prefix + 10, 2);
+    if (in.gcount() < 2) throw Error(where + "truncated header");
+    for (int i = 3; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(prefix[8 + static_cast<size_t>(i)]);
     header_start = 12;
   } else {
     throw Error(where + "unsupported .npy version " + std::to_string(major));
   }
-  if (header_start + header_len > bytes.size()) throw Error(where + "truncated header");
-  const std::string header = bytes.substr(header_start, header_len);
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']*)')"))) throw Error(where + "header has no descr");
-  const std::string descr = m[1];
-  if (std::regex_search(header, std::regex(R"('fortran_order'\s*:\s*True)"))) throw Error(where + "Fortran-order arrays are not supported");
-  if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) throw Error(where + "header has no shape");
+  if (header_len > kMaxHeaderBytes)
+    throw Error(where + "its header claims " + std::to_string(header_len) + " bytes, more than geopt reads (" + std::to_string(kMaxHeaderBytes) + ")");
+  std::string header(header_len, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  if (static_cast<size_t>(in.gcount()) != header_len) throw Error(where + "truncated header");
+  std::string descr;
+  bool fortran = false, has_shape = false;
   std::vector<int64_t> dims;
-  const std::string shape = m[1];
-  const std::regex number(R"(\d+)");
-  for (std::sregex_iterator it(shape.begin(), shape.end(), number), end; it != end; ++it)
-    dims.push_back(std::stoll(it->str()));
+  HeaderParser(header, where).parse(descr, fortran, dims, has_shape);
+  if (fortran) throw Error(where + "Fortran-order arrays are not supported");
   DType dtype = DType::Undefined;
   for (const auto& t : kTypes)
     if (descr == t.descr) dtype = t.dtype;
   if (dtype == DType::Undefined) throw Error(where + "unsupported dtype '" + descr + "'");
+  // Sizes checked before anything is allocated: the file must hold exactly that many bytes.
+  const size_t want = checked_byte_count(checked_element_count(dims, where + "its shape"), dtype_size(dtype), where + "its shape " + dims_text(dims));
+  std::error_code ec;
+  const uintmax_t file_size = std::filesystem::file_size(path, ec);
+  const uintmax_t data_start = header_start + header_len;
+  if (ec || file_size < data_start || file_size - data_start != want)
+    throw Error(where + "holds " + std::to_string(ec || file_size < data_start ? 0 : file_size - data_start) + " data bytes, " + std::to_string(want) +
+                " expected for shape " + dims_text(dims) + " of " + dtype_name(dtype));
   HostTensor t(dtype, dims);
-  const size_t data_start = header_start + header_len;
-  if (bytes.size() - data_start != t.nbytes())
-    throw Error(where + "holds " + std::to_string(bytes.size() - data_start) + " data bytes, " +
-                std::to_string(t.nbytes()) + " expected for " + t.shape_string());
-  if (t.nbytes()) std::memcpy(t.mutable_raw(), bytes.data() + data_start, t.nbytes());
+  if (t.nbytes() && !in.read(reinterpret_cast<char*>(t.mutable_raw()), static_cast<std::streamsize>(t.nbytes())))
+    throw Error(where + "cannot read its data");
   return t;
 }
 

@@ -1,5 +1,7 @@
 #include "ir/shape.h"
 
+#include "util/error.h"
+
 namespace geopt {
 
 std::string Dim::to_string() const {
@@ -18,7 +20,7 @@ std::optional<int64_t> Shape::element_count() const {
   int64_t n = 1;
   for (const auto& d : dims_) {
     if (!d.is_static()) return std::nullopt;
-    n *= d.value();
+    if (d.value() < 0 || __builtin_mul_overflow(n, d.value(), &n)) throw Error("shape " + to_string() + " has a negative dimension or more elements than 2^63");
   }
   return n;
 }

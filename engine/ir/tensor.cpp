@@ -1,14 +1,12 @@
 #include "ir/tensor.h"
 
+#include "util/checked_size.h"
+
 #include <cstring>
 
 namespace geopt {
 
-int64_t Tensor::element_count() const {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
+int64_t Tensor::element_count() const { return checked_element_count(dims, name.empty() ? "a constant" : "constant '" + name + "'"); }
 
 bool Tensor::same_contents(const Tensor& o) const {
   return dtype == o.dtype && dims == o.dims && strings == o.strings && bytes().size() == o.bytes().size() &&

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -43,6 +44,14 @@ std::string human(double bytes) {
 }
 
 int run(const CompileOptions& o) {
+  // A plan written over its own model would destroy the model (and its external data's
+  // anchor): refused before anything is read.
+  if (!o.output.empty()) {
+    std::error_code ec;
+    namespace fs = std::filesystem;
+    if (fs::equivalent(o.model, o.output, ec) || fs::path(o.output).lexically_normal() == fs::path(o.model).lexically_normal())
+      throw Error("-o " + o.output + " is the model itself; write the plan elsewhere (e.g. " + fs::path(o.model).replace_extension(".plan").string() + ")");
+  }
   ascend::HardwareProfile profile = o.profile.load();
   ImportOptions import_options;
   if (!o.input_shape.empty()) import_options.input_shapes = parse_input_shapes(o.input_shape);

@@ -247,9 +247,9 @@ std::function<int()> add_explain_command(CLI::App& app) {
   cmd->add_flag("--anywhere", o->anywhere, "Also report nodes of any op in a rule's pattern, not only its root op");
   cmd->add_flag("--verbose", o->verbose, "Every site, matched ones too");
   cmd->add_flag("--json", o->json, "Print JSON");
-  cmd->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str();
-  cmd->add_option("--node-limit", o->enodes, "E-nodes at most")->capture_default_str();
-  cmd->add_option("--time-limit", o->seconds, "Saturation seconds at most")->capture_default_str();
+  cmd->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--node-limit", o->enodes, "E-nodes at most")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--time-limit", o->seconds, "Saturation seconds at most")->capture_default_str()->check(CLI::NonNegativeNumber);
   o->rules.add_to(cmd);
   o->profile.add_to(cmd);
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };

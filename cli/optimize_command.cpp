@@ -196,9 +196,9 @@ std::function<int()> add_optimize_command(CLI::App& app) {
   cmd->add_option("--check-tolerance", o->check_tolerance, "Max abs error --check allows")->capture_default_str();
   cmd->add_option("--check-size-cap", o->check_size_cap_mb, "Check only models up to this many MB")->capture_default_str();
   cmd->add_option("--export-compile-stat", o->compile_stat, "Write per-rule match_times/effect_times like GE's fusion_result.json");
-  cmd->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str();
-  cmd->add_option("--node-limit", o->enodes, "E-nodes at most")->capture_default_str();
-  cmd->add_option("--time-limit", o->seconds, "Saturation seconds at most")->capture_default_str();
+  cmd->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--node-limit", o->enodes, "E-nodes at most")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--time-limit", o->seconds, "Saturation seconds at most")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--dump-graph", o->dump_dir, "Write each stage (import; saturation + extraction + layout) as ONNX, DOT and SVG");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };

@@ -199,9 +199,9 @@ std::function<int()> add_rules_command(CLI::App& app) {
   CLI::App* c_apply = cmd->add_subcommand("apply", "Rewrite a model with the rules as geopt optimize does (no check, no report) and write it");
   c_apply->add_option("model", o->model, "ONNX model")->required();
   c_apply->add_option("-o,--output", o->output, "Where to write the rewritten model");
-  c_apply->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str();
-  c_apply->add_option("--node-limit", o->enodes, "E-nodes at most")->capture_default_str();
-  c_apply->add_option("--time-limit", o->seconds, "Saturation seconds at most")->capture_default_str();
+  c_apply->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str()->check(CLI::NonNegativeNumber);
+  c_apply->add_option("--node-limit", o->enodes, "E-nodes at most")->capture_default_str()->check(CLI::NonNegativeNumber);
+  c_apply->add_option("--time-limit", o->seconds, "Saturation seconds at most")->capture_default_str()->check(CLI::NonNegativeNumber);
   for (CLI::App* sub : {c_check, c_list, c_test, c_match, c_apply}) sub->fallthrough();
   return [=]() -> int {
     if (!*cmd) return -1;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -114,8 +115,10 @@ int run(const RunOptions& o) {
   if (compare_model) reference = import_onnx(o.compare_dir);
   std::map<std::string, HostTensor> feeds;
   if (o.random) feeds = reference ? random_inputs(*reference, o.seed, symbols) : runner.random(o.seed, symbols);
+  std::set<std::string> given;
   for (const auto& in : o.inputs) {
     auto [name, file] = split_assignment(in, "--input");
+    if (!given.insert(name).second) throw Error("--input " + name + " is given twice: which file is meant?");
     feeds[name] = read_npy(file);
   }
   if (!o.random)

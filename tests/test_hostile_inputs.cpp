@@ -170,3 +170,46 @@ TEST_CASE("hostile plans: random bit flips are refused or change nothing, and cr
     }
   }
 }
+
+TEST_CASE("hostile models and command lines: linked external data, non-UTF-8 names, conflicting options") {
+  const fs::path dir = test::scratch_dir("hostile-models");
+  // External data through a link that leaves the model's folder is refused, whatever its
+  // location text says; the same data as a plain file beside the model is read.
+  fs::copy_file(test::examples_dir() / "resnet18_narrow_external_op13.onnx", dir / "m.onnx", fs::copy_options::overwrite_existing);
+  fs::remove(dir / "resnet18_narrow_external_op13.weights");
+  fs::create_symlink("/etc/passwd", dir / "resnet18_narrow_external_op13.weights");
+  auto linked = run_cli({"info", (dir / "m.onnx").string()});
+  CHECK(linked.exit_code == 1);
+  CHECK(linked.err.find("outside the model's folder") != std::string::npos);
+  fs::remove(dir / "resnet18_narrow_external_op13.weights");
+  fs::copy_file(test::examples_dir() / "resnet18_narrow_external_op13.weights", dir / "resnet18_narrow_external_op13.weights");
+  CHECK(run_cli({"info", (dir / "m.onnx").string()}).exit_code == 0);
+
+  // A node name that is not UTF-8: refused at import, the name shown escaped.
+  onnx::ModelProto mp;
+  {
+    std::string bytes = test::read_file(test::examples_dir() / "bert_tiny_op13.onnx");
+    REQUIRE(mp.ParseFromString(bytes));
+  }
+  mp.mutable_graph()->mutable_node(3)->set_name("bad\xff\xfename");
+  test::save_model(mp, dir / "bad_name.onnx");
+  auto named = run_cli({"optimize", (dir / "bad_name.onnx").string(), "-o", (dir / "out.onnx").string(), "--json"});
+  CHECK(named.exit_code == 1);
+  CHECK(named.err.find("bad\\xFF\\xFEname") != std::string::npos);
+  CHECK(named.err.find("not valid UTF-8") != std::string::npos);
+  CHECK(!fs::exists(dir / "out.onnx"));
+
+  const std::string model = (test::examples_dir() / "resnet18_narrow_op13.onnx").string();
+  CHECK(run_cli({"optimize", model, "-o", (dir / "o.onnx").string(), "--iter-limit", "-1"}).exit_code == 2);
+  CHECK(run_cli({"optimize", model, "-o", (dir / "o.onnx").string(), "--time-limit", "-5"}).exit_code == 2);
+  const std::string image = (test::examples_dir() / "resnet18_narrow_op13" / "inputs" / "image.npy").string();
+  auto twice = run_cli({"run", model, "--input", "image=" + image, "--input", "image=" + image});
+  CHECK(twice.exit_code == 1);
+  CHECK(twice.err.find("--input image is given twice") != std::string::npos);
+  // A plan over its own model would destroy it.
+  fs::copy_file(model, dir / "self.onnx", fs::copy_options::overwrite_existing);
+  auto self = run_cli({"compile", (dir / "self.onnx").string(), "-o", (dir / "self.onnx").string()});
+  CHECK(self.exit_code == 1);
+  CHECK(self.err.find("is the model itself") != std::string::npos);
+  CHECK(test::read_file(dir / "self.onnx") == test::read_file(model));
+}

@@ -5,13 +5,16 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 #include <map>
 #include <queue>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -55,7 +58,16 @@ class ExternalData {
       else if (kv.key() == "length") length = parse_u64(kv.value(), where, "length");
     }
     check_location(location, where);
-    fs::path full = dir_ / location;
+    // The text stays inside the folder; the file must too, once links are followed (a
+    // link beside the model pointing at /etc/passwd is not the model's data).
+    std::error_code ec;
+    const fs::path full = fs::canonical(dir_ / location, ec);
+    if (ec) throw Error(where + ": external data '" + location + "' cannot be read (" + ec.message() + ")");
+    const fs::path folder = fs::canonical(dir_.empty() ? fs::path(".") : dir_, ec);
+    const auto [end, at] = std::mismatch(folder.begin(), folder.end(), full.begin(), full.end());
+    if (ec || end != folder.end())
+      throw Error(where + ": external data '" + location + "' resolves to " + full.string() + ", outside the model's folder " + folder.string());
+    if (!fs::is_regular_file(full, ec)) throw Error(where + ": external data '" + location + "' is not a regular file");
     auto& file = files_[full];
     if (!file) {
       try {
@@ -209,11 +221,67 @@ onnx::ModelProto read_model_proto(const fs::path& path) {
   return model;
 }
 
+// Names are text (reports, JSON, plan files carry them): well-formed UTF-8, no overlong
+// forms or surrogates.
+bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+    for (size_t k = 1; k < n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d >> 6) != 0x2) return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n;
+  }
+  return true;
+}
+
+// The name with every byte outside printable ASCII as \xNN, for a message about it.
+std::string escaped(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7F) {
+      out += ch;
+    } else {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+void check_names(const onnx::GraphProto& g, const std::string& file) {
+  auto check = [&](const std::string& name, const std::string& what) {
+    if (!valid_utf8(name)) throw Error(file + what + " '" + escaped(name) + "' is not valid UTF-8");
+  };
+  check(g.name(), "the graph's name");
+  for (const auto& v : g.input()) check(v.name(), "graph input");
+  for (const auto& v : g.output()) check(v.name(), "graph output");
+  for (const auto& v : g.initializer()) check(v.name(), "initializer");
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    const std::string where = "node #" + std::to_string(i) + " '" + escaped(n.name()) + "'";
+    check(n.name(), "node #" + std::to_string(i) + "'s name");
+    check(n.op_type(), where + ": its op type");
+    check(n.domain(), where + ": its domain");
+    for (const auto& in : n.input()) check(in, where + ": input");
+    for (const auto& out : n.output()) check(out, where + ": output");
+  }
+}
+
 // Checks what ONNX's checker reports poorly (dangling inputs, unknown ops) with
 // messages that name the node, and puts the nodes in topological order.
 void check_structure_and_sort(onnx::ModelProto& model, const fs::path& path) {
   const std::string file = path.string() + ": ";
   auto& g = *model.mutable_graph();
+  check_names(g, file);
   std::unordered_map<std::string, int> producer;  // value name -> node index, -1 for graph-level
   auto define = [&](const std::string& name, int index, const std::string& what) {
     if (name.empty()) return;

@@ -18,6 +18,7 @@
 #include "profile_command.h"
 #include "rules_command.h"
 #include "run_command.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace {
@@ -31,6 +32,7 @@ std::string version_text() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  geopt::remove_temporaries_on_signals();  // an interrupted write leaves no .NAME.tmp-XXXXXX behind
   CLI::App app{"geopt: optimize ONNX models for Ascend NPUs and compile them to execution plans"};
   app.name("geopt");
   app.set_version_flag("--version", version_text());

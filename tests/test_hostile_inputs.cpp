@@ -3,7 +3,11 @@
 // never a crash, a hang or a silently wrong answer.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
 
 #include <random>
 
@@ -16,6 +20,7 @@
 #include "io/npy.h"
 #include "onnx/import.h"
 #include "test_support.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 using namespace geopt;
@@ -212,4 +217,39 @@ TEST_CASE("hostile models and command lines: linked external data, non-UTF-8 nam
   CHECK(self.exit_code == 1);
   CHECK(self.err.find("is the model itself") != std::string::npos);
   CHECK(test::read_file(dir / "self.onnx") == test::read_file(model));
+}
+
+TEST_CASE("an interrupted write leaves no temporary file behind") {
+  const fs::path dir = test::scratch_dir("hostile-signal");
+  for (int sig : {SIGTERM, SIGINT}) {
+    INFO("signal " << sig);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {  // a write cut short by the signal, as a user's Ctrl-C does
+      remove_temporaries_on_signals();
+      AtomicFile f(dir / "out.plan");
+      f.write(std::string(1 << 20, 'x'));
+      std::raise(sig);
+      std::_Exit(0);  // not reached
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == sig);
+    size_t left = 0;
+    for (const auto& e : fs::directory_iterator(dir)) left += e.path().filename().string().find(".tmp-") != std::string::npos;
+    CHECK(left == 0);
+    CHECK(!fs::exists(dir / "out.plan"));
+  }
+}
+
+TEST_CASE("a plan that does not fit the device's HBM is refused at compile time, naming both sizes") {
+  const fs::path dir = test::scratch_dir("hostile-capacity");
+  const std::string model = (test::examples_dir() / "resnet18_narrow_op13.onnx").string();
+  auto r = run_cli({"compile", model, "-o", (dir / "r.plan").string(), "--profile-set", "memory.hbm_bytes=1000000"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("of weights, more than the 1 MiB of HBM") != std::string::npos);
+  CHECK(r.err.find("--input_shape") != std::string::npos);
+  CHECK(!fs::exists(dir / "r.plan"));
+  CHECK(run_cli({"compile", model, "-o", (dir / "r.plan").string(), "--no-check"}).exit_code == 0);
 }

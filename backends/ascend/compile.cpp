@@ -80,6 +80,14 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
   r.memory = plan_memory(g, r.order, {.reuse = options.reuse_memory});
   r.memory_ms = ms_since(memory_started);
   validate_memory_plan(r.memory);
+  // The device must hold the pool and the weights at once (GE reports this at compile
+  // time, not as an out-of-memory error at run time).
+  if (profile.hbm_bytes > 0 && r.memory.pool_bytes + r.memory.weight_bytes > static_cast<uint64_t>(profile.hbm_bytes)) {
+    auto mib = [](uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
+    throw Error("the plan needs " + mib(r.memory.pool_bytes) + " of activations and " + mib(r.memory.weight_bytes) + " of weights, more than the " +
+                mib(static_cast<uint64_t>(profile.hbm_bytes)) + " of HBM on " + profile.soc_version +
+                ": fix smaller input dims with --input_shape (a smaller batch or sequence), keep memory reuse on, or compile for a larger part");
+  }
   std::vector<KernelCost> costs;
   for (size_t k : r.order) costs.push_back(cost_of(work_of(*g.nodes()[k], options.optimize.cost), profile));
   auto lower_on = [&](size_t max_streams) {

@@ -389,9 +389,19 @@ void to_ir(onnx::ModelProto& mp, ExternalData& ext, const fs::path& path, Model&
       throw Error(file + what + ": " + e.what());
     }
   };
+  // A declared dim below zero is no size: refused naming the value, before any kernel
+  // or --input_shape meets it.
+  auto typed = [&](const onnx::ValueInfoProto& vi, const std::string& what) {
+    ValueType t = onnx_io::value_type_from_proto(vi.type());
+    if (t.shape)
+      for (const Dim& d : t.shape->dims())
+        if (d.is_static() && d.value() < 0)
+          throw Error(file + what + " '" + vi.name() + "' has the negative dimension " + std::to_string(d.value()) + " in " + t.to_string());
+    return t;
+  };
   for (const auto& in : gp.input()) {
     Value* v = checked_add(in.name(), "graph input");
-    v->type = onnx_io::value_type_from_proto(in.type());
+    v->type = typed(in, "graph input");
     v->doc_string = in.doc_string();
     g.add_input(v);
   }
@@ -425,13 +435,13 @@ void to_ir(onnx::ModelProto& mp, ExternalData& ext, const fs::path& path, Model&
   }
   for (const auto& vi : gp.value_info()) {
     if (Value* v = g.find_value(vi.name())) {
-      v->type = onnx_io::value_type_from_proto(vi.type());
+      v->type = typed(vi, "value");
       v->doc_string = vi.doc_string();
     }
   }
   for (const auto& out : gp.output()) {
     Value* v = g.find_value(out.name());
-    ValueType t = onnx_io::value_type_from_proto(out.type());
+    ValueType t = typed(out, "graph output");
     if (t.dtype != DType::Undefined || !t.is_tensor()) v->type = t;
     if (!out.doc_string().empty()) v->doc_string = out.doc_string();
     g.add_output(v);

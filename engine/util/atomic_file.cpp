@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -12,6 +14,40 @@
 #include "util/error.h"
 
 namespace geopt {
+namespace {
+
+// The temporary files open now, for the signal handler: a fixed table of pointers to
+// their names (a handler may not allocate or lock).
+constexpr size_t kSlots = 256;
+std::atomic<const char*> open_temporaries[kSlots];
+
+void remember(const char* name) {
+  for (auto& slot : open_temporaries) {
+    const char* empty = nullptr;
+    if (slot.compare_exchange_strong(empty, name)) return;
+  }  // more than kSlots at once: that one is not cleaned on a signal
+}
+
+void forget(const char* name) {
+  for (auto& slot : open_temporaries) {
+    const char* mine = name;
+    if (slot.compare_exchange_strong(mine, nullptr)) return;
+  }
+}
+
+extern "C" void on_fatal_signal(int sig) {
+  for (auto& slot : open_temporaries)
+    if (const char* name = slot.load()) ::unlink(name);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+}  // namespace
+
+void remove_temporaries_on_signals() {
+  std::signal(SIGINT, on_fatal_signal);
+  std::signal(SIGTERM, on_fatal_signal);
+}
 
 AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)) {
   std::filesystem::path dir = target_.parent_path();
@@ -22,11 +58,13 @@ AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)
   fd_ = ::mkstemp(buf.data());
   if (fd_ < 0) throw Error(target_.string() + ": cannot create a file in '" + dir.string() + "': " + std::strerror(errno));
   temp_ = buf.data();
+  remember(temp_.c_str());
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
   if (!committed_) ::unlink(temp_.c_str());
+  forget(temp_.c_str());
 }
 
 void AtomicFile::write(const void* data, size_t size) {
@@ -52,6 +90,7 @@ void AtomicFile::commit() {
   if (::rename(temp_.c_str(), target_.c_str()) != 0)
     throw Error(target_.string() + ": cannot rename into place: " + std::strerror(errno));
   committed_ = true;
+  forget(temp_.c_str());
 }
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {

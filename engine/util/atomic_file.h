@@ -28,6 +28,11 @@ class AtomicFile {
   bool committed_ = false;
 };
 
+// Removes every temporary file still open when SIGINT or SIGTERM arrives, then lets the
+// signal end the process as it would have: an interrupted write leaves nothing behind.
+// Call once, early (the CLI does).
+void remove_temporaries_on_signals();
+
 // Convenience: atomically replace `path` with `contents`.
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
 

@@ -30,7 +30,7 @@ struct CompileOptions {
   bool single_stream = false;
   size_t max_streams = 4;
   bool no_check = false;
-  double check_tolerance = 1e-4;
+  Tolerance check_tolerance;
   bool json = false;
   std::string dump_dir;
   bool external_weights = false;
@@ -80,9 +80,10 @@ int run(const CompileOptions& o) {
   std::string check_note = "off (--no-check)";
   if (c.checked) {
     char text[200];
-    std::snprintf(text, sizeof text, "plan executor vs reference on the original: max abs error %.3g over %zu output(s), threads and adversarial schedules (tolerance %g): %s",
-                  max_abs, c.outputs, o.check_tolerance, check_ok ? "ok" : "FAILED");
+    std::snprintf(text, sizeof text, "plan executor vs reference on the original: max abs error %.3g over %zu output(s), threads and adversarial schedules (tolerance %g + %g x |reference|): %s",
+                  max_abs, c.outputs, o.check_tolerance.atol, o.check_tolerance.rtol, check_ok ? "ok" : "FAILED");
     check_note = text;
+    if (!check_ok) check_note += "; worst at " + c.check_worst;
   }
   std::string written = o.output;
   if (check_ok && !o.output.empty()) {
@@ -120,7 +121,7 @@ int run(const CompileOptions& o) {
                     {"layout_transform_share", sim.layout_transform_share}, {"cube_utilization", sim.cube_utilization},
                     {"vector_utilization", sim.vector_utilization}};
     j["check"] = o.no_check ? nlohmann::ordered_json{{"skipped", check_note}}
-                            : nlohmann::ordered_json{{"max_abs_error", max_abs}, {"tolerance", o.check_tolerance}, {"ok", check_ok}};
+                            : nlohmann::ordered_json{{"max_abs_error", max_abs}, {"atol", o.check_tolerance.atol}, {"rtol", o.check_tolerance.rtol}, {"worst", c.check_worst}, {"ok", check_ok}};
     j["time_ms"] = {{"optimize", optimize_ms}, {"memory_plan", memory_ms}, {"lower", lower_ms}};
     std::cout << j.dump(2) << "\n";
   } else {
@@ -157,8 +158,8 @@ int run(const CompileOptions& o) {
     if (check_ok && !o.output.empty()) std::printf("written          %s\n", written.c_str());
   }
   if (!check_ok) {
-    std::fprintf(stderr, "geopt: error: the plan's outputs differ from the original model's by %g (tolerance %g); nothing written\n",
-                 max_abs, o.check_tolerance);
+    std::fprintf(stderr, "geopt: error: the plan's outputs differ from the original model's beyond %g + %g x |reference| (worst at %s); nothing written\n",
+                 o.check_tolerance.atol, o.check_tolerance.rtol, c.check_worst.c_str());
     return 1;
   }
   return 0;
@@ -180,7 +181,9 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_flag("--enable-single-stream", o->single_stream, "Put every kernel on one stream (ATC's option)");
   cmd->add_option("--max-streams", o->max_streams, "Streams at most")->check(CLI::Range(1, 64))->capture_default_str();
   cmd->add_flag("--no-check", o->no_check, "Skip running the plan against the original");
-  cmd->add_option("--check-tolerance", o->check_tolerance, "Max abs error the check allows")->capture_default_str();
+  cmd->add_option("--check-atol", o->check_tolerance.atol, "The check allows |plan - original| <= atol + rtol |original| (numpy.allclose)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--check-rtol", o->check_tolerance.rtol, "Relative part of the check's tolerance")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->add_flag("--external-weights", o->external_weights,
                 "Write the weights to PLAN.weights beside the plan (automatic above 1 GiB: a protobuf message cannot exceed 2 GB)");

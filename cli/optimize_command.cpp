@@ -28,7 +28,7 @@ struct OptimizeCliOptions {
   RuleOptions rules;
   ProfileOptions profile;
   bool check = true, no_check = false;
-  double check_tolerance = 1e-4;
+  Tolerance check_tolerance;
   int64_t check_size_cap_mb = 512;
   std::string compile_stat;
   std::string dump_dir;
@@ -39,8 +39,9 @@ struct OptimizeCliOptions {
 };
 
 struct CheckResult {
-  bool ran = false;
+  bool ran = false, ok = true;
   double max_abs = 0;
+  std::string worst;
   size_t outputs = 0;
   std::string note;
 };
@@ -59,9 +60,11 @@ CheckResult check(const Model& original, const Model& optimized, const OptimizeC
   NamedTensors want = Evaluator(original).run(feeds), got = Evaluator(optimized).run(feeds);
   c.ran = true;
   c.outputs = want.size();
-  OutputsDiff d = diff_outputs(got, want);
+  OutputsDiff d = diff_outputs(got, want, o.check_tolerance);
   if (!d.mismatch.empty()) throw Error("--check: " + d.mismatch + " (the optimized model changed it)");
   c.max_abs = d.error();
+  c.ok = d.within();
+  c.worst = d.worst;
   return c;
 }
 
@@ -104,7 +107,7 @@ int run(const OptimizeCliOptions& o) {
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "2_saturation_extraction_layout", r.model);
   // The check runs the model as given.
   CheckResult c = check(input, r.model, o, bytes);
-  const bool check_ok = !c.ran || c.max_abs <= o.check_tolerance;
+  const bool check_ok = !c.ran || c.ok;
   phase = std::chrono::steady_clock::now();
   if (check_ok && !o.output.empty()) export_onnx(r.model, o.output);
   const double write_ms = ms_since(phase);
@@ -133,7 +136,7 @@ int run(const OptimizeCliOptions& o) {
     j["kernels"] = {{"before", r.before.kernels}, {"after", r.after.kernels}};
     j["latency_us"] = {{"before", r.before.latency_us}, {"after", r.after.latency_us}};
     j["hbm_bytes"] = {{"before", r.before.hbm_bytes}, {"after", r.after.hbm_bytes}};
-    j["check"] = c.ran ? nlohmann::ordered_json{{"max_abs_error", c.max_abs}, {"tolerance", o.check_tolerance}, {"ok", check_ok}}
+    j["check"] = c.ran ? nlohmann::ordered_json{{"max_abs_error", c.max_abs}, {"atol", o.check_tolerance.atol}, {"rtol", o.check_tolerance.rtol}, {"worst", c.worst}, {"ok", check_ok}}
                        : nlohmann::ordered_json{{"skipped", c.note}};
     j["fusion_rate"] = r.fusion_rate;
     j["unfused"] = r.unfused;
@@ -166,8 +169,8 @@ int run(const OptimizeCliOptions& o) {
     std::printf("fusion rate      %.0f%% of the input's kernels; left unfused: %s\n", 100 * r.fusion_rate, left_text.empty() ? "none" : left_text.c_str());
     if (!left_text.empty()) std::printf("                 why a rule did not fire on them: geopt explain %s\n", o.model.c_str());
     if (c.ran)
-      std::printf("check            max abs error %.3g over %zu output(s) on random inputs (tolerance %g): %s\n", c.max_abs, c.outputs,
-                  o.check_tolerance, check_ok ? "ok" : "FAILED");
+      std::printf("check            max abs error %.3g over %zu output(s) on random inputs (tolerance %g + %g x |original|): %s%s\n", c.max_abs,
+                  c.outputs, o.check_tolerance.atol, o.check_tolerance.rtol, check_ok ? "ok" : "FAILED", check_ok ? "" : ("; worst at " + c.worst).c_str());
     else
       std::printf("check            %s\n", c.note.c_str());
     std::printf("time             import %.1f ms, e-graph %.1f ms, saturation %.1f ms, extraction %.1f ms, write %.1f ms\n", import_ms,
@@ -175,8 +178,8 @@ int run(const OptimizeCliOptions& o) {
     if (!o.output.empty() && check_ok) std::printf("written          %s\n", o.output.c_str());
   }
   if (!check_ok) {
-    std::fprintf(stderr, "geopt: error: the optimized model differs from the original by %g (tolerance %g); nothing written\n", c.max_abs,
-                 o.check_tolerance);
+    std::fprintf(stderr, "geopt: error: the optimized model differs from the original beyond %g + %g x |original| (worst at %s); nothing written\n",
+                 o.check_tolerance.atol, o.check_tolerance.rtol, c.worst.c_str());
     return 1;
   }
   return 0;
@@ -193,7 +196,9 @@ std::function<int()> add_optimize_command(CLI::App& app) {
   o->profile.add_to(cmd);
   cmd->add_flag("--check", o->check, "Compare with the original on random inputs (the default, below --check-size-cap)");
   cmd->add_flag("--no-check", o->no_check, "Skip the numerical check");
-  cmd->add_option("--check-tolerance", o->check_tolerance, "Max abs error --check allows")->capture_default_str();
+  cmd->add_option("--check-atol", o->check_tolerance.atol, "--check allows |optimized - original| <= atol + rtol |original| (numpy.allclose)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--check-rtol", o->check_tolerance.rtol, "Relative part of --check's tolerance")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--check-size-cap", o->check_size_cap_mb, "Check only models up to this many MB")->capture_default_str();
   cmd->add_option("--export-compile-stat", o->compile_stat, "Write per-rule match_times/effect_times like GE's fusion_result.json");
   cmd->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str()->check(CLI::NonNegativeNumber);

@@ -34,7 +34,7 @@ struct RunOptions {
   uint64_t seed = 0;
   std::string output_dir;
   std::string compare_dir;
-  double atol = 1e-4;
+  Tolerance tolerance;
   int threads = 0;
   std::string save_inputs_dir;
   int repeat = 1;
@@ -167,8 +167,8 @@ int run(const RunOptions& o) {
     std::string line = "  " + name + "  " + t.shape_string();
     if (!o.compare_dir.empty()) {
       if (reference && !expected.count(name)) throw Error("--compare: " + o.compare_dir + " has no output '" + name + "'");
-      TensorDiff d = diff(t, reference ? expected.at(name) : read_npy(fs::path(o.compare_dir) / file_name_for(name)));
-      bool ok = d.comparable && d.nan_mismatches == 0 && d.max_abs <= o.atol;
+      TensorDiff d = diff(t, reference ? expected.at(name) : read_npy(fs::path(o.compare_dir) / file_name_for(name)), o.tolerance);
+      bool ok = d.within();
       all_ok = all_ok && ok;
       char buf[160];
       if (d.comparable)
@@ -180,6 +180,10 @@ int run(const RunOptions& o) {
       e["max_rel"] = d.max_rel;
       e["cosine"] = d.cosine;
       e["ok"] = ok;
+      if (!ok && d.comparable) {
+        e["worst"] = d.worst;
+        line += "  (worst at " + d.worst + ")";
+      }
       if (!d.comparable) e["mismatch"] = d.mismatch;
     }
     arr.push_back(e);
@@ -201,7 +205,7 @@ int run(const RunOptions& o) {
   if (!o.compare_dir.empty()) j["within_tolerance"] = all_ok;
   if (o.json) std::cout << j.dump(2) << "\n";
   if (!all_ok) {
-    std::fprintf(stderr, "geopt: error: outputs differ from %s beyond max abs error %g\n", o.compare_dir.c_str(), o.atol);
+    std::fprintf(stderr, "geopt: error: outputs differ from %s beyond %g + %g x |reference|\n", o.compare_dir.c_str(), o.tolerance.atol, o.tolerance.rtol);
     return 1;
   }
   return 0;
@@ -218,8 +222,10 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed for --random-inputs")->capture_default_str();
   cmd->add_option("--dim", o->dims, "Symbolic dim value for --random-inputs, as NAME=N (default 1)");
   cmd->add_option("--output-dir", o->output_dir, "Write each output as DIR/<name>.npy ('/' and other odd characters become '_')");
-  cmd->add_option("--compare", o->compare_dir, "Compare with DIR/<name>.npy, or with ORIGINAL.onnx run by the reference evaluator on the same inputs; exit 1 when an output is off by more than --atol");
-  cmd->add_option("--atol", o->atol, "Max abs error allowed by --compare")->capture_default_str();
+  cmd->add_option("--compare", o->compare_dir, "Compare with DIR/<name>.npy, or with ORIGINAL.onnx run by the reference evaluator on the same inputs; exit 1 when an output is off by more than --atol + --rtol x |reference|");
+  cmd->add_option("--atol", o->tolerance.atol, "--compare allows |output - reference| <= atol + rtol |reference| (numpy.allclose)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rtol", o->tolerance.rtol, "Relative part of --compare's tolerance")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", o->threads, "Threads for the kernels (default: all cores)");
   cmd->add_option("--save-inputs", o->save_inputs_dir, "Write the inputs used (e.g. random ones) as DIR/<name>.npy");
   cmd->add_option("--repeat", o->repeat, "Run this many times and report the median time")->capture_default_str()->check(CLI::PositiveNumber);

@@ -95,7 +95,8 @@ TEST_CASE("geopt run compares with torch's reference and writes .npy outputs") {
   auto bad = run_cli({"run", m.string() + ".onnx", "--random-inputs", "--compare", other.string()});
   CHECK(bad.exit_code == 1);
   CHECK(bad.out.find("FAIL") != std::string::npos);
-  CHECK(bad.err.find("beyond max abs error") != std::string::npos);
+  CHECK(bad.err.find("beyond 0.0001 + 0.0001 x |reference|") != std::string::npos);
+  CHECK(bad.out.find("(worst at [") != std::string::npos);
 }
 
 TEST_CASE("geopt run --random-inputs is deterministic per seed and checks its arguments") {
@@ -208,13 +209,14 @@ TEST_CASE("geopt compile writes a plan that geopt run checks against torch and t
                                                {"MatMulWeightsToFractalNZ", 13}, {"ScaleIntoMatMulLeft", 2}}));
   CHECK(report["memory"]["reuse_rate"].get<double>() > 0.5);
   CHECK(report["check"]["ok"] == true);
-  CHECK(report["check"]["tolerance"].get<double>() == 1e-4);
+  CHECK(report["check"]["atol"].get<double>() == 1e-4);
+  CHECK(report["check"]["rtol"].get<double>() == 1e-4);
   CHECK(report["fusion_rate"].get<double>() == doctest::Approx(98.0 / 110));  // 98 of the 110 kernels as given
   REQUIRE(fs::exists(plan));
   auto text = run_cli({"compile", m.string() + ".onnx", "-o", (dir / "text.plan").string()});  // the default report
   CHECK(text.exit_code == 0);
   CHECK(text.out.find("AddLayerNormFusion x5") != std::string::npos);
-  CHECK(text.out.find("threads and adversarial schedules (tolerance 0.0001): ok") != std::string::npos);
+  CHECK(text.out.find("threads and adversarial schedules (tolerance 0.0001 + 0.0001 x |reference|): ok") != std::string::npos);
 
   auto torch = run_cli({"run", plan.string(), "--input", "input_ids=" + (m / "inputs" / "input_ids.npy").string(), "--input",
                         "attention_mask=" + (m / "inputs" / "attention_mask.npy").string(), "--compare", (m / "outputs").string(), "--json"});
@@ -264,7 +266,7 @@ TEST_CASE("geopt compile --input_shape compiles the dynamic example, and --dump-
   auto c = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string(), "--input_shape",
                     "input_ids:2,9;attention_mask:2,9", "-o", (dir / "d.plan").string(), "--dump-graph", (dir / "dump").string()});
   REQUIRE(c.exit_code == 0);
-  CHECK(c.out.find("threads and adversarial schedules (tolerance 0.0001): ok") != std::string::npos);
+  CHECK(c.out.find("threads and adversarial schedules (tolerance 0.0001 + 0.0001 x |reference|): ok") != std::string::npos);
   CHECK(fs::exists(dir / "d.plan"));
   for (const char* stage : {"1_import", "2_static_shapes", "3_saturation_extraction_layout", "4_lowering"}) {
     INFO(stage);

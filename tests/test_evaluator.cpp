@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "eval/compare.h"
 #include "eval/evaluator.h"
 #include "io/npy.h"
 #include "onnx/import.h"
@@ -160,4 +161,23 @@ TEST_CASE("f16 models compute in f32 and round back, close to the f32 model") {
   CHECK(yh.dtype() == DType::F16);
   CHECK(max_abs_diff(yh, yf) <= 4e-3);  // f16 keeps 11 bits: |y| < 4 here
   CHECK(max_abs_diff(yh, yf) > 0);      // and it really was rounded to f16
+}
+
+TEST_CASE("output checks are numpy.allclose: an absolute and a relative part, the worst element named") {
+  HostTensor ref(DType::F32, {2, 2}), got(DType::F32, {2, 2});
+  float* r = ref.mutable_data<float>();
+  float* g = got.mutable_data<float>();
+  const float logits[] = {30.0f, -12.0f, 0.001f, 0.0f};
+  for (int i = 0; i < 4; ++i) r[i] = g[i] = logits[i];
+  g[0] += 1.5e-4f;  // GPT-2's logits move this much under a correct fusion: within 1e-4 + 1e-4 * 30
+  TensorDiff ok = diff(got, ref);
+  CHECK(ok.max_abs > 1e-4);
+  CHECK(ok.within());
+  g[3] = 2.5e-4f;  // beside zero only the absolute part counts
+  TensorDiff bad = diff(got, ref);
+  CHECK_FALSE(bad.within());
+  CHECK(bad.worst == "[1, 1]: 0.000250000012 against 0");
+  OutputsDiff both = diff_outputs({{"logits", got}}, {{"logits", ref}}, Tolerance{1e-3, 0});
+  CHECK(both.within());  // a looser absolute tolerance passes it
+  CHECK(both.worst.rfind("output 'logits' [", 0) == 0);
 }

@@ -129,14 +129,19 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
     auto feeds = random_inputs(given, 0);
     NamedTensors want = Evaluator(given).run(feeds);
     PlanExecutor executor(r.plan);
+    double worst_ratio = -1;
     for (auto schedule : {StreamSchedule::threads, StreamSchedule::adversarial}) {
-      OutputsDiff d = diff_outputs(executor.run(feeds, schedule), want);
+      OutputsDiff d = diff_outputs(executor.run(feeds, schedule), want, options.check_tolerance);
       if (!d.mismatch.empty()) throw Error("--check: the plan's " + d.mismatch);
       r.max_abs = std::max(r.max_abs, d.error());
+      r.check_ok = r.check_ok && d.within();
+      if (d.worst_ratio > worst_ratio) {
+        worst_ratio = d.worst_ratio;
+        r.check_worst = d.worst;
+      }
     }
     r.checked = true;
     r.outputs = want.size();
-    r.check_ok = r.max_abs <= options.check_tolerance;
   }
   return r;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "eval/compare.h"
 #include "ascend/memory_plan.h"
 #include "ascend/optimizer.h"
 #include "ascend/plan_profile.h"
@@ -27,7 +28,7 @@ struct CompileOptions {
   // (as GE may decide); off, the stream plan is lowered as planned (tests of events).
   bool choose_streams = true;
   bool check = true;
-  double check_tolerance = 1e-4;
+  Tolerance check_tolerance;  // allclose: |plan - reference| <= atol + rtol |reference|
   // Called with each stage's model (and per-node notes for lowering): --dump-graph.
   std::function<void(const std::string& stage, Model& model, const std::unordered_map<const Node*, std::string>& notes)> dump;
 };
@@ -43,6 +44,7 @@ struct CompileResult {
   std::string stream_note;  // why one stream was kept, when it was
   bool checked = false, check_ok = true;
   double max_abs = 0;
+  std::string check_worst;  // the element furthest outside the tolerance (or nearest its edge)
   size_t outputs = 0;
   double optimize_ms = 0, memory_ms = 0, lower_ms = 0;
 };

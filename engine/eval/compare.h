@@ -9,6 +9,14 @@
 
 namespace geopt {
 
+// numpy.allclose's rule: |got - ref| <= atol + rtol * |ref|, element by element. The
+// defaults pass correct fp32 rewrites of full-size models (GPT-2's logits, in the tens,
+// move by about 1e-4 when a fusion reorders a sum) and catch a wrong one.
+struct Tolerance {
+  double atol = 1e-4;
+  double rtol = 1e-4;
+};
+
 struct TensorDiff {
   bool comparable = true;  // same dtype class and shape
   std::string mismatch;    // why not, when not comparable
@@ -16,9 +24,14 @@ struct TensorDiff {
   double max_rel = 0;      // max |a-b| / |b| over elements where |b| > 1e-6
   double cosine = 1;       // of the flattened tensors; 1 when both are zero
   int64_t nan_mismatches = 0;
+  // Against the tolerance: the largest |a-b| / (atol + rtol |b|) (at most 1 within it),
+  // and the element where it is ("[0, 3, 17]: 12.3456 against 12.3441").
+  double worst_ratio = 0;
+  std::string worst;
+  bool within() const { return comparable && nan_mismatches == 0 && worst_ratio <= 1; }
 };
 
-TensorDiff diff(const HostTensor& got, const HostTensor& reference);
+TensorDiff diff(const HostTensor& got, const HostTensor& reference, const Tolerance& tolerance = {});
 
 // Two runs' outputs, output by output in the same order (the --check of optimize and
 // compile, the tests).
@@ -26,11 +39,14 @@ struct OutputsDiff {
   double max_abs = 0;         // over every output
   bool nan_mismatch = false;  // a NaN on one side only
   std::string mismatch;       // "output 'y': shape ... vs reference ...", when one is not comparable
+  double worst_ratio = 0;     // as TensorDiff's, over every output
+  std::string worst;          // "output 'logits' [0, 3, 17]: 12.3456 against 12.3441"
   // The figure a tolerance is checked against: infinite on a mismatch or a one-sided NaN.
   double error() const;
+  bool within() const { return mismatch.empty() && !nan_mismatch && worst_ratio <= 1; }
 };
 
 OutputsDiff diff_outputs(const std::vector<std::pair<std::string, HostTensor>>& got,
-                         const std::vector<std::pair<std::string, HostTensor>>& reference);
+                         const std::vector<std::pair<std::string, HostTensor>>& reference, const Tolerance& tolerance = {});
 
 }  // namespace geopt

@@ -106,12 +106,14 @@ TEST_CASE("the zoo: optimize keeps every model's outputs, never raises its model
   CHECK(transformers == 16);
 }
 
-TEST_CASE("the zoo: ResNet-50, MobileNetV2 and ShuffleNetV2 run in NC1HWC0 from their first conv, which reads the image as given, and convert once, on the way out") {
+TEST_CASE("the zoo: ResNet-50, MobileNetV2, ShuffleNetV2 and DenseNet run in NC1HWC0 from their first conv, which reads the image as given, and convert once, on the way out") {
   // ShuffleNet splits, concatenates and shuffles channels at offsets that are not whole
   // C0 blocks: ChannelSlice, ChannelConcat and ShuffleChannel keep it in NC1HWC0.
+  // DenseNet concatenates many inputs (one rule of any arity), normalizes them before each
+  // conv (a BatchNorm as a depthwise conv, its Relu joined) and pools between blocks.
   auto rules = test::load_rules({test::shipped_rules()});
   for (const char* name : {"resnet50_op13", "resnet50_op17", "mobilenet_v2_op13", "mobilenet_v2_op17", "shufflenet_v2_x1_0_op13",
-                           "shufflenet_v2_x1_0_op17"}) {
+                           "shufflenet_v2_x1_0_op17", "densenet121_op13", "densenet121_op17"}) {
     INFO(name);
     ascend::OptimizeResult r = ascend::optimize(import_onnx(test::zoo_dir() / (std::string(name) + ".onnx")), *rules, ascend::load_profile("Ascend910B1"));
     CHECK(runtime_ops(r.model, "TransData") == 1);

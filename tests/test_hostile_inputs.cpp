@@ -253,3 +253,13 @@ TEST_CASE("a plan that does not fit the device's HBM is refused at compile time,
   CHECK(!fs::exists(dir / "r.plan"));
   CHECK(run_cli({"compile", model, "-o", (dir / "r.plan").string(), "--no-check"}).exit_code == 0);
 }
+
+TEST_CASE("an input of 2^40 elements is bad input: exit 1 naming its size, not an internal error") {
+  const fs::path dir = test::scratch_dir("hostile-huge");
+  onnx::ModelProto mp = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1099511627776] x) => (float[1099511627776] y) { y = Relu(x) })");
+  test::save_model(mp, dir / "huge.onnx");
+  auto r = run_cli({"run", (dir / "huge.onnx").string(), "--random-inputs"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("larger than this machine's memory") != std::string::npos);
+}

@@ -1,5 +1,8 @@
 #include "eval/host_tensor.h"
 
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstring>
 #include <new>
 
@@ -12,8 +15,21 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 
+// The machine's memory: no tensor larger than it can be held, whatever the allocator
+// (or a sanitizer's) would say to the request.
+size_t physical_memory() {
+  static const size_t bytes = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : SIZE_MAX;
+  }();
+  return bytes;
+}
+
 std::shared_ptr<std::byte> allocate(size_t nbytes, bool zero) {
   size_t n = nbytes == 0 ? kAlignment : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (n > physical_memory())
+    throw Error("a tensor of " + std::to_string(n) + " bytes is larger than this machine's memory (" + std::to_string(physical_memory()) +
+                " bytes): the model's or the inputs' shapes ask for more than it can hold");
   std::byte* p = nullptr;
   try {
     p = static_cast<std::byte*>(::operator new(n, std::align_val_t(kAlignment)));

@@ -59,6 +59,9 @@ ClassId EGraph::add(ENode node, const ClassData& data) {
   node = canonical(std::move(node));
   if (auto it = memo_.find(node); it != memo_.end()) return find(it->second);
   ClassId id = static_cast<ClassId>(parent_.size());
+  // `data` may be another class's (a fold passes the class it folds): copied before
+  // the table grows and moves every class.
+  ClassData copied = data;
   parent_.push_back(id);
   classes_.emplace_back();
   is_live_.push_back(true);
@@ -67,7 +70,7 @@ ClassId EGraph::add(ENode node, const ClassData& data) {
   c.id = id;
   c.nodes.push_back(node);
   ++created_;
-  c.data = data;
+  c.data = std::move(copied);
   if (node.kind == ENode::Kind::Const) c.data.constant = node.constant;
   for (ClassId child : node.children)
     if (child != kAbsent) {

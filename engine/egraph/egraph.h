@@ -93,6 +93,8 @@ class EGraph {
   // constant. Throws InternalError naming the first one broken.
   void check_invariants() const;
 
+  // The class's current contents. Like a reference into a vector, it lasts until the
+  // next add (the table of classes may grow); copy what must outlive one.
   const EClass& eclass(ClassId id) const { return live(find(id)); }
   std::vector<ClassId> class_ids() const;  // canonical ids, ascending
   size_t node_count() const;

@@ -299,7 +299,10 @@ class RuleChecker {
     if (!info) return;
     const int given = static_cast<int>(r.args.size());
     const bool spliced = std::any_of(r.args.begin(), r.args.end(), [](const ReplacementPtr& a) { return a->splice; });
-    if (!spliced && (given > info->max_inputs || given < info->min_inputs))
+    const int fixed = static_cast<int>(std::count_if(r.args.begin(), r.args.end(), [](const ReplacementPtr& a) { return !a->splice; }));
+    // A splice gives any number of inputs (counted again at each match): the fixed ones
+    // must still leave room.
+    if (spliced ? fixed > info->max_inputs : (given > info->max_inputs || given < info->min_inputs))
       error(r.loc, r.op + " takes " + std::to_string(info->min_inputs) + (info->max_inputs == INT_MAX ? " or more" : ".." + std::to_string(info->max_inputs)) +
                        " inputs, the rewrite gives " + std::to_string(given));
     if (r.output_index >= info->max_outputs) error(r.loc, r.op + " has " + std::to_string(info->max_outputs) + " output(s); [" + std::to_string(r.output_index) + "] is out of range");

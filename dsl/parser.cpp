@@ -514,7 +514,21 @@ std::optional<Diagnostic> too_deep(const std::string& text, const std::string& p
       while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
     } else if (c == '"') {
       const bool triple = text.compare(i, 3, "\"\"\"") == 0;
-      const size_t end = triple ? text.find("\"\"\"", i + 3) : text.find_first_of("\"\n", i + 1);
+      size_t end = std::string::npos;
+      if (triple) {
+        end = text.find("\"\"\"", i + 3);
+      } else {  // as the grammar reads it: a backslash escapes the next character
+        for (size_t k = i + 1; k < text.size(); ++k) {
+          if (text[k] == '\\' && k + 1 < text.size() && text[k + 1] != '\n') {
+            ++k;
+            continue;
+          }
+          if (text[k] == '"' || text[k] == '\n') {
+            end = k;
+            break;
+          }
+        }
+      }
       const size_t stop = end == std::string::npos ? text.size() - 1 : end + (triple ? 2 : 0);
       for (; i < stop; ++i, ++col)
         if (text[i + 1] == '\n') ++line, col = 0;

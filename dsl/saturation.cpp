@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -81,6 +82,12 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
   // Hash-consing makes the same call in two rewrites one e-node (its outputs projected).
   OpSignature sig{r.domain == "ai.onnx" ? "" : r.domain, r.op, {}, static_cast<size_t>(replacement_outputs(ast, r)), ""};
   const OpInfo* info = find_op(r.domain, r.op);
+  const int inputs = static_cast<int>(children.size());
+  if (inputs < info->min_inputs || inputs > info->max_inputs) {  // a splice gave too few or too many
+    refusal = "its " + r.op + " (" + r.loc.to_string() + ") would take " + std::to_string(inputs) + " inputs; it takes " + std::to_string(info->min_inputs) +
+              (info->max_inputs == INT_MAX ? " or more" : " to " + std::to_string(info->max_inputs));
+    return kAbsent;
+  }
   for (const auto& a : r.attrs) {
     AttrKind kind = info->attrs.at(a.name).kind;
     if (a.term) {

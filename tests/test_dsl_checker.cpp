@@ -159,3 +159,9 @@ rule E { match %y = Concat(Relu(%xs)...) rewrite %y => %xs... }
   CHECK(all.find("%xs holds tensor values; in a list, splice attributes or `const` scalars") != std::string::npos);
   CHECK(all.find("%xs... splices inputs: it stands among an op's inputs") != std::string::npos);
 }
+
+TEST_CASE("a splice leaves the fixed inputs checked") {
+  auto e = check("rule A { match %y = Concat(Relu(%xs)...) rewrite %y => Relu(%y, %y, %xs...) }");
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].find("Relu takes 1..1 inputs, the rewrite gives 3") != std::string::npos);
+}

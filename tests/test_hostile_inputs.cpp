@@ -100,6 +100,16 @@ TEST_CASE("hostile rule files: deep nesting and endless input") {
   for (int i = 0; i < 100000; ++i) deep += ")";
   deep += " rewrite %y => %x }\n";
   test::write_file(dir / "deep.gerule", deep);
+  // An escaped quote in a string does not end it, for the depth scan as for the grammar.
+  std::string escaped = "rule E { doc \"\\\"\" match %y = ";
+  for (int i = 0; i < 1000; ++i) escaped += "Relu(";
+  escaped += "%x";
+  for (int i = 0; i < 1000; ++i) escaped += ")";
+  escaped += " rewrite %y => %x }\n";
+  test::write_file(dir / "escaped.gerule", escaped);
+  auto esc = run_cli({"rules", "check", (dir / "escaped.gerule").string()});
+  CHECK(esc.exit_code == 1);
+  CHECK(esc.err.find("nest deeper than 256") != std::string::npos);
   const auto start = std::chrono::steady_clock::now();
   auto r = run_cli({"rules", "check", (dir / "deep.gerule").string()});
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));

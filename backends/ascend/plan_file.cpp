@@ -1,6 +1,7 @@
 #include "plan_file.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <unordered_map>
@@ -288,7 +289,8 @@ plan::Plan read_plan(const std::filesystem::path& path) {
   if (!file) throw Error(path.string() + ": cannot open");
   // Read into one buffer of the file's size: the parsed message is the only other copy.
   const std::streamoff length = file.tellg();
-  if (length < 0) throw Error(path.string() + ": cannot read");
+  if (length < 0 || !std::filesystem::is_regular_file(path)) throw Error(path.string() + ": cannot read (not a regular file)");
+  if (length > std::streamoff{INT_MAX}) throw Error(path.string() + ": larger than 2 GB, which no plan file is (its weights go beside it)");
   std::string bytes(static_cast<size_t>(length), '\0');
   file.seekg(0);
   if (!file.read(bytes.data(), length)) throw Error(path.string() + ": cannot read");

@@ -20,7 +20,8 @@ struct Blocked {
 Blocked blocked_dims(const KernelContext& ctx, const HostTensor& x, int64_t channels, const char* what) {
   if (x.rank() != 5) ctx.fail(std::string(what) + " must be NC1HWC0 (rank 5), not " + x.shape_string());
   Blocked b{x.dim(0), x.dim(1), x.dim(2), x.dim(3), x.dim(4)};
-  if (channels <= 0 || b.c0 <= 0 || (channels + b.c0 - 1) / b.c0 != b.c1)
+  // channels in (c1 - 1) * c0 + 1 .. c1 * c0: compared against the (small) tensor dims, no overflow.
+  if (channels <= 0 || b.c0 <= 0 || b.c1 <= 0 || channels > b.c1 * b.c0 || channels <= (b.c1 - 1) * b.c0)
     ctx.fail(std::string(what) + " " + x.shape_string() + " does not hold " + std::to_string(channels) + " channels in blocks of " +
              std::to_string(b.c0));
   return b;

@@ -9,9 +9,12 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include "ascend/compile.h"
 #include "ascend/plan_file.h"
 #include "onnx/import.h"
+#include "input_shape_option.h"
 #include "profile_options.h"
 #include "rule_options.h"
 #include "stage_dump.h"
@@ -24,9 +27,10 @@ struct CompileOptions {
   std::string model, output;
   RuleOptions rules;
   ProfileOptions profile;
-  std::string input_shape;
+  InputShapeOption input_shape;
   bool no_optimize = false;
   bool disable_reuse = false;
+  std::string no_reuse;  // OP_NO_REUSE_MEM: "name,OpType,..."
   bool single_stream = false;
   size_t max_streams = 4;
   bool no_check = false;
@@ -53,16 +57,19 @@ int run(const CompileOptions& o) {
       throw Error("-o " + o.output + " is the model itself; write the plan elsewhere (e.g. " + fs::path(o.model).replace_extension(".plan").string() + ")");
   }
   ascend::HardwareProfile profile = o.profile.load();
-  ImportOptions import_options;
-  if (!o.input_shape.empty()) import_options.input_shapes = parse_input_shapes(o.input_shape);
-  Model given = import_onnx(o.model, import_options);
+  Model given = import_onnx(o.model, o.input_shape.import_options());
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "1_import", given);
   std::unique_ptr<dsl::RuleSet> rules;
   if (!o.no_optimize) rules = o.rules.load();
   ascend::CompileOptions co;
   co.rules = rules.get();
   co.optimize.cost.precision_mode = o.profile.precision;
-  co.reuse_memory = !o.disable_reuse;
+  co.memory.reuse = !o.disable_reuse;
+  for (size_t start = 0; start <= o.no_reuse.size();) {
+    const size_t comma = std::min(o.no_reuse.find(',', start), o.no_reuse.size());
+    if (comma > start) co.memory.no_reuse.insert(o.no_reuse.substr(start, comma - start));
+    start = comma + 1;
+  }
   co.single_stream = o.single_stream;
   co.max_streams = o.max_streams;
   co.check = !o.no_check;
@@ -70,6 +77,9 @@ int run(const CompileOptions& o) {
   if (!o.dump_dir.empty())
     co.dump = [&](const std::string& stage, Model& m, const std::unordered_map<const Node*, std::string>& notes) { dump_stage(o.dump_dir, stage, m, notes); };
   ascend::CompileResult c = ascend::compile(given, profile, co);
+  // GE ignores names it does not find; a typo should not pass unseen.
+  for (const auto& name : c.memory.no_reuse_unmatched)
+    spdlog::warn("OP_NO_REUSE_MEM: no kernel of the compiled graph is named or typed '{}' (plan dump lists them)", name);
   const auto& optimized = c.optimized;
   const auto& memory = c.memory;
   const auto& streams = c.streams;
@@ -113,7 +123,8 @@ int run(const CompileOptions& o) {
     j["memory"] = {{"pool_bytes", memory.pool_bytes}, {"load_bytes", memory.load_bytes},
                    {"no_reuse_bytes", memory.no_reuse_bytes}, {"weight_bytes", memory.weight_bytes},
                    {"reuse_rate", memory.reuse_rate()}, {"strategy", memory.strategy},
-                   {"strategies", memory.strategy_pool_bytes}, {"views", memory.views}, {"in_place", memory.in_place}};
+                   {"strategies", memory.strategy_pool_bytes}, {"views", memory.views}, {"in_place", memory.in_place},
+                   {"kept_apart", memory.kept_apart}, {"no_reuse_unmatched", memory.no_reuse_unmatched}};
     j["streams"] = {{"count", streams.stream_count}, {"events", streams.events.size()}, {"cross_stream_dependencies", dependencies},
                     {"kept_one_stream", !stream_note.empty()}};
     j["profile"] = {{"latency_us", sim.latency_us}, {"one_stream_us", sim.one_stream_us}, {"critical_path_us", sim.critical_path_us},
@@ -146,6 +157,7 @@ int run(const CompileOptions& o) {
                 human(memory.no_reuse_bytes).c_str(), 100 * memory.reuse_rate());
     std::printf("                 strategy %s; %zu views, %zu in place; weights %s\n", memory.strategy.c_str(), memory.views,
                 memory.in_place, human(memory.weight_bytes).c_str());
+    if (!co.memory.no_reuse.empty()) std::printf("                 OP_NO_REUSE_MEM: %zu buffer(s) kept apart\n", memory.kept_apart);
     std::printf("streams          %zu stream(s), %zu event(s) for %zu cross-stream dependencies%s\n", streams.stream_count,
                 streams.events.size(), dependencies, stream_note.c_str());
     std::printf("simulated        %.1f us on %zu stream(s) (one stream %.1f us, critical path %.1f us)\n", sim.latency_us,
@@ -174,11 +186,13 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_option("-o,--output", o->output, "Where to write the plan");
   o->rules.add_to(cmd);
   o->profile.add_to(cmd);
-  cmd->add_option("--input_shape,--input-shape", o->input_shape,
-                  "Fix symbolic input dims, ATC style: \"input_ids:1,128;attention_mask:1,128\" (plans need static shapes)");
+  o->input_shape.add_to(cmd);
   cmd->add_flag("--no-optimize", o->no_optimize, "Lower the model as it is, without the rules");
-  cmd->add_flag("--disable-reuse-memory", o->disable_reuse, "Give every tensor its own bytes (ATC's option, for debugging)");
-  cmd->add_flag("--enable-single-stream", o->single_stream, "Put every kernel on one stream (ATC's option)");
+  cmd->add_flag("--disable_reuse_memory,--disable-reuse-memory", o->disable_reuse, "Give every tensor its own bytes (ATC's option, for debugging; =1 or =0)");
+  cmd->add_option("--op_no_reuse_mem,--op-no-reuse-mem", o->no_reuse,
+                  "Outputs of these nodes or op types (\"name,OpType,...\", as plan dump names them) keep their own bytes; GE's OP_NO_REUSE_MEM, read from the environment when unset")
+      ->envname("OP_NO_REUSE_MEM");
+  cmd->add_flag("--enable_single_stream,--enable-single-stream", o->single_stream, "Put every kernel on one stream (ATC's option; =true or =false)");
   cmd->add_option("--max-streams", o->max_streams, "Streams at most")->check(CLI::Range(1, 64))->capture_default_str();
   cmd->add_flag("--no-check", o->no_check, "Skip running the plan against the original");
   cmd->add_option("--check-atol", o->check_tolerance.atol, "The check allows |plan - original| <= atol + rtol |original| (numpy.allclose)")

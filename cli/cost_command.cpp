@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/cost_model.h"
+#include "input_shape_option.h"
 #include "profile_options.h"
 #include "onnx/import.h"
 #include "util/error.h"
@@ -17,13 +18,14 @@ namespace {
 struct CostCliOptions {
   std::string model;
   ProfileOptions profile;
+  InputShapeOption input_shape;
   int64_t symbolic = 1;
   bool json = false;
 };
 
 int run(const CostCliOptions& o) {
   ascend::HardwareProfile profile = o.profile.load();
-  Model model = import_onnx(o.model);
+  Model model = import_onnx(o.model, o.input_shape.import_options());
   ascend::CostOptions options{o.profile.precision, o.symbolic};
   ascend::GraphCost gc = ascend::cost_of_graph(*model.graph, profile, options);
   std::vector<std::pair<std::string, std::pair<double, size_t>>> rows(gc.by_op.begin(), gc.by_op.end());
@@ -63,6 +65,7 @@ std::function<int()> add_cost_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("cost", "Model a model's latency, kernels and HBM traffic on an Ascend profile");
   cmd->add_option("model", o->model, "ONNX model")->required();
   o->profile.add_to(cmd);
+  o->input_shape.add_to(cmd);
   cmd->add_option("--symbolic-dim", o->symbolic, "Value assumed for symbolic dims")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };

@@ -11,6 +11,7 @@
 #include "ascend/optimizer.h"
 #include "dsl/explain.h"
 #include "onnx/import.h"
+#include "input_shape_option.h"
 #include "profile_options.h"
 #include "rule_options.h"
 #include "util/error.h"
@@ -20,6 +21,7 @@ namespace {
 
 struct ExplainCliOptions {
   std::string model;
+  InputShapeOption input_shape;
   RuleOptions rules;
   ProfileOptions profile;
   std::string rule, node;
@@ -94,7 +96,7 @@ int explain_node(const ExplainCliOptions& o, const Model& model, const std::vect
 int run(const ExplainCliOptions& o) {
   auto rules = o.rules.load();
   ascend::HardwareProfile profile = o.profile.load();
-  Model model = import_onnx(o.model);
+  Model model = import_onnx(o.model, o.input_shape.import_options());
   dsl::ExplainOptions eo{o.rule, o.anywhere};
   std::vector<dsl::RuleExplanation> matches = dsl::explain_matches(*rules, model, eo);
   const ascend::OptimizeOptions opts = o.profile.optimize_options(o.iterations, o.enodes, o.seconds);
@@ -242,6 +244,7 @@ std::function<int()> add_explain_command(CLI::App& app) {
   auto o = std::make_shared<ExplainCliOptions>();
   CLI::App* cmd = app.add_subcommand("explain", "Why rules did or did not fire, and why a match was or was not kept");
   cmd->add_option("model", o->model, "ONNX model (an input, or a model geopt optimized: then --node reads its provenance)")->required();
+  o->input_shape.add_to(cmd);
   cmd->add_option("--rule", o->rule, "Only this rule");
   cmd->add_option("--node", o->node, "What happened to this node");
   cmd->add_flag("--anywhere", o->anywhere, "Also report nodes of any op in a rule's pattern, not only its root op");

@@ -342,3 +342,31 @@ TEST_CASE("the weight layouts an optimized model leaves to compile time are comp
     CHECK(transdata == 1);  // only the activations' conversion out runs (the first conv reads the image as given)
   }
 }
+
+TEST_CASE("geopt compile takes GE's memory options: --disable_reuse_memory=1, OP_NO_REUSE_MEM from the environment, and warns of a name it does not find") {
+  const std::string model = (geopt::test::examples_dir() / "resnet18_narrow_op13.onnx").string();
+  auto pool = [](const geopt::test::CliResult& r) { return nlohmann::json::parse(r.out)["memory"]["pool_bytes"].get<size_t>(); };
+  auto shared = run_cli({"compile", model, "--json"});
+  REQUIRE(shared.exit_code == 0);
+  auto none = run_cli({"compile", model, "--json", "--disable_reuse_memory=1"});
+  REQUIRE(none.exit_code == 0);
+  CHECK(pool(none) == nlohmann::json::parse(none.out)["memory"]["no_reuse_bytes"].get<size_t>());
+  CHECK(pool(none) > pool(shared));
+  auto off = run_cli({"compile", model, "--json", "--disable_reuse_memory=0"});
+  CHECK(pool(off) == pool(shared));
+  auto apart = run_cli({"compile", model, "--json", "--op_no_reuse_mem", "MaxPool,Typo"});
+  REQUIRE(apart.exit_code == 0);
+  auto j = nlohmann::json::parse(apart.out);
+  CHECK(j["memory"]["kept_apart"] == 1);
+  CHECK(j["memory"]["no_reuse_unmatched"] == nlohmann::json::array({"Typo"}));
+  CHECK(pool(apart) > pool(shared));
+  CHECK(apart.err.find("OP_NO_REUSE_MEM: no kernel of the compiled graph is named or typed 'Typo'") != std::string::npos);
+  // The environment variable, as GE reads it; the option wins over it.
+  setenv("OP_NO_REUSE_MEM", "MaxPool", 1);
+  auto env = run_cli({"compile", model, "--json"});
+  auto both = run_cli({"compile", model, "--json", "--op_no_reuse_mem", "Typo"});
+  unsetenv("OP_NO_REUSE_MEM");
+  REQUIRE(env.exit_code == 0);
+  CHECK(nlohmann::json::parse(env.out)["memory"]["kept_apart"] == 1);
+  CHECK(nlohmann::json::parse(both.out)["memory"]["kept_apart"] == 0);
+}

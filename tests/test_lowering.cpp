@@ -34,7 +34,7 @@ using Lowered = ascend::CompileResult;
 Lowered lower(const Model& m, const dsl::RuleSet* rules = nullptr, bool reuse = true, size_t max_streams = 4) {
   ascend::CompileOptions options;
   options.rules = rules;
-  options.reuse_memory = reuse;
+  options.memory.reuse = reuse;
   options.max_streams = max_streams;
   options.choose_streams = false;
   options.check = false;
@@ -182,6 +182,33 @@ TEST_CASE("the memory plan: views share bytes, in-place reuse, no reuse when dis
   REQUIRE(b != 0);
   bufs[b].offset = bufs[a].offset;
   CHECK_THROWS_WITH_AS(ascend::validate_memory_plan(broken), doctest::Contains("are alive together and share bytes"), Error);
+}
+
+TEST_CASE("OP_NO_REUSE_MEM: the named kernels' outputs keep bytes of their own, and the plan still computes the model") {
+  Model m = import_onnx(test::examples_dir() / "resnet18_narrow_op13.onnx");
+  auto rules = test::load_rules({test::shipped_rules()});
+  ascend::CompileOptions options;
+  options.rules = rules.get();
+  options.memory.no_reuse = {"MaxPool", "Add", "NoSuchKernel"};
+  ascend::CompileResult apart = ascend::compile(m, ascend::load_profile("Ascend910B1"), options);
+  options.memory.no_reuse.clear();
+  ascend::CompileResult shared = ascend::compile(m, ascend::load_profile("Ascend910B1"), options);
+  CHECK(apart.check_ok);
+  CHECK(apart.memory.no_reuse_unmatched == std::set<std::string>{"Add", "NoSuchKernel"});  // Adds all fused into convs
+  REQUIRE(apart.memory.kept_apart == 1);
+  CHECK(apart.memory.pool_bytes > shared.memory.pool_bytes);
+  size_t checked = 0;
+  const auto& bufs = apart.memory.buffers;
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    const Node* producer = bufs[i].values.front()->producer();
+    if (!producer || producer->op_type != "MaxPool") continue;
+    ++checked;
+    for (size_t j = 0; j < bufs.size(); ++j)
+      if (j != i) CHECK((bufs[j].offset >= bufs[i].offset + bufs[i].bytes || bufs[i].offset >= bufs[j].offset + bufs[j].bytes));
+  }
+  CHECK(checked == 1);
+  for (auto schedule : {ascend::StreamSchedule::threads, ascend::StreamSchedule::adversarial})
+    CHECK(plan_error(apart.plan, m, schedule) <= 1e-4);
 }
 
 // Moves every reference to tensor `name` to `offset`.

@@ -11,6 +11,7 @@
 #include "ascend/plan_file.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
+#include "eval/numerical_check.h"
 #include "passes/static_shapes.h"
 #include "util/error.h"
 
@@ -77,7 +78,7 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
   const Graph& g = *r.model.graph;
   r.order = memory_aware_order(g);
   auto memory_started = Clock::now();
-  r.memory = plan_memory(g, r.order, {.reuse = options.reuse_memory});
+  r.memory = plan_memory(g, r.order, options.memory);
   r.memory_ms = ms_since(memory_started);
   validate_memory_plan(r.memory);
   // The device must hold the pool and the weights at once (GE reports this at compile
@@ -126,8 +127,9 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
   dump("4_lowering", r.model, lowering_notes(g, r.order, r.memory, r.streams));
 
   if (options.check) {
-    auto feeds = random_inputs(given, 0);
-    NamedTensors want = Evaluator(given).run(feeds);
+    CheckInputs in = choose_check_inputs(given, 0);
+    const auto& feeds = in.feeds;
+    const NamedTensors& want = in.reference;
     PlanExecutor executor(r.plan);
     double worst_ratio = -1;
     for (auto schedule : {StreamSchedule::threads, StreamSchedule::adversarial}) {

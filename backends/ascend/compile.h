@@ -21,7 +21,7 @@ namespace geopt::ascend {
 struct CompileOptions {
   const dsl::RuleSet* rules = nullptr;  // null: lower the model as it is (--no-optimize)
   OptimizeOptions optimize;
-  bool reuse_memory = true;
+  MemoryPlanOptions memory;  // reuse on or off (--disable_reuse_memory), OP_NO_REUSE_MEM
   bool single_stream = false;
   size_t max_streams = 4;
   // Keep one stream where the simulation says the streams do not pay for their events

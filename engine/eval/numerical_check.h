@@ -1,0 +1,46 @@
+#pragma once
+// The numerical check of a changed model (optimized, compiled) against its original, on
+// random inputs at sizes the model accepts. A model exported with
+// symbolic dims (batch, sequence, image height and width) says nothing about which
+// sizes it runs at: a pooling window or a stride chain needs a minimum, a Reshape to a
+// constant needs one exact size, and size 1 everywhere hides errors (a Softmax over one
+// element is always 1). The check draws batch-like dims at 1 and the others at common
+// sizes, smallest first, and keeps the first the model runs at.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "eval/compare.h"
+#include "eval/evaluator.h"
+
+namespace geopt {
+
+struct CheckInputs {
+  std::map<std::string, HostTensor> feeds;
+  NamedTensors reference;                // the model's outputs on the feeds
+  std::map<std::string, int64_t> sizes;  // each open dim -> the size drawn ("x:2" for an unnamed one)
+  // "p2o.DynamicDimension.0=1, p2o.DynamicDimension.1=32"; empty when every dim is static.
+  std::string describe() const;
+};
+
+// The sizes tried, in order, for dims that are not batch-like.
+const std::vector<int64_t>& check_size_candidates();
+
+// Random inputs (from `seed`) at the first candidate size the model runs at, with its
+// outputs. Sizes whose inputs would take more than `max_input_bytes` are not tried.
+// Throws geopt::Error when the model runs at none: the dims, the sizes tried, the
+// failure at the smallest, and what to pass instead (--input_shape).
+CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_input_bytes = size_t{256} << 20);
+
+struct NumericalCheck {
+  OutputsDiff diff;
+  size_t outputs = 0;
+  std::string sizes;  // CheckInputs::describe() of the inputs used
+};
+
+// `changed` against `original` on choose_check_inputs(original, seed). Throws
+// geopt::Error when an output's dtype or shape differs (the change broke the interface).
+NumericalCheck check_same_outputs(const Model& original, const Model& changed, const Tolerance& tolerance, uint64_t seed = 0);
+
+}  // namespace geopt

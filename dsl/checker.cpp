@@ -304,7 +304,7 @@ class RuleChecker {
     // must still leave room.
     if (spliced ? fixed > info->max_inputs : (given > info->max_inputs || given < info->min_inputs))
       error(r.loc, r.op + " takes " + std::to_string(info->min_inputs) + (info->max_inputs == INT_MAX ? " or more" : ".." + std::to_string(info->max_inputs)) +
-                       " inputs, the rewrite gives " + std::to_string(given));
+                       " inputs, the rewrite gives " + (spliced ? std::to_string(fixed) + " and a splice" : std::to_string(given)));
     if (r.output_index >= info->max_outputs) error(r.loc, r.op + " has " + std::to_string(info->max_outputs) + " output(s); [" + std::to_string(r.output_index) + "] is out of range");
     for (const auto& a : r.attrs) {
       auto it = info->attrs.find(a.name);

@@ -253,7 +253,7 @@ TEST_CASE("geopt compile writes a plan that geopt run checks against torch and t
 
   // One stream and no reuse, as ATC's debugging options ask.
   auto single = run_cli({"compile", m.string() + ".onnx", "--enable-single-stream", "--disable-reuse-memory", "--json"});
-  REQUIRE(single.exit_code == 0);
+  REQUIRE_MESSAGE(single.exit_code == 0, single.err);
   auto s = nlohmann::json::parse(single.out);
   CHECK(s["streams"]["count"] == 1);
   CHECK(s["streams"]["events"] == 0);
@@ -287,7 +287,7 @@ TEST_CASE("geopt compile --input_shape compiles the dynamic example, and --dump-
   // Weights beside the plan, as plans over 2 GB need them; run and plan dump read them.
   auto side = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_op13.onnx").string(), "--external-weights", "-o",
                        (dir / "w.plan").string()});
-  REQUIRE(side.exit_code == 0);
+  REQUIRE_MESSAGE(side.exit_code == 0, side.err);
   CHECK(side.out.find("w.plan (weights in ") != std::string::npos);
   CHECK(fs::exists(dir / "w.plan.weights"));
   auto ran = run_cli({"run", (dir / "w.plan").string(), "--random-inputs", "--compare",
@@ -361,6 +361,11 @@ TEST_CASE("geopt compile takes GE's memory options: --disable_reuse_memory=1, OP
   CHECK(j["memory"]["no_reuse_unmatched"] == nlohmann::json::array({"Typo"}));
   CHECK(pool(apart) > pool(shared));
   CHECK(apart.err.find("OP_NO_REUSE_MEM: no kernel of the compiled graph is named or typed 'Typo'") != std::string::npos);
+  // With reuse off every buffer is apart already: the names still count as found.
+  auto off_apart = run_cli({"compile", model, "--json", "--disable_reuse_memory=1", "--op_no_reuse_mem", "MaxPool"});
+  REQUIRE(off_apart.exit_code == 0);
+  CHECK(nlohmann::json::parse(off_apart.out)["memory"]["no_reuse_unmatched"].empty());
+  CHECK(off_apart.err.find("OP_NO_REUSE_MEM") == std::string::npos);
   // The environment variable, as GE reads it; the option wins over it.
   setenv("OP_NO_REUSE_MEM", "MaxPool", 1);
   auto env = run_cli({"compile", model, "--json"});

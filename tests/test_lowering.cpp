@@ -209,6 +209,12 @@ TEST_CASE("OP_NO_REUSE_MEM: the named kernels' outputs keep bytes of their own, 
   CHECK(checked == 1);
   for (auto schedule : {ascend::StreamSchedule::threads, ascend::StreamSchedule::adversarial})
     CHECK(plan_error(apart.plan, m, schedule) <= 1e-4);
+  // The op type as plan dump prints it, domain first.
+  options.memory.no_reuse = {"ai.geopt::FusedConv"};
+  ascend::CompileResult qualified = ascend::compile(m, ascend::load_profile("Ascend910B1"), options);
+  CHECK(qualified.memory.no_reuse_unmatched.empty());
+  CHECK(qualified.memory.kept_apart == test::count_op(qualified.model, "FusedConv"));
+  CHECK(qualified.check_ok);
 }
 
 // Moves every reference to tensor `name` to `offset`.

@@ -80,3 +80,30 @@ TEST_CASE("a model that runs at no size tried is refused with the sizes tried, t
   auto bad = run_cli({"cost", (dir / "one_size.onnx").string(), "--input_shape", "x:1,3,7"});
   CHECK(bad.exit_code == 1);
 }
+
+TEST_CASE("unnamed dims are drawn by their position, and a check that only runs at 1 says so") {
+  auto dir = geopt::test::scratch_dir("numerical_check_unnamed");
+  // Both leading dims are batch-like by position; the names ('token...') say nothing of them.
+  geopt::test::save_model(geopt::test::parse_text_model(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[?, ?] input_ids, float[?, ?] token_type_ids) => (float[?, ?] y) {
+  y = Concat <axis = 1> (input_ids, token_type_ids)
+})"), dir / "unnamed.onnx");
+  geopt::CheckInputs in = geopt::choose_check_inputs(geopt::import_onnx(dir / "unnamed.onnx"), 0);
+  CHECK(in.describe() == "input_ids:0=1, input_ids:1=16, token_type_ids:0=1, token_type_ids:1=16");
+  CHECK_FALSE(in.only_at_one);
+
+  // A Reshape to [1, 1]: only S = 1 runs.
+  geopt::test::save_model(geopt::test::parse_text_model(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N, S] x) => (float[1, 1] y) {
+  s = Constant <value = int64[2] {1, 1}> ()
+  y = Reshape(x, s)
+})"), dir / "one.onnx");
+  geopt::CheckInputs one = geopt::choose_check_inputs(geopt::import_onnx(dir / "one.onnx"), 0);
+  CHECK(one.only_at_one);
+  CHECK(one.describe().find("N=1, S=1 (every larger size failed: checked at 1 only") == 0);
+  auto r = run_cli({"optimize", (dir / "one.onnx").string()});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("checked at 1 only") != std::string::npos);
+}

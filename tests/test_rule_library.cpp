@@ -157,3 +157,53 @@ TEST_CASE("the seed case: attention + LayerNorm + Dropout + residual is one kern
 
 }  // namespace
 }  // namespace geopt
+
+namespace geopt {
+
+// A constant of one value whose shape broadcasts a symbolic batch ([2, 1, 1, 1] against
+// N) changes the product's shape at run time: folding it into the conv, or making the
+// relu6 a HardSigmoid of x alone, would give N rows where the model gives 2. Run at N = 1
+// (where both agree) and at N = 2, --no-check, as a user would.
+TEST_CASE("rewrites keep a symbolic batch: a constant that broadcasts it is not folded away") {
+  const char* models[] = {R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,2,4,4] x) => (float[M,3,4,4] y) {
+  w = Constant <value = float[3,2,1,1] {1, -2, 3, -4, 5, -6}> ()
+  b = Constant <value = float[3] {0.5, -0.5, 1}> ()
+  f = Constant <value = float[2,1,1,1] {1.5, 1.5}> ()
+  c = Conv <kernel_shape = [1, 1]> (x, w, b)
+  y = Mul(c, f)
+})", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,2,4,4] x) => (float[M,3,4,4] y) {
+  w = Constant <value = float[3,2,1,1] {1, -2, 3, -4, 5, -6}> ()
+  b = Constant <value = float[3] {0.5, -0.5, 1}> ()
+  t = Constant <value = float[2,1,1,1] {0.25, 0.25}> ()
+  c = Conv <kernel_shape = [1, 1]> (x, w, b)
+  y = Add(c, t)
+})", R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,8] x) => (float[M,8] y) {
+  three = Constant <value = float[2,1] {3, 3}> ()
+  lo = Constant <value = float {0}> ()
+  hi = Constant <value = float {6}> ()
+  six = Constant <value = float {6}> ()
+  a = Add(x, three)
+  r = Clip(a, lo, hi)
+  y = Div(r, six)
+})"};
+  auto dir = test::scratch_dir("symbolic_batch_rules");
+  int i = 0;
+  for (const char* text : models) {
+    const auto model = dir / ("m" + std::to_string(i) + ".onnx"), optimized = dir / ("o" + std::to_string(i++) + ".onnx");
+    test::save_model(test::parse_text_model(text), model);
+    auto r = test::run_cli({"optimize", model.string(), "-o", optimized.string(), "--no-check"});
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+    for (const char* n : {"N=1", "N=2"}) {
+      auto run = test::run_cli({"run", optimized.string(), "--random-inputs", "--dim", n, "--compare", model.string()});
+      CHECK_MESSAGE(run.exit_code == 0, text, " at ", n, ": ", run.out, run.err);
+    }
+  }
+}
+
+}  // namespace geopt

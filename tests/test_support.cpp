@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <cmath>
 #include <sstream>
@@ -87,6 +88,10 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 }  // namespace
+
+// GE users export OP_NO_REUSE_MEM; it would change what every compile test plans (the
+// test of it sets it itself).
+const bool kEnvironmentCleared = [] { return unsetenv("OP_NO_REUSE_MEM") == 0; }();
 
 CliResult run_cli(const std::vector<std::string>& args) {
   fs::path dir = scratch_dir("cli");

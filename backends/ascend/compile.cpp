@@ -21,20 +21,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-// An --input_shape value for the model's inputs, symbolic dims as <name>.
-std::string example_input_shape(const Model& m) {
-  std::string text;
-  for (const Value* v : m.graph->inputs()) {
-    if (v->initializer || !v->type.shape) continue;
-    text += (text.empty() ? "" : ";") + v->name() + ":";
-    for (size_t d = 0; d < v->type.shape->rank(); ++d) {
-      const Dim& dim = (*v->type.shape)[d];
-      text += (d ? "," : "") + (dim.is_static() ? std::to_string(dim.value()) : "<" + (dim.is_symbolic() ? dim.symbol_name() : "n") + ">");
-    }
-  }
-  return "\"" + text + "\"";
-}
-
 }  // namespace
 
 CompileResult compile(const Model& given, const HardwareProfile& profile, const CompileOptions& options) {

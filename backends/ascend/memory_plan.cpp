@@ -162,8 +162,11 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
   for (size_t k = 0; k < order.size(); ++k) {
     const Node& n = *nodes[order[k]];
     const int step = static_cast<int>(k) + 1;
-    const bool apart = options.reuse && (options.no_reuse.count(n.name) || options.no_reuse.count(n.op_type));
-    if (apart) plan.no_reuse_unmatched.erase(n.name), plan.no_reuse_unmatched.erase(n.op_type);
+    // Names as plan dump prints them: the node's name, its op type, or domain::op type.
+    const std::string qualified = n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type;
+    const bool named = options.no_reuse.count(n.name) || options.no_reuse.count(n.op_type) || options.no_reuse.count(qualified);
+    if (named) plan.no_reuse_unmatched.erase(n.name), plan.no_reuse_unmatched.erase(n.op_type), plan.no_reuse_unmatched.erase(qualified);
+    const bool apart = options.reuse && named;  // with reuse off every buffer is apart anyway
     for (size_t o = 0; o < n.outputs().size(); ++o) {
       const Value* out = n.outputs()[o];
       if (!out) continue;

@@ -285,11 +285,16 @@ void check_plan(const plan::Plan& p, const std::string& where) {
 }
 
 plan::Plan read_plan(const std::filesystem::path& path) {
+  // Checked before opening: opening a named pipe blocks until something writes to it.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw Error(path.string() + ": cannot read (not a regular file)");
   std::ifstream file(path, std::ios::binary | std::ios::ate);
   if (!file) throw Error(path.string() + ": cannot open");
   // Read into one buffer of the file's size: the parsed message is the only other copy.
   const std::streamoff length = file.tellg();
-  if (length < 0 || !std::filesystem::is_regular_file(path)) throw Error(path.string() + ": cannot read (not a regular file)");
+  if (length < 0) throw Error(path.string() + ": cannot read (not a regular file)");
   if (length > std::streamoff{INT_MAX}) throw Error(path.string() + ": larger than 2 GB, which no plan file is (its weights go beside it)");
   std::string bytes(static_cast<size_t>(length), '\0');
   file.seekg(0);

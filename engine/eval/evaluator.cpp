@@ -133,16 +133,25 @@ HostTensor random_tensor(DType dtype, const std::vector<int64_t>& dims, std::mt1
   return t;
 }
 
+std::string open_dim_key(const Value& input, size_t axis) {
+  const Dim& d = (*input.type.shape)[axis];
+  return d.is_symbolic() ? d.symbol_name() : input.name() + ":" + std::to_string(axis);
+}
+
 std::map<std::string, std::vector<int64_t>> input_dims(const Model& model, const std::map<std::string, int64_t>& symbol_values) {
   std::map<std::string, std::vector<int64_t>> all;
   for (const Value* v : model.graph->inputs()) {
     if (v->initializer) continue;
     if (!v->type.shape) throw Error("input '" + v->name() + "' has unknown rank; give it explicitly");
     std::vector<int64_t>& dims = all[v->name()];
-    for (const Dim& d : v->type.shape->dims()) {
-      if (d.is_static()) dims.push_back(d.value());
-      else if (d.is_symbolic() && symbol_values.count(d.symbol_name())) dims.push_back(symbol_values.at(d.symbol_name()));
-      else dims.push_back(1);
+    for (size_t a = 0; a < v->type.shape->rank(); ++a) {
+      const Dim& d = (*v->type.shape)[a];
+      if (d.is_static()) {
+        dims.push_back(d.value());
+      } else {
+        auto it = symbol_values.find(open_dim_key(*v, a));
+        dims.push_back(it == symbol_values.end() ? 1 : it->second);
+      }
     }
   }
   return all;

@@ -42,8 +42,12 @@ class Evaluator {
 // A random tensor as random_inputs makes them.
 HostTensor random_tensor(DType dtype, const std::vector<int64_t>& dims, std::mt19937_64& rng);
 
-// Every required input's dims: static ones as declared, symbolic ones from
-// `symbol_values` (default 1), unknown ones 1.
+// The key of an input's dim that is not static: its symbol, or "input:axis" for an
+// unknown one (a dim with neither a value nor a name).
+std::string open_dim_key(const Value& input, size_t axis);
+
+// Every required input's dims: static ones as declared, the others from `symbol_values`
+// by open_dim_key (default 1).
 std::map<std::string, std::vector<int64_t>> input_dims(const Model& model, const std::map<std::string, int64_t>& symbol_values = {});
 
 // Random inputs of the given dims for every required graph input, in the graph's input

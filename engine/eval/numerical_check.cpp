@@ -13,7 +13,7 @@ namespace {
 // Where an open dim appears: every (rank, axis) of the inputs that use it.
 struct OpenDim {
   std::vector<std::pair<size_t, size_t>> uses;
-  bool batch_like = false;
+  bool named = false;  // a symbol (dim_param), not an unknown dim
 };
 
 std::string lower(std::string s) {
@@ -28,62 +28,56 @@ bool contains_any(const std::string& s, std::initializer_list<const char*> words
 // A batch is 1 in deployment as in the check; anything else (sequence, height, width) is
 // drawn at a real size. A dim is batch-like when its name says so, or when it leads every
 // input of rank 2 or more that uses it and its name says nothing else.
+// A dim without a name is classified by its position alone (its key holds the input's
+// name, which says nothing about the dim).
 bool batch_like(const std::string& name, const OpenDim& d) {
-  const std::string n = lower(name);
-  if (n == "n" || n == "b" || n == "bs" || contains_any(n, {"batch"})) return true;
-  if (contains_any(n, {"seq", "len", "token", "height", "width", "time", "frame", "pos", "past", "total"})) return false;
+  if (d.named) {
+    const std::string n = lower(name);
+    if (n == "n" || n == "b" || n == "bs" || contains_any(n, {"batch"})) return true;
+    if (contains_any(n, {"seq", "len", "token", "height", "width", "time", "frame", "pos", "past", "total"})) return false;
+  }
   return std::all_of(d.uses.begin(), d.uses.end(), [](const auto& u) { return u.second == 0 && u.first >= 2; });
 }
 
-std::map<std::string, std::vector<int64_t>> dims_at(const Model& model, const std::map<std::string, int64_t>& sizes) {
-  std::map<std::string, std::vector<int64_t>> all;
-  for (const Value* v : model.graph->inputs()) {
-    if (v->initializer) continue;
-    std::vector<int64_t>& dims = all[v->name()];
-    const auto& declared = v->type.shape->dims();
-    for (size_t a = 0; a < declared.size(); ++a) {
-      const Dim& d = declared[a];
-      dims.push_back(d.is_static() ? d.value() : sizes.at(d.is_symbolic() ? d.symbol_name() : v->name() + ":" + std::to_string(a)));
-    }
-  }
-  return all;
-}
-
+// The inputs' bytes at these dims; SIZE_MAX past 2^62 (too big to try, not an error).
 size_t input_bytes(const Model& model, const std::map<std::string, std::vector<int64_t>>& dims) {
   size_t total = 0;
   for (const Value* v : model.graph->inputs()) {
     if (v->initializer) continue;
-    const size_t bytes = checked_byte_count(checked_element_count(dims.at(v->name()), "input '" + v->name() + "'"),
-                                            std::max<size_t>(1, dtype_size(v->type.dtype)), "input '" + v->name() + "'");
-    if (__builtin_add_overflow(total, bytes, &total)) return SIZE_MAX;
+    try {
+      const size_t bytes = checked_byte_count(checked_element_count(dims.at(v->name()), v->name()), std::max<size_t>(1, dtype_size(v->type.dtype)), v->name());
+      if (__builtin_add_overflow(total, bytes, &total)) return SIZE_MAX;
+    } catch (const Error&) {
+      return SIZE_MAX;
+    }
   }
   return total;
 }
 
-// "x:1,3,<p2o.DynamicDimension.1>,<p2o.DynamicDimension.2>", for the message.
-std::string example_input_shape(const Model& model, const std::map<std::string, int64_t>& batch) {
+}  // namespace
+
+std::string example_input_shape(const Model& model, const std::map<std::string, int64_t>& known) {
   std::string text;
   for (const Value* v : model.graph->inputs()) {
-    if (v->initializer) continue;
+    if (v->initializer || !v->type.shape) continue;
     text += (text.empty() ? "" : ";") + v->name() + ":";
     const auto& declared = v->type.shape->dims();
     for (size_t a = 0; a < declared.size(); ++a) {
       const Dim& d = declared[a];
-      const std::string key = d.is_symbolic() ? d.symbol_name() : v->name() + ":" + std::to_string(a);
+      const std::string key = open_dim_key(*v, a);
       text += a ? "," : "";
       if (d.is_static()) text += std::to_string(d.value());
-      else if (batch.count(key)) text += std::to_string(batch.at(key));
+      else if (known.count(key)) text += std::to_string(known.at(key));
       else text += "<" + (d.is_symbolic() ? d.symbol_name() : std::string("size")) + ">";
     }
   }
-  return text;
+  return "\"" + text + "\"";
 }
-
-}  // namespace
 
 std::string CheckInputs::describe() const {
   std::string text;
   for (const auto& [name, size] : sizes) text += (text.empty() ? "" : ", ") + name + "=" + std::to_string(size);
+  if (only_at_one) text += " (every larger size failed: checked at 1 only, where a Softmax or a norm over one element cannot tell a wrong fusion)";
   return text;
 }
 
@@ -98,24 +92,26 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
   std::map<std::string, OpenDim> open;
   for (const Value* v : model.graph->inputs()) {
     if (v->initializer) continue;
-    if (!v->type.shape) throw Error("input '" + v->name() + "' has unknown rank; give its shape with --input_shape");
+    if (!v->type.shape) throw Error("input '" + v->name() + "' has unknown rank: the check cannot draw it (pass --no-check)");
     const auto& declared = v->type.shape->dims();
     for (size_t a = 0; a < declared.size(); ++a)
-      if (!declared[a].is_static())
-        open[declared[a].is_symbolic() ? declared[a].symbol_name() : v->name() + ":" + std::to_string(a)].uses.emplace_back(declared.size(), a);
+      if (!declared[a].is_static()) {
+        OpenDim& d = open[open_dim_key(*v, a)];
+        d.uses.emplace_back(declared.size(), a);
+        d.named = declared[a].is_symbolic();
+      }
   }
   std::map<std::string, int64_t> sizes, batch;
   std::vector<std::string> drawn;  // the dims the candidates set
   for (auto& [name, d] : open) {
-    d.batch_like = batch_like(name, d);
-    if (d.batch_like) batch[name] = 1;
+    if (batch_like(name, d)) batch[name] = 1;
     else drawn.push_back(name);
   }
   // The evaluator is built once: an op without a kernel is not a question of sizes.
   Evaluator evaluator(model);
   if (drawn.empty()) {  // nothing to choose: the model's own errors are the answer
     CheckInputs r;
-    r.feeds = random_inputs_of(model, seed, dims_at(model, batch));
+    r.feeds = random_inputs_of(model, seed, input_dims(model, batch));
     r.reference = evaluator.run(r.feeds);
     r.sizes = std::move(batch);
     return r;
@@ -125,7 +121,7 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
   for (int64_t c : candidates) {
     sizes = batch;
     for (const auto& name : drawn) sizes[name] = c;
-    const auto dims = dims_at(model, sizes);
+    const auto dims = input_dims(model, sizes);
     if (input_bytes(model, dims) > max_input_bytes) continue;
     tried += (tried.empty() ? "" : ", ") + std::to_string(c);
     CheckInputs r;
@@ -137,13 +133,14 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
       continue;
     }
     r.sizes = std::move(sizes);
+    r.only_at_one = c == 1;
     return r;
   }
   std::string names;
   for (const auto& name : drawn) names += (names.empty() ? "" : ", ") + name;
   throw Error("the model does not run at any size tried for its open dims " + names + " (" + (tried.empty() ? "none fit in memory" : tried) + "; " +
               (first_failure.empty() ? std::string("no size was small enough") : first_failure) +
-              "): fix them with --input_shape, e.g. \"" + example_input_shape(model, batch) + "\", or pass --no-check");
+              "): fix them with --input_shape, e.g. " + example_input_shape(model, batch) + ", or pass --no-check");
 }
 
 NumericalCheck check_same_outputs(const Model& original, const Model& changed, const Tolerance& tolerance, uint64_t seed) {

@@ -5,7 +5,8 @@
 // sizes it runs at: a pooling window or a stride chain needs a minimum, a Reshape to a
 // constant needs one exact size, and size 1 everywhere hides errors (a Softmax over one
 // element is always 1). The check draws batch-like dims at 1 and the others at common
-// sizes, smallest first, and keeps the first the model runs at.
+// sizes (check_size_candidates, in order: 16 upwards, 1 last) and keeps the first the
+// model runs at.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -20,9 +21,14 @@ struct CheckInputs {
   std::map<std::string, HostTensor> feeds;
   NamedTensors reference;                // the model's outputs on the feeds
   std::map<std::string, int64_t> sizes;  // each open dim -> the size drawn ("x:2" for an unnamed one)
+  bool only_at_one = false;              // every candidate above 1 failed
   // "p2o.DynamicDimension.0=1, p2o.DynamicDimension.1=32"; empty when every dim is static.
   std::string describe() const;
 };
+
+// An --input_shape for the model's inputs, quoted: static dims as they are, open ones from
+// `known` (by open_dim_key, evaluator.h) or as <symbol> (<size> for an unknown one) to fill in.
+std::string example_input_shape(const Model& model, const std::map<std::string, int64_t>& known = {});
 
 // The sizes tried, in order, for dims that are not batch-like.
 const std::vector<int64_t>& check_size_candidates();

@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "dsl/grammar.h"
+#include "util/error.h"
+#include "util/input_file.h"
 
 namespace geopt::dsl {
 namespace {
@@ -603,13 +605,16 @@ ParseResult parse_rule_file(const std::string& path) {
     r.errors.push_back({{path, 0, 0}, why});
     return r;
   };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return refuse("cannot read the rule file");
   std::string text;
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    text.append(buffer, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxRuleFileBytes) return refuse("longer than 16 MiB: not a rule file");
+  try {
+    InputFile in(path);  // a named pipe with no writer reads as empty, never hangs
+    char buffer[1 << 16];
+    for (size_t got; (got = in.read(buffer, sizeof buffer)) > 0;) {
+      text.append(buffer, got);
+      if (text.size() > kMaxRuleFileBytes) return refuse("longer than 16 MiB: not a rule file");
+    }
+  } catch (const Error&) {
+    return refuse("cannot read the rule file");
   }
   return parse_rules(text, path);
 }

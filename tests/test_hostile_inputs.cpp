@@ -3,6 +3,7 @@
 // never a crash, a hang or a silently wrong answer.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -272,4 +273,31 @@ TEST_CASE("an input of 2^40 elements is bad input: exit 1 naming its size, not a
   auto r = run_cli({"run", (dir / "huge.onnx").string(), "--random-inputs"});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("larger than this machine's memory") != std::string::npos);
+}
+
+// Opening a named pipe blocks until something writes to it: every file geopt reads is
+// opened without blocking, so a pipe nobody writes to is a short file, never a hang.
+TEST_CASE("a named pipe in place of any input file is refused at once, never waited on") {
+  auto dir = test::scratch_dir("fifo");
+  const std::string model = (test::examples_dir() / "resnet18_narrow_op13.onnx").string();
+  const std::string pipe = (dir / "pipe").string();
+  REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
+  // Exit 1 where an empty file is bad input; a rule file may be empty (no rules).
+  const std::vector<std::pair<std::vector<std::string>, int>> commands = {
+      {{"info", pipe}, 1},
+      {{"run", model, "--input", "image=" + pipe}, 1},
+      {{"plan", "dump", pipe}, 1},
+      {{"run", pipe, "--random-inputs"}, 1},
+      {{"rules", "check", pipe}, 0},
+  };
+  for (const auto& [args, want] : commands) {
+    std::string cmd = "timeout 30 '" + std::string(GEOPT_CLI) + "'";
+    for (const auto& a : args) cmd += " '" + a + "'";
+    cmd += " >/dev/null 2>&1";
+    const auto start = std::chrono::steady_clock::now();
+    const int status = std::system(cmd.c_str());
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    CHECK_MESSAGE(code == want, args[0], " ", args.back(), ": exit ", code, " (124: it waited)");
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+  }
 }

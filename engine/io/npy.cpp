@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "util/atomic_file.h"
+#include "util/input_file.h"
 #include "util/checked_size.h"
 #include "util/error.h"
 
@@ -117,18 +118,15 @@ constexpr size_t kMaxHeaderBytes = size_t{1} << 20;
 
 HostTensor read_npy(const std::filesystem::path& path) {
   const std::string where = path.string() + ": ";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(where + "cannot open");
+  InputFile in(path);
   char prefix[12] = {};
-  in.read(prefix, 10);
-  if (in.gcount() < 10 || std::memcmp(prefix, "\x93NUMPY", 6) != 0) throw Error(where + "not a .npy file (bad magic)");
+  if (in.read(prefix, 10) < 10 || std::memcmp(prefix, "\x93NUMPY", 6) != 0) throw Error(where + "not a .npy file (bad magic)");
   const int major = static_cast<unsigned char>(prefix[6]);
   size_t header_len = 0, header_start = 10;
   if (major == 1) {
     header_len = static_cast<unsigned char>(prefix[8]) | (static_cast<size_t>(static_cast<unsigned char>(prefix[9])) << 8);
   } else if (major == 2 || major == 3) {
-    in.read(prefix + 10, 2);
-    if (in.gcount() < 2) throw Error(where + "truncated header");
+    if (in.read(prefix + 10, 2) < 2) throw Error(where + "truncated header");
     for (int i = 3; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(prefix[8 + static_cast<size_t>(i)]);
     header_start = 12;
   } else {
@@ -137,8 +135,7 @@ HostTensor read_npy(const std::filesystem::path& path) {
   if (header_len > kMaxHeaderBytes)
     throw Error(where + "its header claims " + std::to_string(header_len) + " bytes, more than geopt reads (" + std::to_string(kMaxHeaderBytes) + ")");
   std::string header(header_len, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_len));
-  if (static_cast<size_t>(in.gcount()) != header_len) throw Error(where + "truncated header");
+  if (in.read(header.data(), header_len) != header_len) throw Error(where + "truncated header");
   std::string descr;
   bool fortran = false, has_shape = false;
   std::vector<int64_t> dims;
@@ -157,7 +154,7 @@ HostTensor read_npy(const std::filesystem::path& path) {
     throw Error(where + "holds " + std::to_string(ec || file_size < data_start ? 0 : file_size - data_start) + " data bytes, " + std::to_string(want) +
                 " expected for shape " + dims_text(dims) + " of " + dtype_name(dtype));
   HostTensor t(dtype, dims);
-  if (t.nbytes() && !in.read(reinterpret_cast<char*>(t.mutable_raw()), static_cast<std::streamsize>(t.nbytes())))
+  if (t.nbytes() && in.read(t.mutable_raw(), t.nbytes()) != t.nbytes())
     throw Error(where + "cannot read its data");
   return t;
 }

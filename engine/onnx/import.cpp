@@ -21,6 +21,7 @@
 #include "onnx/proto_types.h"
 #include "onnx/validate.h"
 #include "util/error.h"
+#include "util/input_file.h"
 
 static_assert(std::endian::native == std::endian::little, "geopt stores tensors as little-endian bytes");
 
@@ -199,14 +200,12 @@ Attribute take_attribute(onnx::AttributeProto& ap, ExternalData& ext, const std:
 }
 
 onnx::ModelProto read_model_proto(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(path.string() + ": cannot open: " + std::strerror(errno));
+  InputFile file(path);  // never blocks on a named pipe
+  const int fd = file.fd();
   std::error_code ec;
   auto size = fs::file_size(path, ec);
-  if (!ec && size > static_cast<uintmax_t>(INT_MAX)) {
-    ::close(fd);
+  if (!ec && size > static_cast<uintmax_t>(INT_MAX))
     throw Error(path.string() + ": a protobuf file cannot exceed 2 GB; store the weights as ONNX external data");
-  }
   onnx::ModelProto model;
   bool ok;
   {
@@ -214,7 +213,6 @@ onnx::ModelProto read_model_proto(const fs::path& path) {
     google::protobuf::io::FileInputStream stream(fd, 1 << 20);
     ok = model.ParseFromZeroCopyStream(&stream) && stream.GetErrno() == 0;
   }
-  ::close(fd);
   if (!ok) throw Error(path.string() + ": not a valid ONNX model (protobuf parse failed: truncated or corrupt file)");
   if (!model.has_graph()) throw Error(path.string() + ": not a valid ONNX model (it has no graph)");
   if (model.ir_version() <= 0) throw Error(path.string() + ": not a valid ONNX model (ir_version is missing)");
@@ -451,15 +449,14 @@ void to_ir(onnx::ModelProto& mp, ExternalData& ext, const fs::path& path, Model&
 }  // namespace
 
 std::shared_ptr<const Tensor> import_tensor(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(path.string() + ": cannot open: " + std::strerror(errno));
+  InputFile file(path);
+  const int fd = file.fd();
   onnx::TensorProto proto;
   bool ok;
   {
     google::protobuf::io::FileInputStream stream(fd);
     ok = proto.ParseFromZeroCopyStream(&stream);
   }
-  ::close(fd);
   if (!ok) throw Error(path.string() + ": not a serialized onnx.TensorProto");
   ExternalData ext(path.parent_path());
   return take_tensor(proto, ext, path.string());

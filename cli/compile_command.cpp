@@ -30,7 +30,7 @@ struct CompileOptions {
   InputShapeOption input_shape;
   bool no_optimize = false;
   bool disable_reuse = false;
-  std::string no_reuse;  // OP_NO_REUSE_MEM: "name,OpType,..."
+  std::vector<std::string> no_reuse;  // OP_NO_REUSE_MEM: "name,OpType,..."
   bool single_stream = false;
   size_t max_streams = 4;
   bool no_check = false;
@@ -65,11 +65,8 @@ int run(const CompileOptions& o) {
   co.rules = rules.get();
   co.optimize.cost.precision_mode = o.profile.precision;
   co.memory.reuse = !o.disable_reuse;
-  for (size_t start = 0; start <= o.no_reuse.size();) {
-    const size_t comma = std::min(o.no_reuse.find(',', start), o.no_reuse.size());
-    if (comma > start) co.memory.no_reuse.insert(o.no_reuse.substr(start, comma - start));
-    start = comma + 1;
-  }
+  for (const auto& name : o.no_reuse)
+    if (!name.empty()) co.memory.no_reuse.insert(name);
   co.single_stream = o.single_stream;
   co.max_streams = o.max_streams;
   co.check = !o.no_check;
@@ -191,6 +188,7 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_flag("--disable_reuse_memory,--disable-reuse-memory", o->disable_reuse, "Give every tensor its own bytes (ATC's option, for debugging; =1 or =0)");
   cmd->add_option("--op_no_reuse_mem,--op-no-reuse-mem", o->no_reuse,
                   "Outputs of these nodes or op types (\"name,OpType,...\", as plan dump names them) keep their own bytes; GE's OP_NO_REUSE_MEM, read from the environment when unset")
+      ->delimiter(',')
       ->envname("OP_NO_REUSE_MEM");
   cmd->add_flag("--enable_single_stream,--enable-single-stream", o->single_stream, "Put every kernel on one stream (ATC's option; =true or =false)");
   cmd->add_option("--max-streams", o->max_streams, "Streams at most")->check(CLI::Range(1, 64))->capture_default_str();

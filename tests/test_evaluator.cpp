@@ -97,15 +97,19 @@ TEST_CASE("bad inputs get clear errors") {
 
 TEST_CASE("a model with an op that has no kernel is refused up front, naming it") {
   onnx::ModelProto m = test::parse_text_model(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[4] x) => (float[4] y) {
-      y = Det(x)
+    <ir_version: 8, opset_import: ["" : 13, "com.example" : 1]>
+    g (float[4] x, bool c) => (float[4] y, float[4] z) {
+      y = com.example.Frobnicate(x)
+      z = If(c) <then_branch = t () => (float[4] a) { a = com.example.Twiddle(x) },
+                 else_branch = e () => (float[4] b) { b = Identity(x) }>
     })");
-  m.mutable_graph()->mutable_node(0)->set_name("the_det");
+  m.mutable_graph()->mutable_node(0)->set_name("the_frob");
   fs::path p = test::scratch_dir("nokernel") / "m.onnx";
   test::save_model(m, p);
   Model model = import_onnx(p, {.infer_shapes = false, .input_shapes = {}});
-  CHECK_THROWS_WITH_AS(Evaluator{model}, doctest::Contains("no kernel for:\n  Det (e.g. Det 'the_det')"), Error);
+  // Ops inside control-flow bodies are found before anything runs, too.
+  CHECK_THROWS_WITH_AS(Evaluator{model}, doctest::Contains("no kernel for:\n  com.example::Frobnicate (e.g. com.example::Frobnicate 'the_frob')"), Error);
+  CHECK_THROWS_WITH_AS(Evaluator{model}, doctest::Contains("com.example::Twiddle (in a body of If"), Error);
 }
 
 TEST_CASE("npy files round-trip and bad ones are rejected") {

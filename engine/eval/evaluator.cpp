@@ -5,6 +5,8 @@
 #include <set>
 #include <unordered_map>
 
+#include <onnx/onnx_pb.h>
+
 #include "eval/kernel_call.h"
 #include "kernels/cast.h"
 #include "kernels/dispatch.h"
@@ -12,12 +14,34 @@
 
 namespace geopt {
 
+namespace {
+
+// Ops without a kernel in a control-flow body and the bodies nested in it.
+void missing_in_body(const onnx::GraphProto& g, const KernelRegistry& kernels, const std::string& holder, std::set<std::string>& missing) {
+  for (const auto& n : g.node()) {
+    const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    if (!kernels.find(domain, n.op_type()))
+      missing.insert((domain.empty() ? "" : domain + "::") + n.op_type() + " (in a body of " + holder + ")");
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) missing_in_body(a.g(), kernels, holder, missing);
+      for (const auto& sub : a.graphs()) missing_in_body(sub, kernels, holder, missing);
+    }
+  }
+}
+
+}  // namespace
+
 Evaluator::Evaluator(const Model& model, const KernelRegistry& kernels) : model_(model), kernels_(kernels) {
   std::set<std::string> missing;
   for (const auto& n : model.graph->nodes()) {
     const KernelInfo* k = kernels.find(n->domain, n->op_type);
     if (!k) missing.insert((n->domain.empty() ? "" : n->domain + "::") + n->op_type + " (e.g. " + n->describe() + ")");
-    node_kernels_.push_back(k);
+    for (const auto& a : n->attributes)
+      if (a.kind == AttrKind::Graph || a.kind == AttrKind::Graphs)
+        for (const auto& bytes : a.opaque) {
+          onnx::GraphProto body;
+          if (body.ParseFromString(bytes)) missing_in_body(body, kernels, n->describe(), missing);
+        }
   }
   if (!missing.empty()) {
     std::string msg = "the reference evaluator has no kernel for:";
@@ -69,22 +93,90 @@ void Evaluator::check_inputs(const std::map<std::string, HostTensor>& inputs) co
   }
 }
 
-NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs, OpProfile* profile) const {
-  check_inputs(inputs);
-  const Graph& g = *model_.graph;
-  std::unordered_map<const Value*, HostTensor> env;
+namespace {
+
+// The names a body uses that neither it nor its nested bodies define: the values it
+// reads from the enclosing graphs.
+void collect_outer_names(const onnx::GraphProto& g, std::set<std::string>& out) {
+  std::set<std::string> defined;
+  for (const auto& v : g.input()) defined.insert(v.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& n : g.node())
+    for (const auto& o : n.output()) defined.insert(o);
+  std::set<std::string> used;
+  for (const auto& n : g.node()) {
+    for (const auto& i : n.input())
+      if (!i.empty()) used.insert(i);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) collect_outer_names(a.g(), used);
+      for (const auto& sub : a.graphs()) collect_outer_names(sub, used);
+    }
+  }
+  for (const auto& o : g.output()) used.insert(o.name());
+  for (const auto& u : used)
+    if (!defined.count(u)) out.insert(u);
+}
+
+std::set<std::string> outer_names_of(const Node& n) {
+  std::set<std::string> names;
+  for (const auto& a : n.attributes)
+    if (a.kind == AttrKind::Graph || a.kind == AttrKind::Graphs)
+      for (const auto& bytes : a.opaque) {
+        onnx::GraphProto g;
+        if (g.ParseFromString(bytes)) collect_outer_names(g, names);
+      }
+  return names;
+}
+
+// The values of one running graph, then those of the graphs around it.
+class GraphScope final : public Scope {
+ public:
+  GraphScope(const Model& model, const KernelRegistry& kernels, const Graph& g,
+             const std::unordered_map<const Value*, HostTensor>& env, const Scope* outer)
+      : model_(model), kernels_(kernels), graph_(g), env_(env), outer_(outer) {}
+  const Model& model() const override { return model_; }
+  const KernelRegistry& kernels() const override { return kernels_; }
+  const HostTensor* find(std::string_view name) const override {
+    if (const Value* v = graph_.find_value(name)) {
+      auto it = env_.find(v);
+      if (it != env_.end()) return &it->second;
+    }
+    return outer_ ? outer_->find(name) : nullptr;
+  }
+
+ private:
+  const Model& model_;
+  const KernelRegistry& kernels_;
+  const Graph& graph_;
+  const std::unordered_map<const Value*, HostTensor>& env_;
+  const Scope* outer_;
+};
+
+// Runs graph g of `model` with `env` holding its inputs; a value no node here produces
+// is looked up in `outer`. Values are dropped after their last use (a body's reference
+// counts as a use by the node that holds the body).
+NamedTensors run_graph(const Model& model, const KernelRegistry& kernels, const Graph& g,
+                       std::unordered_map<const Value*, HostTensor> env, const Scope* outer, OpProfile* profile) {
   for (const Value* v : g.initializers()) env[v] = HostTensor::view(*v->initializer);
-  for (const auto& [name, t] : inputs) env[g.find_value(name)] = t;
 
   std::unordered_map<const Value*, size_t> last_use;
-  for (size_t i = 0; i < g.nodes().size(); ++i)
-    for (const Value* in : g.nodes()[i]->inputs())
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = *g.nodes()[i];
+    for (const Value* in : n.inputs())
       if (in) last_use[in] = i;
+    bool has_body = false;
+    for (const auto& a : n.attributes) has_body = has_body || a.kind == AttrKind::Graph || a.kind == AttrKind::Graphs;
+    if (has_body)
+      for (const auto& name : outer_names_of(n))
+        if (const Value* v = g.find_value(name)) last_use[v] = i;
+  }
   for (const Value* out : g.outputs()) last_use[out] = SIZE_MAX;
+  const GraphScope scope(model, kernels, g, env, outer);
 
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = *g.nodes()[i];
-    const KernelInfo& k = *node_kernels_[i];
+    const KernelInfo* k = kernels.find(n.domain, n.op_type);
+    if (!k) throw Error(n.describe() + ": the reference evaluator has no kernel for " + (n.domain.empty() ? "" : n.domain + "::") + n.op_type);
     std::vector<const HostTensor*> ptrs;
     for (const Value* in : n.inputs()) {
       if (!in) {
@@ -92,11 +184,13 @@ NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs, OpP
         continue;
       }
       auto it = env.find(in);
-      if (it == env.end()) throw Error(n.describe() + ": input '" + in->name() + "' has no value");
-      ptrs.push_back(&it->second);
+      const HostTensor* t = it == env.end() ? nullptr : &it->second;
+      if (!t && !in->producer() && outer) t = outer->find(in->name());
+      if (!t) throw Error(n.describe() + ": input '" + in->name() + "' has no value");
+      ptrs.push_back(t);
     }
     auto started = std::chrono::steady_clock::now();
-    std::vector<HostTensor> results = call_kernel(k, n, model_.opset_version(n.domain), std::move(ptrs));
+    std::vector<HostTensor> results = call_kernel(*k, n, model.opset_version(n.domain), std::move(ptrs), &scope);
     if (profile) {
       auto& [ms, calls] = profile->by_op[(n.domain.empty() ? "" : n.domain + "::") + n.op_type];
       ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
@@ -110,10 +204,33 @@ NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs, OpP
   NamedTensors outs;
   for (const Value* v : g.outputs()) {
     auto it = env.find(v);
-    if (it == env.end()) throw Error("graph output '" + v->name() + "' was not computed");
-    outs.emplace_back(v->name(), it->second);
+    const HostTensor* t = it == env.end() ? nullptr : &it->second;
+    if (!t && !v->producer() && outer) t = outer->find(v->name());
+    if (!t) throw Error("graph output '" + v->name() + "' was not computed");
+    outs.emplace_back(v->name(), *t);
   }
   return outs;
+}
+
+}  // namespace
+
+NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs, OpProfile* profile) const {
+  check_inputs(inputs);
+  const Graph& g = *model_.graph;
+  std::unordered_map<const Value*, HostTensor> env;
+  for (const auto& [name, t] : inputs) env[g.find_value(name)] = t;
+  return run_graph(model_, kernels_, g, std::move(env), nullptr, profile);
+}
+
+std::vector<HostTensor> run_body(const Graph& body, const std::vector<HostTensor>& inputs, const Scope& outer) {
+  if (inputs.size() > body.inputs().size())
+    throw Error("the body takes " + std::to_string(body.inputs().size()) + " inputs, not " + std::to_string(inputs.size()));
+  std::unordered_map<const Value*, HostTensor> env;
+  for (size_t i = 0; i < inputs.size(); ++i) env[body.inputs()[i]] = inputs[i];
+  NamedTensors outs = run_graph(outer.model(), outer.kernels(), body, std::move(env), &outer, nullptr);
+  std::vector<HostTensor> values;
+  for (auto& [name, t] : outs) values.push_back(std::move(t));
+  return values;
 }
 
 HostTensor random_tensor(DType dtype, const std::vector<int64_t>& dims, std::mt19937_64& rng) {

@@ -36,8 +36,12 @@ class Evaluator {
 
   const Model& model_;
   const KernelRegistry& kernels_;
-  std::vector<const KernelInfo*> node_kernels_;
 };
+
+// Runs a control-flow body (If branch, Loop or Scan body): `inputs` bind its graph
+// inputs in order (trailing ones may be left out); names it does not define resolve in
+// `outer`. Returns its outputs in their declared order.
+std::vector<HostTensor> run_body(const Graph& body, const std::vector<HostTensor>& inputs, const Scope& outer);
 
 // A random tensor as random_inputs makes them.
 HostTensor random_tensor(DType dtype, const std::vector<int64_t>& dims, std::mt19937_64& rng);

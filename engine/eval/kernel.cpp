@@ -53,6 +53,14 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_shape_kernels(r);
     register_fused_kernels(r);
     register_channel_kernels(r);
+    register_indexing_kernels(r);
+    register_quantize_kernels(r);
+    register_spatial_kernels(r);
+    register_signal_kernels(r);
+    register_random_kernels(r);
+    register_einsum_kernel(r);
+    register_recurrent_kernels(r);
+    register_control_flow_kernels(r);
     return r;
   }();
   return registry;

@@ -13,13 +13,30 @@
 
 namespace geopt {
 
+struct Model;
+class KernelRegistry;
+
+// Where a node runs, as control-flow kernels (If, Loop, Scan) need it: the model (its
+// opsets), the kernels, and the values of the enclosing graphs by name, for the
+// outer-scope references of their bodies.
+class Scope {
+ public:
+  virtual ~Scope() = default;
+  virtual const Model& model() const = 0;
+  virtual const KernelRegistry& kernels() const = 0;
+  // The value of that name visible here (this graph, then the enclosing ones); null if none.
+  virtual const HostTensor* find(std::string_view name) const = 0;
+};
+
 class KernelContext {
  public:
-  KernelContext(const Node& node, int64_t opset, std::vector<const HostTensor*> inputs)
-      : outputs(node.outputs().size()), node_(node), opset_(opset), inputs_(std::move(inputs)) {}
+  KernelContext(const Node& node, int64_t opset, std::vector<const HostTensor*> inputs, const Scope* scope = nullptr)
+      : outputs(node.outputs().size()), node_(node), opset_(opset), inputs_(std::move(inputs)), scope_(scope) {}
 
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
+  // Null where the caller runs single nodes with no enclosing graph (constant folding).
+  const Scope* scope() const { return scope_; }
   size_t input_count() const { return inputs_.size(); }
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
   const HostTensor& input(size_t i) const;  // throws a node-named Error when absent
@@ -42,6 +59,7 @@ class KernelContext {
   const Node& node_;
   int64_t opset_;
   std::vector<const HostTensor*> inputs_;
+  const Scope* scope_;
 };
 
 using KernelFn = std::function<void(KernelContext&)>;
@@ -75,5 +93,13 @@ void register_softmax_kernels(KernelRegistry& r);
 void register_shape_kernels(KernelRegistry& r);
 void register_fused_kernels(KernelRegistry& r);
 void register_channel_kernels(KernelRegistry& r);
+void register_indexing_kernels(KernelRegistry& r);
+void register_quantize_kernels(KernelRegistry& r);
+void register_spatial_kernels(KernelRegistry& r);
+void register_signal_kernels(KernelRegistry& r);
+void register_random_kernels(KernelRegistry& r);
+void register_einsum_kernel(KernelRegistry& r);
+void register_recurrent_kernels(KernelRegistry& r);
+void register_control_flow_kernels(KernelRegistry& r);
 
 }  // namespace geopt

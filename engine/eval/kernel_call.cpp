@@ -7,7 +7,7 @@
 namespace geopt {
 
 std::vector<HostTensor> call_kernel(const KernelInfo& kernel, const Node& node, int64_t opset,
-                                    std::vector<const HostTensor*> inputs) {
+                                    std::vector<const HostTensor*> inputs, const Scope* scope) {
   DType half = DType::Undefined;
   for (const HostTensor* t : inputs)
     if (t && (t->dtype() == DType::F16 || t->dtype() == DType::BF16)) half = t->dtype();
@@ -20,7 +20,7 @@ std::vector<HostTensor> call_kernel(const KernelInfo& kernel, const Node& node, 
         p = &widened.back();
       }
   }
-  KernelContext ctx(node, opset, std::move(inputs));
+  KernelContext ctx(node, opset, std::move(inputs), scope);
   try {
     kernel.fn(ctx);
   } catch (const Error&) {

@@ -11,8 +11,9 @@
 namespace geopt {
 
 // `inputs` holds nullptr for omitted optional inputs. Returns one tensor per
-// node output (undefined for omitted outputs); throws geopt::Error.
+// node output (undefined for omitted outputs); throws geopt::Error. `scope` is where
+// the node runs (control-flow bodies look outer values up in it).
 std::vector<HostTensor> call_kernel(const KernelInfo& kernel, const Node& node, int64_t opset,
-                                    std::vector<const HostTensor*> inputs);
+                                    std::vector<const HostTensor*> inputs, const Scope* scope = nullptr);
 
 }  // namespace geopt

@@ -225,6 +225,21 @@ void register_unary(KernelRegistry& r) {
       ctx.outputs[0] = map_unary<T, bool>(x, DType::Bool, [](T v) { return std::isnan(v); });
     }, "IsNaN");
   });
+  r.add("", "IsInf", [](KernelContext& ctx) {
+    const HostTensor& x = ctx.input(0);
+    const bool neg = ctx.attr_int("detect_negative", 1) != 0, pos = ctx.attr_int("detect_positive", 1) != 0;
+    dispatch_float(x.dtype(), [&]<class T>() {
+      ctx.outputs[0] = map_unary<T, bool>(x, DType::Bool, [neg, pos](T v) { return std::isinf(v) && (v > 0 ? pos : neg); });
+    }, "IsInf");
+  });
+  // Shrink: x + bias below -lambd, x - bias above lambd, 0 between.
+  add_unary_real(r, "Shrink", []<class T>(const KernelContext& c) {
+    const double lambd = c.attr_float("lambd", 0.5f), bias = c.attr_float("bias", 0.0f);
+    return [lambd, bias](T x) {
+      const double v = static_cast<double>(x);
+      return static_cast<T>(v < -lambd ? v + bias : (v > lambd ? v - bias : 0.0));
+    };
+  });
   r.add("", "Not", [](KernelContext& ctx) {
     ctx.outputs[0] = map_unary<bool>(ctx.input(0), DType::Bool, [](bool v) { return !v; });
   }, false);
@@ -249,6 +264,25 @@ void register_binary(KernelRegistry& r) {
       }
     };
   });
+  // BitShift on unsigned integers; a shift by the type's width or more gives 0.
+  r.add("", "BitShift", [](KernelContext& ctx) {
+    const HostTensor& a = ctx.input(0);
+    const HostTensor& b = ctx.input(1);
+    require_same_dtype(ctx, a, b);
+    const std::string direction = ctx.attr_string("direction", "");
+    if (direction != "LEFT" && direction != "RIGHT") ctx.fail("direction must be LEFT or RIGHT, not '" + direction + "'");
+    const bool left = direction == "LEFT";
+    dispatch_real(a.dtype(), [&]<class T>() {
+      if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>) {
+        ctx.outputs[0] = binary<T, T>(ctx, a, b, a.dtype(), [left](T x, T s) -> T {
+          if (s >= sizeof(T) * 8) return 0;
+          return static_cast<T>(left ? x << s : x >> s);
+        });
+      } else {
+        ctx.fail("BitShift needs unsigned integers, not " + dtype_name(a.dtype()));
+      }
+    }, "BitShift");
+  }, false);
   add_arith(r, "PRelu", []<class T>(const KernelContext&) { return [](T x, T s) { return x < T(0) ? static_cast<T>(s * x) : x; }; });
 
   // Pow(X, Y) allows a different exponent dtype: convert it to X's type first.

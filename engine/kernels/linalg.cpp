@@ -1,6 +1,8 @@
 // MatMul and Gemm. f32 runs on oneDNN's sgemm; other real types on a plain loop.
 #include <oneapi/dnnl/dnnl.h>
 
+#include <cmath>
+
 #include "kernels/broadcast.h"
 #include "kernels/dispatch.h"
 #include "kernels/elementwise_util.h"
@@ -118,9 +120,48 @@ void gemm_kernel(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
+// Det of [..., M, M] by LU decomposition with partial pivoting, in double.
+void det_kernel(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  if (x.rank() < 2 || x.dim(-1) != x.dim(-2)) ctx.fail("Det needs [..., M, M], not " + x.shape_string());
+  const int64_t m = x.dim(-1);
+  std::vector<int64_t> out(x.dims().begin(), x.dims().end() - 2);
+  HostTensor y(x.dtype(), out);
+  const int64_t count = y.size();
+  std::vector<double> a(static_cast<size_t>(m * m));
+  dispatch_float(x.dtype(), [&]<class T>() {
+    for (int64_t b = 0; b < count; ++b) {
+      for (int64_t i = 0; i < m * m; ++i) a[static_cast<size_t>(i)] = static_cast<double>(x.data<T>()[b * m * m + i]);
+      double det = 1;
+      for (int64_t col = 0; col < m && det != 0; ++col) {
+        int64_t pivot = col;
+        for (int64_t r = col + 1; r < m; ++r)
+          if (std::fabs(a[static_cast<size_t>(r * m + col)]) > std::fabs(a[static_cast<size_t>(pivot * m + col)])) pivot = r;
+        if (a[static_cast<size_t>(pivot * m + col)] == 0) {
+          det = 0;
+          break;
+        }
+        if (pivot != col) {
+          for (int64_t k = 0; k < m; ++k) std::swap(a[static_cast<size_t>(pivot * m + k)], a[static_cast<size_t>(col * m + k)]);
+          det = -det;
+        }
+        const double d = a[static_cast<size_t>(col * m + col)];
+        det *= d;
+        for (int64_t r = col + 1; r < m; ++r) {
+          const double f = a[static_cast<size_t>(r * m + col)] / d;
+          for (int64_t k = col; k < m; ++k) a[static_cast<size_t>(r * m + k)] -= f * a[static_cast<size_t>(col * m + k)];
+        }
+      }
+      y.mutable_data<T>()[b] = static_cast<T>(det);
+    }
+  }, "Det");
+  ctx.outputs[0] = std::move(y);
+}
+
 }  // namespace
 
 void register_linalg_kernels(KernelRegistry& r) {
+  r.add("", "Det", det_kernel);
   r.add("", "MatMul", [](KernelContext& ctx) { ctx.outputs[0] = matmul(ctx, ctx.input(0), ctx.input(1)); });
   r.add("", "Gemm", gemm_kernel);
 }

@@ -120,10 +120,13 @@ void resize(KernelContext& ctx) {
       scales[d] = x.dims()[d] ? static_cast<double>(sizes[d]) / static_cast<double>(x.dims()[d]) : 1.0;
     }
   } else {
-    if (!ctx.has_input(scales_input) || ctx.input(scales_input).size() != static_cast<int64_t>(rank))
+    // Upsample before opset 9 gives the scales as an attribute.
+    const std::vector<float> attr_scales = ctx.has_input(scales_input) ? std::vector<float>{} : ctx.attr_floats("scales");
+    if (attr_scales.empty() && (!ctx.has_input(scales_input) || ctx.input(scales_input).size() != static_cast<int64_t>(rank)))
       ctx.fail("needs scales or sizes with one entry per axis");
+    if (!attr_scales.empty() && attr_scales.size() != rank) ctx.fail("scales must have one entry per axis");
     for (size_t d = 0; d < rank; ++d) {
-      scales[d] = static_cast<float>(ctx.input(scales_input).real_at(static_cast<int64_t>(d)));
+      scales[d] = attr_scales.empty() ? static_cast<float>(ctx.input(scales_input).real_at(static_cast<int64_t>(d))) : attr_scales[d];
       if (scales[d] <= 0) ctx.fail("scales must be positive");
       out_dims[d] = static_cast<int64_t>(std::floor(static_cast<double>(x.dims()[d]) * scales[d]));
     }
@@ -185,6 +188,11 @@ void resize(KernelContext& ctx) {
 
 }  // namespace
 
-void register_resize_kernel(KernelRegistry& r) { r.add("", "Resize", resize); }
+// Upsample (deprecated since opset 10) is Resize with opset 10's semantics: scales only,
+// asymmetric coordinates, nearest rounding down.
+void register_resize_kernel(KernelRegistry& r) {
+  r.add("", "Resize", resize);
+  r.add("", "Upsample", resize);
+}
 
 }  // namespace geopt

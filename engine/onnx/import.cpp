@@ -362,22 +362,9 @@ void check_structure_and_sort(onnx::ModelProto& model, const fs::path& path) {
   for (int i : order) g.mutable_node()->AddAllocated(released[i]);
 }
 
-void to_ir(onnx::ModelProto& mp, ExternalData& ext, const fs::path& path, Model& m) {
-  const std::string file = path.string() + ": ";
-  m.ir_version = mp.ir_version();
-  for (const auto& o : mp.opset_import())
-    m.opsets.push_back({o.domain() == "ai.onnx" ? "" : o.domain(), o.version()});
-  m.producer_name = mp.producer_name();
-  m.producer_version = mp.producer_version();
-  m.domain = mp.domain();
-  m.model_version = mp.model_version();
-  m.doc_string = mp.doc_string();
-  for (const auto& kv : mp.metadata_props()) m.metadata.emplace_back(kv.key(), kv.value());
-  for (const auto& f : mp.functions()) m.opaque_functions.push_back(f.SerializeAsString());
-  for (const auto& t : mp.training_info()) m.opaque_training_info.push_back(t.SerializeAsString());
-
-  auto& gp = *mp.mutable_graph();
-  Graph& g = *m.graph;
+// The graph part of a model or of a control-flow body. With `outer_refs`, names the
+// body uses but does not define become values with no producer (outer-scope references).
+void graph_from_proto(onnx::GraphProto& gp, ExternalData& ext, const std::string& file, Graph& g, bool outer_refs) {
   g.name = gp.name();
   g.doc_string = gp.doc_string();
   auto checked_add = [&](const std::string& name, const std::string& what) {
@@ -425,7 +412,13 @@ void to_ir(onnx::ModelProto& mp, ExternalData& ext, const fs::path& path, Model&
     auto& np = *gp.mutable_node(i);
     const std::string where = file + node_label(np, i);
     std::vector<Value*> inputs, outputs;
-    for (const auto& in : np.input()) inputs.push_back(in.empty() ? nullptr : g.find_value(in));
+    for (const auto& in : np.input()) {
+      Value* v = in.empty() ? nullptr : g.find_value(in);
+      // A body's reference to a value of an enclosing graph: a value with no producer
+      // that the evaluator looks up in the outer scope by name.
+      if (!v && !in.empty() && outer_refs) v = checked_add(in, "outer-scope value");
+      inputs.push_back(v);
+    }
     for (const auto& out : np.output()) outputs.push_back(out.empty() ? nullptr : checked_add(out, node_label(np, i)));
     Node* n = g.add_node(np.op_type(), np.domain(), np.name(), inputs, outputs);
     n->doc_string = np.doc_string();
@@ -439,11 +432,30 @@ void to_ir(onnx::ModelProto& mp, ExternalData& ext, const fs::path& path, Model&
   }
   for (const auto& out : gp.output()) {
     Value* v = g.find_value(out.name());
+    if (!v && outer_refs) v = checked_add(out.name(), "outer-scope value");
+    if (!v) throw Error(file + "graph output '" + out.name() + "' is never defined");
     ValueType t = typed(out, "graph output");
     if (t.dtype != DType::Undefined || !t.is_tensor()) v->type = t;
     if (!out.doc_string().empty()) v->doc_string = out.doc_string();
     g.add_output(v);
   }
+}
+
+void to_ir(onnx::ModelProto& mp, ExternalData& ext, const fs::path& path, Model& m) {
+  const std::string file = path.string() + ": ";
+  m.ir_version = mp.ir_version();
+  for (const auto& o : mp.opset_import())
+    m.opsets.push_back({o.domain() == "ai.onnx" ? "" : o.domain(), o.version()});
+  m.producer_name = mp.producer_name();
+  m.producer_version = mp.producer_version();
+  m.domain = mp.domain();
+  m.model_version = mp.model_version();
+  m.doc_string = mp.doc_string();
+  for (const auto& kv : mp.metadata_props()) m.metadata.emplace_back(kv.key(), kv.value());
+  for (const auto& f : mp.functions()) m.opaque_functions.push_back(f.SerializeAsString());
+  for (const auto& t : mp.training_info()) m.opaque_training_info.push_back(t.SerializeAsString());
+
+  graph_from_proto(*mp.mutable_graph(), ext, file, *m.graph, false);
 }
 
 }  // namespace
@@ -464,6 +476,15 @@ std::shared_ptr<const Tensor> import_tensor(const fs::path& path) {
 
 Model import_onnx(const fs::path& path, const ImportOptions& options) {
   return import_onnx_proto(read_model_proto(path), path, options);
+}
+
+std::unique_ptr<Graph> import_subgraph(const std::string& serialized, const std::string& where) {
+  onnx::GraphProto gp;
+  if (!gp.ParseFromString(serialized)) throw Error(where + ": the body is not a serialized onnx.GraphProto");
+  ExternalData none{fs::path{}};
+  auto g = std::make_unique<Graph>();
+  graph_from_proto(gp, none, where + ": ", *g, true);
+  return g;
 }
 
 Attribute import_attribute(onnx::AttributeProto proto, const std::string& where) {

@@ -31,6 +31,11 @@ Model import_onnx(const std::filesystem::path& path, const ImportOptions& option
 // messages; external data resolves against its parent folder.
 Model import_onnx_proto(onnx::ModelProto proto, const std::filesystem::path& where, const ImportOptions& options = {});
 
+// A control-flow body (an If branch, a Loop or Scan body) from its serialized
+// GraphProto. Names it uses without defining become values with no producer and no
+// initializer: references to the enclosing graphs, resolved by name when it runs.
+std::unique_ptr<Graph> import_subgraph(const std::string& serialized, const std::string& where);
+
 // One attribute (tensor values inline), as plan files store kernel attributes.
 Attribute import_attribute(onnx::AttributeProto proto, const std::string& where);
 

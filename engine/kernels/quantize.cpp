@@ -1,0 +1,271 @@
+// Quantization kernels: ONNX's linear (de)quantization, dynamic quantization and the
+// integer products (MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv). Integer
+// products accumulate exactly in int64 and round half to even, as ONNX specifies.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "eval/kernel.h"
+#include "kernels/conv.h"
+#include "kernels/dispatch.h"
+#include "kernels/layout.h"
+#include "kernels/linalg.h"
+
+namespace geopt {
+namespace {
+
+// Rounds half to even and saturates into [lo, hi].
+int64_t saturate_round(double v, int64_t lo, int64_t hi) {
+  if (std::isnan(v)) return 0;
+  const double r = std::nearbyint(v);
+  if (r <= static_cast<double>(lo)) return lo;
+  if (r >= static_cast<double>(hi)) return hi;
+  return static_cast<int64_t>(r);
+}
+
+std::pair<int64_t, int64_t> int_range(const KernelContext& ctx, DType t) {
+  switch (t) {
+    case DType::U8: return {0, 255};
+    case DType::I8: return {-128, 127};
+    case DType::U16: return {0, 65535};
+    case DType::I16: return {-32768, 32767};
+    case DType::I32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    default: ctx.fail("quantized type must be uint8, int8, uint16, int16 or int32, not " + dtype_name(t));
+  }
+}
+
+HostTensor integer_tensor(DType t, const std::vector<int64_t>& dims, const std::vector<int64_t>& values) {
+  HostTensor y(t, dims);
+  dispatch_real(t, [&]<class T>() {
+    for (size_t i = 0; i < values.size(); ++i) y.mutable_data<T>()[i] = static_cast<T>(values[i]);
+  }, "quantized output");
+  return y;
+}
+
+// Which scale / zero point element applies to element i: per tensor (scalar or [1]) or
+// per slice along `axis` (a 1-D parameter as long as that axis).
+struct QuantParams {
+  const HostTensor* scale;
+  const HostTensor* zero;  // may be null (zero point 0)
+  int64_t axis = 0, axis_len = 1, inner = 1;
+  bool per_axis = false;
+
+  QuantParams(const KernelContext& ctx, const HostTensor& x, const HostTensor& s, const HostTensor* z) : scale(&s), zero(z) {
+    if (s.size() != 1) {
+      if (s.rank() != 1) ctx.fail("a per-axis scale must be 1-D");
+      axis = normalize_axis(ctx.attr_int("axis", 1), static_cast<int64_t>(x.rank()));
+      axis_len = x.dims()[static_cast<size_t>(axis)];
+      if (s.size() != axis_len) ctx.fail("the scale has " + std::to_string(s.size()) + " entries for an axis of " + std::to_string(axis_len));
+      for (size_t a = static_cast<size_t>(axis) + 1; a < x.rank(); ++a) inner *= x.dims()[a];
+      per_axis = true;
+    }
+    if (z && z->size() != s.size()) ctx.fail("the zero point and the scale differ in size");
+  }
+  int64_t slot(int64_t i) const { return per_axis ? i / inner % axis_len : 0; }
+  double scale_at(int64_t i) const { return scale->real_at(slot(i)); }
+  int64_t zero_at(int64_t i) const { return zero ? zero->int_at(slot(i)) : 0; }
+};
+
+void quantize_linear(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  const HostTensor* zero = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  QuantParams q(ctx, x, ctx.input(1), zero);
+  const DType out = zero ? zero->dtype() : DType::U8;
+  const auto [lo, hi] = int_range(ctx, out);
+  std::vector<int64_t> v(static_cast<size_t>(x.size()));
+  for (int64_t i = 0; i < x.size(); ++i) {
+    // ONNX divides by the scale in the scale's precision before rounding.
+    const float scaled = static_cast<float>(x.real_at(i)) / static_cast<float>(q.scale_at(i));
+    v[static_cast<size_t>(i)] = saturate_round(static_cast<double>(std::nearbyint(scaled)) + static_cast<double>(q.zero_at(i)), lo, hi);
+  }
+  ctx.outputs[0] = integer_tensor(out, x.dims(), v);
+}
+
+void dequantize_linear(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  const HostTensor& scale = ctx.input(1);
+  const HostTensor* zero = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  QuantParams q(ctx, x, scale, zero);
+  HostTensor y(scale.dtype() == DType::F16 ? DType::F32 : scale.dtype(), x.dims());
+  dispatch_float(y.dtype(), [&]<class T>() {
+    T* py = y.mutable_data<T>();
+    for (int64_t i = 0; i < x.size(); ++i)
+      py[i] = static_cast<T>(static_cast<T>(x.int_at(i) - q.zero_at(i)) * static_cast<T>(q.scale_at(i)));
+  }, "DequantizeLinear");
+  ctx.outputs[0] = std::move(y);
+}
+
+// y = saturate(round(x / scale) + zero point) with the range of x (widened to hold 0).
+void dynamic_quantize_linear(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    lo = std::min(lo, static_cast<float>(x.real_at(i)));
+    hi = std::max(hi, static_cast<float>(x.real_at(i)));
+  }
+  const float scale = (hi - lo) / 255.0f;
+  const int64_t zero = scale == 0.0f ? 0 : saturate_round(std::nearbyint(-lo / scale), 0, 255);
+  std::vector<int64_t> v(static_cast<size_t>(x.size()));
+  for (int64_t i = 0; i < x.size(); ++i)
+    v[static_cast<size_t>(i)] = scale == 0.0f ? zero : saturate_round(std::nearbyint(static_cast<float>(x.real_at(i)) / scale) + static_cast<double>(zero), 0, 255);
+  ctx.outputs[0] = integer_tensor(DType::U8, x.dims(), v);
+  ctx.outputs[1] = HostTensor::scalar<float>(DType::F32, scale);
+  ctx.outputs[2] = HostTensor::scalar<uint8_t>(DType::U8, static_cast<uint8_t>(zero));
+}
+
+// x - zero point as int32, the zero point per tensor or per slice of `axis` (a 1-D
+// zero point as long as that axis; rows of A, columns of B, output channels of W).
+HostTensor centered(const KernelContext& ctx, const HostTensor& x, const HostTensor* zero, int64_t axis) {
+  HostTensor y(DType::I32, x.dims());
+  int32_t* py = y.mutable_data<int32_t>();
+  int64_t inner = 1, len = 1;
+  const bool per_axis = zero && zero->size() > 1;
+  if (per_axis) {
+    axis = normalize_axis(axis, static_cast<int64_t>(x.rank()));
+    len = x.dims()[static_cast<size_t>(axis)];
+    if (zero->size() != len) ctx.fail("a zero point has " + std::to_string(zero->size()) + " entries for an axis of " + std::to_string(len));
+    for (size_t a = static_cast<size_t>(axis) + 1; a < x.rank(); ++a) inner *= x.dims()[a];
+  }
+  for (int64_t i = 0; i < x.size(); ++i) {
+    const int64_t z = zero ? zero->int_at(per_axis ? i / inner % len : 0) : 0;
+    py[i] = static_cast<int32_t>(x.int_at(i) - z);
+  }
+  return y;
+}
+
+const HostTensor* optional_input(const KernelContext& ctx, size_t i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; }
+
+void matmul_integer(KernelContext& ctx) {
+  const HostTensor& a = ctx.input(0);
+  const HostTensor& b = ctx.input(1);
+  HostTensor ac = centered(ctx, a, optional_input(ctx, 2), static_cast<int64_t>(a.rank()) - 2);
+  HostTensor bc = centered(ctx, b, optional_input(ctx, 3), -1);
+  ctx.outputs[0] = matmul(ctx, ac, bc);
+}
+
+// Direct integer convolution: x [N, C, spatial...] and w [M, C/group, k...], both already
+// centred, accumulated in int64.
+std::vector<int64_t> conv_integer(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, std::vector<int64_t>& out_dims) {
+  if (x.rank() < 3 || w.rank() != x.rank()) ctx.fail("needs x [N, C, spatial...] and weights of the same rank");
+  const int64_t group = ctx.attr_int("group", 1);
+  const int64_t n = x.dims()[0], c = x.dims()[1], m = w.dims()[0];
+  if (group <= 0 || c % group != 0 || m % group != 0 || w.dims()[1] * group != c) ctx.fail("channels do not match the weights and group");
+  std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape", std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
+  WindowGeometry g = window_geometry(ctx, x.dims(), kernel, false);
+  const size_t sp = g.in.size();
+  out_dims = {n, m};
+  out_dims.insert(out_dims.end(), g.out.begin(), g.out.end());
+  int64_t out_spatial = 1, in_spatial = 1, k_spatial = 1;
+  for (size_t d = 0; d < sp; ++d) {
+    out_spatial *= g.out[d];
+    in_spatial *= g.in[d];
+    k_spatial *= kernel[d];
+  }
+  const int64_t cg = c / group, mg = m / group;
+  const int32_t* px = x.data<int32_t>();
+  const int32_t* pw = w.data<int32_t>();
+  std::vector<int64_t> acc(static_cast<size_t>(n * m * out_spatial), 0);
+  std::vector<int64_t> o(sp), k(sp);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t oc = 0; oc < m; ++oc) {
+      const int64_t gi = oc / mg;
+      for (int64_t os = 0; os < out_spatial; ++os) {
+        for (size_t d = sp, rest = static_cast<size_t>(os); d-- > 0;) {
+          o[d] = static_cast<int64_t>(rest) % g.out[d];
+          rest /= static_cast<size_t>(g.out[d]);
+        }
+        int64_t sum = 0;
+        for (int64_t ks = 0; ks < k_spatial; ++ks) {
+          int64_t in_off = 0;
+          bool inside = true;
+          for (size_t d = sp, rest = static_cast<size_t>(ks); d-- > 0;) {
+            k[d] = static_cast<int64_t>(rest) % kernel[d];
+            rest /= static_cast<size_t>(kernel[d]);
+          }
+          for (size_t d = 0; d < sp && inside; ++d) {
+            const int64_t at = o[d] * g.strides[d] - g.pad_begin[d] + k[d] * g.dilations[d];
+            inside = at >= 0 && at < g.in[d];
+            in_off = in_off * g.in[d] + at;
+          }
+          if (!inside) continue;
+          for (int64_t ic = 0; ic < cg; ++ic)
+            sum += static_cast<int64_t>(px[(b * c + gi * cg + ic) * in_spatial + in_off]) * pw[(oc * cg + ic) * k_spatial + ks];
+        }
+        acc[static_cast<size_t>((b * m + oc) * out_spatial + os)] = sum;
+      }
+    }
+  return acc;
+}
+
+void conv_integer_kernel(KernelContext& ctx) {
+  HostTensor xc = centered(ctx, ctx.input(0), optional_input(ctx, 2), 1);
+  HostTensor wc = centered(ctx, ctx.input(1), optional_input(ctx, 3), 0);
+  std::vector<int64_t> dims;
+  std::vector<int64_t> acc = conv_integer(ctx, xc, wc, dims);
+  ctx.outputs[0] = integer_tensor(DType::I32, dims, acc);
+}
+
+// Requantizes int accumulators: y = saturate(round(acc * real_scale(i) / y_scale) + y_zero).
+HostTensor requantize(const KernelContext& ctx, const std::vector<int64_t>& acc, const std::vector<int64_t>& dims,
+                      const std::function<double(int64_t)>& real_scale, const HostTensor& y_scale, const HostTensor& y_zero) {
+  const auto [lo, hi] = int_range(ctx, y_zero.dtype());
+  const double ys = y_scale.real_at(0);
+  const int64_t yz = y_zero.int_at(0);
+  std::vector<int64_t> v(acc.size());
+  for (size_t i = 0; i < acc.size(); ++i)
+    v[i] = saturate_round(std::nearbyint(static_cast<double>(acc[i]) * real_scale(static_cast<int64_t>(i)) / ys) + static_cast<double>(yz), lo, hi);
+  return integer_tensor(y_zero.dtype(), dims, v);
+}
+
+void qlinear_matmul(KernelContext& ctx) {
+  const HostTensor& a = ctx.input(0);
+  const HostTensor& b = ctx.input(3);
+  HostTensor ac = centered(ctx, a, &ctx.input(2), static_cast<int64_t>(a.rank()) - 2);
+  HostTensor bc = centered(ctx, b, &ctx.input(5), -1);
+  HostTensor acc = matmul(ctx, ac, bc);
+  const HostTensor& a_scale = ctx.input(1);
+  const HostTensor& b_scale = ctx.input(4);
+  const int64_t n = acc.dims().back();
+  const int64_t m = acc.rank() >= 2 ? acc.dim(-2) : 1;
+  std::vector<int64_t> values(static_cast<size_t>(acc.size()));
+  for (int64_t i = 0; i < acc.size(); ++i) values[static_cast<size_t>(i)] = acc.data<int32_t>()[i];
+  auto scale = [&](int64_t i) {
+    const double sa = a_scale.size() > 1 ? a_scale.real_at(i / n % m) : a_scale.real_at(0);
+    const double sb = b_scale.size() > 1 ? b_scale.real_at(i % n) : b_scale.real_at(0);
+    return sa * sb;
+  };
+  ctx.outputs[0] = requantize(ctx, values, acc.dims(), scale, ctx.input(6), ctx.input(7));
+}
+
+void qlinear_conv(KernelContext& ctx) {
+  HostTensor xc = centered(ctx, ctx.input(0), &ctx.input(2), 1);
+  HostTensor wc = centered(ctx, ctx.input(3), &ctx.input(5), 0);
+  std::vector<int64_t> dims;
+  std::vector<int64_t> acc = conv_integer(ctx, xc, wc, dims);
+  int64_t spatial = 1;
+  for (size_t d = 2; d < dims.size(); ++d) spatial *= dims[d];
+  const int64_t m = dims[1];
+  if (ctx.has_input(8)) {
+    const HostTensor& bias = ctx.input(8);
+    if (bias.size() != m) ctx.fail("the bias needs one int32 per output channel");
+    for (size_t i = 0; i < acc.size(); ++i) acc[i] += bias.int_at(static_cast<int64_t>(i) / spatial % m);
+  }
+  const HostTensor& x_scale = ctx.input(1);
+  const HostTensor& w_scale = ctx.input(4);
+  auto scale = [&](int64_t i) { return x_scale.real_at(0) * (w_scale.size() > 1 ? w_scale.real_at(i / spatial % m) : w_scale.real_at(0)); };
+  ctx.outputs[0] = requantize(ctx, acc, dims, scale, ctx.input(6), ctx.input(7));
+}
+
+}  // namespace
+
+void register_quantize_kernels(KernelRegistry& r) {
+  r.add("", "QuantizeLinear", quantize_linear);
+  r.add("", "DequantizeLinear", dequantize_linear);
+  r.add("", "DynamicQuantizeLinear", dynamic_quantize_linear);
+  r.add("", "MatMulInteger", matmul_integer, /*half_via_f32=*/false);
+  r.add("", "ConvInteger", conv_integer_kernel, /*half_via_f32=*/false);
+  r.add("", "QLinearMatMul", qlinear_matmul);
+  r.add("", "QLinearConv", qlinear_conv);
+}
+
+}  // namespace geopt

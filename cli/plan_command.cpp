@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string>
 
 #include "ascend/plan_file.h"
 #include "ir/dtype.h"
@@ -22,14 +23,46 @@ std::string tensor_text(const plan::TensorRef& r) {
   if (r.absent()) return "-";
   std::string dims;
   for (int i = 0; i < r.dims_size(); ++i) dims += (i ? "," : "") + std::to_string(r.dims(i));
-  return r.name() + " " + dtype_name(static_cast<DType>(r.dtype())) + "[" + dims + "] " + r.format() + " @" +
-         (r.region() == plan::WEIGHT ? "weight" : "pool") + "+" + std::to_string(r.offset());
+  return r.name() + " " + dtype_name(static_cast<DType>(r.dtype())) + "[" + (r.bounded() ? "<=" : "") + dims + "] " + r.format() + " @" +
+         (r.region() == plan::WEIGHT ? "weight" : "pool") + "+" + std::to_string(r.offset()) + (r.bounded() ? " (dims set at run time)" : "");
+}
+
+// The kernels of a plan or of a body (indented under its control-flow kernel).
+void print_kernels(const plan::Plan& p, const std::string& indent) {
+  for (int k = 0; k < p.kernels_size(); ++k) {
+    const auto& kernel = p.kernels(k);
+    std::printf("%s#%-4d stream %u  %s%s%s '%s'  %.2f us\n", indent.c_str(), k, kernel.stream(), kernel.domain().c_str(),
+                kernel.domain().empty() ? "" : "::", kernel.op_type().c_str(), kernel.name().c_str(), kernel.modeled_us());
+    for (uint32_t e : kernel.wait_events())
+      std::printf("%s      wait   event %u (from #%u)\n", indent.c_str(), e, p.events(static_cast<int>(e)).from_kernel());
+    for (const auto& r : kernel.inputs()) std::printf("%s      in     %s\n", indent.c_str(), tensor_text(r).c_str());
+    for (const auto& r : kernel.outputs()) std::printf("%s      out    %s\n", indent.c_str(), tensor_text(r).c_str());
+    for (uint32_t e : kernel.record_events())
+      std::printf("%s      record event %u (for #%u)\n", indent.c_str(), e, p.events(static_cast<int>(e)).to_kernel());
+    for (const auto& body : kernel.bodies()) {
+      const plan::Plan& b = body.plan();
+      std::printf("%s      body   %s: %d kernel(s) on %u stream(s), %d event(s), pool %llu B, weights %llu B\n", indent.c_str(),
+                  body.attribute().c_str(), b.kernels_size(), b.stream_count(), b.events_size(),
+                  static_cast<unsigned long long>(b.activation_bytes()), static_cast<unsigned long long>(b.weight_bytes()));
+      const std::string inner = indent + "             ";
+      for (const auto& r : b.inputs()) std::printf("%sinput  %s\n", inner.c_str(), tensor_text(r).c_str());
+      for (const auto& r : b.outputs()) std::printf("%soutput %s\n", inner.c_str(), tensor_text(r).c_str());
+      print_kernels(b, inner);
+    }
+  }
+}
+
+// Weight bytes cleared everywhere (their sizes and offsets stay), for the JSON dump.
+void clear_weights(plan::Plan& p) {
+  p.clear_weights();
+  for (auto& k : *p.mutable_kernels())
+    for (auto& b : *k.mutable_bodies()) clear_weights(*b.mutable_plan());
 }
 
 int dump(const PlanOptions& o) {
   plan::Plan p = ascend::read_plan(o.plan);
   if (o.json) {
-    p.clear_weights();  // bytes; the sizes and offsets stay
+    clear_weights(p);
     std::string text;
     google::protobuf::util::JsonPrintOptions options;
     options.add_whitespace = true;
@@ -49,17 +82,7 @@ int dump(const PlanOptions& o) {
               p.weights_file().empty() ? "inline" : ("in " + p.weights_file()).c_str());
   for (const auto& r : p.inputs()) std::printf("input            %s\n", tensor_text(r).c_str());
   for (const auto& r : p.outputs()) std::printf("output           %s\n", tensor_text(r).c_str());
-  for (int k = 0; k < p.kernels_size(); ++k) {
-    const auto& kernel = p.kernels(k);
-    std::printf("#%-4d stream %u  %s%s%s '%s'  %.2f us\n", k, kernel.stream(), kernel.domain().c_str(),
-                kernel.domain().empty() ? "" : "::", kernel.op_type().c_str(), kernel.name().c_str(), kernel.modeled_us());
-    for (uint32_t e : kernel.wait_events())
-      std::printf("      wait   event %u (from #%u)\n", e, p.events(static_cast<int>(e)).from_kernel());
-    for (const auto& r : kernel.inputs()) std::printf("      in     %s\n", tensor_text(r).c_str());
-    for (const auto& r : kernel.outputs()) std::printf("      out    %s\n", tensor_text(r).c_str());
-    for (uint32_t e : kernel.record_events())
-      std::printf("      record event %u (for #%u)\n", e, p.events(static_cast<int>(e)).to_kernel());
-  }
+  print_kernels(p, "");
   return 0;
 }
 

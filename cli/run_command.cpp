@@ -82,6 +82,17 @@ struct Runner {
       for (const Value* v : evaluator->required_inputs()) names.push_back(v->name());
     return names;
   }
+  // The dtype input `name` is declared with (Undefined when not known).
+  DType input_dtype(const std::string& name) const {
+    if (plan) {
+      for (const auto& r : plan->inputs())
+        if (r.name() == name) return static_cast<DType>(r.dtype());
+    } else {
+      for (const Value* v : evaluator->required_inputs())
+        if (v->name() == name) return v->type.dtype;
+    }
+    return DType::Undefined;
+  }
   std::map<std::string, HostTensor> random(uint64_t seed, const std::map<std::string, int64_t>& symbols) const {
     if (model) return random_inputs(*model, seed, symbols);
     std::mt19937_64 rng(seed);
@@ -119,7 +130,7 @@ int run(const RunOptions& o) {
   for (const auto& in : o.inputs) {
     auto [name, file] = split_assignment(in, "--input");
     if (!given.insert(name).second) throw Error("--input " + name + " is given twice: which file is meant?");
-    feeds[name] = read_npy(file);
+    feeds[name] = as_declared_dtype(read_npy(file), runner.input_dtype(name));
   }
   if (!o.random)
     for (const auto& name : runner.required_inputs())
@@ -167,7 +178,8 @@ int run(const RunOptions& o) {
     std::string line = "  " + name + "  " + t.shape_string();
     if (!o.compare_dir.empty()) {
       if (reference && !expected.count(name)) throw Error("--compare: " + o.compare_dir + " has no output '" + name + "'");
-      TensorDiff d = diff(t, reference ? expected.at(name) : read_npy(fs::path(o.compare_dir) / file_name_for(name)), o.tolerance);
+      TensorDiff d = diff(t, reference ? expected.at(name) : as_declared_dtype(read_npy(fs::path(o.compare_dir) / file_name_for(name)), t.dtype()),
+                          o.tolerance);
       bool ok = d.within();
       all_ok = all_ok && ok;
       char buf[160];
@@ -217,7 +229,9 @@ std::function<int()> add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Run an ONNX model (reference evaluator) or a compiled .plan (plan executor); write or compare its outputs");
   cmd->add_option("model", o->model, "ONNX model or .plan file")->required();
-  cmd->add_option("--input", o->inputs, "Input as NAME=FILE.npy (repeatable)");
+  cmd->add_option("--input", o->inputs,
+                  "Input as NAME=FILE.npy (repeatable). NumPy has no bfloat16: a bf16 input is read from a '<u2' array of its bit "
+                  "patterns (or a 2-byte void array, '<V2'), and bf16 outputs are written as '<u2' (view them with ml_dtypes.bfloat16)");
   cmd->add_flag("--random-inputs", o->random, "Feed uniform random inputs (floats in [-1,1), integers in {0,1})");
   cmd->add_option("--seed", o->seed, "Seed for --random-inputs")->capture_default_str();
   cmd->add_option("--dim", o->dims, "Symbolic dim value for --random-inputs, as NAME=N (default 1)");

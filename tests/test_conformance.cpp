@@ -12,6 +12,7 @@
 #include <set>
 
 #include "eval/evaluator.h"
+#include "io/npy.h"
 #include "onnx/import.h"
 #include "test_support.h"
 #include "util/error.h"
@@ -97,16 +98,6 @@ std::string compare(const HostTensor& got, const HostTensor& want) {
   return "";
 }
 
-// ONNX 1.12's test data stores bfloat16 tensors as uint16 bit patterns.
-HostTensor as_declared(const HostTensor& t, DType declared) {
-  if (t.dtype() == DType::U16 && declared == DType::BF16) {
-    HostTensor r(DType::BF16, t.dims());
-    std::memcpy(r.mutable_raw(), t.raw(), t.nbytes());
-    return r;
-  }
-  return t;
-}
-
 // Empty string on success, else the reason.
 std::string run_case(const fs::path& dir) {
   Model model = import_onnx(dir / "model.onnx");
@@ -121,13 +112,13 @@ std::string run_case(const fs::path& dir) {
       fs::path p = entry.path() / ("input_" + std::to_string(k) + ".pb");
       if (!fs::exists(p)) continue;  // an omitted optional input
       HostTensor t = HostTensor::view(*import_tensor(p)).clone();
-      feeds[inputs[k]->name()] = as_declared(t, inputs[k]->type.dtype);
+      feeds[inputs[k]->name()] = as_declared_dtype(t, inputs[k]->type.dtype);
     }
     NamedTensors outs = ev.run(feeds);
     for (size_t k = 0; k < outs.size(); ++k) {
       fs::path p = entry.path() / ("output_" + std::to_string(k) + ".pb");
       HostTensor want = HostTensor::view(*import_tensor(p));
-      std::string why = compare(outs[k].second, as_declared(want, outs[k].second.dtype()));
+      std::string why = compare(outs[k].second, as_declared_dtype(want, outs[k].second.dtype()));
       if (!why.empty()) return entry.path().filename().string() + " output '" + outs[k].first + "': " + why;
     }
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <set>
+#include <unordered_set>
 
 #include "ascend/execution_order.h"
 #include "ascend/layout.h"
@@ -12,6 +14,8 @@
 #include "eval/compare.h"
 #include "eval/evaluator.h"
 #include "eval/numerical_check.h"
+#include "onnx/captures.h"
+#include "passes/control_flow_types.h"
 #include "passes/static_shapes.h"
 #include "util/error.h"
 
@@ -20,6 +24,117 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+struct Lowered {
+  std::vector<size_t> order;
+  MemoryPlan memory;
+  StreamPlan streams;
+  plan::Plan plan;
+};
+
+Lowered lower_graph(const Model& m, const HardwareProfile& profile, const CompileOptions& options, size_t max_streams);
+
+// Trips a Loop or Scan kernel runs its body: the length of its first scan output (a
+// Loop's trip count, a Scan's sequence), else a constant trip count, else 1.
+double trips_of(const Node& n) {
+  if (n.op_type == "If") return 1;
+  const size_t carried = n.op_type == "Loop" ? n.inputs().size() - capture_count(n) - 2 : 0;
+  for (size_t o = carried; n.op_type == "Loop" && o < n.outputs().size(); ++o)
+    if (const Value* v = n.output(o); v && v->type.shape && v->type.shape->rank() > 0) return static_cast<double>((*v->type.shape)[0].value());
+  if (n.op_type == "Scan")
+    for (const Value* v : n.outputs())
+      if (v && v->type.shape && v->type.shape->rank() > 0 && v != n.output(0)) return static_cast<double>((*v->type.shape)[0].value());
+  return 1;
+}
+
+// Lowers each body of control-flow node n (a node of `parent`) to a plan of its own: the
+// body typed as n feeds it, its constants from the enclosing graph made its own, its
+// shapes made static, optimized with the same rules, then lowered as any graph is. The
+// kernel's modeled time becomes its bodies' (If: the slower branch; Loop, Scan: per trip).
+void lower_bodies(const Node& n, const Model& parent, const HardwareProfile& profile, const CompileOptions& options, plan::Kernel& kernel) {
+  double body_us = 0;
+  for (const auto& a : n.attributes) {
+    if (a.kind != AttrKind::Graph) continue;
+    Model body = body_as_model(n, parent, a.name.c_str(), body_input_types(n));
+    StaticShapeOptions compile_time;
+    compile_time.always_fold = is_weight_layout;
+    StaticShapeReport shapes = propagate_static_shapes(body, compile_time);
+    if (!shapes.dynamic.empty()) {
+      const Value* v = body.graph->find_value(shapes.dynamic.front());
+      throw Error(n.describe() + ": its body '" + a.name + "' has a value whose shape is not static ('" + v->name() + "', " + v->type.to_string() +
+                  "); a plan needs static shapes in bodies too (a Loop's carried values must keep their shape)");
+    }
+    if (options.rules) {
+      Model optimized = std::move(optimize(body, *options.rules, profile, options.optimize).model);
+      propagate_static_shapes(optimized, compile_time);
+      body = std::move(optimized);
+    }
+    Lowered l = lower_graph(body, profile, options, options.single_stream ? 1 : options.max_streams);
+    set_plan_weights(l.plan, l.memory);
+    body_us = std::max(body_us, simulate_plan(l.plan).latency_us);
+    auto* b = kernel.add_bodies();
+    b->set_attribute(a.name);
+    *b->mutable_plan() = std::move(l.plan);
+  }
+  kernel.set_modeled_us(kernel.launch_us() + body_us * trips_of(n));
+}
+
+// The outputs of an If whose branches give them different static shapes: each gets the
+// bytes of the larger, as a flat upper bound, and is marked bounded in the plan (its dims
+// are set at run time). Only graph outputs may be such values: a kernel reading one
+// would need its shape at compile time. Returns their names.
+std::set<std::string> bound_branch_shapes(Model& m) {
+  std::set<std::string> bounded;
+  std::unordered_set<const Value*> outputs(m.graph->outputs().begin(), m.graph->outputs().end());
+  for (const auto& n : m.graph->nodes()) {
+    if (!n->domain.empty() || n->op_type != "If") continue;
+    bool open = false;
+    for (const Value* v : n->outputs()) open = open || (v && !(v->type.shape && v->type.shape->is_static()));
+    if (!open) continue;
+    auto [then_types, else_types] = branch_output_types(*n, m);
+    for (size_t i = 0; i < n->outputs().size() && i < then_types.size() && i < else_types.size(); ++i) {
+      Value* v = n->outputs()[i];
+      if (!v || (v->type.shape && v->type.shape->is_static())) continue;
+      const ValueType& a = then_types[i];
+      const ValueType& b = else_types[i];
+      if (!a.shape || !b.shape || !a.shape->is_static() || !b.shape->is_static() || a.dtype != b.dtype) continue;
+      if (!v->uses().empty() || !outputs.count(v))
+        throw Error(n->describe() + ": its branches give '" + v->name() + "' the shapes " + a.to_string() + " and " + b.to_string() + ", and " +
+                    (v->uses().empty() ? std::string("it is not a graph output") : v->uses().front().node->describe() + " reads it") +
+                    ": a plan holds a value of branch-dependent shape only as a graph output");
+      ValueType bound;
+      bound.dtype = a.dtype;
+      bound.shape = Shape(std::vector<Dim>{std::max(*a.shape->element_count(), *b.shape->element_count())});
+      v->type = bound;
+      bounded.insert(v->name());
+    }
+  }
+  return bounded;
+}
+
+// Streams, then the plan, for a graph whose order and memory are planned.
+std::pair<StreamPlan, plan::Plan> lower_planned(const Model& m, const std::vector<size_t>& order, const MemoryPlan& memory,
+                                                const HardwareProfile& profile, const CompileOptions& options, size_t max_streams,
+                                                const std::set<std::string>& bounded = {}) {
+  const Graph& g = *m.graph;
+  std::vector<KernelCost> costs;
+  for (size_t k : order) costs.push_back(cost_of(work_of(*g.nodes()[k], options.optimize.cost), profile));
+  StreamPlan streams = plan_streams(g, order, memory, {.max_streams = max_streams});
+  validate_stream_plan(streams);
+  LoweringInputs in{m, order, memory, streams, profile.soc_version, costs, /*with_weights=*/false, {}, bounded};
+  in.lower_bodies = [&](const Node& n, plan::Kernel& kernel) { lower_bodies(n, m, profile, options, kernel); };
+  plan::Plan p = lower_to_plan(in);
+  return {std::move(streams), std::move(p)};
+}
+
+Lowered lower_graph(const Model& m, const HardwareProfile& profile, const CompileOptions& options, size_t max_streams) {
+  Lowered l;
+  l.order = memory_aware_order(*m.graph);
+  l.memory = plan_memory(*m.graph, l.order, options.memory);
+  validate_memory_plan(l.memory);
+  std::tie(l.streams, l.plan) = lower_planned(m, l.order, l.memory, profile, options, max_streams);
+  return l;
+}
 
 }  // namespace
 
@@ -36,6 +151,9 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
   StaticShapeOptions compile_time;
   compile_time.always_fold = is_weight_layout;
   StaticShapeReport shapes = propagate_static_shapes(prepared, compile_time);
+  const std::set<std::string> bounded = bound_branch_shapes(prepared);
+  if (!bounded.empty()) shapes.dynamic.erase(std::remove_if(shapes.dynamic.begin(), shapes.dynamic.end(), [&](const std::string& s) { return bounded.count(s) > 0; }),
+                                              shapes.dynamic.end());
   dump("2_static_shapes", prepared);
   if (!shapes.dynamic.empty()) {
     std::string names;
@@ -75,12 +193,8 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
                 mib(static_cast<uint64_t>(profile.hbm_bytes)) + " of HBM on " + profile.soc_version +
                 ": fix smaller input dims with --input_shape (a smaller batch or sequence), keep memory reuse on, or compile for a larger part");
   }
-  std::vector<KernelCost> costs;
-  for (size_t k : r.order) costs.push_back(cost_of(work_of(*g.nodes()[k], options.optimize.cost), profile));
   auto lower_on = [&](size_t max_streams) {
-    StreamPlan sp = plan_streams(g, r.order, r.memory, {.max_streams = max_streams});
-    validate_stream_plan(sp);
-    plan::Plan p = lower_to_plan({r.model, r.order, r.memory, sp, profile.soc_version, costs, /*with_weights=*/false});
+    auto [sp, p] = lower_planned(r.model, r.order, r.memory, profile, options, max_streams, bounded);
     if (r.optimized) {
       auto* stats = p.mutable_compile();
       stats->set_kernels_before(r.optimized->before.kernels);

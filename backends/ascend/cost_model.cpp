@@ -130,6 +130,22 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     if (a.known && !a.empty()) w.cube_macs = 2 * out.elements * static_cast<double>(a.back());  // two products
     w.vector_ops = out.elements * (weight("Sigmoid") + 2);
     w.min_l1_bytes = static_cast<int64_t>(3 * 16 * 16 * bytes);
+  } else if (n.domain.empty() && (op == "RNN" || op == "GRU" || op == "LSTM")) {
+    // Per step and direction: the input and recurrent products of every gate on the Cube
+    // ([batch, input + hidden] x [input + hidden, gates * hidden]), the gate activations
+    // and state updates on the Vector unit.
+    Extent x = extent(at(n.inputs, 0), o), wt = extent(at(n.inputs, 1), o), r = extent(at(n.inputs, 2), o);
+    if (x.known && wt.known && r.known && x.rank() == 3 && wt.rank() == 3 && r.rank() == 3) {
+      const Attribute* layout = find_attr(n, "layout");
+      const double steps = static_cast<double>(layout && layout->i ? x.dim(1) : x.dim(0));
+      const double batch = static_cast<double>(layout && layout->i ? x.dim(0) : x.dim(1));
+      const double dirs = static_cast<double>(wt.dim(0)), gate_rows = static_cast<double>(wt.dim(1));
+      const double input = static_cast<double>(wt.dim(2)), hidden = static_cast<double>(r.dim(2));
+      w.cube_macs = steps * dirs * batch * gate_rows * (input + hidden);
+      const double per_gate = weight(op == "RNN" ? "Tanh" : "Sigmoid") + 3;
+      w.vector_ops = steps * dirs * batch * gate_rows * per_gate;
+    }
+    w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
   } else if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm") {
     Extent a = extent(at(n.inputs, 0), o), b = extent(at(n.inputs, 1), o);
     if (a.known && b.known && !a.empty() && !b.empty()) {

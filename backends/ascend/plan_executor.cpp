@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "eval/kernel_call.h"
+#include "onnx/captures.h"
 #include "onnx/import.h"
 #include "plan_file.h"
 #include "util/error.h"
@@ -38,12 +39,64 @@ struct PlanExecutor::Compiled {
   std::vector<int64_t> opsets;
   std::shared_ptr<std::byte> weights;
   std::vector<std::vector<size_t>> stream_kernels;
+  // Per kernel, its bodies' executors by attribute (control-flow kernels only).
+  std::vector<std::map<std::string, std::unique_ptr<PlanExecutor>>> bodies;
+  const KernelRegistry* registry = nullptr;
 };
+
+namespace {
+
+// Where a control-flow kernel of the plan runs: its bodies are sub-plans, run by their
+// own executors (StreamSwitch and StreamActive: the kernel picks a body and starts its
+// streams; it completes, and records its events, once the body's streams are done).
+// The values a body reads from this plan are the kernel's captured inputs, fed by name.
+class SubPlanScope final : public Scope {
+ public:
+  SubPlanScope(const Model& model, const KernelRegistry& kernels, const std::map<std::string, std::unique_ptr<PlanExecutor>>& bodies,
+               std::map<std::string, const HostTensor*> captured, StreamSchedule schedule)
+      : model_(model), kernels_(kernels), bodies_(bodies), captured_(std::move(captured)), schedule_(schedule) {}
+  const Model& model() const override { return model_; }
+  const KernelRegistry& kernels() const override { return kernels_; }
+  const HostTensor* find(std::string_view name) const override {
+    auto it = captured_.find(std::string(name));
+    return it == captured_.end() ? nullptr : it->second;
+  }
+  std::optional<std::vector<HostTensor>> run_body(const Node& node, const std::string& attribute,
+                                                  const std::vector<HostTensor>& inputs) const override {
+    auto it = bodies_.find(attribute);
+    if (it == bodies_.end()) throw Error("plan: " + node.describe() + ": the plan has no body '" + attribute + "'");
+    const plan::Plan& body = it->second->plan();
+    std::map<std::string, HostTensor> feeds;
+    for (int i = 0; i < body.inputs_size(); ++i) {
+      const std::string& name = body.inputs(i).name();
+      if (static_cast<size_t>(i) < inputs.size()) {
+        feeds[name] = inputs[static_cast<size_t>(i)];
+      } else if (const HostTensor* t = find(name)) {
+        feeds[name] = *t;
+      } else {
+        throw Error("plan: " + node.describe() + ": body '" + attribute + "' reads '" + name + "', which the kernel does not capture");
+      }
+    }
+    std::vector<HostTensor> outs;
+    for (auto& [name, t] : it->second->run(feeds, schedule_)) outs.push_back(std::move(t));
+    return outs;
+  }
+
+ private:
+  const Model& model_;
+  const KernelRegistry& kernels_;
+  const std::map<std::string, std::unique_ptr<PlanExecutor>>& bodies_;
+  std::map<std::string, const HostTensor*> captured_;
+  StreamSchedule schedule_;
+};
+
+}  // namespace
 
 PlanExecutor::PlanExecutor(const plan::Plan& plan, const KernelRegistry& registry)
     : plan_(plan), compiled_(std::make_unique<Compiled>()) {
   check_plan(plan, "plan");
   Compiled& c = *compiled_;
+  c.registry = &registry;
   for (const auto& o : plan.opsets()) c.model.opsets.push_back({o.domain(), o.version()});
   Graph& g = *c.model.graph;
   auto value = [&](const plan::TensorRef& r) -> Value* {
@@ -66,6 +119,17 @@ PlanExecutor::PlanExecutor(const plan::Plan& plan, const KernelRegistry& registr
       if (!ap.ParseFromString(bytes)) throw Error("plan: " + describe(pk, static_cast<size_t>(k)) + ": an attribute does not decode");
       n->attributes.push_back(import_attribute(std::move(ap), "plan: " + describe(pk, static_cast<size_t>(k))));
     }
+    // The rebuilt values carry the planned types (a Loop that runs no trip shapes its
+    // empty scan outputs from them).
+    for (int o = 0; o < pk.outputs_size(); ++o)
+      if (Value* v = outs[static_cast<size_t>(o)]) {
+        v->type.dtype = static_cast<DType>(pk.outputs(o).dtype());
+        std::vector<Dim> dims;
+        for (int64_t d : pk.outputs(o).dims()) dims.push_back(d);
+        v->type.shape = Shape(std::move(dims));
+      }
+    auto& bodies = c.bodies.emplace_back();
+    for (const auto& b : pk.bodies()) bodies[b.attribute()] = std::make_unique<PlanExecutor>(b.plan(), registry);
     const KernelInfo* info = registry.find(pk.domain(), pk.op_type());
     if (!info) throw Error("plan: " + describe(pk, static_cast<size_t>(k)) + ": no host kernel for this op");
     c.nodes.push_back(n);
@@ -80,7 +144,7 @@ PlanExecutor::PlanExecutor(const plan::Plan& plan, const KernelRegistry& registr
 
 PlanExecutor::~PlanExecutor() = default;
 
-void PlanExecutor::run_kernel(size_t k, std::byte* pool) const {
+void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims) const {
   const Compiled& c = *compiled_;
   const plan::Kernel& pk = plan_.kernels(static_cast<int>(k));
   std::vector<HostTensor> views;
@@ -98,16 +162,34 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool) const {
     views.push_back(HostTensor::borrowed(static_cast<DType>(r.dtype()), dims_of(r), at, std::move(keep), weight));
     ptrs.push_back(&views.back());
   }
-  std::vector<HostTensor> results = call_kernel(*c.kernels[k], *c.nodes[k], c.opsets[k], std::move(ptrs));
+  std::vector<HostTensor> results;
+  if (!c.bodies[k].empty()) {
+    std::map<std::string, const HostTensor*> captured;
+    const Node& n = *c.nodes[k];
+    if (const Attribute* names = n.attr(kCapturesAttr)) {
+      const size_t first = ptrs.size() - std::min(names->strings.size(), ptrs.size());
+      for (size_t i = 0; first + i < ptrs.size(); ++i) captured[names->strings[i]] = ptrs[first + i];
+    }
+    const SubPlanScope scope(c.model, *c.registry, c.bodies[k], std::move(captured), schedule);
+    results = call_kernel(*c.kernels[k], n, c.opsets[k], std::move(ptrs), &scope);
+  } else {
+    results = call_kernel(*c.kernels[k], *c.nodes[k], c.opsets[k], std::move(ptrs));
+  }
   for (int o = 0; o < pk.outputs_size(); ++o) {
     const auto& r = pk.outputs(o);
     if (r.absent()) continue;
     const HostTensor& t = results[static_cast<size_t>(o)];
-    if (static_cast<int32_t>(t.dtype()) != r.dtype() || t.dims() != dims_of(r))
+    const bool fits = r.bounded() ? static_cast<int32_t>(t.dtype()) == r.dtype() && t.nbytes() <= r.size()
+                                  : static_cast<int32_t>(t.dtype()) == r.dtype() && t.dims() == dims_of(r);
+    if (!fits)
       throw Error("plan: " + describe(pk, k) + ": output '" + r.name() + "' came out as " + t.shape_string() +
-                  ", the plan reserved " + std::to_string(r.size()) + " bytes for another shape");
+                  ", the plan reserved " + std::to_string(r.size()) + " bytes for " + (r.bounded() ? "at most that" : "another shape"));
+    if (r.bounded()) {
+      std::lock_guard lock(dims.mutex);
+      dims.by_name[r.name()] = t.dims();
+    }
     std::byte* dst = pool + r.offset();
-    if (t.raw() != dst && r.size()) std::memmove(dst, t.raw(), r.size());
+    if (t.raw() != dst && t.nbytes()) std::memmove(dst, t.raw(), t.nbytes());
   }
 }
 
@@ -132,6 +214,7 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
     if (r.size()) std::memcpy(pool.get() + r.offset(), t.raw(), r.size());
   }
 
+  RuntimeDims runtime_dims;
   const size_t kernel_count = static_cast<size_t>(plan_.kernels_size());
   std::vector<char> recorded(static_cast<size_t>(plan_.events_size()), 0);
   auto waits_met = [&](size_t k) {
@@ -154,7 +237,7 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       }
       if (pick < 0) throw Error("plan: every stream waits on an event nobody records (deadlock)");
       size_t k = c.stream_kernels[static_cast<size_t>(pick)][head[static_cast<size_t>(pick)]++];
-      run_kernel(k, pool.get());
+      run_kernel(k, pool.get(), schedule, runtime_dims);
       record(k);
     }
   } else {
@@ -169,7 +252,7 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
             changed.wait(lock, [&] { return failure || waits_met(k); });
             if (failure) return;
           }
-          run_kernel(k, pool.get());
+          run_kernel(k, pool.get(), schedule, runtime_dims);
           std::lock_guard lock(mutex);
           record(k);
           changed.notify_all();
@@ -189,8 +272,14 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
 
   NamedTensors outs;
   for (const auto& r : plan_.outputs()) {
-    HostTensor t(static_cast<DType>(r.dtype()), dims_of(r));
-    if (r.size()) std::memcpy(t.mutable_raw(), pool.get() + r.offset(), r.size());
+    std::vector<int64_t> out_dims = dims_of(r);
+    if (r.bounded()) {
+      auto it = runtime_dims.by_name.find(r.name());
+      if (it == runtime_dims.by_name.end()) throw Error("plan: output '" + r.name() + "' has bounded dims that no kernel set");
+      out_dims = it->second;
+    }
+    HostTensor t(static_cast<DType>(r.dtype()), out_dims);
+    if (t.nbytes()) std::memcpy(t.mutable_raw(), pool.get() + r.offset(), t.nbytes());
     outs.emplace_back(r.name(), std::move(t));
   }
   return outs;

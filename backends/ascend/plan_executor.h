@@ -6,6 +6,7 @@
 // plan therefore changes the numbers.
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,12 @@ class PlanExecutor {
 
  private:
   struct Compiled;
-  void run_kernel(size_t k, std::byte* pool) const;
+  // The dims of bounded values (plan.proto TensorRef.bounded), as their kernels set them in one run.
+  struct RuntimeDims {
+    std::mutex mutex;
+    std::map<std::string, std::vector<int64_t>> by_name;
+  };
+  void run_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims) const;
 
   const plan::Plan& plan_;
   std::unique_ptr<Compiled> compiled_;

@@ -53,6 +53,7 @@ plan::Plan lower_to_plan(const LoweringInputs& in) {
     r->set_size(static_bytes(*v));
     for (const Dim& d : v->type.shape->dims()) r->add_dims(d.value());
     r->set_format(format_of(*v));
+    if (in.bounded.count(v->name())) r->set_bounded(true);
     if (v->initializer) {
       r->set_region(plan::WEIGHT);
       r->set_offset(in.memory.weight_offset.at(v));
@@ -67,7 +68,13 @@ plan::Plan lower_to_plan(const LoweringInputs& in) {
     kernel->set_name(n.name);
     kernel->set_op_type(n.op_type);
     kernel->set_domain(n.domain);
+    bool has_body = false;
     for (const Attribute& a : n.attributes) {
+      // Bodies travel lowered (plan.proto Body), not as graphs.
+      if (a.kind == AttrKind::Graph || a.kind == AttrKind::Graphs) {
+        has_body = true;
+        continue;
+      }
       onnx::AttributeProto ap;
       onnx_io::attribute_to_proto(a, &ap);
       kernel->add_attributes(ap.SerializeAsString());
@@ -82,6 +89,10 @@ plan::Plan lower_to_plan(const LoweringInputs& in) {
       kernel->set_vector_us(c.vector_us);
       kernel->set_memory_us(c.memory_us);
       kernel->set_launch_us(c.launch_us);
+    }
+    if (has_body) {
+      if (!in.lower_bodies) throw Error(n.describe() + ": a control-flow node needs its bodies lowered");
+      in.lower_bodies(n, *kernel);
     }
   }
   p.set_stream_count(static_cast<uint32_t>(in.streams.stream_count));
@@ -255,6 +266,7 @@ void check_plan(const plan::Plan& p, const std::string& where) {
     }
     if (std::none_of(kernel.outputs().begin(), kernel.outputs().end(), [](const plan::TensorRef& r) { return !r.absent(); }))
       throw Error(where + ": " + what + " has no output");
+    for (const auto& body : kernel.bodies()) check_plan(body.plan(), where + ": " + what + " body '" + body.attribute() + "'");
     for (uint32_t e : kernel.wait_events()) {
       if (static_cast<int>(e) >= p.events_size()) throw Error(where + ": " + what + " waits on a missing event");
       if (p.events(static_cast<int>(e)).to_kernel() != static_cast<uint32_t>(k)) throw Error(where + ": " + what + " waits on event " + std::to_string(e) + ", which is another kernel's");

@@ -2,6 +2,8 @@
 // Lowering to the plan file (plan.proto): the optimized graph in issue order,
 // each kernel with its stream and events, every tensor at its planned place.
 #include <filesystem>
+#include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,11 @@ struct LoweringInputs {
   // false: the weight region is left empty, for set_plan_weights once the plan is
   // chosen (compile lowers twice to pick a stream count; the weights are copied once).
   bool with_weights = true;
+  // Lowers the bodies of a control-flow node into its kernel (plan.proto Body); a model
+  // with control flow and no such callback is refused.
+  std::function<void(const Node&, plan::Kernel&)> lower_bodies;
+  // Values whose planned dims are an upper bound (plan.proto TensorRef.bounded).
+  std::set<std::string> bounded;
 };
 
 plan::Plan lower_to_plan(const LoweringInputs& in);

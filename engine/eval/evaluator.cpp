@@ -95,39 +95,6 @@ void Evaluator::check_inputs(const std::map<std::string, HostTensor>& inputs) co
 
 namespace {
 
-// The names a body uses that neither it nor its nested bodies define: the values it
-// reads from the enclosing graphs.
-void collect_outer_names(const onnx::GraphProto& g, std::set<std::string>& out) {
-  std::set<std::string> defined;
-  for (const auto& v : g.input()) defined.insert(v.name());
-  for (const auto& t : g.initializer()) defined.insert(t.name());
-  for (const auto& n : g.node())
-    for (const auto& o : n.output()) defined.insert(o);
-  std::set<std::string> used;
-  for (const auto& n : g.node()) {
-    for (const auto& i : n.input())
-      if (!i.empty()) used.insert(i);
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) collect_outer_names(a.g(), used);
-      for (const auto& sub : a.graphs()) collect_outer_names(sub, used);
-    }
-  }
-  for (const auto& o : g.output()) used.insert(o.name());
-  for (const auto& u : used)
-    if (!defined.count(u)) out.insert(u);
-}
-
-std::set<std::string> outer_names_of(const Node& n) {
-  std::set<std::string> names;
-  for (const auto& a : n.attributes)
-    if (a.kind == AttrKind::Graph || a.kind == AttrKind::Graphs)
-      for (const auto& bytes : a.opaque) {
-        onnx::GraphProto g;
-        if (g.ParseFromString(bytes)) collect_outer_names(g, names);
-      }
-  return names;
-}
-
 // The values of one running graph, then those of the graphs around it.
 class GraphScope final : public Scope {
  public:
@@ -153,23 +120,16 @@ class GraphScope final : public Scope {
 };
 
 // Runs graph g of `model` with `env` holding its inputs; a value no node here produces
-// is looked up in `outer`. Values are dropped after their last use (a body's reference
-// counts as a use by the node that holds the body).
+// is looked up in `outer`. Values are dropped after their last use (what a body reads
+// of this graph is an input of the node that holds it: onnx/captures.h).
 NamedTensors run_graph(const Model& model, const KernelRegistry& kernels, const Graph& g,
                        std::unordered_map<const Value*, HostTensor> env, const Scope* outer, OpProfile* profile) {
   for (const Value* v : g.initializers()) env[v] = HostTensor::view(*v->initializer);
 
   std::unordered_map<const Value*, size_t> last_use;
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    const Node& n = *g.nodes()[i];
-    for (const Value* in : n.inputs())
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    for (const Value* in : g.nodes()[i]->inputs())
       if (in) last_use[in] = i;
-    bool has_body = false;
-    for (const auto& a : n.attributes) has_body = has_body || a.kind == AttrKind::Graph || a.kind == AttrKind::Graphs;
-    if (has_body)
-      for (const auto& name : outer_names_of(n))
-        if (const Value* v = g.find_value(name)) last_use[v] = i;
-  }
   for (const Value* out : g.outputs()) last_use[out] = SIZE_MAX;
   const GraphScope scope(model, kernels, g, env, outer);
 

@@ -61,6 +61,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_einsum_kernel(r);
     register_recurrent_kernels(r);
     register_control_flow_kernels(r);
+    register_ngram_kernel(r);
     return r;
   }();
   return registry;

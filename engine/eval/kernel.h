@@ -4,6 +4,7 @@
 // its outputs (allocating them with the shapes it computes).
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,14 @@ class Scope {
   virtual const KernelRegistry& kernels() const = 0;
   // The value of that name visible here (this graph, then the enclosing ones); null if none.
   virtual const HostTensor* find(std::string_view name) const = 0;
+  // Runs body `attribute` of `node` with `inputs` bound to its first graph inputs, where
+  // this scope runs bodies itself (the plan executor: each body is a sub-plan). nullopt:
+  // the kernel runs the body graph with the reference evaluator.
+  virtual std::optional<std::vector<HostTensor>> run_body(const Node& node, const std::string& attribute,
+                                                          const std::vector<HostTensor>& inputs) const {
+    (void)node, (void)attribute, (void)inputs;
+    return std::nullopt;
+  }
 };
 
 class KernelContext {
@@ -101,5 +110,6 @@ void register_random_kernels(KernelRegistry& r);
 void register_einsum_kernel(KernelRegistry& r);
 void register_recurrent_kernels(KernelRegistry& r);
 void register_control_flow_kernels(KernelRegistry& r);
+void register_ngram_kernel(KernelRegistry& r);
 
 }  // namespace geopt

@@ -20,6 +20,10 @@ constexpr NpyType kTypes[] = {
     {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16}, {"<i8", DType::I64}, {"<i4", DType::I32},
     {"<i2", DType::I16}, {"|i1", DType::I8},  {"|u1", DType::U8},  {"<u2", DType::U16}, {"<u4", DType::U32},
     {"<u8", DType::U64}, {"|b1", DType::Bool},
+    // NumPy has no bfloat16: bf16 is written as its bit patterns, '<u2' (view them as
+    // ml_dtypes.bfloat16), and read from '<u2' where bf16 is expected (as_declared_dtype)
+    // or from a 2-byte void array ('<V2', '|V2'), as array libraries without the type save it.
+    {"<V2", DType::BF16}, {"|V2", DType::BF16},
 };
 
 // The header's dict literal, as NumPy writes it: {'descr': '<f4', 'fortran_order':
@@ -159,10 +163,19 @@ HostTensor read_npy(const std::filesystem::path& path) {
   return t;
 }
 
+HostTensor as_declared_dtype(HostTensor t, DType declared) {
+  if (t.dtype() == DType::U16 && declared == DType::BF16) {
+    HostTensor bits(DType::BF16, t.dims());
+    if (t.nbytes()) std::memcpy(bits.mutable_raw(), t.raw(), t.nbytes());
+    return bits;
+  }
+  return t;
+}
+
 void write_npy(const std::filesystem::path& path, const HostTensor& t) {
-  const char* descr = nullptr;
+  const char* descr = t.dtype() == DType::BF16 ? "<u2" : nullptr;
   for (const auto& k : kTypes)
-    if (k.dtype == t.dtype()) descr = k.descr;
+    if (!descr && k.dtype == t.dtype()) descr = k.descr;
   if (!descr) throw Error(path.string() + ": cannot write dtype " + dtype_name(t.dtype()) + " as .npy");
   std::string shape = "(";
   for (size_t i = 0; i < t.rank(); ++i) shape += std::to_string(t.dims()[i]) + (t.rank() == 1 || i + 1 < t.rank() ? "," : "");

@@ -9,7 +9,10 @@ namespace geopt {
 
 // Throws geopt::Error naming the file on any malformed or unsupported content.
 HostTensor read_npy(const std::filesystem::path& path);
-// Written atomically.
+// Written atomically. bf16 is written as '<u2' bit patterns (NumPy has no bfloat16).
 void write_npy(const std::filesystem::path& path, const HostTensor& t);
+// A tensor read from .npy, as the dtype the model declares where the file can only hold
+// it as bits: '<u2' read where bf16 is declared becomes bf16. Anything else as it is.
+HostTensor as_declared_dtype(HostTensor t, DType declared);
 
 }  // namespace geopt

@@ -1,7 +1,9 @@
-// Control flow: If, Loop and Scan. Each body runs through the evaluator (run_body)
-// with the node's scope, so it reads the enclosing graphs' values by name. Bodies are
-// parsed once per distinct serialized body and kept for the process.
+// Control flow: If, Loop and Scan. A body runs as a sub-plan where the plan executor
+// runs the node (Scope::run_body), else through the reference evaluator (run_body) with
+// the node's captured inputs; body graphs are parsed once per distinct serialized body.
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -10,6 +12,7 @@
 #include "eval/kernel.h"
 #include "ir/value.h"
 #include "kernels/layout.h"
+#include "onnx/captures.h"
 #include "onnx/import.h"
 
 namespace geopt {
@@ -26,10 +29,43 @@ const Graph& body_of(const KernelContext& ctx, const char* attr) {
   return *slot;
 }
 
-const Scope& scope_of(const KernelContext& ctx) {
-  if (!ctx.scope()) ctx.fail("a control-flow node runs only inside a graph (no enclosing scope here)");
-  return *ctx.scope();
+// What a body sees of the graphs around it: the node's captured inputs, by the names the
+// body uses (onnx/captures.h). The opsets and kernels are the enclosing run's; run alone
+// (constant folding, the plan executor) the node's own opset serves.
+class CaptureScope final : public Scope {
+ public:
+  explicit CaptureScope(const KernelContext& ctx) : outer_(ctx.scope()) {
+    if (!outer_) own_model_.opsets.push_back({"", ctx.opset()});
+    const size_t k = capture_count(ctx.node());
+    const size_t first = ctx.input_count() - std::min(k, ctx.input_count());
+    if (const Attribute* names = ctx.node().attr(kCapturesAttr))
+      for (size_t i = 0; i < k && first + i < ctx.input_count(); ++i)
+        if (ctx.has_input(first + i)) captured_[names->strings[i]] = &ctx.input(first + i);
+  }
+  const Model& model() const override { return outer_ ? outer_->model() : own_model_; }
+  const KernelRegistry& kernels() const override { return outer_ ? outer_->kernels() : KernelRegistry::builtin(); }
+  const HostTensor* find(std::string_view name) const override {
+    auto it = captured_.find(std::string(name));
+    if (it != captured_.end()) return it->second;
+    return outer_ ? outer_->find(name) : nullptr;
+  }
+
+ private:
+  const Scope* outer_;
+  Model own_model_;
+  std::map<std::string, const HostTensor*> captured_;
+};
+
+// Runs body `attr`: as a sub-plan where the enclosing run has them (the plan executor),
+// else its graph with the reference evaluator.
+std::vector<HostTensor> run_named_body(const KernelContext& ctx, const CaptureScope& scope, const char* attr, const std::vector<HostTensor>& in) {
+  if (ctx.scope())
+    if (auto outs = ctx.scope()->run_body(ctx.node(), attr, in)) return std::move(*outs);
+  return run_body(body_of(ctx, attr), in, scope);
 }
+
+// The node's own inputs, captures left out.
+size_t own_inputs(const KernelContext& ctx) { return ctx.input_count() - std::min(capture_count(ctx.node()), ctx.input_count()); }
 
 bool truth(const KernelContext& ctx, const HostTensor& t, const char* what) {
   if (t.size() != 1) ctx.fail(std::string(what) + " must hold one element, not " + t.shape_string());
@@ -73,8 +109,18 @@ HostTensor stack(const KernelContext& ctx, const std::vector<HostTensor>& parts,
   return y;
 }
 
-// An empty scan output: no iteration ran, so its shape comes from the body's declaration.
-HostTensor empty_scan_output(const Value& declared) {
+// An empty scan output: no iteration ran, so its shape comes from the node output's type
+// (the length axis 0), else from the body's declaration of the slice.
+HostTensor empty_scan_output(const KernelContext& ctx, size_t output, const char* attr, size_t body_output) {
+  const Value* v = ctx.node().output(output);
+  if (v && v->type.shape && v->type.shape->is_static() && v->type.dtype != DType::Undefined) {
+    std::vector<int64_t> dims;
+    for (const Dim& d : v->type.shape->dims()) dims.push_back(d.value());
+    return HostTensor(v->type.dtype, dims);
+  }
+  const Graph& body = body_of(ctx, attr);
+  if (body_output >= body.outputs().size()) ctx.fail("the body has too few outputs");
+  const Value& declared = *body.outputs()[body_output];
   std::vector<int64_t> dims{0};
   if (declared.type.shape)
     for (const Dim& d : declared.type.shape->dims()) dims.push_back(d.is_static() ? d.value() : 0);
@@ -83,8 +129,7 @@ HostTensor empty_scan_output(const Value& declared) {
 
 void if_kernel(KernelContext& ctx) {
   const bool cond = truth(ctx, ctx.input(0), "the condition");
-  const Graph& body = body_of(ctx, cond ? "then_branch" : "else_branch");
-  std::vector<HostTensor> outs = run_body(body, {}, scope_of(ctx));
+  std::vector<HostTensor> outs = run_named_body(ctx, CaptureScope(ctx), cond ? "then_branch" : "else_branch", {});
   if (outs.size() != ctx.outputs.size())
     ctx.fail(std::string(cond ? "then" : "else") + "_branch has " + std::to_string(outs.size()) + " outputs for the node's " + std::to_string(ctx.outputs.size()));
   for (size_t i = 0; i < outs.size(); ++i) ctx.outputs[i] = std::move(outs[i]);
@@ -93,31 +138,31 @@ void if_kernel(KernelContext& ctx) {
 // Loop: runs the body while the trip count (M) and the condition allow, carrying N
 // values and stacking K scan outputs along a new first axis.
 void loop_kernel(KernelContext& ctx) {
-  const Graph& body = body_of(ctx, "body");
-  const Scope& scope = scope_of(ctx);
+  const CaptureScope scope(ctx);
   const bool has_max = ctx.has_input(0) && ctx.input(0).size() > 0;
   const int64_t max_trips = has_max ? ctx.input(0).int_at(0) : 0;
   const bool has_cond = ctx.has_input(1);
   bool cond = has_cond ? truth(ctx, ctx.input(1), "the condition") : true;
   if (!has_max && !has_cond) ctx.fail("a Loop with neither a trip count nor a condition never ends");
-  const size_t carried = ctx.input_count() - 2;
-  if (body.inputs().size() != carried + 2) ctx.fail("the body takes " + std::to_string(body.inputs().size()) + " inputs for " + std::to_string(carried) + " carried values");
-  if (body.outputs().size() < carried + 1) ctx.fail("the body has too few outputs");
-  const size_t scans = body.outputs().size() - 1 - carried;
+  if (own_inputs(ctx) < 2) ctx.fail("needs the trip count and condition inputs (either may be empty)");
+  const size_t carried = own_inputs(ctx) - 2;
+  if (ctx.outputs.size() < carried) ctx.fail("has fewer outputs than carried values");
+  const size_t scans = ctx.outputs.size() - carried;
   std::vector<HostTensor> state;
   for (size_t i = 0; i < carried; ++i) state.push_back(ctx.input(2 + i));
   std::vector<std::vector<HostTensor>> scan_parts(scans);
   for (int64_t trip = 0; (!has_max || trip < max_trips) && cond; ++trip) {
     std::vector<HostTensor> in{HostTensor::scalar<int64_t>(DType::I64, trip), HostTensor::scalar<bool>(DType::Bool, cond)};
     in.insert(in.end(), state.begin(), state.end());
-    std::vector<HostTensor> out = run_body(body, in, scope);
+    std::vector<HostTensor> out = run_named_body(ctx, scope, "body", in);
+    if (out.size() != 1 + carried + scans) ctx.fail("the body gives " + std::to_string(out.size()) + " outputs, not " + std::to_string(1 + carried + scans));
     cond = truth(ctx, out[0], "the body's condition output");
     for (size_t i = 0; i < carried; ++i) state[i] = std::move(out[1 + i]);
     for (size_t k = 0; k < scans; ++k) scan_parts[k].push_back(std::move(out[1 + carried + k]));
   }
   for (size_t i = 0; i < carried && i < ctx.outputs.size(); ++i) ctx.outputs[i] = std::move(state[i]);
   for (size_t k = 0; k < scans && carried + k < ctx.outputs.size(); ++k)
-    ctx.outputs[carried + k] = scan_parts[k].empty() ? empty_scan_output(*body.outputs()[1 + carried + k]) : stack(ctx, scan_parts[k], 0);
+    ctx.outputs[carried + k] = scan_parts[k].empty() ? empty_scan_output(ctx, carried + k, "body", 1 + carried + k) : stack(ctx, scan_parts[k], 0);
 }
 
 // One scan over `length` steps: states carried, scan inputs sliced along their axes
@@ -126,10 +171,10 @@ struct ScanLayout {
   std::vector<int64_t> in_axes, in_reverse, out_axes, out_reverse;
 };
 
-std::vector<HostTensor> run_scan(const KernelContext& ctx, const Graph& body, std::vector<HostTensor> state,
+std::vector<HostTensor> run_scan(const KernelContext& ctx, const CaptureScope& scope, std::vector<HostTensor> state,
                                  const std::vector<HostTensor>& scan_in, const ScanLayout& layout, int64_t length) {
   const size_t n_state = state.size();
-  const size_t n_out = body.outputs().size() - n_state;
+  const size_t n_out = layout.out_axes.size();
   std::vector<std::vector<HostTensor>> parts(n_out);
   for (int64_t t = 0; t < length; ++t) {
     std::vector<HostTensor> in = state;
@@ -137,18 +182,22 @@ std::vector<HostTensor> run_scan(const KernelContext& ctx, const Graph& body, st
       const int64_t at = layout.in_reverse[m] ? length - 1 - t : t;
       in.push_back(slice_along(scan_in[m], layout.in_axes[m], at));
     }
-    std::vector<HostTensor> out = run_body(body, in, scope_of(ctx));
+    std::vector<HostTensor> out = run_named_body(ctx, scope, "body", in);
+    if (out.size() != n_state + n_out) ctx.fail("the body gives " + std::to_string(out.size()) + " outputs, not " + std::to_string(n_state + n_out));
     for (size_t i = 0; i < n_state; ++i) state[i] = std::move(out[i]);
     for (size_t k = 0; k < n_out; ++k) parts[k].push_back(std::move(out[n_state + k]));
   }
   std::vector<HostTensor> results = std::move(state);
   for (size_t k = 0; k < n_out; ++k) {
     if (parts[k].empty()) {
-      results.push_back(empty_scan_output(*body.outputs()[n_state + k]));
+      results.push_back(empty_scan_output(ctx, n_state + k, "body", n_state + k));
       continue;
     }
     if (layout.out_reverse[k]) std::reverse(parts[k].begin(), parts[k].end());
-    results.push_back(stack(ctx, parts[k], layout.out_axes[k]));
+    const int64_t slice_rank = static_cast<int64_t>(parts[k][0].rank());
+    const int64_t axis = layout.out_axes[k] < 0 ? layout.out_axes[k] + slice_rank + 1 : layout.out_axes[k];
+    if (axis < 0 || axis > slice_rank) ctx.fail("scan_output_axes entry " + std::to_string(layout.out_axes[k]) + " is out of range");
+    results.push_back(stack(ctx, parts[k], axis));
   }
   return results;
 }
@@ -161,14 +210,14 @@ std::vector<int64_t> per_entry(const KernelContext& ctx, const char* attr, size_
 }
 
 void scan_kernel(KernelContext& ctx) {
-  const Graph& body = body_of(ctx, "body");
+  const CaptureScope scope(ctx);
   const int64_t n_scan = ctx.attr_int("num_scan_inputs", 0);
   const bool v8 = ctx.opset() < 9;  // opset 8: a leading sequence_lens input and batch axis 0
   const size_t first = v8 ? 1 : 0;
-  if (n_scan < 1 || static_cast<size_t>(n_scan) + first > ctx.input_count()) ctx.fail("num_scan_inputs is out of range");
-  const size_t n_state = ctx.input_count() - first - static_cast<size_t>(n_scan);
-  if (body.outputs().size() < n_state) ctx.fail("the body has fewer outputs than states");
-  const size_t n_out = body.outputs().size() - n_state;
+  if (n_scan < 1 || static_cast<size_t>(n_scan) + first > own_inputs(ctx)) ctx.fail("num_scan_inputs is out of range");
+  const size_t n_state = own_inputs(ctx) - first - static_cast<size_t>(n_scan);
+  if (ctx.outputs.size() < n_state) ctx.fail("has fewer outputs than states");
+  const size_t n_out = ctx.outputs.size() - n_state;
   std::vector<HostTensor> state, scan_in;
   for (size_t i = 0; i < n_state; ++i) state.push_back(ctx.input(first + i));
   for (size_t m = 0; m < static_cast<size_t>(n_scan); ++m) scan_in.push_back(ctx.input(first + n_state + m));
@@ -178,24 +227,17 @@ void scan_kernel(KernelContext& ctx) {
     for (const auto& t : scan_in) in_ranks.push_back(static_cast<int64_t>(t.rank()));
     layout.in_axes = per_entry(ctx, "scan_input_axes", scan_in.size(), in_ranks);
     layout.in_reverse = per_entry(ctx, "scan_input_directions", scan_in.size(), {});
-    // Output axes are normalized once the slices' rank is known (rank + 1 after stacking).
+    // Output axes are normalized once the slices' rank is known (run_scan).
     layout.out_axes = ctx.attr_ints("scan_output_axes", std::vector<int64_t>(n_out, 0));
     layout.out_reverse = per_entry(ctx, "scan_output_directions", n_out, {});
     if (layout.out_axes.size() != n_out) ctx.fail("scan_output_axes needs one entry per scan output");
-    for (size_t k = 0; k < n_out; ++k) {
-      const Value* declared = body.outputs()[n_state + k];
-      if (layout.out_axes[k] < 0) {
-        if (!declared->type.shape) ctx.fail("a negative scan_output_axes entry needs the body output's rank");
-        layout.out_axes[k] += static_cast<int64_t>(declared->type.shape->rank()) + 1;
-      }
-    }
     int64_t length = -1;
     for (size_t m = 0; m < scan_in.size(); ++m) {
       const int64_t len = scan_in[m].dims()[static_cast<size_t>(layout.in_axes[m])];
       if (length >= 0 && len != length) ctx.fail("scan inputs differ in length along their scan axes");
       length = len;
     }
-    auto results = run_scan(ctx, body, std::move(state), scan_in, layout, length);
+    auto results = run_scan(ctx, scope, std::move(state), scan_in, layout, length);
     for (size_t i = 0; i < results.size() && i < ctx.outputs.size(); ++i) ctx.outputs[i] = std::move(results[i]);
     return;
   }
@@ -221,7 +263,7 @@ void scan_kernel(KernelContext& ctx) {
       }
       in.push_back(std::move(entry));
     }
-    auto results = run_scan(ctx, body, std::move(st), in, layout, len);
+    auto results = run_scan(ctx, scope, std::move(st), in, layout, len);
     for (size_t k = n_state; k < results.size(); ++k)
       if (results[k].dims()[0] < steps) {  // pad to the full length with zeros
         auto dims = results[k].dims();

@@ -374,10 +374,7 @@ void unique(KernelContext& ctx) {
 
 }  // namespace
 
-void register_ngram_kernel(KernelRegistry& r);
-
 void register_indexing_kernels(KernelRegistry& r) {
-  register_ngram_kernel(r);
   const std::pair<const char*, void (*)(KernelContext&)> kernels[] = {
       {"GatherND", gather_nd},   {"ScatterElements", scatter_elements},
       {"Scatter", scatter_elements},

@@ -4,9 +4,11 @@
 #include <onnx/onnx_pb.h>
 
 #include <climits>
+#include <map>
 #include <optional>
 #include <unordered_set>
 
+#include "onnx/captures.h"
 #include "onnx/proto_types.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -83,9 +85,27 @@ onnx::ModelProto model_skeleton(const Model& m) {
     np->set_op_type(n->op_type);
     if (!n->domain.empty()) np->set_domain(n->domain);
     if (!n->doc_string.empty()) np->set_doc_string(n->doc_string);
-    for (const Value* in : n->inputs()) np->add_input(in ? in->name() : "");
+    // Captured values go back to being the bodies' references by name.
+    const size_t captures = capture_count(*n);
+    const size_t explicit_inputs = n->inputs().size() - captures;
+    std::map<std::string, std::string> renames;
+    if (const Attribute* names = n->attr(kCapturesAttr))
+      for (size_t i = 0; i < captures; ++i) {
+        const Value* v = n->input(explicit_inputs + i);
+        if (v && v->name() != names->strings[i]) renames[names->strings[i]] = v->name();
+      }
+    for (size_t i = 0; i < explicit_inputs; ++i) np->add_input(n->input(i) ? n->input(i)->name() : "");
     for (const Value* out : n->outputs()) np->add_output(out ? out->name() : "");
-    for (const auto& a : n->attributes) onnx_io::attribute_to_proto(a, np->add_attribute());
+    for (const auto& a : n->attributes) {
+      if (a.name == kCapturesAttr) continue;
+      if (renames.empty() || (a.kind != AttrKind::Graph && a.kind != AttrKind::Graphs)) {
+        onnx_io::attribute_to_proto(a, np->add_attribute());
+        continue;
+      }
+      Attribute renamed = a;
+      for (auto& bytes : renamed.opaque) bytes = rename_outer_references(bytes, renames);
+      onnx_io::attribute_to_proto(renamed, np->add_attribute());
+    }
     for (const Value* out : n->outputs()) {
       if (!out || listed.count(out)) continue;
       onnx::ValueInfoProto vi;

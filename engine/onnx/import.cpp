@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "onnx/captures.h"
 #include "onnx/proto_types.h"
 #include "onnx/validate.h"
 #include "util/error.h"
@@ -456,6 +457,7 @@ void to_ir(onnx::ModelProto& mp, ExternalData& ext, const fs::path& path, Model&
   for (const auto& t : mp.training_info()) m.opaque_training_info.push_back(t.SerializeAsString());
 
   graph_from_proto(*mp.mutable_graph(), ext, file, *m.graph, false);
+  make_captures_explicit(*m.graph);
 }
 
 }  // namespace
@@ -484,6 +486,7 @@ std::unique_ptr<Graph> import_subgraph(const std::string& serialized, const std:
   ExternalData none{fs::path{}};
   auto g = std::make_unique<Graph>();
   graph_from_proto(gp, none, where + ": ", *g, true);
+  make_captures_explicit(*g);
   return g;
 }
 

@@ -9,6 +9,7 @@
 #include "eval/kernel.h"
 #include "eval/kernel_call.h"
 #include "onnx/node_inference.h"
+#include "passes/control_flow_types.h"
 #include "util/error.h"
 
 namespace geopt {
@@ -106,7 +107,16 @@ StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions
     std::vector<std::optional<ValueType>> inferred;
     if (inputs_changed || !outputs_static) {
       // The model passed import's checks: where inference still cannot tell, types stay as they are.
-      inferred = onnx_io::infer_output_types(n->domain, n->op_type, n->attributes, in_types, in_constants, n->outputs().size(), opset(*n)).types;
+      if (is_control_flow(*n)) {
+        try {
+          inferred = infer_control_flow_types(*n, model, in_constants);
+        } catch (const Error& e) {
+          spdlog::debug("static shapes: {}: the bodies' types are not known: {}", n->describe(), e.what());
+          inferred.assign(n->outputs().size(), std::nullopt);
+        }
+      } else {
+        inferred = onnx_io::infer_output_types(n->domain, n->op_type, n->attributes, in_types, in_constants, n->outputs().size(), opset(*n)).types;
+      }
     } else {
       for (const Value* out : n->outputs()) inferred.push_back(out ? std::optional<ValueType>(out->type) : std::nullopt);
     }

@@ -1,0 +1,257 @@
+// Control flow (If, Loop, Scan), recurrent ops and the rest of the inference op set,
+// end to end: the committed models of examples/control_flow (examples/control_flow.py)
+// run, optimize and compile + run as plans within 1e-4 of torch or numpy; bodies are
+// sub-plans whose events the executor honours; random ops are seeded and never folded;
+// bf16 passes through .npy files.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "ascend/compile.h"
+#include "ascend/hardware_profile.h"
+#include "ascend/optimizer.h"
+#include "ascend/plan_executor.h"
+#include "ascend/plan_file.h"
+#include "dsl_support.h"
+#include "eval/compare.h"
+#include "eval/evaluator.h"
+#include "io/npy.h"
+#include "onnx/import.h"
+#include "passes/static_shapes.h"
+#include "test_support.h"
+#include "util/error.h"
+
+namespace geopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path control_flow_dir() { return test::examples_dir().parent_path() / "control_flow"; }
+
+// NAME/<inputs>/*.npy as feeds (bf16 read as declared).
+std::map<std::string, HostTensor> read_folder(const Model& m, const fs::path& dir) {
+  std::map<std::string, HostTensor> out;
+  for (const Value* v : m.graph->inputs())
+    if (!v->initializer) out[v->name()] = as_declared_dtype(read_npy(dir / (v->name() + ".npy")), v->type.dtype);
+  return out;
+}
+
+NamedTensors read_outputs(const Model& m, const fs::path& dir) {
+  NamedTensors out;
+  for (const Value* v : m.graph->outputs()) out.emplace_back(v->name(), read_npy(dir / (v->name() + ".npy")));
+  return out;
+}
+
+void check_close(const NamedTensors& got, const NamedTensors& want, const std::string& what) {
+  OutputsDiff d = diff_outputs(got, want, Tolerance{1e-4, 1e-4});
+  INFO(what << ": " << d.mismatch << " worst " << d.worst);
+  CHECK(d.within());
+}
+
+ascend::CompileOptions compile_options(const dsl::RuleSet* rules) {
+  ascend::CompileOptions options;
+  options.rules = rules;
+  return options;
+}
+
+TEST_CASE("control flow and recurrent models match their references: run, optimize, compile and run the plan") {
+  auto rules = test::load_rules({test::shipped_rules()});
+  const auto profile = ascend::load_profile("Ascend910B1");
+  // Each model with its reference sets (inputs folder, outputs folder).
+  const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> cases = {
+      {"loop_scan", {{"inputs", "outputs"}}},
+      {"lstm_gru", {{"inputs", "outputs"}}},
+      {"window_mask", {{"inputs", "outputs"}}},
+      {"if_branch_shapes", {{"inputs", "outputs"}, {"inputs_else", "outputs_else"}}},
+  };
+  for (const auto& [name, sets] : cases) {
+    CAPTURE(name);
+    const fs::path dir = control_flow_dir() / name;
+    Model model = import_onnx(control_flow_dir() / (name + ".onnx"));
+    ascend::OptimizeResult optimized = ascend::optimize(model, *rules, profile);
+    ascend::CompileResult compiled = ascend::compile(model, profile, compile_options(rules.get()));
+    CHECK(compiled.check_ok);
+    ascend::PlanExecutor executor(compiled.plan);
+    for (const auto& [in_dir, out_dir] : sets) {
+      CAPTURE(in_dir);
+      const auto feeds = read_folder(model, dir / in_dir);
+      const NamedTensors want = read_outputs(model, dir / out_dir);
+      check_close(Evaluator(model).run(feeds), want, "run");
+      check_close(Evaluator(optimized.model).run(feeds), want, "optimized");
+      for (auto schedule : {ascend::StreamSchedule::threads, ascend::StreamSchedule::adversarial})
+        check_close(executor.run(feeds, schedule), want, "plan");
+    }
+  }
+}
+
+TEST_CASE("a plan holds each body as a sub-plan: LSTM and GRU as single kernels, Loop and If bodies lowered") {
+  auto rules = test::load_rules({test::shipped_rules()});
+  const auto profile = ascend::load_profile("Ascend910B1");
+  ascend::CompileResult lstm = ascend::compile(import_onnx(control_flow_dir() / "lstm_gru.onnx"), profile, compile_options(rules.get()));
+  size_t recurrent = 0;
+  for (const auto& k : lstm.plan.kernels())
+    if (k.op_type() == "LSTM" || k.op_type() == "GRU") {
+      ++recurrent;
+      CHECK(k.cube_us() > 0);  // priced as the products they are
+    }
+  CHECK(recurrent == 4);  // 2 layers of each, both directions in one kernel
+
+  ascend::CompileResult loop = ascend::compile(import_onnx(control_flow_dir() / "loop_scan.onnx"), profile, compile_options(rules.get()));
+  const plan::Kernel* control = nullptr;
+  for (const auto& k : loop.plan.kernels())
+    if (k.op_type() == "Loop") control = &k;
+  REQUIRE(control);
+  REQUIRE(control->bodies_size() == 1);
+  CHECK(control->bodies(0).attribute() == "body");
+  // The body reads the outer weight W from its own weight region and x from the parent pool.
+  const plan::Plan& body = control->bodies(0).plan();
+  CHECK(body.kernels_size() >= 3);
+  CHECK(body.weight_bytes() > 0);
+  bool reads_x = false;
+  for (const auto& r : body.inputs()) reads_x = reads_x || r.name() == "x";
+  CHECK(reads_x);
+  // Five trips of the body: its kernel is modeled at more than four times one body's.
+  double body_us = 0;
+  for (const auto& k : body.kernels()) body_us += k.modeled_us();
+  CHECK(control->modeled_us() > 4 * body_us / static_cast<double>(body.stream_count()));
+
+  const fs::path dir = test::scratch_dir("cf_dump");
+  CHECK(ascend::write_plan(loop.plan, dir / "loop.plan").empty());
+  test::CliResult dump = test::run_cli({"plan", "dump", (dir / "loop.plan").string()});
+  CHECK(dump.exit_code == 0);
+  CHECK(dump.out.find("body   body:") != std::string::npos);
+}
+
+// An If whose captured values come from two streams, and whose then-branch has two
+// independent products: events cross the switch and run inside the body.
+const char* kParallelIf = R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[64,64] x, bool c) => (float[64,64] y) {
+    a = MatMul(x, x)
+    b = Sigmoid(x)
+    t = Tanh(x)
+    y = If(c) <then_branch = th () => (float[64,64] r) { p = MatMul(a, t)  q = MatMul(b, t)  r = Add(p, q) },
+               else_branch = el () => (float[64,64] s) { s = Sub(a, b) }>
+  })";
+
+double plan_error(const plan::Plan& p, const Model& original, const std::map<std::string, HostTensor>& feeds) {
+  return diff_outputs(ascend::PlanExecutor(p).run(feeds, ascend::StreamSchedule::adversarial), Evaluator(original).run(feeds)).error();
+}
+
+TEST_CASE("fault injection across a switch: a dropped event before the If or inside its body changes the numbers") {
+  const fs::path path = test::scratch_dir("cf_events") / "parallel_if.onnx";
+  test::save_model(test::parse_text_model(kParallelIf), path);
+  Model model = import_onnx(path);
+  ascend::CompileOptions options;
+  options.max_streams = 4;
+  options.choose_streams = false;  // keep the streams as planned: the test drops their events
+  ascend::CompileResult r = ascend::compile(model, ascend::load_profile("Ascend910B1"), options);
+  auto feeds = random_inputs(model, 3);
+  feeds["c"] = HostTensor::scalar<bool>(DType::Bool, true);
+  REQUIRE(plan_error(r.plan, model, feeds) <= 1e-4);
+
+  int control = -1;
+  for (int k = 0; k < r.plan.kernels_size(); ++k)
+    if (r.plan.kernels(k).op_type() == "If") control = k;
+  REQUIRE(control >= 0);
+  SUBCASE("the event the switch waits on") {
+    REQUIRE(r.plan.kernels(control).wait_events_size() > 0);
+    plan::Plan faulty = r.plan;
+    faulty.mutable_kernels(control)->mutable_wait_events()->Clear();
+    CHECK(plan_error(faulty, model, feeds) > 1e-3);
+  }
+  SUBCASE("an event inside the then-branch") {
+    plan::Plan faulty = r.plan;
+    plan::Body* then_branch = nullptr;
+    for (auto& b : *faulty.mutable_kernels(control)->mutable_bodies())
+      if (b.attribute() == "then_branch") then_branch = &b;
+    REQUIRE(then_branch);
+    plan::Plan& body = *then_branch->mutable_plan();
+    REQUIRE(body.events_size() > 0);
+    auto* waits = body.mutable_kernels(static_cast<int>(body.events(0).to_kernel()))->mutable_wait_events();
+    waits->erase(std::find(waits->begin(), waits->end(), body.events(0).id()));
+    CHECK(plan_error(faulty, model, feeds) > 1e-3);
+  }
+}
+
+TEST_CASE("random ops are seeded, deterministic and never folded") {
+  const fs::path path = test::scratch_dir("cf_random") / "random.onnx";
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[4,8] p) => (float[4,8] u, float[4,8] v, float[4,8] w, float[4,8] zeros, float[4,8] ones, float[2,3] fixed) {
+      u = RandomUniformLike <seed = 3.0> (p)
+      v = RandomUniformLike <seed = 3.0> (p)
+      w = RandomUniformLike (p)
+      zero_p = Mul(p, p)
+      z = Sub(zero_p, zero_p)
+      zeros = Bernoulli <seed = 1.0> (z)
+      one = Constant <value = float {1.0}> ()
+      o = Add(z, one)
+      ones = Bernoulli <seed = 1.0> (o)
+      fixed = RandomNormal <shape = [2, 3], seed = 5.0> ()
+    })"), path);
+  Model m = import_onnx(path);
+  Evaluator ev(m);
+  auto feeds = random_inputs(m, 1);
+  NamedTensors a = ev.run(feeds), b = ev.run(feeds);
+  auto values = [&](const NamedTensors& t, size_t i) { return t[i].second.to_vector<float>(); };
+  CHECK(values(a, 0) == values(a, 1));  // one seed, one draw
+  CHECK(values(a, 0) != values(a, 2));  // unseeded: a draw of its own
+  for (size_t i = 0; i < 6; ++i) CHECK(values(a, i) == values(b, i));  // and the same on every run
+  for (float x : values(a, 0)) CHECK((x >= 0.0f && x < 1.0f));
+  for (float x : values(a, 3)) CHECK(x == 0.0f);
+  for (float x : values(a, 4)) CHECK(x == 1.0f);
+  // RandomNormal has no inputs at all, yet it stays a node: its values exist at run time only.
+  Model prepared = m.clone();
+  propagate_static_shapes(prepared);
+  CHECK(test::count_op(prepared, "RandomNormal") == 1);
+}
+
+TEST_CASE("bf16 passes through .npy as its bit patterns") {
+  const fs::path dir = test::scratch_dir("cf_bf16");
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (bfloat16[3] x) => (bfloat16[3] y) {
+      f = Cast <to = 1> (x)
+      d = Add(f, f)
+      y = Cast <to = 16> (d)
+    })"), dir / "bf16.onnx");
+  // 1.5, -2.0 and 0.25 as bf16 bit patterns, in a '<u2' array.
+  HostTensor bits = HostTensor::from_vector<uint16_t>(DType::U16, {3}, {0x3FC0, 0xC000, 0x3E80});
+  write_npy(dir / "x.npy", bits);
+  CHECK(test::read_file(dir / "x.npy").find("'descr': '<u2'") != std::string::npos);
+  test::CliResult r = test::run_cli({"run", (dir / "bf16.onnx").string(), "--input", "x=" + (dir / "x.npy").string(), "--output-dir", (dir / "out").string()});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  HostTensor y = read_npy(dir / "out" / "y.npy");
+  CHECK(y.dtype() == DType::U16);  // written as bits too
+  CHECK(y.to_vector<uint16_t>() == std::vector<uint16_t>{0x4040, 0xC080, 0x3F00});  // 3.0, -4.0, 0.5
+  // And compared as bf16 against a '<u2' reference.
+  fs::create_directories(dir / "ref");
+  write_npy(dir / "ref" / "y.npy", y);
+  r = test::run_cli({"run", (dir / "bf16.onnx").string(), "--input", "x=" + (dir / "x.npy").string(), "--compare", (dir / "ref").string()});
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("an If whose condition and captured values are constants folds away") {
+  const fs::path path = test::scratch_dir("cf_fold") / "const_if.onnx";
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x) => (float[2] y) {
+      c = Constant <value = bool {1}> ()
+      k = Constant <value = float[2] {2.0, 3.0}> ()
+      branch = If(c) <then_branch = th () => (float[2] r) { r = Mul(k, k) },
+                      else_branch = el () => (float[2] s) { s = Neg(k) }>
+      y = Add(x, branch)
+    })"), path);
+  Model m = import_onnx(path);
+  Model folded = m.clone();
+  propagate_static_shapes(folded);
+  CHECK(test::count_op(folded, "If") == 0);
+  auto feeds = random_inputs(m, 2);
+  CHECK(diff_outputs(Evaluator(folded).run(feeds), Evaluator(m).run(feeds)).error() == 0);
+}
+
+}  // namespace
+}  // namespace geopt

@@ -14,6 +14,7 @@
 #include "ascend/compile.h"
 #include "ascend/plan_file.h"
 #include "onnx/import.h"
+#include "check_input_option.h"
 #include "input_shape_option.h"
 #include "profile_options.h"
 #include "rule_options.h"
@@ -28,6 +29,7 @@ struct CompileOptions {
   RuleOptions rules;
   ProfileOptions profile;
   InputShapeOption input_shape;
+  CheckInputOption check_inputs;
   bool no_optimize = false;
   bool disable_reuse = false;
   std::vector<std::string> no_reuse;  // OP_NO_REUSE_MEM: "name,OpType,..."
@@ -71,6 +73,7 @@ int run(const CompileOptions& o) {
   co.max_streams = o.max_streams;
   co.check = !o.no_check;
   co.check_tolerance = o.check_tolerance;
+  co.check_inputs = o.check_inputs.read(given);
   if (!o.dump_dir.empty())
     co.dump = [&](const std::string& stage, Model& m, const std::unordered_map<const Node*, std::string>& notes) { dump_stage(o.dump_dir, stage, m, notes); };
   ascend::CompileResult c = ascend::compile(given, profile, co);
@@ -184,6 +187,7 @@ std::function<int()> add_compile_command(CLI::App& app) {
   o->rules.add_to(cmd);
   o->profile.add_to(cmd);
   o->input_shape.add_to(cmd);
+  o->check_inputs.add_to(cmd);
   cmd->add_flag("--no-optimize", o->no_optimize, "Lower the model as it is, without the rules");
   cmd->add_flag("--disable_reuse_memory,--disable-reuse-memory", o->disable_reuse, "Give every tensor its own bytes (ATC's option, for debugging; =1 or =0)");
   cmd->add_option("--op_no_reuse_mem,--op-no-reuse-mem", o->no_reuse,

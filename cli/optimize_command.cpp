@@ -14,6 +14,7 @@
 #include "eval/numerical_check.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
+#include "check_input_option.h"
 #include "input_shape_option.h"
 #include "profile_options.h"
 #include "rule_options.h"
@@ -29,6 +30,7 @@ struct OptimizeCliOptions {
   RuleOptions rules;
   ProfileOptions profile;
   InputShapeOption input_shape;
+  CheckInputOption check_inputs;
   bool check = true, no_check = false;
   Tolerance check_tolerance;
   int64_t check_size_cap_mb = 512;
@@ -59,7 +61,7 @@ CheckResult check(const Model& original, const Model& optimized, const OptimizeC
     c.note = "skipped: the model is over " + std::to_string(o.check_size_cap_mb) + " MB (--check-size-cap)";
     return c;
   }
-  NumericalCheck n = check_same_outputs(original, optimized, o.check_tolerance);
+  NumericalCheck n = check_same_outputs(original, optimized, o.check_tolerance, 0, o.check_inputs.read(original));
   c.ran = true;
   c.outputs = n.outputs;
   c.sizes = n.sizes;
@@ -197,6 +199,7 @@ std::function<int()> add_optimize_command(CLI::App& app) {
   o->rules.add_to(cmd);
   o->profile.add_to(cmd);
   o->input_shape.add_to(cmd);
+  o->check_inputs.add_to(cmd);
   cmd->add_flag("--check", o->check, "Compare with the original on random inputs (the default, below --check-size-cap)");
   cmd->add_flag("--no-check", o->no_check, "Skip the numerical check");
   cmd->add_option("--check-atol", o->check_tolerance.atol, "--check allows |optimized - original| <= atol + rtol |original| (numpy.allclose)")

@@ -40,6 +40,10 @@ void print_kernels(const plan::Plan& p, const std::string& indent) {
     for (uint32_t e : kernel.record_events())
       std::printf("%s      record event %u (for #%u)\n", indent.c_str(), e, p.events(static_cast<int>(e)).to_kernel());
     for (const auto& body : kernel.bodies()) {
+      if (!body.unrunnable().empty()) {
+        std::printf("%s      body   %s: not compiled (cannot run at these shapes: %s)\n", indent.c_str(), body.attribute().c_str(), body.unrunnable().c_str());
+        continue;
+      }
       const plan::Plan& b = body.plan();
       std::printf("%s      body   %s: %d kernel(s) on %u stream(s), %d event(s), pool %llu B, weights %llu B\n", indent.c_str(),
                   body.attribute().c_str(), b.kernels_size(), b.stream_count(), b.events_size(),

@@ -253,5 +253,63 @@ TEST_CASE("an If whose condition and captured values are constants folds away") 
   CHECK(diff_outputs(Evaluator(folded).run(feeds), Evaluator(m).run(feeds)).error() == 0);
 }
 
+TEST_CASE("a branch that cannot run at the compiled shapes is refused at run time, and --check-input picks the path the check runs") {
+  // The else branch reshapes x to [mode + 10] elements: never its 4, so it fails, as Silero VAD's 8 kHz path does at 16 kHz chunk sizes. Its shape is
+  // not static, so compile cannot lower it either.
+  const fs::path dir = test::scratch_dir("cf_mode");
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] x, int64 mode) => (float[4] y) {
+      seven = Constant <value = int64 {7}> ()
+      c = Equal(mode, seven)
+      y = If(c) <then_branch = th () => (float[4] r) { r = Relu(x) },
+                 else_branch = el () => (float[n] s) { axes = Constant <value = int64[1] {0}> ()  ten = Constant <value = int64[1] {10}> ()  m = Unsqueeze(mode, axes)  n = Add(m, ten)  s = Reshape(x, n) }>
+    })"), dir / "mode.onnx");
+  write_npy(dir / "seven.npy", HostTensor::scalar<int64_t>(DType::I64, 7));
+  write_npy(dir / "zero.npy", HostTensor::scalar<int64_t>(DType::I64, 0));
+  // The check draws mode at random (0 or 1): the original itself fails there.
+  test::CliResult r = test::run_cli({"compile", (dir / "mode.onnx").string(), "-o", (dir / "a.plan").string()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("Reshape") != std::string::npos);
+  r = test::run_cli({"compile", (dir / "mode.onnx").string(), "-o", (dir / "m.plan").string(), "--check-input", "mode=" + (dir / "seven.npy").string()});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("else_branch cannot run at the compiled shapes") != std::string::npos);
+  write_npy(dir / "x.npy", HostTensor::from_vector<float>(DType::F32, {4}, {-1, 2, -3, 4}));
+  r = test::run_cli({"run", (dir / "m.plan").string(), "--input", "x=" + (dir / "x.npy").string(), "--input", "mode=" + (dir / "seven.npy").string()});
+  CHECK(r.exit_code == 0);
+  r = test::run_cli({"run", (dir / "m.plan").string(), "--input", "x=" + (dir / "x.npy").string(), "--input", "mode=" + (dir / "zero.npy").string()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("its else_branch was not compiled") != std::string::npos);
+  test::CliResult dump = test::run_cli({"plan", "dump", (dir / "m.plan").string()});
+  CHECK(dump.out.find("else_branch: not compiled") != std::string::npos);
+}
+
+TEST_CASE("an If whose condition is a constant is inlined, whatever its branch reads") {
+  // The condition depends on a shape only (as torch.jit.script's `if x.dim() == 2` exports),
+  // and the branch taken reads a graph input.
+  const fs::path path = test::scratch_dir("cf_inline") / "shape_if.onnx";
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3,4] x) => (float[3,4] y, float[3,4] z) {
+      s = Shape(x)
+      r = Size(s)
+      two = Constant <value = int64 {2}> ()
+      c = Equal(r, two)
+      y, z = If(c) <then_branch = th () => (float[3,4] a, float[3,4] b) { a = Relu(x)  b = Sigmoid(a) },
+                    else_branch = el () => (float[3,4] d, float[3,4] e) { d = Neg(x)  e = Identity(x) }>
+    })"), path);
+  Model m = import_onnx(path);
+  Model inlined = m.clone();
+  propagate_static_shapes(inlined);
+  CHECK(test::count_op(inlined, "If") == 0);
+  CHECK(test::count_op(inlined, "Relu") == 1);
+  CHECK(test::count_op(inlined, "Neg") == 0);
+  CHECK(inlined.graph->outputs()[0]->name() == "y");
+  CHECK(inlined.graph->outputs()[1]->name() == "z");
+  auto feeds = random_inputs(m, 4);
+  CHECK(diff_outputs(Evaluator(inlined).run(feeds), Evaluator(m).run(feeds)).error() == 0);
+}
+
 }  // namespace
 }  // namespace geopt

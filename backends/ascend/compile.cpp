@@ -1,5 +1,7 @@
 #include "ascend/compile.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +35,8 @@ struct Lowered {
 };
 
 Lowered lower_graph(const Model& m, const HardwareProfile& profile, const CompileOptions& options, size_t max_streams);
+void lower_body(const Node& n, const Model& parent, const Attribute& a, const HardwareProfile& profile, const CompileOptions& options,
+                plan::Kernel& kernel, double& body_us);
 
 // Trips a Loop or Scan kernel runs its body: the length of its first scan output (a
 // Loop's trip count, a Scan's sequence), else a constant trip count, else 1.
@@ -55,6 +59,23 @@ void lower_bodies(const Node& n, const Model& parent, const HardwareProfile& pro
   double body_us = 0;
   for (const auto& a : n.attributes) {
     if (a.kind != AttrKind::Graph) continue;
+    try {
+      lower_body(n, parent, a, profile, options, kernel, body_us);
+    } catch (const Error& e) {
+      // Only an If may hold a branch that never runs at these shapes; a Loop or Scan body always runs.
+      if (n.op_type != "If") throw;
+      spdlog::warn("{}: its {} cannot run at the compiled shapes, so the plan refuses to take it: {}", n.describe(), a.name, e.what());
+      auto* b = kernel.add_bodies();
+      b->set_attribute(a.name);
+      b->set_unrunnable(e.what());
+    }
+  }
+  kernel.set_modeled_us(kernel.launch_us() + body_us * trips_of(n));
+}
+
+void lower_body(const Node& n, const Model& parent, const Attribute& a, const HardwareProfile& profile, const CompileOptions& options,
+                plan::Kernel& kernel, double& body_us) {
+  {
     Model body = body_as_model(n, parent, a.name.c_str(), body_input_types(n));
     StaticShapeOptions compile_time;
     compile_time.always_fold = is_weight_layout;
@@ -76,7 +97,6 @@ void lower_bodies(const Node& n, const Model& parent, const HardwareProfile& pro
     b->set_attribute(a.name);
     *b->mutable_plan() = std::move(l.plan);
   }
-  kernel.set_modeled_us(kernel.launch_us() + body_us * trips_of(n));
 }
 
 // The outputs of an If whose branches give them different static shapes: each gets the
@@ -91,7 +111,12 @@ std::set<std::string> bound_branch_shapes(Model& m) {
     bool open = false;
     for (const Value* v : n->outputs()) open = open || (v && !(v->type.shape && v->type.shape->is_static()));
     if (!open) continue;
-    auto [then_types, else_types] = branch_output_types(*n, m);
+    std::vector<ValueType> then_types, else_types;
+    try {
+      std::tie(then_types, else_types) = branch_output_types(*n, m);
+    } catch (const Error&) {
+      continue;  // a branch that cannot run at these shapes: its outputs stay as typed
+    }
     for (size_t i = 0; i < n->outputs().size() && i < then_types.size() && i < else_types.size(); ++i) {
       Value* v = n->outputs()[i];
       if (!v || (v->type.shape && v->type.shape->is_static())) continue;
@@ -227,7 +252,7 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
   dump("4_lowering", r.model, lowering_notes(g, r.order, r.memory, r.streams));
 
   if (options.check) {
-    CheckInputs in = choose_check_inputs(given, 0);
+    CheckInputs in = choose_check_inputs(given, 0, size_t{256} << 20, options.check_inputs);
     const auto& feeds = in.feeds;
     const NamedTensors& want = in.reference;
     PlanExecutor executor(r.plan);

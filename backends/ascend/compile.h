@@ -5,6 +5,7 @@
 // simulation says the streams do not pay for their events), the plan, its simulated
 // profile, and the plan executor checked against the model as given.
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -29,6 +30,7 @@ struct CompileOptions {
   bool choose_streams = true;
   bool check = true;
   Tolerance check_tolerance;  // allclose: |plan - reference| <= atol + rtol |reference|
+  std::map<std::string, HostTensor> check_inputs;  // inputs the check takes as given (--check-input)
   // Called with each stage's model (and per-node notes for lowering): --dump-graph.
   std::function<void(const std::string& stage, Model& model, const std::unordered_map<const Node*, std::string>& notes)> dump;
 };

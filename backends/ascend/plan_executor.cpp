@@ -41,6 +41,8 @@ struct PlanExecutor::Compiled {
   std::vector<std::vector<size_t>> stream_kernels;
   // Per kernel, its bodies' executors by attribute (control-flow kernels only).
   std::vector<std::map<std::string, std::unique_ptr<PlanExecutor>>> bodies;
+  // Per kernel, the branches it cannot take (plan.proto Body.unrunnable), by attribute.
+  std::map<size_t, std::map<std::string, std::string>> unrunnable;
   const KernelRegistry* registry = nullptr;
 };
 
@@ -53,8 +55,8 @@ namespace {
 class SubPlanScope final : public Scope {
  public:
   SubPlanScope(const Model& model, const KernelRegistry& kernels, const std::map<std::string, std::unique_ptr<PlanExecutor>>& bodies,
-               std::map<std::string, const HostTensor*> captured, StreamSchedule schedule)
-      : model_(model), kernels_(kernels), bodies_(bodies), captured_(std::move(captured)), schedule_(schedule) {}
+               const std::map<std::string, std::string>& unrunnable, std::map<std::string, const HostTensor*> captured, StreamSchedule schedule)
+      : model_(model), kernels_(kernels), bodies_(bodies), unrunnable_(unrunnable), captured_(std::move(captured)), schedule_(schedule) {}
   const Model& model() const override { return model_; }
   const KernelRegistry& kernels() const override { return kernels_; }
   const HostTensor* find(std::string_view name) const override {
@@ -63,6 +65,8 @@ class SubPlanScope final : public Scope {
   }
   std::optional<std::vector<HostTensor>> run_body(const Node& node, const std::string& attribute,
                                                   const std::vector<HostTensor>& inputs) const override {
+    if (auto why = unrunnable_.find(attribute); why != unrunnable_.end())
+      throw Error("plan: " + node.describe() + ": its " + attribute + " was not compiled, as it cannot run at the compiled shapes: " + why->second);
     auto it = bodies_.find(attribute);
     if (it == bodies_.end()) throw Error("plan: " + node.describe() + ": the plan has no body '" + attribute + "'");
     const plan::Plan& body = it->second->plan();
@@ -86,6 +90,7 @@ class SubPlanScope final : public Scope {
   const Model& model_;
   const KernelRegistry& kernels_;
   const std::map<std::string, std::unique_ptr<PlanExecutor>>& bodies_;
+  const std::map<std::string, std::string>& unrunnable_;
   std::map<std::string, const HostTensor*> captured_;
   StreamSchedule schedule_;
 };
@@ -129,7 +134,9 @@ PlanExecutor::PlanExecutor(const plan::Plan& plan, const KernelRegistry& registr
         v->type.shape = Shape(std::move(dims));
       }
     auto& bodies = c.bodies.emplace_back();
-    for (const auto& b : pk.bodies()) bodies[b.attribute()] = std::make_unique<PlanExecutor>(b.plan(), registry);
+    for (const auto& b : pk.bodies())
+      if (b.unrunnable().empty()) bodies[b.attribute()] = std::make_unique<PlanExecutor>(b.plan(), registry);
+      else c.unrunnable[static_cast<size_t>(k)][b.attribute()] = b.unrunnable();
     const KernelInfo* info = registry.find(pk.domain(), pk.op_type());
     if (!info) throw Error("plan: " + describe(pk, static_cast<size_t>(k)) + ": no host kernel for this op");
     c.nodes.push_back(n);
@@ -163,14 +170,16 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
     ptrs.push_back(&views.back());
   }
   std::vector<HostTensor> results;
-  if (!c.bodies[k].empty()) {
+  if (!c.bodies[k].empty() || c.unrunnable.count(k)) {
     std::map<std::string, const HostTensor*> captured;
     const Node& n = *c.nodes[k];
     if (const Attribute* names = n.attr(kCapturesAttr)) {
       const size_t first = ptrs.size() - std::min(names->strings.size(), ptrs.size());
       for (size_t i = 0; first + i < ptrs.size(); ++i) captured[names->strings[i]] = ptrs[first + i];
     }
-    const SubPlanScope scope(c.model, *c.registry, c.bodies[k], std::move(captured), schedule);
+    static const std::map<std::string, std::string> none;
+    auto it = c.unrunnable.find(k);
+    const SubPlanScope scope(c.model, *c.registry, c.bodies[k], it == c.unrunnable.end() ? none : it->second, std::move(captured), schedule);
     results = call_kernel(*c.kernels[k], n, c.opsets[k], std::move(ptrs), &scope);
   } else {
     results = call_kernel(*c.kernels[k], *c.nodes[k], c.opsets[k], std::move(ptrs));

@@ -266,7 +266,8 @@ void check_plan(const plan::Plan& p, const std::string& where) {
     }
     if (std::none_of(kernel.outputs().begin(), kernel.outputs().end(), [](const plan::TensorRef& r) { return !r.absent(); }))
       throw Error(where + ": " + what + " has no output");
-    for (const auto& body : kernel.bodies()) check_plan(body.plan(), where + ": " + what + " body '" + body.attribute() + "'");
+    for (const auto& body : kernel.bodies())
+      if (body.unrunnable().empty()) check_plan(body.plan(), where + ": " + what + " body '" + body.attribute() + "'");
     for (uint32_t e : kernel.wait_events()) {
       if (static_cast<int>(e) >= p.events_size()) throw Error(where + ": " + what + " waits on a missing event");
       if (p.events(static_cast<int>(e)).to_kernel() != static_cast<uint32_t>(k)) throw Error(where + ": " + what + " waits on event " + std::to_string(e) + ", which is another kernel's");

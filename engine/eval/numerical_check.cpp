@@ -88,8 +88,17 @@ const std::vector<int64_t>& check_size_candidates() {
   return sizes;
 }
 
-CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_input_bytes) {
+CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_input_bytes, const std::map<std::string, HostTensor>& fixed) {
   std::map<std::string, OpenDim> open;
+  // A given input's open dims take its sizes (a rank that does not match is the
+  // evaluator's error to report).
+  std::map<std::string, int64_t> pinned;
+  for (const Value* v : model.graph->inputs()) {
+    auto it = fixed.find(v->name());
+    if (v->initializer || it == fixed.end() || !v->type.shape || v->type.shape->rank() != it->second.rank()) continue;
+    for (size_t a = 0; a < v->type.shape->rank(); ++a)
+      if (!(*v->type.shape)[a].is_static()) pinned[open_dim_key(*v, a)] = it->second.dims()[a];
+  }
   for (const Value* v : model.graph->inputs()) {
     if (v->initializer) continue;
     if (!v->type.shape) throw Error("input '" + v->name() + "' has unknown rank: the check cannot draw it (pass --no-check)");
@@ -104,14 +113,20 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
   std::map<std::string, int64_t> sizes, batch;
   std::vector<std::string> drawn;  // the dims the candidates set
   for (auto& [name, d] : open) {
-    if (batch_like(name, d)) batch[name] = 1;
+    if (pinned.count(name)) batch[name] = pinned[name];
+    else if (batch_like(name, d)) batch[name] = 1;
     else drawn.push_back(name);
   }
+  auto draw = [&](const std::map<std::string, std::vector<int64_t>>& dims) {
+    auto feeds = random_inputs_of(model, seed, dims);
+    for (const auto& [name, t] : fixed) feeds[name] = t;
+    return feeds;
+  };
   // The evaluator is built once: an op without a kernel is not a question of sizes.
   Evaluator evaluator(model);
   if (drawn.empty()) {  // nothing to choose: the model's own errors are the answer
     CheckInputs r;
-    r.feeds = random_inputs_of(model, seed, input_dims(model, batch));
+    r.feeds = draw(input_dims(model, batch));
     r.reference = evaluator.run(r.feeds);
     r.sizes = std::move(batch);
     return r;
@@ -125,7 +140,7 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
     if (input_bytes(model, dims) > max_input_bytes) continue;
     tried += (tried.empty() ? "" : ", ") + std::to_string(c);
     CheckInputs r;
-    r.feeds = random_inputs_of(model, seed, dims);
+    r.feeds = draw(dims);
     try {
       r.reference = evaluator.run(r.feeds);
     } catch (const Error& e) {
@@ -143,8 +158,9 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
               "): fix them with --input_shape, e.g. " + example_input_shape(model, batch) + ", or pass --no-check");
 }
 
-NumericalCheck check_same_outputs(const Model& original, const Model& changed, const Tolerance& tolerance, uint64_t seed) {
-  CheckInputs in = choose_check_inputs(original, seed);
+NumericalCheck check_same_outputs(const Model& original, const Model& changed, const Tolerance& tolerance, uint64_t seed,
+                                  const std::map<std::string, HostTensor>& fixed) {
+  CheckInputs in = choose_check_inputs(original, seed, size_t{256} << 20, fixed);
   NumericalCheck c;
   c.diff = diff_outputs(Evaluator(changed).run(in.feeds), in.reference, tolerance);
   if (!c.diff.mismatch.empty()) throw Error("--check: " + c.diff.mismatch + " (the optimized model changed it)");

@@ -65,6 +65,9 @@ dnnl::memory::format_tag plain_tag(size_t rank, bool grouped_weights) {
 }
 
 // Primitive descriptors are costly to create; a model's convs repeat a few shapes.
+// Each run passes a scratchpad of its own (scratchpad_mode::user): in library mode
+// oneDNN shares one scratchpad between primitives, so two convs running at once on two
+// streams (or in two bodies) would write over each other's.
 struct ConvPlan {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward primitive;
@@ -139,7 +142,9 @@ HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const Host
     if (!slot) {
       convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct, any(src_dims), any(wei_dims),
                                      bias_md, any(dst_dims), strides, dil, pl, pr);
-      convolution_forward::primitive_desc made(desc, eng);
+      primitive_attr attr;
+      attr.set_scratchpad_mode(scratchpad_mode::user);
+      convolution_forward::primitive_desc made(desc, attr, eng);
       slot = std::make_shared<ConvPlan>(ConvPlan{made, convolution_forward(made)});
     }
     plan = slot;
@@ -176,6 +181,8 @@ HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const Host
     if (b->size() != m) ctx.fail("bias has " + std::to_string(b->size()) + " values for " + std::to_string(m) + " channels");
     args[DNNL_ARG_BIAS] = memory(bias_md, eng, const_cast<std::byte*>(b->raw()));
   }
+  memory scratchpad(pd.scratchpad_desc(), eng);
+  args[DNNL_ARG_SCRATCHPAD] = scratchpad;
   plan->primitive.execute(s, args);
   if (dst != dst_user) reorder(dst, dst_user).execute(s, dst, dst_user);
   s.wait();

@@ -54,7 +54,7 @@ std::set<std::string> outer_names(const onnx::GraphProto& g) {
   return out;
 }
 
-void make_captures_explicit(Graph& g) {
+void make_captures_explicit(Graph& g, bool outer_refs) {
   for (const auto& n : g.nodes()) {
     if (n->attr(kCapturesAttr)) continue;
     std::set<std::string> names;
@@ -74,6 +74,7 @@ void make_captures_explicit(Graph& g) {
     captures.kind = AttrKind::Strings;
     for (const auto& name : names) {
       Value* v = g.find_value(name);
+      if (!v && outer_refs) v = g.add_value(name);
       if (!v) continue;
       captures.strings.push_back(name);
       g.set_input(n.get(), n->inputs().size(), v);

@@ -21,9 +21,10 @@ inline constexpr const char* kCapturesAttr = "geopt.captures";
 
 // The names a body (and the bodies nested in it) uses without defining.
 std::set<std::string> outer_names(const onnx::GraphProto& body);
-// Appends the captured values of every control-flow node of g as inputs. Names no value
-// of g has stay uncaptured: in a body, those resolve further out at run time.
-void make_captures_explicit(Graph& g);
+// Appends the captured values of every control-flow node of g as inputs. In a body
+// (`outer_refs`), a name g does not define becomes a value with no producer first (an
+// outer-scope reference of g itself); in a model's graph every name must resolve.
+void make_captures_explicit(Graph& g, bool outer_refs = false);
 // How many trailing inputs of n are captures (0 for other nodes).
 size_t capture_count(const Node& n);
 // A serialized body with its references to the enclosing graph renamed (old -> new);

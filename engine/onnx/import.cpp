@@ -486,7 +486,7 @@ std::unique_ptr<Graph> import_subgraph(const std::string& serialized, const std:
   ExternalData none{fs::path{}};
   auto g = std::make_unique<Graph>();
   graph_from_proto(gp, none, where + ": ", *g, true);
-  make_captures_explicit(*g);
+  make_captures_explicit(*g, true);
   return g;
 }
 

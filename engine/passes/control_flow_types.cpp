@@ -133,8 +133,22 @@ std::vector<std::optional<ValueType>> infer_control_flow_types(const Node& n, co
   const size_t own = n.inputs().size() - capture_count(n);
   const std::vector<ValueType> in = body_input_types(n);
   if (n.op_type == "If") {
-    auto then_types = body_output_types(n, model, "then_branch", {});
-    auto else_types = body_output_types(n, model, "else_branch", {});
+    // A branch that cannot run at these shapes (an exporter's branch for other input
+    // sizes) fails if it is ever taken: the outputs are typed by the other one.
+    std::vector<ValueType> then_types, else_types;
+    std::optional<Error> then_failed;
+    try {
+      then_types = body_output_types(n, model, "then_branch", {});
+    } catch (const Error& e) {
+      then_failed = e;
+    }
+    try {
+      else_types = body_output_types(n, model, "else_branch", {});
+    } catch (const Error&) {
+      if (then_failed) throw;
+      else_types = then_types;
+    }
+    if (then_failed) then_types = else_types;
     for (size_t i = 0; i < out.size() && i < then_types.size() && i < else_types.size(); ++i) out[i] = merge(then_types[i], else_types[i]);
     return out;
   }

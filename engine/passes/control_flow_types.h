@@ -10,7 +10,8 @@
 
 namespace geopt {
 
-// One entry per node output; nullopt where nothing can be told. `constant` gives a
+// One entry per node output; nullopt where nothing can be told. An If branch that cannot
+// be typed at these shapes leaves the outputs to the other branch's types. `constant` gives a
 // node input's value where it is a constant (a Loop's trip count), else null.
 std::vector<std::optional<ValueType>> infer_control_flow_types(const Node& n, const Model& model,
                                                                const std::vector<const Tensor*>& input_constants);

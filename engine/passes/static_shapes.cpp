@@ -10,6 +10,7 @@
 #include "eval/kernel_call.h"
 #include "onnx/node_inference.h"
 #include "passes/control_flow_types.h"
+#include "passes/inline_if.h"
 #include "util/error.h"
 
 namespace geopt {
@@ -76,7 +77,9 @@ bool refine(const Node& n, Value& v, const ValueType& got) {
 
 }  // namespace
 
-StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions& options) {
+namespace {
+
+StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options) {
   Graph& g = *model.graph;
   const KernelRegistry& kernels = KernelRegistry::builtin();
   std::unordered_set<const Value*> graph_inputs(g.inputs().begin(), g.inputs().end());
@@ -193,6 +196,20 @@ StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions
   for (const Value* v : g.inputs()) note_dynamic(v);
   for (const auto& n : g.nodes())
     for (const Value* out : n->outputs()) note_dynamic(out);
+  return report;
+}
+
+}  // namespace
+
+StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions& options) {
+  // Folding can make an If's condition constant, and its branch, inlined, may fold further.
+  StaticShapeReport report = propagate_once(model, options);
+  for (int round = 0; round < 64 && inline_constant_ifs(model) > 0; ++round) {
+    StaticShapeReport again = propagate_once(model, options);
+    again.folded += report.folded;
+    again.refined += report.refined;
+    report = std::move(again);
+  }
   spdlog::info("static shapes: {} node(s) folded, {} type(s) refined, {} value(s) still dynamic", report.folded,
                report.refined, report.dynamic.size());
   return report;

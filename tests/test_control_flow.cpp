@@ -17,6 +17,7 @@
 #include "eval/compare.h"
 #include "eval/evaluator.h"
 #include "io/npy.h"
+#include "onnx/export.h"
 #include "onnx/import.h"
 #include "passes/static_shapes.h"
 #include "test_support.h"
@@ -189,7 +190,9 @@ TEST_CASE("random ops are seeded, deterministic and never folded") {
       one = Constant <value = float {1.0}> ()
       o = Add(z, one)
       ones = Bernoulli <seed = 1.0> (o)
-      fixed = RandomNormal <shape = [2, 3], seed = 5.0> ()
+      drawn = RandomNormal <shape = [2, 3], seed = 5.0> ()
+      zero = Constant <value = float {0.0}> ()
+      fixed = Add(drawn, zero)
     })"), path);
   Model m = import_onnx(path);
   Evaluator ev(m);
@@ -202,7 +205,8 @@ TEST_CASE("random ops are seeded, deterministic and never folded") {
   for (float x : values(a, 0)) CHECK((x >= 0.0f && x < 1.0f));
   for (float x : values(a, 3)) CHECK(x == 0.0f);
   for (float x : values(a, 4)) CHECK(x == 1.0f);
-  // RandomNormal has no inputs at all, yet it stays a node: its values exist at run time only.
+  // RandomNormal has no inputs at all, yet it stays a node (and so does the Add reading it):
+  // its values exist at run time only.
   Model prepared = m.clone();
   propagate_static_shapes(prepared);
   CHECK(test::count_op(prepared, "RandomNormal") == 1);
@@ -283,6 +287,39 @@ TEST_CASE("a branch that cannot run at the compiled shapes is refused at run tim
   CHECK(r.err.find("its else_branch was not compiled") != std::string::npos);
   test::CliResult dump = test::run_cli({"plan", "dump", (dir / "m.plan").string()});
   CHECK(dump.out.find("else_branch: not compiled") != std::string::npos);
+}
+
+TEST_CASE("captured values survive export: a renamed one is referenced by its new name, even one its body defines") {
+  const fs::path dir = test::scratch_dir("cf_export");
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[3] x, bool c) => (float[3] y) {
+      a = Relu(x)
+      y = If(c) <then_branch = th () => (float[3] r) { r = Sigmoid(a) },
+                 else_branch = el () => (float[3] s) { s = Neg(a) }>
+    })"), dir / "m.onnx");
+  Model m = import_onnx(dir / "m.onnx");
+  const Node* control = nullptr;
+  for (const auto& n : m.graph->nodes())
+    if (n->op_type == "If") control = n.get();
+  REQUIRE(control);
+  REQUIRE(control->inputs().size() == 2);  // c, then the captured a
+  CHECK(control->input(1)->name() == "a");
+  auto feeds = random_inputs(m, 5);
+  for (bool branch : {true, false}) {
+    feeds["c"] = HostTensor::scalar<bool>(DType::Bool, branch);
+    const NamedTensors expected = Evaluator(m).run(feeds);
+    // A pass renames the captured value, once to a free name and once to the name the
+    // then-branch gives its own result.
+    for (const char* new_name : {"activated", "r"}) {
+      CAPTURE(new_name);
+      Model renamed = m.clone();
+      renamed.graph->rename_value(renamed.graph->find_value("a"), new_name);
+      export_onnx(renamed, dir / "renamed.onnx");
+      Model back = import_onnx(dir / "renamed.onnx");  // ONNX's checker and inference pass it
+      CHECK(diff_outputs(Evaluator(back).run(feeds), expected).error() == 0);
+    }
+  }
 }
 
 TEST_CASE("an If whose condition is a constant is inlined, whatever its branch reads") {

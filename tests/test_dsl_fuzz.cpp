@@ -24,7 +24,10 @@ TEST_CASE("fuzz: mutated rule files give located errors, never a crash") {
                                            "test", "model", "expect", "\"\"\"", "in", "..", "+-", "[0]", "{", "}"};
   std::mt19937 rng(20261129);
   int parsed_clean = 0, with_errors = 0;
-  for (int iteration = 0; iteration < 10000; ++iteration) {
+  // 4000 mutants: each parses and checks every rule of a shipped file, and under the
+  // sanitizers (where this test matters most) that is the longest test CI runs.
+  const int iterations = 4000;
+  for (int iteration = 0; iteration < iterations; ++iteration) {
     std::string text = sources[rng() % sources.size()];
     const int edits = 1 + static_cast<int>(rng() % 4);
     for (int k = 0; k < edits && !text.empty(); ++k) {
@@ -53,5 +56,5 @@ TEST_CASE("fuzz: mutated rule files give located errors, never a crash") {
     (errors.empty() ? parsed_clean : with_errors)++;
   }
   MESSAGE("fuzz: " << with_errors << " mutants with errors, " << parsed_clean << " still valid");
-  CHECK(with_errors > 3000);  // the mutations really break things
+  CHECK(with_errors > iterations * 3 / 10);  // the mutations really break things
 }

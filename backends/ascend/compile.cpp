@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <unordered_set>
 
@@ -38,16 +39,32 @@ Lowered lower_graph(const Model& m, const HardwareProfile& profile, const Compil
 void lower_body(const Node& n, const Model& parent, const Attribute& a, const HardwareProfile& profile, const CompileOptions& options,
                 plan::Kernel& kernel, double& body_us);
 
-// Trips a Loop or Scan kernel runs its body: the length of its first scan output (a
-// Loop's trip count, a Scan's sequence), else a constant trip count, else 1.
-double trips_of(const Node& n) {
-  if (n.op_type == "If") return 1;
-  const size_t carried = n.op_type == "Loop" ? n.inputs().size() - capture_count(n) - 2 : 0;
-  for (size_t o = carried; n.op_type == "Loop" && o < n.outputs().size(); ++o)
-    if (const Value* v = n.output(o); v && v->type.shape && v->type.shape->rank() > 0) return static_cast<double>((*v->type.shape)[0].value());
-  if (n.op_type == "Scan")
-    for (const Value* v : n.outputs())
-      if (v && v->type.shape && v->type.shape->rank() > 0 && v != n.output(0)) return static_cast<double>((*v->type.shape)[0].value());
+// Trips a Loop or Scan kernel runs its body: a Loop's constant trip count (else the
+// length of its first scan output, else 1); a Scan's sequence length, from its first
+// scan input along its scan axis.
+double trips_of(const Node& n, const Graph& parent) {
+  if (n.op_type == "Loop") {
+    if (const Tensor* m = n.input(0) ? parent.constant_value(n.input(0)) : nullptr; m && m->element_count() == 1 && m->dtype == DType::I64)
+      return static_cast<double>(std::max<int64_t>(m->to_vector<int64_t>()[0], 0));
+    const size_t carried = n.inputs().size() - capture_count(n) - 2;
+    for (size_t o = carried; o < n.outputs().size(); ++o)
+      if (const Value* v = n.output(o); v && v->type.shape && v->type.shape->rank() > 0 && (*v->type.shape)[0].is_static())
+        return static_cast<double>((*v->type.shape)[0].value());
+    return 1;
+  }
+  if (n.op_type == "Scan") {
+    const Attribute* ns = n.attr("num_scan_inputs");
+    const size_t own = n.inputs().size() - capture_count(n);
+    if (!ns || ns->i < 1 || static_cast<size_t>(ns->i) > own) return 1;
+    const Value* first = n.input(own - static_cast<size_t>(ns->i));
+    const Attribute* axes = n.attr("scan_input_axes");
+    if (!first || !first->type.shape || first->type.shape->rank() == 0) return 1;
+    int64_t axis = axes && !axes->ints.empty() ? axes->ints[0] : 0;
+    if (axis < 0) axis += static_cast<int64_t>(first->type.shape->rank());
+    if (axis < 0 || axis >= static_cast<int64_t>(first->type.shape->rank())) return 1;
+    const Dim& d = (*first->type.shape)[static_cast<size_t>(axis)];
+    return d.is_static() ? static_cast<double>(d.value()) : 1;
+  }
   return 1;
 }
 
@@ -70,12 +87,14 @@ void lower_bodies(const Node& n, const Model& parent, const HardwareProfile& pro
       b->set_unrunnable(e.what());
     }
   }
-  kernel.set_modeled_us(kernel.launch_us() + body_us * trips_of(n));
+  kernel.set_modeled_us(kernel.launch_us() + body_us * trips_of(n, *parent.graph));
 }
 
 void lower_body(const Node& n, const Model& parent, const Attribute& a, const HardwareProfile& profile, const CompileOptions& options,
                 plan::Kernel& kernel, double& body_us) {
   {
+    if (n.op_type == "Scan" && parent.opset_version("") < 9)
+      throw Error(n.describe() + ": an opset-8 Scan (batch axis and sequence_lens) is run by the evaluator but not compiled: re-export the model at opset 9 or later");
     Model body = body_as_model(n, parent, a.name.c_str(), body_input_types(n));
     StaticShapeOptions compile_time;
     compile_time.always_fold = is_weight_layout;
@@ -84,6 +103,18 @@ void lower_body(const Node& n, const Model& parent, const Attribute& a, const Ha
       const Value* v = body.graph->find_value(shapes.dynamic.front());
       throw Error(n.describe() + ": its body '" + a.name + "' has a value whose shape is not static ('" + v->name() + "', " + v->type.to_string() +
                   "); a plan needs static shapes in bodies too (a Loop's carried values must keep their shape)");
+    }
+    // A Loop's carried values, and a Scan's states, keep their types from trip to trip.
+    const size_t first_state = n.op_type == "Loop" ? 2 : 0, first_out = n.op_type == "Loop" ? 1 : 0;
+    const size_t states = n.op_type == "Loop"   ? n.inputs().size() - capture_count(n) - 2
+                          : n.op_type == "Scan" ? body_input_types(n).size() - static_cast<size_t>(n.attr("num_scan_inputs") ? n.attr("num_scan_inputs")->i : 0)
+                                                : 0;
+    for (size_t i = 0; i < states && first_state + i < body.graph->inputs().size() && first_out + i < body.graph->outputs().size(); ++i) {
+      const Value* in = body.graph->inputs()[first_state + i];
+      const Value* out = body.graph->outputs()[first_out + i];
+      if (in->type.dtype != out->type.dtype || in->type.shape != out->type.shape)
+        throw Error(n.describe() + ": its body takes '" + in->name() + "' as " + in->type.to_string() + " but gives back '" + out->name() + "' as " +
+                    out->type.to_string() + "; a plan needs carried values that keep their shape");
     }
     if (options.rules) {
       Model optimized = std::move(optimize(body, *options.rules, profile, options.optimize).model);
@@ -140,14 +171,25 @@ std::set<std::string> bound_branch_shapes(Model& m) {
 // Streams, then the plan, for a graph whose order and memory are planned.
 std::pair<StreamPlan, plan::Plan> lower_planned(const Model& m, const std::vector<size_t>& order, const MemoryPlan& memory,
                                                 const HardwareProfile& profile, const CompileOptions& options, size_t max_streams,
-                                                const std::set<std::string>& bounded = {}) {
+                                                const std::set<std::string>& bounded = {},
+                                                std::map<const Node*, plan::Kernel>* lowered_bodies = nullptr) {
   const Graph& g = *m.graph;
   std::vector<KernelCost> costs;
   for (size_t k : order) costs.push_back(cost_of(work_of(*g.nodes()[k], options.optimize.cost), profile));
   StreamPlan streams = plan_streams(g, order, memory, {.max_streams = max_streams});
   validate_stream_plan(streams);
   LoweringInputs in{m, order, memory, streams, profile.soc_version, costs, /*with_weights=*/false, {}, bounded};
-  in.lower_bodies = [&](const Node& n, plan::Kernel& kernel) { lower_bodies(n, m, profile, options, kernel); };
+  // The bodies do not depend on the enclosing plan's streams: lowered once per compile.
+  in.lower_bodies = [&](const Node& n, plan::Kernel& kernel) {
+    if (lowered_bodies)
+      if (auto it = lowered_bodies->find(&n); it != lowered_bodies->end()) {
+        *kernel.mutable_bodies() = it->second.bodies();
+        kernel.set_modeled_us(it->second.modeled_us());
+        return;
+      }
+    lower_bodies(n, m, profile, options, kernel);
+    if (lowered_bodies) (*lowered_bodies)[&n] = kernel;
+  };
   plan::Plan p = lower_to_plan(in);
   return {std::move(streams), std::move(p)};
 }
@@ -218,8 +260,9 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
                 mib(static_cast<uint64_t>(profile.hbm_bytes)) + " of HBM on " + profile.soc_version +
                 ": fix smaller input dims with --input_shape (a smaller batch or sequence), keep memory reuse on, or compile for a larger part");
   }
+  std::map<const Node*, plan::Kernel> lowered_bodies;
   auto lower_on = [&](size_t max_streams) {
-    auto [sp, p] = lower_planned(r.model, r.order, r.memory, profile, options, max_streams, bounded);
+    auto [sp, p] = lower_planned(r.model, r.order, r.memory, profile, options, max_streams, bounded, &lowered_bodies);
     if (r.optimized) {
       auto* stats = p.mutable_compile();
       stats->set_kernels_before(r.optimized->before.kernels);

@@ -288,7 +288,9 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       out_dims = it->second;
     }
     HostTensor t(static_cast<DType>(r.dtype()), out_dims);
-    if (t.nbytes()) std::memcpy(t.mutable_raw(), pool.get() + r.offset(), t.nbytes());
+    // An output may be a constant (a branch that returns one of its weights).
+    const std::byte* base = r.region() == plan::WEIGHT ? c.weights.get() : pool.get();
+    if (t.nbytes()) std::memcpy(t.mutable_raw(), base + r.offset(), t.nbytes());
     outs.emplace_back(r.name(), std::move(t));
   }
   return outs;

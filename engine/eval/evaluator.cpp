@@ -124,7 +124,8 @@ class GraphScope final : public Scope {
 // of this graph is an input of the node that holds it: onnx/captures.h).
 NamedTensors run_graph(const Model& model, const KernelRegistry& kernels, const Graph& g,
                        std::unordered_map<const Value*, HostTensor> env, const Scope* outer, OpProfile* profile) {
-  for (const Value* v : g.initializers()) env[v] = HostTensor::view(*v->initializer);
+  // An input with an initializer takes the fed value when there is one (env holds the feeds).
+  for (const Value* v : g.initializers()) env.try_emplace(v, HostTensor::view(*v->initializer));
 
   std::unordered_map<const Value*, size_t> last_use;
   for (size_t i = 0; i < g.nodes().size(); ++i)

@@ -205,7 +205,11 @@ std::vector<HostTensor> run_scan(const KernelContext& ctx, const CaptureScope& s
 std::vector<int64_t> per_entry(const KernelContext& ctx, const char* attr, size_t count, const std::vector<int64_t>& ranks) {
   std::vector<int64_t> v = ctx.attr_ints(attr, std::vector<int64_t>(count, 0));
   if (v.size() != count) ctx.fail(std::string(attr) + " needs " + std::to_string(count) + " entries");
-  for (size_t i = 0; i < count && i < ranks.size(); ++i) v[i] = normalize_axis(v[i], ranks[i]);
+  for (size_t i = 0; i < count && i < ranks.size(); ++i) {
+    if (ranks[i] < 1) ctx.fail("a scan input must have rank >= 1");
+    if (v[i] < -ranks[i] || v[i] >= ranks[i]) ctx.fail(std::string(attr) + " entry " + std::to_string(v[i]) + " is out of range");
+    v[i] = v[i] < 0 ? v[i] + ranks[i] : v[i];
+  }
   return v;
 }
 
@@ -247,7 +251,15 @@ void scan_kernel(KernelContext& ctx) {
   layout.in_reverse = per_entry(ctx, "directions", scan_in.size(), {});
   layout.out_axes.assign(n_out, 0);
   layout.out_reverse.assign(n_out, 0);
-  const int64_t batch = scan_in[0].dims()[0], steps = scan_in[0].rank() > 1 ? scan_in[0].dims()[1] : 0;
+  for (const auto& t : scan_in)
+    if (t.rank() < 2) ctx.fail("an opset-8 scan input must be [batch, sequence, ...]");
+  const int64_t batch = scan_in[0].dims()[0], steps = scan_in[0].dims()[1];
+  if (batch < 1) ctx.fail("an opset-8 Scan needs a batch of at least one");
+  for (const auto& t : scan_in)
+    if (t.dims()[0] != batch || t.dims()[1] != steps) ctx.fail("the scan inputs differ in batch or sequence length");
+  for (const auto& t : state)
+    if (t.rank() < 1 || t.dims()[0] != batch) ctx.fail("a state must have the batch as its first axis");
+  if (ctx.has_input(0) && ctx.input(0).size() && ctx.input(0).size() != batch) ctx.fail("sequence_lens needs one entry per batch entry");
   std::vector<std::vector<HostTensor>> per_output(n_state + n_out);
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t len = ctx.has_input(0) && ctx.input(0).size() ? ctx.input(0).int_at(b) : steps;

@@ -81,8 +81,8 @@ void einsum(KernelContext& ctx) {
       const int64_t d = x.dims()[a];
       auto [it, fresh] = extent.emplace(l, d);
       if (!fresh && it->second != d) {
-        if (l >= kEllipsisLabel && (it->second == 1 || d == 1)) it->second = std::max(it->second, d);
-        else ctx.fail("label '" + std::string(1, static_cast<char>(l)) + "' has dims " + std::to_string(it->second) + " and " + std::to_string(d));
+        if (l >= kEllipsisLabel && it->second == 1) it->second = d;  // a 1 broadcasts (to 0 as well)
+        else if (!(l >= kEllipsisLabel && d == 1)) ctx.fail("label '" + std::string(1, static_cast<char>(l)) + "' has dims " + std::to_string(it->second) + " and " + std::to_string(d));
       }
       ++uses[l];
     }

@@ -3,10 +3,12 @@
 // Data movement is by element bytes, so every dtype passes; comparisons dispatch
 // on the element type.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
 #include "eval/kernel.h"
+#include "kernels/arguments.h"
 #include "kernels/dispatch.h"
 #include "kernels/layout.h"
 
@@ -94,7 +96,7 @@ void scatter_elements(KernelContext& ctx) {
   if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
     ctx.fail("reduction must be none, add, mul, max or min, not '" + reduction + "'");
   const int64_t rank = static_cast<int64_t>(data.rank());
-  const int64_t axis = normalize_axis(ctx.attr_int("axis", 0), rank);
+  const int64_t axis = tensor_axis(ctx, ctx.attr_int("axis", 0), data);
   if (indices.dims() != updates.dims() || indices.rank() != data.rank() || updates.dtype() != data.dtype())
     ctx.fail("indices and updates must have one shape, of data's rank and (updates) dtype");
   const auto ds = strides_of(data.dims());
@@ -134,9 +136,8 @@ void for_each_lane(const std::vector<int64_t>& dims, int64_t axis, F&& f) {
 // TopK: the k largest (or smallest) along axis, with their indices; ties keep the lower index first.
 void top_k(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
-  const int64_t rank = static_cast<int64_t>(x.rank());
-  const int64_t axis = normalize_axis(ctx.attr_int("axis", -1), rank);
-  const int64_t k = ctx.opset() >= 10 ? ctx.input(1).int_at(0) : ctx.attr_int("k", 0);
+  const int64_t axis = tensor_axis(ctx, ctx.attr_int("axis", -1), x);
+  const int64_t k = ctx.opset() >= 10 ? scalar_int_input(ctx, 1, "K") : ctx.attr_int("k", 0);
   const bool largest = ctx.attr_int("largest", 1) != 0;
   const int64_t len = x.dims()[static_cast<size_t>(axis)];
   if (k < 0 || k > len) ctx.fail("k = " + std::to_string(k) + " must be in 0.." + std::to_string(len));
@@ -196,7 +197,7 @@ void compress(KernelContext& ctx) {
   const HostTensor& cond = ctx.input(1);
   const bool flat = !ctx.has_attr("axis");
   const HostTensor src = flat ? x.reshaped({x.size()}) : x;
-  const int64_t axis = flat ? 0 : normalize_axis(ctx.attr_int("axis", 0), static_cast<int64_t>(x.rank()));
+  const int64_t axis = flat ? 0 : tensor_axis(ctx, ctx.attr_int("axis", 0), x);
   const int64_t len = src.dims()[static_cast<size_t>(axis)];
   if (cond.size() > len) ctx.fail("condition has " + std::to_string(cond.size()) + " entries for an axis of " + std::to_string(len));
   std::vector<int64_t> keep;
@@ -217,7 +218,7 @@ void compress(KernelContext& ctx) {
 // sum, `reverse` sums from the end.
 void cum_sum(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
-  const int64_t axis = normalize_axis(ctx.input(1).int_at(0), static_cast<int64_t>(x.rank()));
+  const int64_t axis = tensor_axis(ctx, scalar_int_input(ctx, 1, "axis"), x);
   const bool exclusive = ctx.attr_int("exclusive", 0) != 0, reverse = ctx.attr_int("reverse", 0) != 0;
   HostTensor y(x.dtype(), x.dims());
   dispatch_real(x.dtype(), [&]<class T>() {
@@ -243,11 +244,10 @@ void cum_sum(KernelContext& ctx) {
 // OneHot: values[1] where the index (negative counts from depth) is the position, values[0] elsewhere.
 void one_hot(KernelContext& ctx) {
   const HostTensor& indices = ctx.input(0);
-  const double depth_value = ctx.input(1).real_at(0);
+  const int64_t depth = scalar_int_input(ctx, 1, "depth");
   const HostTensor& values = ctx.input(2);
   if (values.size() != 2) ctx.fail("values must hold [off, on]");
-  const int64_t depth = static_cast<int64_t>(depth_value);
-  if (depth < 1) ctx.fail("depth must be positive, not " + std::to_string(depth));
+  if (depth < 1 || depth > (int64_t{1} << 24)) ctx.fail("depth must be in 1..2^24, not " + std::to_string(depth));
   const int64_t out_rank = static_cast<int64_t>(indices.rank()) + 1;
   const int64_t axis = normalize_axis(ctx.attr_int("axis", -1), out_rank);
   std::vector<int64_t> out = indices.dims();
@@ -259,7 +259,8 @@ void one_hot(KernelContext& ctx) {
     for (int64_t d = 0; d < depth; ++d)
       for (int64_t i = 0; i < after; ++i) {
         const int64_t src = o * after + i;
-        int64_t at = is_float(indices.dtype()) ? static_cast<int64_t>(indices.real_at(src)) : indices.int_at(src);
+        const double real = is_float(indices.dtype()) ? indices.real_at(src) : 0.0;
+        int64_t at = is_float(indices.dtype()) ? (std::isfinite(real) && std::fabs(real) < 9e15 ? static_cast<int64_t>(real) : depth) : indices.int_at(src);
         if (at < 0) at += depth;
         copy_elements(y, (o * depth + d) * after + i, values, at == d ? 1 : 0, 1);
       }
@@ -313,7 +314,7 @@ void unique(KernelContext& ctx) {
   const bool sorted = ctx.attr_int("sorted", 1) != 0;
   const bool flat = !ctx.has_attr("axis");
   const HostTensor src = flat ? x.reshaped({x.size()}) : x;
-  const int64_t axis = flat ? 0 : normalize_axis(ctx.attr_int("axis", 0), static_cast<int64_t>(x.rank()));
+  const int64_t axis = flat ? 0 : tensor_axis(ctx, ctx.attr_int("axis", 0), x);
   const int64_t len = src.dims()[static_cast<size_t>(axis)];
   const int64_t inner = product(src.dims(), static_cast<size_t>(axis) + 1);
   const int64_t outer = product(src.dims(), 0, static_cast<size_t>(axis));

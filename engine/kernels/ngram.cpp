@@ -41,6 +41,8 @@ void tfidf_vectorizer(KernelContext& ctx) {
     }
   }
   if (gram != indexes.size()) ctx.fail("ngram_indexes has more entries than the pool has grams");
+  for (int64_t i : indexes)
+    if (i < 0) ctx.fail("ngram_indexes holds the negative index " + std::to_string(i));
   if (!weights.empty() && weights.size() != indexes.size()) ctx.fail("weights needs one entry per gram");
   int64_t width = 0;
   for (int64_t i : indexes) width = std::max(width, i + 1);

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "eval/kernel.h"
+#include "kernels/arguments.h"
 #include "kernels/conv.h"
 #include "kernels/dispatch.h"
 #include "kernels/layout.h"
@@ -53,12 +54,13 @@ struct QuantParams {
   QuantParams(const KernelContext& ctx, const HostTensor& x, const HostTensor& s, const HostTensor* z) : scale(&s), zero(z) {
     if (s.size() != 1) {
       if (s.rank() != 1) ctx.fail("a per-axis scale must be 1-D");
-      axis = normalize_axis(ctx.attr_int("axis", 1), static_cast<int64_t>(x.rank()));
+      axis = tensor_axis(ctx, ctx.attr_int("axis", 1), x);
       axis_len = x.dims()[static_cast<size_t>(axis)];
       if (s.size() != axis_len) ctx.fail("the scale has " + std::to_string(s.size()) + " entries for an axis of " + std::to_string(axis_len));
       for (size_t a = static_cast<size_t>(axis) + 1; a < x.rank(); ++a) inner *= x.dims()[a];
       per_axis = true;
     }
+    if (s.size() < 1) ctx.fail("the scale is empty");
     if (z && z->size() != s.size()) ctx.fail("the zero point and the scale differ in size");
   }
   int64_t slot(int64_t i) const { return per_axis ? i / inner % axis_len : 0; }
@@ -121,7 +123,7 @@ HostTensor centered(const KernelContext& ctx, const HostTensor& x, const HostTen
   int64_t inner = 1, len = 1;
   const bool per_axis = zero && zero->size() > 1;
   if (per_axis) {
-    axis = normalize_axis(axis, static_cast<int64_t>(x.rank()));
+    axis = tensor_axis(ctx, axis, x);
     len = x.dims()[static_cast<size_t>(axis)];
     if (zero->size() != len) ctx.fail("a zero point has " + std::to_string(zero->size()) + " entries for an axis of " + std::to_string(len));
     for (size_t a = static_cast<size_t>(axis) + 1; a < x.rank(); ++a) inner *= x.dims()[a];
@@ -135,12 +137,30 @@ HostTensor centered(const KernelContext& ctx, const HostTensor& x, const HostTen
 
 const HostTensor* optional_input(const KernelContext& ctx, size_t i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; }
 
+HostTensor cast_to_i64(const HostTensor& x) {
+  HostTensor y(DType::I64, x.dims());
+  for (int64_t i = 0; i < x.size(); ++i) y.mutable_data<int64_t>()[i] = x.int_at(i);
+  return y;
+}
+
+// The integer product of the centred operands, each output element summed in int64.
+HostTensor integer_matmul(const KernelContext& ctx, const HostTensor& a, const HostTensor& b) {
+  // int64 operands: matmul's plain loop sums their products exactly while |sum| < 2^53,
+  // which int8/uint8 operands (at most 2^16 per product) keep for any K below 2^37.
+  return matmul(ctx, cast_to_i64(a), cast_to_i64(b));
+}
+
 void matmul_integer(KernelContext& ctx) {
   const HostTensor& a = ctx.input(0);
   const HostTensor& b = ctx.input(1);
-  HostTensor ac = centered(ctx, a, optional_input(ctx, 2), static_cast<int64_t>(a.rank()) - 2);
+  if (a.rank() < 1 || b.rank() < 1) ctx.fail("operands must have rank >= 1");
+  HostTensor ac = centered(ctx, a, optional_input(ctx, 2), std::max<int64_t>(static_cast<int64_t>(a.rank()) - 2, 0));
   HostTensor bc = centered(ctx, b, optional_input(ctx, 3), -1);
-  ctx.outputs[0] = matmul(ctx, ac, bc);
+  HostTensor acc = integer_matmul(ctx, ac, bc);
+  HostTensor y(DType::I32, acc.dims());
+  for (int64_t i = 0; i < acc.size(); ++i)  // int32 arithmetic wraps; so does this, without UB
+    y.mutable_data<int32_t>()[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc.data<int64_t>()[i])));
+  ctx.outputs[0] = std::move(y);
 }
 
 // Direct integer convolution: x [N, C, spatial...] and w [M, C/group, k...], both already
@@ -151,6 +171,7 @@ std::vector<int64_t> conv_integer(const KernelContext& ctx, const HostTensor& x,
   const int64_t n = x.dims()[0], c = x.dims()[1], m = w.dims()[0];
   if (group <= 0 || c % group != 0 || m % group != 0 || w.dims()[1] * group != c) ctx.fail("channels do not match the weights and group");
   std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape", std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
+  if (kernel != std::vector<int64_t>(w.dims().begin() + 2, w.dims().end())) ctx.fail("kernel_shape does not match the weights " + w.shape_string());
   WindowGeometry g = window_geometry(ctx, x.dims(), kernel, false);
   const size_t sp = g.in.size();
   out_dims = {n, m};
@@ -209,6 +230,7 @@ void conv_integer_kernel(KernelContext& ctx) {
 HostTensor requantize(const KernelContext& ctx, const std::vector<int64_t>& acc, const std::vector<int64_t>& dims,
                       const std::function<double(int64_t)>& real_scale, const HostTensor& y_scale, const HostTensor& y_zero) {
   const auto [lo, hi] = int_range(ctx, y_zero.dtype());
+  if (y_scale.size() != 1 || y_zero.size() != 1) ctx.fail("y_scale and y_zero_point must hold one value each");
   const double ys = y_scale.real_at(0);
   const int64_t yz = y_zero.int_at(0);
   std::vector<int64_t> v(acc.size());
@@ -220,15 +242,19 @@ HostTensor requantize(const KernelContext& ctx, const std::vector<int64_t>& acc,
 void qlinear_matmul(KernelContext& ctx) {
   const HostTensor& a = ctx.input(0);
   const HostTensor& b = ctx.input(3);
-  HostTensor ac = centered(ctx, a, &ctx.input(2), static_cast<int64_t>(a.rank()) - 2);
+  if (a.rank() < 1 || b.rank() < 1) ctx.fail("operands must have rank >= 1");
+  HostTensor ac = centered(ctx, a, &ctx.input(2), std::max<int64_t>(static_cast<int64_t>(a.rank()) - 2, 0));
   HostTensor bc = centered(ctx, b, &ctx.input(5), -1);
-  HostTensor acc = matmul(ctx, ac, bc);
+  HostTensor acc = integer_matmul(ctx, ac, bc);
   const HostTensor& a_scale = ctx.input(1);
   const HostTensor& b_scale = ctx.input(4);
-  const int64_t n = acc.dims().back();
+  const int64_t n = acc.rank() >= 1 ? acc.dims().back() : 1;
   const int64_t m = acc.rank() >= 2 ? acc.dim(-2) : 1;
+  if (a_scale.size() < 1 || b_scale.size() < 1) ctx.fail("a_scale and b_scale must not be empty");
+  if ((a_scale.size() != 1 && a_scale.size() != m) || (b_scale.size() != 1 && b_scale.size() != n))
+    ctx.fail("a_scale must hold 1 or M values and b_scale 1 or N values");
   std::vector<int64_t> values(static_cast<size_t>(acc.size()));
-  for (int64_t i = 0; i < acc.size(); ++i) values[static_cast<size_t>(i)] = acc.data<int32_t>()[i];
+  for (int64_t i = 0; i < acc.size(); ++i) values[static_cast<size_t>(i)] = acc.data<int64_t>()[i];
   auto scale = [&](int64_t i) {
     const double sa = a_scale.size() > 1 ? a_scale.real_at(i / n % m) : a_scale.real_at(0);
     const double sb = b_scale.size() > 1 ? b_scale.real_at(i % n) : b_scale.real_at(0);
@@ -252,6 +278,8 @@ void qlinear_conv(KernelContext& ctx) {
   }
   const HostTensor& x_scale = ctx.input(1);
   const HostTensor& w_scale = ctx.input(4);
+  if (x_scale.size() != 1) ctx.fail("x_scale must hold one value");
+  if (w_scale.size() != 1 && w_scale.size() != m) ctx.fail("w_scale must hold 1 or one value per output channel");
   auto scale = [&](int64_t i) { return x_scale.real_at(0) * (w_scale.size() > 1 ? w_scale.real_at(i / spatial % m) : w_scale.real_at(0)); };
   ctx.outputs[0] = requantize(ctx, acc, dims, scale, ctx.input(6), ctx.input(7));
 }

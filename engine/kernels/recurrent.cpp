@@ -103,6 +103,7 @@ void recurrent(KernelContext& ctx, const RecurrentSpec& spec) {
   if (peep && peep->dims() != std::vector<int64_t>{dirs, 3 * hidden}) ctx.fail("P must be [directions, 3 * hidden]");
   const bool has_clip = ctx.has_attr("clip");
   const float clip = ctx.attr_float("clip", 0.0f);
+  if (has_clip && !(clip >= 0.0f)) ctx.fail("clip must not be negative");
   const bool linear_before_reset = ctx.attr_int("linear_before_reset", 0) != 0;
   const bool input_forget = ctx.attr_int("input_forget", 0) != 0;
 

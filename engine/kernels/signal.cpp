@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "eval/kernel.h"
+#include "kernels/arguments.h"
 #include "kernels/dispatch.h"
 #include "kernels/layout.h"
 
@@ -44,8 +45,8 @@ void dft(KernelContext& ctx) {
   if (axis == rank - 1 || axis == 0) ctx.fail("axis must be a signal axis (neither the batch nor the complex axis)");
   const bool inverse = ctx.attr_int("inverse", 0) != 0, onesided = ctx.attr_int("onesided", 0) != 0;
   const int64_t n = x.dims()[static_cast<size_t>(axis)];
-  const int64_t length = ctx.has_input(1) && ctx.input(1).size() ? ctx.input(1).int_at(0) : n;
-  if (length < 1) ctx.fail("dft_length must be positive");
+  const int64_t length = ctx.has_input(1) && ctx.input(1).size() ? scalar_int_input(ctx, 1, "dft_length") : n;
+  if (length < 1 || length > (int64_t{1} << 20)) ctx.fail("dft_length must be in 1..2^20");
   const int64_t bins = onesided ? length / 2 + 1 : length;
   std::vector<int64_t> out = x.dims();
   out[static_cast<size_t>(axis)] = bins;
@@ -91,9 +92,10 @@ void dft(KernelContext& ctx) {
 void stft(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   if (x.rank() != 3 || (x.dim(-1) != 1 && x.dim(-1) != 2)) ctx.fail("the signal must be [batch, length, 1 or 2]");
-  const int64_t step = ctx.input(1).int_at(0);
+  const int64_t step = scalar_int_input(ctx, 1, "frame_step");
   const HostTensor* window = ctx.has_input(2) && ctx.input(2).size() ? &ctx.input(2) : nullptr;
-  int64_t frame = ctx.has_input(3) && ctx.input(3).size() ? ctx.input(3).int_at(0) : (window ? window->size() : 0);
+  int64_t frame = ctx.has_input(3) && ctx.input(3).size() ? scalar_int_input(ctx, 3, "frame_length") : (window ? window->size() : 0);
+  if (frame > (int64_t{1} << 20)) ctx.fail("frame_length must be at most 2^20");
   if (frame < 1 || step < 1) ctx.fail("frame_step and the frame length (frame_length or the window's) must be positive");
   if (window && window->size() != frame) ctx.fail("the window has " + std::to_string(window->size()) + " samples for frames of " + std::to_string(frame));
   const bool onesided = ctx.attr_int("onesided", 1) != 0;
@@ -126,8 +128,8 @@ void stft(KernelContext& ctx) {
 
 // A generalized cosine window sum_k a_k cos(2 pi k n / N), N = size (periodic) or size - 1.
 void cosine_window(KernelContext& ctx, const std::vector<double>& a) {
-  const int64_t size = ctx.input(0).int_at(0);
-  if (size < 0) ctx.fail("size must not be negative");
+  const int64_t size = scalar_int_input(ctx, 0, "size");
+  if (size < 0 || size > (int64_t{1} << 28)) ctx.fail("size must be in 0..2^28");
   const DType out = static_cast<DType>(ctx.attr_int("output_datatype", 1));
   const bool periodic = ctx.attr_int("periodic", 1) != 0;
   const double period = static_cast<double>(periodic ? size : size - 1);
@@ -146,16 +148,21 @@ void cosine_window(KernelContext& ctx, const std::vector<double>& a) {
 
 // MelWeightMatrix [dft_length / 2 + 1, num_mel_bins]: triangular filters spaced on the mel scale.
 void mel_weight_matrix(KernelContext& ctx) {
-  const int64_t mel_bins = ctx.input(0).int_at(0), dft_length = ctx.input(1).int_at(0), rate = ctx.input(2).int_at(0);
-  const float lower = static_cast<float>(ctx.input(3).real_at(0)), upper = static_cast<float>(ctx.input(4).real_at(0));
-  if (mel_bins < 1 || dft_length < 1 || rate < 1) ctx.fail("num_mel_bins, dft_length and sample_rate must be positive");
+  const int64_t mel_bins = scalar_int_input(ctx, 0, "num_mel_bins"), dft_length = scalar_int_input(ctx, 1, "dft_length");
+  const int64_t rate = scalar_int_input(ctx, 2, "sample_rate");
+  const float lower = static_cast<float>(scalar_real_input(ctx, 3, "lower_edge_hertz")), upper = static_cast<float>(scalar_real_input(ctx, 4, "upper_edge_hertz"));
+  if (mel_bins < 1 || dft_length < 1 || rate < 1 || mel_bins > 65536 || dft_length > (int64_t{1} << 20))
+    ctx.fail("num_mel_bins (at most 65536), dft_length (at most 2^20) and sample_rate must be positive");
+  if (!std::isfinite(lower) || !std::isfinite(upper) || lower < 0 || upper < lower) ctx.fail("the edges must be finite with 0 <= lower <= upper");
   const int64_t spectrum_bins = dft_length / 2 + 1;
   const double low_mel = 2595.0 * std::log10(1.0 + lower / 700.0), high_mel = 2595.0 * std::log10(1.0 + upper / 700.0);
   const double step = (high_mel - low_mel) / static_cast<double>(mel_bins + 2);
   std::vector<int64_t> edge(static_cast<size_t>(mel_bins + 2));
   for (int64_t i = 0; i < mel_bins + 2; ++i) {
     const double hz = 700.0 * (std::pow(10.0, (static_cast<double>(i) * step + low_mel) / 2595.0) - 1.0);
-    edge[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(rate)));
+    const double bin = std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(rate));
+    if (!(bin >= 0 && bin < 1e12)) ctx.fail("upper_edge_hertz lies far above the spectrum");
+    edge[static_cast<size_t>(i)] = static_cast<int64_t>(bin);
   }
   HostTensor w(DType::F64, {spectrum_bins, mel_bins});
   double* pw = w.mutable_data<double>();

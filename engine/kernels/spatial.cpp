@@ -23,7 +23,7 @@ void depth_to_space(KernelContext& ctx) {
   need_rank(ctx, x, 4);
   const int64_t b = ctx.attr_int("blocksize", 0);
   const int64_t n = x.dims()[0], c = x.dims()[1], h = x.dims()[2], w = x.dims()[3];
-  if (b < 1 || c % (b * b) != 0) ctx.fail("channels " + std::to_string(c) + " are not a multiple of blocksize^2");
+  if (b < 1 || b > c || c % (b * b) != 0) ctx.fail("channels " + std::to_string(c) + " are not a multiple of blocksize^2 (blocksize " + std::to_string(b) + ")");
   const bool crd = ctx.attr_string("mode", "DCR") == "CRD";
   HostTensor y = crd ? transpose(x.reshaped({n, c / (b * b), b, b, h, w}), {0, 1, 4, 2, 5, 3})
                      : transpose(x.reshaped({n, b, b, c / (b * b), h, w}), {0, 3, 4, 1, 5, 2});
@@ -35,7 +35,7 @@ void space_to_depth(KernelContext& ctx) {
   need_rank(ctx, x, 4);
   const int64_t b = ctx.attr_int("blocksize", 0);
   const int64_t n = x.dims()[0], c = x.dims()[1], h = x.dims()[2], w = x.dims()[3];
-  if (b < 1 || h % b != 0 || w % b != 0) ctx.fail("H and W must be multiples of blocksize");
+  if (b < 1 || b > std::max<int64_t>(h, 1) || b > std::max<int64_t>(w, 1) || h % b != 0 || w % b != 0) ctx.fail("H and W must be multiples of blocksize");
   HostTensor y = transpose(x.reshaped({n, c, h / b, b, w / b, b}), {0, 3, 5, 1, 2, 4});
   ctx.outputs[0] = y.reshaped({n, c * b * b, h / b, w / b});
 }
@@ -72,6 +72,7 @@ void lrn(KernelContext& ctx) {
 void mean_variance_normalization(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(x.rank());
+  if (rank < 1) ctx.fail("the input must have rank >= 1");
   std::vector<bool> reduced(x.rank(), false);
   for (int64_t a : ctx.attr_ints("axes", {0, 2, 3})) reduced[static_cast<size_t>(normalize_axis(a, rank))] = true;
   const auto strides = strides_of(x.dims());
@@ -120,7 +121,12 @@ void max_unpool(KernelContext& ctx) {
   const auto pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
   if (strides.size() != sp || pads.size() != 2 * sp) ctx.fail("strides and pads need one (two) entries per spatial axis");
   std::vector<int64_t> natural = {x.dims()[0], x.dims()[1]};
-  for (size_t d = 0; d < sp; ++d) natural.push_back((x.dims()[2 + d] - 1) * strides[d] + kernel[d] - pads[d] - pads[sp + d]);
+  for (size_t d = 0; d < sp; ++d) {
+    if (kernel[d] < 1 || kernel[d] > 4096 || strides[d] < 1 || strides[d] > 4096 || pads[d] < 0 || pads[sp + d] < 0)
+      ctx.fail("kernel_shape and strides must be in 1..4096 and pads not negative");
+    natural.push_back((x.dims()[2 + d] - 1) * strides[d] + kernel[d] - pads[d] - pads[sp + d]);
+    if (natural.back() < 1) ctx.fail("the pads leave no output along spatial axis " + std::to_string(d));
+  }
   std::vector<int64_t> out = natural;
   if (ctx.has_input(2) && ctx.input(2).size() > 0) {
     out = ctx.input(2).ints();
@@ -197,6 +203,7 @@ void grid_sample(KernelContext& ctx) {
   if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") ctx.fail("unknown mode '" + mode + "'");
   if (s.padding != "zeros" && s.padding != "border" && s.padding != "reflection") ctx.fail("unknown padding_mode '" + s.padding + "'");
   const int64_t ho = grid.dims()[1], wo = grid.dims()[2];
+  if (s.h < 1 || s.w < 1) ctx.fail("the input has no pixels to sample");
   HostTensor y(DType::F32, {n, c, ho, wo});
   const float* pg = grid.data<float>();
   float* py = y.mutable_data<float>();
@@ -207,6 +214,10 @@ void grid_sample(KernelContext& ctx) {
         for (int64_t ox = 0; ox < wo; ++ox) {
           const float* g = pg + ((b * ho + oy) * wo + ox) * 2;
           double fx = s.denormalize(g[0], s.w), fy = s.denormalize(g[1], s.h);
+          if (!std::isfinite(fx) || !std::isfinite(fy)) {  // sampled nowhere: zeros, as outside the image
+            py[((b * c + ch) * ho + oy) * wo + ox] = 0.0f;
+            continue;
+          }
           if (mode == "nearest") {
             fx = std::nearbyint(fx);
             fy = std::nearbyint(fy);
@@ -255,6 +266,9 @@ void roi_align(KernelContext& ctx) {
   if (rois.rank() != 2 || rois.dims()[1] != 4 || batch_index.size() != rois.dims()[0]) ctx.fail("rois must be [R, 4] with one batch index each");
   const int64_t c = x.dims()[1], h = x.dims()[2], w = x.dims()[3], r_count = rois.dims()[0];
   const int64_t out_h = ctx.attr_int("output_height", 1), out_w = ctx.attr_int("output_width", 1);
+  if (h < 1 || w < 1) ctx.fail("the input has no pixels to sample");
+  if (out_h < 1 || out_w < 1 || out_h > 4096 || out_w > 4096) ctx.fail("output_height and output_width must be in 1..4096");
+  if (ctx.attr_int("sampling_ratio", 0) < 0 || ctx.attr_int("sampling_ratio", 0) > 64) ctx.fail("sampling_ratio must be in 0..64");
   const int64_t ratio = ctx.attr_int("sampling_ratio", 0);
   const double scale = ctx.attr_float("spatial_scale", 1.0f);
   const bool max_mode = ctx.attr_string("mode", "avg") == "max";
@@ -273,8 +287,9 @@ void roi_align(KernelContext& ctx) {
       roi_h = std::max(roi_h, 1.0);
     }
     const double bin_h = roi_h / static_cast<double>(out_h), bin_w = roi_w / static_cast<double>(out_w);
-    const int64_t grid_h = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(roi_h / static_cast<double>(out_h)));
-    const int64_t grid_w = ratio > 0 ? ratio : static_cast<int64_t>(std::ceil(roi_w / static_cast<double>(out_w)));
+    if (!std::isfinite(roi_h) || !std::isfinite(roi_w) || roi_h > 1e6 || roi_w > 1e6) ctx.fail("region " + std::to_string(r) + " is not a finite box of at most 1e6 pixels");
+    const int64_t grid_h = ratio > 0 ? ratio : std::max<int64_t>(0, static_cast<int64_t>(std::ceil(roi_h / static_cast<double>(out_h))));
+    const int64_t grid_w = ratio > 0 ? ratio : std::max<int64_t>(0, static_cast<int64_t>(std::ceil(roi_w / static_cast<double>(out_w))));
     const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
     for (int64_t ch = 0; ch < c; ++ch) {
       const float* img = x.data<float>() + (b * c + ch) * h * w;

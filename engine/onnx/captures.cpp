@@ -88,6 +88,27 @@ size_t capture_count(const Node& n) {
   return a ? a->strings.size() : 0;
 }
 
+namespace {
+
+void collect_defined(const onnx::GraphProto& g, std::set<std::string>& out) {
+  out.merge(defined_in(g));
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) collect_defined(a.g(), out);
+      for (const auto& sub : a.graphs()) collect_defined(sub, out);
+    }
+}
+
+}  // namespace
+
+std::set<std::string> names_defined(const std::string& serialized_body) {
+  onnx::GraphProto g;
+  if (!g.ParseFromString(serialized_body)) throw Error("a control-flow body is not a serialized graph");
+  std::set<std::string> out;
+  collect_defined(g, out);
+  return out;
+}
+
 std::string rename_outer_references(const std::string& serialized_body, const std::map<std::string, std::string>& renames) {
   onnx::GraphProto g;
   if (!g.ParseFromString(serialized_body)) throw Error("a control-flow body is not a serialized graph");

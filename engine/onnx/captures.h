@@ -27,6 +27,8 @@ std::set<std::string> outer_names(const onnx::GraphProto& body);
 void make_captures_explicit(Graph& g, bool outer_refs = false);
 // How many trailing inputs of n are captures (0 for other nodes).
 size_t capture_count(const Node& n);
+// Every name a body and the bodies nested in it define (inputs, initializers, node outputs).
+std::set<std::string> names_defined(const std::string& serialized_body);
 // A serialized body with its references to the enclosing graph renamed (old -> new);
 // names the body defines itself shadow outer ones and are left alone.
 std::string rename_outer_references(const std::string& serialized_body, const std::map<std::string, std::string>& renames);

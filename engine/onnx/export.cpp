@@ -5,7 +5,9 @@
 
 #include <climits>
 #include <map>
+#include <set>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "onnx/captures.h"
@@ -79,12 +81,27 @@ onnx::ModelProto model_skeleton(const Model& m) {
     value_info_to_proto(*v, gp->add_output());
     listed.insert(v);
   }
+  // ONNX's single assignment spans nested graphs: a node output that a pass gave a name
+  // some body defines is written under a fresh name (graph inputs and outputs keep theirs).
+  std::set<std::string> inner;
+  for (const auto& n : g.nodes())
+    for (const auto& a : n->attributes)
+      if (a.kind == AttrKind::Graph || a.kind == AttrKind::Graphs)
+        for (const auto& bytes : a.opaque) inner.merge(names_defined(bytes));
+  std::unordered_map<const Value*, std::string> renamed_apart;
+  if (!inner.empty())
+    for (const auto& n : g.nodes())
+      for (const Value* out : n->outputs()) {
+        if (!out || !inner.count(out->name()) || listed.count(out)) continue;
+        std::string fresh = g.unique_name(out->name() + "_outer");
+        while (inner.count(fresh)) fresh = g.unique_name(out->name() + "_outer");
+        renamed_apart[out] = fresh;
+      }
+  auto name_of = [&](const Value* v) -> std::string {
+    auto it = renamed_apart.find(v);
+    return it == renamed_apart.end() ? v->name() : it->second;
+  };
   for (const auto& n : g.nodes()) {
-    auto* np = gp->add_node();
-    if (!n->name.empty()) np->set_name(n->name);
-    np->set_op_type(n->op_type);
-    if (!n->domain.empty()) np->set_domain(n->domain);
-    if (!n->doc_string.empty()) np->set_doc_string(n->doc_string);
     // Captured values go back to being the bodies' references by name.
     const size_t captures = capture_count(*n);
     const size_t explicit_inputs = n->inputs().size() - captures;
@@ -92,10 +109,15 @@ onnx::ModelProto model_skeleton(const Model& m) {
     if (const Attribute* names = n->attr(kCapturesAttr))
       for (size_t i = 0; i < captures; ++i) {
         const Value* v = n->input(explicit_inputs + i);
-        if (v && v->name() != names->strings[i]) renames[names->strings[i]] = v->name();
+        if (v && name_of(v) != names->strings[i]) renames[names->strings[i]] = name_of(v);
       }
-    for (size_t i = 0; i < explicit_inputs; ++i) np->add_input(n->input(i) ? n->input(i)->name() : "");
-    for (const Value* out : n->outputs()) np->add_output(out ? out->name() : "");
+    auto* np = gp->add_node();
+    if (!n->name.empty()) np->set_name(n->name);
+    np->set_op_type(n->op_type);
+    if (!n->domain.empty()) np->set_domain(n->domain);
+    if (!n->doc_string.empty()) np->set_doc_string(n->doc_string);
+    for (size_t i = 0; i < explicit_inputs; ++i) np->add_input(n->input(i) ? name_of(n->input(i)) : "");
+    for (const Value* out : n->outputs()) np->add_output(out ? name_of(out) : "");
     for (const auto& a : n->attributes) {
       if (a.name == kCapturesAttr) continue;
       if (renames.empty() || (a.kind != AttrKind::Graph && a.kind != AttrKind::Graphs)) {
@@ -109,7 +131,7 @@ onnx::ModelProto model_skeleton(const Model& m) {
     for (const Value* out : n->outputs()) {
       if (!out || listed.count(out)) continue;
       onnx::ValueInfoProto vi;
-      vi.set_name(out->name());
+      vi.set_name(name_of(out));
       if (onnx_io::value_type_to_proto(out->type, vi.mutable_type())) {
         if (!out->doc_string.empty()) vi.set_doc_string(out->doc_string);
         *gp->add_value_info() = std::move(vi);

@@ -331,7 +331,15 @@ void check_structure_and_sort(onnx::ModelProto& model, const fs::path& path) {
   std::vector<int> pending(count, 0);
   for (int i = 0; i < count; ++i) {
     std::unordered_set<int> deps;
-    for (const auto& in : g.node(i).input()) {
+    // What a node's bodies read of this graph orders it too (its captures, once imported).
+    std::vector<std::string> reads(g.node(i).input().begin(), g.node(i).input().end());
+    for (const auto& a : g.node(i).attribute()) {
+      if (a.has_g())
+        for (const auto& name : outer_names(a.g())) reads.push_back(name);
+      for (const auto& sub : a.graphs())
+        for (const auto& name : outer_names(sub)) reads.push_back(name);
+    }
+    for (const auto& in : reads) {
       auto it = in.empty() ? producer.end() : producer.find(in);
       if (it != producer.end() && it->second >= 0) deps.insert(it->second);
     }

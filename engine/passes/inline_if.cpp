@@ -88,7 +88,6 @@ void inline_branch(Graph& g, Node* n, const char* attr) {
     g.rename_value(old, g.unique_name(name + "_replaced"));
     g.rename_value(result, name);
   }
-  g.remove_dead_code();  // the If, now unused
 }
 
 }  // namespace
@@ -103,6 +102,7 @@ size_t inline_constant_ifs(Model& model) {
     spdlog::debug("inline: {} takes its {} branch", n->describe(), cond ? "then" : "else");
     inline_branch(g, n, cond ? "then_branch" : "else_branch");
   }
+  g.remove_dead_code();  // the Ifs, now unused (only after the loop: it frees nodes `ifs` points at)
   if (!ifs.empty() && !g.topological_sort()) throw InternalError("inlining an If made a cycle");
   return ifs.size();
 }

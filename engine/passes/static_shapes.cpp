@@ -124,7 +124,8 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
       for (const Value* out : n->outputs()) inferred.push_back(out ? std::optional<ValueType>(out->type) : std::nullopt);
     }
 
-    bool foldable = !n->outputs().empty() && !n->is_nondeterministic();
+    // A Loop or Scan of constants would be run here for as many trips as it says: left to run time.
+    bool foldable = !n->outputs().empty() && !n->is_nondeterministic() && !(n->domain.empty() && (n->op_type == "Loop" || n->op_type == "Scan"));
     for (const Value* out : n->outputs()) foldable = foldable && out && !graph_outputs.count(out);
     // Constant nodes are already materialized: folding them costs no memory. Nor does a
     // fold no larger than its constant inputs (a Slice or Transpose of a weight), and the

@@ -185,3 +185,25 @@ TEST_CASE("output checks are numpy.allclose: an absolute and a relative part, th
   CHECK(both.within());  // a looser absolute tolerance passes it
   CHECK(both.worst.rfind("output 'logits' [", 0) == 0);
 }
+
+TEST_CASE("a fed value overrides an input's initializer, which serves as its default") {
+  onnx::ModelProto m = test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x, float[2] w) => (float[2] y) {
+      y = Mul(x, w)
+    })");
+  auto* init = m.mutable_graph()->add_initializer();
+  init->set_name("w");
+  init->set_data_type(onnx::TensorProto::FLOAT);
+  init->add_dims(2);
+  init->add_float_data(10.0f);
+  init->add_float_data(100.0f);
+  fs::path p = test::scratch_dir("default_input") / "m.onnx";
+  test::save_model(m, p);
+  Model model = import_onnx(p);
+  Evaluator ev(model);
+  std::map<std::string, HostTensor> feeds{{"x", HostTensor::from_vector<float>(DType::F32, {2}, {1, 2})}};
+  CHECK(ev.run(feeds)[0].second.to_vector<float>() == std::vector<float>{10, 200});  // the default
+  feeds["w"] = HostTensor::from_vector<float>(DType::F32, {2}, {3, 4});
+  CHECK(ev.run(feeds)[0].second.to_vector<float>() == std::vector<float>{3, 8});  // the value fed
+}

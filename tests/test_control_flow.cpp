@@ -16,6 +16,7 @@
 #include "dsl_support.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
+#include "eval/numerical_check.h"
 #include "io/npy.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
@@ -71,6 +72,9 @@ TEST_CASE("control flow and recurrent models match their references: run, optimi
     const fs::path dir = control_flow_dir() / name;
     Model model = import_onnx(control_flow_dir() / (name + ".onnx"));
     ascend::OptimizeResult optimized = ascend::optimize(model, *rules, profile);
+    // What `geopt optimize --check` runs: the optimized model against the original on the
+    // inputs the check chooses.
+    CHECK(check_same_outputs(model, optimized.model, Tolerance{1e-4, 1e-4}).diff.within());
     ascend::CompileResult compiled = ascend::compile(model, profile, compile_options(rules.get()));
     CHECK(compiled.check_ok);
     ascend::PlanExecutor executor(compiled.plan);

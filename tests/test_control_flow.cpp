@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "ascend/compile.h"
 #include "ascend/hardware_profile.h"
@@ -88,6 +89,32 @@ TEST_CASE("control flow and recurrent models match their references: run, optimi
         check_close(executor.run(feeds, schedule), want, "plan");
     }
   }
+}
+
+TEST_CASE("optimize rewrites inside bodies: the If's Linear layers become FusedMatMul kernels, and the model stays valid ONNX") {
+  auto rules = test::load_rules({test::shipped_rules()});
+  Model model = import_onnx(control_flow_dir() / "if_branch_shapes.onnx");
+  ascend::OptimizeResult r = ascend::optimize(model, *rules, ascend::load_profile("Ascend910B1"));
+  const Node* control = nullptr;
+  for (const auto& n : r.model.graph->nodes())
+    if (n->op_type == "If") control = n.get();
+  REQUIRE(control);
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    CAPTURE(branch);
+    onnx::GraphProto body;
+    REQUIRE(body.ParseFromString(control->attr(branch)->opaque.at(0)));
+    std::multiset<std::string> ops;
+    for (const auto& n : body.node()) ops.insert(n.op_type());
+    CHECK(ops.count("FusedMatMul") == 1);
+    CHECK(ops.count("Gemm") + ops.count("MatMul") == 0);
+    CHECK(body.input_size() == 0);  // x is read from the enclosing graph again, by name
+  }
+  const fs::path path = test::scratch_dir("cf_opt_bodies") / "opt.onnx";
+  export_onnx(r.model, path);
+  Model back = import_onnx(path);  // ONNX's checker accepts the rewritten bodies
+  const fs::path dir = control_flow_dir() / "if_branch_shapes";
+  for (const auto& [in_dir, out_dir] : {std::pair{"inputs", "outputs"}, std::pair{"inputs_else", "outputs_else"}})
+    check_close(Evaluator(back).run(read_folder(back, dir / in_dir)), read_outputs(back, dir / out_dir), "optimized and re-imported");
 }
 
 TEST_CASE("a plan holds each body as a sub-plan: LSTM and GRU as single kernels, Loop and If bodies lowered") {

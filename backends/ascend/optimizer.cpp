@@ -5,8 +5,15 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include <spdlog/spdlog.h>
+
 #include "dsl/rule_run.h"
+#include "onnx/captures.h"
+#include "onnx/export.h"
+#include "onnx/import.h"
+#include "passes/control_flow_types.h"
 #include "passes/static_shapes.h"
+#include "util/error.h"
 
 namespace geopt::ascend {
 NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options) {
@@ -41,6 +48,61 @@ NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options)
   };
 }
 
+namespace {
+
+// Each control-flow body is optimized as a model of its own (what it reads of the
+// enclosing graph's constants as constants) and written back into its attribute: the
+// values it reads of the enclosing graph become references by name again, and the
+// node's captures stay as they are (a body optimized reads no outer value it did not
+// read before). A body that cannot be written back as it is optimized (an output of
+// unknown type, or a new name the enclosing graph has: ONNX's single assignment spans
+// nested graphs) stays as it was. Returns how many bodies changed.
+size_t optimize_bodies(Model& m, const dsl::RuleSet& rules, const HardwareProfile& profile, const OptimizeOptions& options) {
+  size_t changed = 0;
+  for (const auto& np : m.graph->nodes()) {
+    Node& n = *np;
+    if (!is_control_flow(n) || (n.op_type == "Scan" && m.opset_version("") < 9)) continue;
+    const Attribute* captures = n.attr(kCapturesAttr);
+    for (auto& a : n.attributes) {
+      if (a.kind != AttrKind::Graph || a.opaque.size() != 1) continue;
+      try {
+        const size_t own_inputs = import_subgraph(a.opaque[0], n.describe() + " " + a.name)->inputs().size();
+        Model body = body_as_model(n, m, a.name.c_str(), body_input_types(n));
+        std::set<std::string> captured_constants;
+        if (captures)
+          for (const auto& name : captures->strings)
+            if (const Value* v = body.graph->find_value(name); v && v->initializer) captured_constants.insert(name);
+        OptimizeResult r = optimize(body, rules, profile, options);
+        onnx::GraphProto gp = graph_to_proto(r.model);
+        while (gp.input_size() > static_cast<int>(own_inputs)) gp.mutable_input()->RemoveLast();
+        for (int i = gp.initializer_size(); i-- > 0;)
+          if (captured_constants.count(gp.initializer(i).name())) gp.mutable_initializer()->DeleteSubrange(i, 1);
+        bool clash = false;
+        for (const auto& node : gp.node())
+          for (const auto& out : node.output()) clash = clash || (m.graph->find_value(out) != nullptr);
+        for (const auto& t : gp.initializer()) clash = clash || (m.graph->find_value(t.name()) != nullptr);
+        if (clash) {
+          spdlog::debug("optimize: {} {} stays as it was: a name of the optimized body is taken outside it", n.describe(), a.name);
+          continue;
+        }
+        std::string bytes = gp.SerializeAsString();
+        if (bytes != a.opaque[0]) {
+          a.opaque[0] = std::move(bytes);
+          ++changed;
+          // The body may now use ops of domains the model did not import (ai.geopt's).
+          for (const auto& o : r.model.opsets)
+            if (m.opset_version(o.domain) == 0) m.opsets.push_back(o);
+        }
+      } catch (const Error& e) {
+        spdlog::debug("optimize: {} {} stays as it was: {}", n.describe(), a.name, e.what());
+      }
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
 OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const HardwareProfile& profile, const OptimizeOptions& options) {
   OptimizeResult r;
   // The report's "before" is the model as given; shape computations on static shapes
@@ -49,6 +111,8 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   r.before = cost_of_graph(*given.graph, profile, options.cost);
   Model shaped = given.clone();
   r.shapes_folded = propagate_static_shapes(shaped).folded > 0;
+  const size_t bodies = optimize_bodies(shaped, rules, profile, options);
+  if (bodies) spdlog::info("optimize: {} control-flow bodies optimized", bodies);
   const Model& input = shaped;
   dsl::RuleRun run = dsl::run_rules(input, rules, egraph_cost(profile, options.cost), {options.limits, options.backoff, options.exact_limit});
   r.saturation = std::move(run.saturation);

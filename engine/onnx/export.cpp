@@ -155,6 +155,19 @@ struct InitializerEntry {
 
 }  // namespace
 
+onnx::GraphProto graph_to_proto(const Model& model) {
+  onnx::ModelProto mp = model_skeleton(model);
+  onnx::GraphProto gp = std::move(*mp.mutable_graph());
+  for (const Value* v : model.graph->initializers()) {
+    const Tensor& t = *v->initializer;
+    onnx::TensorProto* tp = gp.add_initializer();
+    onnx_io::tensor_header_to_proto(t, tp);
+    tp->set_name(v->name());
+    if (t.dtype != DType::String) tp->set_raw_data(std::string(reinterpret_cast<const char*>(t.bytes().data()), t.byte_size()));
+  }
+  return gp;
+}
+
 void export_onnx(const Model& model, const fs::path& path, const ExportOptions& options) {
   const Graph& g = *model.graph;
   onnx::ModelProto skeleton;

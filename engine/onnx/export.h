@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include <onnx/onnx_pb.h>
+
 #include "ir/graph.h"
 
 namespace geopt {
@@ -18,5 +20,9 @@ struct ExportOptions {
 };
 
 void export_onnx(const Model& model, const std::filesystem::path& path, const ExportOptions& options = {});
+
+// The model's graph as a GraphProto, weights inline (for a control-flow body, which
+// lives in its node's attribute).
+onnx::GraphProto graph_to_proto(const Model& model);
 
 }  // namespace geopt

@@ -109,6 +109,9 @@ TEST_CASE("optimize rewrites inside bodies: the If's Linear layers become FusedM
     CHECK(ops.count("Gemm") + ops.count("MatMul") == 0);
     CHECK(body.input_size() == 0);  // x is read from the enclosing graph again, by name
   }
+  // The report counts them: the model's own graph has nothing to fuse, its branches do.
+  CHECK(!r.fused.empty());
+  CHECK(r.fusion_rate > 0.3);
   const fs::path path = test::scratch_dir("cf_opt_bodies") / "opt.onnx";
   export_onnx(r.model, path);
   Model back = import_onnx(path);  // ONNX's checker accepts the rewritten bodies

@@ -1,5 +1,6 @@
 #include "optimizer.h"
 
+#include <cmath>
 #include <functional>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -56,9 +57,9 @@ namespace {
 // node's captures stay as they are (a body optimized reads no outer value it did not
 // read before). A body that cannot be written back as it is optimized (an output of
 // unknown type, or a new name the enclosing graph has: ONNX's single assignment spans
-// nested graphs) stays as it was. Returns how many bodies changed.
-size_t optimize_bodies(Model& m, const dsl::RuleSet& rules, const HardwareProfile& profile, const OptimizeOptions& options) {
-  size_t changed = 0;
+// nested graphs) stays as it was. Returns the results of the bodies that changed.
+std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules, const HardwareProfile& profile, const OptimizeOptions& options) {
+  std::vector<OptimizeResult> changed;
   for (const auto& np : m.graph->nodes()) {
     Node& n = *np;
     if (!is_control_flow(n) || (n.op_type == "Scan" && m.opset_version("") < 9)) continue;
@@ -88,10 +89,11 @@ size_t optimize_bodies(Model& m, const dsl::RuleSet& rules, const HardwareProfil
         std::string bytes = gp.SerializeAsString();
         if (bytes != a.opaque[0]) {
           a.opaque[0] = std::move(bytes);
-          ++changed;
           // The body may now use ops of domains the model did not import (ai.geopt's).
           for (const auto& o : r.model.opsets)
             if (m.opset_version(o.domain) == 0) m.opsets.push_back(o);
+          r.model = Model{};  // only the report is kept
+          changed.push_back(std::move(r));
         }
       } catch (const Error& e) {
         spdlog::debug("optimize: {} {} stays as it was: {}", n.describe(), a.name, e.what());
@@ -111,8 +113,8 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   r.before = cost_of_graph(*given.graph, profile, options.cost);
   Model shaped = given.clone();
   r.shapes_folded = propagate_static_shapes(shaped).folded > 0;
-  const size_t bodies = optimize_bodies(shaped, rules, profile, options);
-  if (bodies) spdlog::info("optimize: {} control-flow bodies optimized", bodies);
+  std::vector<OptimizeResult> bodies = optimize_bodies(shaped, rules, profile, options);
+  if (!bodies.empty()) spdlog::info("optimize: {} control-flow bodies optimized", bodies.size());
   const Model& input = shaped;
   dsl::RuleRun run = dsl::run_rules(input, rules, egraph_cost(profile, options.cost), {options.limits, options.backoff, options.exact_limit});
   r.saturation = std::move(run.saturation);
@@ -278,11 +280,22 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
     ++kernels;
     if (covered.count(n->name) && !same_op_survives(*n)) ++absorbed;
   }
-  r.fusion_rate = kernels ? static_cast<double>(absorbed) / static_cast<double>(kernels) : 0;
   for (const auto& n : r.model.graph->nodes())
     if (const Node* was = input.graph->find_node(n->name);
         was && n->domain.empty() && work_of(*n, options.cost).is_kernel && was->op_type == n->op_type)
       ++r.unfused[n->op_type];
+  // The bodies' rewrites count in the report too: the rules they kept, their sites, and
+  // their kernels in the fusion rate and in what is left unfused.
+  for (const OptimizeResult& b : bodies) {
+    for (const auto& [rule, count] : b.selected) r.selected[rule] += count;
+    for (const auto& [rule, count] : b.fused) r.fused[rule] += count;
+    for (const auto& [rule, count] : b.rewritten) r.rewritten[rule] += count;
+    for (const auto& [op, count] : b.unfused) r.unfused[op] += count;
+    r.sites.insert(r.sites.end(), b.sites.begin(), b.sites.end());
+    kernels += b.before.kernels;
+    absorbed += static_cast<size_t>(std::lround(b.fusion_rate * static_cast<double>(b.before.kernels)));
+  }
+  r.fusion_rate = kernels ? static_cast<double>(absorbed) / static_cast<double>(kernels) : 0;
   r.nodes_after = r.model.graph->nodes().size();
   r.after = cost_of_graph(*r.model.graph, profile, options.cost);
   return r;

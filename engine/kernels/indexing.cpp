@@ -75,19 +75,73 @@ void gather_nd(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
-// ScatterElements (and the deprecated Scatter): y = data, then y[index along axis] = updates.
+// ScatterND: a copy of data with the slices data[indices[i]] replaced by updates[i] (or
+// combined with them: reduction add, mul, max, min). The slices apply in order, so a
+// repeated index keeps the last update (reduction none), as ONNX specifies.
 template <class T>
-void scatter_into(T* y, const T* u, const std::vector<int64_t>& offsets, const std::string& reduction) {
+void scatter_slices(T* out, const T* updates, const std::vector<int64_t>& offsets, int64_t inner, const std::string& reduction) {
   for (size_t i = 0; i < offsets.size(); ++i) {
-    T& d = y[offsets[i]];
-    if (reduction == "add") d = static_cast<T>(d + u[i]);
-    else if (reduction == "mul") d = static_cast<T>(d * u[i]);
-    else if (reduction == "max") d = std::max(d, u[i]);
-    else if (reduction == "min") d = std::min(d, u[i]);
-    else d = u[i];
+    T* dst = out + offsets[i];
+    const T* src = updates + static_cast<int64_t>(i) * inner;
+    for (int64_t e = 0; e < inner; ++e) {
+      if (reduction == "add") dst[e] = static_cast<T>(dst[e] + src[e]);
+      else if (reduction == "mul") dst[e] = static_cast<T>(dst[e] * src[e]);
+      else if (reduction == "max") dst[e] = std::max(dst[e], src[e]);
+      else if (reduction == "min") dst[e] = std::min(dst[e], src[e]);
+      else dst[e] = src[e];
+    }
   }
 }
 
+void scatter_nd(KernelContext& ctx) {
+  const HostTensor& data = ctx.input(0);
+  const HostTensor& indices = ctx.input(1);
+  const HostTensor& updates = ctx.input(2);
+  const std::string reduction = ctx.attr_string("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
+    ctx.fail("reduction must be none, add, mul, max or min, not '" + reduction + "'");
+  if (indices.rank() < 1) ctx.fail("indices need rank >= 1");
+  const int64_t k = indices.dim(-1);
+  const int64_t rank = static_cast<int64_t>(data.rank());
+  if (k < 1 || k > rank) ctx.fail("the last dim of indices (" + std::to_string(k) + ") must be in 1.." + std::to_string(rank));
+  std::vector<int64_t> want(indices.dims().begin(), indices.dims().end() - 1);
+  want.insert(want.end(), data.dims().begin() + k, data.dims().end());
+  if (updates.dims() != want || updates.dtype() != data.dtype())
+    ctx.fail("updates " + updates.shape_string() + " must be " + HostTensor(data.dtype(), want).shape_string());
+  if (data.dtype() == DType::String) ctx.fail("string tensors are not supported");
+  const int64_t inner = product(data.dims(), static_cast<size_t>(k));
+  const auto strides = strides_of(data.dims());
+  std::vector<int64_t> offsets(static_cast<size_t>(indices.size() / k));
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    int64_t off = 0;
+    for (int64_t a = 0; a < k; ++a) {
+      const int64_t d = data.dims()[static_cast<size_t>(a)];
+      int64_t j = indices.int_at(static_cast<int64_t>(i) * k + a);
+      if (j < -d || j >= d) ctx.fail("index " + std::to_string(j) + " is out of range for dim " + std::to_string(a) + " (" + std::to_string(d) + ")");
+      off += (j < 0 ? j + d : j) * strides[static_cast<size_t>(a)];
+    }
+    offsets[i] = off;
+  }
+  HostTensor y = data.clone();  // data may be a read-only view of a constant
+  switch (data.dtype()) {
+    case DType::F32: scatter_slices(y.mutable_data<float>(), updates.data<float>(), offsets, inner, reduction); break;
+    case DType::F64: scatter_slices(y.mutable_data<double>(), updates.data<double>(), offsets, inner, reduction); break;
+    case DType::I32: scatter_slices(y.mutable_data<int32_t>(), updates.data<int32_t>(), offsets, inner, reduction); break;
+    case DType::I64: scatter_slices(y.mutable_data<int64_t>(), updates.data<int64_t>(), offsets, inner, reduction); break;
+    default: {
+      if (reduction != "none") ctx.fail("reduction " + reduction + " needs a float or int32/int64 tensor, not " + HostTensor(data.dtype(), {}).shape_string());
+      const size_t esz = dtype_size(data.dtype());
+      for (size_t i = 0; i < offsets.size(); ++i)
+        std::memcpy(y.mutable_raw() + offsets[i] * static_cast<int64_t>(esz), updates.raw() + static_cast<int64_t>(i) * inner * static_cast<int64_t>(esz),
+                    static_cast<size_t>(inner) * esz);
+    }
+  }
+  ctx.outputs[0] = std::move(y);
+}
+
+
+// ScatterElements (and the deprecated Scatter): y = data, then y[index along axis] = updates
+// (or combined with them), element by element: ScatterND's slices of one element.
 void scatter_elements(KernelContext& ctx) {
   const HostTensor& data = ctx.input(0);
   const HostTensor& indices = ctx.input(1);
@@ -118,7 +172,7 @@ void scatter_elements(KernelContext& ctx) {
   if (reduction == "none") {
     for (size_t i = 0; i < offsets.size(); ++i) copy_elements(y, offsets[i], updates, static_cast<int64_t>(i), 1);
   } else {
-    dispatch_real(data.dtype(), [&]<class T>() { scatter_into(y.mutable_data<T>(), updates.data<T>(), offsets, reduction); }, "ScatterElements");
+    dispatch_real(data.dtype(), [&]<class T>() { scatter_slices(y.mutable_data<T>(), updates.data<T>(), offsets, 1, reduction); }, "ScatterElements");
   }
   ctx.outputs[0] = std::move(y);
 }
@@ -377,7 +431,8 @@ void unique(KernelContext& ctx) {
 
 void register_indexing_kernels(KernelRegistry& r) {
   const std::pair<const char*, void (*)(KernelContext&)> kernels[] = {
-      {"GatherND", gather_nd},   {"ScatterElements", scatter_elements},
+      {"GatherND", gather_nd},   {"ScatterND", scatter_nd},
+      {"ScatterElements", scatter_elements},
       {"Scatter", scatter_elements},
       {"NonZero", non_zero},     {"Compress", compress},
       {"OneHot", one_hot},

@@ -93,13 +93,19 @@ void scatter_slices(T* out, const T* updates, const std::vector<int64_t>& offset
   }
 }
 
+// The `reduction` attribute of ScatterND and ScatterElements, checked.
+std::string scatter_reduction(const KernelContext& ctx) {
+  std::string reduction = ctx.attr_string("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
+    ctx.fail("reduction must be none, add, mul, max or min, not '" + reduction + "'");
+  return reduction;
+}
+
 void scatter_nd(KernelContext& ctx) {
   const HostTensor& data = ctx.input(0);
   const HostTensor& indices = ctx.input(1);
   const HostTensor& updates = ctx.input(2);
-  const std::string reduction = ctx.attr_string("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
-    ctx.fail("reduction must be none, add, mul, max or min, not '" + reduction + "'");
+  const std::string reduction = scatter_reduction(ctx);
   if (indices.rank() < 1) ctx.fail("indices need rank >= 1");
   const int64_t k = indices.dim(-1);
   const int64_t rank = static_cast<int64_t>(data.rank());
@@ -146,9 +152,7 @@ void scatter_elements(KernelContext& ctx) {
   const HostTensor& data = ctx.input(0);
   const HostTensor& indices = ctx.input(1);
   const HostTensor& updates = ctx.input(2);
-  const std::string reduction = ctx.attr_string("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min")
-    ctx.fail("reduction must be none, add, mul, max or min, not '" + reduction + "'");
+  const std::string reduction = scatter_reduction(ctx);
   const int64_t rank = static_cast<int64_t>(data.rank());
   const int64_t axis = tensor_axis(ctx, ctx.attr_int("axis", 0), data);
   if (indices.dims() != updates.dims() || indices.rank() != data.rank() || updates.dtype() != data.dtype())

@@ -42,20 +42,22 @@ DType output_dtype(const KernelContext& ctx, DType fallback) {
   return ctx.has_attr("dtype") ? static_cast<DType>(ctx.attr_int("dtype", 1)) : fallback;
 }
 
-void random_uniform(KernelContext& ctx, bool like) {
+// RandomUniform/RandomNormal (shape and dtype from attributes) and their *Like forms
+// (from the input): one draw of `distribution` per element.
+template <class Distribution>
+void random_tensor_op(KernelContext& ctx, bool like, Distribution distribution) {
   const std::vector<int64_t> dims = like ? ctx.input(0).dims() : ctx.attr_ints("shape");
   const DType dtype = output_dtype(ctx, like ? ctx.input(0).dtype() : DType::F32);
-  std::uniform_real_distribution<double> u(ctx.attr_float("low", 0.0f), ctx.attr_float("high", 1.0f));
   auto rng = generator(ctx);
-  ctx.outputs[0] = fill(ctx, dtype, dims, [&](int64_t) { return u(rng); });
+  ctx.outputs[0] = fill(ctx, dtype, dims, [&](int64_t) { return distribution(rng); });
+}
+
+void random_uniform(KernelContext& ctx, bool like) {
+  random_tensor_op(ctx, like, std::uniform_real_distribution<double>(ctx.attr_float("low", 0.0f), ctx.attr_float("high", 1.0f)));
 }
 
 void random_normal(KernelContext& ctx, bool like) {
-  const std::vector<int64_t> dims = like ? ctx.input(0).dims() : ctx.attr_ints("shape");
-  const DType dtype = output_dtype(ctx, like ? ctx.input(0).dtype() : DType::F32);
-  std::normal_distribution<double> n(ctx.attr_float("mean", 0.0f), ctx.attr_float("scale", 1.0f));
-  auto rng = generator(ctx);
-  ctx.outputs[0] = fill(ctx, dtype, dims, [&](int64_t) { return n(rng); });
+  random_tensor_op(ctx, like, std::normal_distribution<double>(ctx.attr_float("mean", 0.0f), ctx.attr_float("scale", 1.0f)));
 }
 
 // Bernoulli: 1 with probability p (the input), else 0, in the input's dtype or `dtype`.

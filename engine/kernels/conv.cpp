@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "kernels/dispatch.h"
+#include "kernels/onednn.h"
 
 namespace geopt {
 
@@ -52,11 +53,6 @@ WindowGeometry window_geometry(const KernelContext& ctx, const std::vector<int64
 }
 
 namespace {
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 dnnl::memory::format_tag plain_tag(size_t rank, bool grouped_weights) {
   using tag = dnnl::memory::format_tag;

@@ -1,13 +1,16 @@
 // Recurrent kernels: ONNX's RNN, GRU and LSTM (forward, reverse or bidirectional;
 // batch-first or sequence-first layout; per-entry sequence lengths; initial states;
 // clipped gates; any of ONNX's activation functions; LSTM peepholes and coupled
-// input-forget gates). The input projections of all steps are one GEMM per
-// direction; each step adds the recurrent GEMM.
+// input-forget gates). Nodes whose attributes oneDNN's RNN primitives cover run on
+// them (recurrent_primitive.cpp); the rest run the loop here, where the input
+// projections of all steps are one GEMM per direction and each step adds the
+// recurrent GEMM.
+#include "kernels/recurrent.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
 
-#include "eval/kernel.h"
 #include "kernels/layout.h"
 #include "kernels/linalg.h"
 
@@ -16,9 +19,10 @@ namespace {
 
 using Activation = std::function<float(float)>;
 
-Activation make_activation(const KernelContext& ctx, const std::string& name, float alpha, float beta, bool has_alpha, bool has_beta) {
-  auto a = [&](float d) { return has_alpha ? alpha : d; };
-  auto b = [&](float d) { return has_beta ? beta : d; };
+Activation make_activation(const KernelContext& ctx, const ActivationSpec& spec) {
+  auto a = [&](float d) { return spec.has_alpha ? spec.alpha : d; };
+  auto b = [&](float d) { return spec.has_beta ? spec.beta : d; };
+  const std::string& name = spec.name;
   if (name == "Sigmoid") return [](float x) { return 1.0f / (1.0f + std::exp(-x)); };
   if (name == "Tanh") return [](float x) { return std::tanh(x); };
   if (name == "Relu") return [](float x) { return std::max(x, 0.0f); };
@@ -33,8 +37,6 @@ Activation make_activation(const KernelContext& ctx, const std::string& name, fl
   ctx.fail("unknown activation '" + name + "'");
 }
 
-enum class Cell { Rnn, Gru, Lstm };
-
 struct RecurrentSpec {
   Cell cell;
   int gates;
@@ -42,89 +44,113 @@ struct RecurrentSpec {
 };
 
 // The activations of direction d (the list names every direction's in turn).
-std::vector<Activation> activations_of(const KernelContext& ctx, const RecurrentSpec& spec, int directions, int d) {
+std::vector<ActivationSpec> activations_of(const KernelContext& ctx, const RecurrentSpec& spec, int directions, int d) {
   const size_t per = spec.default_activations.size();
   std::vector<std::string> names;
   for (const auto& s : ctx.node().attr("activations") ? ctx.node().attr("activations")->strings : std::vector<std::string>{}) names.push_back(s);
   if (names.empty())
     for (int k = 0; k < directions; ++k) names.insert(names.end(), spec.default_activations.begin(), spec.default_activations.end());
-  if (names.size() == per && directions == 2) names.insert(names.end(), names.begin(), names.end());
+  if (names.size() == per && directions == 2) {  // one direction's list serves both
+    const std::vector<std::string> once = names;
+    names.insert(names.end(), once.begin(), once.end());
+  }
   if (names.size() != per * static_cast<size_t>(directions))
     ctx.fail("activations must name " + std::to_string(per) + " functions per direction");
   const auto alphas = ctx.attr_floats("activation_alpha"), betas = ctx.attr_floats("activation_beta");
-  std::vector<Activation> out;
+  std::vector<ActivationSpec> out;
   for (size_t k = 0; k < per; ++k) {
     const size_t i = static_cast<size_t>(d) * per + k;
-    out.push_back(make_activation(ctx, names[i], i < alphas.size() ? alphas[i] : 0.0f, i < betas.size() ? betas[i] : 0.0f,
-                                  i < alphas.size(), i < betas.size()));
+    ActivationSpec a{names[i], i < alphas.size() ? alphas[i] : 0.0f, i < betas.size() ? betas[i] : 0.0f, i < alphas.size(), i < betas.size()};
+    make_activation(ctx, a);  // an unknown name fails here, whichever path runs
+    out.push_back(std::move(a));
   }
   return out;
 }
 
-void recurrent(KernelContext& ctx, const RecurrentSpec& spec) {
+RecurrentProblem problem_of(const KernelContext& ctx, const RecurrentSpec& spec) {
+  RecurrentProblem p;
+  p.cell = spec.cell;
+  p.gates = spec.gates;
   const HostTensor& x_in = ctx.input(0);
-  const HostTensor& w = ctx.input(1);
-  const HostTensor& r = ctx.input(2);
-  if (x_in.dtype() != DType::F32) ctx.fail("runs on f32");
+  p.w = &ctx.input(1);
+  p.r = &ctx.input(2);
+  const HostTensor &w = *p.w, &r = *p.r;
+  if (x_in.dtype() != DType::F32 || w.dtype() != DType::F32 || r.dtype() != DType::F32) ctx.fail("runs on f32");
   if (x_in.rank() != 3 || w.rank() != 3 || r.rank() != 3) ctx.fail("X, W and R must be 3-D");
   const bool batch_first = ctx.attr_int("layout", 0) != 0;
   const std::string direction = ctx.attr_string("direction", "forward");
   if (direction != "forward" && direction != "reverse" && direction != "bidirectional") ctx.fail("unknown direction '" + direction + "'");
-  const int dirs = direction == "bidirectional" ? 2 : 1;
-  // Work sequence-first: X [T, B, I].
-  const HostTensor x = batch_first ? transpose(x_in, {1, 0, 2}) : x_in;
-  const int64_t steps = x.dims()[0], batch = x.dims()[1], input = x.dims()[2];
-  const int64_t hidden = ctx.has_attr("hidden_size") ? ctx.attr_int("hidden_size", 0) : r.dims()[2];
-  const int64_t g = spec.gates, gh = g * hidden;
-  if (w.dims() != std::vector<int64_t>{dirs, gh, input}) ctx.fail("W must be [" + std::to_string(dirs) + ", " + std::to_string(gh) + ", " + std::to_string(input) + "], not " + w.shape_string());
+  p.dirs = direction == "bidirectional" ? 2 : 1;
+  p.reverse_only = direction == "reverse";
+  const int dirs = p.dirs;
+  p.x = batch_first ? transpose(x_in, {1, 0, 2}) : x_in;
+  p.steps = p.x.dims()[0];
+  p.batch = p.x.dims()[1];
+  p.input = p.x.dims()[2];
+  p.hidden = ctx.has_attr("hidden_size") ? ctx.attr_int("hidden_size", 0) : r.dims()[2];
+  const int64_t batch = p.batch, hidden = p.hidden, gh = p.gates * hidden;
+  if (w.dims() != std::vector<int64_t>{dirs, gh, p.input}) ctx.fail("W must be [" + std::to_string(dirs) + ", " + std::to_string(gh) + ", " + std::to_string(p.input) + "], not " + w.shape_string());
   if (r.dims() != std::vector<int64_t>{dirs, gh, hidden}) ctx.fail("R must be [" + std::to_string(dirs) + ", " + std::to_string(gh) + ", " + std::to_string(hidden) + "], not " + r.shape_string());
-  const HostTensor* bias = ctx.has_input(3) && ctx.input(3).size() ? &ctx.input(3) : nullptr;
-  if (bias && bias->dims() != std::vector<int64_t>{dirs, 2 * gh}) ctx.fail("B must be [directions, 2 * gates * hidden]");
-  std::vector<int64_t> lens(static_cast<size_t>(batch), steps);
+  p.bias = ctx.has_input(3) && ctx.input(3).size() ? &ctx.input(3) : nullptr;
+  if (p.bias && (p.bias->dtype() != DType::F32 || p.bias->dims() != std::vector<int64_t>{dirs, 2 * gh})) ctx.fail("B must be f32 [directions, 2 * gates * hidden]");
+  p.lens.assign(static_cast<size_t>(batch), p.steps);
   if (ctx.has_input(4) && ctx.input(4).size()) {
     if (ctx.input(4).size() != batch) ctx.fail("sequence_lens needs one entry per batch entry");
     for (int64_t b = 0; b < batch; ++b) {
-      lens[static_cast<size_t>(b)] = ctx.input(4).int_at(b);
-      if (lens[static_cast<size_t>(b)] < 0 || lens[static_cast<size_t>(b)] > steps) ctx.fail("a sequence length is out of range");
+      p.lens[static_cast<size_t>(b)] = ctx.input(4).int_at(b);
+      if (p.lens[static_cast<size_t>(b)] < 0 || p.lens[static_cast<size_t>(b)] > p.steps) ctx.fail("a sequence length is out of range");
     }
   }
   // States come [dirs, B, H] (sequence-first) or [B, dirs, H] (batch-first).
   auto state_input = [&](size_t i) -> HostTensor {
     if (!ctx.has_input(i) || !ctx.input(i).size()) return HostTensor(DType::F32, {dirs, batch, hidden});
     const HostTensor& s = ctx.input(i);
+    if (s.dtype() != DType::F32) ctx.fail("an initial state must be f32");
     HostTensor t = batch_first ? transpose(s, {1, 0, 2}) : s.clone();
     if (t.dims() != std::vector<int64_t>{dirs, batch, hidden}) ctx.fail("an initial state has shape " + s.shape_string());
     return t;
   };
   const bool lstm = spec.cell == Cell::Lstm;
-  HostTensor h0 = state_input(5);
-  HostTensor c0 = lstm ? state_input(6) : HostTensor();
-  const HostTensor* peep = lstm && ctx.has_input(7) && ctx.input(7).size() ? &ctx.input(7) : nullptr;
-  if (peep && peep->dims() != std::vector<int64_t>{dirs, 3 * hidden}) ctx.fail("P must be [directions, 3 * hidden]");
-  const bool has_clip = ctx.has_attr("clip");
-  const float clip = ctx.attr_float("clip", 0.0f);
-  if (has_clip && !(clip >= 0.0f)) ctx.fail("clip must not be negative");
-  const bool linear_before_reset = ctx.attr_int("linear_before_reset", 0) != 0;
-  const bool input_forget = ctx.attr_int("input_forget", 0) != 0;
+  p.h0 = state_input(5);
+  if (lstm) p.c0 = state_input(6);
+  p.peep = lstm && ctx.has_input(7) && ctx.input(7).size() ? &ctx.input(7) : nullptr;
+  if (p.peep && (p.peep->dtype() != DType::F32 || p.peep->dims() != std::vector<int64_t>{dirs, 3 * hidden})) ctx.fail("P must be f32 [directions, 3 * hidden]");
+  p.has_clip = ctx.has_attr("clip");
+  p.clip = ctx.attr_float("clip", 0.0f);
+  if (p.has_clip && !(p.clip >= 0.0f)) ctx.fail("clip must not be negative");
+  p.linear_before_reset = ctx.attr_int("linear_before_reset", 0) != 0;
+  p.input_forget = ctx.attr_int("input_forget", 0) != 0;
+  for (int d = 0; d < dirs; ++d) p.activations.push_back(activations_of(ctx, spec, dirs, d));
+  return p;
+}
 
-  HostTensor y(DType::F32, {steps, dirs, batch, hidden});
-  HostTensor yh(DType::F32, {dirs, batch, hidden}), yc(DType::F32, {dirs, batch, hidden});
-  float* py = y.mutable_data<float>();
+// The general path: every attribute ONNX defines, one step at a time.
+RecurrentResult run_recurrent_loop(const KernelContext& ctx, const RecurrentProblem& p) {
+  const int dirs = p.dirs;
+  const int64_t steps = p.steps, batch = p.batch, input = p.input, hidden = p.hidden, gh = p.gates * hidden;
+  const bool lstm = p.cell == Cell::Lstm;
+  const bool has_clip = p.has_clip, linear_before_reset = p.linear_before_reset, input_forget = p.input_forget;
+  const float clip = p.clip;
+  const std::vector<int64_t>& lens = p.lens;
+  RecurrentResult out{HostTensor(DType::F32, {steps, dirs, batch, hidden}), HostTensor(DType::F32, {dirs, batch, hidden}),
+                      HostTensor(DType::F32, {dirs, batch, hidden})};
+  float* py = out.y.mutable_data<float>();
   std::vector<float> xw(static_cast<size_t>(steps * batch * gh)), hr(static_cast<size_t>(batch * gh));
   std::vector<float> h(static_cast<size_t>(batch * hidden)), c(static_cast<size_t>(batch * hidden)), rh(static_cast<size_t>(batch * hidden));
   auto clipped = [&](float v) { return has_clip ? std::clamp(v, -clip, clip) : v; };
   for (int d = 0; d < dirs; ++d) {
-    const bool reverse = direction == "reverse" || d == 1;
-    const auto act = activations_of(ctx, spec, dirs, d);
-    const float* wd = w.data<float>() + d * gh * input;
-    const float* rd = r.data<float>() + d * gh * hidden;
-    const float* wb = bias ? bias->data<float>() + d * 2 * gh : nullptr;
-    const float* rb = bias ? wb + gh : nullptr;
-    const float* pd = peep ? peep->data<float>() + d * 3 * hidden : nullptr;
+    const bool reverse = p.reverse_only || d == 1;
+    std::vector<Activation> act;
+    for (const auto& a : p.activations[static_cast<size_t>(d)]) act.push_back(make_activation(ctx, a));
+    const float* wd = p.w->data<float>() + d * gh * input;
+    const float* rd = p.r->data<float>() + d * gh * hidden;
+    const float* wb = p.bias ? p.bias->data<float>() + d * 2 * gh : nullptr;
+    const float* rb = p.bias ? wb + gh : nullptr;
+    const float* pd = p.peep ? p.peep->data<float>() + d * 3 * hidden : nullptr;
     // X W^T for every step at once.
-    gemm_f32(false, true, steps * batch, gh, input, 1.0f, x.data<float>(), wd, 0.0f, xw.data());
-    std::copy_n(h0.data<float>() + d * batch * hidden, batch * hidden, h.begin());
-    if (lstm) std::copy_n(c0.data<float>() + d * batch * hidden, batch * hidden, c.begin());
+    gemm_f32(false, true, steps * batch, gh, input, 1.0f, p.x.data<float>(), wd, 0.0f, xw.data());
+    std::copy_n(p.h0.data<float>() + d * batch * hidden, batch * hidden, h.begin());
+    if (lstm) std::copy_n(p.c0.data<float>() + d * batch * hidden, batch * hidden, c.begin());
     for (int64_t s = 0; s < steps; ++s) {
       gemm_f32(false, true, batch, gh, hidden, 1.0f, h.data(), rd, 0.0f, hr.data());
       for (int64_t b = 0; b < batch; ++b) {
@@ -139,9 +165,9 @@ void recurrent(KernelContext& ctx, const RecurrentSpec& spec) {
           const int64_t k = gate * hidden + j;
           return gx[k] + gr[k] + (wb ? wb[k] + rb[k] : 0.0f);
         };
-        if (spec.cell == Cell::Rnn) {
+        if (p.cell == Cell::Rnn) {
           for (int64_t j = 0; j < hidden; ++j) hb[j] = act[0](clipped(pre(0, j)));
-        } else if (spec.cell == Cell::Gru) {  // gates z, r, h
+        } else if (p.cell == Cell::Gru) {  // gates z, r, h
           std::vector<float> z(static_cast<size_t>(hidden)), rr(static_cast<size_t>(hidden)), hh(static_cast<size_t>(hidden));
           for (int64_t j = 0; j < hidden; ++j) {
             z[static_cast<size_t>(j)] = act[0](clipped(pre(0, j)));
@@ -182,17 +208,24 @@ void recurrent(KernelContext& ctx, const RecurrentSpec& spec) {
         std::copy_n(hb, hidden, py + ((t * dirs + d) * batch + b) * hidden);
       }
     }
-    std::copy_n(h.begin(), batch * hidden, yh.mutable_data<float>() + d * batch * hidden);
-    if (lstm) std::copy_n(c.begin(), batch * hidden, yc.mutable_data<float>() + d * batch * hidden);
+    std::copy_n(h.begin(), batch * hidden, out.yh.mutable_data<float>() + d * batch * hidden);
+    if (lstm) std::copy_n(c.begin(), batch * hidden, out.yc.mutable_data<float>() + d * batch * hidden);
   }
-  if (batch_first) {
-    y = transpose(y, {2, 0, 1, 3});  // [B, T, dirs, H]
-    yh = transpose(yh, {1, 0, 2});
-    if (lstm) yc = transpose(yc, {1, 0, 2});
+  return out;
+}
+
+void recurrent(KernelContext& ctx, const RecurrentSpec& spec) {
+  const RecurrentProblem p = problem_of(ctx, spec);
+  RecurrentResult out = recurrent_primitive_fits(p) ? run_recurrent_primitive(p) : run_recurrent_loop(ctx, p);
+  const bool lstm = spec.cell == Cell::Lstm;
+  if (ctx.attr_int("layout", 0) != 0) {
+    out.y = transpose(out.y, {2, 0, 1, 3});  // [B, T, dirs, H]
+    out.yh = transpose(out.yh, {1, 0, 2});
+    if (lstm) out.yc = transpose(out.yc, {1, 0, 2});
   }
-  ctx.outputs[0] = std::move(y);
-  if (ctx.outputs.size() > 1) ctx.outputs[1] = std::move(yh);
-  if (lstm && ctx.outputs.size() > 2) ctx.outputs[2] = std::move(yc);
+  ctx.outputs[0] = std::move(out.y);
+  if (ctx.outputs.size() > 1) ctx.outputs[1] = std::move(out.yh);
+  if (lstm && ctx.outputs.size() > 2) ctx.outputs[2] = std::move(out.yc);
 }
 
 }  // namespace

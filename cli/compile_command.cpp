@@ -17,6 +17,7 @@
 #include "check_input_option.h"
 #include "input_shape_option.h"
 #include "profile_options.h"
+#include "report_text.h"
 #include "rule_options.h"
 #include "stage_dump.h"
 #include "util/error.h"
@@ -110,6 +111,7 @@ int run(const CompileOptions& o) {
     if (optimized) {
       const auto& r = *optimized;
       j["kernels"] = {{"before", r.before.kernels}, {"after", r.after.kernels}};
+      j["body_kernels"] = {{"before", r.before.body_kernels}, {"after", r.after.body_kernels}};
       j["latency_us"] = {{"before", r.before.latency_us}, {"after", r.after.latency_us}};
       j["fusion_rate"] = r.fusion_rate;
       j["saturation"] = {{"stop", dsl::stop_reason_name(r.saturation.stop)}, {"iterations", r.saturation.iterations}};
@@ -149,7 +151,7 @@ int run(const CompileOptions& o) {
         std::printf("saturation       stopped at its %s after %d iteration(s)\n", dsl::stop_reason_name(r.saturation.stop), r.saturation.iterations);
       std::printf("fused            %s\n", listed(r.fused).c_str());
       std::printf("rewritten        %s\n", listed(r.rewritten).c_str());
-      std::printf("kernels          %zu -> %zu (fusion rate %.0f%%)\n", r.before.kernels, r.after.kernels, 100 * r.fusion_rate);
+      std::printf("kernels          %s (fusion rate %.0f%%)\n", kernel_counts(r.before, r.after).c_str(), 100 * r.fusion_rate);
       std::printf("modeled latency  %.1f us -> %.1f us (one stream)\n", r.before.latency_us, r.after.latency_us);
     }
     std::printf("memory           pool %s (LOAD %s, %.3fx); without reuse %s; reuse rate %.0f%%\n", human(memory.pool_bytes).c_str(),

@@ -11,6 +11,7 @@
 #include "ascend/optimizer.h"
 #include "dsl/explain.h"
 #include "onnx/import.h"
+#include "passes/control_flow_bodies.h"
 #include "input_shape_option.h"
 #include "profile_options.h"
 #include "rule_options.h"
@@ -44,6 +45,9 @@ std::string not_rewritten_reason(const dsl::SaturationReport& s, const std::stri
 
 constexpr size_t kDefaultSitesShown = 5;
 
+// A site's node, with the control-flow body it sits in.
+std::string where(const std::string& node, const std::string& scope) { return scope.empty() ? node : node + " (in " + scope + ")"; }
+
 // A model geopt wrote records where its fused nodes came from.
 nlohmann::json provenance_of(const Model& m) {
   for (const auto& [k, v] : m.metadata)
@@ -61,17 +65,29 @@ int explain_node(const ExplainCliOptions& o, const Model& model, const std::vect
     std::printf("%s was made by rule %s, replacing: %s\n", o.node.c_str(), p["rule"].get<std::string>().c_str(), replaced.c_str());
     return 0;
   }
-  if (!model.graph->find_node(o.node)) throw Error("no node named '" + o.node + "' in " + o.model);
-  std::printf("%s (%s)\n", o.node.c_str(), model.graph->find_node(o.node)->op_type.c_str());
+  // The node, in the graph or in a control-flow body.
+  std::string scope, op;
+  if (const Node* n = model.graph->find_node(o.node)) {
+    op = n->op_type;
+  } else {
+    for (const ScopedBody& b : control_flow_bodies(model, BodyShapes::AsGiven))
+      if (const Node* in_body = b.model.graph->find_node(o.node)) {
+        op = in_body->op_type;
+        scope = b.scope;
+        break;
+      }
+    if (op.empty()) throw Error("no node named '" + o.node + "' in " + o.model + " (its control-flow bodies included)");
+  }
+  std::printf("%s (%s)\n", where(o.node, scope).c_str(), op.c_str());
   bool any = false;
   for (const auto& re : matches)
     for (const auto& s : re.sites)
-      if (s.node == o.node) {
+      if (s.node == o.node && s.scope == scope) {
         std::printf("  considered by %s (%s): %s\n", re.rule.c_str(), re.loc.to_string().c_str(), s.matched ? "matched" : s.reason.c_str());
         any = true;
       }
   for (const auto& s : r.sites) {
-    if (std::find(s.replaced.begin(), s.replaced.end(), o.node) == s.replaced.end()) continue;
+    if (s.scope != scope || std::find(s.replaced.begin(), s.replaced.end(), o.node) == s.replaced.end()) continue;
     any = true;
     if (s.selected) {
       std::string became;
@@ -89,7 +105,7 @@ int explain_node(const ExplainCliOptions& o, const Model& model, const std::vect
     }
   }
   if (!any) std::printf("  no rule considered it\n");
-  if (r.model.graph->find_node(o.node)) std::printf("  it stays in the optimized model as %s\n", o.node.c_str());
+  if (scope.empty() && r.model.graph->find_node(o.node)) std::printf("  it stays in the optimized model as %s\n", o.node.c_str());
   return 0;
 }
 
@@ -130,6 +146,7 @@ int run(const ExplainCliOptions& o) {
       auto sites = nlohmann::ordered_json::array();
       for (const auto& s : re.sites) {
         nlohmann::ordered_json sj{{"node", s.node}, {"matched", s.matched}};
+        if (!s.scope.empty()) sj["scope"] = s.scope;
         if (!s.matched) sj["reason"] = s.reason;
         sites.push_back(sj);
       }
@@ -137,19 +154,27 @@ int run(const ExplainCliOptions& o) {
       auto kept = nlohmann::ordered_json::array();
       for (const auto* s : outcomes[re.rule]) {
         nlohmann::ordered_json sj{{"node", s->node}, {"selected", s->selected}};
+        if (!s->scope.empty()) sj["scope"] = s->scope;
         if (!s->selected) sj["reason"] = s->reason;
         kept.push_back(sj);
       }
       for (const auto& s : re.sites) {
         if (!s.matched) continue;
         bool rewritten = false;
-        for (const auto* oc : outcomes[re.rule]) rewritten = rewritten || oc->node == s.node;
-        if (!rewritten) kept.push_back({{"node", s.node}, {"selected", false}, {"reason", not_rewritten_reason(r.saturation, re.rule)}});
+        for (const auto* oc : outcomes[re.rule]) rewritten = rewritten || (oc->node == s.node && oc->scope == s.scope);
+        if (rewritten) continue;
+        nlohmann::ordered_json sj{{"node", s.node}, {"selected", false}, {"reason", not_rewritten_reason(r.saturation, re.rule)}};
+        if (!s.scope.empty()) sj["scope"] = s.scope;
+        kept.push_back(sj);
       }
       rj["extraction"] = kept;
       if (auto it = later.find(re.rule); it != later.end()) {
         auto after = nlohmann::ordered_json::array();
-        for (const auto& s : it->second) after.push_back({{"node", s.node}, {"reason", s.reason}});
+        for (const auto& s : it->second) {
+          nlohmann::ordered_json sj{{"node", s.node}, {"reason", s.reason}};
+          if (!s.scope.empty()) sj["scope"] = s.scope;
+          after.push_back(sj);
+        }
         rj["after_other_rules"] = after;
       }
       j.push_back(rj);
@@ -167,9 +192,12 @@ int run(const ExplainCliOptions& o) {
   const size_t shown = o.verbose ? SIZE_MAX : kDefaultSitesShown;
   // At a node several rules miss (variants of one fusion), the default report keeps the
   // misses that got furthest; a node some rule matched needs no excuse from the others.
-  std::map<std::string, int> best_at;
+  std::map<std::pair<std::string, std::string>, int> best_at;  // (scope, node) -> depth
   for (const auto& re : matches)
-    for (const auto& s : re.sites) best_at[s.node] = std::max(best_at[s.node], s.matched ? INT_MAX : s.depth);
+    for (const auto& s : re.sites) {
+      int& best = best_at[{s.scope, s.node}];
+      best = std::max(best, s.matched ? INT_MAX : s.depth);
+    }
   // A fold's miss is always "an input is not constant", and an elimination's or an
   // algebraic simplification's says the op does real work (a Reshape that reshapes):
   // neither is a missed fusion, so they are listed only when asked for.
@@ -179,7 +207,7 @@ int run(const ExplainCliOptions& o) {
   };
   auto worth_showing = [&](const dsl::RuleExplanation& re, const dsl::SiteExplanation& s) {
     if (o.verbose || !o.rule.empty() || !re.enabled) return true;
-    return s.near && !s.matched && !is_quiet(re.rule) && s.depth >= best_at[s.node];
+    return s.near && !s.matched && !is_quiet(re.rule) && s.depth >= best_at[{s.scope, s.node}];
   };
   std::vector<std::string> silent;
   for (const auto& re : matches) {
@@ -204,25 +232,25 @@ int run(const ExplainCliOptions& o) {
     for (const auto& s : re.sites) {
       if ((s.matched || !s.near || !worth_showing(re, s)) && !o.verbose) continue;
       if (lines++ == shown) break;
-      std::printf("  %s @ %s: %s\n", re.rule.c_str(), s.node.c_str(), s.matched ? "matched" : s.reason.c_str());
+      std::printf("  %s @ %s: %s\n", re.rule.c_str(), where(s.node, s.scope).c_str(), s.matched ? "matched" : s.reason.c_str());
     }
     if (shallow && !o.verbose) std::printf("  (%zu other %s node(s) miss earlier in the pattern or nearer another rule; --verbose lists them)\n", shallow, re.root_op.c_str());
     for (const auto* s : outcomes[re.rule]) {
       if (s->selected) continue;
       if (lines++ == shown) break;
-      std::printf("  %s @ %s: rewritten, not kept: %s\n", re.rule.c_str(), s->node.c_str(), s->reason.c_str());
+      std::printf("  %s @ %s: rewritten, not kept: %s\n", re.rule.c_str(), where(s->node, s->scope).c_str(), s->reason.c_str());
     }
     for (const auto& s : re.sites) {
       if (!s.matched) continue;
       bool rewritten = false;
-      for (const auto* oc : outcomes[re.rule]) rewritten = rewritten || oc->node == s.node;
+      for (const auto* oc : outcomes[re.rule]) rewritten = rewritten || (oc->node == s.node && oc->scope == s.scope);
       if (rewritten || lines++ == shown) continue;
-      std::printf("  %s @ %s: %s\n", re.rule.c_str(), s.node.c_str(), not_rewritten_reason(r.saturation, re.rule).c_str());
+      std::printf("  %s @ %s: %s\n", re.rule.c_str(), where(s.node, s.scope).c_str(), not_rewritten_reason(r.saturation, re.rule).c_str());
     }
     if (lines > shown) std::printf("  ... more (--verbose shows every site)\n");
     if (after != later.end()) {
       std::printf("  after the other rules rewrote the graph:\n");
-      for (const auto& s : after->second) std::printf("  %s @ %s: %s\n", re.rule.c_str(), s.node.c_str(), s.reason.c_str());
+      for (const auto& s : after->second) std::printf("  %s @ %s: %s\n", re.rule.c_str(), where(s.node, s.scope).c_str(), s.reason.c_str());
     }
   }
   if (!silent.empty()) {

@@ -17,6 +17,7 @@
 #include "check_input_option.h"
 #include "input_shape_option.h"
 #include "profile_options.h"
+#include "report_text.h"
 #include "rule_options.h"
 #include "stage_dump.h"
 #include "util/atomic_file.h"
@@ -137,6 +138,7 @@ int run(const OptimizeCliOptions& o) {
     j["rules"] = rules_j;
     j["nodes"] = {{"before", r.nodes_before}, {"after", r.nodes_after}};
     j["kernels"] = {{"before", r.before.kernels}, {"after", r.after.kernels}};
+    j["body_kernels"] = {{"before", r.before.body_kernels}, {"after", r.after.body_kernels}};
     j["latency_us"] = {{"before", r.before.latency_us}, {"after", r.after.latency_us}};
     j["hbm_bytes"] = {{"before", r.before.hbm_bytes}, {"after", r.after.hbm_bytes}};
     j["check"] = c.ran ? nlohmann::ordered_json{{"max_abs_error", c.max_abs}, {"atol", o.check_tolerance.atol}, {"rtol", o.check_tolerance.rtol}, {"worst", c.worst}, {"sizes", c.sizes}, {"ok", check_ok}}
@@ -162,7 +164,7 @@ int run(const OptimizeCliOptions& o) {
       std::printf("                 %-30s %8zu %8zu%s\n", name.c_str(), s.matched, sel == r.selected.end() ? 0 : sel->second, note.c_str());
     }
     std::printf("nodes            %zu -> %zu\n", r.nodes_before, r.nodes_after);
-    std::printf("kernels          %zu -> %zu\n", r.before.kernels, r.after.kernels);
+    std::printf("kernels          %s\n", kernel_counts(r.before, r.after).c_str());
     std::printf("modeled latency  %.1f us -> %.1f us (%.2fx)\n", r.before.latency_us, r.after.latency_us, speedup);
     std::printf("HBM traffic      %.2f MiB -> %.2f MiB\n", r.before.hbm_bytes / (1 << 20), r.after.hbm_bytes / (1 << 20));
     std::vector<std::pair<std::string, size_t>> left(r.unfused.begin(), r.unfused.end());

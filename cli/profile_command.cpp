@@ -18,6 +18,59 @@ struct ProfileCliOptions {
   bool json = false;
 };
 
+std::string kernel_label(const plan::Kernel& k) { return k.op_type() + (k.name().empty() ? "" : " '" + k.name() + "'"); }
+
+// Each body: its kernels, streams and simulated time per run, and for a Loop or Scan
+// the modeled trips; nested bodies below their parent, indented.
+void print_bodies(const plan::Plan& plan, const ascend::PlanProfile& p, int depth) {
+  for (const auto& b : p.bodies) {
+    const auto& k = plan.kernels(static_cast<int>(b.kernel));
+    const std::string indent(static_cast<size_t>(2 * depth), ' ');
+    const std::string head = indent + kernel_label(k) + " " + b.attribute;
+    if (!b.unrunnable.empty()) {
+      std::printf("  %s: not compiled, it cannot run at these shapes\n", head.c_str());
+      continue;
+    }
+    const plan::Plan* body = nullptr;
+    for (const auto& pb : k.bodies())
+      if (pb.attribute() == b.attribute) body = &pb.plan();
+    if (!body) continue;
+    if (k.op_type() == "If")
+      std::printf("  %s: %d kernel(s) on %u stream(s), %.1f us\n", head.c_str(), body->kernels_size(), body->stream_count(), b.profile.latency_us);
+    else
+      std::printf("  %s: %d kernel(s) on %u stream(s), %.1f us per trip x %.0f trip(s) = %.1f us\n", head.c_str(), body->kernels_size(),
+                  body->stream_count(), b.profile.latency_us, b.trips, b.profile.latency_us * b.trips);
+    print_bodies(*body, b.profile, depth + 1);
+  }
+}
+
+nlohmann::ordered_json bodies_json(const plan::Plan& plan, const ascend::PlanProfile& p) {
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& b : p.bodies) {
+    const auto& k = plan.kernels(static_cast<int>(b.kernel));
+    nlohmann::ordered_json j{{"kernel", b.kernel}, {"op_type", k.op_type()}, {"name", k.name()}, {"attribute", b.attribute}};
+    if (!b.unrunnable.empty()) {
+      j["unrunnable"] = b.unrunnable;
+      out.push_back(j);
+      continue;
+    }
+    const plan::Plan* body = nullptr;
+    for (const auto& pb : k.bodies())
+      if (pb.attribute() == b.attribute) body = &pb.plan();
+    if (!body) continue;
+    j["kernels"] = body->kernels_size();
+    j["streams"] = body->stream_count();
+    j["latency_us"] = b.profile.latency_us;
+    j["trips"] = b.trips;
+    j["total_us"] = b.profile.latency_us * b.trips;
+    j["cube_utilization"] = b.profile.cube_utilization;
+    j["vector_utilization"] = b.profile.vector_utilization;
+    j["bodies"] = bodies_json(*body, b.profile);
+    out.push_back(j);
+  }
+  return out;
+}
+
 int run(const ProfileCliOptions& o) {
   plan::Plan plan = ascend::read_plan(o.plan);
   ascend::PlanProfile p = ascend::simulate_plan(plan);
@@ -39,6 +92,7 @@ int run(const ProfileCliOptions& o) {
     auto streams = nlohmann::ordered_json::array();
     for (const auto& [s, us] : busy) streams.push_back({{"stream", s}, {"busy_us", us}});
     j["streams"] = streams;
+    j["bodies"] = bodies_json(plan, p);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -51,6 +105,10 @@ int run(const ProfileCliOptions& o) {
   std::printf("layout transform share  %.1f%% of kernel time\n", 100 * p.layout_transform_share);
   std::printf("Cube utilization        %.1f%%\n", 100 * p.cube_utilization);
   std::printf("Vector utilization      %.1f%%\n", 100 * p.vector_utilization);
+  if (!p.bodies.empty()) {
+    std::printf("control-flow bodies (simulated as plans of their own)\n");
+    print_bodies(plan, p, 0);
+  }
   if (!o.trace.empty()) std::printf("trace                   %s (open in Perfetto or chrome://tracing)\n", o.trace.c_str());
   return 0;
 }

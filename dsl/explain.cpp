@@ -6,6 +6,7 @@
 #include "dsl/ematcher.h"
 #include "dsl/saturation.h"
 #include "egraph/egraph.h"
+#include "passes/control_flow_bodies.h"
 #include "util/error.h"
 
 namespace geopt::dsl {
@@ -84,8 +85,11 @@ std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules
   return sites;
 }
 
-std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model, const ExplainOptions& options) {
-  if (!options.rule.empty() && !rules.find(options.rule)) throw Error("no rule named '" + options.rule + "'");
+namespace {
+
+// Appends the sites of one graph (the model's, or a body's) to each rule's explanation.
+void explain_graph(const RuleSet& rules, const Model& model, const ExplainOptions& options, const std::string& scope,
+                   std::vector<RuleExplanation>& per_rule) {
   // The model as written, seen through the one matcher, with the canonical forms added
   // (equal nodes merged, as the optimizer merges them).
   const GraphEGraph geg = canonical_egraph(rules, model);
@@ -95,11 +99,10 @@ std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& 
   for (ClassId c : g.class_ids())
     for (const ENode& n : g.eclass(c).nodes)
       if (n.kind == ENode::Kind::Op && n.origin < 0) nodes.emplace_back(c, &n);
-  std::vector<RuleExplanation> out;
   for (size_t r = 0; r < rules.rules().size(); ++r) {
     const CompiledRule& cr = rules.rules()[r];
     if (!options.rule.empty() && cr.ast->name != options.rule) continue;
-    RuleExplanation re{cr.ast->name, cr.ast->loc, cr.enabled, {}, ""};
+    RuleExplanation& re = per_rule[r];
     const Alternative& first = cr.alternatives.front();
     const Pattern& root = root_op_of(first);
     const std::string root_domain = root.domain == "ai.onnx" ? "" : root.domain;
@@ -119,7 +122,7 @@ std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& 
       const OpSignature& sig = g.signature(node->op);
       const bool is_root = is_root_op(*node);
       if (!is_root && !ops.count({sig.domain, sig.op_type})) continue;
-      SiteExplanation s{cr.ast->name, cr.ast->loc, site_name(g, cls, *node), false, "", -1};
+      SiteExplanation s{cr.ast->name, cr.ast->loc, site_name(g, cls, *node), scope, false, "", -1};
       if (!is_root) {
         // A node inside the pattern: does a root-op node consume it within the pattern's depth?
         std::vector<ClassId> frontier{cls};
@@ -159,6 +162,20 @@ std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& 
       s.near = !s.matched && (s.depth >= 500 || 2 * s.depth >= depth + 1);
       re.sites.push_back(std::move(s));
     }
+  }
+}
+
+}  // namespace
+
+std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model, const ExplainOptions& options) {
+  if (!options.rule.empty() && !rules.find(options.rule)) throw Error("no rule named '" + options.rule + "'");
+  std::vector<RuleExplanation> per_rule;
+  for (const auto& cr : rules.rules()) per_rule.push_back({cr.ast->name, cr.ast->loc, cr.enabled, {}, ""});
+  explain_graph(rules, model, options, "", per_rule);
+  for (const ScopedBody& b : control_flow_bodies(model, BodyShapes::Propagated)) explain_graph(rules, b.model, options, b.scope, per_rule);
+  std::vector<RuleExplanation> out;
+  for (RuleExplanation& re : per_rule) {
+    if (!options.rule.empty() && re.rule != options.rule) continue;
     std::stable_sort(re.sites.begin(), re.sites.end(), [](const SiteExplanation& a, const SiteExplanation& b) {
       if (a.matched != b.matched) return !a.matched;
       return a.depth > b.depth;

@@ -18,6 +18,7 @@ struct SiteExplanation {
   std::string rule;
   SourceLoc rule_loc;
   std::string node;  // the site's node (name, or "Op (unnamed node #k)")
+  std::string scope;  // the control-flow body it sits in (body_scope), empty in the graph
   bool matched = false;
   std::string reason;  // why not, when not matched
   int depth = 0;       // how far the nearest miss got
@@ -49,7 +50,9 @@ GraphEGraph canonical_egraph(const RuleSet& rules, const Model& model);
 // graph order, each once. `predicates_asked`, when given, counts automaton questions.
 std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const Model& model, size_t* predicates_asked = nullptr);
 
-// Rules with candidate sites, the ones with most misses first.
+// Rules with candidate sites, the ones with most misses first. The sites of the
+// control-flow bodies (control_flow_bodies, shapes propagated) follow each rule's graph
+// sites, each with its scope.
 std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model, const ExplainOptions& options);
 
 }  // namespace geopt::dsl

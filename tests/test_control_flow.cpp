@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "ascend/compile.h"
@@ -14,6 +15,7 @@
 #include "ascend/optimizer.h"
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
+#include "ascend/plan_profile.h"
 #include "dsl_support.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
@@ -384,3 +386,134 @@ TEST_CASE("an If whose condition is a constant is inlined, whatever its branch r
 
 }  // namespace
 }  // namespace geopt
+
+namespace geopt {
+namespace {
+
+// Nodes of the bodies of a model file that launch work (not Constants), nested ones too.
+size_t body_nodes(const onnx::GraphProto& g, bool inside = false) {
+  size_t count = 0;
+  for (const auto& n : g.node()) {
+    if (inside && n.op_type() != "Constant") ++count;
+    for (const auto& a : n.attribute())
+      if (a.type() == onnx::AttributeProto::GRAPH) count += body_nodes(a.g(), true);
+  }
+  return count;
+}
+
+size_t body_nodes(const fs::path& model) {
+  onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(test::read_file(model)));
+  return body_nodes(m.graph());
+}
+
+}  // namespace
+}  // namespace geopt
+
+TEST_CASE("explain looks inside control-flow bodies, and optimize and compile count the bodies' kernels") {
+  using namespace geopt;
+  const fs::path model = control_flow_dir() / "if_branch_shapes.onnx";
+  const std::string then_branch = "If '/If' then_branch";
+
+  // Sites in a branch carry its scope, and the rewrite that fused them is paired with them.
+  test::CliResult json = test::run_cli({"explain", model.string(), "--json"});
+  REQUIRE(json.exit_code == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  bool relu_site = false, relu_fused = false;
+  for (const auto& rule : j["rules"]) {
+    for (const auto& s : rule["sites"]) relu_site = relu_site || (s["node"] == "/Relu" && s.value("scope", "") == then_branch);
+    if (rule["rule"] == "FusedMatMulRelu")
+      for (const auto& e : rule["extraction"])
+        relu_fused = relu_fused || (e["node"] == "/Relu" && e.value("scope", "") == then_branch && e["selected"] == true);
+  }
+  CHECK(relu_site);
+  CHECK(relu_fused);
+  test::CliResult text = test::run_cli({"explain", model.string()});
+  CHECK(text.out.find("@ /Sigmoid (in If '/If' else_branch)") != std::string::npos);
+
+  // --node finds a node of a branch, says where it is and what fused it.
+  test::CliResult node = test::run_cli({"explain", model.string(), "--node", "/Relu"});
+  CHECK(node.exit_code == 0);
+  CHECK(node.out.find("/Relu (in " + then_branch + ") (Relu)") != std::string::npos);
+  CHECK(node.out.find("fused by FusedMatMulRelu") != std::string::npos);
+  test::CliResult missing = test::run_cli({"explain", model.string(), "--node", "/NoSuchNode"});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("its control-flow bodies included") != std::string::npos);
+
+  // The kernel counts hold the bodies' kernels, before and after, as the files have them.
+  const fs::path dir = test::scratch_dir("cf_body_kernels");
+  test::CliResult opt = test::run_cli({"optimize", model.string(), "-o", (dir / "opt.onnx").string(), "--json"});
+  REQUIRE(opt.exit_code == 0);
+  const auto o = nlohmann::json::parse(opt.out);
+  CHECK(o["body_kernels"]["before"] == body_nodes(model));
+  CHECK(o["body_kernels"]["after"] == body_nodes(dir / "opt.onnx"));
+  CHECK(o["body_kernels"]["after"] < o["body_kernels"]["before"]);  // the branches' Gemm + activation fused
+  CHECK(o["kernels"]["before"].get<size_t>() > o["body_kernels"]["before"].get<size_t>());
+  test::CliResult compiled = test::run_cli({"compile", model.string(), "-o", (dir / "m.plan").string(), "--json"});
+  REQUIRE(compiled.exit_code == 0);
+  const auto c = nlohmann::json::parse(compiled.out);
+  CHECK(c["kernels"] == o["kernels"]);
+  CHECK(c["body_kernels"] == o["body_kernels"]);
+  test::CliResult report = test::run_cli({"optimize", model.string(), "-o", (dir / "opt2.onnx").string()});
+  CHECK(report.out.find("(in bodies ") != std::string::npos);
+}
+
+TEST_CASE("profile simulates control-flow bodies: a Loop takes trips x its body, an If its slower branch, and report and trace show each body") {
+  using namespace geopt;
+  auto rules = test::load_rules({test::shipped_rules()});
+  const auto profile = ascend::load_profile("Ascend910B1");
+  ascend::CompileResult loop = ascend::compile(import_onnx(control_flow_dir() / "loop_scan.onnx"), profile, compile_options(rules.get()));
+  const ascend::PlanProfile p = ascend::simulate_plan(loop.plan);
+  REQUIRE(p.bodies.size() == 1);
+  const ascend::BodyProfile& body = p.bodies[0];
+  const plan::Kernel& control = loop.plan.kernels(static_cast<int>(body.kernel));
+  CHECK(control.op_type() == "Loop");
+  CHECK(body.trips == 5);  // the model's constant trip count
+  CHECK(body.profile.spans.size() == static_cast<size_t>(control.bodies(0).plan().kernels_size()));
+  const ascend::KernelSpan& span = p.spans[body.kernel];
+  CHECK(span.end_us - span.start_us == doctest::Approx(control.launch_us() + 5 * body.profile.latency_us));
+  CHECK(p.latency_us >= span.end_us);
+  CHECK(p.one_stream_us > 5 * body.profile.latency_us);
+
+  // The If: its slower branch, both listed.
+  ascend::CompileResult branches = ascend::compile(import_onnx(control_flow_dir() / "if_branch_shapes.onnx"), profile, compile_options(rules.get()));
+  const ascend::PlanProfile q = ascend::simulate_plan(branches.plan);
+  REQUIRE(q.bodies.size() == 2);
+  const double slower = std::max(q.bodies[0].profile.latency_us, q.bodies[1].profile.latency_us);
+  const plan::Kernel& if_kernel = branches.plan.kernels(static_cast<int>(q.bodies[0].kernel));
+  CHECK(q.spans[q.bodies[0].kernel].end_us - q.spans[q.bodies[0].kernel].start_us == doctest::Approx(if_kernel.launch_us() + slower));
+
+  // geopt profile: the bodies in the report, in JSON and as tracks of the trace, the
+  // body's kernels inside the Loop's span.
+  const fs::path dir = test::scratch_dir("cf_profile");
+  REQUIRE(ascend::write_plan(loop.plan, dir / "loop.plan").empty());
+  test::CliResult text = test::run_cli({"profile", (dir / "loop.plan").string(), "--trace", (dir / "trace.json").string()});
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("Loop body: ") != std::string::npos);
+  CHECK(text.out.find("x 5 trip(s)") != std::string::npos);
+  test::CliResult json = test::run_cli({"profile", (dir / "loop.plan").string(), "--json"});
+  const auto j = nlohmann::json::parse(json.out);
+  REQUIRE(j["bodies"].size() == 1);
+  CHECK(j["bodies"][0]["trips"] == 5);
+  CHECK(j["bodies"][0]["total_us"].get<double>() == doctest::Approx(5 * body.profile.latency_us));
+  const auto trace = nlohmann::json::parse(test::read_file(dir / "trace.json"));
+  std::set<int> body_tracks;
+  double loop_start = -1, loop_end = -1;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"].get<std::string>().find("Loop body") != std::string::npos)
+      body_tracks.insert(e["tid"].get<int>());
+    if (e["ph"] == "X" && e["name"] == "Loop") {
+      loop_start = e["ts"].get<double>();
+      loop_end = loop_start + e["dur"].get<double>();
+    }
+  }
+  CHECK(body_tracks.size() == control.bodies(0).plan().stream_count());
+  size_t inside = 0;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X" && body_tracks.count(e["tid"].get<int>())) {
+      CHECK(e["ts"].get<double>() >= loop_start);
+      CHECK(e["ts"].get<double>() + e["dur"].get<double>() <= loop_end + 1e-6);
+      ++inside;
+    }
+  CHECK(inside == static_cast<size_t>(control.bodies(0).plan().kernels_size()));
+}

@@ -87,7 +87,9 @@ void lower_bodies(const Node& n, const Model& parent, const HardwareProfile& pro
       b->set_unrunnable(e.what());
     }
   }
-  kernel.set_modeled_us(kernel.launch_us() + body_us * trips_of(n, *parent.graph));
+  const double trips = trips_of(n, *parent.graph);
+  kernel.set_trips(trips);
+  kernel.set_modeled_us(kernel.launch_us() + body_us * trips);
 }
 
 void lower_body(const Node& n, const Model& parent, const Attribute& a, const HardwareProfile& profile, const CompileOptions& options,
@@ -232,7 +234,7 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
   }
   if (options.rules) {
     r.optimized = optimize(prepared, *options.rules, profile, options.optimize);
-    r.optimized->before = cost_of_graph(*given.graph, profile, options.optimize.cost);  // as optimize reports it
+    r.optimized->before = cost_of_model(given, profile, options.optimize.cost);  // as optimize reports it
     r.optimized->nodes_before = given.graph->nodes().size();
     r.model = std::move(r.optimized->model);
     r.optimized->model = Model{};

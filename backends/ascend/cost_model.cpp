@@ -1,5 +1,7 @@
 #include "cost_model.h"
 
+#include "passes/control_flow_bodies.h"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -308,6 +310,13 @@ GraphCost cost_of_graph(const Graph& g, const HardwareProfile& p, const CostOpti
     us += c.total_us;
     ++count;
   }
+  return gc;
+}
+
+GraphCost cost_of_model(const Model& m, const HardwareProfile& p, const CostOptions& o) {
+  GraphCost gc = cost_of_graph(*m.graph, p, o);
+  for (const ScopedBody& b : control_flow_bodies(m, BodyShapes::AsGiven)) gc.body_kernels += cost_of_graph(*b.model.graph, p, o).kernels;
+  gc.kernels += gc.body_kernels;
   return gc;
 }
 

@@ -62,10 +62,15 @@ struct GraphCost {
   double latency_us = 0;     // kernels one after another on one stream
   double hbm_bytes = 0;
   size_t kernels = 0;        // nodes that launch a kernel
+  size_t body_kernels = 0;   // of those, in control-flow bodies (cost_of_model; once per body, not per trip)
   size_t infeasible = 0;
   std::map<std::string, std::pair<double, size_t>> by_op;  // op -> (us, kernels)
 };
 
 GraphCost cost_of_graph(const Graph& graph, const HardwareProfile& profile, const CostOptions& options = {});
+// cost_of_graph of the model's graph, with the kernels of its control-flow bodies
+// (nested ones too) counted in `kernels` and `body_kernels`. The time stays the
+// graph's: a control-flow node's cost already covers its bodies.
+GraphCost cost_of_model(const Model& model, const HardwareProfile& profile, const CostOptions& options = {});
 
 }  // namespace geopt::ascend

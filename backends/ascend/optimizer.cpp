@@ -12,6 +12,7 @@
 #include "onnx/captures.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
+#include "passes/control_flow_bodies.h"
 #include "passes/control_flow_types.h"
 #include "passes/static_shapes.h"
 #include "util/error.h"
@@ -93,6 +94,7 @@ std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules,
           for (const auto& o : r.model.opsets)
             if (m.opset_version(o.domain) == 0) m.opsets.push_back(o);
           r.model = Model{};  // only the report is kept
+          for (SiteOutcome& site : r.sites) site.scope = nested_scope(body_scope(n, a.name), site.scope);
           changed.push_back(std::move(r));
         }
       } catch (const Error& e) {
@@ -110,7 +112,7 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   // The report's "before" is the model as given; shape computations on static shapes
   // fold first (GE's graph prepare), so rules see the shapes they read.
   r.nodes_before = given.graph->nodes().size();
-  r.before = cost_of_graph(*given.graph, profile, options.cost);
+  r.before = cost_of_model(given, profile, options.cost);
   Model shaped = given.clone();
   r.shapes_folded = propagate_static_shapes(shaped).folded > 0;
   std::vector<OptimizeResult> bodies = optimize_bodies(shaped, rules, profile, options);
@@ -297,7 +299,7 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   }
   r.fusion_rate = kernels ? static_cast<double>(absorbed) / static_cast<double>(kernels) : 0;
   r.nodes_after = r.model.graph->nodes().size();
-  r.after = cost_of_graph(*r.model.graph, profile, options.cost);
+  r.after = cost_of_model(r.model, profile, options.cost);
   return r;
 }
 

@@ -22,6 +22,7 @@ struct OptimizeOptions {
 struct SiteOutcome {
   std::string rule;
   std::string node;                   // the input node the rewrite replaced (its root)
+  std::string scope;                  // the control-flow body it sits in (body_scope), empty in the graph
   std::vector<std::string> replaced;  // every input node its pattern covered
   bool selected = false;
   std::string reason;                 // why the extraction did not keep it

@@ -7,9 +7,40 @@
 namespace geopt::ascend {
 namespace {
 
-// A kernel's time alone on the device: each unit's work at full speed.
-double alone_us(const plan::Kernel& k) {
-  return k.launch_us() + std::max({k.cube_us(), k.vector_us(), k.memory_us()});
+// A kernel's time alone on the device: each unit's work at full speed; for a
+// control-flow kernel, its bodies' time (`bodies`).
+double alone_us(const plan::Kernel& k, double bodies) {
+  return k.launch_us() + std::max({k.cube_us(), k.vector_us(), k.memory_us(), bodies});
+}
+
+struct BodiesTime {
+  double us = 0, cube_busy = 0, vector_busy = 0;
+};
+
+// Simulates kernel i's bodies into p.bodies; returns their time per run of the kernel,
+// and the units' busy time in it: the slower runnable branch of an If, trips x the body
+// of a Loop or Scan.
+BodiesTime simulate_bodies(const plan::Kernel& k, size_t i, PlanProfile& p) {
+  BodiesTime t;
+  double slowest = 0;
+  for (const auto& b : k.bodies()) {
+    BodyProfile bp;
+    bp.kernel = i;
+    bp.attribute = b.attribute();
+    bp.unrunnable = b.unrunnable();
+    bp.trips = k.op_type() == "If" ? 1 : std::max(k.trips(), 1.0);  // plans before the field: one trip
+    if (bp.unrunnable.empty()) {
+      bp.profile = simulate_plan(b.plan());
+      if (bp.profile.latency_us >= slowest) {
+        slowest = bp.profile.latency_us;
+        t.us = slowest * bp.trips;
+        t.cube_busy = bp.profile.cube_utilization * slowest * bp.trips;
+        t.vector_busy = bp.profile.vector_utilization * slowest * bp.trips;
+      }
+    }
+    p.bodies.push_back(std::move(bp));
+  }
+  return t;
 }
 
 }  // namespace
@@ -22,8 +53,15 @@ PlanProfile simulate_plan(const plan::Plan& plan) {
   std::vector<double> event_time(static_cast<size_t>(plan.events_size()), 0.0);
   std::vector<std::vector<int>> on_stream(plan.stream_count());  // kernels placed, per stream, in order
   double cube_busy = 0, vector_busy = 0, total = 0, layout = 0;
+  std::vector<double> body_time(static_cast<size_t>(n), 0.0);
   for (int i = 0; i < n; ++i) {
     const auto& k = plan.kernels(i);
+    if (k.bodies_size()) {
+      const BodiesTime t = simulate_bodies(k, static_cast<size_t>(i), p);
+      body_time[static_cast<size_t>(i)] = t.us;
+      cube_busy += t.cube_busy;
+      vector_busy += t.vector_busy;
+    }
     double start = stream_free[k.stream()];
     for (uint32_t e : k.wait_events()) start = std::max(start, event_time[e]);
     // Units shared with the kernels already placed that are still running then: on
@@ -40,7 +78,7 @@ PlanProfile simulate_plan(const plan::Plan& plan) {
       vector_users += other.vector_us() > 0;
       memory_users += other.memory_us() > 0;
     }
-    double busy = std::max({k.cube_us() * cube_users, k.vector_us() * vector_users, k.memory_us() * memory_users});
+    double busy = std::max({k.cube_us() * cube_users, k.vector_us() * vector_users, k.memory_us() * memory_users, body_time[static_cast<size_t>(i)]});
     double end = start + k.launch_us() + busy;
     p.spans[static_cast<size_t>(i)] = {static_cast<size_t>(i), k.stream(), start, end};
     on_stream[k.stream()].push_back(i);
@@ -49,8 +87,8 @@ PlanProfile simulate_plan(const plan::Plan& plan) {
     p.latency_us = std::max(p.latency_us, end);
     cube_busy += k.cube_us();
     vector_busy += k.vector_us();
-    total += alone_us(k);
-    if (k.op_type() == "TransData") layout += alone_us(k);
+    total += alone_us(k, body_time[static_cast<size_t>(i)]);
+    if (k.op_type() == "TransData") layout += alone_us(k, 0);
   }
   p.one_stream_us = total;
 
@@ -64,7 +102,7 @@ PlanProfile simulate_plan(const plan::Plan& plan) {
         auto it = ready.find(in.name());
         if (it != ready.end()) start = std::max(start, it->second);
       }
-    double end = start + alone_us(k);
+    double end = start + alone_us(k, body_time[static_cast<size_t>(i)]);
     for (const auto& out : k.outputs())
       if (!out.absent()) ready[out.name()] = end;
     p.critical_path_us = std::max(p.critical_path_us, end);
@@ -80,26 +118,59 @@ PlanProfile simulate_plan(const plan::Plan& plan) {
   return p;
 }
 
-std::string chrome_trace(const plan::Plan& plan, const PlanProfile& profile) {
+namespace {
+
+struct TraceWriter {
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", plan.soc_version() + " (simulated)"}}}});
-  for (uint32_t s = 0; s < plan.stream_count(); ++s)
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", s}, {"args", {{"name", "stream " + std::to_string(s)}}}});
-  for (const auto& span : profile.spans) {
-    const auto& k = plan.kernels(static_cast<int>(span.kernel));
-    events.push_back({{"name", k.op_type()}, {"cat", k.domain().empty() ? "onnx" : k.domain()}, {"ph", "X"}, {"pid", 0},
-                      {"tid", span.stream}, {"ts", span.start_us}, {"dur", span.end_us - span.start_us},
-                      {"args", {{"kernel", span.kernel}, {"name", k.name()}, {"cube_us", k.cube_us()},
-                                {"vector_us", k.vector_us()}, {"memory_us", k.memory_us()}}}});
+  uint32_t next_track = 0, next_flow = 0;
+
+  // One plan's kernels from time `at`, on tracks of its own named after `where`; the
+  // first run of each body nested inside its kernel's span, after the launch.
+  void plan(const plan::Plan& plan, const PlanProfile& profile, double at, const std::string& where) {
+    const uint32_t first = next_track;
+    next_track += plan.stream_count();
+    for (uint32_t s = 0; s < plan.stream_count(); ++s)
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", first + s},
+                        {"args", {{"name", (where.empty() ? "" : where + ", ") + "stream " + std::to_string(s)}}}});
+    for (const auto& span : profile.spans) {
+      const auto& k = plan.kernels(static_cast<int>(span.kernel));
+      nlohmann::ordered_json args{{"kernel", span.kernel}, {"name", k.name()}, {"cube_us", k.cube_us()}, {"vector_us", k.vector_us()},
+                                  {"memory_us", k.memory_us()}};
+      if (k.bodies_size() && k.op_type() != "If") args["trips"] = std::max(k.trips(), 1.0);
+      events.push_back({{"name", k.op_type()}, {"cat", k.domain().empty() ? "onnx" : k.domain()}, {"ph", "X"}, {"pid", 0},
+                        {"tid", first + span.stream}, {"ts", at + span.start_us}, {"dur", span.end_us - span.start_us}, {"args", args}});
+    }
+    const uint32_t flow = next_flow;
+    next_flow += static_cast<uint32_t>(plan.events_size());
+    for (const auto& e : plan.events()) {  // flow arrows: record -> wait
+      const auto& from = profile.spans[e.from_kernel()];
+      const auto& to = profile.spans[e.to_kernel()];
+      events.push_back({{"name", "event " + std::to_string(e.id())}, {"cat", "event"}, {"ph", "s"}, {"id", flow + e.id()}, {"pid", 0},
+                        {"tid", first + from.stream}, {"ts", at + from.end_us}});
+      events.push_back({{"name", "event " + std::to_string(e.id())}, {"cat", "event"}, {"ph", "f"}, {"bp", "e"}, {"id", flow + e.id()},
+                        {"pid", 0}, {"tid", first + to.stream}, {"ts", at + to.start_us}});
+    }
+    for (const BodyProfile& b : profile.bodies) {
+      if (!b.unrunnable.empty()) continue;
+      const auto& k = plan.kernels(static_cast<int>(b.kernel));
+      const plan::Plan* body = nullptr;
+      for (const auto& pb : k.bodies())
+        if (pb.attribute() == b.attribute) body = &pb.plan();
+      if (!body) continue;
+      const std::string label = k.op_type() + (k.name().empty() ? "" : " '" + k.name() + "'") + " " + b.attribute +
+                                (b.trips > 1 ? " (first of " + std::to_string(static_cast<int64_t>(b.trips)) + " trips)" : "");
+      this->plan(*body, b.profile, at + profile.spans[b.kernel].start_us + k.launch_us(), where.empty() ? label : where + " > " + label);
+    }
   }
-  for (const auto& e : plan.events()) {  // flow arrows: record -> wait
-    const auto& from = profile.spans[e.from_kernel()];
-    const auto& to = profile.spans[e.to_kernel()];
-    events.push_back({{"name", "event " + std::to_string(e.id())}, {"cat", "event"}, {"ph", "s"}, {"id", e.id()}, {"pid", 0},
-                      {"tid", from.stream}, {"ts", from.end_us}});
-    events.push_back({{"name", "event " + std::to_string(e.id())}, {"cat", "event"}, {"ph", "f"}, {"bp", "e"}, {"id", e.id()},
-                      {"pid", 0}, {"tid", to.stream}, {"ts", to.start_us}});
-  }
+};
+
+}  // namespace
+
+std::string chrome_trace(const plan::Plan& plan, const PlanProfile& profile) {
+  TraceWriter w;
+  w.events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", plan.soc_version() + " (simulated)"}}}});
+  w.plan(plan, profile, 0, "");
+  nlohmann::ordered_json& events = w.events;
   nlohmann::ordered_json trace;
   trace["traceEvents"] = events;
   trace["displayTimeUnit"] = "ns";

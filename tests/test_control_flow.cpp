@@ -248,6 +248,29 @@ TEST_CASE("random ops are seeded, deterministic and never folded") {
   CHECK(test::count_op(prepared, "RandomNormal") == 1);
 }
 
+TEST_CASE("a Loop whose body draws is never folded, though every input it reads is a constant") {
+  const fs::path path = test::scratch_dir("cf_random_loop") / "loop.onnx";
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[2] x) => (float[2] y) {
+      trips = Constant <value = int64 {3}> ()
+      go = Constant <value = bool {1}> ()
+      start = Constant <value = float[2] {0.0, 0.0}> ()
+      acc = Loop (trips, go, start) <body = step (int64 i, bool c, float[2] s) => (bool c_out, float[2] s_out) {
+        c_out = Identity(c)
+        noise = RandomUniform <shape = [2], seed = 7.0> ()
+        s_out = Add(s, noise)
+      }>
+      y = Add(x, acc)
+    })"), path);
+  Model m = import_onnx(path);
+  CHECK(test::count_op(m, "Loop") == 1);
+  auto rules = test::load_rules({test::shipped_rules()});
+  ascend::OptimizeResult r = ascend::optimize(m, *rules, ascend::load_profile("Ascend910B1"));
+  CHECK(test::count_op(r.model, "Loop") == 1);  // its values exist at run time only
+  CHECK(test::max_output_error(m, r.model) < 1e-6);  // and it draws what the model draws
+}
+
 TEST_CASE("bf16 passes through .npy as its bit patterns") {
   const fs::path dir = test::scratch_dir("cf_bf16");
   test::save_model(test::parse_text_model(R"(

@@ -1,5 +1,7 @@
 #include "ir/node.h"
 
+#include <onnx/onnx_pb.h>
+
 namespace geopt {
 
 const Attribute* Node::attr(std::string_view attr_name) const {
@@ -8,11 +10,45 @@ const Attribute* Node::attr(std::string_view attr_name) const {
   return nullptr;
 }
 
+namespace {
+
+bool is_random_op(const std::string& op) {
+  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" || op == "RandomUniformLike" || op == "Bernoulli" ||
+         op == "Multinomial";
+}
+
+// Whether a body draws random values: a random op (or a Dropout in training mode) in it
+// or in a body nested in it.
+bool graph_draws(const onnx::GraphProto& g) {
+  for (const auto& n : g.node()) {
+    if (n.domain().empty() || n.domain() == "ai.onnx") {
+      if (is_random_op(n.op_type())) return true;
+      if (n.op_type() == "Dropout" && n.input_size() > 2 && !n.input(2).empty()) return true;
+    }
+    for (const auto& a : n.attribute()) {
+      if (a.has_g() && graph_draws(a.g())) return true;
+      for (const auto& sub : a.graphs())
+        if (graph_draws(sub)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 bool Node::is_nondeterministic() const {
   if (!domain.empty()) return false;
   if (op_type == "Dropout") return input(2) != nullptr;
-  return op_type == "RandomNormal" || op_type == "RandomUniform" || op_type == "RandomNormalLike" || op_type == "RandomUniformLike" ||
-         op_type == "Bernoulli" || op_type == "Multinomial";
+  if (is_random_op(op_type)) return true;
+  // A control-flow node whose body draws is a draw too: never folded or merged.
+  if (op_type == "If" || op_type == "Loop" || op_type == "Scan")
+    for (const auto& a : attributes)
+      if (a.kind == AttrKind::Graph)
+        for (const auto& bytes : a.opaque) {
+          onnx::GraphProto g;
+          if (g.ParseFromString(bytes) && graph_draws(g)) return true;
+        }
+  return false;
 }
 
 std::string Node::describe() const {

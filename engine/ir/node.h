@@ -33,7 +33,8 @@ class Node {
   // "Add 'name'" or "Add (unnamed, #12)" for messages.
   std::string describe() const;
   // Its outputs are not a function of its inputs (random ops, a Dropout told at run
-  // time whether it trains): never folded, merged or computed ahead of time.
+  // time whether it trains, a control-flow node whose body draws): never folded, merged
+  // or computed ahead of time.
   bool is_nondeterministic() const;
 
  private:

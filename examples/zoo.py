@@ -625,6 +625,111 @@ def build_llama(size, g):
     return randomize_(LlamaLike(vocab=vocab, **kw)), args, ins, ["logits"]
 
 
+# CLIP's text transformer as OpenAI's clip/model.py writes it
+class QuickGELU(nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(1.702 * x)
+
+
+class ClipResidualAttentionBlock(nn.Module):
+    def __init__(self, d_model, n_head, attn_mask):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d_model, n_head)
+        self.ln_1 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(OrderedDict([("c_fc", nn.Linear(d_model, d_model * 4)), ("gelu", QuickGELU()),
+                                              ("c_proj", nn.Linear(d_model * 4, d_model))]))
+        self.ln_2 = nn.LayerNorm(d_model)
+        self.register_buffer("attn_mask", attn_mask)
+
+    def attention(self, x):
+        return self.attn(x, x, x, need_weights=False, attn_mask=self.attn_mask)[0]
+
+    def forward(self, x):
+        x = x + self.attention(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class ClipTextEncoder(nn.Module):
+    """CLIP's encode_text: token + learned positional embeddings, pre-LN blocks with a causal
+    additive mask (-inf above the diagonal), sequence-first inside the transformer (the
+    permute around it), QuickGELU MLPs, ln_final."""
+
+    def __init__(self, vocab, width, heads, layers, context):
+        super().__init__()
+        mask = torch.empty(context, context).fill_(float("-inf")).triu_(1)
+        self.token_embedding = nn.Embedding(vocab, width)
+        self.positional_embedding = nn.Parameter(torch.empty(context, width))
+        self.resblocks = nn.Sequential(*[ClipResidualAttentionBlock(width, heads, mask) for _ in range(layers)])
+        self.ln_final = nn.LayerNorm(width)
+
+    def forward(self, input_ids):
+        x = self.token_embedding(input_ids) + self.positional_embedding
+        x = x.permute(1, 0, 2)  # NLD -> LND
+        x = self.resblocks(x)
+        x = x.permute(1, 0, 2)
+        return self.ln_final(x)
+
+
+def build_clip_text(size, g):
+    if size == "full":  # ViT-B/32's text tower: width 512, 8 heads, 12 layers, context 77
+        vocab, kw = 49408, dict(width=512, heads=8, layers=12, context=SEQ[size])
+    else:
+        vocab, kw = 256, dict(width=32, heads=2, layers=2, context=SEQ[size])
+    args, ins = token_inputs(size, vocab, g)
+    return randomize_(ClipTextEncoder(vocab, **kw)), args, ins, ["last_hidden_state"]
+
+
+# A YOLOv4-style CSPDarknet backbone: Conv-BN-Mish everywhere
+class ConvBnMish(nn.Sequential):
+    def __init__(self, cin, cout, k=1, stride=1):
+        super().__init__(nn.Conv2d(cin, cout, k, stride, k // 2, bias=False), nn.BatchNorm2d(cout), nn.Mish())
+
+
+class DarkResidual(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.block = nn.Sequential(ConvBnMish(c, c, 1), ConvBnMish(c, c, 3))
+
+    def forward(self, x):
+        return x + self.block(x)
+
+
+class CSPStage(nn.Module):
+    """Downsample, split into a shortcut 1x1 and a residual path, concatenate, fuse."""
+
+    def __init__(self, cin, cout, blocks):
+        super().__init__()
+        self.down = ConvBnMish(cin, cout, 3, 2)
+        self.split0 = ConvBnMish(cout, cout // 2)
+        self.split1 = ConvBnMish(cout, cout // 2)
+        self.blocks = nn.Sequential(*[DarkResidual(cout // 2) for _ in range(blocks)], ConvBnMish(cout // 2, cout // 2))
+        self.fuse = ConvBnMish(cout, cout)
+
+    def forward(self, x):
+        x = self.down(x)
+        return self.fuse(torch.cat([self.blocks(self.split1(x)), self.split0(x)], dim=1))
+
+
+class CSPDarknet(nn.Module):
+    def __init__(self, widths, depths, num_classes=1000):
+        super().__init__()
+        self.stem = ConvBnMish(3, widths[0], 3)
+        self.stages = nn.Sequential(*[CSPStage(a, b, d) for a, b, d in zip(widths[:-1], widths[1:], depths)])
+        self.head = nn.Linear(widths[-1], num_classes)
+
+    def forward(self, image):
+        x = self.stages(self.stem(image))
+        return self.head(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def build_csp_darknet(size, g):
+    if size == "full":  # CSPDarknet-53's widths and depths
+        model = CSPDarknet([32, 64, 128, 256, 512, 1024], [1, 2, 8, 8, 4])
+    else:
+        model = CSPDarknet([8, 16, 32, 64], [1, 2, 1], num_classes=10)
+    return cnn(model, size, g)
+
+
 # ---------------------------------------------------------------- the zoo
 # name: (builder, architecture, what it exercises)
 ZOO = OrderedDict([
@@ -669,6 +774,10 @@ ZOO = OrderedDict([
                          "k without bias, pre-LN")),
     ("llama", (build_llama, "LLaMA (export_models.LlamaLike)",
                "RMSNorm, rotary embeddings (Slice, Neg, Concat), SiLU-gated MLP, additive causal mask")),
+    ("clip_text", (build_clip_text, "CLIP's text encoder as OpenAI writes it",
+                   "nn.MultiheadAttention sequence-first with a -inf causal mask buffer, QuickGELU x*sigmoid(1.702x), pre-LN")),
+    ("csp_darknet", (build_csp_darknet, "a YOLOv4-style CSPDarknet backbone",
+                     "Conv-BN-Mish (x*tanh(softplus(x))), CSP split and Concat, stride-2 3x3 downsampling, residual Adds")),
 ])
 
 

@@ -33,6 +33,11 @@ void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string
     each([](float v) { return 1.0f / (1.0f + std::exp(-v)); });
   } else if (name == "SiLU") {
     each([](float v) { return v / (1.0f + std::exp(-v)); });
+  } else if (name == "Mish") {  // x * tanh(softplus(x)); softplus is x itself past 20, as ONNX's Softplus kernel has it
+    each([](float v) { return v * std::tanh(v > 20.0f ? v : std::log1p(std::exp(v))); });
+  } else if (name == "QuickGelu") {  // x * sigmoid(alpha x), CLIP's GELU approximation
+    const float a = params.empty() ? 1.702f : params[0];
+    each([a](float v) { return v / (1.0f + std::exp(-a * v)); });
   } else if (name == "Gelu") {
     each(gelu_erf);
   } else if (name == "Tanh") {

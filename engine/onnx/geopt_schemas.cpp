@@ -48,7 +48,7 @@ int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t dilation, int6
 }
 
 void add_activation_attrs(OpSchema& s) {
-  s.Attr("activation", "Activation applied last: none, Relu, Clip, LeakyRelu, HardSwish, Sigmoid, SiLU, Gelu, Tanh.",
+  s.Attr("activation", "Activation applied last: none, Relu, Clip, LeakyRelu, HardSwish, Sigmoid, SiLU, Mish, QuickGelu, Gelu, Tanh.",
          AttributeProto::STRING, std::string("none"));
   s.Attr("activation_params", "Parameters of the activation (Clip: min, max; LeakyRelu: alpha).",
          AttributeProto::FLOATS, false);

@@ -101,9 +101,9 @@ TEST_CASE("the zoo: optimize keeps every model's outputs, never raises its model
       CHECK(runtime_ops(r.model, primitive) == 0);
     }
     CHECK(runtime_ops(r.model, "FlashAttention") == 2);  // two layers each
-    // The head split and merge go into FlashAttention (input_layout BSND); LLaMA's
-    // rotary embedding sits between its split and the attention, so its stay.
-    if (arch != "llama") CHECK(runtime_ops(r.model, "Transpose") <= 1);  // Whisper's (and ViT's) [B, C, T] to [B, T, C]
+    // The head split and merge go into FlashAttention (input_layout BSND), LLaMA's too: its
+    // rotary embedding runs in BSND, before the split.
+    CHECK(runtime_ops(r.model, "Transpose") <= 1);  // Whisper's (and ViT's) [B, C, T] to [B, T, C]
   }
   CHECK(transformers == 18);
 }

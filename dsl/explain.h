@@ -50,9 +50,9 @@ GraphEGraph canonical_egraph(const RuleSet& rules, const Model& model);
 // graph order, each once. `predicates_asked`, when given, counts automaton questions.
 std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const Model& model, size_t* predicates_asked = nullptr);
 
-// Rules with candidate sites, the ones with most misses first. The sites of the
-// control-flow bodies (control_flow_bodies, shapes propagated) follow each rule's graph
-// sites, each with its scope.
+// Rules with candidate sites, the ones with most misses first. Each rule's sites include
+// those of the control-flow bodies (control_flow_bodies, shapes propagated), each with its
+// scope, sorted with the graph's (nearest misses first, then matches).
 std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model, const ExplainOptions& options);
 
 }  // namespace geopt::dsl

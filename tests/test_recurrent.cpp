@@ -125,3 +125,28 @@ agree (float[6,2,4] X, float[1,12,4] W, float[1,12,4] R, int32[2] lens) => (floa
     CHECK(yh[j] == doctest::Approx(y_ref[at(2, 0, j)]).epsilon(1e-6));
   }
 }
+
+TEST_CASE("two LSTMs sharing their input weights keep their own recurrent weights, in the evaluator and in a plan") {
+  // Constant weights are reordered once and cached; in a plan every weight lives in one
+  // region, so the cache must tell the two nodes' R apart by more than their owner.
+  const char* text = R"(<ir_version: 8, opset_import: ["" : 17]>
+agree (float[3,2,2] X) => (float[3,1,2,2] Y1, float[3,1,2,2] Y2)
+<float[1,8,2] W = {0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 0.7, -0.8, 0.9, 0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 0.2},
+ float[1,8,2] R1 = {0.5, 0.1, -0.3, 0.2, 0.4, -0.6, 0.1, 0.3, -0.2, 0.5, 0.6, -0.1, 0.2, 0.4, -0.3, 0.1},
+ float[1,8,2] R2 = {-0.4, 0.3, 0.2, -0.5, 0.1, 0.6, -0.2, 0.4, 0.3, -0.1, -0.6, 0.2, 0.5, -0.3, 0.1, -0.4}> {
+  Y1 = LSTM <hidden_size = 2> (X, W, R1)
+  Y2 = LSTM <hidden_size = 2> (X, W, R2)
+})";
+  std::string loop_text = text;
+  for (size_t at; (at = loop_text.find("<hidden_size = 2>")) != std::string::npos;) loop_text.replace(at, 17, "<hidden_size = 2, clip = 1e30>");
+  const Model primitive = import_onnx_proto(test::parse_text_model(text), "shared.onnx");
+  const Model loop = import_onnx_proto(test::parse_text_model(loop_text.c_str()), "shared_loop.onnx");
+  CHECK(test::max_output_error(loop, primitive, 3) < 1e-6);
+  CHECK(test::max_output_error(loop, primitive, 4) < 1e-6);  // from the cache this time
+  const std::filesystem::path dir = test::scratch_dir("recurrent_shared");
+  test::save_model(test::parse_text_model(text), dir / "shared.onnx");
+  // compile checks the plan (its weights in one region) against the evaluator.
+  test::CliResult r = test::run_cli({"compile", (dir / "shared.onnx").string(), "-o", (dir / "shared.plan").string()});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+}

@@ -39,12 +39,15 @@ Lowered lower_graph(const Model& m, const HardwareProfile& profile, const Compil
 void lower_body(const Node& n, const Model& parent, const Attribute& a, const HardwareProfile& profile, const CompileOptions& options,
                 plan::Kernel& kernel, double& body_us);
 
-// Trips a Loop or Scan kernel runs its body: a Loop's constant trip count (else the
-// length of its first scan output, else 1); a Scan's sequence length, from its first
+// Trips a Loop or Scan kernel runs its body: a Loop's constant trip count below 2^31
+// (else the length of its first static scan output, else 1); a Scan's sequence length, from its first
 // scan input along its scan axis.
 double trips_of(const Node& n, const Graph& parent) {
   if (n.op_type == "Loop") {
-    if (const Tensor* m = n.input(0) ? parent.constant_value(n.input(0)) : nullptr; m && m->element_count() == 1 && m->dtype == DType::I64)
+    // INT64_MAX (torch's while loops) and other counts past 2^31 bound nothing: the
+    // condition ends the loop, so the scan outputs, if static, tell the trips.
+    if (const Tensor* m = n.input(0) ? parent.constant_value(n.input(0)) : nullptr;
+        m && m->element_count() == 1 && m->dtype == DType::I64 && m->to_vector<int64_t>()[0] < (int64_t{1} << 31))
       return static_cast<double>(std::max<int64_t>(m->to_vector<int64_t>()[0], 0));
     const size_t carried = n.inputs().size() - capture_count(n) - 2;
     for (size_t o = carried; o < n.outputs().size(); ++o)

@@ -70,7 +70,8 @@ struct GraphCost {
 GraphCost cost_of_graph(const Graph& graph, const HardwareProfile& profile, const CostOptions& options = {});
 // cost_of_graph of the model's graph, with the kernels of its control-flow bodies
 // (nested ones too) counted in `kernels` and `body_kernels`. The time stays the
-// graph's: a control-flow node's cost already covers its bodies.
+// graph's, where a control-flow node is priced as a kernel of its own: compile prices
+// it from its bodies' sub-plans (trips x body), which only lowering has.
 GraphCost cost_of_model(const Model& model, const HardwareProfile& profile, const CostOptions& options = {});
 
 }  // namespace geopt::ascend

@@ -1,8 +1,11 @@
 #include "plan_profile.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+
 
 namespace geopt::ascend {
 namespace {
@@ -17,6 +20,19 @@ struct BodiesTime {
   double us = 0, cube_busy = 0, vector_busy = 0;
 };
 
+// The trips compile modeled (0 for a Loop that never runs); a value a plan file could
+// hold but compile never writes (negative, not finite, past 2^31) counts as one.
+double modeled_trips(const plan::Kernel& k) {
+  const double t = k.trips();
+  return std::isfinite(t) && t >= 0 && t <= 2147483648.0 ? t : 1.0;
+}
+
+std::string trips_text(double trips) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f", trips);
+  return text;
+}
+
 // Simulates kernel i's bodies into p.bodies; returns their time per run of the kernel,
 // and the units' busy time in it: the slower runnable branch of an If, trips x the body
 // of a Loop or Scan.
@@ -28,7 +44,7 @@ BodiesTime simulate_bodies(const plan::Kernel& k, size_t i, PlanProfile& p) {
     bp.kernel = i;
     bp.attribute = b.attribute();
     bp.unrunnable = b.unrunnable();
-    bp.trips = k.op_type() == "If" ? 1 : std::max(k.trips(), 1.0);  // plans before the field: one trip
+    bp.trips = k.op_type() == "If" ? 1 : modeled_trips(k);
     if (bp.unrunnable.empty()) {
       bp.profile = simulate_plan(b.plan());
       if (bp.profile.latency_us >= slowest) {
@@ -136,7 +152,7 @@ struct TraceWriter {
       const auto& k = plan.kernels(static_cast<int>(span.kernel));
       nlohmann::ordered_json args{{"kernel", span.kernel}, {"name", k.name()}, {"cube_us", k.cube_us()}, {"vector_us", k.vector_us()},
                                   {"memory_us", k.memory_us()}};
-      if (k.bodies_size() && k.op_type() != "If") args["trips"] = std::max(k.trips(), 1.0);
+      if (k.bodies_size() && k.op_type() != "If") args["trips"] = modeled_trips(k);
       events.push_back({{"name", k.op_type()}, {"cat", k.domain().empty() ? "onnx" : k.domain()}, {"ph", "X"}, {"pid", 0},
                         {"tid", first + span.stream}, {"ts", at + span.start_us}, {"dur", span.end_us - span.start_us}, {"args", args}});
     }
@@ -151,14 +167,14 @@ struct TraceWriter {
                         {"pid", 0}, {"tid", first + to.stream}, {"ts", at + to.start_us}});
     }
     for (const BodyProfile& b : profile.bodies) {
-      if (!b.unrunnable.empty()) continue;
+      if (!b.unrunnable.empty() || b.trips == 0) continue;  // no run to show
       const auto& k = plan.kernels(static_cast<int>(b.kernel));
       const plan::Plan* body = nullptr;
       for (const auto& pb : k.bodies())
         if (pb.attribute() == b.attribute) body = &pb.plan();
       if (!body) continue;
       const std::string label = k.op_type() + (k.name().empty() ? "" : " '" + k.name() + "'") + " " + b.attribute +
-                                (b.trips > 1 ? " (first of " + std::to_string(static_cast<int64_t>(b.trips)) + " trips)" : "");
+                                (b.trips > 1 ? " (first of " + trips_text(b.trips) + " trips)" : "");
       this->plan(*body, b.profile, at + profile.spans[b.kernel].start_us + k.launch_us(), where.empty() ? label : where + " > " + label);
     }
   }

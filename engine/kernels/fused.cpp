@@ -220,7 +220,8 @@ void rotary_embedding(KernelContext& ctx) {
   for (const HostTensor* t : {&x, &cos, &sin}) require_f32(ctx, *t);
   if (x.rank() < 1) ctx.fail("X needs rank >= 1");
   const int64_t d = x.dim(-1);
-  const int64_t split = ctx.attr_int("split", d / 2);
+  int64_t split = ctx.attr_int("split", 0);
+  if (split == 0) split = d / 2;  // the schema's "0 means half", written or not
   if (split < 0 || split > d) ctx.fail("split " + std::to_string(split) + " is outside the last axis (" + std::to_string(d) + ")");
   HostTensor rotated(DType::F32, x.dims());
   const float* px = x.data<float>();

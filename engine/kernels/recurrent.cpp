@@ -10,6 +10,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
+
+#include <oneapi/dnnl/dnnl.hpp>
+#include <spdlog/spdlog.h>
 
 #include "kernels/layout.h"
 #include "kernels/linalg.h"
@@ -216,7 +220,15 @@ RecurrentResult run_recurrent_loop(const KernelContext& ctx, const RecurrentProb
 
 void recurrent(KernelContext& ctx, const RecurrentSpec& spec) {
   const RecurrentProblem p = problem_of(ctx, spec);
-  RecurrentResult out = recurrent_primitive_fits(p) ? run_recurrent_primitive(p) : run_recurrent_loop(ctx, p);
+  std::optional<RecurrentResult> fast;
+  if (recurrent_primitive_fits(p)) {
+    try {
+      fast = run_recurrent_primitive(p);
+    } catch (const dnnl::error& e) {  // a problem this oneDNN build has no implementation for: the loop computes it
+      spdlog::debug("{}: oneDNN's RNN primitive failed ({}); running the step loop", ctx.node().describe(), e.what());
+    }
+  }
+  RecurrentResult out = fast ? std::move(*fast) : run_recurrent_loop(ctx, p);
   const bool lstm = spec.cell == Cell::Lstm;
   if (ctx.attr_int("layout", 0) != 0) {
     out.y = transpose(out.y, {2, 0, 1, 3});  // [B, T, dirs, H]

@@ -45,7 +45,8 @@ struct RecurrentResult {
 // f32, the default activations (or Relu/Tanh/Sigmoid for RNN), no clip, no coupled
 // input-forget gate, and every sequence at full length.
 bool recurrent_primitive_fits(const RecurrentProblem& p);
-// One primitive per direction; weights reordered into its layout once per model.
+// One primitive per direction; constant weights reordered into its layout once per model
+// and layout (primitives are cached per shape, as the conv's are).
 RecurrentResult run_recurrent_primitive(const RecurrentProblem& p);
 
 }  // namespace geopt

@@ -57,15 +57,22 @@ struct DirectionWeights {
 };
 
 struct CachedWeights {
-  std::vector<std::weak_ptr<const void>> owners;  // W, R, B, P: the entry dies with any
+  std::vector<std::weak_ptr<const void>> owners;  // of W, R and the B and P present: the entry dies with any
   DirectionWeights weights;
 };
 
 struct RecurrentCache {
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<RecurrentPlan>> plans;
-  std::map<std::pair<const void*, std::string>, CachedWeights> weights;
+  // By the addresses of W, R, B and P and what the primitive wants of them (the
+  // direction, the cell, the weights' layouts): one copy per model and layout, not per
+  // sequence length. Tensors of one model share one owner (a mapped file, a plan's weight
+  // region), so the addresses, not the owners, tell two nodes' weights apart.
+  std::map<std::string, CachedWeights> weights;
 };
+
+// The bytes of a memory descriptor (a plain C struct in oneDNN 2.x), for keys.
+std::string desc_bytes(const memory::desc& d) { return std::string(reinterpret_cast<const char*>(&d.data), sizeof(d.data)); }
 
 RecurrentCache& recurrent_cache() {
   static RecurrentCache cache;
@@ -213,15 +220,23 @@ RecurrentResult run_recurrent_primitive(const RecurrentProblem& p) {
     DirectionWeights weights;
     if (cacheable) {
       std::lock_guard lock(cache.mutex);
-      const std::vector<std::shared_ptr<const void>> live{p.w->storage(), p.r->storage(), p.bias ? p.bias->storage() : nullptr,
-                                                          p.peep ? p.peep->storage() : nullptr};
-      auto it = cache.weights.find({p.w->raw(), key});
-      bool hit = it != cache.weights.end();
+      std::vector<std::shared_ptr<const void>> live{p.w->storage(), p.r->storage()};  // the present ones only
+      if (p.bias) live.push_back(p.bias->storage());
+      if (p.peep) live.push_back(p.peep->storage());
+      std::ostringstream weight_key;
+      weight_key << static_cast<const void*>(p.w->raw()) << ',' << static_cast<const void*>(p.r->raw()) << ','
+                 << static_cast<const void*>(p.bias ? p.bias->raw() : nullptr) << ',' << static_cast<const void*>(p.peep ? p.peep->raw() : nullptr)
+                 << ';' << d << ',' << static_cast<int>(p.cell) << ',' << p.linear_before_reset << ';';
+      const std::string wkey = weight_key.str() + desc_bytes(plan->weights_layer) + desc_bytes(plan->weights_iter);
+      auto it = cache.weights.find(wkey);
+      bool hit = it != cache.weights.end() && it->second.owners.size() == live.size();
       for (size_t i = 0; hit && i < live.size(); ++i) hit = it->second.owners[i].lock() == live[i];
       if (!hit) {
-        std::erase_if(cache.weights, [](const auto& kv) { return kv.second.owners[0].expired() || kv.second.owners[1].expired(); });
+        std::erase_if(cache.weights, [](const auto& kv) {
+          return std::any_of(kv.second.owners.begin(), kv.second.owners.end(), [](const auto& o) { return o.expired(); });
+        });
         CachedWeights fresh{{live.begin(), live.end()}, prepare_weights(p, d, *plan, s)};
-        it = cache.weights.insert_or_assign({p.w->raw(), key}, fresh).first;
+        it = cache.weights.insert_or_assign(wkey, fresh).first;
       }
       weights = it->second.weights;
     } else {

@@ -27,14 +27,11 @@ void print_bodies(const plan::Plan& plan, const ascend::PlanProfile& p, int dept
     const auto& k = plan.kernels(static_cast<int>(b.kernel));
     const std::string indent(static_cast<size_t>(2 * depth), ' ');
     const std::string head = indent + kernel_label(k) + " " + b.attribute;
-    if (!b.unrunnable.empty()) {
+    if (!b.plan) {
       std::printf("  %s: not compiled, it cannot run at these shapes\n", head.c_str());
       continue;
     }
-    const plan::Plan* body = nullptr;
-    for (const auto& pb : k.bodies())
-      if (pb.attribute() == b.attribute) body = &pb.plan();
-    if (!body) continue;
+    const plan::Plan* body = b.plan;
     if (k.op_type() == "If")
       std::printf("  %s: %d kernel(s) on %u stream(s), %.1f us\n", head.c_str(), body->kernels_size(), body->stream_count(), b.profile.latency_us);
     else
@@ -49,15 +46,12 @@ nlohmann::ordered_json bodies_json(const plan::Plan& plan, const ascend::PlanPro
   for (const auto& b : p.bodies) {
     const auto& k = plan.kernels(static_cast<int>(b.kernel));
     nlohmann::ordered_json j{{"kernel", b.kernel}, {"op_type", k.op_type()}, {"name", k.name()}, {"attribute", b.attribute}};
-    if (!b.unrunnable.empty()) {
+    if (!b.plan) {
       j["unrunnable"] = b.unrunnable;
       out.push_back(j);
       continue;
     }
-    const plan::Plan* body = nullptr;
-    for (const auto& pb : k.bodies())
-      if (pb.attribute() == b.attribute) body = &pb.plan();
-    if (!body) continue;
+    const plan::Plan* body = b.plan;
     j["kernels"] = body->kernels_size();
     j["streams"] = body->stream_count();
     j["latency_us"] = b.profile.latency_us;

@@ -46,6 +46,7 @@ BodiesTime simulate_bodies(const plan::Kernel& k, size_t i, PlanProfile& p) {
     bp.unrunnable = b.unrunnable();
     bp.trips = k.op_type() == "If" ? 1 : modeled_trips(k);
     if (bp.unrunnable.empty()) {
+      bp.plan = &b.plan();
       bp.profile = simulate_plan(b.plan());
       if (bp.profile.latency_us >= slowest) {
         slowest = bp.profile.latency_us;
@@ -167,15 +168,11 @@ struct TraceWriter {
                         {"pid", 0}, {"tid", first + to.stream}, {"ts", at + to.start_us}});
     }
     for (const BodyProfile& b : profile.bodies) {
-      if (!b.unrunnable.empty() || b.trips == 0) continue;  // no run to show
+      if (!b.plan || b.trips == 0) continue;  // no run to show
       const auto& k = plan.kernels(static_cast<int>(b.kernel));
-      const plan::Plan* body = nullptr;
-      for (const auto& pb : k.bodies())
-        if (pb.attribute() == b.attribute) body = &pb.plan();
-      if (!body) continue;
       const std::string label = k.op_type() + (k.name().empty() ? "" : " '" + k.name() + "'") + " " + b.attribute +
                                 (b.trips > 1 ? " (first of " + trips_text(b.trips) + " trips)" : "");
-      this->plan(*body, b.profile, at + profile.spans[b.kernel].start_us + k.launch_us(), where.empty() ? label : where + " > " + label);
+      this->plan(*b.plan, b.profile, at + profile.spans[b.kernel].start_us + k.launch_us(), where.empty() ? label : where + " > " + label);
     }
   }
 };

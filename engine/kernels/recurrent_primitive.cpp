@@ -95,36 +95,31 @@ std::shared_ptr<RecurrentPlan> make_plan(const RecurrentProblem& p, int d) {
   engine& eng = cpu_engine();
   auto plan = std::make_shared<RecurrentPlan>();
   const prop_kind inference = prop_kind::forward_inference;
+  // Every cell's primitive descriptor answers the same queries.
+  auto adopt = [&](const auto& pd, dnnl::primitive kernel) {
+    plan->pd = pd;
+    plan->kernel = std::move(kernel);
+    plan->weights_layer = pd.weights_layer_desc();
+    plan->weights_iter = pd.weights_iter_desc();
+  };
   if (p.cell == Cell::Lstm) {
     lstm_forward::desc desc(inference, dir, src_layer, state, state, wl, wi, peep, bias, dst_layer, state, state);
     lstm_forward::primitive_desc pd(desc, attr, eng);
-    plan->pd = pd;
-    plan->kernel = lstm_forward(pd);
-    plan->weights_layer = pd.weights_layer_desc();
-    plan->weights_iter = pd.weights_iter_desc();
+    adopt(pd, lstm_forward(pd));
     plan->peephole = pd.weights_peephole_desc();
   } else if (lbr) {
     lbr_gru_forward::desc desc(inference, dir, src_layer, state, wl, wi, bias, dst_layer, state);
     lbr_gru_forward::primitive_desc pd(desc, attr, eng);
-    plan->pd = pd;
-    plan->kernel = lbr_gru_forward(pd);
-    plan->weights_layer = pd.weights_layer_desc();
-    plan->weights_iter = pd.weights_iter_desc();
+    adopt(pd, lbr_gru_forward(pd));
   } else if (p.cell == Cell::Gru) {
     gru_forward::desc desc(inference, dir, src_layer, state, wl, wi, bias, dst_layer, state);
     gru_forward::primitive_desc pd(desc, attr, eng);
-    plan->pd = pd;
-    plan->kernel = gru_forward(pd);
-    plan->weights_layer = pd.weights_layer_desc();
-    plan->weights_iter = pd.weights_iter_desc();
+    adopt(pd, gru_forward(pd));
   } else {
     vanilla_rnn_forward::desc desc(inference, rnn_activation(p.activations[static_cast<size_t>(d)][0]), dir, src_layer, state, wl, wi,
                                    bias, dst_layer, state);
     vanilla_rnn_forward::primitive_desc pd(desc, attr, eng);
-    plan->pd = pd;
-    plan->kernel = vanilla_rnn_forward(pd);
-    plan->weights_layer = pd.weights_layer_desc();
-    plan->weights_iter = pd.weights_iter_desc();
+    adopt(pd, vanilla_rnn_forward(pd));
   }
   plan->bias = bias;
   return plan;

@@ -351,7 +351,9 @@ class Search {
     std::set<ClassId> users;
     for (const auto& [n, c] : g_.eclass(value).parents) {
       ClassId user = g_.find(c);
-      if (!shadow.count(user)) users.insert(user);
+      // A node of the value's own class reading it (Transpose(Transpose(x)) merged with
+      // x) is a cycle, which no extraction can take: no use.
+      if (user != value && !shadow.count(user)) users.insert(user);
     }
     return users.size();
   }

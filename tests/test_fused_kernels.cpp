@@ -58,6 +58,45 @@ TEST_CASE("LayerNorm equals the primitive LayerNorm chain") {
     })", {{"fused", "ref"}});
 }
 
+TEST_CASE("LayerNorm over channels, in NCHW and in NC1HWC0, equals LayerNormalization of the NHWC transpose") {
+  // 20 channels: two C0 blocks, the second holding 4 real channels and 12 of padding,
+  // which the statistics must leave out and the output must keep 0.
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
+    g (float[2,20,3,5] x, float[20] gamma, float[20] beta) => (float[2,20,3,5] nchw, float[2,20,3,5] blocked, float[2,20,3,5] ref, float[2,2,3,5,16] padded) {
+      nchw = ai.geopt.LayerNorm <data_format = "NCHW", epsilon = 0.001> (x, gamma, beta)
+      x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
+      padded = ai.geopt.LayerNorm <data_format = "NC1HWC0", channels = 20, epsilon = 0.001> (x5, gamma, beta)
+      blocked = ai.geopt.TransData <src_format = "NC1HWC0", dst_format = "NCHW", channels = 20> (padded)
+      t = Transpose <perm = [0, 2, 3, 1]> (x)
+      n = LayerNormalization <axis = -1, epsilon = 0.001> (t, gamma, beta)
+      ref = Transpose <perm = [0, 3, 1, 2]> (n)
+    })", {{"nchw", "ref"}, {"blocked", "ref"}});
+  onnx::ModelProto proto = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
+    g (float[1,20,2,2] x, float[20] gamma, float[20] beta) => (float[1,2,2,2,16] y) {
+      x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
+      y = ai.geopt.LayerNorm <data_format = "NC1HWC0", channels = 20> (x5, gamma, beta)
+    })");
+  fs::path p = test::scratch_dir("fused") / "pad.onnx";
+  test::save_model(proto, p);
+  Model model = import_onnx(p);
+  const HostTensor y = Evaluator(model).run(random_inputs(model, 7)).front().second;
+  for (int64_t i = 0; i < y.size(); ++i) {
+    const int64_t channel = (i / (2 * 2 * 16)) * 16 + i % 16;
+    if (channel >= 20) CHECK(y.real_at(i) == 0.0);
+  }
+}
+
+TEST_CASE("LayerNorm in NC1HWC0 refuses a channel count that does not fit its blocks") {
+  onnx::ModelProto proto = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
+    g (float[1,2,2,2,16] x, float[40] gamma, float[40] beta) => (float[1,2,2,2,16] y) {
+      y = ai.geopt.LayerNorm <data_format = "NC1HWC0", channels = 40> (x, gamma, beta)
+    })");
+  fs::path p = test::scratch_dir("fused") / "bad.onnx";
+  test::save_model(proto, p);
+  Model model = import_onnx(p);
+  CHECK_THROWS_WITH_AS(Evaluator(model).run(random_inputs(model, 1)), doctest::Contains("channels = 40 does not fit 2 blocks of 16"), Error);
+}
+
 TEST_CASE("RMSNorm equals Pow/ReduceMean/Add/Sqrt/Div/Mul") {
   check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
     g (float[3,16] x, float[16] w) => (float[3,16] fused, float[3,16] ref) {

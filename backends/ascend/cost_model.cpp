@@ -229,6 +229,11 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   } else if (kRowOps.count(op)) {
     w.vector_ops = out.elements * weight(op);
     double row = out.known && !out.empty() ? static_cast<double>(out.back()) : 0;
+    // A LayerNorm over channels normalizes across C (NCHW) or C1 x C0 (NC1HWC0) at each position.
+    if (const Attribute* f = find_attr(n, "data_format"); f && out.known) {
+      if (f->s == "NCHW" && out.rank() >= 2) row = static_cast<double>(out.dim(1));
+      if (f->s == "NC1HWC0" && out.rank() == 5) row = static_cast<double>(out.dim(1) * out.dim(4));
+    }
     // One row of input and output in the compute type, plus an fp32 working copy, double-buffered.
     const double inputs = op == "AddLayerNorm" || op.rfind("Skip", 0) == 0 ? 2 : 1;
     const int64_t row_bytes = static_cast<int64_t>(2 * row * ((inputs + 1) * bytes + 4));

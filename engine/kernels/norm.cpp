@@ -92,6 +92,58 @@ void layer_norm(KernelContext& ctx, const HostTensor& x, const HostTensor* scale
   if (ctx.wants_output(2) && !rms && ctx.node().domain.empty()) ctx.outputs[2] = std::move(inv);
 }
 
+// LayerNorm over the channels at each position (ConvNeXt's LayerNorm2d) of an NCHW tensor
+// [N, C, spatial...] or an NC1HWC0 one [N, C1, H, W, C0] holding `channels` real channels.
+// Statistics cover the real channels only; NC1HWC0 padding channels come out 0. Sums run
+// along the positions (contiguous in both layouts) so the inner loops vectorize.
+void channel_layer_norm(KernelContext& ctx, bool blocked) {
+  const HostTensor& x = ctx.input(0);
+  require_f32(ctx, x);
+  const HostTensor& scale = ctx.input(1);
+  const HostTensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (blocked ? x.rank() != 5 : x.rank() < 2) ctx.fail("X " + x.shape_string() + (blocked ? " is not NC1HWC0 (rank 5)" : " has no channel axis"));
+  const int64_t n = x.dims()[0], blocks = blocked ? x.dims()[1] : 1, c0 = blocked ? x.dims()[4] : 1;
+  const int64_t channels = blocked ? ctx.attr_int("channels", -1) : x.dims()[1];
+  if (blocked && (channels <= (blocks - 1) * c0 || channels > blocks * c0))
+    ctx.fail("channels = " + std::to_string(channels) + " does not fit " + std::to_string(blocks) + " blocks of " + std::to_string(c0));
+  const int64_t positions = blocked ? x.dims()[2] * x.dims()[3] : (channels ? x.size() / std::max<int64_t>(n * channels, 1) : 0);
+  for (const HostTensor* p : {&scale, bias})
+    if (p && p->size() != channels) ctx.fail("scale/bias " + p->shape_string() + " needs one value per channel (" + std::to_string(channels) + ")");
+  const float eps = ctx.attr_float("epsilon", 1e-5f);
+  // Channel c at position s of batch b: blocked [b][c / C0][s][c % C0], else [b][c][s].
+  const int64_t block_stride = positions * c0;
+  auto at = [&](int64_t b, int64_t c) { return blocked ? (b * blocks + c / c0) * block_stride + c % c0 : (b * channels + c) * positions; };
+  const int64_t step = c0;  // distance between positions
+  HostTensor y(DType::F32, x.dims());  // zero-filled: the padding channels stay 0
+  const float* px = x.data<float>();
+  float* py = y.mutable_data<float>();
+#pragma omp parallel for if (x.size() > (1 << 15))
+  for (int64_t b = 0; b < n; ++b) {
+    std::vector<double> mean(static_cast<size_t>(positions), 0.0), var(static_cast<size_t>(positions), 0.0);
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* in = px + at(b, c);
+      for (int64_t s = 0; s < positions; ++s) mean[static_cast<size_t>(s)] += in[s * step];
+    }
+    for (double& m : mean) m /= static_cast<double>(channels);
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* in = px + at(b, c);
+      for (int64_t s = 0; s < positions; ++s) {
+        const double d = in[s * step] - mean[static_cast<size_t>(s)];
+        var[static_cast<size_t>(s)] += d * d;
+      }
+    }
+    for (double& v : var) v = 1.0 / std::sqrt(v / static_cast<double>(channels) + eps);
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* in = px + at(b, c);
+      float* out = py + at(b, c);
+      const float g = static_cast<float>(scale.real_at(c)), t = bias ? static_cast<float>(bias->real_at(c)) : 0.0f;
+      for (int64_t s = 0; s < positions; ++s)
+        out[s * step] = static_cast<float>((in[s * step] - mean[static_cast<size_t>(s)]) * var[static_cast<size_t>(s)]) * g + t;
+    }
+  }
+  ctx.outputs[0] = std::move(y);
+}
+
 void batch_norm(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   if (ctx.attr_int("training_mode", 0) != 0) ctx.fail("training-mode BatchNormalization is not supported (inference only)");
@@ -176,6 +228,9 @@ void register_norm_kernels(KernelRegistry& r) {
     layer_norm(ctx, ctx.input(0), &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, false);
   });
   r.add(kGeoptDomain, "LayerNorm", [](KernelContext& ctx) {
+    const std::string format = ctx.attr_string("data_format", "ND");
+    if (format == "NCHW" || format == "NC1HWC0") return channel_layer_norm(ctx, format == "NC1HWC0");
+    if (format != "ND") ctx.fail("data_format '" + format + "' is not ND, NCHW or NC1HWC0");
     layer_norm(ctx, ctx.input(0), &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, false);
   });
   r.add(kGeoptDomain, "RMSNorm", [](KernelContext& ctx) { layer_norm(ctx, ctx.input(0), &ctx.input(1), nullptr, true); });

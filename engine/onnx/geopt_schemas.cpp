@@ -70,7 +70,13 @@ void register_all() {
     s.TypeAndShapeInferenceFunction(same_as_first_input);
     return s;
   };
-  onnx::RegisterSchema(norm("LayerNorm", "Y = (X - mean) / sqrt(var + epsilon) * Scale + B over axes axis..-1.", 1e-5f, true));
+  {
+    OpSchema s = norm("LayerNorm", "Y = (X - mean) / sqrt(var + epsilon) * Scale + B over axes axis..-1 (ND), or over the channels at each position (NCHW, NC1HWC0).", 1e-5f, true);
+    s.Attr("data_format", "ND: over axes axis..rank-1. NCHW: over axis 1 of [N, C, ...], Scale and B [C]. NC1HWC0: over the `channels` real channels of [N, C1, H, W, C0], padding left 0.",
+           AttributeProto::STRING, std::string("ND"));
+    s.Attr("channels", "C, the real channels of an NC1HWC0 input.", AttributeProto::INT, false);
+    onnx::RegisterSchema(std::move(s));
+  }
   onnx::RegisterSchema(norm("RMSNorm", "Y = X / sqrt(mean(X^2) + epsilon) * Scale over axes axis..-1.", 1e-6f, false));
 
   {

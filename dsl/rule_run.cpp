@@ -34,18 +34,27 @@ RuleRun run_rules(const Model& input, const RuleSet& rules, const NodeCost& cost
   r.extract_ms = ms_since(t);
   r.model = extracted_model(input, r.egraph, r.extraction, &r.origins);
 
+  // Sites whose e-nodes the result computes. A free helper (a view, a constant) that a
+  // site built below its rewritten values does not count on its own: e-nodes are shared,
+  // so the first site to build one owns it (QKVMerge's Reshape of the input, which
+  // QKVMergeBiased builds too and whose merged product is the one chosen).
+  std::map<std::pair<int32_t, int32_t>, const SiteRecord*> records;
+  for (const auto& rec : r.saturation.sites) records[{rec.rule, rec.site}] = &rec;
   const Selection kept(g, r.egraph.roots, r.cost, r.extraction.choice);
   for (ClassId c : kept.order()) {
     const ENode& n = g.eclass(c).nodes.at(r.extraction.choice.at(c));
-    if (n.origin >= 0) r.kept_sites.emplace(n.origin, n.site);
+    if (n.origin < 0) continue;
+    if (auto it = records.find({n.origin, n.site}); it != records.end() && r.cost(g, c, n) == 0) {
+      const auto& targets = it->second->targets;
+      if (std::none_of(targets.begin(), targets.end(), [&](ClassId t) { return g.find(t) == c; })) continue;
+    }
+    r.kept_sites.emplace(n.origin, n.site);
   }
   // A site the result keeps without any e-node of its own: a rewrite into a value that
   // was there (Dropout into its input) is kept where its root e-node is not chosen; a
   // site whose value the result computes through a later rewrite by a rule that fuses
   // nothing (a layout: weights in FRACTAL_NZ, the op in NC1HWC0) covering the same input
   // nodes is kept in that form.
-  std::map<std::pair<int32_t, int32_t>, const SiteRecord*> records;
-  for (const auto& rec : r.saturation.sites) records[{rec.rule, rec.site}] = &rec;
   auto is_fusion = [&](int32_t rule) { return rules.rules()[static_cast<size_t>(rule)].ast->has_tag("fusion"); };
   auto only_values = [&](int32_t rule) {
     const auto& rewrites = rules.rules()[static_cast<size_t>(rule)].ast->rewrites;

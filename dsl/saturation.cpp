@@ -349,6 +349,7 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, cons
       record->rule = m.rule;
       record->site = site;
       record->target = target;
+      if (std::find(record->targets.begin(), record->targets.end(), target) == record->targets.end()) record->targets.push_back(target);
       record->replaced = replaced;
       record->matched_root = m.root_node;
       record->built_on.clear();

@@ -60,7 +60,8 @@ struct IterationStats {
 struct SiteRecord {
   int rule = -1;
   int32_t site = -1;
-  ClassId target = 0;
+  ClassId target = 0;                 // the last rewrite's
+  std::vector<ClassId> targets;       // every rewrite's (QKVMerge rewrites three values)
   std::vector<std::string> replaced;
   ENode matched_root;  // the e-node the match was rooted at
   std::string refusal;  // set when the rewrite was refused (why)

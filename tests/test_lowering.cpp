@@ -184,6 +184,37 @@ TEST_CASE("the memory plan: views share bytes, in-place reuse, no reuse when dis
   CHECK_THROWS_WITH_AS(ascend::validate_memory_plan(broken), doctest::Contains("are alive together and share bytes"), Error);
 }
 
+TEST_CASE("a Split along an outer axis is a view: each piece at its offset in the input's bytes, the plan still computes the model") {
+  // BERT's Q, K and V as one product [3, S, H] (QKVMergeBiased), split along the first axis.
+  auto rules = test::load_rules({test::shipped_rules()});
+  Model original = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  Lowered l = lower(original, rules.get());
+  size_t splits = 0;
+  for (const auto& k : l.plan.kernels()) {
+    if (k.op_type() != "Split") continue;
+    ++splits;
+    uint64_t at = k.inputs(0).offset();
+    for (const auto& piece : k.outputs()) {
+      CHECK(piece.offset() == at);  // one after another, inside the product's bytes
+      at += piece.size();
+    }
+    CHECK(at == k.inputs(0).offset() + k.inputs(0).size());
+  }
+  CHECK(splits == 2);  // one per layer
+  CHECK(plan_error(l.plan, original, ascend::StreamSchedule::adversarial) <= 1e-4);
+
+  // Along an inner axis the pieces are strided: each gets bytes of its own.
+  Model inner = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,6] x) => (float[2,3] a, float[2,3] b) {
+      n = Neg(x)
+      a, b = Split <axis = 1> (n)
+    })"), "split.onnx", {});
+  Lowered li = lower(inner);
+  for (const auto& k : li.plan.kernels())
+    if (k.op_type() == "Split") CHECK(k.outputs(0).offset() != k.inputs(0).offset());
+  CHECK(plan_error(li.plan, inner, ascend::StreamSchedule::adversarial) == 0);
+}
+
 TEST_CASE("OP_NO_REUSE_MEM: the named kernels' outputs keep bytes of their own, and the plan still computes the model") {
   Model m = import_onnx(test::examples_dir() / "resnet18_narrow_op13.onnx");
   auto rules = test::load_rules({test::shipped_rules()});
@@ -247,6 +278,8 @@ TEST_CASE("fault injection: a tensor moved onto a live one, or a dropped event, 
         for (int r = k + 1; r < ks.size(); ++r)
           for (const auto& in : ks[r].inputs()) read_later = read_later || in.name() == live.name();
         if (!read_later || live.region() != plan::ACTIVATION || live.offset() + out.size() > l.plan.activation_bytes()) continue;
+        // Not a view of it (a Reshape, a piece of a Split): those share its bytes by design.
+        if (out.offset() < live.offset() + live.size() && live.offset() < out.offset() + out.size()) continue;
         plan::Plan faulty = l.plan;
         move_tensor(faulty, out.name(), live.offset());
         CHECK(plan_error(faulty, original, ascend::StreamSchedule::adversarial) > 1e-3);

@@ -47,7 +47,9 @@ TEST_CASE("BERT: every LayerNorm with its residual Add is an AddLayerNorm, GELUs
     CHECK(count_op(r.model, "Gelu") == 0);           // both GELUs ride on their FusedMatMul
     CHECK(r.selected["FusedMatMulGelu"] == 2);
     CHECK(r.selected["FusedMatMulTanh"] == 1);
-    CHECK(count_op(r.model, "FusedMatMul") == 13);   // Q, K, V, output and two FFN layers per layer, and the pooler
+    CHECK(count_op(r.model, "FusedMatMul") == 9);    // Q, K and V merged, output and two FFN layers per layer, and the pooler
+    CHECK(r.selected["QKVMergeBiased"] == 2);
+    CHECK(r.selected.count("QKVMerge") == 0);        // built the same input Reshape, but its merged product is not the one kept
     CHECK(count_op(r.model, "Gemm") == 0);
     CHECK(count_op(r.model, "MatMul") == 0);
   }

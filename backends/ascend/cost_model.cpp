@@ -99,12 +99,27 @@ bool is_view_transpose(const KernelDesc& n) {
   return true;
 }
 
+bool is_view_split(const KernelDesc& n) {
+  if (!n.domain.empty() || n.op_type != "Split") return false;
+  const ValueType* in = at(n.inputs, 0);
+  if (!in || !in->shape || !in->shape->is_static() || in->shape->rank() == 0) return false;
+  const Attribute* axis_attr = find_attr(n, "axis");
+  const int64_t rank = static_cast<int64_t>(in->shape->rank());
+  const int64_t axis = axis_attr ? (axis_attr->i < 0 ? axis_attr->i + rank : axis_attr->i) : 0;
+  if (axis < 0 || axis >= rank) return false;
+  for (int64_t d = 0; d < axis; ++d)
+    if ((*in->shape)[static_cast<size_t>(d)].value() != 1) return false;
+  for (const ValueType* out : n.outputs)
+    if (!out || !out->shape || !out->shape->is_static()) return false;
+  return true;
+}
+
 KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   KernelWork w;
   w.op = n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type;
   Extent out = extent(at(n.outputs, 0), o);
   w.dtype = out.known ? out.dtype : DType::F32;
-  if ((n.domain.empty() && kViews.count(n.op_type)) || is_view_transpose(n)) {
+  if ((n.domain.empty() && kViews.count(n.op_type)) || is_view_transpose(n) || is_view_split(n)) {
     w.is_kernel = false;
     return w;
   }
@@ -163,7 +178,8 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     // The Cube reads a matrix operand in FRACTAL_NZ: a 2-D one in ND is converted on
     // every call (a TransData kernel: read it, write it) unless it was laid out at compile time.
     const Attribute* b_format = find_attr(n, "b_format");
-    if (b.known && b.rank() == 2 && !(b_format && b_format->s == "FRACTAL_NZ")) {
+    // So is a stack of matrices against a 2-D operand (merged projections' weights).
+    if (b.known && (b.rank() == 2 || (b.rank() == 3 && a.known && a.rank() == 2)) && !(b_format && b_format->s == "FRACTAL_NZ")) {
       const double b_bytes = b.elements * compute_bytes(b.dtype, o);
       w.hbm_read_bytes += b_bytes;
       w.hbm_write_bytes += b_bytes;

@@ -54,6 +54,9 @@ KernelDesc describe(const Node& node);
 // A Transpose that only moves size-1 axes ([1, S, H] -> [S, 1, H]) leaves every byte
 // where it was: a view, like Reshape (GE turns it into one).
 bool is_view_transpose(const KernelDesc& kernel);
+// A Split along an axis with only size-1 axes before it ([3, M, H] into three [1, M, H])
+// cuts its input into contiguous pieces: each output is a view of its bytes at an offset.
+bool is_view_split(const KernelDesc& kernel);
 KernelWork work_of(const KernelDesc& kernel, const CostOptions& options = {});
 KernelWork work_of(const Node& node, const CostOptions& options = {});
 KernelCost cost_of(const KernelWork& work, const HardwareProfile& profile);

@@ -1,5 +1,7 @@
 #include "lowering_notes.h"
 
+#include "execution_order.h"
+
 namespace geopt::ascend {
 
 std::unordered_map<const Node*, std::string> lowering_notes(const Graph& graph, const std::vector<size_t>& order,
@@ -21,7 +23,8 @@ std::unordered_map<const Node*, std::string> lowering_notes(const Graph& graph, 
       auto it = out ? memory.buffer_of.find(out) : memory.buffer_of.end();
       if (it == memory.buffer_of.end()) continue;
       const PlannedBuffer& b = memory.buffers[it->second];
-      note += ", " + out->name() + " at pool+" + std::to_string(b.offset) + " (" + std::to_string(b.bytes) + " B)";
+      const bool piece = memory.offset_in_buffer.count(out) > 0;  // a view Split's piece: its own bytes within the buffer
+      note += ", " + out->name() + " at pool+" + std::to_string(memory.offset_of(out)) + " (" + std::to_string(piece ? static_bytes(*out) : b.bytes) + " B)";
     }
     notes[&n] = std::move(note);
   }

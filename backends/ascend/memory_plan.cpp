@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "cost_model.h"
@@ -120,7 +121,7 @@ void close_gaps(const std::vector<PlannedBuffer>& bufs, const std::vector<std::v
 
 bool is_view_op(const Node& n) {
   static const std::set<std::string> views = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
-  return (n.domain.empty() && views.count(n.op_type)) || is_view_transpose(describe(n));
+  return (n.domain.empty() && views.count(n.op_type)) || is_view_transpose(describe(n)) || is_view_split(describe(n));
 }
 
 MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, const MemoryPlanOptions& options) {
@@ -148,12 +149,16 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
     plan.buffer_of[v] = plan.buffers.size();
     plan.buffers.push_back(std::move(b));
   };
-  auto join = [&](const Value* v, const Value* into, int step) {
+  // v takes bytes of `into`'s buffer, `delta` past where `into` starts.
+  auto join = [&](const Value* v, const Value* into, int step, std::optional<size_t> delta = std::nullopt) {
     size_t id = plan.buffer_of.at(into);
     PlannedBuffer& b = plan.buffers[id];
     b.values.push_back(v);
     b.last_step = std::max({b.last_step, step, last_use.count(v) ? last_use.at(v) : step});
     plan.buffer_of[v] = id;
+    auto base = plan.offset_in_buffer.find(into);
+    if (delta || base != plan.offset_in_buffer.end())
+      plan.offset_in_buffer[v] = (base == plan.offset_in_buffer.end() ? 0 : base->second) + delta.value_or(0);
   };
 
   plan.no_reuse_unmatched = options.no_reuse;
@@ -167,10 +172,18 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
     const bool named = options.no_reuse.count(n.name) || options.no_reuse.count(n.op_type) || options.no_reuse.count(qualified);
     if (named) plan.no_reuse_unmatched.erase(n.name), plan.no_reuse_unmatched.erase(n.op_type), plan.no_reuse_unmatched.erase(qualified);
     const bool apart = options.reuse && named;  // with reuse off every buffer is apart anyway
+    const Value* in0 = n.input(0);
+    if (is_view_split(describe(n)) && in0 && !in0->initializer && !apart) {
+      size_t delta = 0;  // the pieces lie one after another
+      for (const Value* out : n.outputs()) {
+        if (out) join(out, in0, step, delta), ++plan.views;
+        delta += out ? static_bytes(*out) : 0;
+      }
+      continue;
+    }
     for (size_t o = 0; o < n.outputs().size(); ++o) {
       const Value* out = n.outputs()[o];
       if (!out) continue;
-      const Value* in0 = n.input(0);
       if (o == 0 && is_view_op(n) && in0 && !in0->initializer && static_bytes(*in0) == static_bytes(*out)) {
         join(out, in0, step);
         ++plan.views;

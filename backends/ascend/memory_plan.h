@@ -2,7 +2,7 @@
 // Lifetime-based memory planning, as GE's memory assigner does it: every
 // activation gets an offset in ONE pool (512-byte aligned), tensors whose
 // lifetimes do not overlap share bytes, views (Reshape, Squeeze, Unsqueeze,
-// Flatten) share their input's bytes, and elementwise ops write in place over
+// Flatten; a Split along an outer axis, piece by piece) share their input's bytes, and elementwise ops write in place over
 // an input that dies there. Weights live in their own region.
 #include <cstddef>
 #include <map>
@@ -37,6 +37,7 @@ struct MemoryPlanOptions {
 struct MemoryPlan {
   std::vector<PlannedBuffer> buffers;
   std::unordered_map<const Value*, size_t> buffer_of;    // activation value -> buffers index
+  std::unordered_map<const Value*, size_t> offset_in_buffer;  // a piece of a view Split (and its views): bytes from the buffer's start
   std::unordered_map<const Value*, size_t> weight_offset;  // initializer -> offset in the weight region
   size_t pool_bytes = 0;
   size_t weight_bytes = 0;
@@ -48,12 +49,19 @@ struct MemoryPlan {
   size_t kept_apart = 0;            // buffers given their own bytes by MemoryPlanOptions::no_reuse
   std::set<std::string> no_reuse_unmatched;  // entries of no_reuse that name no node
 
+  // Where an activation value's bytes start in the pool.
+  size_t offset_of(const Value* v) const {
+    auto it = offset_in_buffer.find(v);
+    return buffers.at(buffer_of.at(v)).offset + (it == offset_in_buffer.end() ? 0 : it->second);
+  }
+
   // 1 - pool / sum of activation sizes (the seed's memory-reuse rate).
   double reuse_rate() const { return no_reuse_bytes ? 1.0 - double(pool_bytes) / double(no_reuse_bytes) : 0.0; }
 };
 
 // Ops whose output shares its input's bytes (Reshape, Squeeze, Unsqueeze,
-// Flatten, Identity, a Transpose of size-1 axes only): they copy nothing.
+// Flatten, Identity, a Transpose of size-1 axes only, a Split along an outer axis,
+// each piece at its offset): they copy nothing.
 bool is_view_op(const Node& n);
 
 // `order` indexes graph.nodes() (see memory_aware_order).

@@ -59,7 +59,7 @@ plan::Plan lower_to_plan(const LoweringInputs& in) {
       r->set_offset(in.memory.weight_offset.at(v));
     } else {
       r->set_region(plan::ACTIVATION);
-      r->set_offset(in.memory.buffers.at(in.memory.buffer_of.at(v)).offset);
+      r->set_offset(in.memory.offset_of(v));
     }
   };
   for (size_t k = 0; k < in.order.size(); ++k) {

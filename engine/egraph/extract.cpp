@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "util/error.h"
 
@@ -222,6 +224,82 @@ void reuse_selected(const EGraph& g, const std::vector<ClassId>& roots, const No
   x.cost = s.cost();
 }
 
+void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, Extraction& x) {
+  std::optional<Selection> s;
+  s.emplace(g, roots, cost, x.choice);
+  if (!s->feasible()) return;
+  constexpr size_t kFreshLimit = 64;   // classes a candidate may add
+  constexpr size_t kTryLimit = 4096;   // candidates priced in all: linear in the model
+  constexpr int kLevelsUp = 3;         // from the added work to the classes that could read it
+  size_t tries = 0;
+  const std::vector<ClassId> order = s->order();
+  for (ClassId c : order) {
+    if (tries >= kTryLimit) break;
+    if (!s->computes(c)) continue;
+    const auto& nodes = g.eclass(c).nodes;
+    for (size_t i = 0; i < nodes.size() && tries < kTryLimit; ++i) {
+      if (i == s->choice()[c]) continue;
+      // The classes the switch would add, and whether one of them is read by the
+      // e-nodes of two classes or more (work that others could share).
+      std::vector<ClassId> fresh, stack;
+      std::unordered_set<ClassId> seen;
+      bool shared = false, bounded = true;
+      auto visit = [&](ClassId ch) {
+        if (ch == kAbsent) return;
+        ch = g.find(ch);
+        if (!s->computes(ch) && seen.insert(ch).second) stack.push_back(ch);
+      };
+      for (ClassId ch : nodes[i].children) visit(ch);
+      while (!stack.empty()) {
+        if (fresh.size() == kFreshLimit) {
+          bounded = false;
+          break;
+        }
+        const ClassId f = stack.back();
+        stack.pop_back();
+        fresh.push_back(f);
+        std::unordered_set<ClassId> readers;
+        for (const auto& [pn, pc] : g.eclass(f).parents) readers.insert(g.find(pc));
+        shared = shared || readers.size() >= 2;
+        const size_t k = s->choice()[f];
+        if (k != kNoChoice)
+          for (ClassId ch : g.eclass(f).nodes[k].children) visit(ch);
+      }
+      if (!shared || !bounded) continue;
+      ++tries;
+      if (s->cost_with(c, i) == kInfeasible) continue;
+      Selection t = *s;
+      t.switch_to(c, i);
+      // Classes near the added work, computed now, that may move onto it.
+      std::vector<ClassId> near, frontier = fresh;
+      std::unordered_set<ClassId> up(fresh.begin(), fresh.end());
+      for (int level = 0; level < kLevelsUp && !frontier.empty(); ++level) {
+        std::vector<ClassId> next;
+        for (ClassId f : frontier)
+          for (const auto& [pn, pc] : g.eclass(f).parents) {
+            const ClassId p = g.find(pc);
+            if (!up.insert(p).second) continue;
+            next.push_back(p);
+            if (p != c && t.computes(p)) near.push_back(p);
+          }
+        frontier = std::move(next);
+      }
+      for (ClassId d : near) {
+        if (!t.computes(d)) continue;
+        const auto& alts = g.eclass(d).nodes;
+        for (size_t j = 0; j < alts.size(); ++j)
+          if (j != t.choice()[d] && t.cost_with(d, j) < t.cost() - 1e-9) t.switch_to(d, j);
+      }
+      if (t.cost() < s->cost() - 1e-9) {
+        const Choice better = t.choice();
+        s.emplace(g, roots, cost, better);
+      }
+    }
+  }
+  x.choice = s->choice();
+  x.cost = s->cost();
+}
+
 double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const Choice& choice, const NodeCost& cost) {
   return Selection(g, roots, cost, choice).cost();
 }
@@ -398,11 +476,12 @@ Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, cons
   // The search's bound only sees classes already reached, so it prunes late on big graphs.
   if (with_choice <= exact_limit && live.size() <= 8 * std::max<size_t>(exact_limit, 1)) {
     Extraction x = extract_exact(g, roots, cost, 20000);
-    if (!x.optimal) reuse_selected(g, roots, cost, x);
+    if (!x.optimal) reuse_selected(g, roots, cost, x), share_work(g, roots, cost, x);
     return x;
   }
   Extraction x = extract_greedy_dag(g, roots, cost);
   reuse_selected(g, roots, cost, x);
+  share_work(g, roots, cost, x);
   x.method = "greedy DAG (" + std::to_string(with_choice) + " classes with a choice; gap to the optimum unknown)";
   Extraction input = extract_original(g, roots, cost);
   if (input.cost <= x.cost) {

@@ -33,6 +33,12 @@ Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots
 // AddLayerNorm's Sum instead of a separate Add): greedy passes price each class
 // alone and cannot see that sharing. Keeps only switches that lower the DAG cost.
 void reuse_selected(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, Extraction& x);
+// Improves a selection where one switch adds work that other classes can then share
+// (QKVMerge: one MatMul whose three pieces the Q, K and V classes read): the switch
+// and the switches it makes pay near the added work are priced together and kept when
+// the whole lowers the DAG cost. Greedy passes and reuse_selected price one switch at
+// a time, and a switch that adds shared work never pays alone.
+void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, Extraction& x);
 // The input program: in every class, the e-node that came from the input graph.
 Extraction extract_original(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);
 // Exact; gives up (optimal = false, the seed returned) past `budget` search states.

@@ -114,6 +114,38 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
       sig.attributes.push_back(literal_attribute(a.name, kind, l));
     }
   }
+  const std::string op = (sig.domain.empty() ? "" : sig.domain + "::") + sig.op_type;
+  // Where both types are known, the replacement's must be the replaced value's: its dtype,
+  // and its shape where both are static (an attention mask larger than the scores
+  // broadcasts the original, not the fused kernel).
+  auto contradicts = [&](const ValueType& mine) {
+    if (!is_root) return false;
+    if (mine.dtype != DType::Undefined && root_data.type.dtype != DType::Undefined && mine.dtype != root_data.type.dtype) {
+      refusal = "its " + op + " (" + r.loc.to_string() + ") gives " + dtype_name(mine.dtype) + ", the value it would replace ('" + root_data.name +
+                "') is " + dtype_name(root_data.type.dtype);
+      return true;
+    }
+    if (mine.shape && root_data.type.shape && mine.shape->is_static() && root_data.type.shape->is_static() && !(*mine.shape == *root_data.type.shape)) {
+      refusal = "its " + op + " (" + r.loc.to_string() + ") gives " + mine.to_string() + ", the value it would replace ('" + root_data.name +
+                "') is " + root_data.type.to_string();
+      return true;
+    }
+    return false;
+  };
+  ENode node;
+  node.kind = ENode::Kind::Op;
+  node.op = g.intern(sig);
+  node.children = children;
+  node.origin = rule;
+  node.site = site;
+  // The same op of the same values is in the e-graph already (an earlier match built it,
+  // or the input has it): its type is known, and ONNX's inference, most of a rewrite's
+  // cost, is not run again.
+  if (sig.num_outputs == 1)
+    if (std::optional<ClassId> existing = g.lookup(node)) {
+      if (contradicts(g.eclass(*existing).data.type)) return kAbsent;
+      return *existing;
+    }
   std::vector<const ValueType*> in_types;
   std::vector<const Tensor*> in_constants;
   for (ClassId c : children) {
@@ -122,31 +154,12 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
   }
   auto inferred = onnx_io::infer_output_types(sig.domain, sig.op_type, sig.attributes, in_types, in_constants, sig.num_outputs,
                                               sig.domain.empty() ? matcher.opset("") : 1);
-  const std::string op = (sig.domain.empty() ? "" : sig.domain + "::") + sig.op_type;
   if (!inferred.error.empty()) {
     refusal = "ONNX inference rejects the " + op + " it would make (" + r.loc.to_string() + "): " + inferred.error;
     return kAbsent;
   }
   const std::optional<ValueType>& mine = inferred.types[static_cast<size_t>(r.output_index)];
-  if (is_root && mine && mine->dtype != DType::Undefined && root_data.type.dtype != DType::Undefined && mine->dtype != root_data.type.dtype) {
-    refusal = "its " + op + " (" + r.loc.to_string() + ") gives " + dtype_name(mine->dtype) + ", the value it would replace ('" + root_data.name +
-              "') is " + dtype_name(root_data.type.dtype);
-    return kAbsent;
-  }
-  // Where both shapes are known, they must agree (an attention mask larger than the
-  // scores broadcasts the original, not the fused kernel).
-  if (is_root && mine && mine->shape && root_data.type.shape && mine->shape->is_static() && root_data.type.shape->is_static() &&
-      !(*mine->shape == *root_data.type.shape)) {
-    refusal = "its " + op + " (" + r.loc.to_string() + ") gives " + mine->to_string() + ", the value it would replace ('" + root_data.name +
-              "') is " + root_data.type.to_string();
-    return kAbsent;
-  }
-  ENode node;
-  node.kind = ENode::Kind::Op;
-  node.op = g.intern(sig);
-  node.children = std::move(children);
-  node.origin = rule;
-  node.site = site;
+  if (mine && contradicts(*mine)) return kAbsent;
   ClassData data = is_root ? root_data : ClassData{};
   if (!is_root && mine) data.type = *mine;
   data.constant = nullptr;

@@ -101,6 +101,14 @@ TEST_CASE("the zoo: optimize keeps every model's outputs, never raises its model
       CHECK(runtime_ops(r.model, "TransData") == 1);
       CHECK(runtime_ops(r.model, "Conv") == 0);
       if (arch != "swin_t") CHECK(runtime_ops(r.model, "Transpose") == 0);  // Swin's window partitions move data
+      if (arch == "swin_t") {  // a transformer too: its shifted-window attentions, GELUs and norms fused
+        for (const char* primitive : {"Softmax", "Erf", "Tanh", "Pow", "ReduceMean", "Sqrt", "LayerNormalization"}) {
+          INFO(primitive);
+          CHECK(runtime_ops(r.model, primitive) == 0);
+        }
+        CHECK(runtime_ops(r.model, "Gather") == 0);  // the packed Q/K/V unbound by one Split (a view)
+        CHECK(runtime_ops(r.model, "Roll") == 2);    // each shifted block's torch.roll, before and after its attention
+      }
       continue;
     }
     ++transformers;

@@ -257,11 +257,14 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       // CANN's standard kernels fall back to two passes over HBM when a row does not
       // fit: always feasible, at the price of reading the input again.
       w.spills_row = row_bytes;
+      // Its LayerNorm writes each row's mean and variance (fp32) whether or not they are
+      // read; geopt's LayerNorm writes the normalized rows only.
+      if (op == "LayerNormalization" && row > 0) w.hbm_write_bytes += 2 * 4 * out.elements / row;
     } else {
       w.min_ub_bytes = row_bytes;  // fused kernels are single-pass by design
     }
   } else if ((n.domain.empty() && kDataMovement.count(op)) || op == "TransData" || op == "ReorderInput" || op == "ReorderOutput" ||
-             op == "ShuffleChannel" || op == "ChannelSlice" || op == "ChannelConcat") {
+             op == "ShuffleChannel" || op == "ChannelSlice" || op == "ChannelConcat" || op == "Roll") {
     w.vector_ops = 0;  // moved by the memory transfer engines
   } else if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin" || op == "GlobalAveragePool" ||
              op == "GlobalMaxPool" || op == "MaxPool" || op == "AveragePool") {

@@ -53,6 +53,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_shape_kernels(r);
     register_fused_kernels(r);
     register_channel_kernels(r);
+    register_roll_kernel(r);
     register_indexing_kernels(r);
     register_quantize_kernels(r);
     register_spatial_kernels(r);

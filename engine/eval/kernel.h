@@ -102,6 +102,7 @@ void register_softmax_kernels(KernelRegistry& r);
 void register_shape_kernels(KernelRegistry& r);
 void register_fused_kernels(KernelRegistry& r);
 void register_channel_kernels(KernelRegistry& r);
+void register_roll_kernel(KernelRegistry& r);
 void register_indexing_kernels(KernelRegistry& r);
 void register_quantize_kernels(KernelRegistry& r);
 void register_spatial_kernels(KernelRegistry& r);

@@ -361,6 +361,24 @@ void register_all() {
     });
     onnx::RegisterSchema(std::move(s));
   }
+  {
+    OpSchema s;
+    s.SetName("Roll").SetDomain(kDomain).SinceVersion(kVersion);
+    s.SetDoc("A rotation along `axes` (torch.roll, GE's Roll): along axis a, output element j is input element (j + starts[a]) mod n, "
+             "so the output starts at input element `starts` (torch.roll(x, -starts)). What exporters write as two Slices and a Concat.");
+    s.TypeConstraint("T", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(double)", "tensor(int8)", "tensor(uint8)",
+                           "tensor(int32)", "tensor(int64)", "tensor(bool)"}, "Any tensor.");
+    s.Attr("starts", "Per axis, the input element the output starts at (negative: counted from the end).", AttributeProto::INTS);
+    s.Attr("axes", "The axes rotated, one per entry of `starts`.", AttributeProto::INTS);
+    s.Input(0, "X", "Input.", "T").Output(0, "Y", "Shape of X.", "T");
+    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+      const auto* starts = ctx.getAttribute("starts");
+      const auto* axes = ctx.getAttribute("axes");
+      if (!starts || !axes || starts->ints_size() != axes->ints_size()) fail_shape_inference("Roll needs `starts` and `axes`, one entry each per axis");
+      onnx::propagateShapeAndTypeFromFirstInput(ctx);
+    });
+    onnx::RegisterSchema(std::move(s));
+  }
   register_channel_ops();
 }
 

@@ -18,7 +18,8 @@ class AtomicFile {
   int fd() const { return fd_; }
   void write(const void* data, size_t size);
   void write(std::string_view s) { write(s.data(), s.size()); }
-  // fsync, close and rename onto the target. Throws geopt::Error on failure.
+  // Close and rename onto the target (no fsync: atomic for readers; atomic_file.cpp says
+  // why). Throws geopt::Error on failure.
   void commit();
 
  private:

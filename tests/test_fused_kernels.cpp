@@ -86,6 +86,30 @@ TEST_CASE("LayerNorm over channels, in NCHW and in NC1HWC0, equals LayerNormaliz
   }
 }
 
+TEST_CASE("Roll equals torch.roll's Slices and Concat, on the last axis, an outer one, and an axis listed twice") {
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[2,3,5] x) => (float[2,3,5] last, float[2,3,5] ref_last, float[2,3,5] two, float[2,3,5] ref_two) {
+      last = ai.geopt.Roll <starts = [-2], axes = [-1]> (x)
+      k = Constant <value = int64[1] {-2}> ()
+      zero = Constant <value = int64[1] {0}> ()
+      big = Constant <value = int64[1] {9223372036854775807}> ()
+      a2 = Constant <value = int64[1] {2}> ()
+      t = Slice(x, k, big, a2)
+      h = Slice(x, zero, k, a2)
+      ref_last = Concat <axis = 2> (t, h)
+      two = ai.geopt.Roll <starts = [9223372036854775807, 1, 4], axes = [1, 1, 2]> (x)
+      one = Constant <value = int64[1] {2}> ()
+      a1 = Constant <value = int64[1] {1}> ()
+      t1 = Slice(x, one, big, a1)
+      h1 = Slice(x, zero, one, a1)
+      r1 = Concat <axis = 1> (t1, h1)
+      four = Constant <value = int64[1] {4}> ()
+      t2 = Slice(r1, four, big, a2)
+      h2 = Slice(r1, zero, four, a2)
+      ref_two = Concat <axis = 2> (t2, h2)
+    })", {{"last", "ref_last"}, {"two", "ref_two"}}, 0.0);
+}
+
 TEST_CASE("LayerNorm in NC1HWC0 refuses a channel count that does not fit its blocks") {
   onnx::ModelProto proto = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
     g (float[1,2,2,2,16] x, float[40] gamma, float[40] beta) => (float[1,2,2,2,16] y) {

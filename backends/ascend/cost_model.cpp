@@ -111,6 +111,12 @@ bool is_view_split(const KernelDesc& n) {
     if ((*in->shape)[static_cast<size_t>(d)].value() != 1) return false;
   for (const ValueType* out : n.outputs)
     if (!out || !out->shape || !out->shape->is_static()) return false;
+  // Each piece but the last a whole number of the pool's 512-byte blocks (memory_plan.h),
+  // so every piece keeps its alignment; otherwise the pieces are copied.
+  for (size_t o = 0; o + 1 < n.outputs.size(); ++o) {
+    const ValueType& t = *n.outputs[o];
+    if ((*t.shape->element_count() * static_cast<int64_t>(dtype_size(t.dtype == DType::Undefined ? DType::F32 : t.dtype))) % 512) return false;
+  }
   return true;
 }
 
@@ -259,7 +265,15 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       w.spills_row = row_bytes;
       // Its LayerNorm writes each row's mean and variance (fp32) whether or not they are
       // read; geopt's LayerNorm writes the normalized rows only.
-      if (op == "LayerNormalization" && row > 0) w.hbm_write_bytes += 2 * 4 * out.elements / row;
+      if (op == "LayerNormalization" && row > 0) {
+        double cols = 1;  // the normalized axes, axis .. rank-1
+        const Attribute* axis = find_attr(n, "axis");
+        const int64_t rank = static_cast<int64_t>(out.rank());
+        const int64_t from = axis ? (axis->i < 0 ? axis->i + rank : axis->i) : rank - 1;
+        for (int64_t d = std::max<int64_t>(from, 0); d < rank; ++d) cols *= static_cast<double>(out.dim(static_cast<size_t>(d)));
+        for (size_t k = 1; k <= 2; ++k)  // Mean and InvStdDev, where the node does not already count them as outputs
+          if (k >= n.outputs.size() || !n.outputs[k]) w.hbm_write_bytes += 4 * out.elements / cols;
+      }
     } else {
       w.min_ub_bytes = row_bytes;  // fused kernels are single-pass by design
     }

@@ -173,7 +173,11 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
     if (named) plan.no_reuse_unmatched.erase(n.name), plan.no_reuse_unmatched.erase(n.op_type), plan.no_reuse_unmatched.erase(qualified);
     const bool apart = options.reuse && named;  // with reuse off every buffer is apart anyway
     const Value* in0 = n.input(0);
-    if (is_view_split(describe(n)) && in0 && !in0->initializer && !apart) {
+    // Pieces keep the pool's alignment: each but the last a whole number of aligned blocks.
+    bool aligned_pieces = true;
+    for (size_t o = 0; o + 1 < n.outputs().size(); ++o)
+      aligned_pieces = aligned_pieces && n.outputs()[o] && static_bytes(*n.outputs()[o]) % kMemoryAlignment == 0;
+    if (aligned_pieces && is_view_split(describe(n)) && in0 && !in0->initializer && !apart) {
       size_t delta = 0;  // the pieces lie one after another
       for (const Value* out : n.outputs()) {
         if (out) join(out, in0, step, delta), ++plan.views;
@@ -280,6 +284,13 @@ void validate_memory_plan(const MemoryPlan& plan) {
   for (size_t i = 0; i < bufs.size(); ++i)
     if (bufs[i].offset + bufs[i].bytes > plan.pool_bytes || bufs[i].offset % kMemoryAlignment)
       throw Error("memory plan: '" + bufs[i].values.front()->name() + "' lies outside the pool or is misaligned");
+  // A piece of a view Split lies inside its buffer, aligned.
+  for (const auto& [v, delta] : plan.offset_in_buffer) {
+    const PlannedBuffer& b = bufs.at(plan.buffer_of.at(v));
+    if (delta % kMemoryAlignment || delta + static_bytes(*v) > b.bytes)
+      throw Error("memory plan: '" + v->name() + "' at +" + std::to_string(delta) + " lies outside its buffer ('" + b.values.front()->name() +
+                  "', " + std::to_string(b.bytes) + " bytes) or is misaligned");
+  }
   const std::vector<std::vector<size_t>> conflicts = overlapping_lifetimes(bufs);
   for (size_t i = 0; i < bufs.size(); ++i)
     for (size_t j : conflicts[i]) {

@@ -229,7 +229,7 @@ void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCo
   s.emplace(g, roots, cost, x.choice);
   if (!s->feasible()) return;
   constexpr size_t kFreshLimit = 64;   // classes a candidate may add
-  constexpr size_t kTryLimit = 4096;   // candidates priced in all: linear in the model
+  constexpr size_t kTryLimit = 4096;   // candidates walked in all: bounded work whatever the model
   constexpr int kLevelsUp = 3;         // from the added work to the classes that could read it
   size_t tries = 0;
   const std::vector<ClassId> order = s->order();
@@ -237,8 +237,9 @@ void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCo
     if (tries >= kTryLimit) break;
     if (!s->computes(c)) continue;
     const auto& nodes = g.eclass(c).nodes;
-    for (size_t i = 0; i < nodes.size() && tries < kTryLimit; ++i) {
+    for (size_t i = 0; i < nodes.size() && tries < kTryLimit && s->computes(c); ++i) {
       if (i == s->choice()[c]) continue;
+      ++tries;  // every candidate walked counts, shared or not
       // The classes the switch would add, and whether one of them is read by the
       // e-nodes of two classes or more (work that others could share).
       std::vector<ClassId> fresh, stack;
@@ -266,7 +267,6 @@ void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCo
           for (ClassId ch : g.eclass(f).nodes[k].children) visit(ch);
       }
       if (!shared || !bounded) continue;
-      ++tries;
       if (s->cost_with(c, i) == kInfeasible) continue;
       Selection t = *s;
       t.switch_to(c, i);

@@ -117,28 +117,33 @@ void channel_layer_norm(KernelContext& ctx, bool blocked) {
   HostTensor y(DType::F32, x.dims());  // zero-filled: the padding channels stay 0
   const float* px = x.data<float>();
   float* py = y.mutable_data<float>();
+  // Parallel over blocks of positions (a batch of one still uses every thread); within
+  // a block, each channel's row of positions is read contiguously.
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks_per_image = (positions + kBlock - 1) / kBlock;
 #pragma omp parallel for if (x.size() > (1 << 15))
-  for (int64_t b = 0; b < n; ++b) {
-    std::vector<double> mean(static_cast<size_t>(positions), 0.0), var(static_cast<size_t>(positions), 0.0);
+  for (int64_t task = 0; task < n * blocks_per_image; ++task) {
+    const int64_t b = task / blocks_per_image, first = (task % blocks_per_image) * kBlock;
+    const int64_t count = std::min(kBlock, positions - first);
+    double mean[kBlock] = {}, var[kBlock] = {};
     for (int64_t c = 0; c < channels; ++c) {
-      const float* in = px + at(b, c);
-      for (int64_t s = 0; s < positions; ++s) mean[static_cast<size_t>(s)] += in[s * step];
+      const float* in = px + at(b, c) + first * step;
+      for (int64_t s = 0; s < count; ++s) mean[s] += in[s * step];
     }
-    for (double& m : mean) m /= static_cast<double>(channels);
+    for (int64_t s = 0; s < count; ++s) mean[s] /= static_cast<double>(channels);
     for (int64_t c = 0; c < channels; ++c) {
-      const float* in = px + at(b, c);
-      for (int64_t s = 0; s < positions; ++s) {
-        const double d = in[s * step] - mean[static_cast<size_t>(s)];
-        var[static_cast<size_t>(s)] += d * d;
+      const float* in = px + at(b, c) + first * step;
+      for (int64_t s = 0; s < count; ++s) {
+        const double d = in[s * step] - mean[s];
+        var[s] += d * d;
       }
     }
-    for (double& v : var) v = 1.0 / std::sqrt(v / static_cast<double>(channels) + eps);
+    for (int64_t s = 0; s < count; ++s) var[s] = 1.0 / std::sqrt(var[s] / static_cast<double>(channels) + eps);
     for (int64_t c = 0; c < channels; ++c) {
-      const float* in = px + at(b, c);
-      float* out = py + at(b, c);
+      const float* in = px + at(b, c) + first * step;
+      float* out = py + at(b, c) + first * step;
       const float g = static_cast<float>(scale.real_at(c)), t = bias ? static_cast<float>(bias->real_at(c)) : 0.0f;
-      for (int64_t s = 0; s < positions; ++s)
-        out[s * step] = static_cast<float>((in[s * step] - mean[static_cast<size_t>(s)]) * var[static_cast<size_t>(s)]) * g + t;
+      for (int64_t s = 0; s < count; ++s) out[s * step] = static_cast<float>((in[s * step] - mean[s]) * var[s]) * g + t;
     }
   }
   ctx.outputs[0] = std::move(y);

@@ -21,7 +21,10 @@ void roll(KernelContext& ctx) {
     const int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
     if (a < 0 || a >= rank) ctx.fail("axis " + std::to_string(axes[i]) + " is out of range for " + x.shape_string());
     const int64_t n = x.dims()[static_cast<size_t>(a)];
-    if (n > 0) start[static_cast<size_t>(a)] = ((start[static_cast<size_t>(a)] + starts[i]) % n + n) % n;
+    if (n <= 0) continue;
+    int64_t shift = starts[i] % n;  // in (-n, n): no overflow, whatever the attribute holds
+    if (shift < 0) shift += n;
+    start[static_cast<size_t>(a)] = (start[static_cast<size_t>(a)] + shift) % n;
   }
   HostTensor y = HostTensor::uninitialized(x.dtype(), x.dims());
   if (x.size() == 0) {

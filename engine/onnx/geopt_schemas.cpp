@@ -319,7 +319,7 @@ void register_all() {
   {
     OpSchema s = base("FusedMatMul", "Y = activation(MatMul(A, B) + Bias) with ONNX MatMul broadcasting.");
     add_activation_attrs(s);
-    s.Attr("b_format", "ND, or FRACTAL_NZ (B a K x N matrix laid out for the Cube).", AttributeProto::STRING, std::string("ND"));
+    s.Attr("b_format", "ND, or FRACTAL_NZ (B a K x N matrix, or a stack of them, laid out for the Cube).", AttributeProto::STRING, std::string("ND"));
     s.Attr("n", "Columns of B: needed with FRACTAL_NZ, whose dims are padded.", AttributeProto::INT, int64_t{0});
     s.Input(0, "A", "Left operand.", "T").Input(1, "B", "Right operand.", "T");
     s.Input(2, "Bias", "Bias broadcast to the product.", "T", OpSchema::Optional);

@@ -79,11 +79,13 @@ void AtomicFile::write(const void* data, size_t size) {
 }
 
 void AtomicFile::commit() {
-  // No fsync: the rename makes the replacement atomic for every reader, which is what
-  // "no half-written file" needs; durability across an OS crash is the file system's, as
-  // for a compiler's outputs and ONNX Runtime's saved models (an fsync of BERT-base's
-  // 418 MiB cost 0.45 s here, a quarter of the optimize). Write errors still throw:
-  // write() reports a full disk, close() the rest.
+  // No fsync: the rename makes the replacement atomic for every reader (the old file or
+  // the new one, never a part), which is what "no half-written file" needs. What it does
+  // not give is durability across an OS crash or power loss, nor the report of a
+  // write-back error the kernel meets after close (EIO; a full disk shows at write()
+  // where the file system reserves blocks, as ext4 and XFS do): as for a compiler's
+  // outputs and ONNX Runtime's saved models. An fsync of BERT-base's 418 MiB cost 0.45 s
+  // here, a quarter of the optimize (docs/BENCHMARKS.md).
   int rc = ::close(fd_);
   fd_ = -1;
   if (rc != 0) throw Error(target_.string() + ": close failed: " + std::strerror(errno));

@@ -20,7 +20,8 @@ geopt=$build/cli/geopt
 zoo=bench/out/zoo
 out=bench/out/kernels
 mkdir -p "$zoo" "$out"
-[[ -d bench/ort/node_modules/onnxruntime-node ]] || (cd bench/ort && npm install --no-audit --no-fund --onnxruntime-node-install=skip >/dev/null 2>&1)
+source bench/ort/setup.sh
+ensure_ort
 models=("$@")
 if [[ ${#models[@]} -eq 0 ]]; then
   for name in $(/usr/bin/python3 examples/zoo.py --list | awk '{print $1}'); do models+=("${name}_op13" "${name}_op17"); done

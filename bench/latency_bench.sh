@@ -13,7 +13,8 @@ out=bench/out
 mkdir -p "$out"
 [[ -f $out/resnet50_op13.onnx ]] || /usr/bin/python3 examples/export_models.py --resnet50 "$out/resnet50_op13.onnx"
 [[ -f $out/bert_base_op13.onnx ]] || /usr/bin/python3 examples/export_models.py --bert-base "$out/bert_base_op13.onnx"
-[[ -d bench/ort/node_modules/onnxruntime-node ]] || (cd bench/ort && npm install --no-audit --no-fund --onnxruntime-node-install=skip >/dev/null 2>&1)
+source bench/ort/setup.sh
+ensure_ort
 
 echo "| model | threads | geopt median (ms) | ONNX Runtime median (ms) | geopt / ORT |"
 echo "|---|---|---|---|---|"

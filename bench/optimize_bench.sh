@@ -12,7 +12,8 @@ geopt=$build/cli/geopt
 out=bench/out
 [[ -f $out/resnet50_op13.onnx ]] || /usr/bin/python3 examples/export_models.py --resnet50 "$out/resnet50_op13.onnx"
 [[ -f $out/bert_base_op13.onnx ]] || /usr/bin/python3 examples/export_models.py --bert-base "$out/bert_base_op13.onnx"
-[[ -d bench/ort/node_modules/onnxruntime-node ]] || (cd bench/ort && npm install --no-audit --no-fund --onnxruntime-node-install=skip >/dev/null 2>&1)
+source bench/ort/setup.sh
+ensure_ort
 for model in bert_base_op13 resnet50_op13; do
   hyperfine --warmup 1 --runs "$runs" --export-json "$out/optimize_$model.json" \
     -n geopt "$geopt optimize $out/$model.onnx -o $out/${model}_geopt.onnx --no-check" \

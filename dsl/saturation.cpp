@@ -114,19 +114,20 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
       sig.attributes.push_back(literal_attribute(a.name, kind, l));
     }
   }
-  const std::string op = (sig.domain.empty() ? "" : sig.domain + "::") + sig.op_type;
+  // Named only when a refusal says so: building is the hot path of a rewrite.
+  auto op = [&] { return (sig.domain.empty() ? "" : sig.domain + "::") + sig.op_type; };
   // Where both types are known, the replacement's must be the replaced value's: its dtype,
   // and its shape where both are static (an attention mask larger than the scores
   // broadcasts the original, not the fused kernel).
   auto contradicts = [&](const ValueType& mine) {
     if (!is_root) return false;
     if (mine.dtype != DType::Undefined && root_data.type.dtype != DType::Undefined && mine.dtype != root_data.type.dtype) {
-      refusal = "its " + op + " (" + r.loc.to_string() + ") gives " + dtype_name(mine.dtype) + ", the value it would replace ('" + root_data.name +
+      refusal = "its " + op() + " (" + r.loc.to_string() + ") gives " + dtype_name(mine.dtype) + ", the value it would replace ('" + root_data.name +
                 "') is " + dtype_name(root_data.type.dtype);
       return true;
     }
     if (mine.shape && root_data.type.shape && mine.shape->is_static() && root_data.type.shape->is_static() && !(*mine.shape == *root_data.type.shape)) {
-      refusal = "its " + op + " (" + r.loc.to_string() + ") gives " + mine.to_string() + ", the value it would replace ('" + root_data.name +
+      refusal = "its " + op() + " (" + r.loc.to_string() + ") gives " + mine.to_string() + ", the value it would replace ('" + root_data.name +
                 "') is " + root_data.type.to_string();
       return true;
     }
@@ -135,7 +136,7 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
   ENode node;
   node.kind = ENode::Kind::Op;
   node.op = g.intern(sig);
-  node.children = children;
+  node.children = std::move(children);
   node.origin = rule;
   node.site = site;
   // The same op of the same values is in the e-graph already (an earlier match built it,
@@ -148,14 +149,14 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
     }
   std::vector<const ValueType*> in_types;
   std::vector<const Tensor*> in_constants;
-  for (ClassId c : children) {
+  for (ClassId c : node.children) {
     in_types.push_back(c == kAbsent ? nullptr : &g.eclass(c).data.type);
     in_constants.push_back(c == kAbsent ? nullptr : g.eclass(c).data.constant);
   }
   auto inferred = onnx_io::infer_output_types(sig.domain, sig.op_type, sig.attributes, in_types, in_constants, sig.num_outputs,
                                               sig.domain.empty() ? matcher.opset("") : 1);
   if (!inferred.error.empty()) {
-    refusal = "ONNX inference rejects the " + op + " it would make (" + r.loc.to_string() + "): " + inferred.error;
+    refusal = "ONNX inference rejects the " + op() + " it would make (" + r.loc.to_string() + "): " + inferred.error;
     return kAbsent;
   }
   const std::optional<ValueType>& mine = inferred.types[static_cast<size_t>(r.output_index)];

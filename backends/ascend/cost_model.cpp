@@ -1,5 +1,6 @@
 #include "cost_model.h"
 
+#include "memory_plan.h"
 #include "passes/control_flow_bodies.h"
 
 #include <algorithm>
@@ -111,11 +112,12 @@ bool is_view_split(const KernelDesc& n) {
     if ((*in->shape)[static_cast<size_t>(d)].value() != 1) return false;
   for (const ValueType* out : n.outputs)
     if (!out || !out->shape || !out->shape->is_static()) return false;
-  // Each piece but the last a whole number of the pool's 512-byte blocks (memory_plan.h),
-  // so every piece keeps its alignment; otherwise the pieces are copied.
+  // Each piece but the last a whole number of the pool's aligned blocks, so every piece
+  // keeps its alignment; otherwise the pieces are copied.
   for (size_t o = 0; o + 1 < n.outputs.size(); ++o) {
     const ValueType& t = *n.outputs[o];
-    if ((*t.shape->element_count() * static_cast<int64_t>(dtype_size(t.dtype == DType::Undefined ? DType::F32 : t.dtype))) % 512) return false;
+    const size_t bytes = static_cast<size_t>(*t.shape->element_count()) * dtype_size(t.dtype == DType::Undefined ? DType::F32 : t.dtype);
+    if (bytes % kMemoryAlignment) return false;
   }
   return true;
 }

@@ -173,11 +173,7 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
     if (named) plan.no_reuse_unmatched.erase(n.name), plan.no_reuse_unmatched.erase(n.op_type), plan.no_reuse_unmatched.erase(qualified);
     const bool apart = options.reuse && named;  // with reuse off every buffer is apart anyway
     const Value* in0 = n.input(0);
-    // Pieces keep the pool's alignment: each but the last a whole number of aligned blocks.
-    bool aligned_pieces = true;
-    for (size_t o = 0; o + 1 < n.outputs().size(); ++o)
-      aligned_pieces = aligned_pieces && n.outputs()[o] && static_bytes(*n.outputs()[o]) % kMemoryAlignment == 0;
-    if (aligned_pieces && is_view_split(describe(n)) && in0 && !in0->initializer && !apart) {
+    if (is_view_split(describe(n)) && in0 && !in0->initializer && !apart) {  // pieces aligned: is_view_split checks
       size_t delta = 0;  // the pieces lie one after another
       for (const Value* out : n.outputs()) {
         if (out) join(out, in0, step, delta), ++plan.views;

@@ -259,9 +259,8 @@ void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCo
         const ClassId f = stack.back();
         stack.pop_back();
         fresh.push_back(f);
-        std::unordered_set<ClassId> readers;
-        for (const auto& [pn, pc] : g.eclass(f).parents) readers.insert(g.find(pc));
-        shared = shared || readers.size() >= 2;
+        const auto& parents = g.eclass(f).parents;  // read by e-nodes of two classes or more?
+        for (size_t p = 1; p < parents.size() && !shared; ++p) shared = g.find(parents[p].second) != g.find(parents[0].second);
         const size_t k = s->choice()[f];
         if (k != kNoChoice)
           for (ClassId ch : g.eclass(f).nodes[k].children) visit(ch);

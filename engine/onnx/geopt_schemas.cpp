@@ -338,23 +338,14 @@ void register_all() {
       const auto& a = ctx.getInputType(0)->tensor_type().shape();
       if (a.dim_size() < 2) fail_shape_inference("a FRACTAL_NZ B needs A of rank >= 2");
       // Batch dims: A's and those in front of B's four fractal dims (a stack of weights), broadcast.
-      std::vector<onnx::TensorShapeProto_Dimension> batch(a.dim().begin(), a.dim().end() - 2);
+      onnx::TensorShapeProto a_batch, b_batch, out;
+      for (int i = 0; i + 2 < a.dim_size(); ++i) *a_batch.add_dim() = a.dim(i);
       if (onnx::hasInputShape(ctx, 1)) {
         const auto& b = ctx.getInputType(1)->tensor_type().shape();
         if (b.dim_size() < 4) fail_shape_inference("a FRACTAL_NZ B has rank >= 4");
-        const int b_batch = b.dim_size() - 4;
-        if (b_batch > static_cast<int>(batch.size())) batch.insert(batch.begin(), static_cast<size_t>(b_batch) - batch.size(), onnx::TensorShapeProto_Dimension());
-        for (int i = 0; i < b_batch; ++i) {
-          auto& d = batch[batch.size() - static_cast<size_t>(b_batch - i)];
-          const auto& e = b.dim(i);
-          const bool d_set = d.has_dim_value() || d.has_dim_param();
-          if (!d_set || (d.has_dim_value() && d.dim_value() == 1)) d = e;
-          else if (e.has_dim_value() && d.has_dim_value() && e.dim_value() != 1 && e.dim_value() != d.dim_value())
-            fail_shape_inference("batch dims of A and B do not broadcast");
-        }
+        for (int i = 0; i + 4 < b.dim_size(); ++i) *b_batch.add_dim() = b.dim(i);
       }
-      onnx::TensorShapeProto out;
-      for (const auto& d : batch) *out.add_dim() = d;
+      onnx::bidirectionalBroadcastShapeInference(a_batch, b_batch, out);
       *out.add_dim() = a.dim(a.dim_size() - 2);
       out.add_dim()->set_dim_value(n->i());
       onnx::updateOutputShape(ctx, 0, out);

@@ -257,6 +257,53 @@ TEST_CASE("FusedConv reading FRACTAL_Z weights and FusedMatMul reading FRACTAL_N
               {{"conv_z", "conv"}, {"mm_nz", "mm"}}, 1e-4);
 }
 
+TEST_CASE("FusedConv in NC1HWC0 equals Conv on every path, padding channels included") {
+  // 20 input and 18 output channels: each tensor's second C0 block is mostly padding,
+  // and the blocked outputs are compared whole, so padding that is not 0 fails.
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[2,20,7,7] x, float[18,20,3,3] w, float[18] b, float[2,18,4,4] z, float[20,1,3,3] dw, float[20] db) => (float[2,2,4,4,16] res_f, float[2,2,4,4,16] res_r, float[2,2,4,4,16] first_f, float[2,2,4,4,16] first_r, float[2,2,7,7,16] dw_f, float[2,2,7,7,16] dw_r, float[2,2,4,4,16] gelu_f, float[2,2,4,4,16] gelu_r, float[2,2,4,4,16] mish_f, float[2,2,4,4,16] mish_r, float[2,2,4,4,16] quick_f, float[2,2,4,4,16] quick_r) {
+      x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
+      z5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (z)
+      wz = ai.geopt.TransData <src_format = "NCHW", dst_format = "FRACTAL_Z"> (w)
+      c = Conv <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (x, w, b)
+      res_f = ai.geopt.FusedConv <data_format = "NC1HWC0", weight_format = "FRACTAL_Z", channels = 18, kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], activation = "Relu"> (x5, wz, b, z5)
+      cz = Add(c, z)
+      rr = Relu(cz)
+      res_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (rr)
+      first_f = ai.geopt.FusedConv <data_format = "NC1HWC0", input_format = "NCHW", kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], activation = "Tanh"> (x, w, b)
+      ct = Tanh(c)
+      first_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (ct)
+      dw_f = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [3, 3], pads = [1, 1, 1, 1], activation = "Clip", activation_params = [-0.5, 0.5]> (x5, dw, db)
+      d = Conv <group = 20, kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (x, dw, db)
+      lo = Constant <value = float {-0.5}> ()
+      hi = Constant <value = float {0.5}> ()
+      dc = Clip(d, lo, hi)
+      dw_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (dc)
+      gelu_f = ai.geopt.FusedConv <data_format = "NC1HWC0", weight_format = "FRACTAL_Z", channels = 18, kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], activation = "Gelu"> (x5, wz, b)
+      sqrt2 = Constant <value = float {1.4142135623730951}> ()
+      one = Constant <value = float {1.0}> ()
+      half = Constant <value = float {0.5}> ()
+      e = Div(c, sqrt2)
+      erf = Erf(e)
+      e1 = Add(erf, one)
+      xm = Mul(c, e1)
+      gr = Mul(xm, half)
+      gelu_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (gr)
+      mish_f = ai.geopt.FusedConv <data_format = "NC1HWC0", weight_format = "FRACTAL_Z", channels = 18, kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], activation = "Mish"> (x5, wz, b)
+      sp = Softplus(c)
+      th = Tanh(sp)
+      mr = Mul(c, th)
+      mish_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (mr)
+      quick_f = ai.geopt.FusedConv <data_format = "NC1HWC0", weight_format = "FRACTAL_Z", channels = 18, kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], activation = "QuickGelu", activation_params = [1.5]> (x5, wz, b)
+      ac = Constant <value = float {1.5}> ()
+      ax = Mul(c, ac)
+      sx = Sigmoid(ax)
+      qr = Mul(c, sx)
+      quick_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (qr)
+    })",
+              {{"res_f", "res_r"}, {"first_f", "first_r"}, {"dw_f", "dw_r"}, {"gelu_f", "gelu_r"}, {"mish_f", "mish_r"}, {"quick_f", "quick_r"}}, 1e-5);
+}
+
 TEST_CASE("FRACTAL_Z and FRACTAL_NZ put each element where CANN does, pad with zeros, and convert back") {
   // Conv weights [N=20, C=3, H=3, W=3] (f32, C0 = 16): [ceil(3/16)*3*3, ceil(20/16), 16, 16] = [9, 2, 16, 16].
   HostTensor w(DType::F32, {20, 3, 3, 3});

@@ -8,6 +8,8 @@
 #include <new>
 #include <thread>
 
+#include <omp.h>
+
 #include "eval/kernel_call.h"
 #include "onnx/captures.h"
 #include "onnx/import.h"
@@ -250,19 +252,40 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       record(k);
     }
   } else {
+    // One budget of threads for all streams: a kernel takes its share of the threads
+    // free when it starts (the free ones split among the streams ready to start one),
+    // so N streams never run more threads than one stream would.
     std::mutex mutex;
     std::condition_variable changed;
     std::exception_ptr failure;
+    const size_t streams = c.stream_kernels.size();
+    int free_threads = std::max(1, omp_get_max_threads());
+    std::vector<size_t> next(streams, 0);
+    std::vector<char> busy(streams, 0);
+    auto ready_elsewhere = [&](size_t self) {
+      int ready = 0;
+      for (size_t s = 0; s < streams; ++s)
+        if (s != self && !busy[s] && next[s] < c.stream_kernels[s].size() && waits_met(c.stream_kernels[s][next[s]])) ++ready;
+      return ready;
+    };
     auto stream_main = [&](size_t s) {
       try {
         for (size_t k : c.stream_kernels[s]) {
+          int take = 0;
           {
             std::unique_lock lock(mutex);
-            changed.wait(lock, [&] { return failure || waits_met(k); });
+            changed.wait(lock, [&] { return failure || (waits_met(k) && free_threads > 0); });
             if (failure) return;
+            take = std::max(1, free_threads / (1 + ready_elsewhere(s)));
+            free_threads -= take;
+            busy[s] = 1;
           }
+          omp_set_num_threads(take);
           run_kernel(k, pool.get(), schedule, runtime_dims);
           std::lock_guard lock(mutex);
+          free_threads += take;
+          busy[s] = 0;
+          ++next[s];
           record(k);
           changed.notify_all();
         }
@@ -272,10 +295,12 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
         changed.notify_all();
       }
     };
+    const int caller_threads = omp_get_max_threads();
     std::vector<std::thread> threads;
-    for (size_t s = 1; s < c.stream_kernels.size(); ++s) threads.emplace_back(stream_main, s);
-    if (!c.stream_kernels.empty()) stream_main(0);
+    for (size_t s = 1; s < streams; ++s) threads.emplace_back(stream_main, s);
+    if (streams) stream_main(0);
     for (auto& t : threads) t.join();
+    omp_set_num_threads(caller_threads);
     if (failure) std::rethrow_exception(failure);
   }
 

@@ -4,6 +4,7 @@
 #include <random>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <onnx/onnx_pb.h>
 
@@ -122,10 +123,13 @@ class GraphScope final : public Scope {
 // Runs graph g of `model` with `env` holding its inputs; a value no node here produces
 // is looked up in `outer`. Values are dropped after their last use (what a body reads
 // of this graph is an input of the node that holds it: onnx/captures.h).
+// `precomputed` values are not computed again (their nodes are skipped).
 NamedTensors run_graph(const Model& model, const KernelRegistry& kernels, const Graph& g,
-                       std::unordered_map<const Value*, HostTensor> env, const Scope* outer, OpProfile* profile) {
+                       std::unordered_map<const Value*, HostTensor> env, const Scope* outer, OpProfile* profile,
+                       const PrecomputedValues& precomputed = {}) {
   // An input with an initializer takes the fed value when there is one (env holds the feeds).
   for (const Value* v : g.initializers()) env.try_emplace(v, HostTensor::view(*v->initializer));
+  for (const auto& [v, t] : precomputed.values) env.try_emplace(v, t);
 
   std::unordered_map<const Value*, size_t> last_use;
   for (size_t i = 0; i < g.nodes().size(); ++i)
@@ -136,6 +140,7 @@ NamedTensors run_graph(const Model& model, const KernelRegistry& kernels, const 
 
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = *g.nodes()[i];
+    if (precomputed.nodes.count(&n)) continue;
     const KernelInfo* k = kernels.find(n.domain, n.op_type);
     if (!k) throw Error(n.describe() + ": the reference evaluator has no kernel for " + (n.domain.empty() ? "" : n.domain + "::") + n.op_type);
     std::vector<const HostTensor*> ptrs;
@@ -160,7 +165,7 @@ NamedTensors run_graph(const Model& model, const KernelRegistry& kernels, const 
     for (size_t o = 0; o < n.outputs().size(); ++o)
       if (n.outputs()[o]) env[n.outputs()[o]] = std::move(results[o]);
     for (const Value* in : n.inputs())
-      if (in && last_use[in] == i) env.erase(in);
+      if (in && last_use[in] == i && !precomputed.values.count(in)) env.erase(in);
   }
   NamedTensors outs;
   for (const Value* v : g.outputs()) {
@@ -175,12 +180,54 @@ NamedTensors run_graph(const Model& model, const KernelRegistry& kernels, const 
 
 }  // namespace
 
+// A node is computed once when it reads constants only: initializers no feed can
+// replace, or values computed so. Control flow (its bodies may read anything) and
+// random ops (each run draws anew) are left to each run.
+void Evaluator::precompute_constants() const {
+  const Graph& g = *model_.graph;
+  PrecomputedValues done;
+  std::unordered_map<const Value*, HostTensor> constants;
+  for (const Value* v : g.initializers()) {
+    bool fed = false;
+    for (const Value* in : g.inputs()) fed = fed || in == v;
+    if (!fed) constants.emplace(v, HostTensor::view(*v->initializer));
+  }
+  for (const auto& node : g.nodes()) {
+    const Node& n = *node;
+    bool foldable = !n.is_nondeterministic() && !n.outputs().empty();
+    for (const auto& a : n.attributes) foldable = foldable && a.kind != AttrKind::Graph && a.kind != AttrKind::Graphs;
+    std::vector<const HostTensor*> ptrs;
+    for (const Value* in : n.inputs()) {
+      if (!foldable) break;
+      auto it = in ? constants.find(in) : constants.end();
+      foldable = !in || it != constants.end();
+      if (foldable) ptrs.push_back(in ? &it->second : nullptr);
+    }
+    if (!foldable) continue;
+    std::vector<HostTensor> results = call_kernel(*kernels_.find(n.domain, n.op_type), n, model_.opset_version(n.domain), std::move(ptrs));
+    for (size_t o = 0; o < n.outputs().size(); ++o)
+      if (const Value* out = n.outputs()[o]) constants.emplace(out, results[o].frozen());
+    done.nodes.insert(&n);
+  }
+  // Keep only what a run reads: a constant that only fed other constants is done with.
+  std::unordered_set<const Value*> read(g.outputs().begin(), g.outputs().end());
+  for (const auto& node : g.nodes())
+    if (!done.nodes.count(node.get()))
+      for (const Value* in : node->inputs()) read.insert(in);
+  for (const auto& node : g.nodes())
+    if (done.nodes.count(node.get()))
+      for (const Value* out : node->outputs())
+        if (out && read.count(out)) done.values.emplace(out, constants.at(out));
+  precomputed_ = std::move(done);
+}
+
 NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs, OpProfile* profile) const {
   check_inputs(inputs);
+  std::call_once(precomputed_once_, [this] { precompute_constants(); });
   const Graph& g = *model_.graph;
   std::unordered_map<const Value*, HostTensor> env;
   for (const auto& [name, t] : inputs) env[g.find_value(name)] = t;
-  return run_graph(model_, kernels_, g, std::move(env), nullptr, profile);
+  return run_graph(model_, kernels_, g, std::move(env), nullptr, profile, precomputed_);
 }
 
 std::vector<HostTensor> run_body(const Graph& body, const std::vector<HostTensor>& inputs, const Scope& outer) {

@@ -2,7 +2,10 @@
 // The reference evaluator: runs an IR graph on the host, node by node in
 // topological order, with the built-in kernels. No hardware knowledge.
 #include <map>
+#include <mutex>
 #include <random>
+#include <unordered_map>
+#include <unordered_set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +23,13 @@ struct OpProfile {
   std::map<std::string, std::pair<double, int64_t>> by_op;  // op -> (total ms, calls)
 };
 
+// The nodes of a graph that read constants only, computed once, and those of their
+// values that the other nodes (or the graph's outputs) read.
+struct PrecomputedValues {
+  std::unordered_set<const Node*> nodes;
+  std::unordered_map<const Value*, HostTensor> values;
+};
+
 class Evaluator {
  public:
   // Throws geopt::Error listing every node whose op has no kernel.
@@ -28,14 +38,20 @@ class Evaluator {
   // Graph inputs the caller must feed (those without an initializer).
   std::vector<const Value*> required_inputs() const;
   // Checks the feeds (names, dtypes, shapes, symbolic dims) and runs the graph.
-  // Returns the graph outputs in their declared order.
+  // Returns the graph outputs in their declared order. The first run also computes
+  // the nodes that depend on constants only (a weight's TransData, a Constant), once:
+  // later runs reuse them, as a session does after loading a model, and kernels may
+  // cache what they derive from them (they are constants).
   NamedTensors run(const std::map<std::string, HostTensor>& inputs, OpProfile* profile = nullptr) const;
 
  private:
   void check_inputs(const std::map<std::string, HostTensor>& inputs) const;
+  void precompute_constants() const;
 
   const Model& model_;
   const KernelRegistry& kernels_;
+  mutable std::once_flag precomputed_once_;
+  mutable PrecomputedValues precomputed_;
 };
 
 // Runs a control-flow body (If branch, Loop or Scan body): `inputs` bind its graph

@@ -112,6 +112,13 @@ HostTensor HostTensor::borrowed(DType dtype, std::vector<int64_t> dims, const st
 
 int64_t HostTensor::size() const { return count(dims_); }
 
+HostTensor HostTensor::frozen() const {
+  HostTensor t = *this;
+  t.writable_ = false;
+  t.constant_ = true;
+  return t;
+}
+
 std::byte* HostTensor::mutable_raw() {
   if (!writable_ && data_) throw InternalError("writing to a read-only constant tensor");
   return data_;

@@ -63,6 +63,9 @@ class HostTensor {
   // Same bytes, other dims (element counts must match); shares storage.
   HostTensor reshaped(std::vector<int64_t> dims) const;
   HostTensor clone() const;
+  // A read-only handle on the same bytes, marked constant: the caller promises they
+  // never change while it lives (the evaluator's precomputed constants).
+  HostTensor frozen() const;
   // A copy of the bytes as a constant tensor (folding makes initializers this way).
   std::shared_ptr<Tensor> to_constant(std::string name) const;
   // The same, handing the bytes over instead of copying them (a folded weight is as

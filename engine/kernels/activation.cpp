@@ -1,13 +1,18 @@
 #include "kernels/activation.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "kernels/row_math.h"
 
 namespace geopt {
 
-float gelu_erf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
-
-float gelu_tanh(float x) {
-  return 0.5f * x * (1.0f + std::tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+void gelu_in_place(HostTensor& y, bool tanh_approximation) {
+  float* p = y.mutable_data<float>();
+  const int64_t n = y.size();
+  constexpr int64_t kChunk = 4096;
+#pragma omp parallel for if (n > (1 << 16))
+  for (int64_t first = 0; first < n; first += kChunk) gelu_row(p + first, std::min(kChunk, n - first), tanh_approximation);
 }
 
 void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string& name, const std::vector<float>& params) {
@@ -39,7 +44,7 @@ void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string
     const float a = params.empty() ? 1.702f : params[0];
     each([a](float v) { return v / (1.0f + std::exp(-a * v)); });
   } else if (name == "Gelu") {
-    each(gelu_erf);
+    gelu_in_place(y, false);
   } else if (name == "Tanh") {
     each([](float v) { return std::tanh(v); });
   } else {

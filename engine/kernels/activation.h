@@ -9,7 +9,7 @@ namespace geopt {
 
 // Applies `name` with `params` to every element of an f32 tensor, in place.
 void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string& name, const std::vector<float>& params);
-float gelu_erf(float x);
-float gelu_tanh(float x);
+// GELU of every element of an f32 tensor on the vector row loop (row_math.h).
+void gelu_in_place(HostTensor& y, bool tanh_approximation);
 
 }  // namespace geopt

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <sstream>
 
+#include <omp.h>
+
 #include "kernels/dispatch.h"
 #include "kernels/onednn.h"
 
@@ -90,18 +92,28 @@ ConvCache& conv_cache() {
 
 }  // namespace
 
-HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const HostTensor* b) {
+HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const HostTensor* b,
+                             const ConvFusion& fusion) {
   using namespace dnnl;
   using dt = memory::data_type;
-  if (x.rank() < 3 || x.rank() > 5) ctx.fail("Conv supports 1-D, 2-D and 3-D inputs");
-  if (w.rank() != x.rank()) ctx.fail("weights rank differs from input rank");
+  using tag = memory::format_tag;
+  const size_t rank = fusion.x_blocked ? x.rank() - 1 : x.rank();
+  if (rank < 3 || rank > 5) ctx.fail("Conv supports 1-D, 2-D and 3-D inputs");
+  if (w.rank() != rank) ctx.fail("weights rank differs from input rank");
   if (x.dtype() != DType::F32 || w.dtype() != DType::F32) ctx.fail("Conv runs on f32 (got " + dtype_name(x.dtype()) + ")");
+  if ((fusion.x_blocked || fusion.y_blocked) && rank != 4) ctx.fail("NC1HWC0 needs a 2-D convolution");
   const int64_t group = ctx.attr_int("group", 1);
-  const int64_t n = x.dims()[0], c = x.dims()[1], m = w.dims()[0];
-  if (group <= 0 || c % group != 0 || m % group != 0 || w.dims()[1] * group != c)
+  const int64_t m = w.dims()[0];
+  if (group <= 0 || m % group != 0) ctx.fail("weights " + w.shape_string() + " do not match group " + std::to_string(group));
+  const int64_t n = x.dims()[0], c = fusion.x_blocked ? w.dims()[1] * group : x.dims()[1];
+  if (fusion.x_blocked && (x.dims()[4] != 16 || (c + 15) / 16 != x.dims()[1]))
+    ctx.fail("input " + x.shape_string() + " is not NC1HWC0 (C0 16) of the weights' " + std::to_string(c) + " channels");
+  if (c % group != 0 || w.dims()[1] * group != c)
     ctx.fail("channels " + std::to_string(c) + " and weights " + w.shape_string() + " do not match group " + std::to_string(group));
+  std::vector<int64_t> plain_x(x.dims().begin(), x.dims().begin() + static_cast<int64_t>(rank));
+  plain_x[1] = c;
   std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape", std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
-  WindowGeometry g = window_geometry(ctx, x.dims(), kernel, false);
+  WindowGeometry g = window_geometry(ctx, plain_x, kernel, false);
 
   memory::dims src_dims{n, c}, dst_dims{n, m}, wei_dims, dil, strides(g.strides.begin(), g.strides.end());
   src_dims.insert(src_dims.end(), g.in.begin(), g.in.end());
@@ -113,22 +125,34 @@ HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const Host
   memory::dims pl(g.pad_begin.begin(), g.pad_begin.end()), pr(g.pad_end.begin(), g.pad_end.end());
 
   std::vector<int64_t> out_dims(dst_dims.begin(), dst_dims.end());
-  HostTensor y = HostTensor::uninitialized(DType::F32, out_dims);  // the primitive writes every element
+  if (fusion.y_blocked) {
+    out_dims[1] = (m + 15) / 16;
+    out_dims.push_back(16);
+  }
+  if (fusion.residual) {
+    if (fusion.residual->dtype() != DType::F32 || fusion.residual->dims() != out_dims)
+      ctx.fail("the residual " + fusion.residual->shape_string() + " must match the output " +
+               HostTensor::borrowed(DType::F32, out_dims, nullptr, nullptr, false).shape_string());
+  }
+  HostTensor y = HostTensor::uninitialized(DType::F32, out_dims);  // the primitive (or its reorder) writes every byte
   if (y.size() == 0) return y;
   engine& eng = cpu_engine();
-  thread_local stream s(eng);
-  const size_t rank = x.rank();
-  memory::desc src_user_md(src_dims, dt::f32, plain_tag(rank, false));
+  stream& s = cpu_stream();
+  memory::desc src_user_md(src_dims, dt::f32, fusion.x_blocked ? tag::nChw16c : plain_tag(rank, false));
   memory::desc wei_user_md(wei_dims, dt::f32, plain_tag(rank, group > 1));
-  memory::desc dst_user_md(dst_dims, dt::f32, plain_tag(rank, false));
-  memory::desc bias_md = b ? memory::desc({m}, dt::f32, memory::format_tag::a) : memory::desc();
-  auto any = [](const memory::dims& d) { return memory::desc(d, dt::f32, memory::format_tag::any); };
+  memory::desc dst_user_md(dst_dims, dt::f32, fusion.y_blocked ? tag::nChw16c : plain_tag(rank, false));
+  memory::desc bias_md = b ? memory::desc({m}, dt::f32, tag::a) : memory::desc();
+  auto any = [](const memory::dims& d) { return memory::desc(d, dt::f32, tag::any); };
+  post_ops ops;
+  if (fusion.residual) ops.append_sum(1.0f);
+  append_activation(ctx, ops, fusion.activation, fusion.activation_params);
   std::ostringstream key_stream;
   for (const auto* v : {&src_dims, &wei_dims, &dst_dims, &strides, &dil, &pl, &pr}) {
     for (auto d : *v) key_stream << d << ',';
     key_stream << ';';
   }
-  key_stream << (b ? "bias" : "");
+  key_stream << (b ? "bias;" : ";") << (fusion.residual ? "sum;" : ";") << activation_key(fusion.activation, fusion.activation_params)
+             << ";threads " << omp_get_max_threads();  // a primitive runs the thread count it was made for
   const std::string key = key_stream.str();
   ConvCache& cache = conv_cache();
   std::shared_ptr<ConvPlan> plan;
@@ -140,6 +164,7 @@ HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const Host
                                      bias_md, any(dst_dims), strides, dil, pl, pr);
       primitive_attr attr;
       attr.set_scratchpad_mode(scratchpad_mode::user);
+      attr.set_post_ops(ops);
       convolution_forward::primitive_desc made(desc, attr, eng);
       slot = std::make_shared<ConvPlan>(ConvPlan{made, convolution_forward(made)});
     }
@@ -157,6 +182,7 @@ HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const Host
   memory src = prepare(pd.src_desc(), src_user_md, x.raw());
   memory wei;
   if (w.is_constant() && pd.weights_desc() != wei_user_md) {
+    // Reordered once per weight, while the weight lives.
     std::lock_guard lock(cache.mutex);
     auto& entry = cache.weights[{w.raw(), key}];
     if (entry.owner.expired() || entry.owner.lock() != w.storage()) {
@@ -172,6 +198,10 @@ HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const Host
   }
   memory dst_user(dst_user_md, eng, y.mutable_raw());
   memory dst = pd.dst_desc() == dst_user_md ? dst_user : memory(pd.dst_desc(), eng);
+  if (fusion.residual) {  // the sum post-op adds what dst holds
+    memory r(dst_user_md, eng, const_cast<std::byte*>(fusion.residual->raw()));
+    reorder(r, dst).execute(s, r, dst);
+  }
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
   if (b) {
     if (b->size() != m) ctx.fail("bias has " + std::to_string(b->size()) + " values for " + std::to_string(m) + " channels");
@@ -183,6 +213,10 @@ HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const Host
   if (dst != dst_user) reorder(dst, dst_user).execute(s, dst, dst_user);
   s.wait();
   return y;
+}
+
+HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const HostTensor* b) {
+  return fused_convolution(ctx, x, w, b, ConvFusion{});
 }
 
 namespace {

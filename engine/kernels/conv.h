@@ -1,6 +1,7 @@
 #pragma once
 // Convolution geometry (ONNX attributes resolved to numbers) and the f32
 // convolution on oneDNN, shared by Conv and ai.geopt::FusedConv.
+#include <string>
 #include <vector>
 
 #include "eval/kernel.h"
@@ -18,5 +19,20 @@ WindowGeometry window_geometry(const KernelContext& ctx, const std::vector<int64
 
 // y = Conv(x, w) + b (b may be null); x [N, C, spatial...], w [M, C/group, k...].
 HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const HostTensor* b);
+
+// What a fused convolution adds to Conv, all computed by the one oneDNN primitive:
+// tensors in NC1HWC0 (C0 = 16: oneDNN's nChw16c) instead of NCHW, a residual summed
+// before the activation, and the activation (docs/OPS.md's list) as post-ops.
+struct ConvFusion {
+  bool x_blocked = false;  // x is [N, C1, H, W, 16] holding `channels_in` channels
+  bool y_blocked = false;  // y (and the residual) are [N, M1, H, W, 16]
+  const HostTensor* residual = nullptr;
+  std::string activation = "none";
+  std::vector<float> activation_params;
+};
+
+// y = act(Conv(x, w) + b + residual). Blocked outputs keep their padding channels 0.
+HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const HostTensor* b,
+                             const ConvFusion& fusion);
 
 }  // namespace geopt

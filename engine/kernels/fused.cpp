@@ -1,5 +1,6 @@
 // Reference kernels of the ai.geopt fused ops (docs/OPS.md). Each must equal
 // its unfused definition; tests/test_fused_kernels.cpp checks that.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -10,6 +11,7 @@
 #include "kernels/elementwise_util.h"
 #include "kernels/linalg.h"
 #include "kernels/norm.h"
+#include "kernels/row_math.h"
 
 namespace geopt {
 namespace {
@@ -23,7 +25,9 @@ void gelu(KernelContext& ctx) {
   require_f32(ctx, x);
   const std::string mode = ctx.attr_string("approximate", "none");
   if (mode != "none" && mode != "tanh") ctx.fail("approximate must be 'none' or 'tanh'");
-  ctx.outputs[0] = map_unary<float>(x, DType::F32, mode == "tanh" ? gelu_tanh : gelu_erf);
+  HostTensor y = x.clone();
+  gelu_in_place(y, mode == "tanh");
+  ctx.outputs[0] = std::move(y);
 }
 
 void rsqrt(KernelContext& ctx) {
@@ -49,15 +53,21 @@ void fused_matmul(KernelContext& ctx) {
   const HostTensor& a = ctx.input(0);
   if (b_format == "FRACTAL_NZ" && (a.rank() < 1 || ctx.attr_int("n", 0) <= 0)) ctx.fail("a FRACTAL_NZ operand needs `n` (its columns)");
   HostTensor b = b_format == "ND" ? ctx.input(1) : unpacked_weight(ctx.input(1), {a.dim(-1), ctx.attr_int("n", 0)}, true);
+  const std::string activation = ctx.attr_string("activation", "none");
+  const std::vector<float> params = ctx.attr_floats("activation_params");
+  if (auto y = fused_matmul_f32(ctx, a, b, ctx.has_input(2) ? &ctx.input(2) : nullptr, activation, params)) {
+    ctx.outputs[0] = std::move(*y);
+    return;
+  }
   HostTensor y = matmul(ctx, a, b);
   require_f32(ctx, y);
   if (ctx.has_input(2)) add_broadcast(ctx, y, ctx.input(2));
-  apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
+  apply_activation(ctx, y, activation, params);
   ctx.outputs[0] = std::move(y);
 }
 
-// In NC1HWC0 the reference converts to NCHW, convolves, and converts back; the
-// padding channels come out zero, as a device kernel leaves them.
+// One oneDNN convolution: NC1HWC0 is its nChw16c, the residual and activation its
+// post-ops; the padding channels come out zero, as a device kernel leaves them.
 void fused_conv(KernelContext& ctx) {
   const std::string format = ctx.attr_string("data_format", "NCHW");
   if (format != "NCHW" && format != "NC1HWC0") ctx.fail("data_format must be NCHW or NC1HWC0");
@@ -66,24 +76,25 @@ void fused_conv(KernelContext& ctx) {
   if (weight_format != "NCHW" && weight_format != "FRACTAL_Z") ctx.fail("weight_format must be NCHW or FRACTAL_Z");
   const std::string input_format = ctx.attr_string("input_format", "");
   if (!input_format.empty() && (input_format != "NCHW" || !blocked)) ctx.fail("input_format must be empty, or NCHW with data_format NC1HWC0");
-  // A first conv reading its NCHW input as given: the reference lays it out first.
-  const HostTensor x_given = input_format == "NCHW" ? to_nc1hwc0(ctx.input(0)) : HostTensor{};
-  const HostTensor& x_in = input_format == "NCHW" ? x_given : ctx.input(0);
+  const HostTensor& x_in = ctx.input(0);
   HostTensor w = ctx.input(1);
   if (weight_format == "FRACTAL_Z") {
-    // Read back with the input's padded channels (zero weights meet zero channels).
     const std::vector<int64_t> k = ctx.attr_ints("kernel_shape", {});
     const int64_t m = ctx.attr_int("channels", 0);
     if (!blocked || ctx.attr_int("group", 1) != 1 || k.size() != 2 || m <= 0)
       ctx.fail("FRACTAL_Z weights need data_format NC1HWC0, group 1, a 2-D kernel_shape and `channels`");
-    w = unpacked_weight(w, {m, x_in.dim(1) * x_in.dim(4), k[0], k[1]}, false);
+    if (x_in.rank() != (input_format == "NCHW" ? 4 : 5)) ctx.fail("the input " + x_in.shape_string() + " is not in its format");
+    // An NC1HWC0 input's padding channels meet zero weights.
+    const int64_t channels_in = x_in.rank() == 5 ? x_in.dim(1) * x_in.dim(4) : x_in.dim(1);
+    w = unpacked_weight(w, {m, channels_in, k[0], k[1]}, false);
   }
-  const int64_t channels_in = w.rank() == 4 ? w.dims()[1] * ctx.attr_int("group", 1) : 0;
-  HostTensor x = blocked ? from_nc1hwc0(x_in, channels_in) : ctx.input(0);
-  HostTensor y = convolution(ctx, x, w, ctx.has_input(2) ? &ctx.input(2) : nullptr);
-  if (ctx.has_input(3)) add_broadcast(ctx, y, blocked ? from_nc1hwc0(ctx.input(3), w.dims()[0]) : ctx.input(3));
-  apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
-  ctx.outputs[0] = blocked ? to_nc1hwc0(y) : std::move(y);
+  ConvFusion fusion;
+  fusion.x_blocked = blocked && input_format != "NCHW";
+  fusion.y_blocked = blocked;
+  fusion.residual = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  fusion.activation = ctx.attr_string("activation", "none");
+  fusion.activation_params = ctx.attr_floats("activation_params");
+  ctx.outputs[0] = fused_convolution(ctx, x_in, w, ctx.has_input(2) ? &ctx.input(2) : nullptr, fusion);
 }
 
 void trans_data(KernelContext& ctx) {
@@ -95,17 +106,68 @@ void trans_data(KernelContext& ctx) {
   else ctx.fail("TransData supports NCHW <-> NC1HWC0, NCHW -> FRACTAL_Z and ND -> FRACTAL_NZ, not " + src + " -> " + dst);
 }
 
-// softmax(Q K^T * scale + mask [causal]) V, one (batch, head) matrix at a time.
-HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTensor& k, const HostTensor& v, const HostTensor* mask) {
+// Where each (batch, head) matrix of an attention operand lies: BNSD [..., S, D] holds
+// them whole; BSND [..., S, N, D] interleaves the heads, a row every N * D elements.
+// `lead` are the batch dims ([...] or [..., N]), `strides` their element strides.
+struct AttentionMatrices {
+  std::vector<int64_t> lead, strides;
+  int64_t rows = 0, cols = 0, row_stride = 0;
+};
+
+AttentionMatrices matrices_of(const std::vector<int64_t>& dims, bool bsnd) {
+  AttentionMatrices m;
+  const size_t r = dims.size();
+  m.cols = dims[r - 1];
+  if (bsnd) {
+    m.rows = dims[r - 3];
+    m.row_stride = dims[r - 2] * m.cols;
+    m.lead.assign(dims.begin(), dims.end() - 3);
+    m.lead.push_back(dims[r - 2]);
+    m.strides.assign(m.lead.size(), 0);
+    m.strides.back() = m.cols;
+    int64_t outer = m.rows * m.row_stride;
+    for (size_t i = m.lead.size() - 1; i-- > 0;) {
+      m.strides[i] = outer;
+      outer *= m.lead[i];
+    }
+  } else {
+    m.rows = dims[r - 2];
+    m.row_stride = m.cols;
+    m.lead.assign(dims.begin(), dims.end() - 2);
+    m.strides.assign(m.lead.size(), 0);
+    int64_t outer = m.rows * m.cols;
+    for (size_t i = m.lead.size(); i-- > 0;) {
+      m.strides[i] = outer;
+      outer *= m.lead[i];
+    }
+  }
+  return m;
+}
+
+// Element strides of m's lead dims over `batch` (right-aligned; a dim of 1 repeats).
+std::vector<int64_t> batch_strides(const AttentionMatrices& m, const std::vector<int64_t>& batch) {
+  std::vector<int64_t> out(batch.size(), 0);
+  const size_t skip = batch.size() - m.lead.size();
+  for (size_t i = 0; i < m.lead.size(); ++i)
+    if (m.lead[i] != 1) out[skip + i] = m.strides[i];
+  return out;
+}
+
+// softmax(Q K^T * scale + mask [causal]) V for each (batch, head), in the layout given.
+// FlashAttention's loop: blocks of queries against tiles of keys, the softmax kept
+// online (running max and sum per query row, the output rescaled when the max grows),
+// so no score matrix larger than one tile exists, and BSND is read where it lies.
+HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTensor& k, const HostTensor& v, const HostTensor* mask,
+                     bool bsnd = false) {
   for (const HostTensor* t : {&q, &k, &v}) {
     require_f32(ctx, *t);
-    if (t->rank() < 2) ctx.fail("Q, K and V need rank >= 2");
+    if (t->rank() < (bsnd ? 3u : 2u)) ctx.fail(bsnd ? "input_layout BSND needs Q, K and V of rank >= 3" : "Q, K and V need rank >= 2");
   }
-  const int64_t s = q.dim(-2), d = q.dim(-1), t = k.dim(-2), dv = v.dim(-1);
-  if (k.dim(-1) != d || v.dim(-2) != t) ctx.fail("Q " + q.shape_string() + ", K " + k.shape_string() + ", V " + v.shape_string() + " do not fit");
-  auto lead = [](const HostTensor& x) { return std::vector<int64_t>(x.dims().begin(), x.dims().end() - 2); };
+  const AttentionMatrices mq = matrices_of(q.dims(), bsnd), mk = matrices_of(k.dims(), bsnd), mv = matrices_of(v.dims(), bsnd);
+  const int64_t s = mq.rows, d = mq.cols, t = mk.rows, dv = mv.cols;
+  if (mk.cols != d || mv.rows != t) ctx.fail("Q " + q.shape_string() + ", K " + k.shape_string() + ", V " + v.shape_string() + " do not fit");
   std::vector<int64_t> batch;
-  if (!broadcast_shape({lead(q), lead(k), lead(v)}, batch)) ctx.fail("batch dims of Q, K, V do not broadcast");
+  if (!broadcast_shape({mq.lead, mk.lead, mv.lead}, batch)) ctx.fail("batch dims of Q, K, V do not broadcast");
   float scale = ctx.attr_float("scale", 0.0f);
   if (scale == 0.0f) scale = 1.0f / std::sqrt(static_cast<float>(d));
   const bool causal = ctx.attr_int("causal", 0) != 0;
@@ -121,42 +183,65 @@ HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTe
     mask_strides = broadcast_strides(mask->dims(), score_dims);
   }
   std::vector<int64_t> out_dims = batch;
-  out_dims.push_back(s);
+  if (bsnd) out_dims.insert(out_dims.end() - 1, s);
+  else out_dims.push_back(s);
   out_dims.push_back(dv);
-  HostTensor y(DType::F32, out_dims);
+  HostTensor y = HostTensor::uninitialized(DType::F32, out_dims);  // each block fills its rows
+  const AttentionMatrices my = matrices_of(out_dims, bsnd);
   int64_t batches = 1;
   for (int64_t b : batch) batches *= b;
-  auto sq = broadcast_strides(lead(q), batch), sk = broadcast_strides(lead(k), batch), sv = broadcast_strides(lead(v), batch);
+  const auto sq = batch_strides(mq, batch), sk = batch_strides(mk, batch), sv = batch_strides(mv, batch), sy = batch_strides(my, batch);
   const size_t nb = batch.size();
-#pragma omp parallel for if (batches > 1)
-  for (int64_t bi = 0; bi < batches; ++bi) {
-    std::vector<float> scores(static_cast<size_t>(s * t));
-    int64_t oq = 0, ok = 0, ov = 0, om = 0, r = bi;
+  constexpr int64_t kQueryBlock = 128, kKeyTile = 256;
+  const int64_t query_blocks = (s + kQueryBlock - 1) / kQueryBlock;
+  const float* pq = q.data<float>();
+  const float* pk = k.data<float>();
+  const float* pv = v.data<float>();
+  float* py = y.mutable_data<float>();
+#pragma omp parallel for if (batches * query_blocks > 1)
+  for (int64_t task = 0; task < batches * query_blocks; ++task) {
+    const int64_t bi = task / query_blocks, q0 = (task % query_blocks) * kQueryBlock, rows = std::min(kQueryBlock, s - q0);
+    int64_t oq = 0, ok = 0, ov = 0, oy = 0, om = 0, r = bi;
     for (size_t i = nb; i-- > 0;) {
-      int64_t c = r % batch[i];
+      const int64_t c = r % batch[i];
       r /= batch[i];
       oq += c * sq[i];
       ok += c * sk[i];
       ov += c * sv[i];
+      oy += c * sy[i];
       if (mask) om += c * mask_strides[i];
     }
-    gemm_f32(false, true, s, t, d, scale, q.data<float>() + oq * s * d, k.data<float>() + ok * t * d, 0.0f, scores.data());
-    for (int64_t i = 0; i < s; ++i) {
-      float* row = scores.data() + i * t;
-      if (mask)
-        for (int64_t j = 0; j < t; ++j) row[j] += mask->data<float>()[om + i * mask_strides[nb] + j * mask_strides[nb + 1]];
-      if (causal)
-        for (int64_t j = i + (t - s) + 1; j < t; ++j) row[j] = -std::numeric_limits<float>::infinity();
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < t; ++j) mx = std::max(mx, row[j]);
-      float sum = 0;
-      for (int64_t j = 0; j < t; ++j) {
-        row[j] = std::exp(row[j] - mx);
-        sum += row[j];
+    const float* qb = pq + oq + q0 * mq.row_stride;
+    float* out = py + oy + q0 * my.row_stride;
+    std::vector<float> tile(static_cast<size_t>(rows * std::min(kKeyTile, t)));
+    std::vector<float> running_max(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
+    std::vector<float> running_sum(static_cast<size_t>(rows), 0.0f);
+    for (int64_t i = 0; i < rows; ++i) std::fill(out + i * my.row_stride, out + i * my.row_stride + dv, 0.0f);
+    for (int64_t k0 = 0; k0 < t; k0 += kKeyTile) {
+      const int64_t cols = std::min(kKeyTile, t - k0);
+      gemm_f32(false, true, rows, cols, d, scale, qb, mq.row_stride, pk + ok + k0 * mk.row_stride, mk.row_stride, 0.0f, tile.data(), cols);
+      for (int64_t i = 0; i < rows; ++i) {
+        float* row = tile.data() + i * cols;
+        const int64_t qi = q0 + i;
+        if (mask)
+          for (int64_t j = 0; j < cols; ++j) row[j] += mask->data<float>()[om + qi * mask_strides[nb] + (k0 + j) * mask_strides[nb + 1]];
+        if (causal)
+          for (int64_t j = std::max<int64_t>(0, qi + (t - s) + 1 - k0); j < cols; ++j) row[j] = -std::numeric_limits<float>::infinity();
+        const size_t at = static_cast<size_t>(i);
+        const float new_max = std::max(running_max[at], row_max(row, cols));
+        if (new_max == -std::numeric_limits<float>::infinity()) {  // all masked so far: nothing to add
+          std::fill(row, row + cols, 0.0f);
+          continue;
+        }
+        const float rescale = fast_exp(running_max[at] - new_max);
+        running_sum[at] = running_sum[at] * rescale + exp_row(row, row, cols, new_max);
+        running_max[at] = new_max;
+        if (rescale != 1.0f) scale_row(out + i * my.row_stride, dv, rescale);
       }
-      for (int64_t j = 0; j < t; ++j) row[j] /= sum;
+      gemm_f32(false, false, rows, dv, cols, 1.0f, tile.data(), cols, pv + ov + k0 * mv.row_stride, mv.row_stride, 1.0f, out, my.row_stride);
     }
-    gemm_f32(false, false, s, dv, t, 1.0f, scores.data(), v.data<float>() + ov * t * dv, 0.0f, y.mutable_data<float>() + bi * s * dv);
+    if (t > 0)  // a row masked everywhere divides 0 by 0, as the unfused softmax does
+      for (int64_t i = 0; i < rows; ++i) scale_row(out + i * my.row_stride, dv, 1.0f / running_sum[static_cast<size_t>(i)]);
   }
   return y;
 }
@@ -164,26 +249,11 @@ HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTe
 // input_layout BSND: Q, K, V and Y hold the sequence axis before the heads axis
 // ([..., S, N, D]; in 3-D, [S, B*N, D]), as the exporter's head split left them.
 // The attention is the same, over [..., N, S, D] (the mask broadcasts to [..., N, S, T]).
-std::vector<int64_t> swap_sequence_and_heads(int64_t rank) {
-  std::vector<int64_t> perm(static_cast<size_t>(rank));
-  for (int64_t i = 0; i < rank; ++i) perm[static_cast<size_t>(i)] = i;
-  std::swap(perm[static_cast<size_t>(rank - 3)], perm[static_cast<size_t>(rank - 2)]);
-  return perm;
-}
-
 void flash_attention(KernelContext& ctx) {
   const HostTensor* mask = ctx.has_input(3) ? &ctx.input(3) : nullptr;
   const std::string layout = ctx.attr_string("input_layout", "BNSD");
-  if (layout == "BNSD") {
-    ctx.outputs[0] = attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2), mask);
-    return;
-  }
-  if (layout != "BSND") ctx.fail("input_layout must be BNSD or BSND, not " + layout);
-  for (int i = 0; i < 3; ++i)
-    if (ctx.input(i).rank() < 3) ctx.fail("input_layout BSND needs Q, K and V of rank >= 3");
-  auto heads_first = [&](int i) { return transpose(ctx.input(i), swap_sequence_and_heads(ctx.input(i).rank())); };
-  HostTensor y = attention(ctx, heads_first(0), heads_first(1), heads_first(2), mask);
-  ctx.outputs[0] = transpose(y, swap_sequence_and_heads(y.rank()));
+  if (layout != "BNSD" && layout != "BSND") ctx.fail("input_layout must be BNSD or BSND, not " + layout);
+  ctx.outputs[0] = attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2), mask, layout == "BSND");
 }
 
 // Residual + LayerNorm(attention) over the last axis: the seed's fused kernel

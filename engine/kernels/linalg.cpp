@@ -10,17 +10,21 @@
 
 namespace geopt {
 
-void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
-              float beta, float* c) {
+void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+              int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
-    for (int64_t i = 0; i < m * n; ++i) c[i] = beta == 0 ? 0.0f : beta * c[i];
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.0f : beta * c[i * ldc + j];
     return;
   }
-  const int64_t lda = trans_a ? m : k;
-  const int64_t ldb = trans_b ? k : n;
-  dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+  dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (st != dnnl_success) throw Error("oneDNN sgemm failed with status " + std::to_string(static_cast<int>(st)));
+}
+
+void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
+              float beta, float* c) {
+  gemm_f32(trans_a, trans_b, m, n, k, alpha, a, trans_a ? m : k, b, trans_b ? k : n, beta, c, n);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include "kernels/elementwise_util.h"
 #include "kernels/layout.h"
 #include "kernels/norm.h"
+#include "kernels/row_math.h"
 
 namespace geopt {
 namespace {
@@ -50,27 +51,21 @@ RowNorm split_rows(const KernelContext& ctx, const HostTensor& x, int64_t axis_a
   return r;
 }
 
-// y = (x - mean) * invstd * scale + bias per row; rms: no mean subtraction.
+// y = (x - mean) * invstd * scale + bias per row; rms: no mean subtraction. x and y may
+// be the same rows. Single pass over memory: the statistics (Welford, row_math.h) and
+// the normalization read each row while it is in cache.
 void normalize_rows(const float* x, float* y, const RowNorm& r, const std::vector<float>& scale, const std::vector<float>& bias,
                     float eps, bool rms, float* mean_out, float* invstd_out) {
 #pragma omp parallel for if (r.rows * r.cols > (1 << 15))
   for (int64_t row = 0; row < r.rows; ++row) {
     const float* in = x + row * r.cols;
-    float* out = y + row * r.cols;
-    double mean = 0, sq = 0;
-    if (!rms) {
-      for (int64_t j = 0; j < r.cols; ++j) mean += in[j];
-      mean /= static_cast<double>(r.cols);
-    }
-    for (int64_t j = 0; j < r.cols; ++j) {
-      double d = in[j] - mean;
-      sq += d * d;
-    }
-    const double inv = 1.0 / std::sqrt(sq / static_cast<double>(r.cols) + eps);
-    for (int64_t j = 0; j < r.cols; ++j)
-      out[j] = static_cast<float>((in[j] - mean) * inv) * scale[static_cast<size_t>(j)] + bias[static_cast<size_t>(j)];
-    if (mean_out) mean_out[row] = static_cast<float>(mean);
-    if (invstd_out) invstd_out[row] = static_cast<float>(inv);
+    float mean = 0, variance = 0;
+    if (rms) variance = row_mean_square(in, r.cols);
+    else row_moments(in, r.cols, mean, variance);
+    const float inv = 1.0f / std::sqrt(variance + eps);
+    normalize_row(in, y + row * r.cols, r.cols, mean, inv, scale.data(), bias.empty() ? nullptr : bias.data());
+    if (mean_out) mean_out[row] = mean;
+    if (invstd_out) invstd_out[row] = inv;
   }
 }
 
@@ -78,18 +73,24 @@ void require_f32(const KernelContext& ctx, const HostTensor& x) {
   if (x.dtype() != DType::F32) ctx.fail("runs on f32 (got " + dtype_name(x.dtype()) + ")");
 }
 
-void layer_norm(KernelContext& ctx, const HostTensor& x, const HostTensor* scale, const HostTensor* bias, bool rms) {
+void layer_norm(KernelContext& ctx, const HostTensor& x, const HostTensor* scale, const HostTensor* bias, bool rms, bool in_place = false) {
   require_f32(ctx, x);
   RowNorm r = split_rows(ctx, x, ctx.attr_int("axis", -1));
   float eps = ctx.attr_float("epsilon", rms ? 1e-6f : 1e-5f);
   auto s = expand_param(ctx, scale, r.norm_dims, r.cols, 1.0f);
   auto b = expand_param(ctx, bias, r.norm_dims, r.cols, 0.0f);
-  HostTensor y(DType::F32, x.dims());
-  HostTensor mean(DType::F32, r.stat_dims), inv(DType::F32, r.stat_dims);
-  normalize_rows(x.data<float>(), y.mutable_data<float>(), r, s, b, eps, rms, mean.mutable_data<float>(), inv.mutable_data<float>());
+  if (!bias) b.clear();  // normalize_row skips a null bias
+  // LayerNormalization's Mean and InvStdDev, when asked for.
+  const bool stats = !rms && ctx.node().domain.empty();
+  HostTensor mean = stats && ctx.wants_output(1) ? HostTensor::uninitialized(DType::F32, r.stat_dims) : HostTensor{};
+  HostTensor inv = stats && ctx.wants_output(2) ? HostTensor::uninitialized(DType::F32, r.stat_dims) : HostTensor{};
+  // x's own storage when the kernel owns it (AddLayerNorm's sum): normalized in place.
+  HostTensor y = in_place ? x : HostTensor::uninitialized(DType::F32, x.dims());
+  normalize_rows(x.data<float>(), y.mutable_data<float>(), r, s, b, eps, rms, mean.defined() ? mean.mutable_data<float>() : nullptr,
+                 inv.defined() ? inv.mutable_data<float>() : nullptr);
   ctx.outputs[0] = std::move(y);
-  if (ctx.wants_output(1) && !rms && ctx.node().domain.empty()) ctx.outputs[1] = std::move(mean);
-  if (ctx.wants_output(2) && !rms && ctx.node().domain.empty()) ctx.outputs[2] = std::move(inv);
+  if (mean.defined()) ctx.outputs[1] = std::move(mean);
+  if (inv.defined()) ctx.outputs[2] = std::move(inv);
 }
 
 // LayerNorm over the channels at each position (ConvNeXt's LayerNorm2d) of an NCHW tensor
@@ -203,14 +204,20 @@ void add_layer_norm(KernelContext& ctx) {
   const bool trailing = res.rank() <= x.rank() && std::equal(res.dims().begin(), res.dims().end(), x.dims().end() - static_cast<std::ptrdiff_t>(res.rank()));
   if (!trailing || res.dtype() != x.dtype() || (res.size() == 0 && x.size() > 0))
     ctx.fail("Residual " + res.shape_string() + " must match X " + x.shape_string() + " or its trailing dims");
-  HostTensor sum(DType::F32, x.dims());
+  HostTensor sum = HostTensor::uninitialized(DType::F32, x.dims());
   const float* a = x.data<float>();
   const float* b = res.data<float>();
   float* s = sum.mutable_data<float>();
-  const int64_t period = res.size();
-  for (int64_t i = 0; i < x.size(); ++i) s[i] = a[i] + b[i % period];  // period > 0 whenever x has elements
-  layer_norm(ctx, sum, &ctx.input(2), ctx.has_input(3) ? &ctx.input(3) : nullptr, false);
-  if (ctx.wants_output(1)) ctx.outputs[1] = std::move(sum);
+  const int64_t period = res.size(), cols = x.rank() ? x.dim(-1) : 1;
+  if (cols > 0 && period % cols == 0) {  // whole rows: one vector add per row
+#pragma omp parallel for if (x.size() > (1 << 15))
+    for (int64_t row = 0; row < x.size() / cols; ++row) add_rows(a + row * cols, b + (row * cols) % period, s + row * cols, cols);
+  } else {
+    for (int64_t i = 0; i < x.size(); ++i) s[i] = a[i] + b[i % period];  // period > 0 whenever x has elements
+  }
+  const bool keep_sum = ctx.wants_output(1);
+  layer_norm(ctx, sum, &ctx.input(2), ctx.has_input(3) ? &ctx.input(3) : nullptr, false, /*in_place=*/!keep_sum);
+  if (keep_sum) ctx.outputs[1] = std::move(sum);
 }
 
 }  // namespace
@@ -221,7 +228,8 @@ HostTensor layer_norm_rows(const KernelContext& ctx, const HostTensor& x, int64_
   RowNorm r = split_rows(ctx, x, axis);
   auto s = expand_param(ctx, &scale, r.norm_dims, r.cols, 1.0f);
   auto b = expand_param(ctx, bias, r.norm_dims, r.cols, 0.0f);
-  HostTensor y(DType::F32, x.dims());
+  if (!bias) b.clear();
+  HostTensor y = HostTensor::uninitialized(DType::F32, x.dims());
   normalize_rows(x.data<float>(), y.mutable_data<float>(), r, s, b, epsilon, false, nullptr, nullptr);
   return y;
 }

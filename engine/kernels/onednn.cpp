@@ -1,10 +1,54 @@
 #include "kernels/onednn.h"
 
+#include <sstream>
+
 namespace geopt {
 
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
+}
+
+dnnl::stream& cpu_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std::string& name, const std::vector<float>& params) {
+  using dnnl::algorithm;
+  auto add = [&](algorithm a, float alpha = 0.0f, float beta = 0.0f) { ops.append_eltwise(1.0f, a, alpha, beta); };
+  if (name == "none" || name.empty()) return;
+  if (name == "Relu") {
+    add(algorithm::eltwise_relu);
+  } else if (name == "Clip") {
+    if (params.size() != 2) ctx.fail("Clip activation needs 2 params (min, max)");
+    add(algorithm::eltwise_clip_v2, params[0], params[1]);  // v2: min(max(x, lo), hi), as ONNX's Clip
+  } else if (name == "LeakyRelu") {
+    add(algorithm::eltwise_relu, params.empty() ? 0.01f : params[0]);
+  } else if (name == "HardSwish") {
+    add(algorithm::eltwise_hardswish);  // x * relu6(x + 3) / 6
+  } else if (name == "Sigmoid") {
+    add(algorithm::eltwise_logistic);
+  } else if (name == "SiLU") {
+    add(algorithm::eltwise_swish, 1.0f);
+  } else if (name == "Mish") {
+    add(algorithm::eltwise_mish);
+  } else if (name == "QuickGelu") {  // x * sigmoid(alpha x)
+    add(algorithm::eltwise_swish, params.empty() ? 1.702f : params[0]);
+  } else if (name == "Gelu") {
+    add(algorithm::eltwise_gelu_erf);
+  } else if (name == "Tanh") {
+    add(algorithm::eltwise_tanh);
+  } else {
+    ctx.fail("unknown activation '" + name + "'");
+  }
+}
+
+std::string activation_key(const std::string& name, const std::vector<float>& params) {
+  std::ostringstream key;
+  key << name << std::hexfloat;  // exact: two params never share a key
+  for (float p : params) key << ',' << p;
+  return key.str();
 }
 
 }  // namespace geopt

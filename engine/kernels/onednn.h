@@ -1,9 +1,23 @@
 #pragma once
-// The one oneDNN CPU engine every oneDNN kernel runs on.
+// The one oneDNN CPU engine every oneDNN kernel runs on, and what the kernels share
+// to describe their work to it.
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <string>
+#include <vector>
+
+#include "eval/kernel.h"
 
 namespace geopt {
 
 dnnl::engine& cpu_engine();
+// This thread's stream on cpu_engine() (oneDNN streams are not shared across threads).
+dnnl::stream& cpu_stream();
+
+// A fused kernel's activation (docs/OPS.md) as a oneDNN eltwise post-op; "none" adds
+// nothing. Unknown names and wrong parameter counts fail as the kernel's error.
+void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std::string& name, const std::vector<float>& params);
+// A stable text of the same, for primitive cache keys.
+std::string activation_key(const std::string& name, const std::vector<float>& params);
 
 }  // namespace geopt

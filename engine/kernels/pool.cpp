@@ -1,5 +1,6 @@
 // MaxPool (with Indices), AveragePool, GlobalAveragePool and GlobalMaxPool over
 // any number of spatial axes, with pads, auto_pad, dilations and ceil_mode.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -11,21 +12,27 @@ namespace {
 
 enum class Pool { Max, Average };
 
-// The common case, 2-D row-major, without the generic coordinate decoding.
+// The common case, 2-D row-major, without the generic coordinate decoding. `lanes`
+// contiguous values pool side by side: 1 for NCHW; C0 for NC1HWC0, which comes as a
+// 3-D pool with a kernel of 1 over its last axis. `pi` may be null (no Indices).
 template <Pool kind, class T>
-void pool_2d(const T* px, T* py, int64_t* pi, int64_t planes, const WindowGeometry& g, bool include_pad) {
+void pool_2d(const T* px, T* py, int64_t* pi, int64_t planes, int64_t lanes, const WindowGeometry& g, bool include_pad) {
   const int64_t ih = g.in[0], iw = g.in[1], oh = g.out[0], ow = g.out[1];
   const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
   const int64_t dh = g.dilations[0], dw = g.dilations[1], ph = g.pad_begin[0], pw = g.pad_begin[1];
   const int64_t limit_h = ih + g.pad_end[0], limit_w = iw + g.pad_end[1];
-#pragma omp parallel for if (planes * oh * ow > (1 << 14))
-  for (int64_t plane = 0; plane < planes; ++plane) {
-    const T* in = px + plane * ih * iw;
-    for (int64_t y = 0; y < oh; ++y)
+#pragma omp parallel for collapse(2) if (planes * oh * ow * lanes > (1 << 14))
+  for (int64_t plane = 0; plane < planes; ++plane)
+    for (int64_t y = 0; y < oh; ++y) {
+      const T* in = px + plane * ih * iw * lanes;
+      std::vector<T> best(static_cast<size_t>(lanes));
+      std::vector<double> sum(static_cast<size_t>(lanes));
+      std::vector<int64_t> best_at(static_cast<size_t>(lanes));
       for (int64_t x = 0; x < ow; ++x) {
-        T best = std::numeric_limits<T>::lowest();
-        int64_t best_at = -1, valid = 0, padded = 0;
-        double sum = 0;
+        std::fill(best.begin(), best.end(), std::numeric_limits<T>::lowest());
+        std::fill(sum.begin(), sum.end(), 0.0);
+        std::fill(best_at.begin(), best_at.end(), -1);
+        int64_t valid = 0, padded = 0;
         for (int64_t a = 0; a < kh; ++a) {
           const int64_t r = y * sh + a * dh - ph;
           if (r >= limit_h) break;
@@ -34,28 +41,33 @@ void pool_2d(const T* px, T* py, int64_t* pi, int64_t planes, const WindowGeomet
             if (c >= limit_w) break;
             ++padded;
             if (r < 0 || c < 0 || r >= ih || c >= iw) continue;
-            const T v = in[r * iw + c];
-            if constexpr (kind == Pool::Max) {
-              if (best_at < 0 || v > best) {
-                best = v;
-                best_at = r * iw + c;
+            ++valid;
+            const int64_t at = (r * iw + c) * lanes;
+            for (int64_t l = 0; l < lanes; ++l) {
+              const T v = in[at + l];
+              if constexpr (kind == Pool::Max) {
+                if (best_at[l] < 0 || v > best[l]) {
+                  best[l] = v;
+                  best_at[l] = at + l;
+                }
+              } else {
+                sum[l] += static_cast<double>(v);
               }
-            } else {
-              ++valid;
-              sum += static_cast<double>(v);
             }
           }
         }
-        const int64_t o = (plane * oh + y) * ow + x;
-        if constexpr (kind == Pool::Max) {
-          py[o] = best;
-          pi[o] = plane * ih * iw + best_at;
-        } else {
-          const int64_t divisor = include_pad ? padded : valid;
-          py[o] = static_cast<T>(divisor ? sum / static_cast<double>(divisor) : 0.0);
+        const int64_t o = ((plane * oh + y) * ow + x) * lanes;
+        const int64_t divisor = include_pad ? padded : valid;
+        for (int64_t l = 0; l < lanes; ++l) {
+          if constexpr (kind == Pool::Max) {
+            py[o + l] = best[l];
+            if (pi) pi[o + l] = plane * ih * iw * lanes + best_at[l];
+          } else {
+            py[o + l] = static_cast<T>(divisor ? sum[l] / static_cast<double>(divisor) : 0.0);
+          }
         }
       }
-  }
+    }
 }
 
 void pool(KernelContext& ctx, Pool kind) {
@@ -70,8 +82,9 @@ void pool(KernelContext& ctx, Pool kind) {
   const int64_t n = x.dims()[0], c = x.dims()[1];
   std::vector<int64_t> ydims{n, c};
   ydims.insert(ydims.end(), g.out.begin(), g.out.end());
-  HostTensor y(x.dtype(), ydims);
-  HostTensor indices(DType::I64, ydims);
+  HostTensor y = HostTensor::uninitialized(x.dtype(), ydims);  // every element is written
+  const bool want_indices = kind == Pool::Max && ctx.wants_output(1);
+  HostTensor indices = want_indices ? HostTensor::uninitialized(DType::I64, ydims) : HostTensor{};
   int64_t in_px = 1, out_px = 1, k_px = 1;
   for (size_t i = 0; i < sp; ++i) {
     in_px *= g.in[i];
@@ -81,10 +94,16 @@ void pool(KernelContext& ctx, Pool kind) {
   dispatch_real(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* py = y.mutable_data<T>();
-    int64_t* pi = indices.mutable_data<int64_t>();
-    if (sp == 2 && !column_major) {
-      if (kind == Pool::Max) pool_2d<Pool::Max>(px, py, pi, n * c, g, include_pad);
-      else pool_2d<Pool::Average>(px, py, pi, n * c, g, include_pad);
+    int64_t* pi = want_indices ? indices.mutable_data<int64_t>() : nullptr;
+    // The last of three spatial axes with a window of 1 that moves by 1: NC1HWC0's C0.
+    const bool lanes_axis = sp == 3 && g.kernel[2] == 1 && g.strides[2] == 1 && g.dilations[2] == 1 && g.pad_begin[2] == 0 &&
+                            g.pad_end[2] == 0;
+    if ((sp == 2 || lanes_axis) && !column_major) {
+      WindowGeometry g2 = g;
+      for (auto* v : {&g2.in, &g2.kernel, &g2.strides, &g2.dilations, &g2.pad_begin, &g2.pad_end, &g2.out}) v->resize(2);
+      const int64_t lanes = sp == 3 ? g.in[2] : 1;
+      if (kind == Pool::Max) pool_2d<Pool::Max>(px, py, pi, n * c, lanes, g2, include_pad);
+      else pool_2d<Pool::Average>(px, py, pi, n * c, lanes, g2, include_pad);
       return;
     }
 #pragma omp parallel for if (n * c * out_px > (1 << 14))
@@ -130,7 +149,7 @@ void pool(KernelContext& ctx, Pool kind) {
         }
         if (kind == Pool::Max) {
           py[plane * out_px + o] = best;
-          pi[plane * out_px + o] = best_at;
+          if (pi) pi[plane * out_px + o] = best_at;
         } else {
           int64_t divisor = include_pad ? padded_count : valid;
           py[plane * out_px + o] = static_cast<T>(divisor ? sum / static_cast<double>(divisor) : 0.0);

@@ -2,10 +2,12 @@
 // at `axis` (default 1); from 13 on they work along `axis` (default -1).
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "eval/kernel.h"
 #include "kernels/dispatch.h"
 #include "kernels/layout.h"
+#include "kernels/row_math.h"
 
 namespace geopt {
 namespace {
@@ -37,6 +39,19 @@ void for_each_lane(const HostTensor& x, const KernelContext& ctx, F&& f) {
 template <class T>
 void lane(const T* x, T* y, int64_t stride, int64_t n, Kind kind) {
   if (n == 0) return;
+  if constexpr (std::is_same_v<T, float>) {
+    if (stride == 1 && kind != Kind::Hardmax) {  // contiguous: the vector row loops
+      const float mx = row_max(x, n);
+      const float sum = exp_row(x, y, n, mx);
+      if (kind == Kind::Softmax) {
+        scale_row(y, n, 1.0f / sum);
+      } else {
+        const float shift = mx + std::log(sum);
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+      }
+      return;
+    }
+  }
   T mx = x[0];
   int64_t arg = 0;
   for (int64_t i = 1; i < n; ++i)
@@ -67,7 +82,7 @@ void add(KernelRegistry& r, const char* name, Kind kind) {
   r.add("", name, [kind, name](KernelContext& ctx) {
     const HostTensor& x = ctx.input(0);
     dispatch_float(x.dtype(), [&]<class T>() {
-      HostTensor y(x.dtype(), x.dims());
+      HostTensor y = HostTensor::uninitialized(x.dtype(), x.dims());  // every lane is written
       const T* px = x.data<T>();
       T* py = y.mutable_data<T>();
       for_each_lane(x, ctx, [&](int64_t base, int64_t stride, int64_t n) { lane(px + base, py + base, stride, n, kind); });

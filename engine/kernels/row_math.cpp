@@ -1,0 +1,159 @@
+#include "kernels/row_math.h"
+
+#include <bit>
+#include <cmath>
+
+namespace geopt {
+namespace {
+
+#define GEOPT_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+
+// e^x = 2^k e^r with k = round(x log2 e), |r| <= ln2 / 2, e^r by its degree-6 Taylor
+// polynomial (error below float's half ulp there); 2^k is built in the exponent bits.
+// Branch-free, so loops of it vectorize.
+inline float exp_inline(float x) {
+  const float clamped = x < -87.3f ? -87.3f : (x > 88.3f ? 88.3f : x);
+  // Round to nearest by adding and taking away 1.5 * 2^23 (plain arithmetic, which
+  // vectorizes without a rounding instruction).
+  const float k = (clamped * 1.44269504f + 12582912.0f) - 12582912.0f;
+  const float r = (clamped - k * 0.693145751953125f) - k * 1.428606765330187e-06f;
+  float p = 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const float scale = std::bit_cast<float>((static_cast<int32_t>(k) + 127) << 23);
+  const float e = x < -87.3f ? 0.0f : p * scale;
+  return x != x ? x : e;  // NaN stays NaN
+}
+
+// erfc(z) for z >= 0: e^{-z^2} times a rational in t = 1 / (1 + z/2), Numerical
+// Recipes' erfcc (fractional error below 1.2e-7 everywhere), so 1 + erf(x) keeps its
+// relative accuracy for negative x too.
+inline float erfc_nonnegative(float z) {
+  const float t = 1.0f / (1.0f + 0.5f * z);
+  float poly = 0.17087277f;
+  poly = poly * t - 0.82215223f;
+  poly = poly * t + 1.48851587f;
+  poly = poly * t - 1.13520398f;
+  poly = poly * t + 0.27886807f;
+  poly = poly * t - 0.18628806f;
+  poly = poly * t + 0.09678418f;
+  poly = poly * t + 0.37409196f;
+  poly = poly * t + 1.00002368f;
+  poly = poly * t - 1.26551223f;
+  return t * exp_inline(-z * z + poly);
+}
+
+}  // namespace
+
+float fast_exp(float x) { return exp_inline(x); }
+
+GEOPT_VECTOR_CLONES
+void row_moments(const float* x, int64_t n, float& mean, float& variance) {
+  constexpr int64_t kLanes = 8;
+  float lane_mean[kLanes] = {}, lane_m2[kLanes] = {};
+  const int64_t steps = n / kLanes;
+  for (int64_t i = 0; i < steps; ++i) {
+    const float inv = 1.0f / static_cast<float>(i + 1);
+#pragma omp simd
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const float v = x[i * kLanes + l];
+      const float d = v - lane_mean[l];
+      lane_mean[l] += d * inv;
+      lane_m2[l] += d * (v - lane_mean[l]);
+    }
+  }
+  // Lanes of equal counts: the mean of means, and M2 plus the spread of the means.
+  float m = 0, m2 = 0;
+  for (int64_t l = 0; l < kLanes; ++l) m += lane_mean[l];
+  m = steps ? m / kLanes : 0.0f;
+  for (int64_t l = 0; l < kLanes; ++l) {
+    const float d = lane_mean[l] - m;
+    m2 += lane_m2[l] + static_cast<float>(steps) * d * d;
+  }
+  int64_t count = steps * kLanes;
+  for (int64_t i = count; i < n; ++i) {
+    ++count;
+    const float d = x[i] - m;
+    m += d / static_cast<float>(count);
+    m2 += d * (x[i] - m);
+  }
+  mean = m;
+  variance = n ? m2 / static_cast<float>(n) : 0.0f;
+}
+
+GEOPT_VECTOR_CLONES
+float row_mean_square(const float* x, int64_t n) {
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += x[i] * x[i];
+  return n ? s / static_cast<float>(n) : 0.0f;
+}
+
+GEOPT_VECTOR_CLONES
+void normalize_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale, const float* bias) {
+  if (bias) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i] + bias[i];
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i];
+  }
+}
+
+GEOPT_VECTOR_CLONES
+void add_rows(const float* a, const float* b, float* out, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+GEOPT_VECTOR_CLONES
+float row_max(const float* x, int64_t n) {
+  float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+GEOPT_VECTOR_CLONES
+float exp_row(const float* x, float* y, int64_t n, float shift) {
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = exp_inline(x[i] - shift);
+    sum += y[i];
+  }
+  return sum;
+}
+
+GEOPT_VECTOR_CLONES
+void scale_row(float* x, int64_t n, float factor) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] *= factor;
+}
+
+GEOPT_VECTOR_CLONES
+void gelu_row(float* x, int64_t n, bool tanh_approximation) {
+  if (tanh_approximation) {
+    // 0.5 x (1 + tanh(u)) = x / (1 + e^{-2u}), u = sqrt(2/pi) (x + 0.044715 x^3)
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i];
+      const float u = 0.7978845608f * (v + 0.044715f * v * v * v);
+      x[i] = v / (1.0f + exp_inline(-2.0f * u));
+    }
+  } else {
+    // 1 + erf(v / sqrt 2) is erfc(|v| / sqrt 2) below 0 and 2 - that above.
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i];
+      const float c = erfc_nonnegative(std::fabs(v) * 0.70710678f);
+      x[i] = 0.5f * v * (v < 0 ? c : 2.0f - c);
+    }
+  }
+}
+
+}  // namespace geopt

@@ -1,0 +1,29 @@
+#pragma once
+// The row loops of the Vector kernels (LayerNorm, AddLayerNorm, RMSNorm, Softmax, GELU,
+// attention's online softmax), written so that the compiler vectorizes them (checked
+// with -fopt-info-vec) and compiled twice, for AVX2 + FMA and for the baseline: GCC's
+// target_clones picks one when the program loads.
+#include <cstdint>
+
+namespace geopt {
+
+// Mean and (biased) variance of x[0, n) in one pass: Welford's update on 8 lanes at
+// once, the lanes merged by Chan's formula, as the Vector unit's single-pass norm.
+void row_moments(const float* x, int64_t n, float& mean, float& variance);
+// Mean of squares (RMSNorm's statistic).
+float row_mean_square(const float* x, int64_t n);
+// y = (x - mean) * inv * scale + bias; bias may be null.
+void normalize_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale, const float* bias);
+// out = a + b.
+void add_rows(const float* a, const float* b, float* out, int64_t n);
+float row_max(const float* x, int64_t n);
+// y = exp(x - shift), returning the sum of y (x and y may alias).
+float exp_row(const float* x, float* y, int64_t n, float shift);
+void scale_row(float* x, int64_t n, float factor);
+// GELU, exact (erf) or tanh-approximated, in place.
+void gelu_row(float* x, int64_t n, bool tanh_approximation);
+
+// e^x for one value, as exp_row computes it (|relative error| < 2e-7; 0 below -87.3).
+float fast_exp(float x);
+
+}  // namespace geopt

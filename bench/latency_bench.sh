@@ -1,33 +1,76 @@
 #!/usr/bin/env bash
-# End-to-end latency of the reference evaluator (`geopt run`) against ONNX Runtime
-# (npm onnxruntime-node, CPU provider) on ResNet-50 (batch 1, 224x224) and a
-# BERT-base encoder (seq 128), with 1 and 2 threads, same model and inputs.
-#   bench/latency_bench.sh [BUILD_DIR] [RUNS]
+# Host latency, like for like: ONNX Runtime (npm onnxruntime-node, CPU provider, level
+# 'all') against `geopt run` on the original model, on the optimized model and on the
+# compiled plan, with the same inputs and thread count, in one run.
+# Models: ResNet-50, MobileNetV2 (batch 1, 224x224), BERT-base (seq 128), GPT-2 small
+# (seq 128); 1 and 2 threads.
+#   bench/latency_bench.sh [BUILD_DIR] [RUNS] [ROUNDS] [MODEL...]
+# Each round times every side RUNS times (after 2 warm-up runs) and takes the median;
+# the sides take turns within a round, so a slow spell of a shared machine falls on
+# all of them. The table gives the median over ROUNDS of each side's round medians,
+# and the ratios of those medians.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
-runs=${2:-20}
-warmup=3
+runs=${2:-10}
+rounds=${3:-3}
+shift $(( $# < 3 ? $# : 3 ))
+models=("$@")
+[[ ${#models[@]} -gt 0 ]] || models=(resnet50_op13 mobilenetv2_op13 bert_base_op13 gpt2_small_op13)
+warmup=2
 geopt=$build/cli/geopt
 out=bench/out
-mkdir -p "$out"
-[[ -f $out/resnet50_op13.onnx ]] || /usr/bin/python3 examples/export_models.py --resnet50 "$out/resnet50_op13.onnx"
-[[ -f $out/bert_base_op13.onnx ]] || /usr/bin/python3 examples/export_models.py --bert-base "$out/bert_base_op13.onnx"
+work=$out/latency
+mkdir -p "$work"
 source bench/ort/setup.sh
 ensure_ort
 
-echo "| model | threads | geopt median (ms) | ONNX Runtime median (ms) | geopt / ORT |"
-echo "|---|---|---|---|---|"
-for model in resnet50_op13 bert_base_op13; do
-  inputs=$out/inputs/$model
-  "$geopt" run "$out/$model.onnx" --random-inputs --seed 1 --save-inputs "$inputs" >/dev/null
+# The model's file, exported by examples/export_models.py on first use.
+model_path() {
+  local flag
+  case $1 in
+    resnet50_op13) flag=--resnet50 ;;
+    mobilenetv2_op13) flag=--mobilenetv2 ;;
+    bert_base_op13) flag=--bert-base ;;
+    gpt2_small_op13) flag=--gpt2-small ;;
+    *) echo "$(basename "$0"): unknown model '$1' (resnet50_op13, mobilenetv2_op13, bert_base_op13, gpt2_small_op13)" >&2; exit 1 ;;
+  esac
+  [[ -f $out/$1.onnx ]] || /usr/bin/python3 examples/export_models.py "$flag" "$out/$1.onnx" >&2
+  echo "$out/$1.onnx"
+}
+
+median() { /usr/bin/python3 -c 'import statistics,sys; print(statistics.median(float(v) for v in sys.argv[1:]))' "$@"; }
+geopt_ms() {
+  "$geopt" run "$1" "${args[@]}" --threads "$2" --repeat "$runs" --warmup "$warmup" --json |
+    /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["run_ms"])'
+}
+
+echo "| model | threads | ONNX Runtime (ms) | geopt original (ms) | geopt optimized (ms) | plan (ms) | plan / ORT | optimized / original |"
+echo "|---|---|---|---|---|---|---|---|"
+for model in "${models[@]}"; do
+  src=$(model_path "$model")
+  opt=$work/${model}_geopt.onnx
+  plan=$work/$model.plan
+  "$geopt" optimize "$src" -o "$opt" >/dev/null
+  "$geopt" compile "$src" -o "$plan" >/dev/null
+  inputs=$work/inputs/$model
+  "$geopt" run "$src" --random-inputs --seed 1 --save-inputs "$inputs" >/dev/null
   args=()
   for f in "$inputs"/*.npy; do args+=(--input "$(basename "$f" .npy)=$f"); done
   for threads in 1 2; do
-    g=$("$geopt" run "$out/$model.onnx" "${args[@]}" --threads "$threads" --repeat "$runs" --warmup "$warmup" --json |
-        /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["run_ms"])')
-    o=$(node bench/ort/latency.js "$out/$model.onnx" "$inputs" "$threads" "$runs" "$warmup" |
-        /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')
-    /usr/bin/python3 -c "import sys; g,o=float(sys.argv[1]),float(sys.argv[2]); print(f'| $model | $threads | {g:.1f} | {o:.1f} | {g/o:.2f} |')" "$g" "$o"
+    ort=() original=() optimized=() planned=()
+    for ((r = 0; r < rounds; ++r)); do
+      ort+=("$(node bench/ort/latency.js "$src" "$inputs" "$threads" "$runs" "$warmup" |
+               /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')")
+      original+=("$(geopt_ms "$src" "$threads")")
+      optimized+=("$(geopt_ms "$opt" "$threads")")
+      planned+=("$(geopt_ms "$plan" "$threads")")
+    done
+    /usr/bin/python3 - "$model" "$threads" "$(median "${ort[@]}")" "$(median "${original[@]}")" "$(median "${optimized[@]}")" "$(median "${planned[@]}")" <<'EOF'
+import sys
+model, threads = sys.argv[1], sys.argv[2]
+o, g, z, p = map(float, sys.argv[3:7])
+print(f"| {model} | {threads} | {o:.1f} | {g:.1f} | {z:.1f} | {p:.1f} | {p / o:.2f} | {z / g:.2f} |")
+EOF
   done
 done

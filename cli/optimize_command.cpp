@@ -110,7 +110,9 @@ int run(const OptimizeCliOptions& o) {
   // Layouts are assigned by the same extraction, so this stage is also the layout stage.
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "2_saturation_extraction_layout", r.model);
   // The check runs the model as given.
+  phase = std::chrono::steady_clock::now();
   CheckResult c = check(input, r.model, o, bytes);
+  const double check_ms = ms_since(phase);
   const bool check_ok = !c.ran || c.ok;
   phase = std::chrono::steady_clock::now();
   if (check_ok && !o.output.empty()) export_onnx(r.model, o.output);
@@ -147,7 +149,7 @@ int run(const OptimizeCliOptions& o) {
     j["unfused"] = r.unfused;
     for (const auto& [k, v] : r.model.metadata)
       if (k == "geopt.provenance") j["provenance"] = nlohmann::ordered_json::parse(v);
-    j["time_ms"] = {{"import", import_ms}, {"egraph", r.egraph_ms}, {"saturation", r.saturate_ms}, {"extraction", r.extract_ms}, {"write", write_ms}};
+    j["time_ms"] = {{"import", import_ms}, {"egraph", r.egraph_ms}, {"saturation", r.saturate_ms}, {"extraction", r.extract_ms}, {"check", check_ms}, {"write", write_ms}};
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("model            %s\n", o.model.c_str());
@@ -179,8 +181,8 @@ int run(const OptimizeCliOptions& o) {
                   check_ok ? "ok" : "FAILED", check_ok ? "" : ("; worst at " + c.worst).c_str());
     else
       std::printf("check            %s\n", c.note.c_str());
-    std::printf("time             import %.1f ms, e-graph %.1f ms, saturation %.1f ms, extraction %.1f ms, write %.1f ms\n", import_ms,
-                r.egraph_ms, r.saturate_ms, r.extract_ms, write_ms);
+    std::printf("time             import %.1f ms, e-graph %.1f ms, saturation %.1f ms, extraction %.1f ms, check %.1f ms, write %.1f ms\n",
+                import_ms, r.egraph_ms, r.saturate_ms, r.extract_ms, check_ms, write_ms);
     if (!o.output.empty() && check_ok) std::printf("written          %s\n", o.output.c_str());
   }
   if (!check_ok) {

@@ -171,6 +171,12 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
     views.push_back(HostTensor::borrowed(static_cast<DType>(r.dtype()), dims_of(r), at, std::move(keep), weight));
     ptrs.push_back(&views.back());
   }
+  // Kernels may write their outputs where the plan keeps them (no copy afterwards).
+  std::vector<OutputPlacement> placements(static_cast<size_t>(pk.outputs_size()));
+  for (int o = 0; o < pk.outputs_size(); ++o) {
+    const auto& r = pk.outputs(o);
+    if (!r.absent() && !r.bounded()) placements[static_cast<size_t>(o)] = {pool + r.offset(), static_cast<DType>(r.dtype()), dims_of(r)};
+  }
   std::vector<HostTensor> results;
   if (!c.bodies[k].empty() || c.unrunnable.count(k)) {
     std::map<std::string, const HostTensor*> captured;
@@ -184,7 +190,7 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
     const SubPlanScope scope(c.model, *c.registry, c.bodies[k], it == c.unrunnable.end() ? none : it->second, std::move(captured), schedule);
     results = call_kernel(*c.kernels[k], n, c.opsets[k], std::move(ptrs), &scope);
   } else {
-    results = call_kernel(*c.kernels[k], *c.nodes[k], c.opsets[k], std::move(ptrs));
+    results = call_kernel(*c.kernels[k], *c.nodes[k], c.opsets[k], std::move(ptrs), nullptr, std::move(placements));
   }
   for (int o = 0; o < pk.outputs_size(); ++o) {
     const auto& r = pk.outputs(o);

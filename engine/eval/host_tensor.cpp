@@ -110,6 +110,12 @@ HostTensor HostTensor::borrowed(DType dtype, std::vector<int64_t> dims, const st
   return t;
 }
 
+HostTensor HostTensor::placed(DType dtype, std::vector<int64_t> dims, std::byte* data, std::shared_ptr<const void> keep) {
+  HostTensor t = borrowed(dtype, std::move(dims), data, std::move(keep), false);
+  t.writable_ = true;
+  return t;
+}
+
 int64_t HostTensor::size() const { return count(dims_); }
 
 HostTensor HostTensor::frozen() const {

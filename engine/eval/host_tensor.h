@@ -26,6 +26,9 @@ class HostTensor {
   // kernels may cache what they derive from them.
   static HostTensor borrowed(DType dtype, std::vector<int64_t> dims, const std::byte* data,
                              std::shared_ptr<const void> keep, bool constant);
+  // Writable bytes another owner keeps, for a kernel to write its output in place (the
+  // plan executor's pool at the output's planned offset). Never constant.
+  static HostTensor placed(DType dtype, std::vector<int64_t> dims, std::byte* data, std::shared_ptr<const void> keep);
   template <class T>
   static HostTensor scalar(DType dtype, T value) {
     HostTensor t(dtype, {});

@@ -39,6 +39,19 @@ const Tensor* KernelContext::attr_tensor(std::string_view name) const {
   return a && !a->tensors.empty() ? a->tensors[0].get() : nullptr;
 }
 
+HostTensor KernelContext::new_output(size_t i, DType dtype, const std::vector<int64_t>& dims) const {
+  if (i < placements_.size() && placements_[i].at && placements_[i].dtype == dtype && placements_[i].dims == dims) {
+    HostTensor placed = HostTensor::placed(dtype, dims, placements_[i].at, nullptr);
+    const std::byte* begin = placed.raw();
+    const std::byte* end = begin + placed.nbytes();
+    bool shared = false;
+    for (const HostTensor* in : inputs_)
+      shared = shared || (in && in->nbytes() && in->raw() < end && begin < in->raw() + in->nbytes());
+    if (!shared) return placed;
+  }
+  return HostTensor::uninitialized(dtype, dims);
+}
+
 void KernelContext::fail(const std::string& message) const { throw Error(node_.describe() + ": " + message); }
 
 const KernelRegistry& KernelRegistry::builtin() {

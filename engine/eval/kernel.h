@@ -37,10 +37,20 @@ class Scope {
   }
 };
 
+// Where the caller keeps an output's bytes (the plan executor: the pool at the planned
+// offset), so a kernel can write it there instead of into storage of its own.
+struct OutputPlacement {
+  std::byte* at = nullptr;
+  DType dtype = DType::Undefined;
+  std::vector<int64_t> dims;
+};
+
 class KernelContext {
  public:
-  KernelContext(const Node& node, int64_t opset, std::vector<const HostTensor*> inputs, const Scope* scope = nullptr)
-      : outputs(node.outputs().size()), node_(node), opset_(opset), inputs_(std::move(inputs)), scope_(scope) {}
+  KernelContext(const Node& node, int64_t opset, std::vector<const HostTensor*> inputs, const Scope* scope = nullptr,
+                std::vector<OutputPlacement> placements = {})
+      : outputs(node.outputs().size()), node_(node), opset_(opset), inputs_(std::move(inputs)), scope_(scope),
+        placements_(std::move(placements)) {}
 
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
@@ -50,6 +60,9 @@ class KernelContext {
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
   const HostTensor& input(size_t i) const;  // throws a node-named Error when absent
   bool wants_output(size_t i) const { return i < outputs.size() && node_.output(i) != nullptr; }
+  // Storage for output i that the kernel fills whole: the caller's placement when it
+  // has one of this dtype and dims whose bytes no input shares, else new storage.
+  HostTensor new_output(size_t i, DType dtype, const std::vector<int64_t>& dims) const;
 
   bool has_attr(std::string_view name) const { return node_.attr(name) != nullptr; }
   int64_t attr_int(std::string_view name, int64_t fallback) const;
@@ -69,6 +82,7 @@ class KernelContext {
   int64_t opset_;
   std::vector<const HostTensor*> inputs_;
   const Scope* scope_;
+  std::vector<OutputPlacement> placements_;
 };
 
 using KernelFn = std::function<void(KernelContext&)>;

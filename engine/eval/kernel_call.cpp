@@ -7,7 +7,8 @@
 namespace geopt {
 
 std::vector<HostTensor> call_kernel(const KernelInfo& kernel, const Node& node, int64_t opset,
-                                    std::vector<const HostTensor*> inputs, const Scope* scope) {
+                                    std::vector<const HostTensor*> inputs, const Scope* scope,
+                                    std::vector<OutputPlacement> placements) {
   DType half = DType::Undefined;
   for (const HostTensor* t : inputs)
     if (t && (t->dtype() == DType::F16 || t->dtype() == DType::BF16)) half = t->dtype();
@@ -20,7 +21,9 @@ std::vector<HostTensor> call_kernel(const KernelInfo& kernel, const Node& node, 
         p = &widened.back();
       }
   }
-  KernelContext ctx(node, opset, std::move(inputs), scope);
+  // A widened kernel computes f32 outputs: they cannot go where the half ones are kept.
+  if (!widened.empty()) placements.clear();
+  KernelContext ctx(node, opset, std::move(inputs), scope, std::move(placements));
   try {
     kernel.fn(ctx);
   } catch (const Error&) {

@@ -5,6 +5,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -90,6 +91,41 @@ ConvCache& conv_cache() {
   return cache;
 }
 
+// NC1HWC0 (C0 16) to or from the 8-channel blocks oneDNN's AVX2 kernels use: plain
+// runs of 8 floats, so a loop of copies beats the generic reorder. Returns false for
+// any other pair of layouts (the caller reorders with oneDNN). Padding lanes and a
+// missing half block come out zero.
+bool copy_channel_blocks(const dnnl::memory::desc& from, const void* src, const dnnl::memory::desc& to, void* dst) {
+  using dnnl::memory;
+  const memory::dims dims = from.dims();
+  if (dims.size() != 4 || to.dims() != dims) return false;
+  auto block_of = [&](const memory::desc& d) -> int64_t {
+    if (d == memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c)) return 16;
+    if (d == memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw8c)) return 8;
+    return 0;
+  };
+  const int64_t fb = block_of(from), tb = block_of(to);
+  if (!fb || !tb || fb == tb) return false;
+  const int64_t n = dims[0], c = dims[1], hw = dims[2] * dims[3];
+  const int64_t from_blocks = (c + fb - 1) / fb, to_blocks = (c + tb - 1) / tb;
+  const float* in = static_cast<const float*>(src);
+  float* out = static_cast<float*>(dst);
+#pragma omp parallel for collapse(2) if (n * to_blocks * hw * tb > (1 << 15))
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t blk = 0; blk < to_blocks; ++blk)
+      for (int64_t lane = 0; lane < tb; lane += 8) {  // runs of 8 = the smaller block
+        const int64_t channel = blk * tb + lane, from_blk = channel / fb;
+        float* o = out + (b * to_blocks + blk) * hw * tb + lane;
+        if (from_blk >= from_blocks) {
+          for (int64_t p = 0; p < hw; ++p) std::memset(o + p * tb, 0, 8 * sizeof(float));
+          continue;
+        }
+        const float* i = in + (b * from_blocks + from_blk) * hw * fb + channel % fb;
+        for (int64_t p = 0; p < hw; ++p) std::memcpy(o + p * tb, i + p * fb, 8 * sizeof(float));
+      }
+  return true;
+}
+
 }  // namespace
 
 HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const HostTensor* b,
@@ -134,7 +170,7 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
       ctx.fail("the residual " + fusion.residual->shape_string() + " must match the output " +
                HostTensor::borrowed(DType::F32, out_dims, nullptr, nullptr, false).shape_string());
   }
-  HostTensor y = HostTensor::uninitialized(DType::F32, out_dims);  // the primitive (or its reorder) writes every byte
+  HostTensor y = ctx.new_output(0, DType::F32, out_dims);  // the primitive (or its reorder) writes every byte
   if (y.size() == 0) return y;
   engine& eng = cpu_engine();
   stream& s = cpu_stream();
@@ -172,11 +208,14 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   }
   const convolution_forward::primitive_desc& pd = plan->pd;
 
+  auto convert = [&](memory from, memory to) {
+    if (!copy_channel_blocks(from.get_desc(), from.get_data_handle(), to.get_desc(), to.get_data_handle())) reorder(from, to).execute(s, from, to);
+  };
   auto prepare = [&](const memory::desc& want, const memory::desc& user_md, const void* data) {
     memory user(user_md, eng, const_cast<void*>(data));
     if (want == user_md) return user;
     memory m2(want, eng);
-    reorder(user, m2).execute(s, user, m2);
+    convert(user, m2);
     return m2;
   };
   memory src = prepare(pd.src_desc(), src_user_md, x.raw());
@@ -200,7 +239,8 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   memory dst = pd.dst_desc() == dst_user_md ? dst_user : memory(pd.dst_desc(), eng);
   if (fusion.residual) {  // the sum post-op adds what dst holds
     memory r(dst_user_md, eng, const_cast<std::byte*>(fusion.residual->raw()));
-    reorder(r, dst).execute(s, r, dst);
+    if (dst == dst_user) std::memcpy(y.mutable_raw(), fusion.residual->raw(), y.nbytes());
+    else convert(r, dst);
   }
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
   if (b) {
@@ -210,7 +250,10 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   memory scratchpad(pd.scratchpad_desc(), eng);
   args[DNNL_ARG_SCRATCHPAD] = scratchpad;
   plan->primitive.execute(s, args);
-  if (dst != dst_user) reorder(dst, dst_user).execute(s, dst, dst_user);
+  if (dst != dst_user) {
+    s.wait();
+    convert(dst, dst_user);
+  }
   s.wait();
   return y;
 }

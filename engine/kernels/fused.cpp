@@ -2,6 +2,7 @@
 // its unfused definition; tests/test_fused_kernels.cpp checks that.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/activation.h"
@@ -25,7 +26,8 @@ void gelu(KernelContext& ctx) {
   require_f32(ctx, x);
   const std::string mode = ctx.attr_string("approximate", "none");
   if (mode != "none" && mode != "tanh") ctx.fail("approximate must be 'none' or 'tanh'");
-  HostTensor y = x.clone();
+  HostTensor y = ctx.new_output(0, DType::F32, x.dims());
+  if (x.nbytes()) std::memcpy(y.mutable_raw(), x.raw(), x.nbytes());
   gelu_in_place(y, mode == "tanh");
   ctx.outputs[0] = std::move(y);
 }
@@ -104,6 +106,7 @@ void trans_data(KernelContext& ctx) {
   else if (src == "NCHW" && dst == "FRACTAL_Z") ctx.outputs[0] = to_fractal_z(ctx.input(0));
   else if (src == "ND" && dst == "FRACTAL_NZ") ctx.outputs[0] = to_fractal_nz(ctx.input(0));
   else ctx.fail("TransData supports NCHW <-> NC1HWC0, NCHW -> FRACTAL_Z and ND -> FRACTAL_NZ, not " + src + " -> " + dst);
+  if (dst == "FRACTAL_Z" || dst == "FRACTAL_NZ") remember_plain(ctx.outputs[0], ctx.input(0));
 }
 
 // Where each (batch, head) matrix of an attention operand lies: BNSD [..., S, D] holds
@@ -158,7 +161,7 @@ std::vector<int64_t> batch_strides(const AttentionMatrices& m, const std::vector
 // online (running max and sum per query row, the output rescaled when the max grows),
 // so no score matrix larger than one tile exists, and BSND is read where it lies.
 HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTensor& k, const HostTensor& v, const HostTensor* mask,
-                     bool bsnd = false) {
+                     bool bsnd, bool is_output) {
   for (const HostTensor* t : {&q, &k, &v}) {
     require_f32(ctx, *t);
     if (t->rank() < (bsnd ? 3u : 2u)) ctx.fail(bsnd ? "input_layout BSND needs Q, K and V of rank >= 3" : "Q, K and V need rank >= 2");
@@ -186,7 +189,8 @@ HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTe
   if (bsnd) out_dims.insert(out_dims.end() - 1, s);
   else out_dims.push_back(s);
   out_dims.push_back(dv);
-  HostTensor y = HostTensor::uninitialized(DType::F32, out_dims);  // each block fills its rows
+  // Each block fills its rows.
+  HostTensor y = is_output ? ctx.new_output(0, DType::F32, out_dims) : HostTensor::uninitialized(DType::F32, out_dims);
   const AttentionMatrices my = matrices_of(out_dims, bsnd);
   int64_t batches = 1;
   for (int64_t b : batch) batches *= b;
@@ -253,13 +257,13 @@ void flash_attention(KernelContext& ctx) {
   const HostTensor* mask = ctx.has_input(3) ? &ctx.input(3) : nullptr;
   const std::string layout = ctx.attr_string("input_layout", "BNSD");
   if (layout != "BNSD" && layout != "BSND") ctx.fail("input_layout must be BNSD or BSND, not " + layout);
-  ctx.outputs[0] = attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2), mask, layout == "BSND");
+  ctx.outputs[0] = attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2), mask, layout == "BSND", /*is_output=*/true);
 }
 
 // Residual + LayerNorm(attention) over the last axis: the seed's fused kernel
 // (the Dropout between them is the identity at inference).
 void flash_attention_layer_norm(KernelContext& ctx) {
-  HostTensor a = attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2), ctx.has_input(6) ? &ctx.input(6) : nullptr);
+  HostTensor a = attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2), ctx.has_input(6) ? &ctx.input(6) : nullptr, false, false);
   HostTensor y = layer_norm_rows(ctx, a, -1, ctx.attr_float("epsilon", 1e-5f), ctx.input(3), ctx.has_input(4) ? &ctx.input(4) : nullptr);
   const HostTensor& residual = ctx.input(5);
   if (residual.dims() != y.dims() || residual.dtype() != DType::F32)

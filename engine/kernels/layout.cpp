@@ -1,5 +1,6 @@
 #include "kernels/layout.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -55,18 +56,39 @@ int64_t nc1hwc0_c0(DType t) { return dtype_size(t) == 1 ? 32 : 16; }
 
 namespace {
 
-// Copies between the two layouts element by element: `to5` picks the direction.
+// Calls f.template operator()<T>() with T an unsigned type of the element's size: the
+// layout copies move bytes, whatever the dtype.
+template <class F>
+void by_element_size(DType dtype, F&& f) {
+  switch (dtype_size(dtype)) {
+    case 1: f.template operator()<uint8_t>(); break;
+    case 2: f.template operator()<uint16_t>(); break;
+    case 4: f.template operator()<uint32_t>(); break;
+    case 8: f.template operator()<uint64_t>(); break;
+    default: throw Error("layout conversion: unsupported element size");
+  }
+}
+
+// Copies between the two layouts (`to5` picks the direction), one (batch, C1 block,
+// position) run of C0 channels at a time; channels past C are left as they are (zero).
 void convert_5hd(const HostTensor& src, HostTensor& dst, const std::vector<int64_t>& nchw, int64_t c0, bool to5) {
   const int64_t n = nchw[0], c = nchw[1], hw = nchw[2] * nchw[3], c1 = (c + c0 - 1) / c0;
-  const size_t esz = dtype_size(src.dtype());
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t p = 0; p < hw; ++p) {
-        const int64_t plain = (b * c + ch) * hw + p;
-        const int64_t blocked = (((b * c1 + ch / c0) * hw + p) * c0) + ch % c0;
-        const int64_t from = to5 ? plain : blocked, to = to5 ? blocked : plain;
-        std::memcpy(dst.mutable_raw() + to * static_cast<int64_t>(esz), src.raw() + from * static_cast<int64_t>(esz), esz);
+  by_element_size(src.dtype(), [&]<class T>() {
+    const T* in = reinterpret_cast<const T*>(src.raw());
+    T* out = reinterpret_cast<T*>(dst.mutable_raw());
+#pragma omp parallel for collapse(2) if (n * c * hw > (1 << 16))
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t blk = 0; blk < c1; ++blk) {
+        const int64_t lanes = std::min(c0, c - blk * c0);
+        for (int64_t p = 0; p < hw; ++p) {
+          const int64_t blocked = ((b * c1 + blk) * hw + p) * c0, plain = (b * c + blk * c0) * hw + p;
+          for (int64_t l = 0; l < lanes; ++l) {
+            if (to5) out[blocked + l] = in[plain + l * hw];
+            else out[plain + l * hw] = in[blocked + l];
+          }
+        }
       }
+  });
 }
 
 }  // namespace
@@ -133,18 +155,25 @@ struct FractalZ {
   }
 };
 
-// Copies element by element between the plain and the FRACTAL_Z tensor; `to_z` picks the direction.
+// Copies between the plain and the FRACTAL_Z tensor (`to_z` picks the direction), one
+// row (C1 block, h, w) at a time: for each output channel, C0 input channels.
 void convert_fractal_z(const HostTensor& src, HostTensor& dst, const FractalZ& f, int64_t channels, bool to_z) {
-  const size_t esz = dtype_size(src.dtype());
-  const int64_t kernel = f.h * f.w;
-  for (int64_t in = 0; in < f.n; ++in)
-    for (int64_t ic = 0; ic < channels; ++ic)
-      for (int64_t k = 0; k < kernel; ++k) {
-        const int64_t plain = (in * channels + ic) * kernel + k;
-        const int64_t blocked = f.at(in, ic, k / f.w, k % f.w);
-        const int64_t from = to_z ? plain : blocked, to = to_z ? blocked : plain;
-        std::memcpy(dst.mutable_raw() + to * static_cast<int64_t>(esz), src.raw() + from * static_cast<int64_t>(esz), esz);
+  const int64_t kernel = f.h * f.w, rows = ceil_div(channels, f.c0) * kernel;
+  by_element_size(src.dtype(), [&]<class T>() {
+    const T* in = reinterpret_cast<const T*>(src.raw());
+    T* out = reinterpret_cast<T*>(dst.mutable_raw());
+#pragma omp parallel for if (rows * f.n * f.c0 > (1 << 16))
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t blk = row / kernel, k = row % kernel, lanes = std::min(f.c0, channels - blk * f.c0);
+      for (int64_t on = 0; on < f.n; ++on) {
+        const int64_t blocked = ((row * f.n1 + on / 16) * 16 + on % 16) * f.c0, plain = (on * channels + blk * f.c0) * kernel + k;
+        for (int64_t l = 0; l < lanes; ++l) {
+          if (to_z) out[blocked + l] = in[plain + l * kernel];
+          else out[plain + l * kernel] = in[blocked + l];
+        }
       }
+    }
+  });
 }
 
 // FRACTAL_NZ: each run of C0 columns of one row is contiguous on both sides.
@@ -211,21 +240,48 @@ HostTensor from_fractal_nz(const HostTensor& z, int64_t rows, int64_t cols) {
   return y;
 }
 
+namespace {
+
+// Plain weights by their packed copy (its bytes and plain dims), held while the packed
+// copy lives: a reused address cannot match a dead entry.
+struct PlainEntry {
+  std::weak_ptr<const void> owner;
+  std::shared_ptr<HostTensor> plain;
+};
+using PlainKey = std::pair<const std::byte*, std::vector<int64_t>>;
+
+std::mutex& plain_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+std::map<PlainKey, PlainEntry>& plain_cache() {
+  static std::map<PlainKey, PlainEntry> cache;
+  return cache;
+}
+
+}  // namespace
+
+void remember_plain(const HostTensor& packed, const HostTensor& plain) {
+  if (!plain.is_constant() || !packed.storage()) return;
+  std::lock_guard lock(plain_mutex());
+  auto& cache = plain_cache();
+  std::erase_if(cache, [](const auto& kv) { return kv.second.owner.expired(); });  // weights freed since
+  cache.insert_or_assign(PlainKey{packed.raw(), plain.dims()}, PlainEntry{packed.storage(), std::make_shared<HostTensor>(plain)});
+}
+
 HostTensor unpacked_weight(const HostTensor& packed, const std::vector<int64_t>& plain, bool nz) {
   auto unpack = [&] { return nz ? from_fractal_nz(packed, plain[0], plain[1]) : from_fractal_z(packed, plain); };
   if (!packed.is_constant()) return unpack();
-  struct Entry {
-    std::weak_ptr<const void> owner;
-    std::shared_ptr<HostTensor> plain;
-  };
-  static std::mutex mutex;
-  static std::map<std::pair<const std::byte*, std::vector<int64_t>>, Entry> cache;
-  std::lock_guard lock(mutex);
-  const auto key = std::make_pair(packed.raw(), plain);
+  std::vector<int64_t> dims = plain;  // FRACTAL_NZ keeps its batch dims in front
+  if (nz && packed.rank() >= 4) dims.insert(dims.begin(), packed.dims().begin(), packed.dims().end() - 4);
+  std::lock_guard lock(plain_mutex());
+  auto& cache = plain_cache();
+  const PlainKey key{packed.raw(), dims};
   auto it = cache.find(key);
   if (it == cache.end() || it->second.owner.lock() != packed.storage()) {
-    std::erase_if(cache, [](const auto& kv) { return kv.second.owner.expired(); });  // weights freed since
-    it = cache.insert_or_assign(key, Entry{packed.storage(), std::make_shared<HostTensor>(unpack())}).first;
+    std::erase_if(cache, [](const auto& kv) { return kv.second.owner.expired(); });
+    it = cache.insert_or_assign(key, PlainEntry{packed.storage(), std::make_shared<HostTensor>(unpack().frozen())}).first;
   }
   const std::shared_ptr<HostTensor> t = it->second.plain;
   return HostTensor::borrowed(t->dtype(), t->dims(), t->raw(), t, true);

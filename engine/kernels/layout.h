@@ -32,5 +32,9 @@ HostTensor from_fractal_nz(const HostTensor& z, int64_t rows, int64_t cols);
 // from_fractal_* of a constant weight, computed once per weight and kept while the
 // weight lives (a kernel reading fractal weights on every call converts them once).
 HostTensor unpacked_weight(const HostTensor& packed, const std::vector<int64_t>& plain, bool nz);
+// Records that `packed` was packed from the constant `plain` (TransData of a weight), so
+// unpacked_weight of it returns `plain` instead of unpacking: the same values, without
+// a pass over the weight.
+void remember_plain(const HostTensor& packed, const HostTensor& plain);
 
 }  // namespace geopt

@@ -46,7 +46,7 @@ std::optional<HostTensor> fused_matmul_f32(const KernelContext& ctx, const HostT
   std::vector<int64_t> out = batch;
   out.push_back(m);
   out.push_back(n);
-  HostTensor y = HostTensor::uninitialized(DType::F32, out);
+  HostTensor y = ctx.new_output(0, DType::F32, out);
   if (y.size() == 0) return y;
   if (k == 0) return std::nullopt;  // nothing to multiply: the plain path writes the bias alone
 

@@ -85,7 +85,7 @@ void layer_norm(KernelContext& ctx, const HostTensor& x, const HostTensor* scale
   HostTensor mean = stats && ctx.wants_output(1) ? HostTensor::uninitialized(DType::F32, r.stat_dims) : HostTensor{};
   HostTensor inv = stats && ctx.wants_output(2) ? HostTensor::uninitialized(DType::F32, r.stat_dims) : HostTensor{};
   // x's own storage when the kernel owns it (AddLayerNorm's sum): normalized in place.
-  HostTensor y = in_place ? x : HostTensor::uninitialized(DType::F32, x.dims());
+  HostTensor y = in_place ? x : ctx.new_output(0, DType::F32, x.dims());
   normalize_rows(x.data<float>(), y.mutable_data<float>(), r, s, b, eps, rms, mean.defined() ? mean.mutable_data<float>() : nullptr,
                  inv.defined() ? inv.mutable_data<float>() : nullptr);
   ctx.outputs[0] = std::move(y);
@@ -204,7 +204,9 @@ void add_layer_norm(KernelContext& ctx) {
   const bool trailing = res.rank() <= x.rank() && std::equal(res.dims().begin(), res.dims().end(), x.dims().end() - static_cast<std::ptrdiff_t>(res.rank()));
   if (!trailing || res.dtype() != x.dtype() || (res.size() == 0 && x.size() > 0))
     ctx.fail("Residual " + res.shape_string() + " must match X " + x.shape_string() + " or its trailing dims");
-  HostTensor sum = HostTensor::uninitialized(DType::F32, x.dims());
+  const bool keep_sum = ctx.wants_output(1);
+  // Without the sum as an output, it is summed where Y goes and normalized in place.
+  HostTensor sum = keep_sum ? ctx.new_output(1, DType::F32, x.dims()) : ctx.new_output(0, DType::F32, x.dims());
   const float* a = x.data<float>();
   const float* b = res.data<float>();
   float* s = sum.mutable_data<float>();
@@ -215,7 +217,6 @@ void add_layer_norm(KernelContext& ctx) {
   } else {
     for (int64_t i = 0; i < x.size(); ++i) s[i] = a[i] + b[i % period];  // period > 0 whenever x has elements
   }
-  const bool keep_sum = ctx.wants_output(1);
   layer_norm(ctx, sum, &ctx.input(2), ctx.has_input(3) ? &ctx.input(3) : nullptr, false, /*in_place=*/!keep_sum);
   if (keep_sum) ctx.outputs[1] = std::move(sum);
 }

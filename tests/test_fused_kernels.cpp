@@ -222,7 +222,7 @@ TEST_CASE("FusedConv equals Conv [+ residual] + activation for every activation"
 
 TEST_CASE("FusedMatMul equals MatMul + bias + activation") {
   check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
-    g (float[2,7,16] a, float[16,12] w, float[12] bias) => (float[2,7,12] f, float[2,7,12] r, float[2,7,12] gf, float[2,7,12] gr) {
+    g (float[2,7,16] a, float[16,12] w, float[12] bias) => (float[2,7,12] f, float[2,7,12] r, float[2,7,12] gf, float[2,7,12] gr, float[2,7,12] tf, float[2,7,12] tr) {
       f = ai.geopt.FusedMatMul <activation = "Relu"> (a, w, bias)
       m = MatMul(a, w)
       mb = Add(m, bias)
@@ -236,7 +236,9 @@ TEST_CASE("FusedMatMul equals MatMul + bias + activation") {
       e1 = Add(e, one)
       xm = Mul(mb, e1)
       gr = Mul(xm, half)
-    })", {{"f", "r"}, {"gf", "gr"}});
+      tf = ai.geopt.FusedMatMul <activation = "GeluTanh"> (a, w, bias)
+      tr = ai.geopt.Gelu <approximate = "tanh"> (mb)
+    })", {{"f", "r"}, {"gf", "gr"}, {"tf", "tr"}});
 }
 
 TEST_CASE("FusedConv reading FRACTAL_Z weights and FusedMatMul reading FRACTAL_NZ ones equal the plain ops") {

@@ -45,6 +45,8 @@ void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string
     each([a](float v) { return v / (1.0f + std::exp(-a * v)); });
   } else if (name == "Gelu") {
     gelu_in_place(y, false);
+  } else if (name == "GeluTanh") {
+    gelu_in_place(y, true);
   } else if (name == "Tanh") {
     each([](float v) { return std::tanh(v); });
   } else {

@@ -274,16 +274,21 @@ void flash_attention_layer_norm(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
-// SiLU(X W1) * (X W3): LLaMA's gated MLP up to its down projection.
+// SiLU(X W1) * (X W3): LLaMA's gated MLP up to its down projection. SiLU is the first
+// product's post-op; the second is multiplied in by rows.
 void swiglu(KernelContext& ctx) {
-  HostTensor gate = matmul(ctx, ctx.input(0), ctx.input(1));
-  HostTensor up = matmul(ctx, ctx.input(0), ctx.input(2));
-  require_f32(ctx, gate);
-  if (gate.dims() != up.dims()) ctx.fail("W1 and W3 give different shapes: " + gate.shape_string() + ", " + up.shape_string());
-  float* g = gate.mutable_data<float>();
-  const float* u = up.data<float>();
-  for (int64_t i = 0; i < gate.size(); ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-  ctx.outputs[0] = std::move(gate);
+  auto gate = fused_matmul_f32(ctx, ctx.input(0), ctx.input(1), nullptr, "SiLU", {}, /*is_output=*/true);
+  auto up = fused_matmul_f32(ctx, ctx.input(0), ctx.input(2), nullptr, "none", {}, /*is_output=*/false);
+  if (!gate || !up) {  // vectors or other dtypes: the plain products
+    HostTensor g = matmul(ctx, ctx.input(0), ctx.input(1));
+    require_f32(ctx, g);
+    apply_activation(ctx, g, "SiLU", {});
+    gate = std::move(g);
+    up = matmul(ctx, ctx.input(0), ctx.input(2));
+  }
+  if (gate->dims() != up->dims()) ctx.fail("W1 and W3 give different shapes: " + gate->shape_string() + ", " + up->shape_string());
+  mul_rows(gate->data<float>(), up->data<float>(), gate->mutable_data<float>(), gate->size());
+  ctx.outputs[0] = std::move(*gate);
 }
 
 // X * Cos + rotate(X) * Sin over the last axis, rotate(X) = concat(-X[..., split:], X[..., :split]).
@@ -297,8 +302,38 @@ void rotary_embedding(KernelContext& ctx) {
   int64_t split = ctx.attr_int("split", 0);
   if (split == 0) split = d / 2;  // the schema's "0 means half", written or not
   if (split < 0 || split > d) ctx.fail("split " + std::to_string(split) + " is outside the last axis (" + std::to_string(d) + ")");
-  HostTensor rotated(DType::F32, x.dims());
+  auto plan = plan_broadcast<3>(ctx, {&x, &cos, &sin});
+  if (plan.dims != x.dims()) ctx.fail("Cos and Sin must broadcast to X " + x.shape_string());
+  HostTensor y = ctx.new_output(0, DType::F32, x.dims());
   const float* px = x.data<float>();
+  const float* pc = cos.data<float>();
+  const float* ps = sin.data<float>();
+  float* py = y.mutable_data<float>();
+  if (cos.rank() >= 1 && sin.rank() >= 1 && cos.dim(-1) == d && sin.dim(-1) == d && d > 0) {
+    // Whole rows of Cos and Sin: each row of X meets one row of each, found by the
+    // broadcast strides of the leading dims.
+    const std::vector<int64_t> lead(x.dims().begin(), x.dims().end() - 1);
+    auto lead_of = [&](const HostTensor& t) {
+      std::vector<int64_t> dims(t.dims().begin(), t.dims().end() - 1);
+      return broadcast_strides(dims, lead);
+    };
+    const std::vector<int64_t> sc = lead_of(cos), ss = lead_of(sin);
+    const int64_t rows = x.size() / d;
+#pragma omp parallel for if (x.size() > (1 << 15))
+    for (int64_t row = 0; row < rows; ++row) {
+      int64_t oc = 0, os = 0, r = row;
+      for (size_t i = lead.size(); i-- > 0;) {
+        const int64_t c = r % lead[i];
+        r /= lead[i];
+        oc += c * sc[i];
+        os += c * ss[i];
+      }
+      rotary_row(px + row * d, pc + oc * d, ps + os * d, py + row * d, d, split);
+    }
+    ctx.outputs[0] = std::move(y);
+    return;
+  }
+  HostTensor rotated(DType::F32, x.dims());
   float* pr = rotated.mutable_data<float>();
   for (int64_t row = 0; row < x.size() / std::max<int64_t>(d, 1); ++row) {
     const float* in = px + row * d;
@@ -306,12 +341,6 @@ void rotary_embedding(KernelContext& ctx) {
     for (int64_t j = 0; j < d - split; ++j) out[j] = -in[split + j];
     for (int64_t j = 0; j < split; ++j) out[d - split + j] = in[j];
   }
-  auto plan = plan_broadcast<3>(ctx, {&x, &cos, &sin});
-  if (plan.dims != x.dims()) ctx.fail("Cos and Sin must broadcast to X " + x.shape_string());
-  HostTensor y(DType::F32, x.dims());
-  float* py = y.mutable_data<float>();
-  const float* pc = cos.data<float>();
-  const float* ps = sin.data<float>();
   apply_broadcast(plan, [&](int64_t, const int64_t* o) { py[o[0]] = px[o[0]] * pc[o[1]] + pr[o[0]] * ps[o[2]]; });
   ctx.outputs[0] = std::move(y);
 }

@@ -19,7 +19,8 @@ HostTensor matmul(const KernelContext& ctx, const HostTensor& a, const HostTenso
 // act(A B + bias) on one oneDNN matmul primitive (engine/kernels/matmul_primitive.cpp),
 // for f32 matrices (rank >= 2) and a bias of one value per column; nullopt otherwise,
 // for the caller's plain path. Unknown activations fail as the kernel's error.
+// `is_output`: the result is the kernel's output 0 (written where the caller keeps it).
 std::optional<HostTensor> fused_matmul_f32(const KernelContext& ctx, const HostTensor& a, const HostTensor& b, const HostTensor* bias,
-                                           const std::string& activation, const std::vector<float>& params);
+                                           const std::string& activation, const std::vector<float>& params, bool is_output = true);
 
 }  // namespace geopt

@@ -28,7 +28,7 @@ dnnl::memory::format_tag row_major(size_t rank) {
 }  // namespace
 
 std::optional<HostTensor> fused_matmul_f32(const KernelContext& ctx, const HostTensor& a, const HostTensor& b, const HostTensor* bias,
-                                           const std::string& activation, const std::vector<float>& params) {
+                                           const std::string& activation, const std::vector<float>& params, bool is_output) {
   using namespace dnnl;
   using dt = memory::data_type;
   if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || (bias && bias->dtype() != DType::F32)) return std::nullopt;
@@ -46,7 +46,7 @@ std::optional<HostTensor> fused_matmul_f32(const KernelContext& ctx, const HostT
   std::vector<int64_t> out = batch;
   out.push_back(m);
   out.push_back(n);
-  HostTensor y = ctx.new_output(0, DType::F32, out);
+  HostTensor y = is_output ? ctx.new_output(0, DType::F32, out) : HostTensor::uninitialized(DType::F32, out);
   if (y.size() == 0) return y;
   if (k == 0) return std::nullopt;  // nothing to multiply: the plain path writes the bias alone
 

@@ -37,6 +37,8 @@ void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std:
     add(algorithm::eltwise_swish, params.empty() ? 1.702f : params[0]);
   } else if (name == "Gelu") {
     add(algorithm::eltwise_gelu_erf);
+  } else if (name == "GeluTanh") {
+    add(algorithm::eltwise_gelu_tanh);
   } else if (name == "Tanh") {
     add(algorithm::eltwise_tanh);
   } else {

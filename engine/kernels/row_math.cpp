@@ -111,6 +111,21 @@ void add_rows(const float* a, const float* b, float* out, int64_t n) {
 }
 
 GEOPT_VECTOR_CLONES
+void mul_rows(const float* a, const float* b, float* out, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
+}
+
+GEOPT_VECTOR_CLONES
+void rotary_row(const float* x, const float* cos, const float* sin, float* y, int64_t d, int64_t split) {
+  const int64_t tail = d - split;  // rotate(x)[j] = -x[split + j] for j < tail, x[j - tail] after
+#pragma omp simd
+  for (int64_t j = 0; j < tail; ++j) y[j] = x[j] * cos[j] - x[split + j] * sin[j];
+#pragma omp simd
+  for (int64_t j = tail; j < d; ++j) y[j] = x[j] * cos[j] + x[j - tail] * sin[j];
+}
+
+GEOPT_VECTOR_CLONES
 float row_max(const float* x, int64_t n) {
   float m = -INFINITY;
 #pragma omp simd reduction(max : m)

@@ -14,8 +14,12 @@ void row_moments(const float* x, int64_t n, float& mean, float& variance);
 float row_mean_square(const float* x, int64_t n);
 // y = (x - mean) * inv * scale + bias; bias may be null.
 void normalize_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale, const float* bias);
-// out = a + b.
+// out = a + b; out = a * b.
 void add_rows(const float* a, const float* b, float* out, int64_t n);
+void mul_rows(const float* a, const float* b, float* out, int64_t n);
+// RotaryEmbedding of one row of d values: y = x * cos + rotate(x) * sin, with
+// rotate(x) = concat(-x[split:], x[:split]).
+void rotary_row(const float* x, const float* cos, const float* sin, float* y, int64_t d, int64_t split);
 float row_max(const float* x, int64_t n);
 // y = exp(x - shift), returning the sum of y (x and y may alias).
 float exp_row(const float* x, float* y, int64_t n, float shift);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Host latency, like for like: ONNX Runtime (npm onnxruntime-node, CPU provider, level
 # 'all') against `geopt run` on the original model, on the optimized model and on the
-# compiled plan, with the same inputs and thread count, in one run.
+# compiled plan (as compiled, and compiled onto one stream), with the same inputs and
+# thread count, in one run.
 # Models: ResNet-50, MobileNetV2 (batch 1, 224x224), BERT-base (seq 128), GPT-2 small
 # (seq 128); 1 and 2 threads.
 #   bench/latency_bench.sh [BUILD_DIR] [RUNS] [ROUNDS] [MODEL...]
@@ -45,32 +46,37 @@ geopt_ms() {
     /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["run_ms"])'
 }
 
-echo "| model | threads | ONNX Runtime (ms) | geopt original (ms) | geopt optimized (ms) | plan (ms) | plan / ORT | optimized / original |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| model | threads | ONNX Runtime (ms) | geopt original (ms) | geopt optimized (ms) | plan (ms) | plan on one stream (ms) | plan / ORT | optimized / original | plan / one stream |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for model in "${models[@]}"; do
   src=$(model_path "$model")
   opt=$work/${model}_geopt.onnx
   plan=$work/$model.plan
+  single=$work/${model}_one_stream.plan
   "$geopt" optimize "$src" -o "$opt" >/dev/null
   "$geopt" compile "$src" -o "$plan" >/dev/null
+  "$geopt" compile "$src" -o "$single" --enable_single_stream=true >/dev/null
   inputs=$work/inputs/$model
   "$geopt" run "$src" --random-inputs --seed 1 --save-inputs "$inputs" >/dev/null
   args=()
   for f in "$inputs"/*.npy; do args+=(--input "$(basename "$f" .npy)=$f"); done
   for threads in 1 2; do
-    ort=() original=() optimized=() planned=()
+    ort=() original=() optimized=() planned=() one_stream=()
     for ((r = 0; r < rounds; ++r)); do
       ort+=("$(node bench/ort/latency.js "$src" "$inputs" "$threads" "$runs" "$warmup" |
                /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["median_ms"])')")
       original+=("$(geopt_ms "$src" "$threads")")
       optimized+=("$(geopt_ms "$opt" "$threads")")
       planned+=("$(geopt_ms "$plan" "$threads")")
+      one_stream+=("$(geopt_ms "$single" "$threads")")
     done
-    /usr/bin/python3 - "$model" "$threads" "$(median "${ort[@]}")" "$(median "${original[@]}")" "$(median "${optimized[@]}")" "$(median "${planned[@]}")" <<'EOF'
+    streams=$("$geopt" plan dump "$plan" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["stream_count"])')
+    /usr/bin/python3 - "$model" "$threads" "$streams" "$(median "${ort[@]}")" "$(median "${original[@]}")" "$(median "${optimized[@]}")" \
+      "$(median "${planned[@]}")" "$(median "${one_stream[@]}")" <<'EOF'
 import sys
-model, threads = sys.argv[1], sys.argv[2]
-o, g, z, p = map(float, sys.argv[3:7])
-print(f"| {model} | {threads} | {o:.1f} | {g:.1f} | {z:.1f} | {p:.1f} | {p / o:.2f} | {z / g:.2f} |")
+model, threads, streams = sys.argv[1:4]
+o, g, z, p, s = map(float, sys.argv[4:9])
+print(f"| {model} | {threads} | {o:.1f} | {g:.1f} | {z:.1f} | {p:.1f} ({streams} streams) | {s:.1f} | {p / o:.2f} | {z / g:.2f} | {p / s:.2f} |")
 EOF
   done
 done

@@ -8,8 +8,6 @@
 #include <new>
 #include <thread>
 
-#include <omp.h>
-
 #include "eval/kernel_call.h"
 #include "onnx/captures.h"
 #include "onnx/import.h"
@@ -258,55 +256,72 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       record(k);
     }
   } else {
-    // One budget of threads for all streams: a kernel takes its share of the threads
-    // free when it starts (the free ones split among the streams ready to start one),
-    // so N streams never run more threads than one stream would.
+    // One thread per stream orders its kernels and waits for their events; the kernels
+    // themselves run one at a time on this thread (which is stream 0's), with every
+    // thread of its OpenMP team. So N streams never run more threads than one stream
+    // would (a second team would spin against the first on the same cores), and each
+    // kernel gets them all. On the host the streams take turns in an order the events
+    // allow: another stream hands its next kernel over once its waits are met.
     std::mutex mutex;
     std::condition_variable changed;
     std::exception_ptr failure;
     const size_t streams = c.stream_kernels.size();
-    int free_threads = std::max(1, omp_get_max_threads());
-    std::vector<size_t> next(streams, 0);
-    std::vector<char> busy(streams, 0);
-    auto ready_elsewhere = [&](size_t self) {
-      int ready = 0;
-      for (size_t s = 0; s < streams; ++s)
-        if (s != self && !busy[s] && next[s] < c.stream_kernels[s].size() && waits_met(c.stream_kernels[s][next[s]])) ++ready;
-      return ready;
-    };
+    constexpr size_t kNone = SIZE_MAX;
+    size_t slot = kNone;  // the kernel another stream handed over to run
+    std::vector<char> done(kernel_count, 0);
+    std::vector<size_t> next(streams, 0);  // each stream's next kernel (index in its list)
+    auto ready = [&](size_t s) { return next[s] < c.stream_kernels[s].size() && waits_met(c.stream_kernels[s][next[s]]); };
     auto stream_main = [&](size_t s) {
-      try {
-        for (size_t k : c.stream_kernels[s]) {
-          int take = 0;
-          {
-            std::unique_lock lock(mutex);
-            changed.wait(lock, [&] { return failure || (waits_met(k) && free_threads > 0); });
-            if (failure) return;
-            take = std::max(1, free_threads / (1 + ready_elsewhere(s)));
-            free_threads -= take;
-            busy[s] = 1;
-          }
-          omp_set_num_threads(take);
-          run_kernel(k, pool.get(), schedule, runtime_dims);
-          std::lock_guard lock(mutex);
-          free_threads += take;
-          busy[s] = 0;
-          ++next[s];
-          record(k);
-          changed.notify_all();
-        }
-      } catch (...) {
-        std::lock_guard lock(mutex);
-        if (!failure) failure = std::current_exception();
+      std::unique_lock lock(mutex);
+      for (size_t k : c.stream_kernels[s]) {
+        changed.wait(lock, [&] { return failure || (slot == kNone && waits_met(k)); });
+        if (failure) return;
+        slot = k;
         changed.notify_all();
+        changed.wait(lock, [&] { return failure || done[k]; });
+        if (failure) return;
+        ++next[s];
+        changed.notify_all();  // the runner may be waiting to see whether anyone can go on
       }
     };
-    const int caller_threads = omp_get_max_threads();
     std::vector<std::thread> threads;
     for (size_t s = 1; s < streams; ++s) threads.emplace_back(stream_main, s);
-    if (streams) stream_main(0);
+    for (size_t ran = 0; ran < kernel_count; ++ran) {
+      size_t k = kNone;
+      {
+        std::unique_lock lock(mutex);
+        // Stalled: no stream can go on (each is done or waits on an event not recorded).
+        auto stalled = [&] {
+          for (size_t s = 0; s < streams; ++s)
+            if (ready(s)) return false;
+          return true;
+        };
+        changed.wait(lock, [&] { return slot != kNone || (streams && ready(0)) || stalled(); });
+        if (slot != kNone) {
+          k = slot;
+        } else if (streams && ready(0)) {
+          k = c.stream_kernels[0][next[0]++];
+        } else {
+          failure = std::make_exception_ptr(Error("plan: every stream waits on an event nobody records (deadlock)"));
+          changed.notify_all();
+          break;
+        }
+      }
+      try {
+        run_kernel(k, pool.get(), schedule, runtime_dims);
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        failure = std::current_exception();
+        changed.notify_all();
+        break;
+      }
+      std::lock_guard lock(mutex);
+      record(k);
+      done[k] = 1;
+      if (slot == k) slot = kNone;
+      changed.notify_all();
+    }
     for (auto& t : threads) t.join();
-    omp_set_num_threads(caller_threads);
     if (failure) std::rethrow_exception(failure);
   }
 

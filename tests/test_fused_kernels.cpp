@@ -261,9 +261,10 @@ TEST_CASE("FusedConv reading FRACTAL_Z weights and FusedMatMul reading FRACTAL_N
 
 TEST_CASE("FusedConv in NC1HWC0 equals Conv on every path, padding channels included") {
   // 20 input and 18 output channels: each tensor's second C0 block is mostly padding,
-  // and the blocked outputs are compared whole, so padding that is not 0 fails.
+  // and the blocked outputs are compared whole, so padding that is not 0 fails (Sigmoid
+  // and a Clip above 0 are not 0 at 0: the padding must not be activated).
   check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
-    g (float[2,20,7,7] x, float[18,20,3,3] w, float[18] b, float[2,18,4,4] z, float[20,1,3,3] dw, float[20] db) => (float[2,2,4,4,16] res_f, float[2,2,4,4,16] res_r, float[2,2,4,4,16] first_f, float[2,2,4,4,16] first_r, float[2,2,7,7,16] dw_f, float[2,2,7,7,16] dw_r, float[2,2,4,4,16] gelu_f, float[2,2,4,4,16] gelu_r, float[2,2,4,4,16] mish_f, float[2,2,4,4,16] mish_r, float[2,2,4,4,16] quick_f, float[2,2,4,4,16] quick_r) {
+    g (float[2,20,7,7] x, float[18,20,3,3] w, float[18] b, float[2,18,4,4] z, float[20,1,3,3] dw, float[20] db) => (float[2,2,4,4,16] res_f, float[2,2,4,4,16] res_r, float[2,2,4,4,16] first_f, float[2,2,4,4,16] first_r, float[2,2,7,7,16] dw_f, float[2,2,7,7,16] dw_r, float[2,2,4,4,16] gelu_f, float[2,2,4,4,16] gelu_r, float[2,2,4,4,16] mish_f, float[2,2,4,4,16] mish_r, float[2,2,4,4,16] quick_f, float[2,2,4,4,16] quick_r, float[2,2,4,4,16] sig_f, float[2,2,4,4,16] sig_r, float[2,2,7,7,16] clip_f, float[2,2,7,7,16] clip_r) {
       x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
       z5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (z)
       wz = ai.geopt.TransData <src_format = "NCHW", dst_format = "FRACTAL_Z"> (w)
@@ -302,8 +303,16 @@ TEST_CASE("FusedConv in NC1HWC0 equals Conv on every path, padding channels incl
       sx = Sigmoid(ax)
       qr = Mul(c, sx)
       quick_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (qr)
+      sig_f = ai.geopt.FusedConv <data_format = "NC1HWC0", weight_format = "FRACTAL_Z", channels = 18, kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], activation = "Sigmoid"> (x5, wz, b)
+      sg = Sigmoid(c)
+      sig_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (sg)
+      clip_f = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [3, 3], pads = [1, 1, 1, 1], activation = "Clip", activation_params = [0.1, 0.5]> (x5, dw, db)
+      lo2 = Constant <value = float {0.1}> ()
+      dc2 = Clip(d, lo2, hi)
+      clip_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (dc2)
     })",
-              {{"res_f", "res_r"}, {"first_f", "first_r"}, {"dw_f", "dw_r"}, {"gelu_f", "gelu_r"}, {"mish_f", "mish_r"}, {"quick_f", "quick_r"}}, 1e-5);
+              {{"res_f", "res_r"}, {"first_f", "first_r"}, {"dw_f", "dw_r"}, {"gelu_f", "gelu_r"}, {"mish_f", "mish_r"}, {"quick_f", "quick_r"},
+               {"sig_f", "sig_r"}, {"clip_f", "clip_r"}}, 1e-5);
 }
 
 TEST_CASE("FRACTAL_Z and FRACTAL_NZ put each element where CANN does, pad with zeros, and convert back") {

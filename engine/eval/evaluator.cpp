@@ -173,7 +173,8 @@ NamedTensors run_graph(const Model& model, const KernelRegistry& kernels, const 
     const HostTensor* t = it == env.end() ? nullptr : &it->second;
     if (!t && !v->producer() && outer) t = outer->find(v->name());
     if (!t) throw Error("graph output '" + v->name() + "' was not computed");
-    outs.emplace_back(v->name(), *t);
+    // A precomputed output is the evaluator's: the caller gets its own copy.
+    outs.emplace_back(v->name(), precomputed.values.count(v) ? t->clone() : *t);
   }
   return outs;
 }

@@ -4,6 +4,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -114,14 +115,15 @@ bool copy_channel_blocks(const dnnl::memory::desc& from, const void* src, const 
   for (int64_t b = 0; b < n; ++b)
     for (int64_t blk = 0; blk < to_blocks; ++blk)
       for (int64_t lane = 0; lane < tb; lane += 8) {  // runs of 8 = the smaller block
-        const int64_t channel = blk * tb + lane, from_blk = channel / fb;
+        const int64_t channel = blk * tb + lane, real = std::clamp<int64_t>(c - channel, 0, 8);
         float* o = out + (b * to_blocks + blk) * hw * tb + lane;
-        if (from_blk >= from_blocks) {
-          for (int64_t p = 0; p < hw; ++p) std::memset(o + p * tb, 0, 8 * sizeof(float));
-          continue;
+        const float* i = in + (b * from_blocks + channel / fb) * hw * fb + channel % fb;
+        // Only real channels are copied: padding comes out 0, whatever the primitive
+        // left there (an activation with f(0) != 0 computes on padding too).
+        for (int64_t p = 0; p < hw; ++p) {
+          if (real) std::memcpy(o + p * tb, i + p * fb, static_cast<size_t>(real) * sizeof(float));
+          if (real < 8) std::memset(o + p * tb + real, 0, static_cast<size_t>(8 - real) * sizeof(float));
         }
-        const float* i = in + (b * from_blocks + from_blk) * hw * fb + channel % fb;
-        for (int64_t p = 0; p < hw; ++p) std::memcpy(o + p * tb, i + p * fb, 8 * sizeof(float));
       }
   return true;
 }

@@ -56,6 +56,10 @@ int64_t nc1hwc0_c0(DType t) { return dtype_size(t) == 1 ? 32 : 16; }
 
 namespace {
 
+struct Bytes16 {
+  uint64_t low, high;
+};
+
 // Calls f.template operator()<T>() with T an unsigned type of the element's size: the
 // layout copies move bytes, whatever the dtype.
 template <class F>
@@ -65,6 +69,7 @@ void by_element_size(DType dtype, F&& f) {
     case 2: f.template operator()<uint16_t>(); break;
     case 4: f.template operator()<uint32_t>(); break;
     case 8: f.template operator()<uint64_t>(); break;
+    case 16: f.template operator()<Bytes16>(); break;  // complex128
     default: throw Error("layout conversion: unsupported element size");
   }
 }
@@ -243,10 +248,15 @@ HostTensor from_fractal_nz(const HostTensor& z, int64_t rows, int64_t cols) {
 namespace {
 
 // Plain weights by their packed copy (its bytes and plain dims), held while the packed
-// copy lives: a reused address cannot match a dead entry.
+// copy lives: a reused address cannot match a dead entry. A weight read back from its
+// packed copy is owned by the entry; a remembered source (remember_plain) is its owner's,
+// held weakly, so the cache keeps no model's weights alive.
 struct PlainEntry {
   std::weak_ptr<const void> owner;
-  std::shared_ptr<HostTensor> plain;
+  HostTensor plain;                          // without a keep-alive of its own
+  std::shared_ptr<const void> strong;        // an unpacked copy's storage
+  std::weak_ptr<const void> weak;            // a remembered source's owner
+  std::shared_ptr<const void> alive() const { return strong ? strong : weak.lock(); }
 };
 using PlainKey = std::pair<const std::byte*, std::vector<int64_t>>;
 
@@ -260,14 +270,20 @@ std::map<PlainKey, PlainEntry>& plain_cache() {
   return cache;
 }
 
+void sweep(std::map<PlainKey, PlainEntry>& cache) {
+  std::erase_if(cache, [](const auto& kv) { return kv.second.owner.expired() || !kv.second.alive(); });
+}
+
+HostTensor without_keep(const HostTensor& t) { return HostTensor::borrowed(t.dtype(), t.dims(), t.raw(), nullptr, true); }
+
 }  // namespace
 
 void remember_plain(const HostTensor& packed, const HostTensor& plain) {
-  if (!plain.is_constant() || !packed.storage()) return;
+  if (!plain.is_constant() || !plain.storage() || !packed.storage()) return;
   std::lock_guard lock(plain_mutex());
   auto& cache = plain_cache();
-  std::erase_if(cache, [](const auto& kv) { return kv.second.owner.expired(); });  // weights freed since
-  cache.insert_or_assign(PlainKey{packed.raw(), plain.dims()}, PlainEntry{packed.storage(), std::make_shared<HostTensor>(plain)});
+  sweep(cache);  // weights freed since
+  cache.insert_or_assign(PlainKey{packed.raw(), plain.dims()}, PlainEntry{packed.storage(), without_keep(plain), nullptr, plain.storage()});
 }
 
 HostTensor unpacked_weight(const HostTensor& packed, const std::vector<int64_t>& plain, bool nz) {
@@ -279,12 +295,15 @@ HostTensor unpacked_weight(const HostTensor& packed, const std::vector<int64_t>&
   auto& cache = plain_cache();
   const PlainKey key{packed.raw(), dims};
   auto it = cache.find(key);
-  if (it == cache.end() || it->second.owner.lock() != packed.storage()) {
-    std::erase_if(cache, [](const auto& kv) { return kv.second.owner.expired(); });
-    it = cache.insert_or_assign(key, PlainEntry{packed.storage(), std::make_shared<HostTensor>(unpack().frozen())}).first;
+  std::shared_ptr<const void> keep = it == cache.end() || it->second.owner.lock() != packed.storage() ? nullptr : it->second.alive();
+  if (!keep) {
+    sweep(cache);
+    HostTensor fresh = unpack();
+    keep = fresh.storage();
+    it = cache.insert_or_assign(key, PlainEntry{packed.storage(), without_keep(fresh), keep, {}}).first;
   }
-  const std::shared_ptr<HostTensor> t = it->second.plain;
-  return HostTensor::borrowed(t->dtype(), t->dims(), t->raw(), t, true);
+  const HostTensor& t = it->second.plain;
+  return HostTensor::borrowed(t.dtype(), t.dims(), t.raw(), std::move(keep), true);
 }
 
 }  // namespace geopt

@@ -26,7 +26,7 @@ void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std:
   } else if (name == "LeakyRelu") {
     add(algorithm::eltwise_relu, params.empty() ? 0.01f : params[0]);
   } else if (name == "HardSwish") {
-    add(algorithm::eltwise_hardswish);  // x * relu6(x + 3) / 6
+    add(algorithm::eltwise_hardswish, 1.0f / 6.0f, 0.5f);  // x * max(0, min(1, x/6 + 1/2)); 2.6 ignores the two
   } else if (name == "Sigmoid") {
     add(algorithm::eltwise_logistic);
   } else if (name == "SiLU") {

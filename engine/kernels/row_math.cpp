@@ -12,7 +12,7 @@ namespace {
 // polynomial (error below float's half ulp there); 2^k is built in the exponent bits.
 // Branch-free, so loops of it vectorize.
 inline float exp_inline(float x) {
-  const float clamped = x < -87.3f ? -87.3f : (x > 88.3f ? 88.3f : x);
+  const float clamped = x > -87.3f ? (x < 88.3f ? x : 88.3f) : -87.3f;  // NaN to a finite value, selected away below
   // Round to nearest by adding and taking away 1.5 * 2^23 (plain arithmetic, which
   // vectorizes without a rounding instruction).
   const float k = (clamped * 1.44269504f + 12582912.0f) - 12582912.0f;
@@ -128,9 +128,13 @@ void rotary_row(const float* x, const float* cos, const float* sin, float* y, in
 GEOPT_VECTOR_CLONES
 float row_max(const float* x, int64_t n) {
   float m = -INFINITY;
-#pragma omp simd reduction(max : m)
-  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;
-  return m;
+  int nan = 0;
+#pragma omp simd reduction(max : m) reduction(| : nan)
+  for (int64_t i = 0; i < n; ++i) {
+    m = x[i] > m ? x[i] : m;
+    nan |= x[i] != x[i];
+  }
+  return nan ? NAN : m;  // a NaN score makes its softmax row NaN, as the unfused ops do
 }
 
 GEOPT_VECTOR_CLONES

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -285,6 +286,21 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       }
     };
     std::vector<std::thread> threads;
+    bool finished = false;
+    // However this block is left (a thread that cannot start, an allocation that fails),
+    // the stream threads are told to stop and joined before their state goes away.
+    struct JoinStreams {
+      std::function<void()> stop;
+      ~JoinStreams() { stop(); }
+    } join_streams{[&] {
+      {
+        std::lock_guard lock(mutex);
+        if (!finished && !failure) failure = std::make_exception_ptr(Error("plan: the run stopped before every kernel ran"));
+      }
+      changed.notify_all();
+      for (auto& t : threads)
+        if (t.joinable()) t.join();
+    }};
     for (size_t s = 1; s < streams; ++s) threads.emplace_back(stream_main, s);
     for (size_t ran = 0; ran < kernel_count; ++ran) {
       size_t k = kNone;
@@ -319,9 +335,12 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       record(k);
       done[k] = 1;
       if (slot == k) slot = kNone;
+      finished = ran + 1 == kernel_count;
       changed.notify_all();
     }
-    for (auto& t : threads) t.join();
+    if (kernel_count == 0) finished = true;
+    join_streams.stop();
+    join_streams.stop = [] {};
     if (failure) std::rethrow_exception(failure);
   }
 

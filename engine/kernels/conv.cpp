@@ -1,5 +1,6 @@
-// Conv on oneDNN (blocked layouts chosen by oneDNN, reorders around it) and
-// ConvTranspose as a direct scatter loop.
+// Conv and FusedConv on one oneDNN convolution (the layout oneDNN picks, converted to
+// and from the caller's NCHW or NC1HWC0 around it; bias, residual and activation as
+// post-ops) and ConvTranspose as a direct scatter loop.
 #include "kernels/conv.h"
 
 #include <oneapi/dnnl/dnnl.hpp>

@@ -16,6 +16,7 @@
 
 #include "kernels/dispatch.h"
 #include "kernels/onednn.h"
+#include "util/checked_size.h"
 
 namespace geopt {
 
@@ -58,12 +59,6 @@ WindowGeometry window_geometry(const KernelContext& ctx, const std::vector<int64
 }
 
 namespace {
-
-dnnl::memory::format_tag plain_tag(size_t rank, bool grouped_weights) {
-  using tag = dnnl::memory::format_tag;
-  if (grouped_weights) return rank == 3 ? tag::goiw : rank == 4 ? tag::goihw : tag::goidhw;
-  return rank == 3 ? tag::abc : rank == 4 ? tag::abcd : tag::abcde;
-}
 
 // Primitive descriptors are costly to create; a model's convs repeat a few shapes.
 // Each run passes a scratchpad of its own (scratchpad_mode::user): in library mode
@@ -170,16 +165,15 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   }
   if (fusion.residual) {
     if (fusion.residual->dtype() != DType::F32 || fusion.residual->dims() != out_dims)
-      ctx.fail("the residual " + fusion.residual->shape_string() + " must match the output " +
-               HostTensor::borrowed(DType::F32, out_dims, nullptr, nullptr, false).shape_string());
+      ctx.fail("the residual " + fusion.residual->shape_string() + " must match the output, f32" + dims_text(out_dims));
   }
   HostTensor y = ctx.new_output(0, DType::F32, out_dims);  // the primitive (or its reorder) writes every byte
   if (y.size() == 0) return y;
   engine& eng = cpu_engine();
   stream& s = cpu_stream();
-  memory::desc src_user_md(src_dims, dt::f32, fusion.x_blocked ? tag::nChw16c : plain_tag(rank, false));
-  memory::desc wei_user_md(wei_dims, dt::f32, plain_tag(rank, group > 1));
-  memory::desc dst_user_md(dst_dims, dt::f32, fusion.y_blocked ? tag::nChw16c : plain_tag(rank, false));
+  memory::desc src_user_md(src_dims, dt::f32, fusion.x_blocked ? tag::nChw16c : row_major_tag(rank));
+  memory::desc wei_user_md(wei_dims, dt::f32, row_major_tag(group > 1 ? rank + 1 : rank));
+  memory::desc dst_user_md(dst_dims, dt::f32, fusion.y_blocked ? tag::nChw16c : row_major_tag(rank));
   memory::desc bias_md = b ? memory::desc({m}, dt::f32, tag::a) : memory::desc();
   auto any = [](const memory::dims& d) { return memory::desc(d, dt::f32, tag::any); };
   post_ops ops;

@@ -19,12 +19,6 @@ struct MatMulPlan {
   dnnl::matmul primitive;
 };
 
-dnnl::memory::format_tag row_major(size_t rank) {
-  using tag = dnnl::memory::format_tag;
-  static const tag tags[] = {tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
-  return tags[rank - 1];
-}
-
 }  // namespace
 
 std::optional<HostTensor> fused_matmul_f32(const KernelContext& ctx, const HostTensor& a, const HostTensor& b, const HostTensor* bias,
@@ -70,9 +64,9 @@ std::optional<HostTensor> fused_matmul_f32(const KernelContext& ctx, const HostT
   const size_t rank = dst_dims.size();
   memory::dims bias_dims(rank, 1);
   bias_dims.back() = n;
-  memory::desc src_md(src_dims, dt::f32, row_major(rank)), wei_md(wei_dims, dt::f32, row_major(rank));
-  memory::desc dst_md(dst_dims, dt::f32, row_major(rank));
-  memory::desc bias_md = bias ? memory::desc(bias_dims, dt::f32, row_major(rank)) : memory::desc();
+  memory::desc src_md(src_dims, dt::f32, row_major_tag(rank)), wei_md(wei_dims, dt::f32, row_major_tag(rank));
+  memory::desc dst_md(dst_dims, dt::f32, row_major_tag(rank));
+  memory::desc bias_md = bias ? memory::desc(bias_dims, dt::f32, row_major_tag(rank)) : memory::desc();
 
   std::ostringstream key_stream;
   for (const auto* v : {&src_dims, &wei_dims, &dst_dims}) {

@@ -14,6 +14,12 @@ dnnl::stream& cpu_stream() {
   return stream;
 }
 
+dnnl::memory::format_tag row_major_tag(size_t rank) {
+  using tag = dnnl::memory::format_tag;
+  static const tag tags[] = {tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde, tag::abcdef};
+  return tags[rank - 1];
+}
+
 void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std::string& name, const std::vector<float>& params) {
   using dnnl::algorithm;
   auto add = [&](algorithm a, float alpha = 0.0f, float beta = 0.0f) { ops.append_eltwise(1.0f, a, alpha, beta); };

@@ -14,6 +14,10 @@ dnnl::engine& cpu_engine();
 // This thread's stream on cpu_engine() (oneDNN streams are not shared across threads).
 dnnl::stream& cpu_stream();
 
+// The dense row-major layout of a tensor of `rank` dims (1 to 6): ab, abc, ... (a grouped
+// conv's goihw is abcde).
+dnnl::memory::format_tag row_major_tag(size_t rank);
+
 // A fused kernel's activation (docs/OPS.md) as a oneDNN eltwise post-op; "none" adds
 // nothing. Unknown names and wrong parameter counts fail as the kernel's error.
 void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std::string& name, const std::vector<float>& params);

@@ -61,6 +61,28 @@ void clear_weights(plan::Plan& p) {
   p.clear_weights();
   for (auto& k : *p.mutable_kernels())
     for (auto& b : *k.mutable_bodies()) clear_weights(*b.mutable_plan());
+  for (auto& g : *p.mutable_gears()) clear_weights(*g.mutable_plan());
+}
+
+std::string range_text(const plan::InputRange& range) {
+  std::string dims;
+  for (const auto& d : range.dims()) dims += (dims.empty() ? "" : ",") + std::to_string(d.min()) + (d.min() == d.max() ? "" : "~" + std::to_string(d.max()));
+  return range.name() + ":[" + dims + "]";
+}
+
+// Kernels, memory and bindings of a plan (or of one gear).
+void print_plan_body(const plan::Plan& p, uint64_t weight_bytes, const std::string& weights_where) {
+  const auto& m = p.memory();
+  std::printf("kernels          %d on %u stream(s), %d event(s)\n", p.kernels_size(), p.stream_count(), p.events_size());
+  std::printf("memory           pool %llu B (LOAD %llu B, without reuse %llu B; %s), weights %llu B %s\n",
+              static_cast<unsigned long long>(m.pool_bytes()), static_cast<unsigned long long>(m.load_bytes()),
+              static_cast<unsigned long long>(m.no_reuse_bytes()), m.strategy().c_str(), static_cast<unsigned long long>(weight_bytes),
+              weights_where.c_str());
+  for (const auto& r : p.input_ranges())
+    std::printf("range            %s (memory planned at the upper bound)\n", range_text(r).c_str());
+  for (const auto& r : p.inputs()) std::printf("input            %s\n", tensor_text(r).c_str());
+  for (const auto& r : p.outputs()) std::printf("output           %s\n", tensor_text(r).c_str());
+  print_kernels(p, "");
 }
 
 int dump(const PlanOptions& o) {
@@ -75,18 +97,21 @@ int dump(const PlanOptions& o) {
     std::cout << text;
     return 0;
   }
-  const auto& m = p.memory();
   std::printf("plan             %s (format %u, by %s)\n", o.plan.c_str(), p.format_version(), p.producer().c_str());
   std::printf("soc_version      %s\n", p.soc_version().c_str());
-  std::printf("kernels          %d on %u stream(s), %d event(s)\n", p.kernels_size(), p.stream_count(), p.events_size());
-  std::printf("memory           pool %llu B (LOAD %llu B, without reuse %llu B; %s), weights %llu B %s\n",
-              static_cast<unsigned long long>(m.pool_bytes()), static_cast<unsigned long long>(m.load_bytes()),
-              static_cast<unsigned long long>(m.no_reuse_bytes()), m.strategy().c_str(),
-              static_cast<unsigned long long>(p.weight_bytes()),
-              p.weights_file().empty() ? "inline" : ("in " + p.weights_file()).c_str());
-  for (const auto& r : p.inputs()) std::printf("input            %s\n", tensor_text(r).c_str());
-  for (const auto& r : p.outputs()) std::printf("output           %s\n", tensor_text(r).c_str());
-  print_kernels(p, "");
+  const std::string where = p.weights_file().empty() ? "inline" : "in " + p.weights_file();
+  if (!p.gears_size()) {
+    print_plan_body(p, p.weight_bytes(), where);
+    return 0;
+  }
+  std::printf("gears            %d, sharing weights of %llu B %s\n", p.gears_size(), static_cast<unsigned long long>(p.weight_bytes()), where.c_str());
+  for (int g = 0; g < p.gears_size(); ++g)
+    std::printf("  gear %-3d       %s: %d kernels, pool %llu B\n", g, p.gears(g).name().c_str(), p.gears(g).plan().kernels_size(),
+                static_cast<unsigned long long>(p.gears(g).plan().activation_bytes()));
+  for (int g = 0; g < p.gears_size(); ++g) {
+    std::printf("\ngear %d           %s\n", g, p.gears(g).name().c_str());
+    print_plan_body(p.gears(g).plan(), p.weight_bytes(), "(shared)");
+  }
   return 0;
 }
 

@@ -9,12 +9,14 @@
 #include "ascend/plan_file.h"
 #include "ascend/plan_profile.h"
 #include "util/atomic_file.h"
+#include "util/error.h"
 
 namespace geopt::cli {
 namespace {
 
 struct ProfileCliOptions {
   std::string plan, trace;
+  int gear = 0;
   bool json = false;
 };
 
@@ -66,7 +68,13 @@ nlohmann::ordered_json bodies_json(const plan::Plan& plan, const ascend::PlanPro
 }
 
 int run(const ProfileCliOptions& o) {
-  plan::Plan plan = ascend::read_plan(o.plan);
+  const plan::Plan file = ascend::read_plan(o.plan);
+  // A plan of gears is simulated one gear at a time (--gear).
+  if (file.gears_size() && o.gear >= file.gears_size())
+    throw Error("--gear " + std::to_string(o.gear) + ": the plan has " + std::to_string(file.gears_size()) + " gear(s), numbered from 0");
+  if (!file.gears_size() && o.gear > 0) throw Error("--gear " + std::to_string(o.gear) + ": " + o.plan + " is not a plan of gears");
+  const plan::Plan& plan = file.gears_size() ? file.gears(o.gear).plan() : file;
+  const std::string gear = file.gears_size() ? file.gears(o.gear).name() : "";
   ascend::PlanProfile p = ascend::simulate_plan(plan);
   if (!o.trace.empty()) write_file_atomically(o.trace, ascend::chrome_trace(plan, p));
   std::map<uint32_t, double> busy;  // per stream
@@ -75,6 +83,7 @@ int run(const ProfileCliOptions& o) {
     nlohmann::ordered_json j;
     j["plan"] = o.plan;
     j["soc_version"] = plan.soc_version();
+    if (file.gears_size()) j["gear"] = {{"index", o.gear}, {"input_shape", gear}, {"gears", file.gears_size()}};
     j["latency_us"] = p.latency_us;
     j["one_stream_us"] = p.one_stream_us;
     j["critical_path_us"] = p.critical_path_us;
@@ -91,6 +100,7 @@ int run(const ProfileCliOptions& o) {
     return 0;
   }
   std::printf("plan                    %s (%s, simulated)\n", o.plan.c_str(), plan.soc_version().c_str());
+  if (file.gears_size()) std::printf("gear                    %d of %d: %s\n", o.gear, file.gears_size(), gear.c_str());
   std::printf("latency                 %.1f us on %u stream(s); one stream %.1f us; critical path %.1f us (lower bound)\n",
               p.latency_us, plan.stream_count(), p.one_stream_us, p.critical_path_us);
   for (const auto& [s, us] : busy) std::printf("stream %-3u busy         %.1f us (%.0f%%)\n", s, us, p.latency_us ? 100 * us / p.latency_us : 0);
@@ -115,6 +125,7 @@ std::function<int()> add_profile_command(CLI::App& app) {
   cmd->add_option("plan", o->plan, "Plan file (from geopt compile)")->required();
   cmd->add_option("--trace", o->trace, "Write a Chrome trace-event JSON file");
   cmd->add_flag("--json", o->json, "Print the metrics as JSON");
+  cmd->add_option("--gear", o->gear, "A plan of gears: the gear to simulate (plan dump lists them)")->capture_default_str()->check(CLI::NonNegativeNumber);
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
 }
 

@@ -41,6 +41,7 @@ struct RunOptions {
   int warmup = 0;
   bool profile = false;
   bool json = false;
+  int gear = -1;
 };
 
 // Output names may hold '/', ':' and the like (exporters name values after modules).
@@ -65,19 +66,32 @@ struct Runner {
   std::optional<plan::Plan> plan;
   std::optional<ascend::PlanExecutor> executor;
 
-  explicit Runner(const std::string& path) {
+  int gear = -1;  // --gear: the gear whose shapes random inputs take (a plan of gears)
+
+  Runner(const std::string& path, int gear_option) {
     if (fs::path(path).extension() == ".plan") {
       plan = ascend::read_plan(path);
       executor.emplace(*plan);
+      if (plan->gears_size()) {
+        gear = std::max(gear_option, 0);
+        if (gear >= plan->gears_size())
+          throw Error("--gear " + std::to_string(gear) + ": the plan has " + std::to_string(plan->gears_size()) + " gear(s), numbered from 0");
+      } else if (gear_option >= 0) {
+        throw Error("--gear " + std::to_string(gear_option) + ": " + path + " is not a plan of gears");
+      }
     } else {
+      if (gear_option >= 0) throw Error("--gear picks a gear of a .plan; " + path + " is a model");
       model = import_onnx(path);
       evaluator.emplace(*model);
     }
   }
+  // The plan whose bindings the inputs follow: the plan, or the chosen gear's. A range
+  // plan's inputs are bounded: random ones take the upper bound.
+  const plan::Plan& bindings() const { return gear >= 0 ? plan->gears(gear).plan() : *plan; }
   std::vector<std::string> required_inputs() const {
     std::vector<std::string> names;
     if (plan)
-      for (const auto& r : plan->inputs()) names.push_back(r.name());
+      for (const auto& r : bindings().inputs()) names.push_back(r.name());
     else
       for (const Value* v : evaluator->required_inputs()) names.push_back(v->name());
     return names;
@@ -85,7 +99,7 @@ struct Runner {
   // The dtype input `name` is declared with (Undefined when not known).
   DType input_dtype(const std::string& name) const {
     if (plan) {
-      for (const auto& r : plan->inputs())
+      for (const auto& r : bindings().inputs())
         if (r.name() == name) return static_cast<DType>(r.dtype());
     } else {
       for (const Value* v : evaluator->required_inputs())
@@ -97,7 +111,7 @@ struct Runner {
     if (model) return random_inputs(*model, seed, symbols);
     std::mt19937_64 rng(seed);
     std::map<std::string, HostTensor> feeds;
-    for (const auto& r : plan->inputs())
+    for (const auto& r : bindings().inputs())
       feeds[r.name()] = random_tensor(static_cast<DType>(r.dtype()), {r.dims().begin(), r.dims().end()}, rng);
     return feeds;
   }
@@ -109,7 +123,7 @@ struct Runner {
 
 int run(const RunOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
-  Runner runner(o.model);
+  Runner runner(o.model, o.gear);
   if (runner.plan && o.profile) throw Error("--profile times ONNX models; for a plan use `geopt profile`");
   std::map<std::string, int64_t> symbols;
   for (const auto& d : o.dims) {
@@ -172,6 +186,11 @@ int run(const RunOptions& o) {
   if (!o.json) {
     if (times.size() == 1) std::printf("%s: ran in %.2f ms\n", o.model.c_str(), ms);
     else std::printf("%s: median %.2f ms over %zu runs (min %.2f, max %.2f)\n", o.model.c_str(), ms, times.size(), sorted.front(), sorted.back());
+  }
+  if (runner.plan && runner.plan->gears_size()) {
+    const size_t gear = runner.executor->gear_for(feeds);
+    j["gear"] = gear;
+    if (!o.json) std::printf("  gear %zu (%s)\n", gear, runner.plan->gears(static_cast<int>(gear)).name().c_str());
   }
   for (const auto& [name, t] : outs) {
     nlohmann::ordered_json e{{"name", name}, {"shape", t.shape_string()}};
@@ -246,6 +265,8 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--warmup", o->warmup, "Untimed runs before the timed ones")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_flag("--profile", o->profile, "Report the time spent per op type (averaged over the timed runs)");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
+  cmd->add_option("--gear", o->gear, "A plan of gears: the gear whose shapes --random-inputs take (default 0); given inputs pick their gear")
+      ->check(CLI::NonNegativeNumber);
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
 }
 

@@ -283,8 +283,10 @@ def build(name):
         m = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
                                                  mlp_dim=64, num_classes=10)
         return perturb_(m), (torch.randn(1, 3, 32, 32, generator=g),), ["image"], ["logits"], None
-    if name == "bert_tiny_dynamic":
-        model, args, ins, outs, _ = build("bert_tiny")
+    if name == "bert_tiny_dynamic":  # bert_tiny with positions up to 128, so that every gear of the tests fits
+        _, args, ins, outs, _ = build("bert_tiny")
+        torch.manual_seed(SEED)
+        model = perturb_(BertLike(max_pos=128))
         axes = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
                 "last_hidden_state": {0: "batch", 1: "seq"}, "pooled": {0: "batch"}}
         return model, args, ins, outs, axes
@@ -294,9 +296,8 @@ def build(name):
 def export_all(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     plan = [(a, o) for a in ("bert_tiny", "gpt2_tiny", "llama_tiny", "resnet18_narrow", "mobilenetv2_half", "vit_tiny") for o in (13, 17)]
-    plan.append(("bert_tiny_dynamic", 17))
     for arch, opset in plan:
-        name = f"{arch}_op{opset}" if arch != "bert_tiny_dynamic" else "bert_tiny_dynamic_seq_op17"
+        name = f"{arch}_op{opset}"
         model, args, ins, outs, axes = build(arch)
         path = os.path.join(out_dir, name + ".onnx")
         export(model, args, ins, outs, path, opset, axes)
@@ -362,6 +363,95 @@ def export_bert_base(path):
     print(f"{path}: {os.path.getsize(path)} bytes")
 
 
+class DynamicConvNet(nn.Module):
+    """A small detector-like CNN for dynamic H and W: a stride-4 encoder (conv, BN, ReLU;
+    a depthwise block with ReLU6), an upsample back to the stride-2 feature's size read
+    from its shape (Shape -> Slice -> Resize sizes), a skip sum, and a x2 bilinear
+    upsample to a probability map (as PaddleOCR's DB head ends)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), nn.ReLU())
+        self.down = nn.Sequential(nn.Conv2d(8, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
+        self.dw = nn.Sequential(nn.Conv2d(16, 16, 3, 1, 1, groups=16, bias=False), nn.BatchNorm2d(16), nn.ReLU6())
+        self.pw = nn.Conv2d(16, 8, 1)
+        self.head = nn.Conv2d(8, 1, 3, 1, 1)
+
+    def forward(self, image):
+        a = self.stem(image)
+        c = self.pw(self.dw(self.down(a)))
+        u = F.interpolate(c, size=a.shape[-2:], mode="nearest")
+        y = self.head(F.relu(u + a))
+        return torch.sigmoid(F.interpolate(y, scale_factor=2.0, mode="bilinear", align_corners=False))
+
+
+def save_at_sizes(model, make_args, names_in, names_out, directory, sizes, label):
+    """Reference inputs and torch outputs at each size, in DIRECTORY/<label(size)>/{inputs,outputs}."""
+    for size in sizes:
+        save_reference(model, make_args(size), names_in, names_out, os.path.join(directory, label(size)))
+
+
+def export_dynamic(out_dir):
+    """The dynamic-shape examples: bert_tiny_dynamic_seq_op17 (dynamic batch and seq) with
+    references at seq 32, 37, 64 and 128, and conv_dynamic_hw_op13 (dynamic H and W) with
+    references at 32x32, 64x64, 40x56 and 96x96."""
+    model, args, ins, outs, axes = build("bert_tiny_dynamic")
+    name = "bert_tiny_dynamic_seq_op17"
+    export(model, args, ins, outs, os.path.join(out_dir, name + ".onnx"), 17, axes)
+    save_reference(model, args, ins, outs, os.path.join(out_dir, name))
+
+    def bert_args(seq):
+        g = torch.Generator().manual_seed(SEED + seq)
+        ids = torch.randint(0, 512, (1, seq), generator=g)
+        mask = torch.ones(1, seq, dtype=torch.int64)
+        mask[0, seq - seq // 4:] = 0  # the last quarter is padding
+        return ids, mask
+
+    model.eval()
+    save_at_sizes(model, bert_args, ins, outs, os.path.join(out_dir, name), (32, 37, 64, 128), lambda s: f"seq_{s}")
+
+    torch.manual_seed(SEED)
+    conv = perturb_(DynamicConvNet()).eval()
+    name = "conv_dynamic_hw_op13"
+    g = torch.Generator().manual_seed(SEED + 1)
+    example = (torch.randn(1, 3, 64, 64, generator=g),)
+    export(conv, example, ["image"], ["prob"], os.path.join(out_dir, name + ".onnx"), 13,
+           {"image": {2: "height", 3: "width"}, "prob": {2: "height", 3: "width"}})
+    save_reference(conv, example, ["image"], ["prob"], os.path.join(out_dir, name))
+
+    def image_args(hw):
+        return (torch.randn(1, 3, hw[0], hw[1], generator=torch.Generator().manual_seed(SEED + hw[0] * 1000 + hw[1])),)
+
+    save_at_sizes(conv, image_args, ["image"], ["prob"], os.path.join(out_dir, name), ((32, 32), (64, 64), (40, 56), (96, 96)),
+                  lambda hw: f"hw_{hw[0]}x{hw[1]}")
+    for n in ("bert_tiny_dynamic_seq_op17", name):
+        path = os.path.join(out_dir, n + ".onnx")
+        print(f"{path}: {os.path.getsize(path)} bytes")
+
+
+def export_bert_base_dynamic(path):
+    """BERT-base (as export_bert_base) with a dynamic sequence axis, and torch's outputs at
+    seq 32, 37, 64 and 128 in PATH's folder, <name>/seq_<N>/{inputs,outputs}."""
+    torch.manual_seed(SEED)
+    model = perturb_(BertLike(vocab=30522, hidden=768, layers=12, heads=12, inter=3072, max_pos=512)).eval()
+    ins, outs = ["input_ids", "attention_mask"], ["last_hidden_state", "pooled"]
+    ids = torch.randint(0, 30522, (1, 128))
+    mask = torch.ones(1, 128, dtype=torch.int64)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    torch.onnx.export(model, (ids, mask), path, opset_version=13, input_names=ins, output_names=outs, do_constant_folding=True,
+                      dynamic_axes={"input_ids": {1: "seq"}, "attention_mask": {1: "seq"}, "last_hidden_state": {1: "seq"}})
+
+    def bert_args(seq):
+        g = torch.Generator().manual_seed(SEED + seq)
+        m = torch.ones(1, seq, dtype=torch.int64)
+        m[0, seq - seq // 4:] = 0
+        return torch.randint(0, 30522, (1, seq), generator=g), m
+
+    base = os.path.splitext(path)[0]
+    save_at_sizes(model, bert_args, ins, outs, base, (32, 37, 64, 128), lambda s: f"seq_{s}")
+    print(f"{path}: {os.path.getsize(path)} bytes")
+
+
 def export_resnet50(path):
     torch.manual_seed(SEED)
     model = perturb_(torchvision.models.resnet50())
@@ -406,6 +496,8 @@ def main():
     ap.add_argument("--mobilenetv2", metavar="PATH", help="write only MobileNetV2 (benchmark model) to PATH")
     ap.add_argument("--gpt2-scaled", nargs=3, metavar=("LAYERS", "HIDDEN", "PATH"),
                     help="write only a GPT-2-style decoder of LAYERS layers and width HIDDEN (scaling benchmark) to PATH")
+    ap.add_argument("--dynamic", action="store_true", help="write only the dynamic-shape examples (BERT with dynamic seq, CNN with dynamic H, W) to --out")
+    ap.add_argument("--bert-base-dynamic", metavar="PATH", help="write only BERT-base with a dynamic sequence, and torch's outputs at 4 lengths, to PATH")
     ap.add_argument("--seed-case", action="store_true", help="write only the seed case (attention + LayerNorm + Dropout + residual) to --out")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -423,9 +515,14 @@ def main():
         export_gpt2_scaled(int(a.gpt2_scaled[0]), int(a.gpt2_scaled[1]), a.gpt2_scaled[2])
     elif a.seed_case:
         export_seed_case(a.out)
+    elif a.dynamic:
+        export_dynamic(a.out)
+    elif a.bert_base_dynamic:
+        export_bert_base_dynamic(a.bert_base_dynamic)
     else:
         export_all(a.out)
         export_seed_case(a.out)
+        export_dynamic(a.out)
     return 0
 
 

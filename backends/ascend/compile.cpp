@@ -210,31 +210,23 @@ Lowered lower_graph(const Model& m, const HardwareProfile& profile, const Compil
 
 }  // namespace
 
-CompileResult compile(const Model& given, const HardwareProfile& profile, const CompileOptions& options) {
-  const auto started = Clock::now();
-  auto dump = [&](const std::string& stage, Model& m, const std::unordered_map<const Node*, std::string>& notes = {}) {
-    if (options.dump) options.dump(stage, m, notes);
-  };
-  CompileResult r;
-  // The plan is built from the model with its shape computations folded (a plan needs
-  // static shapes); the check runs the model as given. Weight layouts already in the
-  // model (one geopt optimized) are computed here too.
-  Model prepared = given.clone();
-  StaticShapeOptions compile_time;
-  compile_time.always_fold = is_weight_layout;
-  StaticShapeReport shapes = propagate_static_shapes(prepared, compile_time);
-  const std::set<std::string> bounded = bound_branch_shapes(prepared);
-  if (!bounded.empty()) shapes.dynamic.erase(std::remove_if(shapes.dynamic.begin(), shapes.dynamic.end(), [&](const std::string& s) { return bounded.count(s) > 0; }),
-                                              shapes.dynamic.end());
-  dump("2_static_shapes", prepared);
-  if (!shapes.dynamic.empty()) {
-    std::string names;
-    for (size_t i = 0; i < shapes.dynamic.size() && i < 3; ++i) names += (i ? ", '" : "'") + shapes.dynamic[i] + "'";
-    const Value* v = prepared.graph->find_value(shapes.dynamic.front());
-    throw Error("a plan needs static shapes, but " + std::to_string(shapes.dynamic.size()) + " value(s) are not (" + names +
-                (shapes.dynamic.size() > 3 ? ", ..." : "") + "; the first is " + v->type.to_string() +
-                "): fix the inputs' symbolic dims with --input_shape, e.g. " + example_input_shape(prepared));
+namespace {
+
+// The device must hold the pool and the weights at once (GE reports this at compile
+// time, not as an out-of-memory error at run time).
+void check_fits_hbm(const MemoryPlan& memory, const HardwareProfile& profile) {
+  if (profile.hbm_bytes > 0 && memory.pool_bytes + memory.weight_bytes > static_cast<uint64_t>(profile.hbm_bytes)) {
+    auto mib = [](uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
+    throw Error("the plan needs " + mib(memory.pool_bytes) + " of activations and " + mib(memory.weight_bytes) + " of weights, more than the " +
+                mib(static_cast<uint64_t>(profile.hbm_bytes)) + " of HBM on " + profile.soc_version +
+                ": fix smaller input dims with --input_shape (a smaller batch or sequence), keep memory reuse on, or compile for a larger part");
   }
+}
+
+}  // namespace
+
+void optimize_for_plan(CompileResult& r, const Model& given, Model prepared, const HardwareProfile& profile, const CompileOptions& options) {
+  const auto started = Clock::now();
   if (options.rules) {
     r.optimized = optimize(prepared, *options.rules, profile, options.optimize);
     r.optimized->before = cost_of_model(given, profile, options.optimize.cost);  // as optimize reports it
@@ -243,28 +235,27 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
     r.optimized->model = Model{};
     // What the optimizer left to compile time (ops of constants: weights laid out for
     // the Cube, scaled or merged by a rule) is computed now, once.
+    StaticShapeOptions compile_time;
+    compile_time.always_fold = is_weight_layout;
     propagate_static_shapes(r.model, compile_time);
-    dump("3_saturation_extraction_layout", r.model);
+    if (options.dump) options.dump("3_saturation_extraction_layout", r.model, {});
   } else {
     r.model = std::move(prepared);
   }
-  r.optimize_ms = ms_since(started);
+  r.optimize_ms += ms_since(started);
+}
 
+void lower_for_plan(CompileResult& r, const HardwareProfile& profile, const CompileOptions& options, const std::set<std::string>& bounded) {
   auto phase = Clock::now();
   const Graph& g = *r.model.graph;
   r.order = memory_aware_order(g);
   auto memory_started = Clock::now();
-  r.memory = plan_memory(g, r.order, options.memory);
+  MemoryPlanOptions memory_options = options.memory;
+  memory_options.runtime_shaped.insert(bounded.begin(), bounded.end());
+  r.memory = plan_memory(g, r.order, memory_options);
   r.memory_ms = ms_since(memory_started);
   validate_memory_plan(r.memory);
-  // The device must hold the pool and the weights at once (GE reports this at compile
-  // time, not as an out-of-memory error at run time).
-  if (profile.hbm_bytes > 0 && r.memory.pool_bytes + r.memory.weight_bytes > static_cast<uint64_t>(profile.hbm_bytes)) {
-    auto mib = [](uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
-    throw Error("the plan needs " + mib(r.memory.pool_bytes) + " of activations and " + mib(r.memory.weight_bytes) + " of weights, more than the " +
-                mib(static_cast<uint64_t>(profile.hbm_bytes)) + " of HBM on " + profile.soc_version +
-                ": fix smaller input dims with --input_shape (a smaller batch or sequence), keep memory reuse on, or compile for a larger part");
-  }
+  check_fits_hbm(r.memory, profile);
   std::map<const Node*, plan::Kernel> lowered_bodies;
   auto lower_on = [&](size_t max_streams) {
     auto [sp, p] = lower_planned(r.model, r.order, r.memory, profile, options, max_streams, bounded, &lowered_bodies);
@@ -297,27 +288,57 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
   }
   set_plan_weights(r.plan, r.memory);
   r.lower_ms = ms_since(phase);
-  dump("4_lowering", r.model, lowering_notes(g, r.order, r.memory, r.streams));
+  if (options.dump) options.dump("4_lowering", r.model, lowering_notes(g, r.order, r.memory, r.streams));
+}
 
-  if (options.check) {
-    CheckInputs in = choose_check_inputs(given, 0, size_t{256} << 20, options.check_inputs);
-    const auto& feeds = in.feeds;
-    const NamedTensors& want = in.reference;
-    PlanExecutor executor(r.plan);
-    double worst_ratio = -1;
-    for (auto schedule : {StreamSchedule::threads, StreamSchedule::adversarial}) {
-      OutputsDiff d = diff_outputs(executor.run(feeds, schedule), want, options.check_tolerance);
-      if (!d.mismatch.empty()) throw Error("--check: the plan's " + d.mismatch);
-      r.max_abs = std::max(r.max_abs, d.error());
-      r.check_ok = r.check_ok && d.within();
-      if (d.worst_ratio > worst_ratio) {
-        worst_ratio = d.worst_ratio;
-        r.check_worst = d.worst;
-      }
+void check_plan_against(CompileResult& r, const Model& given, const CompileOptions& options, const std::map<std::string, HostTensor>& fixed) {
+  CheckInputs in = choose_check_inputs(given, 0, size_t{256} << 20, fixed);
+  const auto& feeds = in.feeds;
+  const NamedTensors& want = in.reference;
+  PlanExecutor executor(r.plan);
+  double worst_ratio = r.checked ? r.check_worst_ratio : -1;
+  for (auto schedule : {StreamSchedule::threads, StreamSchedule::adversarial}) {
+    OutputsDiff d = diff_outputs(executor.run(feeds, schedule), want, options.check_tolerance);
+    if (!d.mismatch.empty()) throw Error("--check: the plan's " + d.mismatch + (in.describe().empty() ? "" : " (at " + in.describe() + ")"));
+    r.max_abs = std::max(r.max_abs, d.error());
+    r.check_ok = r.check_ok && d.within();
+    if (d.worst_ratio > worst_ratio) {
+      worst_ratio = d.worst_ratio;
+      r.check_worst = d.worst + (in.describe().empty() ? "" : " (at " + in.describe() + ")");
     }
-    r.checked = true;
-    r.outputs = want.size();
   }
+  r.check_worst_ratio = worst_ratio;
+  r.checked = true;
+  r.outputs = want.size();
+}
+
+CompileResult compile(const Model& given, const HardwareProfile& profile, const CompileOptions& options) {
+  CompileResult r;
+  const auto started = Clock::now();
+  // The plan is built from the model with its shape computations folded (a plan needs
+  // static shapes); the check runs the model as given. Weight layouts already in the
+  // model (one geopt optimized) are computed here too.
+  Model prepared = given.clone();
+  StaticShapeOptions compile_time;
+  compile_time.always_fold = is_weight_layout;
+  StaticShapeReport shapes = propagate_static_shapes(prepared, compile_time);
+  const std::set<std::string> bounded = bound_branch_shapes(prepared);
+  if (!bounded.empty()) shapes.dynamic.erase(std::remove_if(shapes.dynamic.begin(), shapes.dynamic.end(), [&](const std::string& s) { return bounded.count(s) > 0; }),
+                                              shapes.dynamic.end());
+  if (options.dump) options.dump("2_static_shapes", prepared, {});
+  if (!shapes.dynamic.empty()) {
+    std::string names;
+    for (size_t i = 0; i < shapes.dynamic.size() && i < 3; ++i) names += (i ? ", '" : "'") + shapes.dynamic[i] + "'";
+    const Value* v = prepared.graph->find_value(shapes.dynamic.front());
+    throw Error("a plan needs static shapes, but " + std::to_string(shapes.dynamic.size()) + " value(s) are not (" + names +
+                (shapes.dynamic.size() > 3 ? ", ..." : "") + "; the first is " + v->type.to_string() +
+                "): fix the inputs' symbolic dims with --input_shape, e.g. " + example_input_shape(prepared) +
+                ", or compile for several shapes with --dynamic_dims or --input_shape_range");
+  }
+  r.optimize_ms = ms_since(started);
+  optimize_for_plan(r, given, std::move(prepared), profile, options);
+  lower_for_plan(r, profile, options, bounded);
+  if (options.check) check_plan_against(r, given, options, options.check_inputs);
   return r;
 }
 

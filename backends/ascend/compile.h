@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -47,6 +48,7 @@ struct CompileResult {
   bool checked = false, check_ok = true;
   double max_abs = 0;
   std::string check_worst;  // the element furthest outside the tolerance (or nearest its edge)
+  double check_worst_ratio = -1;  // its distance against the tolerance (diff_outputs' worst_ratio)
   size_t outputs = 0;
   double optimize_ms = 0, memory_ms = 0, lower_ms = 0;
 };
@@ -54,5 +56,15 @@ struct CompileResult {
 // Throws geopt::Error when a shape stays dynamic (naming the values and an
 // --input_shape that fixes them) or the plan's outputs differ in shape or type.
 CompileResult compile(const Model& given, const HardwareProfile& profile, const CompileOptions& options);
+
+// The stages of compile, for the dynamic-shape compiles (dynamic_compile.h):
+// the optimize pipeline on the prepared model into r.model (as given when there are no rules);
+void optimize_for_plan(CompileResult& r, const Model& given, Model prepared, const HardwareProfile& profile, const CompileOptions& options);
+// order, memory, streams and the plan, for r.model whose values all have static types
+// (the `bounded` ones as an upper bound: plan.proto TensorRef.bounded);
+void lower_for_plan(CompileResult& r, const HardwareProfile& profile, const CompileOptions& options, const std::set<std::string>& bounded);
+// r.plan against `given` on random inputs at sizes it runs at (or `fixed`), in the threads
+// and adversarial schedules; each call adds to r's check figures.
+void check_plan_against(CompileResult& r, const Model& given, const CompileOptions& options, const std::map<std::string, HostTensor>& fixed);
 
 }  // namespace geopt::ascend

@@ -173,7 +173,7 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
     if (named) plan.no_reuse_unmatched.erase(n.name), plan.no_reuse_unmatched.erase(n.op_type), plan.no_reuse_unmatched.erase(qualified);
     const bool apart = options.reuse && named;  // with reuse off every buffer is apart anyway
     const Value* in0 = n.input(0);
-    if (is_view_split(describe(n)) && in0 && !in0->initializer && !apart) {  // pieces aligned: is_view_split checks
+    if (is_view_split(describe(n)) && in0 && !in0->initializer && !apart && !options.runtime_shaped.count(in0->name())) {  // pieces aligned: is_view_split checks
       size_t delta = 0;  // the pieces lie one after another
       for (const Value* out : n.outputs()) {
         if (out) join(out, in0, step, delta), ++plan.views;
@@ -184,7 +184,8 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
     for (size_t o = 0; o < n.outputs().size(); ++o) {
       const Value* out = n.outputs()[o];
       if (!out) continue;
-      if (o == 0 && is_view_op(n) && in0 && !in0->initializer && static_bytes(*in0) == static_bytes(*out)) {
+      if (o == 0 && is_view_op(n) && in0 && !in0->initializer && static_bytes(*in0) == static_bytes(*out) &&
+          (!is_view_split(describe(n)) || !options.runtime_shaped.count(in0->name()))) {
         join(out, in0, step);
         ++plan.views;
         continue;

@@ -32,6 +32,9 @@ struct MemoryPlanOptions {
   // of their own for the whole run (no other tensor shares them, none is written in
   // place over them, and they are not written in place over an input).
   std::set<std::string> no_reuse;
+  // Values whose dims are set at run time (a range plan's), planned at their upper
+  // bound: a Split over one is no view (its pieces' offsets depend on the dims).
+  std::set<std::string> runtime_shaped;
 };
 
 struct MemoryPlan {

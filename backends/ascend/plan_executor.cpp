@@ -45,6 +45,8 @@ struct PlanExecutor::Compiled {
   // Per kernel, the branches it cannot take (plan.proto Body.unrunnable), by attribute.
   std::map<size_t, std::map<std::string, std::string>> unrunnable;
   const KernelRegistry* registry = nullptr;
+  std::vector<std::unique_ptr<PlanExecutor>> gears;  // a plan of gears: one executor per gear
+  std::map<std::string, const plan::InputRange*> ranges;  // a range plan's inputs, by name
 };
 
 namespace {
@@ -101,8 +103,26 @@ class SubPlanScope final : public Scope {
 PlanExecutor::PlanExecutor(const plan::Plan& plan, const KernelRegistry& registry)
     : plan_(plan), compiled_(std::make_unique<Compiled>()) {
   check_plan(plan, "plan");
+  std::shared_ptr<std::byte> weights = aligned_bytes(plan.weights().size(), 0);
+  if (!plan.weights().empty()) std::memcpy(weights.get(), plan.weights().data(), plan.weights().size());
+  if (plan.gears_size()) {
+    compiled_->registry = &registry;
+    for (const auto& g : plan.gears()) compiled_->gears.push_back(std::unique_ptr<PlanExecutor>(new PlanExecutor(g.plan(), registry, weights)));
+    return;
+  }
+  build(registry, std::move(weights));
+}
+
+PlanExecutor::PlanExecutor(const plan::Plan& gear, const KernelRegistry& registry, std::shared_ptr<std::byte> shared_weights)
+    : plan_(gear), compiled_(std::make_unique<Compiled>()) {
+  build(registry, std::move(shared_weights));
+}
+
+void PlanExecutor::build(const KernelRegistry& registry, std::shared_ptr<std::byte> weights) {
+  const plan::Plan& plan = plan_;
   Compiled& c = *compiled_;
   c.registry = &registry;
+  for (const auto& r : plan.input_ranges()) c.ranges[r.name()] = &r;
   for (const auto& o : plan.opsets()) c.model.opsets.push_back({o.domain(), o.version()});
   Graph& g = *c.model.graph;
   auto value = [&](const plan::TensorRef& r) -> Value* {
@@ -126,12 +146,14 @@ PlanExecutor::PlanExecutor(const plan::Plan& plan, const KernelRegistry& registr
       n->attributes.push_back(import_attribute(std::move(ap), "plan: " + describe(pk, static_cast<size_t>(k))));
     }
     // The rebuilt values carry the planned types (a Loop that runs no trip shapes its
-    // empty scan outputs from them).
+    // empty scan outputs from them); a bounded value's dims are known only at run time.
     for (int o = 0; o < pk.outputs_size(); ++o)
       if (Value* v = outs[static_cast<size_t>(o)]) {
-        v->type.dtype = static_cast<DType>(pk.outputs(o).dtype());
+        const auto& r = pk.outputs(o);
+        v->type.dtype = static_cast<DType>(r.dtype());
         std::vector<Dim> dims;
-        for (int64_t d : pk.outputs(o).dims()) dims.push_back(d);
+        if (r.bounded()) dims.resize(static_cast<size_t>(r.dims_size()));
+        else dims.assign(r.dims().begin(), r.dims().end());
         v->type.shape = Shape(std::move(dims));
       }
     auto& bodies = c.bodies.emplace_back();
@@ -144,8 +166,7 @@ PlanExecutor::PlanExecutor(const plan::Plan& plan, const KernelRegistry& registr
     c.kernels.push_back(info);
     c.opsets.push_back(c.model.opset_version(pk.domain()));
   }
-  c.weights = aligned_bytes(plan.weights().size(), 0);
-  if (!plan.weights().empty()) std::memcpy(c.weights.get(), plan.weights().data(), plan.weights().size());
+  c.weights = std::move(weights);
   c.stream_kernels.resize(plan.stream_count());
   for (int k = 0; k < plan.kernels_size(); ++k) c.stream_kernels[plan.kernels(k).stream()].push_back(static_cast<size_t>(k));
 }
@@ -158,6 +179,7 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
   std::vector<HostTensor> views;
   views.reserve(static_cast<size_t>(pk.inputs_size()));
   std::vector<const HostTensor*> ptrs;
+  bool bounded_input = false;
   for (const auto& r : pk.inputs()) {
     if (r.absent()) {
       ptrs.push_back(nullptr);
@@ -167,12 +189,22 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
     const std::byte* at = (weight ? c.weights.get() : pool) + r.offset();
     // Weights get a keep-alive per tensor so kernel caches keyed on it stay distinct.
     std::shared_ptr<const void> keep = weight ? std::shared_ptr<const void>(c.weights, at) : nullptr;
-    views.push_back(HostTensor::borrowed(static_cast<DType>(r.dtype()), dims_of(r), at, std::move(keep), weight));
+    std::vector<int64_t> in_dims = dims_of(r);
+    if (r.bounded()) {
+      bounded_input = true;
+      std::lock_guard lock(dims.mutex);
+      auto it = dims.by_name.find(r.name());
+      if (it == dims.by_name.end()) throw Error("plan: " + describe(pk, k) + ": input '" + r.name() + "' has bounded dims that no kernel set");
+      in_dims = it->second;
+    }
+    views.push_back(HostTensor::borrowed(static_cast<DType>(r.dtype()), std::move(in_dims), at, std::move(keep), weight));
     ptrs.push_back(&views.back());
   }
-  // Kernels may write their outputs where the plan keeps them (no copy afterwards).
+  // Kernels may write their outputs where the plan keeps them (no copy afterwards). Not
+  // when an input's dims are set at run time: an output planned in place over such an
+  // input could be written while the kernel still reads it broadcast.
   std::vector<OutputPlacement> placements(static_cast<size_t>(pk.outputs_size()));
-  for (int o = 0; o < pk.outputs_size(); ++o) {
+  for (int o = 0; o < pk.outputs_size() && !bounded_input; ++o) {
     const auto& r = pk.outputs(o);
     if (!r.absent() && !r.bounded()) placements[static_cast<size_t>(o)] = {pool + r.offset(), static_cast<DType>(r.dtype()), dims_of(r)};
   }
@@ -209,28 +241,82 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
   }
 }
 
+namespace {
+
+std::string type_text(const plan::TensorRef& r) {
+  return HostTensor::borrowed(static_cast<DType>(r.dtype()), dims_of(r), nullptr, nullptr, false).shape_string();
+}
+
+// The feeds name exactly the plan's inputs.
+void check_input_names(const plan::Plan& p, const std::map<std::string, HostTensor>& inputs) {
+  std::string known;
+  for (const auto& r : p.inputs()) known += (known.empty() ? "" : ", ") + r.name();
+  for (const auto& [name, t] : inputs) {
+    auto it = std::find_if(p.inputs().begin(), p.inputs().end(), [&](const auto& r) { return r.name() == name; });
+    if (it == p.inputs().end()) throw Error("input '" + name + "' is not an input of the plan (its inputs: " + known + ")");
+  }
+  for (const auto& r : p.inputs())
+    if (!inputs.count(r.name())) throw Error("input '" + r.name() + "' is missing (the plan needs: " + known + ")");
+}
+
+std::string range_text(const plan::InputRange& range) {
+  std::string text = range.name() + ":[";
+  for (int d = 0; d < range.dims_size(); ++d) {
+    const auto& r = range.dims(d);
+    text += (d ? "," : "") + std::to_string(r.min()) + (r.min() == r.max() ? "" : "~" + std::to_string(r.max()));
+  }
+  return text + "]";
+}
+
+}  // namespace
+
+size_t PlanExecutor::gear_for(const std::map<std::string, HostTensor>& inputs) const {
+  const Compiled& c = *compiled_;
+  if (c.gears.empty()) throw Error("plan: it has no gears");
+  check_input_names(plan_.gears(0).plan(), inputs);
+  std::string listed, given;
+  for (size_t g = 0; g < c.gears.size(); ++g) {
+    const plan::Plan& gear = plan_.gears(static_cast<int>(g)).plan();
+    bool fits = true;
+    for (const auto& r : gear.inputs()) {
+      const HostTensor& t = inputs.at(r.name());
+      fits = fits && static_cast<int32_t>(t.dtype()) == r.dtype() && t.dims() == dims_of(r);
+    }
+    if (fits) return g;
+    listed += (g ? "; " : "") + std::to_string(g) + ") " + plan_.gears(static_cast<int>(g)).name();
+  }
+  for (const auto& r : plan_.gears(0).plan().inputs()) given += (given.empty() ? "" : ", ") + r.name() + " " + inputs.at(r.name()).shape_string();
+  throw Error("the inputs (" + given + ") match no gear of the plan; its gears: " + listed);
+}
+
 NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, StreamSchedule schedule) const {
   const Compiled& c = *compiled_;
+  if (!c.gears.empty()) return c.gears[gear_for(inputs)]->run(inputs, schedule);
   // Poisoned with NaN bytes, so reading bytes no kernel wrote shows in the numbers.
   auto pool = aligned_bytes(plan_.activation_bytes(), 0xFF);
-  std::string known;
-  for (const auto& r : plan_.inputs()) known += (known.empty() ? "" : ", ") + r.name();
-  for (const auto& [name, t] : inputs) {
-    auto it = std::find_if(plan_.inputs().begin(), plan_.inputs().end(), [&](const auto& r) { return r.name() == name; });
-    if (it == plan_.inputs().end()) throw Error("input '" + name + "' is not an input of the plan (its inputs: " + known + ")");
-  }
+  check_input_names(plan_, inputs);
+  RuntimeDims runtime_dims;
   for (const auto& r : plan_.inputs()) {
-    auto it = inputs.find(r.name());
-    if (it == inputs.end()) throw Error("input '" + r.name() + "' is missing (the plan needs: " + known + ")");
-    const HostTensor& t = it->second;
+    const HostTensor& t = inputs.at(r.name());
+    if (r.bounded()) {
+      // A range plan's input: any dims in its range (the plan checked that each range's
+      // upper bound is the input's planned dims, so the bytes fit).
+      const plan::InputRange& range = *c.ranges.at(r.name());
+      bool in_range = static_cast<int32_t>(t.dtype()) == r.dtype() && static_cast<int>(t.rank()) == range.dims_size();
+      for (int d = 0; in_range && d < range.dims_size(); ++d)
+        in_range = t.dim(d) >= range.dims(d).min() && t.dim(d) <= range.dims(d).max();
+      if (!in_range)
+        throw Error("input '" + r.name() + "': got " + t.shape_string() + ", outside the range the plan was compiled for (" + range_text(range) + ", " +
+                    dtype_name(static_cast<DType>(r.dtype())) + ")");
+      runtime_dims.by_name[r.name()] = t.dims();
+      if (t.nbytes()) std::memcpy(pool.get() + r.offset(), t.raw(), t.nbytes());
+      continue;
+    }
     if (static_cast<int32_t>(t.dtype()) != r.dtype() || t.dims() != dims_of(r))
-      throw Error("input '" + r.name() + "': expected " +
-                  HostTensor::borrowed(static_cast<DType>(r.dtype()), dims_of(r), nullptr, nullptr, false).shape_string() +
-                  ", got " + t.shape_string());
+      throw Error("input '" + r.name() + "': expected " + type_text(r) + ", got " + t.shape_string());
     if (r.size()) std::memcpy(pool.get() + r.offset(), t.raw(), r.size());
   }
 
-  RuntimeDims runtime_dims;
   const size_t kernel_count = static_cast<size_t>(plan_.kernels_size());
   std::vector<char> recorded(static_cast<size_t>(plan_.events_size()), 0);
   auto waits_met = [&](size_t k) {

@@ -30,11 +30,19 @@ class PlanExecutor {
   ~PlanExecutor();
 
   const plan::Plan& plan() const { return plan_; }
-  // Checks the feeds against the plan's bindings (names, dtypes, dims).
+  // Checks the feeds against the plan's bindings (names, dtypes, dims; a range plan's
+  // inputs against its ranges). A plan of gears runs the gear whose input dims the
+  // feeds have, and refuses other dims, listing its gears.
   NamedTensors run(const std::map<std::string, HostTensor>& inputs,
                    StreamSchedule schedule = StreamSchedule::threads) const;
+  // The gear run() takes for these feeds (a plan of gears only); throws as run() does.
+  size_t gear_for(const std::map<std::string, HostTensor>& inputs) const;
 
  private:
+  // A gear: its plan, reading the weights of the plan of gears (already checked).
+  PlanExecutor(const plan::Plan& gear, const KernelRegistry& kernels, std::shared_ptr<std::byte> shared_weights);
+  void build(const KernelRegistry& kernels, std::shared_ptr<std::byte> shared_weights);
+
   struct Compiled;
   // The dims of bounded values (plan.proto TensorRef.bounded), as their kernels set them in one run.
   struct RuntimeDims {

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <unordered_map>
 
 #include "execution_order.h"
@@ -230,22 +231,70 @@ namespace {
 
 void check_header(const plan::Plan& p, const std::string& where) {
   if (p.magic() != kPlanMagic) throw Error(where + ": not a geopt plan file");
-  if (p.format_version() != kPlanFormatVersion)
-    throw Error(where + ": plan format version " + std::to_string(p.format_version()) + ", this geopt reads version " +
-                std::to_string(kPlanFormatVersion) + "; recompile the model with `geopt compile`");
+  if (p.format_version() < kOldestPlanFormatVersion || p.format_version() > kPlanFormatVersion)
+    throw Error(where + ": plan format version " + std::to_string(p.format_version()) + ", this geopt reads versions " +
+                std::to_string(kOldestPlanFormatVersion) + " to " + std::to_string(kPlanFormatVersion) + "; recompile the model with `geopt compile`");
 }
 
-}  // namespace
 
-void check_plan(const plan::Plan& p, const std::string& where) {
+void check_input_ranges(const plan::Plan& p, const std::string& where) {
+  std::set<std::string> seen;
+  for (const auto& range : p.input_ranges()) {
+    auto it = std::find_if(p.inputs().begin(), p.inputs().end(), [&](const plan::TensorRef& r) { return r.name() == range.name(); });
+    if (it == p.inputs().end()) throw Error(where + ": it gives a range for '" + range.name() + "', which is not one of its inputs");
+    if (!seen.insert(range.name()).second) throw Error(where + ": it gives input '" + range.name() + "' two ranges");
+    if (!it->bounded() || range.dims_size() != it->dims_size())
+      throw Error(where + ": input '" + range.name() + "' has a range of rank " + std::to_string(range.dims_size()) + " but is planned as " +
+                  (it->bounded() ? "rank " + std::to_string(it->dims_size()) : std::string("static dims")));
+    for (int d = 0; d < range.dims_size(); ++d)
+      if (range.dims(d).min() < 0 || range.dims(d).min() > range.dims(d).max() || range.dims(d).max() != it->dims(d))
+        throw Error(where + ": input '" + range.name() + "' dim " + std::to_string(d) + " has the range " + std::to_string(range.dims(d).min()) + "~" +
+                    std::to_string(range.dims(d).max()) + ", planned at " + std::to_string(it->dims(d)));
+  }
+  for (const auto& r : p.inputs())
+    if (r.bounded() && !seen.count(r.name())) throw Error(where + ": input '" + r.name() + "' is bounded but has no range");
+}
+
+// `shared_weights`: the enclosing plan's weight region's size, for a gear (whose own is empty).
+void check_plan_in(const plan::Plan& p, const std::string& where, const uint64_t* shared_weights);
+
+void check_gears(const plan::Plan& p, const std::string& where) {
+  if (p.kernels_size() || p.inputs_size() || p.outputs_size() || p.events_size() || p.input_ranges_size())
+    throw Error(where + ": a plan of gears has kernels, bindings or ranges of its own");
+  const uint64_t shared = p.weight_bytes();
+  std::set<std::string> names;
+  for (int i = 0; i < p.gears_size(); ++i) {
+    const plan::Plan& gear = p.gears(i).plan();
+    const std::string what = where + ": gear " + std::to_string(i) + " (" + p.gears(i).name() + ")";
+    if (gear.gears_size() || gear.input_ranges_size()) throw Error(what + " has gears or ranges of its own");
+    check_plan_in(gear, what, &shared);
+    if (!names.insert(gear_name(gear)).second) throw Error(what + " takes the same input shapes as an earlier gear");
+    const plan::Plan& first = p.gears(0).plan();
+    bool same = gear.inputs_size() == first.inputs_size() && gear.outputs_size() == first.outputs_size();
+    for (int k = 0; same && k < gear.inputs_size(); ++k)
+      same = gear.inputs(k).name() == first.inputs(k).name() && gear.inputs(k).dtype() == first.inputs(k).dtype();
+    for (int k = 0; same && k < gear.outputs_size(); ++k)
+      same = gear.outputs(k).name() == first.outputs(k).name() && gear.outputs(k).dtype() == first.outputs(k).dtype();
+    if (!same) throw Error(what + " binds other inputs or outputs than gear 0");
+  }
+}
+
+void check_plan_in(const plan::Plan& p, const std::string& where, const uint64_t* shared_weights) {
   check_header(p, where);
   if (p.weights().size() != p.weight_bytes()) throw Error(where + ": the weight region is truncated");
+  if (shared_weights && p.weight_bytes()) throw Error(where + ": a gear has a weight region of its own");
+  if (p.gears_size()) {
+    check_gears(p, where);
+    return;
+  }
+  check_input_ranges(p, where);
+  const uint64_t weight_limit = shared_weights ? *shared_weights : p.weight_bytes();
   if (p.stream_count() == 0 && p.kernels_size() > 0) throw Error(where + ": the plan has kernels but no stream");
   if (p.stream_count() > static_cast<uint64_t>(std::max(p.kernels_size(), 1)))
     throw Error(where + ": it claims " + std::to_string(p.stream_count()) + " streams for " + std::to_string(p.kernels_size()) + " kernels");
   auto check_ref = [&](const plan::TensorRef& r, const std::string& what) {
     if (r.absent()) return;
-    uint64_t limit = r.region() == plan::WEIGHT ? p.weight_bytes() : p.activation_bytes();
+    uint64_t limit = r.region() == plan::WEIGHT ? weight_limit : p.activation_bytes();
     const std::string tensor = where + ": " + what + " '" + r.name() + "'";
     const int64_t elements = checked_element_count({r.dims().begin(), r.dims().end()}, tensor);
     size_t elem = r.dtype() > 0 && r.dtype() <= 16 ? dtype_size(static_cast<DType>(r.dtype())) : 0;
@@ -295,6 +344,19 @@ void check_plan(const plan::Plan& p, const std::string& where) {
   }
   for (const auto& r : p.inputs()) check_ref(r, "input");
   for (const auto& r : p.outputs()) check_ref(r, "output");
+}
+
+}  // namespace
+
+void check_plan(const plan::Plan& p, const std::string& where) { check_plan_in(p, where, nullptr); }
+
+std::string gear_name(const plan::Plan& gear) {
+  std::string text;
+  for (const auto& r : gear.inputs()) {
+    text += (text.empty() ? "" : ";") + r.name() + ":";
+    for (int d = 0; d < r.dims_size(); ++d) text += (d ? "," : "") + std::to_string(r.dims(d));
+  }
+  return text;
 }
 
 plan::Plan read_plan(const std::filesystem::path& path) {

@@ -16,7 +16,8 @@
 namespace geopt::ascend {
 
 inline constexpr const char* kPlanMagic = "geopt.plan";
-inline constexpr uint32_t kPlanFormatVersion = 2;  // 2: checksums
+inline constexpr uint32_t kPlanFormatVersion = 3;  // 2: checksums; 3: gears and shape ranges
+inline constexpr uint32_t kOldestPlanFormatVersion = 2;  // read as well: it has neither
 
 struct LoweringInputs {
   const Model& model;
@@ -55,7 +56,11 @@ plan::Plan read_plan(const std::filesystem::path& path);
 // The consistency checks read_plan applies (also for plans built in memory): every
 // tensor inside its region with dims, dtype and size agreeing; every event recorded by
 // exactly one kernel and waited on by exactly one later kernel (so no schedule can
-// deadlock); a stream count no larger than the kernels need.
+// deadlock); a stream count no larger than the kernels need; gears that share one weight
+// region and take the same inputs; input ranges that bound their inputs.
 void check_plan(const plan::Plan& plan, const std::string& where);
+
+// "input_ids:1,32;attention_mask:1,32": a gear's input dims, ATC style.
+std::string gear_name(const plan::Plan& gear);
 
 }  // namespace geopt::ascend

@@ -505,6 +505,13 @@ Attribute import_attribute(onnx::AttributeProto proto, const std::string& where)
 
 std::map<std::string, std::vector<int64_t>> parse_input_shapes(const std::string& text) {
   std::map<std::string, std::vector<int64_t>> shapes;
+  for (auto& [name, dims] : parse_input_shape_entries(text))
+    if (!shapes.emplace(name, std::move(dims)).second) throw Error("--input_shape names input '" + name + "' twice");
+  return shapes;
+}
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> parse_input_shape_entries(const std::string& text) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
   std::stringstream entries(text);
   std::string entry;
   while (std::getline(entries, entry, ';')) {
@@ -522,10 +529,10 @@ std::map<std::string, std::vector<int64_t>> parse_input_shapes(const std::string
         v = std::stoll(d, &used);
       } catch (const std::exception&) {
       }
-      if (used != d.size() || v < 0) throw Error("--input_shape '" + entry + "': '" + d + "' is not a dimension");
+      if (used != d.size() || v < -1) throw Error("--input_shape '" + entry + "': '" + d + "' is not a dimension (a size, or -1 for a dynamic one)");
       dims.push_back(v);
     }
-    shapes[entry.substr(0, colon)] = dims;
+    shapes.emplace_back(entry.substr(0, colon), std::move(dims));
   }
   return shapes;
 }
@@ -546,6 +553,7 @@ void fix_input_shapes(onnx::ModelProto& proto, const std::map<std::string, std::
                   " dims, the model declares " + std::to_string(shape->dim_size()));
     for (int i = 0; i < shape->dim_size(); ++i) {
       auto* d = shape->mutable_dim(i);
+      if (dims[static_cast<size_t>(i)] < 0) continue;  // -1: dynamic, as declared
       if (d->has_dim_value() && d->dim_value() != dims[static_cast<size_t>(i)])
         throw Error(path.string() + ": --input_shape sets dim " + std::to_string(i) + " of input '" + name + "' to " +
                     std::to_string(dims[static_cast<size_t>(i)]) + ", the model fixes it at " + std::to_string(d->dim_value()));

@@ -16,12 +16,15 @@ namespace geopt {
 struct ImportOptions {
   bool infer_shapes = true;  // run onnx::shape_inference (strict: type errors are rejected)
   // Fixes graph inputs' dims before inference (ATC's --input_shape), so the
-  // shapes inferred downstream are static. Input name -> dims.
+  // shapes inferred downstream are static. Input name -> dims (-1: left open).
   std::map<std::string, std::vector<int64_t>> input_shapes;
 };
 
-// Parses ATC's --input_shape syntax: "input_ids:1,128;attention_mask:1,128".
+// Parses ATC's --input_shape syntax: "input_ids:1,128;attention_mask:1,128". A dim of
+// -1 stays as the model declares it (ATC marks the dims a gear or range sets so).
 std::map<std::string, std::vector<int64_t>> parse_input_shapes(const std::string& text);
+// The same, in the order written.
+std::vector<std::pair<std::string, std::vector<int64_t>>> parse_input_shape_entries(const std::string& text);
 
 // Throws geopt::Error with a message that names the file and, where it applies,
 // the node and the reason.

@@ -97,13 +97,14 @@ size_t inline_constant_ifs(Model& model) {
   std::vector<Node*> ifs;
   for (const auto& n : g.nodes())
     if (n->domain.empty() && n->op_type == "If" && n->input(0) && g.constant_value(n->input(0))) ifs.push_back(n.get());
+  if (ifs.empty()) return 0;
   for (Node* n : ifs) {
     const bool cond = constant_truth(*g.constant_value(n->input(0)));
     spdlog::debug("inline: {} takes its {} branch", n->describe(), cond ? "then" : "else");
     inline_branch(g, n, cond ? "then_branch" : "else_branch");
   }
   g.remove_dead_code();  // the Ifs, now unused (only after the loop: it frees nodes `ifs` points at)
-  if (!ifs.empty() && !g.topological_sort()) throw InternalError("inlining an If made a cycle");
+  if (!g.topological_sort()) throw InternalError("inlining an If made a cycle");
   return ifs.size();
 }
 

@@ -189,7 +189,7 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
         changed.insert(out);
       }
   }
-  g.remove_dead_code();
+  if (options.remove_dead_code) g.remove_dead_code();
 
   auto note_dynamic = [&](const Value* v) {
     if (v && v->type.is_tensor() && (!v->type.shape || !v->type.shape->is_static())) report.dynamic.push_back(v->name());

@@ -20,6 +20,9 @@ struct StaticShapeOptions {
   int64_t max_elements = 1 << 16;  // (a fold no larger than its constant inputs runs past it)
   // Ops that fold whatever their size (the backend's weight layouts, computed once here).
   std::function<bool(const Node&)> always_fold;
+  // false: nodes nothing reads once folding is done stay, with their types (for a
+  // caller that reads every value's type at these shapes, as a range plan does).
+  bool remove_dead_code = true;
 };
 
 struct StaticShapeReport {

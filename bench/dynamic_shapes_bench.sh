@@ -19,7 +19,7 @@ out=bench/out/dynamic
 mkdir -p "$out"
 source bench/ort/setup.sh
 ensure_ort
-field() { /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'j': j}))" "$@"; }
+field() { /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {'j': j}))" "$@"; }
 inputs_of() { local a=(); for f in "$1"/*.npy; do a+=(--input "$(basename "$f" .npy)=$f"); done; echo "${a[@]}"; }
 
 bert=bench/out/bert_base_dynamic_op13.onnx

@@ -105,10 +105,32 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
 
 
 
+// The symbol a dim term names (dim(%x, 1) of an [1,seq,64] value: "seq"); nullopt for a
+// number, an unknown dim, or one taken modulo something.
+std::optional<std::string> symbolic_dim(const Term& t, const WhereContext& ctx) {
+  if (t.kind != Term::Kind::Dim || t.modulo) return std::nullopt;
+  const ValueType* vt = ctx.type_of(t.var);
+  if (!vt || !vt->shape) return std::nullopt;
+  const auto rank = static_cast<int64_t>(vt->shape->rank());
+  const int64_t axis = t.axis < 0 ? t.axis + rank : t.axis;
+  if (axis < 0 || axis >= rank) return std::nullopt;
+  const Dim& d = (*vt->shape)[static_cast<size_t>(axis)];
+  return d.is_symbolic() ? std::optional<std::string>(d.symbol_name()) : std::nullopt;
+}
+
 // Whether the predicate holds; `found`, when given, receives what was found (for a
 // failure's message), built only then.
 bool holds(const Predicate& pred, const WhereContext& ctx, std::string* found) {
   bool ok = false;
+  // Two dims of one symbol are one size, whatever it is at run time (a dynamic sequence
+  // on both sides of a residual sum); any other comparison needs numbers.
+  if (pred.op == CmpOp::Eq)
+    if (auto a = symbolic_dim(pred.lhs, ctx))
+      if (auto b = symbolic_dim(pred.rhs, ctx)) {
+        if (*a == *b) return true;
+        if (found) *found = pred.lhs.to_string() + " is symbolic ('" + *a + "'), " + pred.rhs.to_string() + " is symbolic ('" + *b + "'): not the same symbol, so not known to be one size";
+        return false;
+      }
   if (pred.kind == Predicate::Kind::IsConst) {
     ok = ctx.is_constant ? ctx.is_constant(pred.var) : ctx.constant_of(pred.var) != nullptr;
     if (found) *found = pred.var + " is not a constant";

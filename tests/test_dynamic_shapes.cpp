@@ -14,6 +14,8 @@
 #include "eval/compare.h"
 #include "io/npy.h"
 #include "onnx/import.h"
+#include "passes/static_shapes.h"
+#include "passes/symbolic_shapes.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -118,6 +120,10 @@ TEST_CASE("dynamic shapes: a range plan of the BERT runs at any length in its ra
   CHECK(r.compiled.memory.pool_bytes == r.load_at.back());
   CHECK(r.load_at.front() < r.load_at.back());
   CHECK(r.compiled.optimized->after.kernels < r.compiled.optimized->before.kernels);
+  // The rules that compare dims fire on the symbolic sequence as on a static one: every
+  // residual sum joins its LayerNorm, and each attention is one kernel.
+  CHECK(r.compiled.optimized->fused.at("AddLayerNormFusion") == 5);
+  CHECK(r.compiled.optimized->fused.at("AttentionFusion") == 2);
 
   const fs::path dir = test::scratch_dir("range");
   ascend::write_plan(r.compiled.plan, dir / "bert.plan");
@@ -158,6 +164,31 @@ TEST_CASE("dynamic shapes: a CNN with dynamic H and W compiles to image-size gea
     INFO(hw);
     CHECK(error_against_torch(ranged, refs / hw) <= 1e-4);
   }
+}
+
+TEST_CASE("dynamic shapes: shapes computed from Shape keep the sequence's symbol, and each is computed once") {
+  Model m = import_onnx(kBert, {.input_shapes = parse_input_shapes("input_ids:1,-1;attention_mask:1,-1")});
+  size_t placeholders_before = 0;
+  for (const auto& v : m.graph->values())
+    if (v->type.shape)
+      for (const Dim& d : v->type.shape->dims()) placeholders_before += is_placeholder_dim(d);
+  CHECK(placeholders_before > 0);  // ONNX's inference names the Reshapes' and the positions' dims unk__N
+  const size_t shapes_before = test::count_op(m, "Shape");
+  propagate_static_shapes(m);
+  for (const auto& n : m.graph->nodes())
+    for (const Value* v : n->outputs())
+      if (v && v->type.shape)
+        for (const Dim& d : v->type.shape->dims()) {
+          INFO(n->describe() << " -> " << v->name() << " " << v->type.to_string());
+          CHECK(!is_placeholder_dim(d));
+          CHECK(!d.is_unknown());
+        }
+  // The head split's [1,seq,4,16] and the positions' [seq] are known symbolically.
+  size_t split = 0;
+  for (const auto& n : m.graph->nodes())
+    if (n->op_type == "Reshape" && n->output(0)->type.shape && n->output(0)->type.shape->to_string() == "[1,seq,4,16]") ++split;
+  CHECK(split == 6);  // Q, K and V in each of the 2 layers
+  CHECK(test::count_op(m, "Shape") < shapes_before);
 }
 
 TEST_CASE("dynamic shapes: ATC's options are read against the model, and a mistake is named") {

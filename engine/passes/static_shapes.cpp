@@ -11,6 +11,7 @@
 #include "onnx/node_inference.h"
 #include "passes/control_flow_types.h"
 #include "passes/inline_if.h"
+#include "passes/symbolic_shapes.h"
 #include "util/error.h"
 
 namespace geopt {
@@ -61,7 +62,14 @@ bool refine(const Node& n, Value& v, const ValueType& got) {
   std::vector<Dim> dims = have.shape->dims();
   for (size_t d = 0; d < dims.size(); ++d) {
     const Dim& g = (*got.shape)[d];
-    if (!g.is_static()) continue;
+    if (!g.is_static()) {
+      // A symbol says more than no name or ONNX's placeholder for one (unk__N).
+      if (g.is_symbolic() && !is_placeholder_dim(g) && (dims[d].is_unknown() || is_placeholder_dim(dims[d]))) {
+        dims[d] = g;
+        changed = true;
+      }
+      continue;
+    }
     if (dims[d].is_static()) {
       if (dims[d].value() != g.value())
         throw Error(n.describe() + ": output '" + v.name() + "' is declared " + have.to_string() + " but infers as " +
@@ -95,6 +103,7 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
   // Values this pass folded or refined: only their consumers (and outputs not static
   // yet) need ONNX's inference again, so a graph that is static already costs nothing.
   std::unordered_set<const Value*> changed;
+  SymbolicShapeValues symbolic;  // tensors of dims, for the shapes made from them
   auto is_static = [](const Value* v) { return !v || (v->type.shape && v->type.shape->is_static()); };
   for (Node* n : nodes) {
     std::vector<const ValueType*> in_types;
@@ -122,6 +131,20 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
       }
     } else {
       for (const Value* out : n->outputs()) inferred.push_back(out ? std::optional<ValueType>(out->type) : std::nullopt);
+    }
+    if (auto made = symbolic.output_shape(*n); made && !n->outputs().empty() && n->output(0)) {
+      // Where ONNX's inference lost track of a dim, the dims the shape tensor carries.
+      if (inferred.empty()) inferred.resize(n->outputs().size());
+      std::optional<ValueType>& t = inferred[0];
+      if (!t) t = n->output(0)->type;
+      if (!t->shape || t->shape->rank() != made->rank()) {
+        if (!t->shape) t->shape = made;
+      } else {
+        std::vector<Dim> dims = t->shape->dims();
+        for (size_t d = 0; d < dims.size(); ++d)
+          if ((dims[d].is_unknown() || is_placeholder_dim(dims[d])) && !(*made)[d].is_unknown() && !is_placeholder_dim((*made)[d])) dims[d] = (*made)[d];
+        t->shape = Shape(std::move(dims));
+      }
     }
 
     // A Loop or Scan of constants would be run here for as many trips as it says: left to run time.
@@ -187,6 +210,14 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
       if (Value* out = n->output(k); out && inferred[k] && refine(*n, *out, *inferred[k])) {
         ++report.refined;
         changed.insert(out);
+      }
+    symbolic.record(*n);
+    // The same dims computed again (each layer's Reshape target from its own Shape): its
+    // readers read the first, and the copy's computation goes as dead code.
+    if (Value* out = n->outputs().empty() ? nullptr : n->output(0); out && !graph_outputs.count(out))
+      if (const Value* same = symbolic.earlier_equal(out)) {
+        g.replace_all_uses(out, g.find_value(same->name()));
+        changed.insert(g.find_value(same->name()));
       }
   }
   if (options.remove_dead_code) g.remove_dead_code();

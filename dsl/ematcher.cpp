@@ -516,6 +516,7 @@ void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, 
         return it == bb.values.end() ? "" : g_.eclass(it->second).data.name;
       };
       ctx.attrs = &bb.attrs;
+      ctx.dim_ranges = g_.dim_ranges.empty() ? nullptr : &g_.dim_ranges;
       std::string failed = first_failed_predicate(cr.ast->where, ctx);
       if (!failed.empty()) return search.fail(past_patterns + 1, [&] { return failed; });
       out.push_back(bb);

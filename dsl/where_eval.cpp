@@ -52,6 +52,8 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
       }
       const Dim& d = (*vt->shape)[static_cast<size_t>(axis)];
       if (d.is_static()) r = static_cast<double>(d.value());
+      else if (d.is_symbolic() && ctx.assumed && ctx.assumed->count(d.symbol_name()))
+        r = static_cast<double>(ctx.assumed->at(d.symbol_name()));
       else if (reason) *reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is " + (d.is_symbolic() ? "symbolic ('" + d.symbol_name() + "')" : "unknown") + ", not a number";
       break;
     }
@@ -118,19 +120,85 @@ std::optional<std::string> symbolic_dim(const Term& t, const WhereContext& ctx) 
   return d.is_symbolic() ? std::optional<std::string>(d.symbol_name()) : std::nullopt;
 }
 
+// The symbol of a dim term's dim, modulo or not; nullopt for a number or an unknown dim.
+std::optional<std::string> dim_symbol(const Term& t, const WhereContext& ctx) {
+  if (t.kind != Term::Kind::Dim) return std::nullopt;
+  Term plain = t;
+  plain.modulo.reset();
+  return symbolic_dim(plain, ctx);
+}
+
+bool holds(const Predicate& pred, const WhereContext& ctx, std::string* found);
+
+// A comparison on symbolic dims whose ranges are known holds when it holds at every size
+// in range: checked at each combination of sizes (up to kMaxCombinations). nullopt when the
+// predicate has no such dim (or one without a range): the usual evaluation decides.
+std::optional<bool> holds_over_ranges(const Predicate& pred, const WhereContext& ctx, std::string* found) {
+  constexpr int64_t kMaxCombinations = 4096;
+  if (!ctx.dim_ranges || ctx.assumed || pred.kind != Predicate::Kind::Compare) return std::nullopt;
+  std::vector<std::string> symbols;
+  for (const Term* t : {&pred.lhs, &pred.rhs}) {
+    if (t->kind != Term::Kind::Dim) continue;
+    auto s = dim_symbol(*t, ctx);
+    if (!s) continue;
+    if (!ctx.dim_ranges->count(*s)) return std::nullopt;
+    if (std::find(symbols.begin(), symbols.end(), *s) == symbols.end()) symbols.push_back(*s);
+  }
+  if (symbols.empty()) return std::nullopt;
+  auto range_text = [&](const std::string& s) {
+    const auto& [lo, hi] = ctx.dim_ranges->at(s);
+    return "'" + s + "', " + std::to_string(lo) + "~" + std::to_string(hi);
+  };
+  int64_t combinations = 1;
+  for (const std::string& s : symbols) {
+    const auto& [lo, hi] = ctx.dim_ranges->at(s);
+    combinations *= std::max<int64_t>(hi - lo + 1, 1);
+    if (combinations > kMaxCombinations) {
+      if (found) *found = pred.lhs.to_string() + " is symbolic (" + range_text(s) + "): too many sizes to check each";
+      return false;
+    }
+  }
+  std::map<std::string, int64_t> at;
+  for (const std::string& s : symbols) at[s] = ctx.dim_ranges->at(s).first;
+  WhereContext each = ctx;
+  each.assumed = &at;
+  for (int64_t k = 0; k < combinations; ++k) {
+    if (!holds(pred, each, nullptr)) {
+      if (found) {
+        std::string sizes;
+        for (const std::string& s : symbols) sizes += (sizes.empty() ? "" : ", ") + s + " = " + std::to_string(at[s]);
+        std::string ranges;
+        for (const std::string& s : symbols) ranges += (ranges.empty() ? "" : "; ") + range_text(s);
+        const Term& dim = pred.lhs.kind == Term::Kind::Dim ? pred.lhs : pred.rhs;
+        Term plain = dim;
+        plain.modulo.reset();
+        *found = plain.to_string() + " is symbolic (" + ranges + "), and at " + sizes + " it does not hold";
+      }
+      return false;
+    }
+    for (const std::string& s : symbols) {  // the next combination, like an odometer
+      if (++at[s] <= ctx.dim_ranges->at(s).second) break;
+      at[s] = ctx.dim_ranges->at(s).first;
+    }
+  }
+  return true;
+}
+
 // Whether the predicate holds; `found`, when given, receives what was found (for a
 // failure's message), built only then.
 bool holds(const Predicate& pred, const WhereContext& ctx, std::string* found) {
   bool ok = false;
   // Two dims of one symbol are one size, whatever it is at run time (a dynamic sequence
   // on both sides of a residual sum); any other comparison needs numbers.
-  if (pred.op == CmpOp::Eq)
+  if (pred.op == CmpOp::Eq && !ctx.assumed)
     if (auto a = symbolic_dim(pred.lhs, ctx))
       if (auto b = symbolic_dim(pred.rhs, ctx)) {
         if (*a == *b) return true;
+        if (auto over = holds_over_ranges(pred, ctx, found)) return *over;
         if (found) *found = pred.lhs.to_string() + " is symbolic ('" + *a + "'), " + pred.rhs.to_string() + " is symbolic ('" + *b + "'): not the same symbol, so not known to be one size";
         return false;
       }
+  if (auto over = holds_over_ranges(pred, ctx, found)) return *over;
   if (pred.kind == Predicate::Kind::IsConst) {
     ok = ctx.is_constant ? ctx.is_constant(pred.var) : ctx.constant_of(pred.var) != nullptr;
     if (found) *found = pred.var + " is not a constant";

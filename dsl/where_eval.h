@@ -23,6 +23,11 @@ struct WhereContext {
   std::function<std::optional<size_t>(const std::string& var)> uses_of;
   const std::map<std::string, Attribute>* attrs = nullptr;
   std::function<std::string(const std::string& var)> name_of;  // the bound value's name, for messages
+  // Known ranges of symbolic dims (Graph::dim_ranges): a comparison on such a dim holds
+  // when it holds at every size in range (checked one by one, up to 4096 combinations).
+  const std::map<std::string, std::pair<int64_t, int64_t>>* dim_ranges = nullptr;
+  // The sizes assumed for symbols while a comparison is checked over their ranges.
+  const std::map<std::string, int64_t>* assumed = nullptr;
 };
 
 // "" when every predicate holds, else "where P fails: <what was found> (file:line:col)".

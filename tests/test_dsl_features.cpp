@@ -287,3 +287,29 @@ rule Product {
   CHECK(scale_after(0) == doctest::Approx(8.0));   // 2 / 0.25: the attribute divided, not copied
   CHECK(scale_after(1) == doctest::Approx(0.75));  // 0.25 * 3
 }
+
+TEST_CASE("symbolic dims: one symbol is one size, and a condition on a dim with a known range is proven at every size in it") {
+  const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,seq,16] x, float[1,seq,16] r, float[1,len,16] q) => (float[1,seq,16] y, float[1,seq,16] z) {
+      y = Add(x, r)
+      z = Add(x, q)
+    })";
+  auto same = setup_named("rule S { match %y = Add(%a, %b) where dim(%a, 1) == dim(%b, 1) rewrite %y => %y }", model);
+  CHECK(try_at(same, "n0") == "");
+  CHECK(try_at(same, "n1") == "where dim(%a, 1) == dim(%b, 1) fails: dim(%a, 1) is symbolic ('seq'), dim(%b, 1) is symbolic ('len'): not the same symbol, so not known to be one size (r.gerule:1:39)");
+
+  auto bound = setup_named("rule B { match %y = Add(%a, %_b) where dim(%a, 1) <= 512, dim(%a, 1) % 1 == 0 rewrite %y => %y }", model);
+  CHECK(try_at(bound, "n0") == "where dim(%a, 1) <= 512 fails: dim(%a, 1) is symbolic ('seq'), not a number (r.gerule:1:40)");
+  bound.model.graph->dim_ranges["seq"] = {1, 128};
+  CHECK(try_at(bound, "n0") == "");  // every size from 1 to 128 is at most 512
+  bound.model.graph->dim_ranges["seq"] = {256, 1024};
+  CHECK(try_at(bound, "n0") == "where dim(%a, 1) <= 512 fails: dim(%a, 1) is symbolic ('seq', 256~1024), and at seq = 513 it does not hold (r.gerule:1:40)");
+
+  auto aligned = setup_named("rule A { match %y = Add(%a, %_b) where dim(%a, 1) % 16 == 0 rewrite %y => %y }", model);
+  aligned.model.graph->dim_ranges["seq"] = {16, 16};
+  CHECK(try_at(aligned, "n0") == "");
+  aligned.model.graph->dim_ranges["seq"] = {1, 128};
+  CHECK(try_at(aligned, "n0") == "where dim(%a, 1) % 16 == 0 fails: dim(%a, 1) is symbolic ('seq', 1~128), and at seq = 1 it does not hold (r.gerule:1:40)");
+  aligned.model.graph->dim_ranges["seq"] = {1, 100000};
+  CHECK(try_at(aligned, "n0").find("too many sizes to check each") != std::string::npos);
+}

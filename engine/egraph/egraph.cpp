@@ -269,6 +269,7 @@ size_t EGraph::class_count() const { return live_classes_; }
 GraphEGraph egraph_from_graph(const Graph& g) {
   GraphEGraph out;
   EGraph& eg = out.egraph;
+  eg.dim_ranges = g.dim_ranges;
   std::unordered_map<const Value*, ClassId> cls;
   auto data_of = [](const Value* v) { return ClassData{v->type, nullptr, v->name(), v->producer() ? v->producer()->name : ""}; };
   for (size_t i = 0; i < g.inputs().size(); ++i) {

@@ -98,6 +98,8 @@ class EGraph {
   const EClass& eclass(ClassId id) const { return live(find(id)); }
   std::vector<ClassId> class_ids() const;  // canonical ids, ascending
   size_t node_count() const;
+  // The graph's known ranges of symbolic dims (Graph::dim_ranges), for rules' conditions.
+  std::map<std::string, std::pair<int64_t, int64_t>> dim_ranges;
   // E-nodes created so far (never decreases): a cheap test of whether an operation added any.
   size_t nodes_created() const { return created_; }
   size_t class_count() const;

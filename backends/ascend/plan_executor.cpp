@@ -1,6 +1,7 @@
 #include "plan_executor.h"
 
 #include <algorithm>
+#include <climits>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -196,6 +197,11 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
       auto it = dims.by_name.find(r.name());
       if (it == dims.by_name.end()) throw Error("plan: " + describe(pk, k) + ": input '" + r.name() + "' has bounded dims that no kernel set");
       in_dims = it->second;
+      // The bytes at these dims must lie in the ones the plan gave this reference.
+      int64_t elements = 1;
+      for (int64_t d : in_dims) elements = d < 0 || (d && elements > INT64_MAX / d) ? -1 : elements * d;
+      if (elements < 0 || static_cast<uint64_t>(elements) * dtype_size(static_cast<DType>(r.dtype())) > r.size())
+        throw Error("plan: " + describe(pk, k) + ": input '" + r.name() + "' came out larger than the " + std::to_string(r.size()) + " bytes this kernel reads");
     }
     views.push_back(HostTensor::borrowed(static_cast<DType>(r.dtype()), std::move(in_dims), at, std::move(keep), weight));
     ptrs.push_back(&views.back());

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "ascend/dynamic_compile.h"
 #include "ascend/plan_executor.h"
@@ -158,6 +159,10 @@ TEST_CASE("dynamic shapes: a CNN with dynamic H and W compiles to image-size gea
   const auto ranges = ascend::parse_input_shape_range(given, "image:[1,3,32~96,32~96]");
   ascend::RangeCompileResult r = ascend::compile_range(given, ranges, profile(), compile_options(rules.get()));
   CHECK(r.compiled.check_ok);
+  // The strided dims keep names ("floor((height-1)/2)+1"), so the skip sum's two sides
+  // are one shape and the range plan fuses as each gear does.
+  CHECK(r.compiled.optimized->after.kernels == g.gears[0].optimized->after.kernels);
+  CHECK(r.compiled.optimized->after.kernels == g.gears[1].optimized->after.kernels);
   ascend::PlanExecutor ranged(r.compiled.plan);
   for (const char* hw : {"hw_32x32", "hw_40x56", "hw_64x64", "hw_96x96"}) {
     INFO(hw);
@@ -188,6 +193,19 @@ TEST_CASE("dynamic shapes: shapes computed from Shape keep the sequence's symbol
     if (n->op_type == "Reshape" && n->output(0)->type.shape && n->output(0)->type.shape->to_string() == "[1,seq,4,16]") ++split;
   CHECK(split == 6);  // Q, K and V in each of the 2 layers
   CHECK(test::count_op(m, "Shape") < shapes_before);
+
+  // A Conv or pooling names what it makes of a symbolic dim by its formula.
+  Model cnn = import_onnx(kConv);
+  propagate_static_shapes(cnn);
+  std::set<std::string> conv_shapes;
+  for (const auto& n : cnn.graph->nodes())
+    if (n->op_type == "Conv") conv_shapes.insert(n->output(0)->type.shape->to_string());
+  CHECK(conv_shapes.count("[1,8,floor((height-1)/2)+1,floor((width-1)/2)+1]"));
+  CHECK(window_output(Dim::symbol("h"), 3, 1, 1, 2) == Dim::symbol("h"));        // 3x3, pad 1: the same size
+  CHECK(window_output(Dim::symbol("h"), 1, 2, 1, 0) == window_output(Dim::symbol("h"), 3, 2, 1, 2));  // 1x1 s2 and 3x3 s2 pad 1 agree
+  CHECK(window_output(Dim::symbol("h"), 3, 2, 1, 0) != window_output(Dim::symbol("h"), 3, 2, 1, 2));
+  CHECK(window_output(Dim(7), 3, 2, 1, 0) == Dim(3));
+  CHECK(window_output(Dim(7), 2, 2, 1, 0, /*ceil_mode=*/true) == Dim(4));
 }
 
 TEST_CASE("dynamic shapes: ATC's options are read against the model, and a mistake is named") {

@@ -47,4 +47,11 @@ class Shape {
   std::vector<Dim> dims_;
 };
 
+// A window op's output along one spatial axis (Conv, pooling: kernel k, stride s,
+// dilation, the pads at both ends summed): floor((in + pads - dilation (k - 1) - 1) / s) + 1,
+// ceil with ceil_mode. A symbolic `in` gives a symbol named by the formula
+// ("floor((height-1)/2)+1"; at stride 1, "height" or "height-2"), so two branches that
+// stride one dim alike agree. Unknown for an unknown `in` or a placeholder (unk__N).
+Dim window_output(const Dim& in, int64_t kernel, int64_t stride, int64_t dilation, int64_t pads, bool ceil_mode = false);
+
 }  // namespace geopt

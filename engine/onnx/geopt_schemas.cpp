@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "ir/node.h"
+#include "ir/shape.h"
 #include "onnx/validate.h"
 
 namespace geopt::onnx_io {
@@ -310,6 +311,12 @@ void register_all() {
         if (x.dim(2 + i).has_dim_value() && k > 0)
           d->set_dim_value(window_out(x.dim(2 + i).dim_value(), k, strides[static_cast<size_t>(i)],
                                       dil[static_cast<size_t>(i)], pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i) + 2], auto_pad));
+        else if (x.dim(2 + i).has_dim_param() && k > 0 && auto_pad == "NOTSET")
+          // A symbolic dim keeps a name, the one ONNX's Conv gets from geopt's shape preparation.
+          if (const Dim o = window_output(Dim::symbol(x.dim(2 + i).dim_param()), k, strides[static_cast<size_t>(i)], dil[static_cast<size_t>(i)],
+                                          pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i) + 2]);
+              o.is_symbolic())
+            d->set_dim_param(o.symbol_name());
       }
       out.add_dim()->set_dim_value(c0);
       onnx::updateOutputShape(ctx, 0, out);

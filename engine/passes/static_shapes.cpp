@@ -103,7 +103,7 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
   // Values this pass folded or refined: only their consumers (and outputs not static
   // yet) need ONNX's inference again, so a graph that is static already costs nothing.
   std::unordered_set<const Value*> changed;
-  SymbolicShapeValues symbolic;  // tensors of dims, for the shapes made from them
+  SymbolicShapeValues symbolic(&g.dim_ranges);  // tensors of dims, for the shapes made from them
   auto is_static = [](const Value* v) { return !v || (v->type.shape && v->type.shape->is_static()); };
   for (Node* n : nodes) {
     std::vector<const ValueType*> in_types;

@@ -1,6 +1,8 @@
 #include "passes/symbolic_shapes.h"
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 
 namespace geopt {
 namespace {
@@ -24,6 +26,29 @@ std::optional<std::vector<int64_t>> integers(const Value* v) {
 }
 
 int64_t clamp_index(int64_t i, int64_t size) { return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size); }
+
+std::vector<int64_t> ints_attr(const Node& n, const char* name) {
+  const Attribute* a = n.attr(name);
+  return a ? a->ints : std::vector<int64_t>{};
+}
+
+// Elementwise arithmetic on dims: numbers computed, and the symbolic cases that stay exact.
+Dim dim_arithmetic(const std::string& op, const Dim& a, const Dim& b) {
+  auto is = [](const Dim& d, int64_t v) { return d.is_static() && d.value() == v; };
+  if (a.is_static() && b.is_static()) {
+    if (op == "Add") return a.value() + b.value();
+    if (op == "Sub") return a.value() - b.value();
+    if (op == "Mul") return a.value() * b.value();
+    if (op == "Div" && b.value() != 0) return a.value() / b.value() - ((a.value() % b.value() != 0 && ((a.value() < 0) != (b.value() < 0))) ? 1 : 0);
+    return Dim();
+  }
+  if (op == "Sub" && a.is_symbolic() && a == b) return 0;
+  if ((op == "Add" || op == "Sub") && is(b, 0)) return a;
+  if (op == "Add" && is(a, 0)) return b;
+  if ((op == "Mul" || op == "Div") && is(b, 1)) return a;
+  if (op == "Mul" && is(a, 1)) return b;
+  return Dim();
+}
 
 }  // namespace
 
@@ -73,6 +98,13 @@ void SymbolicShapeValues::record(const Node& n) {
       all.insert(all.end(), e->begin(), e->end());
     }
     out = std::move(all);
+  } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    auto a = elements(n.input(0)), b = elements(n.input(1));
+    if (!a || !b || (a->size() != b->size() && a->size() != 1 && b->size() != 1)) return;
+    std::vector<Dim> r;
+    for (size_t i = 0; i < std::max(a->size(), b->size()); ++i)
+      r.push_back(dim_arithmetic(op, (*a)[a->size() == 1 ? 0 : i], (*b)[b->size() == 1 ? 0 : i]));
+    out = std::move(r);
   } else if (op == "Slice") {
     auto data = elements(n.input(0));
     auto starts = integers(n.input(1)), ends = integers(n.input(2));
@@ -154,6 +186,87 @@ std::optional<Shape> SymbolicShapeValues::output_shape(const Node& n) const {
       }
       if (symbols.size() == 1 && den == num) dims[static_cast<size_t>(inferred)] = symbols.front();
       else if (symbols.empty() && den > 0 && num % den == 0) dims[static_cast<size_t>(inferred)] = num / den;
+    }
+    return Shape(dims);
+  } else if (op == "Slice") {
+    // A slice whose bounds are dims: along an axis sliced from 0 to a symbol no larger
+    // than the axis (by its range), that symbol; the rank is kept whatever is sliced.
+    const Value* x = n.input(0);
+    if (!x || !x->type.shape) return std::nullopt;
+    std::vector<Dim> dims = x->type.shape->dims();
+    const auto rank = static_cast<int64_t>(dims.size());
+    auto starts = elements(n.input(1)), ends = elements(n.input(2));
+    std::optional<std::vector<int64_t>> axes = n.inputs().size() > 3 && n.input(3) ? integers(n.input(3)) : std::nullopt;
+    std::optional<std::vector<int64_t>> steps = n.inputs().size() > 4 && n.input(4) ? integers(n.input(4)) : std::nullopt;
+    if (!starts || !ends || starts->size() != ends->size() || (n.inputs().size() > 3 && n.input(3) && !axes) ||
+        (n.inputs().size() > 4 && n.input(4) && !steps))
+      return Shape(std::vector<Dim>(dims.size()));
+    for (size_t i = 0; i < starts->size(); ++i) {
+      int64_t axis = axes ? (i < axes->size() ? (*axes)[i] : -rank - 1) : static_cast<int64_t>(i);
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) return std::nullopt;
+      const int64_t step = steps && i < steps->size() ? (*steps)[i] : 1;
+      const Dim& a = (*starts)[i];
+      const Dim& b = (*ends)[i];
+      Dim& d = dims[static_cast<size_t>(axis)];
+      const bool from_zero = a.is_static() && a.value() == 0;
+      const bool to_end = b.is_static() && b.value() >= (d.is_static() ? d.value() : INT64_MAX / 2);
+      if (step == 1 && from_zero && to_end) continue;  // the whole axis
+      if (step == 1 && from_zero && b.is_symbolic() && !is_placeholder_dim(b) && (b == d || (d.is_static() && ranges_ && ranges_->count(b.symbol_name()) &&
+                                                                                              ranges_->at(b.symbol_name()).second <= d.value() &&
+                                                                                              ranges_->at(b.symbol_name()).first >= 0))) {
+        d = b;
+        continue;
+      }
+      if (step == 1 && a.is_static() && b.is_static() && d.is_static()) {
+        const int64_t lo = clamp_index(a.value(), d.value()), hi = clamp_index(b.value(), d.value());
+        d = std::max<int64_t>(hi - lo, 0);
+        continue;
+      }
+      d = Dim();
+    }
+    return Shape(dims);
+  } else if (op == "Conv" || op == "MaxPool" || op == "AveragePool") {
+    const Value* x = n.input(0);
+    if (!x || !x->type.shape || x->type.shape->rank() < 3) return std::nullopt;
+    const Attribute* auto_pad = n.attr("auto_pad");
+    if (auto_pad && auto_pad->s != "NOTSET" && !auto_pad->s.empty()) return std::nullopt;
+    const auto& in = x->type.shape->dims();
+    const size_t spatial = in.size() - 2;
+    std::vector<int64_t> kernel = ints_attr(n, "kernel_shape");
+    if (kernel.empty() && op == "Conv" && n.input(1) && n.input(1)->type.shape && n.input(1)->type.shape->is_static())
+      for (size_t i = 2; i < n.input(1)->type.shape->rank(); ++i) kernel.push_back((*n.input(1)->type.shape)[i].value());
+    if (kernel.size() != spatial) return std::nullopt;
+    std::vector<int64_t> strides = ints_attr(n, "strides"), dilations = ints_attr(n, "dilations"), pads = ints_attr(n, "pads");
+    strides.resize(spatial, 1);
+    dilations.resize(spatial, 1);
+    pads.resize(2 * spatial, 0);
+    const bool ceil_mode = op != "Conv" && int_attr(n, "ceil_mode").value_or(0) != 0;
+    std::vector<Dim> dims{in[0], in[1]};
+    if (op == "Conv") {
+      const Value* w = n.input(1);
+      dims[1] = w && w->type.shape && w->type.shape->rank() > 0 ? (*w->type.shape)[0] : Dim();
+    }
+    for (size_t i = 0; i < spatial; ++i)
+      dims.push_back(window_output(in[2 + i], kernel[i], strides[i], dilations[i], pads[i] + pads[spatial + i], ceil_mode));
+    return Shape(dims);
+  } else if (op == "Resize") {
+    const Value* x = n.input(0);
+    if (!x || !x->type.shape) return std::nullopt;
+    if (n.inputs().size() > 3 && n.input(3))
+      if (auto sizes = elements(n.input(3)); sizes && sizes->size() == x->type.shape->rank()) return Shape(*sizes);
+    const Value* scales = n.inputs().size() > 2 ? n.input(2) : nullptr;
+    if (!scales || !scales->initializer || scales->producer() || scales->initializer->dtype != DType::F32) return std::nullopt;
+    const std::vector<float> factors = scales->initializer->to_vector<float>();
+    if (factors.size() != x->type.shape->rank()) return std::nullopt;
+    std::vector<Dim> dims;
+    for (size_t i = 0; i < factors.size(); ++i) {
+      const Dim& d = (*x->type.shape)[i];
+      const float f = factors[i];
+      if (d.is_static()) dims.emplace_back(static_cast<int64_t>(std::floor(static_cast<double>(d.value()) * f)));
+      else if (f == 1.0f) dims.push_back(d);
+      else if (f == std::floor(f) && f > 1 && d.is_symbolic() && !is_placeholder_dim(d)) dims.push_back(Dim::symbol(d.symbol_name() + "*" + std::to_string(static_cast<int64_t>(f))));
+      else dims.emplace_back();
     }
     return Shape(dims);
   } else if (op == "Expand") {

@@ -5,7 +5,10 @@
 // sequence), ONNX's inference gives such outputs fresh names (unk__0) or none, so two
 // values of one size no longer look alike and rules that compare dims stop firing.
 // This tracks the small int64 tensors whose elements are dims, and gives the ops that
-// consume them (Reshape, Expand, ConstantOfShape, Range) the dims they produce.
+// consume them (Reshape, Expand, ConstantOfShape, Range, Slice, Resize) the dims they
+// produce; and names the spatial dims a Conv or pooling makes of a symbolic one by their
+// formula ("floor((height-1)/2)+1"), so two branches that stride alike agree.
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -17,6 +20,9 @@ namespace geopt {
 
 class SymbolicShapeValues {
  public:
+  // `ranges`: known ranges of symbols (Graph::dim_ranges), which settle a Slice's
+  // min(end, dim) when the end is a symbol no larger than the dim.
+  explicit SymbolicShapeValues(const std::map<std::string, std::pair<int64_t, int64_t>>* ranges = nullptr) : ranges_(ranges) {}
   // Records what node n computes, when its output is a tensor of dims (after its
   // inputs were recorded: call in topological order).
   void record(const Node& n);
@@ -30,6 +36,7 @@ class SymbolicShapeValues {
  private:
   // The elements of v, if it is a tensor of dims (a constant's too).
   std::optional<std::vector<Dim>> elements(const Value* v) const;
+  const std::map<std::string, std::pair<int64_t, int64_t>>* ranges_;
   std::unordered_map<const Value*, std::vector<Dim>> dims_;
   std::unordered_map<std::string, const Value*> first_by_content_;  // type and elements -> first value
   std::unordered_map<const Value*, const Value*> same_as_;

@@ -788,11 +788,26 @@ def build(name, size):
     return model.eval(), args, ins, outs
 
 
-def export_entry(name, size, out_dir, opsets):
+def dynamic_axes(ins, outs):
+    """The axes a deployment varies: a CNN's H and W, a sequence model's length (dim 1 of
+    its token inputs and of its outputs but a pooled one)."""
+    if ins == ["image"]:
+        return {"image": {2: "height", 3: "width"}}
+    axes = {n: {1: "seq"} for n in ins}
+    axes.update({o: {1: "seq"} for o in outs if o != "pooled"})
+    return axes
+
+
+def export_entry(name, size, out_dir, opsets, dynamic=False):
     model, args, ins, outs = build(name, size)
     for opset in opsets:
         stem = f"{name}_op{opset}"
         path = os.path.join(out_dir, stem + ".onnx")
+        if dynamic:
+            torch.onnx.export(model, args, path, opset_version=opset, input_names=ins, output_names=outs,
+                              dynamic_axes=dynamic_axes(ins, outs), do_constant_folding=True)
+            print(f"{path}: {os.path.getsize(path)} bytes (dynamic axes)", flush=True)
+            continue
         export(model, args, ins, outs, path, opset)
         if size == "small":
             save_reference(model, args, ins, outs, os.path.join(out_dir, stem))
@@ -806,6 +821,8 @@ def main():
     ap.add_argument("--out", help="output folder (default examples/zoo for small, bench/out/zoo for full)")
     ap.add_argument("--only", nargs="+", metavar="NAME", choices=list(ZOO), help="export only these entries")
     ap.add_argument("--opsets", nargs="+", type=int, default=list(OPSETS), choices=OPSETS)
+    ap.add_argument("--dynamic", action="store_true",
+                    help="export with dynamic axes (a CNN's H and W, a sequence model's length), no references (bench/dynamic_zoo_bench.sh)")
     a = ap.parse_args()
     if a.list:
         for name, (_, arch, exercises) in ZOO.items():
@@ -816,7 +833,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     torch.set_num_threads(1)
     for name in a.only or ZOO:
-        export_entry(name, a.size, out, a.opsets)
+        export_entry(name, a.size, out, a.opsets, a.dynamic)
     return 0
 
 

@@ -12,6 +12,7 @@
 #include "dsl/explain.h"
 #include "onnx/import.h"
 #include "passes/control_flow_bodies.h"
+#include "ascend/dynamic_shapes.h"
 #include "input_shape_option.h"
 #include "profile_options.h"
 #include "rule_options.h"
@@ -23,6 +24,7 @@ namespace {
 struct ExplainCliOptions {
   std::string model;
   InputShapeOption input_shape;
+  std::string input_shape_range;
   RuleOptions rules;
   ProfileOptions profile;
   std::string rule, node;
@@ -112,12 +114,17 @@ int explain_node(const ExplainCliOptions& o, const Model& model, const std::vect
 int run(const ExplainCliOptions& o) {
   auto rules = o.rules.load();
   ascend::HardwareProfile profile = o.profile.load();
-  Model model = import_onnx(o.model, o.input_shape.import_options());
+  Model imported = import_onnx(o.model, o.input_shape.import_options());
+  // With a range (a range plan's), the rules prove their conditions on its dims over it.
+  if (!o.input_shape_range.empty()) ascend::set_dim_ranges(imported, ascend::parse_input_shape_range(imported, o.input_shape_range));
+  // The rules read the shapes optimize gives them: shape computations folded, symbolic
+  // ones followed (docs/LOWERING.md, section 0).
+  const Model model = ascend::shapes_for_rules(imported);
   dsl::ExplainOptions eo{o.rule, o.anywhere};
   std::vector<dsl::RuleExplanation> matches = dsl::explain_matches(*rules, model, eo);
   const ascend::OptimizeOptions opts = o.profile.optimize_options(o.iterations, o.enodes, o.seconds);
   ascend::OptimizeResult r = ascend::optimize(model, *rules, profile, opts);
-  if (!o.node.empty()) return explain_node(o, model, matches, r);
+  if (!o.node.empty()) return explain_node(o, imported, matches, r);
 
   std::map<std::string, std::vector<const ascend::SiteOutcome*>> outcomes;
   for (const auto& s : r.sites) outcomes[s.rule].push_back(&s);
@@ -273,6 +280,8 @@ std::function<int()> add_explain_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("explain", "Why rules did or did not fire, and why a match was or was not kept");
   cmd->add_option("model", o->model, "ONNX model (an input, or a model geopt optimized: then --node reads its provenance)")->required();
   o->input_shape.add_to(cmd);
+  cmd->add_option("--input_shape_range,--input-shape-range", o->input_shape_range,
+                  "Ranges of the symbolic dims, ATC style (\"input_ids:[1,1~128]\"): conditions on them are proven over the range, as compile does for a range plan");
   cmd->add_option("--rule", o->rule, "Only this rule");
   cmd->add_option("--node", o->node, "What happened to this node");
   cmd->add_flag("--anywhere", o->anywhere, "Also report nodes of any op in a rule's pattern, not only its root op");

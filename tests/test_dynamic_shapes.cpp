@@ -267,6 +267,14 @@ TEST_CASE("dynamic shapes: geopt compile writes a plan of gears that run, plan d
   auto ranged = test::run_cli({"run", (dir / "r.plan").string(), "--input", "input_ids=" + (seq37 / "input_ids.npy").string(), "--input",
                                "attention_mask=" + (seq37 / "attention_mask.npy").string(), "--compare", (seq37.parent_path() / "outputs").string()});
   CHECK_MESSAGE(ranged.exit_code == 0, ranged.err);
+  // explain sees what optimize sees: the sequence's symbol through the shape computations
+  // (every residual LayerNorm fuses), and a range for the rules' conditions.
+  auto explained = test::run_cli({"explain", kBert.string(), "--input_shape_range", "input_ids:[1,1~64];attention_mask:[1,1~64]", "--rule", "AddLayerNormFusion"});
+  CHECK_MESSAGE(explained.exit_code == 0, explained.err);
+  CHECK(explained.out.find("5 rewrite(s) in the e-graph, 5 kept") != std::string::npos);
+  auto unbounded = test::run_cli({"explain", kBert.string(), "--input_shape_range", "input_ids:[1,1~-1];attention_mask:[1,1~-1]"});
+  CHECK(unbounded.exit_code == 1);
+  CHECK(unbounded.err.find("is unbounded") != std::string::npos);
   auto ranged_dump = test::run_cli({"plan", "dump", (dir / "r.plan").string()});
   CHECK(ranged_dump.out.find("range            input_ids:[1,1~64] (memory planned at the upper bound)") != std::string::npos);
 }

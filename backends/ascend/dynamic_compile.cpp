@@ -189,18 +189,7 @@ RangeCompileResult compile_range(const Model& given, const InputRanges& ranges, 
   const auto started = std::chrono::steady_clock::now();
   Model prepared = given.clone();
   // The rules prove conditions on a symbolic dim over its range (docs/RULES.md).
-  for (const Value* v : given.graph->inputs()) {
-    auto it = ranges.find(v->name());
-    if (v->initializer || it == ranges.end()) continue;
-    for (size_t a = 0; a < it->second.size(); ++a)
-      if (const Dim& d = (*v->type.shape)[a]; d.is_symbolic()) {
-        auto [known, fresh] = prepared.graph->dim_ranges.emplace(d.symbol_name(), std::make_pair(it->second[a].min, it->second[a].max));
-        if (!fresh && known->second != std::make_pair(it->second[a].min, it->second[a].max))
-          throw Error("--input_shape_range gives the dim '" + d.symbol_name() + "' two ranges (" + std::to_string(known->second.first) + "~" +
-                      std::to_string(known->second.second) + " and " + std::to_string(it->second[a].min) + "~" + std::to_string(it->second[a].max) +
-                      "); the model says they are one size");
-      }
-  }
+  set_dim_ranges(prepared, ranges);
   StaticShapeOptions compile_time;
   compile_time.always_fold = is_weight_layout;
   propagate_static_shapes(prepared, compile_time);

@@ -236,6 +236,23 @@ std::string input_ranges_text(const Model& model, const InputRanges& ranges) {
   return text;
 }
 
+void set_dim_ranges(Model& model, const InputRanges& ranges) {
+  for (const Value* v : model.graph->inputs()) {
+    auto it = ranges.find(v->name());
+    if (v->initializer || it == ranges.end() || !v->type.shape) continue;
+    for (size_t a = 0; a < it->second.size() && a < v->type.shape->rank(); ++a) {
+      const Dim& d = (*v->type.shape)[a];
+      if (!d.is_symbolic()) continue;
+      const auto range = std::make_pair(it->second[a].min, it->second[a].max);
+      auto [known, fresh] = model.graph->dim_ranges.emplace(d.symbol_name(), range);
+      if (!fresh && known->second != range)
+        throw Error("--input_shape_range gives the dim '" + d.symbol_name() + "' two ranges (" + std::to_string(known->second.first) + "~" +
+                    std::to_string(known->second.second) + " and " + std::to_string(range.first) + "~" + std::to_string(range.second) +
+                    "); the model says they are one size");
+    }
+  }
+}
+
 Model with_input_dims(const Model& model, const InputShapes& shapes) {
   Model m = model.clone();
   for (Value* v : m.graph->inputs()) {

@@ -43,6 +43,11 @@ std::string input_shapes_text(const Model& model, const InputShapes& shapes);
 // ATC's --input_shape_range text of the ranges, inputs in the model's order.
 std::string input_ranges_text(const Model& model, const InputRanges& ranges);
 
+// Records, for each symbolic input dim a range covers, its range in the model's graph
+// (Graph::dim_ranges), so rules prove their conditions over it. Throws when two inputs
+// give one symbol two ranges.
+void set_dim_ranges(Model& model, const InputRanges& ranges);
+
 // A copy of the model whose graph inputs have these static dims (the others as they
 // are); types downstream are left for propagate_static_shapes to refine.
 Model with_input_dims(const Model& model, const InputShapes& shapes);

@@ -107,6 +107,12 @@ std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules,
 
 }  // namespace
 
+Model shapes_for_rules(const Model& model) {
+  Model shaped = model.clone();
+  propagate_static_shapes(shaped);
+  return shaped;
+}
+
 OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const HardwareProfile& profile, const OptimizeOptions& options) {
   OptimizeResult r;
   // The report's "before" is the model as given; shape computations on static shapes
@@ -114,7 +120,7 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   r.nodes_before = given.graph->nodes().size();
   r.before = cost_of_model(given, profile, options.cost);
   Model shaped = given.clone();
-  r.shapes_folded = propagate_static_shapes(shaped).folded > 0;
+  r.shapes_folded = propagate_static_shapes(shaped).folded > 0;  // as shapes_for_rules
   std::vector<OptimizeResult> bodies = optimize_bodies(shaped, rules, profile, options);
   if (!bodies.empty()) spdlog::info("optimize: {} control-flow bodies optimized", bodies.size());
   const Model& input = shaped;

@@ -55,4 +55,8 @@ NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options)
 // `before` is the cost of the model as given.
 OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const HardwareProfile& profile, const OptimizeOptions& options = {});
 
+// The model as the rules see it in optimize: a copy with its shape computations folded
+// and its symbolic shapes followed (propagate_static_shapes), for explain.
+Model shapes_for_rules(const Model& model);
+
 }  // namespace geopt::ascend

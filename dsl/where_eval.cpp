@@ -152,7 +152,9 @@ std::optional<bool> holds_over_ranges(const Predicate& pred, const WhereContext&
   int64_t combinations = 1;
   for (const std::string& s : symbols) {
     const auto& [lo, hi] = ctx.dim_ranges->at(s);
-    combinations *= std::max<int64_t>(hi - lo + 1, 1);
+    // Counted without overflow: a span past the limit is too many whatever the rest.
+    const bool wide = hi < lo || hi - lo >= kMaxCombinations;
+    combinations = wide ? kMaxCombinations + 1 : combinations * (hi - lo + 1);
     if (combinations > kMaxCombinations) {
       if (found) *found = pred.lhs.to_string() + " is symbolic (" + range_text(s) + "): too many sizes to check each";
       return false;

@@ -140,6 +140,11 @@ TEST_CASE("dynamic shapes: a range plan of the BERT runs at any length in its ra
   longer["input_ids"] = HostTensor(DType::I64, {1, 129});
   longer["attention_mask"] = HostTensor(DType::I64, {1, 129});
   CHECK_THROWS_WITH_AS(executor.run(longer), doctest::Contains("input 'input_ids': got i64[1,129], outside the range the plan was compiled for (input_ids:[1,1~128], i64)"), Error);
+  // Both inputs are 'seq' long: the plan was compiled for one length, so two are refused.
+  std::map<std::string, HostTensor> unequal;
+  unequal["input_ids"] = HostTensor(DType::I64, {1, 64});
+  unequal["attention_mask"] = HostTensor(DType::I64, {1, 32});
+  CHECK_THROWS_WITH_AS(executor.run(unequal), doctest::Contains("input 'attention_mask': dim 1 is 32, but 'seq' is 64 in input 'input_ids'; the plan was compiled for one size of 'seq'"), Error);
 }
 
 TEST_CASE("dynamic shapes: a CNN with dynamic H and W compiles to image-size gears and to a range, and matches torch at each size") {
@@ -220,8 +225,18 @@ TEST_CASE("dynamic shapes: ATC's options are read against the model, and a mista
   CHECK_THROWS_WITH_AS(ascend::parse_gears(bert, "", ascend::GearKind::dims, "16"), doctest::Contains("needs --input_shape with -1"), Error);
   CHECK_THROWS_WITH_AS(ascend::parse_gears(bert, "input_ids:1,16", ascend::GearKind::dims, "16"), doctest::Contains("input 'attention_mask' is i64[1,seq]"), Error);
   CHECK_THROWS_WITH_AS(ascend::parse_gears(bert, shape, ascend::GearKind::image_size, "16,16"), doctest::Contains("an image size sets two (H and W)"), Error);
-  CHECK(ascend::parse_gears(bert, shape, ascend::GearKind::batch_size, "1,2").size() == 2);
-  CHECK_THROWS_WITH_AS(ascend::parse_gears(bert, shape, ascend::GearKind::batch_size, "1,0"), doctest::Contains("'0' is not a batch size"), Error);
+  CHECK_THROWS_WITH_AS(ascend::parse_gears(bert, shape, ascend::GearKind::batch_size, "1,2"), doctest::Contains("a batch size sets dim 0 only"), Error);
+  CHECK_THROWS_WITH_AS(ascend::parse_gears(bert, "input_ids:-1,-1;attention_mask:1,-1", ascend::GearKind::dims, "4"),
+                       doctest::Contains("marks dim 0 of input 'input_ids' dynamic (-1), but the model fixes it at 1"), Error);
+  CHECK_THROWS_WITH_AS(ascend::parse_gears(bert, shape, ascend::GearKind::dims, "16,8"),
+                       doctest::Contains("which the model names alike ('seq'): one size"), Error);
+  const Model open_batch = import_onnx(kBert);
+  const auto batches = ascend::parse_gears(open_batch, "input_ids:-1,16;attention_mask:-1,16", ascend::GearKind::batch_size, "1,2");
+  REQUIRE(batches.size() == 2);
+  CHECK(ascend::input_shapes_text(open_batch, batches[1]) == "input_ids:2,16;attention_mask:2,16");
+  CHECK_THROWS_WITH_AS(ascend::parse_gears(open_batch, "input_ids:-1,16;attention_mask:-1,16", ascend::GearKind::batch_size, "1,0"),
+                       doctest::Contains("'0' is not a batch size"), Error);
+  CHECK_THROWS_WITH_AS(ascend::parse_input_shape_range(bert, "input_ids:[1,1~9999999999];attention_mask:[1,1~4]"), doctest::Contains("larger than a dim can be"), Error);
 
   CHECK_THROWS_WITH_AS(ascend::parse_input_shape_range(bert, "input_ids:[1,1~-1];attention_mask:[1,1~-1]"), doctest::Contains("is unbounded; geopt plans memory at the range's upper bound"), Error);
   CHECK_THROWS_WITH_AS(ascend::parse_input_shape_range(bert, "input_ids:[1,9~4];attention_mask:[1,4]"), doctest::Contains("'9~4' has its minimum above its maximum"), Error);
@@ -317,4 +332,17 @@ TEST_CASE("dynamic shapes: a plan of gears or a range plan that does not hang to
   plan::Plan inverted = ranged;
   inverted.mutable_input_ranges(0)->mutable_dims(3)->set_min(65);
   refused(inverted, "input 'image' dim 3 has the range 65~64");
+  plan::Plan twice_bound = ranged;
+  *twice_bound.add_inputs() = ranged.inputs(0);
+  refused(twice_bound, "input 'image' is bound twice");
+  // A bounded output given fewer bytes than its writer's: refused when read, never copied past them.
+  plan::Plan short_output = ranged;
+  auto* out = short_output.mutable_outputs(0);
+  out->clear_dims();
+  out->add_dims(1);
+  out->set_size(4);
+  CHECK_NOTHROW(ascend::check_plan(short_output, "p"));
+  std::map<std::string, HostTensor> feeds;
+  feeds["image"] = HostTensor(DType::F32, {1, 3, 40, 56});
+  CHECK_THROWS_WITH_AS(ascend::PlanExecutor(short_output).run(feeds), doctest::Contains("larger than the 4 bytes the plan gives it"), Error);
 }

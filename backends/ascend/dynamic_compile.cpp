@@ -139,6 +139,14 @@ GearedCompileResult compile_gears(const Model& given, const std::vector<InputSha
   GearedCompileResult result;
   std::vector<plan::Plan> plans;
   std::vector<std::string> names;
+  // --check-input feeds are given at one shape: they must be one gear's.
+  if (!options.check_inputs.empty() &&
+      std::none_of(gears.begin(), gears.end(), [&](const InputShapes& g) { return !fixed_for(options.check_inputs, g).empty(); }))
+    throw Error("--check-input: the inputs' shapes are none of the gears' (the gears are " + [&] {
+      std::string listed;
+      for (const InputShapes& g : gears) listed += (listed.empty() ? "" : "; ") + input_shapes_text(given, g);
+      return listed;
+    }() + ")");
   for (const InputShapes& shapes : gears) {
     const std::string name = input_shapes_text(given, shapes);
     spdlog::info("compile: gear {}", name);
@@ -204,12 +212,15 @@ RangeCompileResult compile_range(const Model& given, const InputRanges& ranges, 
   lower_for_plan(r, profile, range_options, bounded);
   for (const auto& [name, dims] : ranges) {
     if (!bounded.count(name)) continue;  // fixed in every dim
+    const Value* input = given.graph->find_value(name);
     auto* entry = r.plan.add_input_ranges();
     entry->set_name(name);
-    for (const DimRange& d : dims) {
+    for (size_t a = 0; a < dims.size(); ++a) {
       auto* pd = entry->add_dims();
-      pd->set_min(d.min);
-      pd->set_max(d.max);
+      pd->set_min(dims[a].min);
+      pd->set_max(dims[a].max);
+      if (input && input->type.shape && a < input->type.shape->rank() && (*input->type.shape)[a].is_symbolic())
+        pd->set_symbol((*input->type.shape)[a].symbol_name());
     }
   }
   // The pool is planned at the upper bound; LOAD (the most bytes alive at one step) of

@@ -96,6 +96,12 @@ std::vector<InputShapes> parse_gears(const Model& model, const std::string& inpu
     for (size_t a = 0; a < dims.size(); ++a)
       if (dims[a] < 0) {
         const Dim& d = (*v->type.shape)[a];
+        if (d.is_static())
+          throw Error("--input_shape marks dim " + std::to_string(a) + " of input '" + name + "' dynamic (-1), but the model fixes it at " +
+                      std::to_string(d.value()));
+        if (kind == GearKind::batch_size && a != 0)
+          throw Error(option + ": --input_shape marks dim " + std::to_string(a) + " of input '" + name +
+                      "' as -1; a batch size sets dim 0 only (use --dynamic_dims for other dims)");
         holes.push_back({name, a, d.is_symbolic() ? d.symbol_name() : std::string()});
       }
   }
@@ -139,6 +145,13 @@ std::vector<InputShapes> parse_gears(const Model& model, const std::string& inpu
         for (const Hole& h : holes) each.push_back(gear[seen[h.input]++]);
         values.push_back(each);
       } else if (gear.size() == holes.size()) {
+        // One value per -1; dims the model names alike must get one value.
+        for (size_t i = 0; i < holes.size(); ++i)
+          for (size_t j = 0; j < i; ++j)
+            if (symbol_of[i] == symbol_of[j] && gear[i] != gear[j])
+              throw Error(option + " '" + gears + "': gear '" + trimmed(g) + "' gives '" + holes[j].input + "' dim " + std::to_string(holes[j].axis) +
+                          " " + std::to_string(gear[j]) + " and '" + holes[i].input + "' dim " + std::to_string(holes[i].axis) + " " +
+                          std::to_string(gear[i]) + ", which the model names alike ('" + symbols[symbol_of[i]] + "'): one size");
         values.push_back(gear);
       } else if (gear.size() == symbols.size()) {
         std::vector<int64_t> each;
@@ -197,6 +210,7 @@ InputRanges parse_input_shape_range(const Model& model, const std::string& text)
       if (*lo < 0 || *hi < 0)
         throw Error(option + " '" + entry + "': '" + t + "' is unbounded; geopt plans memory at the range's upper bound, so give one (e.g. 1~512)");
       if (*lo > *hi) throw Error(option + " '" + entry + "': '" + t + "' has its minimum above its maximum");
+      if (*hi > (int64_t{1} << 31)) throw Error(option + " '" + entry + "': '" + t + "' is larger than a dim can be here (2^31)");
       dims.push_back({*lo, *hi});
     }
     if (!v->type.shape || v->type.shape->rank() != dims.size())

@@ -302,6 +302,8 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
   auto pool = aligned_bytes(plan_.activation_bytes(), 0xFF);
   check_input_names(plan_, inputs);
   RuntimeDims runtime_dims;
+  // The sizes the inputs give the model's named dims: one name, one size (symbol -> size, input).
+  std::map<std::string, std::pair<int64_t, std::string>> symbols;
   for (const auto& r : plan_.inputs()) {
     const HostTensor& t = inputs.at(r.name());
     if (r.bounded()) {
@@ -314,6 +316,14 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       if (!in_range)
         throw Error("input '" + r.name() + "': got " + t.shape_string() + ", outside the range the plan was compiled for (" + range_text(range) + ", " +
                     dtype_name(static_cast<DType>(r.dtype())) + ")");
+      for (int d = 0; d < range.dims_size(); ++d) {
+        const std::string& symbol = range.dims(d).symbol();
+        if (symbol.empty()) continue;
+        auto [it, first] = symbols.emplace(symbol, std::make_pair(t.dim(d), r.name()));
+        if (!first && it->second.first != t.dim(d))
+          throw Error("input '" + r.name() + "': dim " + std::to_string(d) + " is " + std::to_string(t.dim(d)) + ", but '" + symbol + "' is " +
+                      std::to_string(it->second.first) + " in input '" + it->second.second + "'; the plan was compiled for one size of '" + symbol + "'");
+      }
       runtime_dims.by_name[r.name()] = t.dims();
       if (t.nbytes()) std::memcpy(pool.get() + r.offset(), t.raw(), t.nbytes());
       continue;
@@ -445,6 +455,9 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       out_dims = it->second;
     }
     HostTensor t(static_cast<DType>(r.dtype()), out_dims);
+    // The bytes at the dims set at run time must lie in the ones the output was given.
+    if (t.nbytes() > r.size())
+      throw Error("plan: output '" + r.name() + "' came out as " + t.shape_string() + ", larger than the " + std::to_string(r.size()) + " bytes the plan gives it");
     // An output may be a constant (a branch that returns one of its weights).
     const std::byte* base = r.region() == plan::WEIGHT ? c.weights.get() : pool.get();
     if (t.nbytes()) std::memcpy(t.mutable_raw(), base + r.offset(), t.nbytes());

@@ -342,7 +342,13 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const uint64_t
       throw Error(where + ": event " + std::to_string(i) + " is recorded " + std::to_string(recorded) + " time(s) and waited on " + std::to_string(waited) +
                   " time(s) (a wait needs exactly one record)");
   }
-  for (const auto& r : p.inputs()) check_ref(r, "input");
+  std::set<std::string> input_names;
+  for (const auto& r : p.inputs()) {
+    check_ref(r, "input");
+    if (r.absent()) continue;
+    if (!input_names.insert(r.name()).second) throw Error(where + ": input '" + r.name() + "' is bound twice");
+    if (r.region() != plan::ACTIVATION) throw Error(where + ": input '" + r.name() + "' lies in the weight region (inputs are copied into the pool)");
+  }
   for (const auto& r : p.outputs()) check_ref(r, "output");
 }
 

@@ -39,7 +39,7 @@ Dim dim_arithmetic(const std::string& op, const Dim& a, const Dim& b) {
     if (op == "Add") return a.value() + b.value();
     if (op == "Sub") return a.value() - b.value();
     if (op == "Mul") return a.value() * b.value();
-    if (op == "Div" && b.value() != 0) return a.value() / b.value() - ((a.value() % b.value() != 0 && ((a.value() < 0) != (b.value() < 0))) ? 1 : 0);
+    if (op == "Div" && b.value() != 0) return a.value() / b.value();  // truncating, as the Div kernel divides integers
     return Dim();
   }
   if (op == "Sub" && a.is_symbolic() && a == b) return 0;
@@ -100,7 +100,7 @@ void SymbolicShapeValues::record(const Node& n) {
     out = std::move(all);
   } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
     auto a = elements(n.input(0)), b = elements(n.input(1));
-    if (!a || !b || (a->size() != b->size() && a->size() != 1 && b->size() != 1)) return;
+    if (!a || !b || a->empty() || b->empty() || (a->size() != b->size() && a->size() != 1 && b->size() != 1)) return;
     std::vector<Dim> r;
     for (size_t i = 0; i < std::max(a->size(), b->size()); ++i)
       r.push_back(dim_arithmetic(op, (*a)[a->size() == 1 ? 0 : i], (*b)[b->size() == 1 ? 0 : i]));
@@ -110,7 +110,9 @@ void SymbolicShapeValues::record(const Node& n) {
     auto starts = integers(n.input(1)), ends = integers(n.input(2));
     auto axes = n.inputs().size() > 3 ? integers(n.input(3)) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{0});
     auto steps = n.inputs().size() > 4 ? integers(n.input(4)) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{1});
-    if (!data || !starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 || (*axes)[0] != 0 || (*steps)[0] != 1) return;
+    if (!data || !starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || steps->size() != 1 ||
+        (*axes)[0] != 0 || (*steps)[0] != 1)
+      return;
     const auto size = static_cast<int64_t>(data->size());
     const int64_t a = clamp_index(std::clamp<int64_t>((*starts)[0], -size, size), size);
     const int64_t b = std::max(a, clamp_index(std::clamp<int64_t>((*ends)[0], -size, size), size));

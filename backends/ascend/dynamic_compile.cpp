@@ -33,7 +33,11 @@ std::unordered_map<std::string, ValueType> types_at(const Model& model, const In
   StaticShapeOptions compile_time;
   compile_time.always_fold = is_weight_layout;
   compile_time.remove_dead_code = false;
-  propagate_static_shapes(m, compile_time);
+  try {
+    propagate_static_shapes(m, compile_time);
+  } catch (const Error& e) {
+    throw Error("the model's shapes at " + input_shapes_text(model, shapes) + ": " + e.what());
+  }
   std::unordered_map<std::string, ValueType> types;
   for (const auto& v : m.graph->values()) types[v->name()] = v->type;
   return types;

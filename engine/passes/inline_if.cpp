@@ -92,7 +92,7 @@ void inline_branch(Graph& g, Node* n, const char* attr) {
 
 }  // namespace
 
-size_t inline_constant_ifs(Model& model) {
+size_t inline_constant_ifs(Model& model, bool remove_dead_code) {
   Graph& g = *model.graph;
   std::vector<Node*> ifs;
   for (const auto& n : g.nodes())
@@ -103,7 +103,11 @@ size_t inline_constant_ifs(Model& model) {
     spdlog::debug("inline: {} takes its {} branch", n->describe(), cond ? "then" : "else");
     inline_branch(g, n, cond ? "then_branch" : "else_branch");
   }
-  g.remove_dead_code();  // the Ifs, now unused (only after the loop: it frees nodes `ifs` points at)
+  // The Ifs, now unread (only after the loop: it frees nodes `ifs` points at); what only
+  // they read stays when the caller keeps dead code.
+  if (remove_dead_code) g.remove_dead_code();
+  else
+    for (Node* n : ifs) g.remove_node(n);
   if (!g.topological_sort()) throw InternalError("inlining an If made a cycle");
   return ifs.size();
 }

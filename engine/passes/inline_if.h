@@ -11,6 +11,8 @@
 namespace geopt {
 
 // Inlines every such If of the model's graph (not of bodies); returns how many.
-size_t inline_constant_ifs(Model& model);
+// `remove_dead_code` false: the Ifs inlined and what only they read stay, unread (for a
+// caller that reads every value's type, StaticShapeOptions::remove_dead_code).
+size_t inline_constant_ifs(Model& model, bool remove_dead_code = true);
 
 }  // namespace geopt

@@ -236,7 +236,7 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
 StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions& options) {
   // Folding can make an If's condition constant, and its branch, inlined, may fold further.
   StaticShapeReport report = propagate_once(model, options);
-  for (int round = 0; round < 64 && inline_constant_ifs(model) > 0; ++round) {
+  for (int round = 0; round < 64 && inline_constant_ifs(model, options.remove_dead_code) > 0; ++round) {
     StaticShapeReport again = propagate_once(model, options);
     again.folded += report.folded;
     again.refined += report.refined;

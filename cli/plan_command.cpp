@@ -64,12 +64,6 @@ void clear_weights(plan::Plan& p) {
   for (auto& g : *p.mutable_gears()) clear_weights(*g.mutable_plan());
 }
 
-std::string range_text(const plan::InputRange& range) {
-  std::string dims;
-  for (const auto& d : range.dims()) dims += (dims.empty() ? "" : ",") + std::to_string(d.min()) + (d.min() == d.max() ? "" : "~" + std::to_string(d.max()));
-  return range.name() + ":[" + dims + "]";
-}
-
 // Kernels, memory and bindings of a plan (or of one gear).
 void print_plan_body(const plan::Plan& p, uint64_t weight_bytes, const std::string& weights_where) {
   const auto& m = p.memory();
@@ -79,7 +73,7 @@ void print_plan_body(const plan::Plan& p, uint64_t weight_bytes, const std::stri
               static_cast<unsigned long long>(m.no_reuse_bytes()), m.strategy().c_str(), static_cast<unsigned long long>(weight_bytes),
               weights_where.c_str());
   for (const auto& r : p.input_ranges())
-    std::printf("range            %s (memory planned at the upper bound)\n", range_text(r).c_str());
+    std::printf("range            %s (memory planned at the upper bound)\n", ascend::range_text(r).c_str());
   for (const auto& r : p.inputs()) std::printf("input            %s\n", tensor_text(r).c_str());
   for (const auto& r : p.outputs()) std::printf("output           %s\n", tensor_text(r).c_str());
   print_kernels(p, "");

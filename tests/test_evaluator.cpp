@@ -23,11 +23,6 @@ double max_abs_diff(const HostTensor& a, const HostTensor& b) {
   return worst;
 }
 
-std::map<std::string, HostTensor> load_dir(const fs::path& dir) {
-  std::map<std::string, HostTensor> out;
-  for (const auto& e : fs::directory_iterator(dir)) out[e.path().stem().string()] = read_npy(e.path());
-  return out;
-}
 
 }  // namespace
 
@@ -39,8 +34,8 @@ TEST_CASE("every example model matches torch's reference output within 1e-4") {
     SUBCASE(path.filename().string().c_str()) {
       Model model = import_onnx(path);
       Evaluator ev(model);
-      NamedTensors outs = ev.run(load_dir(ref / "inputs"));
-      auto want = load_dir(ref / "outputs");
+      NamedTensors outs = ev.run(test::read_npy_dir(ref / "inputs"));
+      auto want = test::read_npy_dir(ref / "outputs");
       REQUIRE(outs.size() == want.size());
       for (const auto& [name, got] : outs) {
         INFO("output " << name);

@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include "io/npy.h"
+
 #include <doctest/doctest.h>
 #include <onnx/defs/parser.h>
 #include <sys/wait.h>
@@ -58,6 +60,12 @@ fs::path scratch_dir(const std::string& tag) {
   fs::path p = root.root / (tag + "-" + std::to_string(counter++));
   fs::create_directories(p);
   return p;
+}
+
+std::map<std::string, HostTensor> read_npy_dir(const std::filesystem::path& dir) {
+  std::map<std::string, HostTensor> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) out[e.path().stem().string()] = read_npy(e.path());
+  return out;
 }
 
 std::string read_file(const fs::path& p) {

@@ -23,11 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::map<std::string, HostTensor> load_dir(const fs::path& dir) {
-  std::map<std::string, HostTensor> out;
-  for (const auto& e : fs::directory_iterator(dir)) out[e.path().stem().string()] = read_npy(e.path());
-  return out;
-}
 
 std::string arch_of(const fs::path& model) {
   const std::string stem = model.stem().string();
@@ -63,8 +58,8 @@ TEST_CASE("the zoo: every committed model computes torch's outputs") {
     INFO(path.filename().string());
     Model model = import_onnx(path);
     const fs::path ref = path.parent_path() / path.stem();
-    const NamedTensors got = Evaluator(model).run(load_dir(ref / "inputs"));
-    const auto outputs = load_dir(ref / "outputs");
+    const NamedTensors got = Evaluator(model).run(test::read_npy_dir(ref / "inputs"));
+    const auto outputs = test::read_npy_dir(ref / "outputs");
     NamedTensors want;
     for (const auto& [name, t] : got) {
       REQUIRE(outputs.count(name));

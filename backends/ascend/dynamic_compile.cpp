@@ -231,12 +231,17 @@ RangeCompileResult compile_range(const Model& given, const InputRanges& ranges, 
   // the same kernel sequence at each checked size, for comparison.
   std::vector<InputShapes> points = {low, middle, high};
   points.erase(std::unique(points.begin(), points.end()), points.end());
+  MemoryPlanOptions memory = options.memory;  // as lower_for_plan planned the pool
+  memory.runtime_shaped.insert(bounded.begin(), bounded.end());
   for (const InputShapes& at : points) {
+    result.checked_at.push_back(at);
+    if (at == high) {  // planned there already
+      result.load_at.push_back(r.memory.load_bytes);
+      continue;
+    }
     Model sized = symbolic.clone();
     type_open_values_at(sized, symbolic, at, input_shapes_text(given, at));
-    MemoryPlanOptions memory = options.memory;
     result.load_at.push_back(plan_memory(*sized.graph, r.order, memory).load_bytes);
-    result.checked_at.push_back(at);
   }
   if (options.check) {
     bool fixed_used = options.check_inputs.empty();

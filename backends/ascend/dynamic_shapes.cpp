@@ -49,7 +49,8 @@ std::optional<int64_t> number(const std::string& text, int64_t least) {
   return v;
 }
 
-std::string dims_text(const std::vector<int64_t>& dims) {
+// ATC's form of dims, "1,3,224,224" (util/checked_size.h's dims_text brackets them).
+std::string comma_list(const std::vector<int64_t>& dims) {
   std::string text;
   for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
   return text;
@@ -233,7 +234,7 @@ std::string input_shapes_text(const Model& model, const InputShapes& shapes) {
   std::string text;
   for (const Value* v : model.graph->inputs())
     if (auto it = shapes.find(v->name()); !v->initializer && it != shapes.end())
-      text += (text.empty() ? "" : ";") + v->name() + ":" + dims_text(it->second);
+      text += (text.empty() ? "" : ";") + v->name() + ":" + comma_list(it->second);
   return text;
 }
 
@@ -273,7 +274,7 @@ Model with_input_dims(const Model& model, const InputShapes& shapes) {
     auto it = shapes.find(v->name());
     if (v->initializer || it == shapes.end()) continue;
     if (v->type.shape && v->type.shape->rank() != it->second.size())
-      throw Error("input '" + v->name() + "' is " + v->type.to_string() + "; it cannot take the dims " + dims_text(it->second));
+      throw Error("input '" + v->name() + "' is " + v->type.to_string() + "; it cannot take the dims " + comma_list(it->second));
     std::vector<Dim> dims(it->second.begin(), it->second.end());
     v->type.shape = Shape(std::move(dims));
   }

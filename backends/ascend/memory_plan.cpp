@@ -173,7 +173,10 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
     if (named) plan.no_reuse_unmatched.erase(n.name), plan.no_reuse_unmatched.erase(n.op_type), plan.no_reuse_unmatched.erase(qualified);
     const bool apart = options.reuse && named;  // with reuse off every buffer is apart anyway
     const Value* in0 = n.input(0);
-    if (is_view_split(describe(n)) && in0 && !in0->initializer && !apart && !options.runtime_shaped.count(in0->name())) {  // pieces aligned: is_view_split checks
+    // A Split over a value whose dims are set at run time is no view: its pieces' offsets depend on them.
+    const bool is_split = is_view_split(describe(n));
+    const bool split_view = is_split && in0 && !options.runtime_shaped.count(in0->name());
+    if (split_view && !in0->initializer && !apart) {  // pieces aligned: is_view_split checks
       size_t delta = 0;  // the pieces lie one after another
       for (const Value* out : n.outputs()) {
         if (out) join(out, in0, step, delta), ++plan.views;
@@ -185,7 +188,7 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
       const Value* out = n.outputs()[o];
       if (!out) continue;
       if (o == 0 && is_view_op(n) && in0 && !in0->initializer && static_bytes(*in0) == static_bytes(*out) &&
-          (!is_view_split(describe(n)) || !options.runtime_shaped.count(in0->name()))) {
+          (!is_split || split_view)) {
         join(out, in0, step);
         ++plan.views;
         continue;

@@ -265,15 +265,6 @@ void check_input_names(const plan::Plan& p, const std::map<std::string, HostTens
     if (!inputs.count(r.name())) throw Error("input '" + r.name() + "' is missing (the plan needs: " + known + ")");
 }
 
-std::string range_text(const plan::InputRange& range) {
-  std::string text = range.name() + ":[";
-  for (int d = 0; d < range.dims_size(); ++d) {
-    const auto& r = range.dims(d);
-    text += (d ? "," : "") + std::to_string(r.min()) + (r.min() == r.max() ? "" : "~" + std::to_string(r.max()));
-  }
-  return text + "]";
-}
-
 }  // namespace
 
 size_t PlanExecutor::gear_for(const std::map<std::string, HostTensor>& inputs) const {

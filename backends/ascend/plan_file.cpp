@@ -365,6 +365,12 @@ std::string gear_name(const plan::Plan& gear) {
   return text;
 }
 
+std::string range_text(const plan::InputRange& range) {
+  std::string dims;
+  for (const auto& d : range.dims()) dims += (dims.empty() ? "" : ",") + std::to_string(d.min()) + (d.min() == d.max() ? "" : "~" + std::to_string(d.max()));
+  return range.name() + ":[" + dims + "]";
+}
+
 plan::Plan read_plan(const std::filesystem::path& path) {
   // Checked before opening: opening a named pipe blocks until something writes to it.
   std::error_code ec;

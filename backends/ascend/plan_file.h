@@ -62,5 +62,7 @@ void check_plan(const plan::Plan& plan, const std::string& where);
 
 // "input_ids:1,32;attention_mask:1,32": a gear's input dims, ATC style.
 std::string gear_name(const plan::Plan& gear);
+// "input_ids:[1,1~128]": a range plan's input range, ATC style.
+std::string range_text(const plan::InputRange& range);
 
 }  // namespace geopt::ascend

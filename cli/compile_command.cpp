@@ -16,6 +16,7 @@
 #include "ascend/plan_file.h"
 #include "onnx/import.h"
 #include "check_input_option.h"
+#include "check_tolerance_option.h"
 #include "input_shape_option.h"
 #include "profile_options.h"
 #include "report_text.h"
@@ -38,7 +39,7 @@ struct CompileOptions {
   bool single_stream = false;
   size_t max_streams = 4;
   bool no_check = false;
-  Tolerance check_tolerance;
+  CheckToleranceOption tolerance;
   bool json = false;
   std::string dump_dir;
   bool external_weights = false;
@@ -53,17 +54,18 @@ std::string human(double bytes) {
   return text;
 }
 
-std::string check_text(const ascend::CompileResult& c, const CompileOptions& o) {
+std::string check_text(const ascend::CompileResult& c, const Tolerance& tolerance) {
   if (!c.checked) return "off (--no-check)";
   char text[200];
   std::snprintf(text, sizeof text, "plan executor vs reference on the original: max abs error %.3g over %zu output(s), threads and adversarial schedules (tolerance %g + %g x |reference|): %s",
-                c.max_abs, c.outputs, o.check_tolerance.atol, o.check_tolerance.rtol, c.check_ok ? "ok" : "FAILED");
+                c.max_abs, c.outputs, tolerance.atol, tolerance.rtol, c.check_ok ? "ok" : "FAILED");
   std::string note = text;
   if (!c.check_ok) note += "; worst at " + c.check_worst;
   return note;
 }
 
-nlohmann::ordered_json report_json(const ascend::CompileResult& c, const CompileOptions& o) {
+nlohmann::ordered_json report_json(const ascend::CompileResult& c, const ascend::CompileOptions& co) {
+  const Tolerance tolerance = co.tolerance();
   nlohmann::ordered_json j;
   const auto& memory = c.memory;
   const auto& streams = c.streams;
@@ -74,6 +76,7 @@ nlohmann::ordered_json report_json(const ascend::CompileResult& c, const Compile
     j["body_kernels"] = {{"before", r.before.body_kernels}, {"after", r.after.body_kernels}};
     j["latency_us"] = {{"before", r.before.latency_us}, {"after", r.after.latency_us}};
     j["fusion_rate"] = r.fusion_rate;
+    j["precision"] = precision_json(r.precision);
     j["saturation"] = {{"stop", dsl::stop_reason_name(r.saturation.stop)}, {"iterations", r.saturation.iterations}};
     auto fused = nlohmann::ordered_json::object();
     for (const auto& [name, n] : r.fused) fused[name] = n;
@@ -93,13 +96,14 @@ nlohmann::ordered_json report_json(const ascend::CompileResult& c, const Compile
                   {"fusion_rate", sim.fusion_rate}, {"memory_reuse_rate", sim.memory_reuse_rate},
                   {"layout_transform_share", sim.layout_transform_share}, {"cube_utilization", sim.cube_utilization},
                   {"vector_utilization", sim.vector_utilization}};
-  j["check"] = !c.checked ? nlohmann::ordered_json{{"skipped", check_text(c, o)}}
-                          : nlohmann::ordered_json{{"max_abs_error", c.max_abs}, {"atol", o.check_tolerance.atol}, {"rtol", o.check_tolerance.rtol}, {"worst", c.check_worst}, {"ok", c.check_ok}};
+  j["check"] = !c.checked ? nlohmann::ordered_json{{"skipped", check_text(c, tolerance)}}
+                          : nlohmann::ordered_json{{"max_abs_error", c.max_abs}, {"atol", tolerance.atol}, {"rtol", tolerance.rtol}, {"worst", c.check_worst},
+                                                   {"ok", c.check_ok}, {"outputs", output_errors_json(c.output_errors)}};
   j["time_ms"] = {{"optimize", c.optimize_ms}, {"memory_plan", c.memory_ms}, {"lower", c.lower_ms}};
   return j;
 }
 
-void print_report(const ascend::CompileResult& c, const CompileOptions& o, const ascend::CompileOptions& co) {
+void print_report(const ascend::CompileResult& c, const ascend::CompileOptions& co) {
   const auto& memory = c.memory;
   const auto& streams = c.streams;
   const auto& sim = c.profile;
@@ -116,6 +120,7 @@ void print_report(const ascend::CompileResult& c, const CompileOptions& o, const
     std::printf("rewritten        %s\n", listed(r.rewritten).c_str());
     std::printf("kernels          %s (fusion rate %.0f%%)\n", kernel_counts(r.before, r.after).c_str(), 100 * r.fusion_rate);
     std::printf("modeled latency  %.1f us -> %.1f us (one stream)\n", r.before.latency_us, r.after.latency_us);
+    if (co.optimize.write_precision) std::printf("precision        %s\n", precision_text(r.precision).c_str());
   }
   std::printf("memory           pool %s (LOAD %s, %.3fx); without reuse %s; reuse rate %.0f%%\n", human(memory.pool_bytes).c_str(),
               human(memory.load_bytes).c_str(), memory.load_bytes ? double(memory.pool_bytes) / double(memory.load_bytes) : 1.0,
@@ -130,7 +135,9 @@ void print_report(const ascend::CompileResult& c, const CompileOptions& o, const
   std::printf("metrics          fusion rate %.0f%%, memory reuse %.0f%%, layout transforms %.1f%% of kernel time, Cube %.1f%%, Vector %.1f%%\n",
               100 * sim.fusion_rate, 100 * sim.memory_reuse_rate, 100 * sim.layout_transform_share, 100 * sim.cube_utilization,
               100 * sim.vector_utilization);
-  std::printf("check            %s\n", check_text(c, o).c_str());
+  std::printf("check            %s\n", check_text(c, co.tolerance()).c_str());
+  if (c.checked && co.optimize.write_precision && co.optimize.cost.precision.mode != ascend::PrecisionMode::MustKeepOriginDtype)
+    for (const OutputError& e : c.output_errors) std::printf("                 %s\n", output_error_text(e).c_str());
   std::printf("time             optimize %.1f ms, lower %.1f ms (memory plan %.1f ms)\n", c.optimize_ms, c.lower_ms, c.memory_ms);
 }
 
@@ -143,9 +150,10 @@ std::string write_if_checked(plan::Plan& plan, bool ok, const CompileOptions& o)
   return written;
 }
 
-int check_failed(const ascend::CompileResult& c, const CompileOptions& o, const std::string& where) {
+int check_failed(const ascend::CompileResult& c, const ascend::CompileOptions& co, const std::string& where) {
+  const Tolerance tolerance = co.tolerance();
   std::fprintf(stderr, "geopt: error: %sthe plan's outputs differ from the original model's beyond %g + %g x |reference| (worst at %s); nothing written\n",
-               where.c_str(), o.check_tolerance.atol, o.check_tolerance.rtol, c.check_worst.c_str());
+               where.c_str(), tolerance.atol, tolerance.rtol, c.check_worst.c_str());
   return 1;
 }
 
@@ -184,7 +192,7 @@ int run_gears(const CompileOptions& o, const Model& given, const ascend::Compile
       nlohmann::ordered_json one;
       one["gear"] = i;
       one["input_shape"] = g.plan.gears(static_cast<int>(i)).name();
-      one.update(report_json(g.gears[i], o));
+      one.update(report_json(g.gears[i], co));
       list.push_back(one);
     }
     j["gears"] = list;
@@ -197,14 +205,14 @@ int run_gears(const CompileOptions& o, const Model& given, const ascend::Compile
     std::printf("gears            %zu, each optimized and planned at its own shapes\n", g.gears.size());
     for (size_t i = 0; i < g.gears.size(); ++i) {
       std::printf("\ngear %zu           %s\n", i, g.plan.gears(static_cast<int>(i)).name().c_str());
-      print_report(g.gears[i], o, co);
+      print_report(g.gears[i], co);
     }
     std::printf("\nweights          %s, shared by the %zu gears (%s if each kept its own)\n", human(double(g.plan.weight_bytes())).c_str(),
                 g.gears.size(), human(double(g.gear_weight_bytes)).c_str());
     if (!written.empty()) std::printf("written          %s\n", written.c_str());
   }
   for (size_t i = 0; i < g.gears.size(); ++i)
-    if (!g.gears[i].check_ok) return check_failed(g.gears[i], o, "gear " + g.plan.gears(static_cast<int>(i)).name() + ": ");
+    if (!g.gears[i].check_ok) return check_failed(g.gears[i], co, "gear " + g.plan.gears(static_cast<int>(i)).name() + ": ");
   return 0;
 }
 
@@ -231,7 +239,7 @@ int run_range(const CompileOptions& o, Model given, const ascend::CompileOptions
     j["model"] = o.model;
     j["soc_version"] = profile.soc_version;
     j["input_shape_range"] = ascend::input_ranges_text(given, ranges);
-    j.update(report_json(c, o));
+    j.update(report_json(c, co));
     auto at = nlohmann::ordered_json::array();
     for (size_t i = 0; i < rc.checked_at.size(); ++i)
       at.push_back({{"input_shape", ascend::input_shapes_text(given, rc.checked_at[i])}, {"load_bytes", rc.load_at[i]}});
@@ -242,14 +250,14 @@ int run_range(const CompileOptions& o, Model given, const ascend::CompileOptions
     std::printf("model            %s\n", o.model.c_str());
     std::printf("profile          %s (%s)\n", profile.soc_version.c_str(), o.profile.precision.c_str());
     std::printf("range            %s: one plan, planned and priced at the upper bound\n", ascend::input_ranges_text(given, ranges).c_str());
-    print_report(c, o, co);
+    print_report(c, co);
     for (size_t i = 0; i < rc.checked_at.size(); ++i)
       std::printf("at               %s: LOAD %s, the pool %.3fx of it%s\n", ascend::input_shapes_text(given, rc.checked_at[i]).c_str(),
                   human(double(rc.load_at[i])).c_str(), rc.load_at[i] ? double(c.memory.pool_bytes) / double(rc.load_at[i]) : 1.0,
                   c.checked ? ", checked" : "");
     if (!written.empty()) std::printf("written          %s\n", written.c_str());
   }
-  return c.check_ok ? 0 : check_failed(c, o, "");
+  return c.check_ok ? 0 : check_failed(c, co, "");
 }
 
 int run(const CompileOptions& o) {
@@ -269,14 +277,15 @@ int run(const CompileOptions& o) {
   if (!o.no_optimize) rules = o.rules.load();
   ascend::CompileOptions co;
   co.rules = rules.get();
-  co.optimize.cost.precision_mode = o.profile.precision;
+  co.optimize.cost.precision = o.profile.precision_for(profile);
+  co.optimize.write_precision = o.profile.computes_precision();
   co.memory.reuse = !o.disable_reuse;
   for (const auto& name : o.no_reuse)
     if (!name.empty()) co.memory.no_reuse.insert(name);
   co.single_stream = o.single_stream;
   co.max_streams = o.max_streams;
   co.check = !o.no_check;
-  co.check_tolerance = o.check_tolerance;
+  co.check_tolerance = o.tolerance.resolve(co.optimize.cost.precision, co.optimize.write_precision);
   co.check_inputs = o.check_inputs.read(given);
   if (!o.dump_dir.empty())
     co.dump = [&](const std::string& stage, Model& m, const std::unordered_map<const Node*, std::string>& notes) { dump_stage(o.dump_dir, stage, m, notes); };
@@ -292,15 +301,15 @@ int run(const CompileOptions& o) {
     nlohmann::ordered_json j;
     j["model"] = o.model;
     j["soc_version"] = profile.soc_version;
-    j.update(report_json(c, o));
+    j.update(report_json(c, co));
     std::cout << j.dump(2) << "\n";
   } else {
     std::printf("model            %s\n", o.model.c_str());
     std::printf("profile          %s (%s)\n", profile.soc_version.c_str(), o.profile.precision.c_str());
-    print_report(c, o, co);
+    print_report(c, co);
     if (!written.empty()) std::printf("written          %s\n", written.c_str());
   }
-  return c.check_ok ? 0 : check_failed(c, o, "");
+  return c.check_ok ? 0 : check_failed(c, co, "");
 }
 
 }  // namespace
@@ -323,9 +332,7 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_flag("--enable_single_stream,--enable-single-stream", o->single_stream, "Put every kernel on one stream (ATC's option; =true or =false)");
   cmd->add_option("--max-streams", o->max_streams, "Streams at most")->check(CLI::Range(1, 64))->capture_default_str();
   cmd->add_flag("--no-check", o->no_check, "Skip running the plan against the original");
-  cmd->add_option("--check-atol", o->check_tolerance.atol, "The check allows |plan - original| <= atol + rtol |original| (numpy.allclose)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--check-rtol", o->check_tolerance.rtol, "Relative part of the check's tolerance")->capture_default_str()->check(CLI::NonNegativeNumber);
+  o->tolerance.add_to(cmd, "plan");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->add_flag("--external-weights", o->external_weights,
                 "Write the weights to PLAN.weights beside the plan (automatic above 1 GiB: a protobuf message cannot exceed 2 GB)");

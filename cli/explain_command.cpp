@@ -122,7 +122,7 @@ int run(const ExplainCliOptions& o) {
   const Model model = ascend::shapes_for_rules(imported);
   dsl::ExplainOptions eo{o.rule, o.anywhere};
   std::vector<dsl::RuleExplanation> matches = dsl::explain_matches(*rules, model, eo);
-  const ascend::OptimizeOptions opts = o.profile.optimize_options(o.iterations, o.enodes, o.seconds);
+  const ascend::OptimizeOptions opts = o.profile.optimize_options(profile, o.iterations, o.enodes, o.seconds);
   ascend::OptimizeResult r = ascend::optimize(model, *rules, profile, opts);
   if (!o.node.empty()) return explain_node(o, imported, matches, r);
 

@@ -15,6 +15,7 @@
 #include "onnx/export.h"
 #include "onnx/import.h"
 #include "check_input_option.h"
+#include "check_tolerance_option.h"
 #include "input_shape_option.h"
 #include "profile_options.h"
 #include "report_text.h"
@@ -33,7 +34,7 @@ struct OptimizeCliOptions {
   InputShapeOption input_shape;
   CheckInputOption check_inputs;
   bool check = true, no_check = false;
-  Tolerance check_tolerance;
+  CheckToleranceOption tolerance;
   int64_t check_size_cap_mb = 512;
   std::string compile_stat;
   std::string dump_dir;
@@ -50,9 +51,10 @@ struct CheckResult {
   size_t outputs = 0;
   std::string sizes;  // the open dims' sizes the check drew
   std::string note;
+  std::vector<OutputError> per_output;
 };
 
-CheckResult check(const Model& original, const Model& optimized, const OptimizeCliOptions& o, int64_t model_bytes) {
+CheckResult check(const Model& original, const Model& optimized, const OptimizeCliOptions& o, const Tolerance& tolerance, int64_t model_bytes) {
   CheckResult c;
   if (o.no_check) {
     c.note = "off (--no-check)";
@@ -62,13 +64,14 @@ CheckResult check(const Model& original, const Model& optimized, const OptimizeC
     c.note = "skipped: the model is over " + std::to_string(o.check_size_cap_mb) + " MB (--check-size-cap)";
     return c;
   }
-  NumericalCheck n = check_same_outputs(original, optimized, o.check_tolerance, 0, o.check_inputs.read(original));
+  NumericalCheck n = check_same_outputs(original, optimized, tolerance, 0, o.check_inputs.read(original));
   c.ran = true;
   c.outputs = n.outputs;
   c.sizes = n.sizes;
   c.max_abs = n.diff.error();
   c.ok = n.diff.within();
   c.worst = n.diff.worst;
+  c.per_output = n.diff.per_output;
   return c;
 }
 
@@ -105,13 +108,14 @@ int run(const OptimizeCliOptions& o) {
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "1_import", input);
   std::error_code ec;
   const int64_t bytes = static_cast<int64_t>(std::filesystem::file_size(o.model, ec));
-  const ascend::OptimizeOptions opts = o.profile.optimize_options(o.iterations, o.enodes, o.seconds);
+  const ascend::OptimizeOptions opts = o.profile.optimize_options(profile, o.iterations, o.enodes, o.seconds);
   ascend::OptimizeResult r = ascend::optimize(input, *rules, profile, opts);
   // Layouts are assigned by the same extraction, so this stage is also the layout stage.
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "2_saturation_extraction_layout", r.model);
   // The check runs the model as given.
   phase = std::chrono::steady_clock::now();
-  CheckResult c = check(input, r.model, o, bytes);
+  const Tolerance tolerance = o.tolerance.resolve(opts.cost.precision, opts.write_precision);
+  CheckResult c = check(input, r.model, o, tolerance, bytes);
   const double check_ms = ms_since(phase);
   const bool check_ok = !c.ran || c.ok;
   phase = std::chrono::steady_clock::now();
@@ -143,8 +147,10 @@ int run(const OptimizeCliOptions& o) {
     j["body_kernels"] = {{"before", r.before.body_kernels}, {"after", r.after.body_kernels}};
     j["latency_us"] = {{"before", r.before.latency_us}, {"after", r.after.latency_us}};
     j["hbm_bytes"] = {{"before", r.before.hbm_bytes}, {"after", r.after.hbm_bytes}};
-    j["check"] = c.ran ? nlohmann::ordered_json{{"max_abs_error", c.max_abs}, {"atol", o.check_tolerance.atol}, {"rtol", o.check_tolerance.rtol}, {"worst", c.worst}, {"sizes", c.sizes}, {"ok", check_ok}}
+    j["check"] = c.ran ? nlohmann::ordered_json{{"max_abs_error", c.max_abs}, {"atol", tolerance.atol}, {"rtol", tolerance.rtol}, {"worst", c.worst}, {"sizes", c.sizes}, {"ok", check_ok}}
                        : nlohmann::ordered_json{{"skipped", c.note}};
+    j["precision"] = precision_json(r.precision);
+    if (c.ran) j["check"]["outputs"] = output_errors_json(c.per_output);
     j["fusion_rate"] = r.fusion_rate;
     j["unfused"] = r.unfused;
     for (const auto& [k, v] : r.model.metadata)
@@ -175,19 +181,22 @@ int run(const OptimizeCliOptions& o) {
     for (size_t i = 0; i < left.size() && i < 6; ++i) left_text += (left_text.empty() ? "" : ", ") + left[i].first + " " + std::to_string(left[i].second);
     std::printf("fusion rate      %.0f%% of the input's kernels; left unfused: %s\n", 100 * r.fusion_rate, left_text.empty() ? "none" : left_text.c_str());
     if (!left_text.empty()) std::printf("                 why a rule did not fire on them: geopt explain %s\n", o.model.c_str());
+    if (opts.write_precision) std::printf("precision        %s\n", precision_text(r.precision).c_str());
     if (c.ran)
       std::printf("check            max abs error %.3g over %zu output(s) on random inputs%s (tolerance %g + %g x |original|): %s%s\n", c.max_abs,
-                  c.outputs, c.sizes.empty() ? "" : (" at " + c.sizes).c_str(), o.check_tolerance.atol, o.check_tolerance.rtol,
+                  c.outputs, c.sizes.empty() ? "" : (" at " + c.sizes).c_str(), tolerance.atol, tolerance.rtol,
                   check_ok ? "ok" : "FAILED", check_ok ? "" : ("; worst at " + c.worst).c_str());
     else
       std::printf("check            %s\n", c.note.c_str());
+    if (c.ran && opts.write_precision && opts.cost.precision.mode != ascend::PrecisionMode::MustKeepOriginDtype)
+      for (const OutputError& e : c.per_output) std::printf("                 %s\n", output_error_text(e).c_str());
     std::printf("time             import %.1f ms, e-graph %.1f ms, saturation %.1f ms, extraction %.1f ms, check %.1f ms, write %.1f ms\n",
                 import_ms, r.egraph_ms, r.saturate_ms, r.extract_ms, check_ms, write_ms);
     if (!o.output.empty() && check_ok) std::printf("written          %s\n", o.output.c_str());
   }
   if (!check_ok) {
     std::fprintf(stderr, "geopt: error: the optimized model differs from the original beyond %g + %g x |original| (worst at %s); nothing written\n",
-                 o.check_tolerance.atol, o.check_tolerance.rtol, c.worst.c_str());
+                 tolerance.atol, tolerance.rtol, c.worst.c_str());
     return 1;
   }
   return 0;
@@ -206,9 +215,7 @@ std::function<int()> add_optimize_command(CLI::App& app) {
   o->check_inputs.add_to(cmd);
   cmd->add_flag("--check", o->check, "Compare with the original on random inputs (the default, below --check-size-cap)");
   cmd->add_flag("--no-check", o->no_check, "Skip the numerical check");
-  cmd->add_option("--check-atol", o->check_tolerance.atol, "--check allows |optimized - original| <= atol + rtol |original| (numpy.allclose)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--check-rtol", o->check_tolerance.rtol, "Relative part of --check's tolerance")->capture_default_str()->check(CLI::NonNegativeNumber);
+  o->tolerance.add_to(cmd, "optimized");
   cmd->add_option("--check-size-cap", o->check_size_cap_mb, "Check only models up to this many MB")->capture_default_str();
   cmd->add_option("--export-compile-stat", o->compile_stat, "Write per-rule match_times/effect_times like GE's fusion_result.json");
   cmd->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str()->check(CLI::NonNegativeNumber);

@@ -1,7 +1,7 @@
 #pragma once
 // The options every cost-model command shares: which hardware profile
 // (--soc-version, ATC's name, or a .toml), overrides of its values
-// (--profile-set SECTION.KEY=VALUE) and ATC's --precision-mode.
+// (--profile-set SECTION.KEY=VALUE), ATC's --precision_mode and --modify_mixlist.
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
@@ -15,12 +15,19 @@ struct ProfileOptions {
   std::string soc = "Ascend910B1";
   std::vector<std::string> sets;
   std::string precision = "force_fp16";
+  std::string mix_list;  // --modify_mixlist FILE.json
+  CLI::Option* precision_option = nullptr;
+  // The mode is computed (written into the graph), not only priced: --precision_mode given.
+  bool computes_precision() const { return precision_option && precision_option->count() > 0; }
 
   void add_to(CLI::App* cmd);
   // Throws geopt::Error on an unknown profile or a bad override.
   ascend::HardwareProfile load() const;
-  // What ascend::optimize takes: this precision mode and the saturation limits.
-  ascend::OptimizeOptions optimize_options(int iterations, size_t enodes, double seconds) const;
+  // The precision mode with its mix list. Throws geopt::Error on a bad mix list, a mix
+  // list without allow_mix_precision, or a bf16 mode on a profile without bf16.
+  ascend::Precision precision_for(const ascend::HardwareProfile& profile) const;
+  // What ascend::optimize takes: the precision and the saturation limits.
+  ascend::OptimizeOptions optimize_options(const ascend::HardwareProfile& profile, int iterations, size_t enodes, double seconds) const;
 };
 
 }  // namespace geopt::cli

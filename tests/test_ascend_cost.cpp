@@ -91,7 +91,8 @@ TEST_CASE("a fused kernel is feasible with a large UB and infeasible, with the r
   onnx::ModelProto m = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
     g (float[8,16384] x, float[8,16384] r, float[16384] g) => (float[8,16384] y) { y = ai.geopt.AddLayerNorm(x, r, g) })");
   Model model = import_onnx_proto(std::move(m), "aln.onnx");
-  CostOptions keep{"must_keep_origin_dtype", 1};
+  CostOptions keep;
+  keep.precision.mode = PrecisionMode::MustKeepOriginDtype;
   KernelWork w = work_of(*model.graph->nodes()[0], keep);
   CHECK(w.min_ub_bytes == 2 * 16384 * (3 * 4 + 4));  // two rows in, one out, an fp32 copy; double-buffered
   KernelCost small = cost_of(w, load_profile("Ascend910B1"));

@@ -125,7 +125,7 @@ TEST_CASE("a fusion is picked where it fits the UB and refused, with the reason,
       y = LayerNormalization <epsilon = 0.00001> (s, g, b)
     })"), "aln.onnx");
   ascend::OptimizeOptions opts;
-  opts.cost.precision_mode = "must_keep_origin_dtype";  // f32 rows: 512 KiB of working set
+  opts.cost.precision.mode = geopt::ascend::PrecisionMode::MustKeepOriginDtype;  // f32 rows: 512 KiB of working set
   ascend::OptimizeResult big = ascend::optimize(m, *rules, ascend::load_profile("Ascend910B1", {{"buffers.ub", "1048576"}}), opts);
   CHECK(big.selected["AddLayerNormFusion"] == 1);
   CHECK(count_op(big.model, "AddLayerNorm") == 1);

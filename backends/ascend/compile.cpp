@@ -180,7 +180,8 @@ std::pair<StreamPlan, plan::Plan> lower_planned(const Model& m, const std::vecto
                                                 std::map<const Node*, plan::Kernel>* lowered_bodies = nullptr) {
   const Graph& g = *m.graph;
   std::vector<KernelCost> costs;
-  for (size_t k : order) costs.push_back(cost_of(work_of(*g.nodes()[k], options.optimize.cost), profile));
+  const CostOptions priced = options.optimize.write_precision ? with_precision_applied(options.optimize.cost) : options.optimize.cost;
+  for (size_t k : order) costs.push_back(cost_of(work_of(*g.nodes()[k], priced), profile));
   StreamPlan streams = plan_streams(g, order, memory, {.max_streams = max_streams});
   validate_stream_plan(streams);
   LoweringInputs in{m, order, memory, streams, profile.soc_version, costs, /*with_weights=*/false, {}, bounded};
@@ -241,6 +242,7 @@ void optimize_for_plan(CompileResult& r, const Model& given, Model prepared, con
     if (options.dump) options.dump("3_saturation_extraction_layout", r.model, {});
   } else {
     r.model = std::move(prepared);
+    if (options.optimize.write_precision) apply_precision(r.model, options.optimize.cost.precision);  // fused or not
   }
   r.optimize_ms += ms_since(started);
 }
@@ -291,6 +293,25 @@ void lower_for_plan(CompileResult& r, const HardwareProfile& profile, const Comp
   if (options.dump) options.dump("4_lowering", r.model, lowering_notes(g, r.order, r.memory, r.streams));
 }
 
+namespace {
+
+// Each output's worst figures over several runs (threads, schedules, sizes).
+void merge_output_errors(std::vector<OutputError>& into, const std::vector<OutputError>& run) {
+  for (const OutputError& e : run) {
+    auto it = std::find_if(into.begin(), into.end(), [&](const OutputError& o) { return o.name == e.name; });
+    if (it == into.end()) {
+      into.push_back(e);
+      continue;
+    }
+    it->max_abs = std::max(it->max_abs, e.max_abs);
+    it->max_rel = std::max(it->max_rel, e.max_rel);
+    it->cosine = std::min(it->cosine, e.cosine);
+    it->max_reference = std::max(it->max_reference, e.max_reference);
+  }
+}
+
+}  // namespace
+
 void check_plan_against(CompileResult& r, const Model& given, const CompileOptions& options, const std::map<std::string, HostTensor>& fixed) {
   CheckInputs in = choose_check_inputs(given, 0, size_t{256} << 20, fixed);
   const auto& feeds = in.feeds;
@@ -298,10 +319,11 @@ void check_plan_against(CompileResult& r, const Model& given, const CompileOptio
   PlanExecutor executor(r.plan);
   double worst_ratio = r.checked ? r.check_worst_ratio : -1;
   for (auto schedule : {StreamSchedule::threads, StreamSchedule::adversarial}) {
-    OutputsDiff d = diff_outputs(executor.run(feeds, schedule), want, options.check_tolerance);
+    OutputsDiff d = diff_outputs(executor.run(feeds, schedule), want, options.tolerance());
     if (!d.mismatch.empty()) throw Error("--check: the plan's " + d.mismatch + (in.describe().empty() ? "" : " (at " + in.describe() + ")"));
     r.max_abs = std::max(r.max_abs, d.error());
     r.check_ok = r.check_ok && d.within();
+    merge_output_errors(r.output_errors, d.per_output);
     if (d.worst_ratio > worst_ratio) {
       worst_ratio = d.worst_ratio;
       r.check_worst = d.worst + (in.describe().empty() ? "" : " (at " + in.describe() + ")");

@@ -30,7 +30,12 @@ struct CompileOptions {
   // (as GE may decide); off, the stream plan is lowered as planned (tests of events).
   bool choose_streams = true;
   bool check = true;
-  Tolerance check_tolerance;  // allclose: |plan - reference| <= atol + rtol |reference|
+  // allclose: |plan - reference| <= atol + rtol |reference|; unset, the precision mode's
+  // (Precision::tolerance: fp16 plans differ from the fp32 model by fp16's rounding).
+  std::optional<Tolerance> check_tolerance;
+  Tolerance tolerance() const {
+    return check_tolerance.value_or(optimize.write_precision ? optimize.cost.precision.tolerance() : Tolerance{});
+  }
   std::map<std::string, HostTensor> check_inputs;  // inputs the check takes as given (--check-input)
   // Called with each stage's model (and per-node notes for lowering): --dump-graph.
   std::function<void(const std::string& stage, Model& model, const std::unordered_map<const Node*, std::string>& notes)> dump;
@@ -50,6 +55,7 @@ struct CompileResult {
   std::string check_worst;  // the element furthest outside the tolerance (or nearest its edge)
   double check_worst_ratio = -1;  // its distance against the tolerance (diff_outputs' worst_ratio)
   size_t outputs = 0;
+  std::vector<OutputError> output_errors;  // per output, the largest over the check's runs
   double optimize_ms = 0, memory_ms = 0, lower_ms = 0;
 };
 

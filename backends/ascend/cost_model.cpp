@@ -60,9 +60,9 @@ Extent extent(const ValueType* t, const CostOptions& o) {
   return e;
 }
 
-double compute_bytes(DType t, const CostOptions& o) {
-  if (t == DType::F32 && o.precision_mode == "force_fp16") return 2;
-  return static_cast<double>(std::max<size_t>(dtype_size(t), 1));
+// Bytes per element of a value the op reads or writes, in the dtype it computes in.
+double compute_bytes(DType t, const std::string& op_type, const CostOptions& o) {
+  return static_cast<double>(std::max<size_t>(dtype_size(o.precision.planned(op_type, t)), 1));
 }
 
 const Attribute* find_attr(const KernelDesc& k, const char* name) {
@@ -126,23 +126,23 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   KernelWork w;
   w.op = n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type;
   Extent out = extent(at(n.outputs, 0), o);
-  w.dtype = out.known ? out.dtype : DType::F32;
+  w.dtype = o.precision.planned(n.op_type, out.known ? out.dtype : DType::F32);
   if ((n.domain.empty() && kViews.count(n.op_type)) || is_view_transpose(n) || is_view_split(n)) {
     w.is_kernel = false;
     return w;
   }
-  const double bytes = compute_bytes(w.dtype, o);
+  const double bytes = static_cast<double>(std::max<size_t>(dtype_size(w.dtype), 1));
   // HBM traffic: every input is read once and every output written once. Constant
   // inputs are weights: read too (they live in HBM).
   for (const ValueType* in : n.inputs)
     if (in) {
       const Extent e = extent(in, o);
-      w.hbm_read_bytes += e.elements * compute_bytes(e.dtype, o);
+      w.hbm_read_bytes += e.elements * compute_bytes(e.dtype, n.op_type, o);
     }
   for (const ValueType* v : n.outputs)
     if (v) {
       const Extent e = extent(v, o);
-      w.hbm_write_bytes += e.elements * compute_bytes(e.dtype, o);
+      w.hbm_write_bytes += e.elements * compute_bytes(e.dtype, n.op_type, o);
     }
 
   const std::string& op = n.op_type;
@@ -188,7 +188,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     const Attribute* b_format = find_attr(n, "b_format");
     // So is a stack of matrices against a 2-D operand (merged projections' weights).
     if (b.known && (b.rank() == 2 || (b.rank() == 3 && a.known && a.rank() == 2)) && !(b_format && b_format->s == "FRACTAL_NZ")) {
-      const double b_bytes = b.elements * compute_bytes(b.dtype, o);
+      const double b_bytes = b.elements * compute_bytes(b.dtype, n.op_type, o);
       w.hbm_read_bytes += b_bytes;
       w.hbm_write_bytes += b_bytes;
       ++w.extra_launches;
@@ -208,7 +208,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       const Attribute* group = find_attr(n, "group");
       const Attribute* data_format = find_attr(n, "data_format");
       if (op == "FusedConv" && !fractal && (!group || group->i == 1) && data_format && data_format->s == "NC1HWC0") {
-        const double w_bytes = wt.elements * compute_bytes(wt.dtype, o);
+        const double w_bytes = wt.elements * compute_bytes(wt.dtype, n.op_type, o);
         w.hbm_read_bytes += w_bytes;
         w.hbm_write_bytes += w_bytes;
         ++w.extra_launches;

@@ -7,6 +7,7 @@
 // docs/COSTMODEL.md gives the formulas and the source of every number.
 #include <string>
 
+#include "ascend/precision_mode.h"
 #include "hardware_profile.h"
 #include "ir/graph.h"
 
@@ -35,12 +36,20 @@ struct KernelCost {
 };
 
 struct CostOptions {
-  // ATC's --precision_mode: force_fp16 computes f32 graphs in fp16 (ATC's default for
-  // inference); must_keep_origin_dtype keeps f32 (Cube at a quarter of the fp16 rate).
-  std::string precision_mode = "force_fp16";
+  // ATC's --precision_mode: the dtype each op computes in (Precision::planned), fp16
+  // for every op under force_fp16 (ATC's default for inference); must_keep_origin_dtype
+  // keeps f32 (Cube at a quarter of the fp16 rate). Once the precision pass has run
+  // (precision.applied), the dtypes in the graph.
+  Precision precision;
   // The value assumed for symbolic dims (batch, seq) when costing.
   int64_t symbolic_dim_value = 1;
 };
+
+// The same options for a graph the precision pass has rewritten: its dtypes are priced as they are.
+inline CostOptions with_precision_applied(CostOptions o) {
+  o.precision.applied = true;
+  return o;
+}
 
 // A kernel as the cost model needs it: op, attributes, and the types of its
 // inputs and outputs (null where absent or unknown). IR nodes and e-nodes both give one.

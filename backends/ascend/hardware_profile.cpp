@@ -42,6 +42,13 @@ class Reader {
     if (auto v = node.value<int64_t>()) return static_cast<double>(*v);
     throw Error(file_ + ": '" + key + "' is missing or not a number");
   }
+  // Optional: absent means false (a profile written before the key existed).
+  bool flag(const char* key) {
+    auto node = table_.at_path(key);
+    if (!node) return false;
+    if (auto v = node.value<bool>()) return *v;
+    throw Error(file_ + ": '" + key + "' is not true or false");
+  }
   int64_t integer(const char* key) {
     auto node = table_.at_path(key);
     if (auto v = node.value<int64_t>()) return *v;
@@ -59,6 +66,11 @@ void set_override(toml::table& t, const std::string& key, const std::string& val
   toml::table* section = t[key.substr(0, dot)].as_table();
   std::string leaf = key.substr(dot + 1);
   if (!section || !section->contains(leaf)) throw Error("--profile-set " + key + ": " + file + " has no such key");
+  if ((*section)[leaf].is_boolean()) {
+    if (value != "true" && value != "false") throw Error("--profile-set " + key + "=" + value + ": expected true or false");
+    section->insert_or_assign(leaf, value == "true");
+    return;
+  }
   try {
     size_t used = 0;
     double v = std::stod(value, &used);
@@ -100,6 +112,7 @@ HardwareProfile load_profile(const std::string& name_or_path, const std::map<std
   p.cube_n = static_cast<int>(r.integer("cube.n"));
   p.cube_k = static_cast<int>(r.integer("cube.k"));
   p.fp16_macs_per_cycle = r.number("cube.fp16_macs_per_cycle");
+  p.cube_bf16 = r.flag("cube.bf16");
   p.vector_bytes_per_cycle = r.number("vector.bytes_per_cycle");
   p.l0a = r.integer("buffers.l0a");
   p.l0b = r.integer("buffers.l0b");

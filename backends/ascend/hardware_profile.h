@@ -17,6 +17,7 @@ struct HardwareProfile {
   double frequency_mhz = 0;
   int cube_m = 16, cube_n = 16, cube_k = 16;
   double fp16_macs_per_cycle = 0;   // per AI core
+  bool cube_bf16 = false;           // the Cube computes bf16 (Atlas A2: Ascend910B*), at the fp16 rate
   double vector_bytes_per_cycle = 0;  // per vector core
   int64_t l0a = 0, l0b = 0, l0c = 0, l1 = 0, ub = 0;  // bytes per core
   int64_t l2_bytes = 0, hbm_bytes = 0;

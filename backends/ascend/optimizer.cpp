@@ -304,8 +304,11 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
     absorbed += static_cast<size_t>(std::lround(b.fusion_rate * static_cast<double>(b.before.kernels)));
   }
   r.fusion_rate = kernels ? static_cast<double>(absorbed) / static_cast<double>(kernels) : 0;
+  // The device's precision, written into the graph after fusion (as ATC does), so
+  // every fused kernel gets the dtype its class computes in.
+  if (options.write_precision) r.precision = apply_precision(r.model, options.cost.precision);
   r.nodes_after = r.model.graph->nodes().size();
-  r.after = cost_of_model(r.model, profile, options.cost);
+  r.after = cost_of_model(r.model, profile, options.write_precision ? with_precision_applied(options.cost) : options.cost);
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ascend/cost_model.h"
+#include "ascend/precision_pass.h"
 #include "dsl/saturation.h"
 #include "egraph/extract.h"
 
@@ -16,6 +17,12 @@ struct OptimizeOptions {
   dsl::SaturationLimits limits;
   dsl::BackoffConfig backoff;
   size_t exact_limit = 40;  // exact extraction up to this many classes with a choice
+  // Write cost.precision into the result (precision_pass.h); off, the result keeps the
+  // model's dtypes though the extraction priced the mode's. Off by default for now: the
+  // default mode (force_fp16) is priced, and computed only when asked (the CLI asks when
+  // --precision_mode is given), until every test that compares with fp32 at 1e-4 names
+  // must_keep_origin_dtype (issue 19).
+  bool write_precision = false;
 };
 
 // What became of one site a rule matched and rewrote in the e-graph.
@@ -44,6 +51,7 @@ struct OptimizeResult {
   // The share of the input's kernels absorbed into fused kernels, and what is left unfused.
   double fusion_rate = 0;
   std::map<std::string, size_t> unfused;  // op type -> kernels of the input still in the result
+  PrecisionReport precision;  // what the precision mode changed in the result
   double egraph_ms = 0, saturate_ms = 0, extract_ms = 0;
 };
 

@@ -49,6 +49,7 @@ TensorDiff diff(const HostTensor& got, const HostTensor& ref, const Tolerance& t
       d.worst_ratio = ratio;
       worst_at = i;
     }
+    d.max_reference = std::max(d.max_reference, std::fabs(b));
     if (std::fabs(b) > 1e-6) d.max_rel = std::max(d.max_rel, e / std::fabs(b));
     dot += a * b;
     na += a * a;
@@ -78,6 +79,7 @@ OutputsDiff diff_outputs(const std::vector<std::pair<std::string, HostTensor>>& 
       out.mismatch = "output '" + reference[i].first + "': " + d.mismatch;
       return out;
     }
+    out.per_output.push_back({reference[i].first, d.max_abs, d.max_rel, d.cosine, d.max_reference});
     out.max_abs = std::max(out.max_abs, d.max_abs);
     out.nan_mismatch = out.nan_mismatch || d.nan_mismatches > 0;
     if (d.worst_ratio > out.worst_ratio || (out.worst.empty() && !d.worst.empty())) {

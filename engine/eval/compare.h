@@ -22,6 +22,7 @@ struct TensorDiff {
   std::string mismatch;    // why not, when not comparable
   double max_abs = 0;
   double max_rel = 0;      // max |a-b| / |b| over elements where |b| > 1e-6
+  double max_reference = 0;  // max |b|: max_abs against it is the error relative to the output's scale
   double cosine = 1;       // of the flattened tensors; 1 when both are zero
   int64_t nan_mismatches = 0;
   // Against the tolerance: the largest |a-b| / (atol + rtol |b|) (at most 1 within it),
@@ -33,9 +34,19 @@ struct TensorDiff {
 
 TensorDiff diff(const HostTensor& got, const HostTensor& reference, const Tolerance& tolerance = {});
 
+// One output's figures, for the reports of a check in reduced precision.
+struct OutputError {
+  std::string name;
+  double max_abs = 0, max_rel = 0, cosine = 1;
+  double max_reference = 0;  // the largest |reference|
+  // max_abs relative to the output's scale (element-wise max_rel grows without bound near zeros).
+  double relative() const { return max_reference > 0 ? max_abs / max_reference : max_abs; }
+};
+
 // Two runs' outputs, output by output in the same order (the --check of optimize and
 // compile, the tests).
 struct OutputsDiff {
+  std::vector<OutputError> per_output;  // in the reference's order
   double max_abs = 0;         // over every output
   bool nan_mismatch = false;  // a NaN on one side only
   std::string mismatch;       // "output 'y': shape ... vs reference ...", when one is not comparable

@@ -37,6 +37,8 @@ class Graph {
 
   void add_input(Value* v) { inputs_.push_back(v); }
   void add_output(Value* v) { outputs_.push_back(v); }
+  // Makes `v` the graph's output at `index` (a pass that puts a node after an output).
+  void set_output(size_t index, Value* v) { outputs_.at(index) = v; }
   void add_initializer(Value* v, std::shared_ptr<const Tensor> data);
 
   // Appends a node; its outputs must not have a producer yet.

@@ -88,13 +88,16 @@ Model bert() { return import_onnx((test::examples_dir() / "bert_tiny_op17.onnx")
 TEST_CASE("precision: force_fp16 computes BERT in fp16, with the model's interface in fp32, and costs fp16's rounding") {
   const Model m = bert();
   ascend::OptimizeResult r = optimized(m, precision(ascend::PrecisionMode::ForceFp16));
-  // Every float kernel in fp16; Casts only at the interface (the inputs are token ids).
+  // Every float kernel in fp16; Casts only at the outputs and after the attention mask's
+  // Cast from int64 (which keeps its f32: integers are not cast to fp16 directly).
   CHECK(r.precision.by_dtype.count("f32") == 0);
   CHECK(r.precision.by_dtype.at("f16") > 10);
-  CHECK(r.precision.casts == m.graph->outputs().size());
+  CHECK(r.precision.casts == m.graph->outputs().size() + 1);
   CHECK(values_of(r.model, DType::F16) > 20);
   for (const Value* out : r.model.graph->outputs()) CHECK(out->type.dtype == DType::F32);
   CHECK(dtypes_of(r.model, "FusedMatMul") == std::set<DType>{DType::F16});
+  for (const Value* w : r.model.graph->initializers())  // each weight once, in fp16
+    if (is_float(w->type.dtype)) CHECK(w->type.dtype == DType::F16);
   const Figures e = error_of(m, r.model);
   CHECK(e.max_abs > 1e-5);  // not computed in fp32
   CHECK(e.max_rel < 3e-2);

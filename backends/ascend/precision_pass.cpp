@@ -91,6 +91,7 @@ class PrecisionPass {
     for (const auto& n : g_.nodes()) nodes.push_back(n.get());
     for (Node* n : nodes) visit(*n);
     restore_outputs();
+    g_.remove_dead_code();  // the constants stored again leave their originals unread
     if (!g_.topological_sort()) throw Error("precision: the graph has a cycle after inserting Casts");
     count_kernels();
     return report_;
@@ -194,7 +195,11 @@ class PrecisionPass {
       for (auto& a : n.attributes)
         if (a.name == "to") to = &a;
       Value* out = n.output(0);
-      if (to && out && is_movable(static_cast<DType>(to->i)) && is_movable(target)) {
+      // A Cast from integers keeps its type: shape arithmetic and positions done in
+      // float would lose their exactness in fp16 (2049 -> 2048); readers cast its output.
+      const Value* in = n.input(0);
+      const bool from_float = in && in->type.is_tensor() && is_movable(in->type.dtype);
+      if (to && out && from_float && is_movable(static_cast<DType>(to->i)) && is_movable(target)) {
         to->i = static_cast<int64_t>(target);
         out->type.dtype = target;
       }
@@ -219,6 +224,9 @@ class PrecisionPass {
     for (const auto& [t, _] : inputs_of) params.insert(t);
     for (const auto& [t, _] : outputs_of) params.insert(t);
     for (const std::string& t : params) {
+      // A type only outputs carry is set by an attribute (ConstantOfShape's value,
+      // EyeLike's dtype): the kernel makes what the attribute says.
+      if (!inputs_of.count(t)) continue;
       auto a = allowed.find(t);
       if (a == allowed.end()) {  // a fixed type ("tensor(float)") or none known: the model's
         for (size_t i : inputs_of[t]) set_input(n, i, origin(n.input(i)));

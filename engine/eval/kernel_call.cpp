@@ -67,7 +67,11 @@ std::vector<HostTensor> call_kernel(const KernelInfo& kernel, const Node& node, 
     HostTensor& t = ctx.outputs[o];
     if (!t.defined() && t.dtype() != DType::String)
       ctx.fail("kernel produced no value for output '" + node.outputs()[o]->name() + "'");
-    if (kernel.half_via_f32 && half != DType::Undefined && t.dtype() == DType::F32) t = cast_tensor(t, half);
+    // Narrowed to the dtype the graph declares (an op may read half inputs into an
+    // f32 output: a Pow with a half exponent); to the inputs' half type where unknown.
+    const DType declared = node.outputs()[o]->type.dtype;
+    const DType narrow_to = declared == DType::Undefined ? half : declared;
+    if (kernel.half_via_f32 && half != DType::Undefined && t.dtype() == DType::F32 && narrow_to != DType::F32) t = cast_tensor(t, narrow_to);
   }
   return std::move(ctx.outputs);
 }

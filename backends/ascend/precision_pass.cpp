@@ -237,10 +237,13 @@ class PrecisionPass {
       if (!bound) {
         // Inputs that only meet each other (Equal, Where's condition-free sides): one dtype.
         std::set<DType> seen;
+        // They stay unless they differ or the schema does not take their dtype
+        // (QuantizeLinear at opset 13 reads f32 only).
         for (size_t i : inputs_of[t]) seen.insert(n.input(i)->type.dtype);
-        if (seen.size() <= 1) continue;
+        if (seen.size() == 1 && a->second.count(onnx_type_string(*seen.begin()))) continue;
       }
-      if (want == DType::Undefined) want = bound ? n.output(outputs_of[t].front())->type.dtype : o;
+      if (want == DType::Undefined)
+        want = bound ? n.output(outputs_of[t].front())->type.dtype : origin(n.input(inputs_of[t].front()));
       for (size_t i : inputs_of[t]) {
         if (round_cube_inputs) set_input(n, i, DType::F16);  // the Cube reads fp16 ...
         set_input(n, i, want);                                // ... and writes fp32

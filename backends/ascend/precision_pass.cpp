@@ -110,25 +110,26 @@ class PrecisionPass {
     if (x->type.dtype == to) return x;
     auto key = std::make_pair(x, to);
     if (auto it = converted_.find(key); it != converted_.end()) return it->second;
-    Value* v = nullptr;
+    Value* v = g_.add_value(g_.unique_name(x->name() + "_" + dtype_name(to)));
+    v->type = x->type;
+    v->type.dtype = to;
     if (const Tensor* t = g_.constant_value(x)) {
-      v = g_.add_value(g_.unique_name(x->name() + "_" + dtype_name(to)));
-      v->type = x->type;
-      v->type.dtype = to;
       g_.add_initializer(v, convert_constant(*t, to, v->name(), report_.saturated));
       ++report_.constants;
     } else {
-      v = g_.add_value(g_.unique_name(x->name() + "_" + dtype_name(to)));
-      v->type = x->type;
-      v->type.dtype = to;
-      Node* cast = g_.add_node("Cast", "", g_.unique_name("Cast_" + std::string(dtype_name(to))), {x}, {v});
-      cast->attributes.push_back(Attribute::make_int("to", static_cast<int64_t>(to)));
-      cast->doc_string = "geopt: precision " + p_.name();
-      ++report_.casts;
+      add_cast(x, v, "Cast_");
     }
     origin_[v] = to;  // a value the pass made is where it should be
     converted_[key] = v;
     return v;
+  }
+
+  // A Cast node from `x` into `y` (whose dtype it casts to).
+  void add_cast(Value* x, Value* y, const std::string& prefix) {
+    Node* cast = g_.add_node("Cast", "", g_.unique_name(prefix + dtype_name(y->type.dtype)), {x}, {y});
+    cast->attributes.push_back(Attribute::make_int("to", static_cast<int64_t>(y->type.dtype)));
+    cast->doc_string = "geopt: precision " + p_.name();
+    ++report_.casts;
   }
 
   void set_input(Node& n, size_t i, DType to) {
@@ -264,10 +265,7 @@ class PrecisionPass {
       out->type = v->type;
       out->type.dtype = want;
       out->doc_string = v->doc_string;
-      Node* cast = g_.add_node("Cast", "", g_.unique_name("Cast_output_" + std::string(dtype_name(want))), {v}, {out});
-      cast->attributes.push_back(Attribute::make_int("to", static_cast<int64_t>(want)));
-      cast->doc_string = "geopt: precision " + p_.name();
-      ++report_.casts;
+      add_cast(v, out, "Cast_output_");
       g_.set_output(k, out);
     }
   }

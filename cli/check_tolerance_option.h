@@ -13,7 +13,8 @@ struct CheckToleranceOption {
 
   void add_to(CLI::App* cmd, const char* what);
   // `computed`: the mode is written into the model (ProfileOptions::computes_precision).
-  Tolerance resolve(const ascend::Precision& precision, bool computed) const;
+  // `quantized`: the model quantizes activations (quantizes_activations).
+  Tolerance resolve(const ascend::Precision& precision, bool computed, bool quantized) const;
 };
 
 }  // namespace geopt::cli

@@ -17,6 +17,7 @@
 #include "onnx/import.h"
 #include "check_input_option.h"
 #include "check_tolerance_option.h"
+#include "eval/numerical_check.h"
 #include "input_shape_option.h"
 #include "profile_options.h"
 #include "report_text.h"
@@ -285,7 +286,7 @@ int run(const CompileOptions& o) {
   co.single_stream = o.single_stream;
   co.max_streams = o.max_streams;
   co.check = !o.no_check;
-  co.check_tolerance = o.tolerance.resolve(co.optimize.cost.precision, co.optimize.write_precision);
+  co.check_tolerance = o.tolerance.resolve(co.optimize.cost.precision, co.optimize.write_precision, quantizes_activations(given));
   co.check_inputs = o.check_inputs.read(given);
   if (!o.dump_dir.empty())
     co.dump = [&](const std::string& stage, Model& m, const std::unordered_map<const Node*, std::string>& notes) { dump_stage(o.dump_dir, stage, m, notes); };

@@ -16,6 +16,7 @@
 #include "optimize_command.h"
 #include "plan_command.h"
 #include "profile_command.h"
+#include "quantize_command.h"
 #include "rules_command.h"
 #include "run_command.h"
 #include "util/atomic_file.h"
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
   commands.push_back(geopt::cli::add_compile_command(app));
   commands.push_back(geopt::cli::add_plan_command(app));
   commands.push_back(geopt::cli::add_profile_command(app));
+  commands.push_back(geopt::cli::add_quantize_command(app));
 
   try {
     app.parse(argc, argv);

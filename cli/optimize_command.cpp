@@ -114,7 +114,7 @@ int run(const OptimizeCliOptions& o) {
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "2_saturation_extraction_layout", r.model);
   // The check runs the model as given.
   phase = std::chrono::steady_clock::now();
-  const Tolerance tolerance = o.tolerance.resolve(opts.cost.precision, opts.write_precision);
+  const Tolerance tolerance = o.tolerance.resolve(opts.cost.precision, opts.write_precision, quantizes_activations(input));
   CheckResult c = check(input, r.model, o, tolerance, bytes);
   const double check_ms = ms_since(phase);
   const bool check_ok = !c.ran || c.ok;

@@ -44,13 +44,6 @@ struct RunOptions {
   int gear = -1;
 };
 
-// Output names may hold '/', ':' and the like (exporters name values after modules).
-std::string file_name_for(const std::string& value_name) {
-  std::string s;
-  for (char c : value_name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
-  return s + ".npy";
-}
-
 std::pair<std::string, std::string> split_assignment(const std::string& arg, const char* flag) {
   auto eq = arg.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
@@ -153,7 +146,7 @@ int run(const RunOptions& o) {
 
   if (!o.save_inputs_dir.empty()) {
     fs::create_directories(o.save_inputs_dir);
-    for (const auto& [name, t] : feeds) write_npy(fs::path(o.save_inputs_dir) / file_name_for(name), t);
+    for (const auto& [name, t] : feeds) write_npy(fs::path(o.save_inputs_dir) / npy_file_name(name), t);
   }
   for (int i = 0; i < o.warmup; ++i) runner.run(feeds, nullptr);
   std::vector<double> times;
@@ -173,7 +166,7 @@ int run(const RunOptions& o) {
 
   if (!o.output_dir.empty()) {
     fs::create_directories(o.output_dir);
-    for (const auto& [name, t] : outs) write_npy(fs::path(o.output_dir) / file_name_for(name), t);
+    for (const auto& [name, t] : outs) write_npy(fs::path(o.output_dir) / npy_file_name(name), t);
   }
   bool all_ok = true;
   nlohmann::ordered_json j;
@@ -197,7 +190,7 @@ int run(const RunOptions& o) {
     std::string line = "  " + name + "  " + t.shape_string();
     if (!o.compare_dir.empty()) {
       if (reference && !expected.count(name)) throw Error("--compare: " + o.compare_dir + " has no output '" + name + "'");
-      TensorDiff d = diff(t, reference ? expected.at(name) : as_declared_dtype(read_npy(fs::path(o.compare_dir) / file_name_for(name)), t.dtype()),
+      TensorDiff d = diff(t, reference ? expected.at(name) : as_declared_dtype(read_npy(fs::path(o.compare_dir) / npy_file_name(name)), t.dtype()),
                           o.tolerance);
       bool ok = d.within();
       all_ok = all_ok && ok;

@@ -28,8 +28,8 @@ namespace {
 
 // The largest difference of the plan's outputs from torch's at the reference in `dir`.
 double error_against_torch(const ascend::PlanExecutor& executor, const fs::path& dir) {
-  const NamedTensors got = executor.run(test::read_npy_dir(dir / "inputs"));
-  const auto outputs = test::read_npy_dir(dir / "outputs");
+  const NamedTensors got = executor.run(read_npy_folder(dir / "inputs"));
+  const auto outputs = read_npy_folder(dir / "outputs");
   NamedTensors want;
   for (const auto& [name, t] : got) {
     REQUIRE(outputs.count(name));
@@ -88,7 +88,7 @@ TEST_CASE("dynamic shapes: a BERT with a symbolic sequence compiles to one plan 
     CHECK(error_against_torch(executor, kBert.parent_path() / kBert.stem() / ("seq_" + std::to_string(seq))) <= 1e-4);
   }
   // A length outside the gears is refused, naming them.
-  CHECK_THROWS_WITH_AS(executor.run(test::read_npy_dir(kBert.parent_path() / kBert.stem() / "seq_37" / "inputs")),
+  CHECK_THROWS_WITH_AS(executor.run(read_npy_folder(kBert.parent_path() / kBert.stem() / "seq_37" / "inputs")),
                        doctest::Contains("match no gear of the plan; its gears: 0) input_ids:1,32;attention_mask:1,32; 1) input_ids:1,64"), Error);
 
   // The plan of gears against a plan of its largest gear alone (which holds the largest
@@ -127,7 +127,7 @@ TEST_CASE("dynamic shapes: a range plan of the BERT runs at any length in its ra
   for (int seq : {37, 64, 128, 32}) {
     INFO("seq " << seq);
     CHECK(error_against_torch(executor, kBert.parent_path() / kBert.stem() / ("seq_" + std::to_string(seq))) <= 1e-4);
-    auto feeds = test::read_npy_dir(kBert.parent_path() / kBert.stem() / ("seq_" + std::to_string(seq)) / "inputs");
+    auto feeds = read_npy_folder(kBert.parent_path() / kBert.stem() / ("seq_" + std::to_string(seq)) / "inputs");
     const NamedTensors outs = executor.run(feeds, ascend::StreamSchedule::adversarial);
     CHECK(outs[0].second.dims() == std::vector<int64_t>{1, seq, 64});
   }
@@ -154,7 +154,7 @@ TEST_CASE("dynamic shapes: a CNN with dynamic H and W compiles to image-size gea
     CHECK(error_against_torch(geared, refs / hw) <= 1e-4);
   }
   for (const auto& c : g.gears) CHECK(c.memory.pool_bytes == c.memory.load_bytes);
-  CHECK_THROWS_WITH_AS(geared.run(test::read_npy_dir(refs / "hw_40x56" / "inputs")), doctest::Contains("1) image:1,3,64,64"), Error);
+  CHECK_THROWS_WITH_AS(geared.run(read_npy_folder(refs / "hw_40x56" / "inputs")), doctest::Contains("1) image:1,3,64,64"), Error);
 
   const auto ranges = ascend::parse_input_shape_range(given, "image:[1,3,32~96,32~96]");
   ascend::RangeCompileResult r = ascend::compile_range(given, ranges, profile(), compile_options(rules.get()));

@@ -34,8 +34,8 @@ TEST_CASE("every example model matches torch's reference output within 1e-4") {
     SUBCASE(path.filename().string().c_str()) {
       Model model = import_onnx(path);
       Evaluator ev(model);
-      NamedTensors outs = ev.run(test::read_npy_dir(ref / "inputs"));
-      auto want = test::read_npy_dir(ref / "outputs");
+      NamedTensors outs = ev.run(read_npy_folder(ref / "inputs"));
+      auto want = read_npy_folder(ref / "outputs");
       REQUIRE(outs.size() == want.size());
       for (const auto& [name, got] : outs) {
         INFO("output " << name);

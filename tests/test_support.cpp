@@ -62,12 +62,6 @@ fs::path scratch_dir(const std::string& tag) {
   return p;
 }
 
-std::map<std::string, HostTensor> read_npy_dir(const std::filesystem::path& dir) {
-  std::map<std::string, HostTensor> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) out[e.path().stem().string()] = read_npy(e.path());
-  return out;
-}
-
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream ss;

@@ -24,8 +24,6 @@ std::vector<std::filesystem::path> zoo_models();
 std::filesystem::path scratch_dir(const std::string& tag);
 
 std::string read_file(const std::filesystem::path& p);
-// Every DIR/<name>.npy, by name: a reference's inputs or outputs.
-std::map<std::string, HostTensor> read_npy_dir(const std::filesystem::path& dir);
 void write_file(const std::filesystem::path& p, const std::string& bytes);
 // Parses ONNX's textual model syntax (onnx/defs/parser.h); fails the test on a syntax error.
 onnx::ModelProto parse_text_model(const char* text);

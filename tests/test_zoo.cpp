@@ -58,8 +58,8 @@ TEST_CASE("the zoo: every committed model computes torch's outputs") {
     INFO(path.filename().string());
     Model model = import_onnx(path);
     const fs::path ref = path.parent_path() / path.stem();
-    const NamedTensors got = Evaluator(model).run(test::read_npy_dir(ref / "inputs"));
-    const auto outputs = test::read_npy_dir(ref / "outputs");
+    const NamedTensors got = Evaluator(model).run(read_npy_folder(ref / "inputs"));
+    const auto outputs = read_npy_folder(ref / "outputs");
     NamedTensors want;
     for (const auto& [name, t] : got) {
       REQUIRE(outputs.count(name));

@@ -127,6 +127,11 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   w.op = n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type;
   Extent out = extent(at(n.outputs, 0), o);
   w.dtype = o.precision.planned(n.op_type, out.known ? out.dtype : DType::F32);
+  // The int8 Cube ops read 8-bit operands: the Cube runs at its int8 rate.
+  if (n.domain == kGeoptDomain && (n.op_type == "QuantMatMul" || n.op_type == "QuantConv")) {
+    const Extent x = extent(at(n.inputs, 0), o);
+    if (x.known) w.dtype = x.dtype;
+  }
   if ((n.domain.empty() && kViews.count(n.op_type)) || is_view_transpose(n) || is_view_split(n)) {
     w.is_kernel = false;
     return w;
@@ -171,7 +176,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       w.vector_ops = steps * dirs * batch * gate_rows * per_gate;
     }
     w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
-  } else if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm") {
+  } else if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm" || op == "QuantMatMul") {
     Extent a = extent(at(n.inputs, 0), o), b = extent(at(n.inputs, 1), o);
     if (a.known && b.known && !a.empty() && !b.empty()) {
       const Attribute* trans_a = find_attr(n, "transA");
@@ -183,11 +188,13 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     const bool has_bias = n.inputs.size() > 2 && n.inputs[2];
     if (op == "Gemm" || op == "FusedGemm") w.vector_ops = out.elements * (op == "Gemm" ? 2 : 3);
     if (op == "FusedMatMul") w.vector_ops = out.elements * ((has_bias ? 1 : 0) + (activation && activation->s != "none" ? 1 : 0));
+    if (op == "QuantMatMul") w.vector_ops = out.elements * (2 + (n.inputs.size() > 6 && n.inputs[6] ? 1 : 0) + (activation && activation->s != "none" ? 1 : 0));
     // The Cube reads a matrix operand in FRACTAL_NZ: a 2-D one in ND is converted on
     // every call (a TransData kernel: read it, write it) unless it was laid out at compile time.
     const Attribute* b_format = find_attr(n, "b_format");
     // So is a stack of matrices against a 2-D operand (merged projections' weights).
-    if (b.known && (b.rank() == 2 || (b.rank() == 3 && a.known && a.rank() == 2)) && !(b_format && b_format->s == "FRACTAL_NZ")) {
+    // (An int8 QuantMatMul's weight is a constant too, laid out when the plan is built.)
+    if (b.known && (b.rank() == 2 || (b.rank() == 3 && a.known && a.rank() == 2)) && !(b_format && b_format->s == "FRACTAL_NZ") && op != "QuantMatMul") {
       const double b_bytes = b.elements * compute_bytes(b.dtype, n.op_type, o);
       w.hbm_read_bytes += b_bytes;
       w.hbm_write_bytes += b_bytes;
@@ -195,7 +202,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     }
     // Smallest tile: one 16x16 fractal of each operand and of the fp32 accumulator.
     w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
-  } else if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose") {
+  } else if (op == "Conv" || op == "FusedConv" || op == "ConvTranspose" || op == "QuantConv") {
     Extent x = extent(at(n.inputs, 0), o), wt = extent(at(n.inputs, 1), o);
     if (x.known && wt.known && wt.rank() >= 3) {
       double per_output = 1;  // (C / group) * kernel spatial
@@ -217,14 +224,16 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       // every input scatters (M/group)*k MACs.
       w.cube_macs = (op == "ConvTranspose" ? x.elements : out.elements) * per_output;
     }
-    if (op == "FusedConv") w.vector_ops = out.elements * 2;
+    if (op == "FusedConv" || op == "QuantConv") w.vector_ops = out.elements * 2;
     w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
     // The Cube reads NC1HWC0 only: a conv in NCHW converts its input and its output
     // (each conversion reads one layout and writes the other) in two extra kernels.
     const Attribute* format = find_attr(n, "data_format");
     // ONNX Runtime's NCHWc convs hold blocked activations, as NC1HWC0 does.
     if (x.known && wt.known && !(format && format->s == "NC1HWC0") && n.domain != "com.microsoft.nchwc") {
-      const double in_bytes = x.elements * bytes, out_bytes = out.elements * bytes;
+      // (An int8 conv converts its 8-bit input and its float output.)
+      const double out_bytes = out.elements * (op == "QuantConv" ? compute_bytes(out.dtype, n.op_type, o) : bytes);
+      const double in_bytes = x.elements * bytes;
       w.hbm_read_bytes += in_bytes + out_bytes;
       w.hbm_write_bytes += in_bytes + out_bytes;
       w.extra_launches = 2;

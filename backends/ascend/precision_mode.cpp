@@ -17,7 +17,8 @@ namespace {
 const std::set<std::string, std::less<>>& cube_ops() {
   static const std::set<std::string, std::less<>> ops = {
       "Conv", "ConvTranspose", "MatMul", "Gemm", "Einsum",  // ONNX's products
-      "FusedConv", "FusedMatMul", "FlashAttention", "FlashAttentionLayerNorm", "SwiGLU"};
+      "FusedConv", "FusedMatMul", "FlashAttention", "FlashAttentionLayerNorm", "SwiGLU",
+      "QuantConv", "QuantMatMul"};  // int8 products, float outputs
   return ops;
 }
 

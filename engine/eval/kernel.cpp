@@ -69,6 +69,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_roll_kernel(r);
     register_indexing_kernels(r);
     register_quantize_kernels(r);
+    register_quantized_cube_kernels(r);
     register_spatial_kernels(r);
     register_signal_kernels(r);
     register_random_kernels(r);

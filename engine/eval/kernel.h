@@ -119,6 +119,7 @@ void register_channel_kernels(KernelRegistry& r);
 void register_roll_kernel(KernelRegistry& r);
 void register_indexing_kernels(KernelRegistry& r);
 void register_quantize_kernels(KernelRegistry& r);
+void register_quantized_cube_kernels(KernelRegistry& r);
 void register_spatial_kernels(KernelRegistry& r);
 void register_signal_kernels(KernelRegistry& r);
 void register_random_kernels(KernelRegistry& r);

@@ -8,6 +8,13 @@
 #include "util/error.h"
 
 namespace geopt {
+
+bool quantizes_activations(const Model& model) {
+  const Graph& g = *model.graph;
+  for (const auto& n : g.nodes())
+    if (n->domain.empty() && n->op_type == "QuantizeLinear" && n->input(0) && !g.constant_value(n->input(0))) return true;
+  return false;
+}
 namespace {
 
 // Where an open dim appears: every (rank, axis) of the inputs that use it.

@@ -17,6 +17,13 @@
 
 namespace geopt {
 
+// A QDQ model quantizes computed values (a QuantizeLinear of an activation). Rewriting it
+// changes how sums round, and a value on a rounding tie then lands one quantization step
+// away, which later layers carry on: its check allows what fp16's does (a wrong scale or
+// a wrong fusion is still far outside).
+bool quantizes_activations(const Model& model);
+inline constexpr Tolerance kQuantizedModelTolerance{0.05, 0.05};
+
 struct CheckInputs {
   std::map<std::string, HostTensor> feeds;
   NamedTensors reference;                // the model's outputs on the feeds

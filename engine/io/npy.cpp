@@ -1,5 +1,6 @@
 #include "io/npy.h"
 
+#include <cctype>
 #include <cstring>
 #include <fstream>
 
@@ -161,6 +162,21 @@ HostTensor read_npy(const std::filesystem::path& path) {
   if (t.nbytes() && in.read(t.mutable_raw(), t.nbytes()) != t.nbytes())
     throw Error(where + "cannot read its data");
   return t;
+}
+
+std::string npy_file_name(const std::string& value_name) {
+  std::string s;
+  for (char c : value_name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
+  return s + ".npy";
+}
+
+std::map<std::string, HostTensor> read_npy_folder(const std::filesystem::path& folder) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec)) throw Error(folder.string() + ": not a folder");
+  std::map<std::string, HostTensor> out;
+  for (const auto& e : std::filesystem::directory_iterator(folder))
+    if (e.path().extension() == ".npy") out[e.path().stem().string()] = read_npy(e.path());
+  return out;
 }
 
 HostTensor as_declared_dtype(HostTensor t, DType declared) {

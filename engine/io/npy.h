@@ -2,6 +2,8 @@
 // NumPy .npy files (format 1.0-3.0, C order, little-endian), for model inputs,
 // outputs and reference data.
 #include <filesystem>
+#include <map>
+#include <string>
 
 #include "eval/host_tensor.h"
 
@@ -14,5 +16,14 @@ void write_npy(const std::filesystem::path& path, const HostTensor& t);
 // A tensor read from .npy, as the dtype the model declares where the file can only hold
 // it as bits: '<u2' read where bf16 is declared becomes bf16. Anything else as it is.
 HostTensor as_declared_dtype(HostTensor t, DType declared);
+
+// The file a tensor of this name is kept in inside a folder of .npy files: the name with
+// '/', ':' and other characters unsafe in file names as '_' (exporters name values after
+// modules), then ".npy". `geopt run --save-inputs` and `--output-dir` write these.
+std::string npy_file_name(const std::string& value_name);
+
+// Every FOLDER/<stem>.npy, by stem (other files are ignored). Throws geopt::Error naming
+// the folder when it is not one.
+std::map<std::string, HostTensor> read_npy_folder(const std::filesystem::path& folder);
 
 }  // namespace geopt

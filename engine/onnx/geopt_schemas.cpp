@@ -359,6 +359,45 @@ void register_all() {
     });
     onnx::RegisterSchema(std::move(s));
   }
+  // The int8 Cube ops the QDQ fusion rules make (rules/quantize.gerule): 8-bit operands,
+  // their products summed exactly in int32, dequantized to a float output.
+  auto quantized_cube_op = [](const char* name, const char* doc, const char* wrapped, int opset) {
+    OpSchema s;
+    s.SetName(name).SetDomain(kDomain).SinceVersion(kVersion).SetDoc(doc);
+    s.TypeConstraint("T1", {"tensor(uint8)", "tensor(int8)"}, "The quantized activation and its zero point.");
+    s.TypeConstraint("T2", {"tensor(int8)", "tensor(uint8)"}, "The quantized weight and its zero point.");
+    s.TypeConstraint("T", kFloatTypes, "Scales, bias and output.");
+    add_activation_attrs(s);
+    s.Input(0, "X", "The quantized activation.", "T1").Input(1, "W", "The quantized weight.", "T2");
+    s.Input(2, "X_scale", "The activation's scale (one value).", "T").Input(3, "X_zero_point", "The activation's zero point (one value).", "T1");
+    s.Input(4, "W_scale", "The weight's scale: one value, or one per output channel.", "T");
+    s.Input(5, "W_zero_point", "The weight's zero point: one value, or one per output channel.", "T2");
+    s.Input(6, "B", "Float bias, one per output channel.", "T", OpSchema::Optional);
+    s.Output(0, "Y", "Float output.", "T");
+    std::string wrapped_op = wrapped;
+    s.TypeAndShapeInferenceFunction([wrapped_op, opset](InferenceContext& ctx) {
+      infer_like(wrapped_op.c_str(), opset, ctx);  // shapes from X and W
+      onnx::propagateElemTypeFromInputToOutput(ctx, 2, 0);
+    });
+    return s;
+  };
+  {
+    OpSchema s = quantized_cube_op("QuantMatMul", "Y = activation(((X - X_zero_point) X_scale) x ((W - W_zero_point) W_scale) + B): "
+                                   "MatMul of an 8-bit X [..., K] and an 8-bit 2-D W [K, N], products summed in int32.", "MatMul", 13);
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    OpSchema s = quantized_cube_op("QuantConv", "Y = activation(Conv((X - X_zero_point) X_scale, (W - W_zero_point) W_scale) + B [+ Z]): "
+                                   "a 2-D Conv of an 8-bit NCHW X and 8-bit W [M, C/group, kH, kW], products summed in int32; Conv attributes as ONNX Conv-11.", "Conv", 11);
+    s.Attr("auto_pad", "As Conv.", AttributeProto::STRING, std::string("NOTSET"));
+    s.Attr("dilations", "As Conv.", AttributeProto::INTS, false);
+    s.Attr("group", "As Conv.", AttributeProto::INT, int64_t{1});
+    s.Attr("kernel_shape", "As Conv.", AttributeProto::INTS, false);
+    s.Attr("pads", "As Conv.", AttributeProto::INTS, false);
+    s.Attr("strides", "As Conv.", AttributeProto::INTS, false);
+    s.Input(7, "Z", "Float residual of Y's shape, added before the activation.", "T", OpSchema::Optional);
+    onnx::RegisterSchema(std::move(s));
+  }
   {
     OpSchema s;
     s.SetName("Roll").SetDomain(kDomain).SinceVersion(kVersion);

@@ -150,6 +150,11 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
     // A Loop or Scan of constants would be run here for as many trips as it says: left to run time.
     bool foldable = !n->outputs().empty() && !n->is_nondeterministic() && !(n->domain.empty() && (n->op_type == "Loop" || n->op_type == "Scan"));
     for (const Value* out : n->outputs()) foldable = foldable && out && !graph_outputs.count(out);
+    // A quantized weight stays quantized: int8 kernels read the 8-bit tensor behind its
+    // DequantizeLinear (the e-graph still folds it for the float alternative).
+    if (n->domain.empty() && n->op_type == "DequantizeLinear" && n->input(0) &&
+        (n->input(0)->type.dtype == DType::I8 || n->input(0)->type.dtype == DType::U8))
+      foldable = false;
     // Constant nodes are already materialized: folding them costs no memory. Nor does a
     // fold no larger than its constant inputs (a Slice or Transpose of a weight), and the
     // caller may name ops that always fold (a weight's layout for the device).

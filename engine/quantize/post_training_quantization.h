@@ -1,0 +1,60 @@
+#pragma once
+// INT8 post-training quantization, as `geopt quantize` runs it: calibrate the
+// activations' ranges on a calibration set, quantize every Conv, MatMul and Gemm with a
+// constant weight in ONNX's QDQ form, and, where asked, keep the layers whose
+// quantization costs most accuracy in float until the outputs reach a target.
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+#include "quantize/activation_range.h"
+#include "quantize/calibration_set.h"
+#include "quantize/qdq_model.h"
+
+namespace geopt::quantize {
+
+struct QuantizeOptions {
+  CalibrationMethod method = CalibrationMethod::MinMax;
+  double percentile = 99.999;
+  ActivationType activation_type = ActivationType::U8;
+  std::vector<std::string> skip_layers;  // layer (node) names, or their output's names
+  bool sensitivity = false;              // measure each layer alone
+  std::optional<double> accuracy_target; // the outputs' cosine to reach (implies sensitivity)
+};
+
+// How one set of outputs compares with the float model's over the calibration set.
+struct Agreement {
+  double cosine = 1;        // the lowest over the float outputs, each over every sample
+  double max_relative = 0;  // the largest max |difference| / max |float output|
+};
+
+struct LayerReport {
+  QuantizableLayer layer;
+  bool quantized = false;
+  std::string kept_because;              // why it stayed float, when it did
+  std::optional<Agreement> alone;        // the outputs with only this layer quantized
+  ValueRange range;                      // its activation's calibrated range
+  LinearQuant activation;                // and the scale / zero point from it
+};
+
+struct QuantizeResult {
+  Model model;
+  std::vector<LayerReport> layers;  // in graph order
+  Agreement agreement;              // of the written model, on the calibration set
+  size_t samples = 0;
+  size_t evaluations = 0;           // runs over the calibration set (sensitivity, target search)
+};
+
+// Called as each sample is done in a stage ("calibrating", "histograms", "sensitivity",
+// "accuracy"): stage, samples done, samples in the stage.
+using QuantizeProgress = std::function<void(std::string_view stage, size_t done, size_t total)>;
+
+// Throws geopt::Error for a layer in skip_layers that names no quantizable layer, or a
+// model with nothing to quantize.
+QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationSample>& samples, const QuantizeOptions& options,
+                              const QuantizeProgress& progress = {});
+
+}  // namespace geopt::quantize

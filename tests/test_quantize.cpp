@@ -1,0 +1,296 @@
+// INT8 post-training quantization (docs/PRECISION.md, "INT8"): `geopt quantize`
+// calibrates a model on a folder of samples and writes it in ONNX's QDQ form; geopt's
+// rules then fuse each quantized layer into one int8 kernel whose products are summed
+// exactly in int32.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "ascend/optimizer.h"
+#include "dsl_support.h"
+#include "eval/compare.h"
+#include "eval/evaluator.h"
+#include "eval/numerical_check.h"
+#include "io/npy.h"
+#include "onnx/import.h"
+#include "quantize/activation_range.h"
+#include "test_support.h"
+
+using namespace geopt;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kResNet = test::examples_dir() / "resnet18_narrow_op13.onnx";
+const fs::path kBert = test::examples_dir() / "bert_tiny_op17.onnx";
+
+// `count` samples of random inputs (seeds from `seed`), as `geopt run --save-inputs` lays them out.
+fs::path calibration_folder(const fs::path& model_path, size_t count, uint64_t seed, const std::string& tag) {
+  const Model model = import_onnx(model_path);
+  const fs::path dir = test::scratch_dir(tag);
+  for (size_t i = 0; i < count; ++i) {
+    const fs::path sample = dir / ("sample_" + std::to_string(i));
+    fs::create_directories(sample);
+    for (const auto& [name, t] : random_inputs(model, seed + i)) write_npy(sample / npy_file_name(name), t);
+  }
+  return dir;
+}
+
+// The lowest cosine, over the outputs, of `candidate` against `reference` on one random draw.
+double output_cosine(const Model& reference, const Model& candidate, uint64_t seed) {
+  const auto inputs = random_inputs(reference, seed);
+  const OutputsDiff d = diff_outputs(Evaluator(candidate).run(inputs), Evaluator(reference).run(inputs), {1e9, 1e9});
+  REQUIRE(d.mismatch.empty());
+  double cosine = 1;
+  for (const OutputError& e : d.per_output) cosine = std::min(cosine, e.cosine);
+  return cosine;
+}
+
+// The node producing a node's input i, or null.
+const Node* producer_of(const Node& n, size_t i) { return n.input(i) ? n.input(i)->producer() : nullptr; }
+
+const dsl::RuleSet& rules() {
+  static const auto r = test::load_rules({test::shipped_rules()});
+  return *r;
+}
+
+}  // namespace
+
+TEST_CASE("calibration: percentile and entropy ranges clip the outliers min-max keeps") {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(200000);
+  for (float& x : v) x = normal(rng);
+  v[10] = 60.0f;  // a few outliers far past the bulk
+  v[20] = -45.0f;
+  quantize::ValueStats s;
+  s.add_extremes(v.data(), static_cast<int64_t>(v.size()));
+  s.add_to_histogram(v.data(), static_cast<int64_t>(v.size()));
+  const auto minmax = s.range(quantize::CalibrationMethod::MinMax, 99.99, false, 128);
+  CHECK(minmax.lo == doctest::Approx(-45.0f));
+  CHECK(minmax.hi == doctest::Approx(60.0f));
+  const auto percentile = s.range(quantize::CalibrationMethod::Percentile, 99.99, true, 128);
+  CHECK(percentile.hi > 3.0f);  // keeps the bulk (99.99% of a unit normal lies within 3.9)
+  CHECK(percentile.hi < 6.0f);
+  CHECK(percentile.lo == -percentile.hi);
+  const auto entropy = s.range(quantize::CalibrationMethod::Entropy, 99.99, false, 128);
+  CHECK(entropy.hi > 2.0f);
+  CHECK(entropy.hi < 20.0f);
+  CHECK(entropy.lo < -2.0f);
+  CHECK(entropy.lo > -20.0f);
+}
+
+TEST_CASE("geopt quantize writes ResNet-18 in QDQ form with int8 per-channel weights, close to the float model") {
+  const fs::path cal = calibration_folder(kResNet, 6, 100, "quantize-resnet-cal");
+  const fs::path out = test::scratch_dir("quantize-resnet") / "int8.onnx";
+  const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", out.string(), "--calibration", cal.string(), "--calibration-method", "entropy"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("21 of 21 quantized (Conv 20, Gemm 1)") != std::string::npos);
+  CHECK(r.err.find("calibrating: 6 sample(s)") != std::string::npos);  // the progress, one line per stage off a terminal
+
+  const Model original = import_onnx(kResNet);
+  const Model q = import_onnx(out);  // the ONNX checker and shape inference accept it
+  size_t convs = 0;
+  for (const auto& n : q.graph->nodes()) {
+    if (n->op_type != "Conv" && n->op_type != "Gemm") continue;
+    ++convs;
+    const Node* x = producer_of(*n, 0);
+    const Node* w = producer_of(*n, 1);
+    REQUIRE(x);
+    REQUIRE(w);
+    CHECK(x->op_type == "DequantizeLinear");
+    CHECK(producer_of(*x, 0)->op_type == "QuantizeLinear");
+    CHECK(w->op_type == "DequantizeLinear");
+    const Tensor* wq = q.graph->constant_value(w->input(0));
+    REQUIRE(wq);
+    CHECK(wq->dtype == DType::I8);
+    const Tensor* scale = q.graph->constant_value(w->input(1));
+    REQUIRE(scale);
+    // One scale per output channel: Conv's axis 0, the Gemm's (transB) too.
+    CHECK(scale->dims == std::vector<int64_t>{wq->dims[0]});
+  }
+  CHECK(convs == 21);
+  const double cosine = output_cosine(original, q, 7);  // a draw calibration did not see
+  CHECK(cosine > 0.99);
+  CHECK(cosine < 1.0);  // quantization changes the numbers
+}
+
+TEST_CASE("optimize fuses a QDQ model into int8 kernels and the plan computes what the QDQ model computes") {
+  const fs::path cal = calibration_folder(kResNet, 4, 200, "fuse-resnet-cal");
+  const fs::path q8 = test::scratch_dir("fuse-resnet") / "int8.onnx";
+  REQUIRE(test::run_cli({"quantize", kResNet.string(), "-o", q8.string(), "--calibration", cal.string(), "--no-progress"}).exit_code == 0);
+  const Model qdq = import_onnx(q8);
+  const ascend::OptimizeResult r = ascend::optimize(qdq, rules(), ascend::load_profile("Ascend910B1"), {});
+  CHECK(test::count_op(r.model, "QuantConv") == 20);
+  CHECK(test::count_op(r.model, "QuantMatMul") == 1);
+  const size_t dq_before = test::count_op(qdq, "DequantizeLinear");
+  const size_t dq_after = test::count_op(r.model, "DequantizeLinear");
+  CHECK(dq_before > 21);  // each weight's and each quantized activation's (a block's input is shared by two convs)
+  CHECK(dq_after <= dq_before / 5);  // at most 20% of the DequantizeLinears outside int8 kernels
+  CHECK(r.after.latency_us < r.before.latency_us);
+  // The integer kernels against the QDQ model's float arithmetic: equal but where a value
+  // on a rounding tie of a later QuantizeLinear lands one step away.
+  CHECK(output_cosine(qdq, r.model, 13) > 0.9999);
+  const NumericalCheck c = check_same_outputs(qdq, r.model, kQuantizedModelTolerance);
+  CHECK_MESSAGE(c.diff.within(), c.diff.worst);
+
+  // The same through the CLI's compile: the plan executor runs the int8 kernels.
+  const fs::path plan = test::scratch_dir("fuse-resnet-plan") / "int8.plan";
+  const test::CliResult compiled = test::run_cli({"compile", q8.string(), "-o", plan.string()});
+  INFO(compiled.out, compiled.err);
+  CHECK(compiled.exit_code == 0);
+}
+
+TEST_CASE("BERT quantized with int8 activations: every projection an int8 QuantMatMul") {
+  const fs::path cal = calibration_folder(kBert, 4, 300, "quantize-bert-cal");
+  const fs::path q8 = test::scratch_dir("quantize-bert") / "int8.onnx";
+  const test::CliResult r = test::run_cli({"quantize", kBert.string(), "-o", q8.string(), "--calibration", cal.string(),
+                                           "--activation-type", "int8", "--calibration-method", "percentile", "--no-progress"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const Model original = import_onnx(kBert);
+  const Model qdq = import_onnx(q8);
+  CHECK(output_cosine(original, qdq, 9) > 0.99);
+  for (const auto& n : qdq.graph->nodes())
+    if (n->op_type == "QuantizeLinear") CHECK(qdq.graph->constant_value(n->input(2))->dtype == DType::I8);  // symmetric: int8 zero points
+  const ascend::OptimizeResult o = ascend::optimize(qdq, rules(), ascend::load_profile("Ascend910B1"), {});
+  const size_t layers = test::count_op(original, "MatMul") + test::count_op(original, "Gemm");
+  const size_t quantized_weights = [&] {
+    size_t n = 0;
+    for (const auto& node : qdq.graph->nodes()) n += node->op_type == "DequantizeLinear" && qdq.graph->constant_value(node->input(0));
+    return n;
+  }();
+  CHECK(quantized_weights > 0);
+  // The feed-forward and output projections are int8 kernels; Q, K and V may instead
+  // be one merged float MatMul (QKVMerge) where the cost model prices that lower.
+  CHECK(test::count_op(o.model, "QuantMatMul") >= quantized_weights / 2);
+  CHECK(test::count_op(o.model, "DequantizeLinear") <= test::count_op(qdq, "DequantizeLinear") / 5);
+  CHECK(quantized_weights <= layers);
+  CHECK(output_cosine(qdq, o.model, 15) > 0.9999);
+  const NumericalCheck c = check_same_outputs(qdq, o.model, kQuantizedModelTolerance);
+  CHECK_MESSAGE(c.diff.within(), c.diff.worst);
+}
+
+TEST_CASE("quantize: --skip-layers, the sensitivity report and --accuracy-target") {
+  const fs::path cal = calibration_folder(kResNet, 3, 400, "quantize-target-cal");
+  const fs::path dir = test::scratch_dir("quantize-target");
+  const Model original = import_onnx(kResNet);
+  const std::string first_conv = [&] {
+    for (const auto& n : original.graph->nodes())
+      if (n->op_type == "Conv") return n->name;
+    return std::string();
+  }();
+  REQUIRE_FALSE(first_conv.empty());
+
+  SUBCASE("a skipped layer keeps its float weight and input") {
+    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", (dir / "skip.onnx").string(), "--calibration", cal.string(),
+                                             "--skip-layers", first_conv, "--no-progress"});
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("20 of 21 quantized") != std::string::npos);
+    CHECK(r.out.find("float: --skip-layers") != std::string::npos);
+    const Model q = import_onnx(dir / "skip.onnx");
+    const Node* conv = q.graph->find_node(first_conv);
+    REQUIRE(conv);
+    CHECK(producer_of(*conv, 0) == nullptr);  // the graph input itself
+    CHECK(q.graph->constant_value(conv->input(1))->dtype == DType::F32);
+  }
+  SUBCASE("an unknown layer is refused by name") {
+    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", (dir / "bad.onnx").string(), "--calibration", cal.string(),
+                                             "--skip-layers", "no_such_conv"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("--skip-layers 'no_such_conv' names no quantizable layer") != std::string::npos);
+    CHECK(r.err.find(first_conv) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "bad.onnx"));
+  }
+  SUBCASE("the accuracy target keeps the most sensitive layers in float until the cosine reaches it") {
+    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", (dir / "target.onnx").string(), "--calibration", cal.string(),
+                                             "--accuracy-target", "0.999995", "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    size_t kept = 0;
+    double least_alone = 1, most_alone_kept = 0, least_alone_quantized = 1;
+    for (const auto& l : j["layers"]) {
+      REQUIRE(l.contains("alone"));  // the target measures each layer alone first
+      const double alone = l["alone"]["cosine"];
+      CHECK(alone <= 1.0);
+      least_alone = std::min(least_alone, alone);
+      if (!l["quantized"].get<bool>()) {
+        ++kept;
+        CHECK(l["kept_because"].get<std::string>().find("--accuracy-target") != std::string::npos);
+        most_alone_kept = std::max(most_alone_kept, alone);
+      } else {
+        least_alone_quantized = std::min(least_alone_quantized, alone);
+      }
+    }
+    CHECK(j["accuracy"]["cosine"].get<double>() >= 0.999995);
+    CHECK(kept >= 1);
+    CHECK(kept < 21);
+    CHECK(most_alone_kept <= least_alone_quantized);  // the kept ones are the most sensitive
+  }
+}
+
+TEST_CASE("quantize refuses a calibration folder that does not fit the model, naming the file") {
+  const fs::path dir = test::scratch_dir("quantize-bad-cal");
+  const fs::path out = dir / "int8.onnx";
+  SUBCASE("no sample folders") {
+    fs::create_directories(dir / "empty");
+    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", out.string(), "--calibration", (dir / "empty").string()});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("holds no sample folders") != std::string::npos);
+  }
+  SUBCASE("a sample without the model's input") {
+    fs::create_directories(dir / "cal" / "s0");
+    write_npy(dir / "cal" / "s0" / "other.npy", HostTensor(DType::F32, {1, 3, 32, 32}));
+    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", out.string(), "--calibration", (dir / "cal").string()});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find((dir / "cal" / "s0").string()) != std::string::npos);
+    CHECK(r.err.find("missing") != std::string::npos);
+  }
+  SUBCASE("a sample of the wrong shape") {
+    const Model m = import_onnx(kResNet);
+    const std::string input = m.graph->inputs()[0]->name();
+    fs::create_directories(dir / "cal2" / "s0");
+    write_npy(dir / "cal2" / "s0" / npy_file_name(input), HostTensor(DType::F32, {1, 3, 8, 8}));
+    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", out.string(), "--calibration", (dir / "cal2").string()});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("calibration sample 's0'") != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("the int8 kernels sum exactly where 16-bit pair sums would saturate") {
+  // K = 512 products of 255 x 127: a pair sum of u8 x s8 products is 64770, past int16,
+  // which AVX2's maddubs saturates; the exact sum is 512 x 255 x 127 = 16581120.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (uint8[2,512] x) => (float[2,3] y) {
+      w = Constant <value = int8[512,3] {)" + [] {
+    std::string v;
+    for (int i = 0; i < 512 * 3; ++i) v += (i ? ", " : "") + std::string(i % 3 == 2 ? "-127" : "127");
+    return v;
+  }() + R"(}> ()
+      xs = Constant <value = float {0.5}> ()
+      xz = Constant <value = uint8 {0}> ()
+      ws = Constant <value = float[3] {1.0, 0.25, 2.0}> ()
+      wz = Constant <value = int8[3] {0, 0, 0}> ()
+      y = ai.geopt.QuantMatMul(x, w, xs, xz, ws, wz)
+    })";
+  const fs::path path = test::scratch_dir("quant-exact") / "m.onnx";
+  test::save_model(test::parse_text_model(text.c_str()), path);
+  const Model m = import_onnx(path);
+  HostTensor x(DType::U8, {2, 512});
+  for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<uint8_t>()[i] = i < 512 ? 255 : static_cast<uint8_t>(i % 7);
+  const NamedTensors out = Evaluator(m).run({{"x", x}});
+  const float* y = out[0].second.data<float>();
+  const double full = 512.0 * 255 * 127 * 0.5;
+  CHECK(y[0] == doctest::Approx(full * 1.0).epsilon(1e-7));
+  CHECK(y[1] == doctest::Approx(full * 0.25).epsilon(1e-7));
+  CHECK(y[2] == doctest::Approx(-full * 2.0).epsilon(1e-7));
+  double row1 = 0;
+  for (int k = 0; k < 512; ++k) row1 += (512 + k) % 7;
+  CHECK(y[3] == doctest::Approx(row1 * 127 * 0.5).epsilon(1e-7));
+}

@@ -46,8 +46,10 @@ void ValueStats::add_to_histogram(const float* v, int64_t n) {
   const double per_unit = kBins / (2 * a);
   for (int64_t i = 0; i < n; ++i) {
     if (!std::isfinite(v[i])) continue;
-    const auto bin = static_cast<int64_t>(std::floor((static_cast<double>(v[i]) + a) * per_unit));
-    histogram_[static_cast<size_t>(std::clamp<int64_t>(bin, 0, kBins - 1))] += 1;
+    // Clamped as a double first: a subnormal span makes per_unit infinite, and 0 x inf is NaN.
+    const double at = (static_cast<double>(v[i]) + a) * per_unit;
+    const double bin = at >= 0 ? std::min(std::floor(at), static_cast<double>(kBins - 1)) : 0.0;
+    histogram_[static_cast<size_t>(bin)] += 1;
   }
 }
 

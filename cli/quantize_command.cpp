@@ -68,7 +68,7 @@ int run(const QuantizeCliOptions& o) {
   q.skip_layers = o.skip_layers;
   q.sensitivity = o.sensitivity;
   if (o.accuracy_target != 0) q.accuracy_target = o.accuracy_target;
-  const Model model = import_onnx(o.model, o.input_shape.import_options());
+  const Model model = quantize::quantizable(import_onnx(o.model, o.input_shape.import_options()), o.model);
   const auto samples = quantize::read_calibration_set(o.calibration, model);
   const quantize::QuantizeResult r = quantize::quantize_model(model, samples, q, progress_bar(o.progress && !o.json));
   export_onnx(r.model, o.output);
@@ -76,7 +76,7 @@ int run(const QuantizeCliOptions& o) {
   size_t quantized = 0;
   for (const auto& l : r.layers) quantized += l.quantized;
   const char* activation_text = q.activation_type == quantize::ActivationType::U8 ? "uint8 (asymmetric)" : "int8 (symmetric)";
-  const char* weight_text = model.opset_version("") >= 13 ? "int8 per output channel (symmetric)" : "int8 per tensor (symmetric; opset < 13)";
+  const char* weight_text = "int8 per output channel (symmetric)";
   if (o.json) {
     nlohmann::ordered_json j;
     j["model"] = o.model;

@@ -155,9 +155,9 @@ struct InitializerEntry {
 
 }  // namespace
 
-onnx::GraphProto graph_to_proto(const Model& model) {
+onnx::ModelProto model_to_proto(const Model& model) {
   onnx::ModelProto mp = model_skeleton(model);
-  onnx::GraphProto gp = std::move(*mp.mutable_graph());
+  onnx::GraphProto& gp = *mp.mutable_graph();
   for (const Value* v : model.graph->initializers()) {
     const Tensor& t = *v->initializer;
     onnx::TensorProto* tp = gp.add_initializer();
@@ -165,7 +165,12 @@ onnx::GraphProto graph_to_proto(const Model& model) {
     tp->set_name(v->name());
     if (t.dtype != DType::String) tp->set_raw_data(std::string(reinterpret_cast<const char*>(t.bytes().data()), t.byte_size()));
   }
-  return gp;
+  return mp;
+}
+
+onnx::GraphProto graph_to_proto(const Model& model) {
+  onnx::ModelProto mp = model_to_proto(model);
+  return std::move(*mp.mutable_graph());
 }
 
 void export_onnx(const Model& model, const fs::path& path, const ExportOptions& options) {

@@ -21,6 +21,9 @@ struct ExportOptions {
 
 void export_onnx(const Model& model, const std::filesystem::path& path, const ExportOptions& options = {});
 
+// The model as a ModelProto, weights inline (for a pass over the protobuf in memory).
+onnx::ModelProto model_to_proto(const Model& model);
+
 // The model's graph as a GraphProto, weights inline (for a control-flow body, which
 // lives in its node's attribute).
 onnx::GraphProto graph_to_proto(const Model& model);

@@ -7,6 +7,8 @@
 #include <set>
 
 #include "eval/evaluator.h"
+#include "onnx/opset_upgrade.h"
+#include "passes/static_shapes.h"
 #include "util/error.h"
 
 namespace geopt::quantize {
@@ -106,6 +108,12 @@ Agreement agreement(const Model& candidate, const std::vector<CalibrationSample>
 }
 
 }  // namespace
+
+Model quantizable(Model model, const std::filesystem::path& where) {
+  if (model.opset_version("") >= kQuantizeOpset || model.opset_version("") == 0) return model;
+  propagate_static_shapes(model);
+  return upgrade_opset(model, kQuantizeOpset, where);
+}
 
 QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationSample>& samples, const QuantizeOptions& o,
                               const QuantizeProgress& progress) {

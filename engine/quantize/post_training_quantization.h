@@ -3,6 +3,7 @@
 // activations' ranges on a calibration set, quantize every Conv, MatMul and Gemm with a
 // constant weight in ONNX's QDQ form, and, where asked, keep the layers whose
 // quantization costs most accuracy in float until the outputs reach a target.
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -15,6 +16,15 @@
 #include "quantize/qdq_model.h"
 
 namespace geopt::quantize {
+
+// The opset quantized models are written at: per-output-channel DequantizeLinear needs it
+// (QuantizeLinear does not exist before 10).
+inline constexpr int64_t kQuantizeOpset = 13;
+
+// The model as quantize_model takes it: one below kQuantizeOpset has its shape
+// computations folded and is converted up with ONNX's version converter (PaddleOCR's
+// exports are opset 9); any other is returned as it is. `where` names it in errors.
+Model quantizable(Model model, const std::filesystem::path& where);
 
 struct QuantizeOptions {
   CalibrationMethod method = CalibrationMethod::MinMax;

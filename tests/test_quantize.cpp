@@ -325,3 +325,58 @@ TEST_CASE("quantize converts a model below opset 13 with ONNX's version converte
     if (n->op_type == "DequantizeLinear" && q.graph->constant_value(n->input(0))) CHECK(q.graph->constant_value(n->input(1))->dims == std::vector<int64_t>{2});
   CHECK(output_cosine(original, q, 3) > 0.999);
 }
+
+namespace {
+
+// The share of `images` a model classifies as `labels` says, and its predictions.
+std::pair<double, std::vector<int64_t>> classify(const Model& m, const HostTensor& images, const HostTensor& labels) {
+  const NamedTensors out = Evaluator(m).run({{"image", images}});
+  const HostTensor& logits = out[0].second;
+  const int64_t n = logits.dim(0), classes = logits.dim(1);
+  std::vector<int64_t> predicted(static_cast<size_t>(n));
+  int64_t right = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = logits.data<float>() + i * classes;
+    predicted[static_cast<size_t>(i)] = std::max_element(row, row + classes) - row;
+    right += predicted[static_cast<size_t>(i)] == labels.int_at(i);
+  }
+  return {static_cast<double>(right) / static_cast<double>(n), predicted};
+}
+
+double agreement_of(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  size_t same = 0;
+  for (size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
+  return static_cast<double>(same) / static_cast<double>(a.size());
+}
+
+}  // namespace
+
+TEST_CASE("a trained CNN on real images keeps its accuracy in INT8, in QDQ form and in geopt's int8 kernels") {
+  // examples/train_shapes.py: a small CNN trained on synthetic shapes, 20 training images
+  // to calibrate with and 200 held-out images with their labels.
+  const fs::path dir = fs::path(GEOPT_SOURCE_DIR_STR) / "examples" / "trained";
+  const fs::path model_path = dir / "shapes_cnn_op13.onnx";
+  const fs::path q8 = test::scratch_dir("quantize-trained") / "int8.onnx";
+  for (const std::string method : {"minmax", "percentile", "entropy"}) {
+    CAPTURE(method);
+    const test::CliResult r = test::run_cli({"quantize", model_path.string(), "-o", q8.string(), "--calibration",
+                                             (dir / "shapes_cnn_op13" / "calibration").string(), "--calibration-method", method, "--no-progress"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const HostTensor images = read_npy(dir / "shapes_cnn_op13" / "test" / "image.npy");
+    const HostTensor labels = read_npy(dir / "shapes_cnn_op13" / "test" / "labels.npy");
+    const Model float_model = import_onnx(model_path);
+    const Model qdq = import_onnx(q8);
+    const auto [float_accuracy, float_predicted] = classify(float_model, images, labels);
+    const auto [int8_accuracy, int8_predicted] = classify(qdq, images, labels);
+    CHECK(float_accuracy >= 0.95);
+    CHECK(int8_accuracy >= float_accuracy - 0.02);
+    CHECK(agreement_of(float_predicted, int8_predicted) >= 0.97);
+    const ascend::OptimizeResult o = ascend::optimize(qdq, rules(), ascend::load_profile("Ascend910B1"), {});
+    CHECK(test::count_op(o.model, "QuantConv") == 3);
+    CHECK(test::count_op(o.model, "DequantizeLinear") == 0);
+    const auto [fused_accuracy, fused_predicted] = classify(o.model, images, labels);
+    CHECK(agreement_of(int8_predicted, fused_predicted) >= 0.99);  // the int8 kernels compute the QDQ model
+    CHECK(fused_accuracy >= float_accuracy - 0.02);
+  }
+}

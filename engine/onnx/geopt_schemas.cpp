@@ -48,6 +48,16 @@ int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t dilation, int6
   return (in + pad_total - ((k - 1) * dilation + 1)) / stride + 1;
 }
 
+// ONNX Conv-11's attributes, for the fused convolutions.
+void add_conv_attrs(OpSchema& s) {
+  s.Attr("auto_pad", "As Conv.", AttributeProto::STRING, std::string("NOTSET"));
+  s.Attr("dilations", "As Conv.", AttributeProto::INTS, false);
+  s.Attr("group", "As Conv.", AttributeProto::INT, int64_t{1});
+  s.Attr("kernel_shape", "As Conv.", AttributeProto::INTS, false);
+  s.Attr("pads", "As Conv.", AttributeProto::INTS, false);
+  s.Attr("strides", "As Conv.", AttributeProto::INTS, false);
+}
+
 void add_activation_attrs(OpSchema& s) {
   s.Attr("activation", "Activation applied last: none, Relu, Clip, LeakyRelu, HardSwish, Sigmoid, SiLU, Mish, QuickGelu, Gelu, Tanh.",
          AttributeProto::STRING, std::string("none"));
@@ -251,12 +261,7 @@ void register_all() {
   }
   {
     OpSchema s = base("FusedConv", "Y = activation(Conv(X, W, B) [+ Z]); Conv attributes as ONNX Conv-11. With data_format NC1HWC0, X, Z and Y are 5-D NC1HWC0 tensors (W stays [M, C/group, k...]).");
-    s.Attr("auto_pad", "As Conv.", AttributeProto::STRING, std::string("NOTSET"));
-    s.Attr("dilations", "As Conv.", AttributeProto::INTS, false);
-    s.Attr("group", "As Conv.", AttributeProto::INT, int64_t{1});
-    s.Attr("kernel_shape", "As Conv.", AttributeProto::INTS, false);
-    s.Attr("pads", "As Conv.", AttributeProto::INTS, false);
-    s.Attr("strides", "As Conv.", AttributeProto::INTS, false);
+    add_conv_attrs(s);
     s.Attr("data_format", "NCHW, or NC1HWC0 (Ascend's 5-D layout).", AttributeProto::STRING, std::string("NCHW"));
     s.Attr("weight_format", "NCHW, or FRACTAL_Z (with data_format NC1HWC0 and group 1).", AttributeProto::STRING, std::string("NCHW"));
     s.Attr("channels", "Output channels M: needed with FRACTAL_Z weights, whose dims are padded.", AttributeProto::INT, int64_t{0});
@@ -389,12 +394,7 @@ void register_all() {
   {
     OpSchema s = quantized_cube_op("QuantConv", "Y = activation(Conv((X - X_zero_point) X_scale, (W - W_zero_point) W_scale) + B [+ Z]): "
                                    "a 2-D Conv of an 8-bit NCHW X and 8-bit W [M, C/group, kH, kW], products summed in int32; Conv attributes as ONNX Conv-11.", "Conv", 11);
-    s.Attr("auto_pad", "As Conv.", AttributeProto::STRING, std::string("NOTSET"));
-    s.Attr("dilations", "As Conv.", AttributeProto::INTS, false);
-    s.Attr("group", "As Conv.", AttributeProto::INT, int64_t{1});
-    s.Attr("kernel_shape", "As Conv.", AttributeProto::INTS, false);
-    s.Attr("pads", "As Conv.", AttributeProto::INTS, false);
-    s.Attr("strides", "As Conv.", AttributeProto::INTS, false);
+    add_conv_attrs(s);
     s.Input(7, "Z", "Float residual of Y's shape, added before the activation.", "T", OpSchema::Optional);
     onnx::RegisterSchema(std::move(s));
   }

@@ -20,7 +20,8 @@ struct ValueRange {
 };
 
 // The values one tensor took over the calibration set: its extremes (first pass), then
-// a histogram over [-A, A], A = max(|lo|, |hi|), in bins symmetric about 0 (second pass).
+// a histogram of its non-zero values over [-A, A], A = max(|lo|, |hi|), in bins symmetric
+// about 0 (second pass; zeros are exact at any range).
 class ValueStats {
  public:
   static constexpr int kBins = 4096;  // over [-A, A]: 2048 on each side of 0

@@ -22,7 +22,6 @@ NamedTensors run_sample(const Evaluator& evaluator, const CalibrationSample& sam
   }
 }
 
-
 // The float model's outputs on every sample, and the calibrated ranges of `activations`.
 struct Calibration {
   std::vector<NamedTensors> reference;  // per sample
@@ -41,9 +40,10 @@ Calibration calibrate(const Model& model, const std::vector<std::string>& activa
     if (outputs.insert(a).second) g.add_output(g.find_value(a));
   const Evaluator evaluator(probe);
   std::map<std::string, ValueStats> stats;
+  for (const std::string& a : activations) stats[a];
   auto for_each_activation = [&](const NamedTensors& out, auto&& f) {
     for (const auto& [name, t] : out)
-      if (std::find(activations.begin(), activations.end(), name) != activations.end() && t.dtype() == DType::F32) f(stats[name], t);
+      if (auto s = stats.find(name); s != stats.end() && t.dtype() == DType::F32) f(s->second, t);
   };
   Calibration c;
   for (size_t i = 0; i < samples.size(); ++i) {
@@ -147,9 +147,10 @@ QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationS
     }
   }
 
-  std::vector<std::string> activations;
+  std::vector<std::string> activations;  // each once, in graph order
+  std::set<std::string> listed;
   for (const QuantizableLayer& l : layers)
-    if (std::find(activations.begin(), activations.end(), l.activation) == activations.end()) activations.push_back(l.activation);
+    if (listed.insert(l.activation).second) activations.push_back(l.activation);
   const Calibration c = calibrate(model, activations, samples, o, progress);
   for (LayerReport& r : result.layers) {
     r.range = c.ranges.at(r.layer.activation);

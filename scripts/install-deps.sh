@@ -13,6 +13,8 @@ packages=(
 )
 if [[ "${1:-}" == "--examples" ]]; then
   packages+=(python3-torch python3-torchvision python3-onnx python3-numpy)
+  # bench/ocr_accuracy_bench.sh renders text
+  packages+=(python3-pil fonts-dejavu-core)
 fi
 
 missing=()

@@ -20,6 +20,7 @@ Tolerance CheckToleranceOption::resolve(const ascend::Precision& precision, bool
   if (quantized) {
     t.atol = std::max(t.atol, kQuantizedModelTolerance.atol);
     t.rtol = std::max(t.rtol, kQuantizedModelTolerance.rtol);
+    t.min_cosine = kQuantizedModelTolerance.min_cosine;
   }
   if (atol) t.atol = *atol;
   if (rtol) t.rtol = *rtol;

@@ -57,9 +57,9 @@ std::string human(double bytes) {
 
 std::string check_text(const ascend::CompileResult& c, const Tolerance& tolerance) {
   if (!c.checked) return "off (--no-check)";
-  char text[200];
-  std::snprintf(text, sizeof text, "plan executor vs reference on the original: max abs error %.3g over %zu output(s), threads and adversarial schedules (tolerance %g + %g x |reference|): %s",
-                c.max_abs, c.outputs, tolerance.atol, tolerance.rtol, c.check_ok ? "ok" : "FAILED");
+  char text[300];
+  std::snprintf(text, sizeof text, "plan executor vs reference on the original: max abs error %.3g over %zu output(s), threads and adversarial schedules (tolerance %s): %s",
+                c.max_abs, c.outputs, tolerance_text(tolerance, "reference").c_str(), c.check_ok ? "ok" : "FAILED");
   std::string note = text;
   if (!c.check_ok) note += "; worst at " + c.check_worst;
   return note;
@@ -153,8 +153,8 @@ std::string write_if_checked(plan::Plan& plan, bool ok, const CompileOptions& o)
 
 int check_failed(const ascend::CompileResult& c, const ascend::CompileOptions& co, const std::string& where) {
   const Tolerance tolerance = co.tolerance();
-  std::fprintf(stderr, "geopt: error: %sthe plan's outputs differ from the original model's beyond %g + %g x |reference| (worst at %s); nothing written\n",
-               where.c_str(), tolerance.atol, tolerance.rtol, c.check_worst.c_str());
+  std::fprintf(stderr, "geopt: error: %sthe plan's outputs differ from the original model's beyond %s (worst at %s); nothing written\n",
+               where.c_str(), tolerance_text(tolerance, "reference").c_str(), c.check_worst.c_str());
   return 1;
 }
 

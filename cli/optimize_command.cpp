@@ -151,6 +151,7 @@ int run(const OptimizeCliOptions& o) {
                        : nlohmann::ordered_json{{"skipped", c.note}};
     j["precision"] = precision_json(r.precision);
     if (c.ran) j["check"]["outputs"] = output_errors_json(c.per_output);
+    if (c.ran && tolerance.min_cosine > 0) j["check"]["min_cosine"] = tolerance.min_cosine;
     j["fusion_rate"] = r.fusion_rate;
     j["unfused"] = r.unfused;
     for (const auto& [k, v] : r.model.metadata)
@@ -183,8 +184,8 @@ int run(const OptimizeCliOptions& o) {
     if (!left_text.empty()) std::printf("                 why a rule did not fire on them: geopt explain %s\n", o.model.c_str());
     if (opts.write_precision) std::printf("precision        %s\n", precision_text(r.precision).c_str());
     if (c.ran)
-      std::printf("check            max abs error %.3g over %zu output(s) on random inputs%s (tolerance %g + %g x |original|): %s%s\n", c.max_abs,
-                  c.outputs, c.sizes.empty() ? "" : (" at " + c.sizes).c_str(), tolerance.atol, tolerance.rtol,
+      std::printf("check            max abs error %.3g over %zu output(s) on random inputs%s (tolerance %s): %s%s\n", c.max_abs,
+                  c.outputs, c.sizes.empty() ? "" : (" at " + c.sizes).c_str(), tolerance_text(tolerance, "original").c_str(),
                   check_ok ? "ok" : "FAILED", check_ok ? "" : ("; worst at " + c.worst).c_str());
     else
       std::printf("check            %s\n", c.note.c_str());
@@ -195,8 +196,8 @@ int run(const OptimizeCliOptions& o) {
     if (!o.output.empty() && check_ok) std::printf("written          %s\n", o.output.c_str());
   }
   if (!check_ok) {
-    std::fprintf(stderr, "geopt: error: the optimized model differs from the original beyond %g + %g x |original| (worst at %s); nothing written\n",
-                 tolerance.atol, tolerance.rtol, c.worst.c_str());
+    std::fprintf(stderr, "geopt: error: the optimized model differs from the original beyond %s (worst at %s); nothing written\n",
+                 tolerance_text(tolerance, "original").c_str(), c.worst.c_str());
     return 1;
   }
   return 0;

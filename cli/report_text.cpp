@@ -50,4 +50,15 @@ nlohmann::ordered_json output_errors_json(const std::vector<OutputError>& errors
   return j;
 }
 
+std::string tolerance_text(const Tolerance& t, const char* reference) {
+  char text[160];
+  std::snprintf(text, sizeof text, "%g + %g x |%s|", t.atol, t.rtol, reference);
+  std::string s = text;
+  if (t.min_cosine > 0) {
+    std::snprintf(text, sizeof text, ", or cosine >= %g per output", t.min_cosine);
+    s += text;
+  }
+  return s;
+}
+
 }  // namespace geopt::cli

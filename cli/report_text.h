@@ -17,6 +17,10 @@ std::string kernel_counts(const ascend::GraphCost& before, const ascend::GraphCo
 std::string precision_text(const ascend::PrecisionReport& report);
 nlohmann::ordered_json precision_json(const ascend::PrecisionReport& report);
 
+// "0.0001 + 0.0001 x |original|", and ", or cosine >= 0.999 per output" where the
+// tolerance takes a cosine (a quantized model).
+std::string tolerance_text(const Tolerance& t, const char* reference);
+
 // "output 'logits': max abs 0.0123, max rel 0.0042, cosine 0.999998"
 std::string output_error_text(const OutputError& e);
 nlohmann::ordered_json output_errors_json(const std::vector<OutputError>& errors);

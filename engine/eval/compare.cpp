@@ -23,6 +23,7 @@ std::string element_at(const std::vector<int64_t>& dims, int64_t flat) {
 
 TensorDiff diff(const HostTensor& got, const HostTensor& ref, const Tolerance& tolerance) {
   TensorDiff d;
+  d.min_cosine = tolerance.min_cosine;
   if (got.dims() != ref.dims()) {
     d.comparable = false;
     d.mismatch = "shape " + got.shape_string() + " vs reference " + ref.shape_string();
@@ -82,6 +83,7 @@ OutputsDiff diff_outputs(const std::vector<std::pair<std::string, HostTensor>>& 
     out.per_output.push_back({reference[i].first, d.max_abs, d.max_rel, d.cosine, d.max_reference});
     out.max_abs = std::max(out.max_abs, d.max_abs);
     out.nan_mismatch = out.nan_mismatch || d.nan_mismatches > 0;
+    out.outputs_within = out.outputs_within && d.within();
     if (d.worst_ratio > out.worst_ratio || (out.worst.empty() && !d.worst.empty())) {
       out.worst_ratio = std::max(out.worst_ratio, d.worst_ratio);
       out.worst = "output '" + reference[i].first + "' " + d.worst;

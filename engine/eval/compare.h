@@ -15,6 +15,9 @@ namespace geopt {
 struct Tolerance {
   double atol = 1e-4;
   double rtol = 1e-4;
+  // Above 0, an output also passes whole when its cosine with the reference reaches this
+  // (a quantized model, where a rounding tie moves single elements a long way).
+  double min_cosine = 0;
 };
 
 struct TensorDiff {
@@ -29,7 +32,8 @@ struct TensorDiff {
   // and the element where it is ("[0, 3, 17]: 12.3456 against 12.3441").
   double worst_ratio = 0;
   std::string worst;
-  bool within() const { return comparable && nan_mismatches == 0 && worst_ratio <= 1; }
+  double min_cosine = 0;  // the tolerance's
+  bool within() const { return comparable && nan_mismatches == 0 && (worst_ratio <= 1 || (min_cosine > 0 && cosine >= min_cosine)); }
 };
 
 TensorDiff diff(const HostTensor& got, const HostTensor& reference, const Tolerance& tolerance = {});
@@ -51,10 +55,11 @@ struct OutputsDiff {
   bool nan_mismatch = false;  // a NaN on one side only
   std::string mismatch;       // "output 'y': shape ... vs reference ...", when one is not comparable
   double worst_ratio = 0;     // as TensorDiff's, over every output
+  bool outputs_within = true; // every output within the tolerance (TensorDiff::within)
   std::string worst;          // "output 'logits' [0, 3, 17]: 12.3456 against 12.3441"
   // The figure a tolerance is checked against: infinite on a mismatch or a one-sided NaN.
   double error() const;
-  bool within() const { return mismatch.empty() && !nan_mismatch && worst_ratio <= 1; }
+  bool within() const { return mismatch.empty() && !nan_mismatch && outputs_within; }
 };
 
 OutputsDiff diff_outputs(const std::vector<std::pair<std::string, HostTensor>>& got,

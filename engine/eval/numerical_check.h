@@ -18,11 +18,16 @@
 namespace geopt {
 
 // A QDQ model quantizes computed values (a QuantizeLinear of an activation). Rewriting it
-// changes how sums round, and a value on a rounding tie then lands one quantization step
-// away, which later layers carry on: its check allows what fp16's does (a wrong scale or
-// a wrong fusion is still far outside).
+// changes how sums round, and a value near a rounding boundary then lands one
+// quantization step away, which later layers carry on: in a deep network this adds noise
+// of the size of quantization's own. PaddleOCR's detector in INT8 (60 quantized convs):
+// ONNX Runtime and geopt's evaluator on the same QDQ model differ by 0.4 at single pixels
+// of the probability map; geopt's int8 kernels against the QDQ model reach cosine 0.997
+// on a page of text and 0.98 on random noise, while INT8 itself is at 0.93 against fp32.
+// So the check passes an output within fp16's tolerance, or whole at cosine 0.98: it
+// catches a rewrite that costs more than quantization's noise, not a subtle one.
 bool quantizes_activations(const Model& model);
-inline constexpr Tolerance kQuantizedModelTolerance{0.05, 0.05};
+inline constexpr Tolerance kQuantizedModelTolerance{0.05, 0.05, 0.98};
 
 struct CheckInputs {
   std::map<std::string, HostTensor> feeds;

@@ -5,17 +5,18 @@
 # (bench/ocr/ctc_decode.js).
 #
 # Recognizer: WORDS words (seeded); the first 20 calibrate `geopt quantize`, the rest are
-# held out. On the held-out words, the text read from each plan (force_fp16 and
-# allow_mix_precision computed; the INT8 model's) is compared with ONNX Runtime's fp32
-# reading of the float model. Detector: PAGES pages of text at 640 x 640; the first 8
-# calibrate, the probability maps of the rest are compared (cosine) with ONNX Runtime's
-# fp32 maps.
-#   bench/ocr_accuracy_bench.sh [BUILD_DIR] [WORDS] [PAGES]
+# held out. For each precision, the plan reads the held-out words and the text is
+# compared with ONNX Runtime's fp32 reading of the float model. Detector: PAGES pages of
+# text at 640 x 640; the first 8 calibrate, and each plan's probability maps of the rest
+# are compared (cosine) with ONNX Runtime's fp32 maps. Each row also gives the plan's
+# kernels and modeled latency (Ascend910B1).
+#   bench/ocr_accuracy_bench.sh [BUILD_DIR] [WORDS] [PAGES] [DET_INT8_OPTIONS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/ci}
 words=${2:-70}
 pages=${3:-12}
+det_int8_options=("${@:4}")
 geopt=$build/cli/geopt
 source bench/ort/setup.sh
 ensure_ort
@@ -37,53 +38,72 @@ for d in "$out"/words/*/; do n=$(basename "$d"); if ((10#$n < 20)); then mv "$d"
 for d in "$out"/pages/*/; do n=$(basename "$d"); if ((10#$n < 8)); then mv "$d" "$out/det_cal/"; else mv "$d" "$out/det_held/"; fi; done
 held=$(ls "$out/rec_held" | wc -l)
 
-# texts NAME RUNNER: runs RUNNER SAMPLE_DIR OUT_DIR on each held-out word, decodes each output.
-texts() {
-  local name=$1
-  shift
-  for d in "$out"/rec_held/*/; do "$@" "$d" "$out/$name/$(basename "$d")" >/dev/null; done
-  node bench/ocr/ctc_decode.js "$keys" "$out/$name"/*/*.npy > "$out/$name.txt"
+ort_run() { node bench/ort/reference.js "$1" "$2" "$3" >/dev/null; }
+plan_run() { "$geopt" run "$1" --input "x=$2/x.npy" --output-dir "$3" >/dev/null; }
+# outputs NAME RUNNER MODEL SET: RUNNER MODEL SAMPLE OUT_DIR on each sample of SET.
+outputs() { for d in "$out/$4"/*/; do "$2" "$3" "$d" "$out/$1/$(basename "$d")"; done; }
+read_texts() { node bench/ocr/ctc_decode.js "$keys" "$out/$1"/*/*.npy > "$out/$1.txt"; }
+agree() { paste -d'\t' "$out/rec_ort_fp32.txt" "$out/$1.txt" | awk -F'\t' '$1 == $2' | wc -l; }
+plan_figures() {  # kernels and modeled latency from a compile report
+  local k l
+  k=$(grep -m1 '^kernels' "$1" | sed 's/ \+/ /g; s/^kernels //; s/ (.*//')
+  l=$(grep -m1 '^modeled latency' "$1" | sed 's/.*-> //; s/ (.*//')
+  echo "$k | $l"
 }
-ort_run() { node bench/ort/reference.js "$1" "$2" "$3"; }
-geopt_run() { "$geopt" run "$1" --input "x=$2/x.npy" --output-dir "$3"; }
+cosines() {  # min and mean cosine of NAME's maps against ONNX Runtime fp32's
+  local all=()
+  for d in "$out"/det_held/*/; do
+    n=$(basename "$d")
+    all+=("$(node -e '
+      const { readNpy } = require("./bench/ort/npy");
+      const a = readNpy(process.argv[1]).data, b = readNpy(process.argv[2]).data;
+      let ab = 0, aa = 0, bb = 0;
+      for (let i = 0; i < a.length; ++i) { ab += a[i] * b[i]; aa += a[i] * a[i]; bb += b[i] * b[i]; }
+      console.log((ab / Math.sqrt(aa * bb)).toFixed(4));' "$(ls "$out/$1/$n/"*.npy)" "$(ls "$out/det_ort_fp32/$n/"*.npy)")")
+  done
+  printf '%s\n' "${all[@]}" | sort -n | awk '{ s += $1; v[NR] = $1 } END { printf "min %.4f, mean %.4f", v[1], s / NR }'
+}
 
-texts ort_fp32 ort_run "$rec"
-paste -d' ' <(tail -n +21 "$out/words/words.txt") "$out/ort_fp32.txt" | awk '$1 == $2' | wc -l > "$out/ort_vs_truth"
+outputs rec_ort_fp32 ort_run "$rec" rec_held
+read_texts rec_ort_fp32
+truth=$(paste -d'\t' <(tail -n +21 "$out/words/words.txt") "$out/rec_ort_fp32.txt" | awk -F'\t' '$1 == $2' | wc -l)
+outputs det_ort_fp32 ort_run "$det" det_held
 
-agree() { paste -d'\t' "$out/ort_fp32.txt" "$out/$1.txt" | awk -F'\t' '$1 == $2' | wc -l; }
-row() { printf '| %s | %s | %s/%s (%.0f%%) |\n' "$1" "$2" "$3" "$held" "$(echo "100 * $3 / $held" | bc -l)"; }
-
-echo "recognizer: ONNX Runtime fp32 reads $(cat "$out/ort_vs_truth") of $held held-out words as rendered"
-echo
-echo "| recognizer | plan | words read as ONNX Runtime fp32 reads them |"
-echo "|---|---|---|"
-for mode in force_fp16 allow_mix_precision; do
-  "$geopt" compile "$rec" --input_shape x:1,3,48,320 --precision_mode "$mode" -o "$out/rec_$mode.plan" > "$out/rec_$mode.compile.txt"
-  texts "rec_$mode" geopt_run "$out/rec_$mode.plan"
-  row "--precision_mode $mode" "$(grep -m1 '^kernels' "$out/rec_$mode.compile.txt" | sed 's/ \+/ /g')" "$(agree "rec_$mode")"
-done
 "$geopt" quantize "$rec" --input_shape x:1,3,48,320 -o "$out/rec_int8.onnx" --calibration "$out/rec_cal" --no-progress > "$out/rec_quantize.txt"
-texts ort_int8 ort_run "$out/rec_int8.onnx"
-row "INT8 QDQ model in ONNX Runtime" "-" "$(agree ort_int8)"
-"$geopt" optimize "$out/rec_int8.onnx" -o "$out/rec_int8_opt.onnx" --json > "$out/rec_int8_optimize.json"
-"$geopt" compile "$out/rec_int8.onnx" -o "$out/rec_int8.plan" > "$out/rec_int8.compile.txt"
-texts rec_int8 geopt_run "$out/rec_int8.plan"
-row "INT8 (geopt quantize, 20 calibration words), geopt's plan" "$(grep -m1 '^kernels' "$out/rec_int8.compile.txt" | sed 's/ \+/ /g')" "$(agree rec_int8)"
-echo
-echo "recognizer INT8: $(grep -m1 '^layers' "$out/rec_quantize.txt" | sed 's/ \+/ /g')"
-"$geopt" info "$out/rec_int8.onnx" | grep -E "DequantizeLinear" | sed 's/ \+/ /g; s/^/  QDQ model:/'
-"$geopt" info "$out/rec_int8_opt.onnx" | grep -E "DequantizeLinear|QuantConv|QuantMatMul" | sed 's/ \+/ /g; s/^/  optimized:/'
+"$geopt" quantize "$det" --input_shape x:1,3,640,640 -o "$out/det_int8.onnx" --calibration "$out/det_cal" --no-progress "${det_int8_options[@]}" > "$out/det_quantize.txt"
+outputs rec_ort_int8 ort_run "$out/rec_int8.onnx" rec_held
+read_texts rec_ort_int8
 
-"$geopt" quantize "$det" --input_shape x:1,3,640,640 -o "$out/det_int8.onnx" --calibration "$out/det_cal" --no-progress > "$out/det_quantize.txt"
-"$geopt" optimize "$out/det_int8.onnx" -o "$out/det_int8_opt.onnx" --json > "$out/det_int8_optimize.json"
-"$geopt" compile "$out/det_int8.onnx" -o "$out/det_int8.plan" > "$out/det_int8.compile.txt"
+echo "ONNX Runtime fp32 reads $truth of $held held-out words as rendered."
 echo
-echo "detector INT8: $(grep -m1 '^layers' "$out/det_quantize.txt" | sed 's/ \+/ /g')"
-"$geopt" info "$out/det_int8.onnx" | grep -E "DequantizeLinear" | sed 's/ \+/ /g; s/^/  QDQ model:/'
-"$geopt" info "$out/det_int8_opt.onnx" | grep -E "DequantizeLinear|QuantConv|QuantMatMul" | sed 's/ \+/ /g; s/^/  optimized:/'
-for d in "$out"/det_held/*/; do
-  n=$(basename "$d")
-  node bench/ort/reference.js "$det" "$d" "$out/det_ort/$n" >/dev/null
-  echo -n "  page $n, INT8 plan's probability map against ONNX Runtime fp32:"
-  "$geopt" run "$out/det_int8.plan" --input "x=$d/x.npy" --compare "$out/det_ort/$n" --atol 1 --rtol 1 | tail -1 | sed 's/ \+/ /g'
+echo "| precision | recognizer: kernels | modeled latency | words read as ONNX Runtime fp32 reads them | detector: kernels | modeled latency | probability map vs ONNX Runtime fp32 (cosine over $((pages - 8)) pages) |"
+echo "|---|---|---|---|---|---|---|"
+for mode in must_keep_origin_dtype force_fp16 allow_mix_precision int8; do
+  if [[ $mode == int8 ]]; then
+    rec_args=("$out/rec_int8.onnx")
+    det_args=("$out/det_int8.onnx")
+    check=(--check-input "x=$(ls -d "$out"/det_cal/*/ | head -1)x.npy")
+  else
+    rec_args=("$rec" --input_shape x:1,3,48,320 --precision_mode "$mode")
+    det_args=("$det" --input_shape x:1,3,640,640 --precision_mode "$mode")
+    check=()
+  fi
+  "$geopt" compile "${rec_args[@]}" -o "$out/rec_$mode.plan" > "$out/rec_$mode.compile.txt"
+  "$geopt" compile "${det_args[@]}" "${check[@]}" -o "$out/det_$mode.plan" > "$out/det_$mode.compile.txt"
+  outputs "rec_$mode" plan_run "$out/rec_$mode.plan" rec_held
+  read_texts "rec_$mode"
+  outputs "det_$mode" plan_run "$out/det_$mode.plan" det_held
+  a=$(agree "rec_$mode")
+  printf '| %s | %s | %s/%s (%.0f%%) | %s | %s |\n' "$mode" "$(plan_figures "$out/rec_$mode.compile.txt")" "$a" "$held" \
+    "$(echo "100 * $a / $held" | bc -l)" "$(plan_figures "$out/det_$mode.compile.txt")" "$(cosines "det_$mode")"
+done
+a=$(agree rec_ort_int8)
+printf '| INT8 QDQ model in ONNX Runtime | | | %s/%s (%.0f%%) | | | |\n' "$a" "$held" "$(echo "100 * $a / $held" | bc -l)"
+echo
+for m in rec det; do
+  "$geopt" optimize "$out/${m}_int8.onnx" -o "$out/${m}_int8_opt.onnx" --no-check > /dev/null
+  echo "$m INT8: $(grep -m1 '^calibration' "$out/${m}_quantize.txt" | sed 's/ \+/ /g; s/^calibration //'); $(grep -m1 '^layers' "$out/${m}_quantize.txt" | sed 's/ \+/ /g; s/^layers //')" \
+    "; DequantizeLinear $("$geopt" info "$out/${m}_int8.onnx" | awk '$1 == "DequantizeLinear" { print $2 }') in the QDQ model," \
+    "$("$geopt" info "$out/${m}_int8_opt.onnx" | awk '$1 == "DequantizeLinear" { n = $2 } END { print n + 0 }') after optimize"
+  grep -m1 '^accuracy' "$out/${m}_quantize.txt" | sed 's/ \+/ /g; s/^/  /'
 done

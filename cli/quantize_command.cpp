@@ -19,7 +19,7 @@ namespace {
 
 struct QuantizeCliOptions {
   std::string model, output, calibration;
-  std::string method = "minmax";
+  std::string method = "percentile";
   std::string activation_type = "uint8";
   double percentile = 99.999;
   std::vector<std::string> skip_layers;

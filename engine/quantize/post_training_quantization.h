@@ -27,7 +27,7 @@ inline constexpr int64_t kQuantizeOpset = 13;
 Model quantizable(Model model, const std::filesystem::path& where);
 
 struct QuantizeOptions {
-  CalibrationMethod method = CalibrationMethod::MinMax;
+  CalibrationMethod method = CalibrationMethod::Percentile;  // best on the trained models tried (docs/PRECISION.md)
   double percentile = 99.999;
   ActivationType activation_type = ActivationType::U8;
   std::vector<std::string> skip_layers;  // layer (node) names, or their output's names

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "input_shape_option.h"
 #include "onnx/export.h"
@@ -24,7 +25,7 @@ struct QuantizeCliOptions {
   double percentile = 99.999;
   std::vector<std::string> skip_layers;
   bool sensitivity = false;
-  double accuracy_target = 0;  // 0: none
+  std::optional<double> accuracy_target;
   bool progress = true;
   bool json = false;
   InputShapeOption input_shape;
@@ -67,7 +68,7 @@ int run(const QuantizeCliOptions& o) {
   q.percentile = o.percentile;
   q.skip_layers = o.skip_layers;
   q.sensitivity = o.sensitivity;
-  if (o.accuracy_target != 0) q.accuracy_target = o.accuracy_target;
+  q.accuracy_target = o.accuracy_target;
   const Model model = quantize::quantizable(import_onnx(o.model, o.input_shape.import_options()), o.model);
   const auto samples = quantize::read_calibration_set(o.calibration, model);
   const quantize::QuantizeResult r = quantize::quantize_model(model, samples, q, progress_bar(o.progress && !o.json));

@@ -206,6 +206,13 @@ TEST_CASE("quantize: --skip-layers, the sensitivity report and --accuracy-target
     CHECK(r.err.find(first_conv) != std::string::npos);
     CHECK_FALSE(fs::exists(dir / "bad.onnx"));
   }
+  SUBCASE("an accuracy target outside (0, 1] is refused") {
+    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", (dir / "bad.onnx").string(), "--calibration", cal.string(),
+                                             "--accuracy-target", "0"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("--accuracy-target") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "bad.onnx"));
+  }
   SUBCASE("the accuracy target keeps the most sensitive layers in float until the cosine reaches it") {
     const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", (dir / "target.onnx").string(), "--calibration", cal.string(),
                                              "--accuracy-target", "0.999995", "--json"});

@@ -1,9 +1,7 @@
 #include "check_tolerance_option.h"
 
-#include <algorithm>
 #include <string>
 
-#include "eval/numerical_check.h"
 
 namespace geopt::cli {
 
@@ -16,12 +14,7 @@ void CheckToleranceOption::add_to(CLI::App* cmd, const char* what) {
 }
 
 Tolerance CheckToleranceOption::resolve(const ascend::Precision& precision, bool computed, bool quantized) const {
-  Tolerance t = computed ? precision.tolerance() : Tolerance{};
-  if (quantized) {
-    t.atol = std::max(t.atol, kQuantizedModelTolerance.atol);
-    t.rtol = std::max(t.rtol, kQuantizedModelTolerance.rtol);
-    t.min_cosine = kQuantizedModelTolerance.min_cosine;
-  }
+  Tolerance t = precision.check_tolerance(computed, quantized);
   if (atol) t.atol = *atol;
   if (rtol) t.rtol = *rtol;
   return t;

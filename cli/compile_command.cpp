@@ -66,7 +66,7 @@ std::string check_text(const ascend::CompileResult& c, const Tolerance& toleranc
 }
 
 nlohmann::ordered_json report_json(const ascend::CompileResult& c, const ascend::CompileOptions& co) {
-  const Tolerance tolerance = co.tolerance();
+  const Tolerance tolerance = *co.check_tolerance;
   nlohmann::ordered_json j;
   const auto& memory = c.memory;
   const auto& streams = c.streams;
@@ -136,7 +136,7 @@ void print_report(const ascend::CompileResult& c, const ascend::CompileOptions& 
   std::printf("metrics          fusion rate %.0f%%, memory reuse %.0f%%, layout transforms %.1f%% of kernel time, Cube %.1f%%, Vector %.1f%%\n",
               100 * sim.fusion_rate, 100 * sim.memory_reuse_rate, 100 * sim.layout_transform_share, 100 * sim.cube_utilization,
               100 * sim.vector_utilization);
-  std::printf("check            %s\n", check_text(c, co.tolerance()).c_str());
+  std::printf("check            %s\n", check_text(c, *co.check_tolerance).c_str());
   if (c.checked && co.optimize.write_precision && co.optimize.cost.precision.mode != ascend::PrecisionMode::MustKeepOriginDtype)
     for (const OutputError& e : c.output_errors) std::printf("                 %s\n", output_error_text(e).c_str());
   std::printf("time             optimize %.1f ms, lower %.1f ms (memory plan %.1f ms)\n", c.optimize_ms, c.lower_ms, c.memory_ms);
@@ -152,7 +152,7 @@ std::string write_if_checked(plan::Plan& plan, bool ok, const CompileOptions& o)
 }
 
 int check_failed(const ascend::CompileResult& c, const ascend::CompileOptions& co, const std::string& where) {
-  const Tolerance tolerance = co.tolerance();
+  const Tolerance tolerance = *co.check_tolerance;
   std::fprintf(stderr, "geopt: error: %sthe plan's outputs differ from the original model's beyond %s (worst at %s); nothing written\n",
                where.c_str(), tolerance_text(tolerance, "reference").c_str(), c.check_worst.c_str());
   return 1;

@@ -319,7 +319,7 @@ void check_plan_against(CompileResult& r, const Model& given, const CompileOptio
   PlanExecutor executor(r.plan);
   double worst_ratio = r.checked ? r.check_worst_ratio : -1;
   for (auto schedule : {StreamSchedule::threads, StreamSchedule::adversarial}) {
-    OutputsDiff d = diff_outputs(executor.run(feeds, schedule), want, options.tolerance());
+    OutputsDiff d = diff_outputs(executor.run(feeds, schedule), want, options.tolerance(quantizes_activations(given)));
     if (!d.mismatch.empty()) throw Error("--check: the plan's " + d.mismatch + (in.describe().empty() ? "" : " (at " + in.describe() + ")"));
     r.max_abs = std::max(r.max_abs, d.error());
     r.check_ok = r.check_ok && d.within();

@@ -33,8 +33,9 @@ struct CompileOptions {
   // allclose: |plan - reference| <= atol + rtol |reference|; unset, the precision mode's
   // (Precision::tolerance: fp16 plans differ from the fp32 model by fp16's rounding).
   std::optional<Tolerance> check_tolerance;
-  Tolerance tolerance() const {
-    return check_tolerance.value_or(optimize.write_precision ? optimize.cost.precision.tolerance() : Tolerance{});
+  // `quantized`: the model quantizes activations (quantizes_activations).
+  Tolerance tolerance(bool quantized) const {
+    return check_tolerance.value_or(optimize.cost.precision.check_tolerance(optimize.write_precision, quantized));
   }
   std::map<std::string, HostTensor> check_inputs;  // inputs the check takes as given (--check-input)
   // Called with each stage's model (and per-node notes for lowering): --dump-graph.

@@ -1,11 +1,13 @@
 #include "ascend/precision_mode.h"
 
+#include <algorithm>
 #include <climits>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <onnx/defs/schema.h>
 #include <sstream>
 
+#include "eval/numerical_check.h"
 #include "ir/node.h"
 #include "onnx/validate.h"
 #include "util/error.h"
@@ -126,6 +128,16 @@ DType Precision::planned(std::string_view op_type, DType origin) const {
     case PrecisionMode::AllowMixPrecisionBf16: return list().classify(op_type) == MixClass::Black ? DType::F32 : low();
   }
   return origin;
+}
+
+Tolerance Precision::check_tolerance(bool computed, bool quantized) const {
+  Tolerance t = computed ? tolerance() : Tolerance{};
+  if (quantized) {
+    t.atol = std::max(t.atol, kQuantizedModelTolerance.atol);
+    t.rtol = std::max(t.rtol, kQuantizedModelTolerance.rtol);
+    t.min_cosine = kQuantizedModelTolerance.min_cosine;
+  }
+  return t;
 }
 
 Tolerance Precision::tolerance() const {

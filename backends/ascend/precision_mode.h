@@ -64,6 +64,10 @@ struct Precision {
   DType planned(std::string_view op_type, DType origin) const;
   // The check's default tolerance for plans in this mode against the fp32 model.
   Tolerance tolerance() const;
+  // The check's default for a model compiled in this mode: the mode's tolerance where the
+  // mode is computed (`computed`), fp32's otherwise, widened for a model that quantizes
+  // activations (`quantized`: kQuantizedModelTolerance).
+  Tolerance check_tolerance(bool computed, bool quantized) const;
   std::string name() const;
 };
 

@@ -66,20 +66,22 @@ int32_t weight_at(const HostTensor& w, int64_t i) {
 }
 
 // y[i, c] = float(acc[i, c] * scale[c]) + bias[c], over rows of `channels`.
-void dequantize_rows(float* y, const int32_t* acc, int64_t rows, int64_t channels, const std::vector<double>& scale, const HostTensor* bias) {
+void dequantize_rows(float* y, const int32_t* acc, int64_t rows, int64_t channels, const std::vector<double>& scale, const std::vector<float>& bias) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < channels; ++c) {
       const int64_t i = r * channels + c;
-      y[i] = static_cast<float>(static_cast<double>(acc[i]) * scale[static_cast<size_t>(c)]) +
-             (bias ? static_cast<float>(bias->real_at(c)) : 0.0f);
+      y[i] = static_cast<float>(static_cast<double>(acc[i]) * scale[static_cast<size_t>(c)]) + bias[static_cast<size_t>(c)];
     }
 }
 
-const HostTensor* float_bias(const KernelContext& ctx, size_t index, int64_t channels) {
-  if (!ctx.has_input(index)) return nullptr;
+// The float bias, one per output channel (zeros without one).
+std::vector<float> float_bias(const KernelContext& ctx, size_t index, int64_t channels) {
+  std::vector<float> v(static_cast<size_t>(channels), 0.0f);
+  if (!ctx.has_input(index)) return v;
   const HostTensor& b = ctx.input(index);
   if (b.size() != channels) ctx.fail("the bias holds " + std::to_string(b.size()) + " values, one per output channel (" + std::to_string(channels) + ")");
-  return &b;
+  for (int64_t c = 0; c < channels; ++c) v[static_cast<size_t>(c)] = static_cast<float>(b.real_at(c));
+  return v;
 }
 
 // Y = activation((A - za) sa x (B - zb) sb + Bias): A [..., K] 8-bit, B [K, N] 8-bit.
@@ -97,7 +99,7 @@ void quant_matmul(KernelContext& ctx) {
   std::vector<double> scale = per_channel_reals(ctx, ctx.input(4), n, "B's scale");
   for (double& s : scale) s *= a_scale;
   const std::vector<int32_t> b_zero = per_channel_ints(ctx, ctx.input(5), n, "B's zero point");
-  const HostTensor* bias = float_bias(ctx, 6, n);
+  const std::vector<float> bias = float_bias(ctx, 6, n);
   const std::vector<int16_t> ac = centred(a, a_zero);
   // B - zb, once per call: int16 rows the inner loop reads contiguously.
   std::vector<int16_t> bc(static_cast<size_t>(k * n));
@@ -141,7 +143,7 @@ void quant_conv(KernelContext& ctx) {
   std::vector<double> scale = per_channel_reals(ctx, ctx.input(4), m, "W's scale");
   for (double& s : scale) s *= x_scale;
   const std::vector<int32_t> w_zero = per_channel_ints(ctx, ctx.input(5), m, "W's zero point");
-  const HostTensor* bias = float_bias(ctx, 6, m);
+  const std::vector<float> bias = float_bias(ctx, 6, m);
   const HostTensor* residual = ctx.has_input(7) ? &ctx.input(7) : nullptr;
   if (residual && (residual->dtype() != DType::F32 || residual->dims() != std::vector<int64_t>{batch, m, oh, ow}))
     ctx.fail("the residual Z is " + residual->shape_string() + ", the output f32[" + std::to_string(batch) + "," + std::to_string(m) + "," +
@@ -181,7 +183,7 @@ void quant_conv(KernelContext& ctx) {
         }
         float* out = py + (b * m + channel) * spatial;
         const double s = scale[static_cast<size_t>(channel)];
-        const float bv = bias ? static_cast<float>(bias->real_at(channel)) : 0.0f;
+        const float bv = bias[static_cast<size_t>(channel)];
         for (int64_t i = 0; i < spatial; ++i) out[i] = static_cast<float>(static_cast<double>(a[i]) * s) + bv;
         if (residual) {
           const float* z = residual->data<float>() + (b * m + channel) * spatial;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <sstream>
 
 #include <omp.h>
@@ -193,13 +195,25 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
     std::lock_guard lock(cache.mutex);
     auto& slot = cache.plans[key];
     if (!slot) {
-      convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct, any(src_dims), any(wei_dims),
-                                     bias_md, any(dst_dims), strides, dil, pl, pr);
       primitive_attr attr;
       attr.set_scratchpad_mode(scratchpad_mode::user);
       attr.set_post_ops(ops);
-      convolution_forward::primitive_desc made(desc, attr, eng);
-      slot = std::make_shared<ConvPlan>(ConvPlan{made, convolution_forward(made)});
+      auto make = [&](const memory::desc& src_md, const memory::desc& dst_md) {
+        convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct, src_md, any(wei_dims), bias_md,
+                                       dst_md, strides, dil, pl, pr);
+        return convolution_forward::primitive_desc(desc, attr, eng);
+      };
+      // NC1HWC0 is oneDNN's nChw16c: where the machine has a jit kernel for it (AVX-512),
+      // the conv reads and writes the caller's bytes with no conversion around it. Left
+      // to choose, oneDNN would pick NHWC and cost two reorders per conv. Elsewhere (AVX2
+      // has no nChw16c kernel, only the reference loop) oneDNN picks.
+      std::optional<convolution_forward::primitive_desc> made;
+      if (fusion.x_blocked || fusion.y_blocked) {
+        auto in_place = make(fusion.x_blocked ? src_user_md : any(src_dims), fusion.y_blocked ? dst_user_md : any(dst_dims));
+        if (!std::string_view(in_place.impl_info_str()).starts_with("ref")) made = in_place;
+      }
+      if (!made) made = make(any(src_dims), any(dst_dims));
+      slot = std::make_shared<ConvPlan>(ConvPlan{*made, convolution_forward(*made)});
     }
     plan = slot;
   }

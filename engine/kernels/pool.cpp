@@ -3,9 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string_view>
+#include <type_traits>
+
+#include <omp.h>
 
 #include "kernels/conv.h"
 #include "kernels/dispatch.h"
+#include "kernels/onednn.h"
 
 namespace geopt {
 namespace {
@@ -70,6 +79,72 @@ void pool_2d(const T* px, T* py, int64_t* pi, int64_t planes, int64_t lanes, con
     }
 }
 
+// f32 pooling over two spatial axes, plain NCHW (lanes 1) or NC1HWC0 (lanes 16, oneDNN's
+// nChw16c, whose padding channels are zero and pool to zero), on one oneDNN pooling
+// primitive. Returns false where oneDNN's semantics differ from ONNX's or it has no
+// such pooling: dilations, and an average that counts padding with ceil_mode windows
+// that run past the end padding (ONNX leaves those positions out of the divisor).
+bool onednn_pool(Pool kind, const float* px, float* py, int64_t n, int64_t c, int64_t lanes,
+                 const WindowGeometry& g, bool include_pad) {
+  using namespace dnnl;
+  if (lanes != 1 && lanes != 16) return false;
+  memory::dims strides, kernel, pad_l, pad_r;
+  for (size_t i = 0; i < 2; ++i) {
+    if (g.dilations[i] != 1) return false;
+    // ceil_mode's last window may reach past the end padding: oneDNN takes it as padding.
+    const int64_t reach = (g.out[i] - 1) * g.strides[i] + g.kernel[i] - g.in[i] - g.pad_begin[i];
+    if (kind == Pool::Average && include_pad && reach != g.pad_end[i]) return false;
+    strides.push_back(g.strides[i]);
+    kernel.push_back(g.kernel[i]);
+    pad_l.push_back(g.pad_begin[i]);
+    pad_r.push_back(std::max<int64_t>(reach, 0));
+  }
+  const auto tag = lanes == 16 ? memory::format_tag::nChw16c : memory::format_tag::nchw;
+  const int64_t channels = c * lanes;
+  memory::desc src_md({n, channels, g.in[0], g.in[1]}, memory::data_type::f32, tag);
+  memory::desc dst_md({n, channels, g.out[0], g.out[1]}, memory::data_type::f32, tag);
+  const algorithm alg = kind == Pool::Max ? algorithm::pooling_max
+                        : include_pad     ? algorithm::pooling_avg_include_padding
+                                          : algorithm::pooling_avg_exclude_padding;
+  std::ostringstream key;
+  key << n << ',' << channels << ',' << g.in[0] << ',' << g.in[1] << ',' << lanes << ',' << static_cast<int>(alg);
+  for (const auto* v : {&strides, &kernel, &pad_l, &pad_r})
+    for (auto d : *v) key << ',' << d;
+  key << ";threads " << omp_get_max_threads();
+  struct Plan {
+    pooling_forward::primitive_desc pd;
+    pooling_forward primitive;
+  };
+  struct Cache {
+    std::mutex mutex;
+    std::map<std::string, std::shared_ptr<Plan>> plans;
+  };
+  static Cache cache;
+  std::shared_ptr<Plan> plan;
+  {
+    std::lock_guard lock(cache.mutex);
+    auto& slot = cache.plans[key.str()];
+    if (!slot) {
+      primitive_attr attr;
+      attr.set_scratchpad_mode(scratchpad_mode::user);
+      pooling_forward::desc desc(prop_kind::forward_inference, alg, src_md, dst_md, strides, kernel, pad_l, pad_r);
+      pooling_forward::primitive_desc pd(desc, attr, cpu_engine());
+      if (std::string_view(pd.impl_info_str()).starts_with("ref")) {
+        cache.plans.erase(key.str());  // the caller's loop is as fast as oneDNN's reference
+        return false;
+      }
+      slot = std::make_shared<Plan>(Plan{pd, pooling_forward(pd)});
+    }
+    plan = slot;
+  }
+  engine& eng = cpu_engine();
+  stream& s = cpu_stream();
+  memory src(src_md, eng, const_cast<float*>(px)), dst(dst_md, eng, py), scratchpad(plan->pd.scratchpad_desc(), eng);
+  plan->primitive.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
+  s.wait();
+  return true;
+}
+
 void pool(KernelContext& ctx, Pool kind) {
   const HostTensor& x = ctx.input(0);
   if (x.rank() < 3) ctx.fail("pooling needs an input of rank >= 3");
@@ -102,6 +177,8 @@ void pool(KernelContext& ctx, Pool kind) {
       WindowGeometry g2 = g;
       for (auto* v : {&g2.in, &g2.kernel, &g2.strides, &g2.dilations, &g2.pad_begin, &g2.pad_end, &g2.out}) v->resize(2);
       const int64_t lanes = sp == 3 ? g.in[2] : 1;
+      if constexpr (std::is_same_v<T, float>)
+        if (!pi && onednn_pool(kind, px, py, n, c, lanes, g2, include_pad)) return;
       if (kind == Pool::Max) pool_2d<Pool::Max>(px, py, pi, n * c, lanes, g2, include_pad);
       else pool_2d<Pool::Average>(px, py, pi, n * c, lanes, g2, include_pad);
       return;

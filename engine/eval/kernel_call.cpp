@@ -1,8 +1,6 @@
 #include "eval/kernel_call.h"
 
-#include <map>
-#include <mutex>
-
+#include "eval/derived_constant.h"
 #include "ir/value.h"
 #include "kernels/cast.h"
 #include "util/error.h"
@@ -14,25 +12,10 @@ namespace {
 // A constant's f32 copy, made once while the constant lives: a model in fp16 widens
 // its weights for every kernel call otherwise, and the copy, itself constant, lets the
 // kernels' own caches (reordered conv weights, unpacked FRACTAL_NZ) key on it.
-struct WideEntry {
-  std::weak_ptr<const void> owner;
-  HostTensor wide;
-};
-
 HostTensor widened_constant(const HostTensor& t) {
-  static std::mutex mutex;
-  static std::map<std::pair<const std::byte*, size_t>, WideEntry> cache;
-  const auto key = std::make_pair(t.raw(), t.nbytes());
-  {
-    std::lock_guard lock(mutex);
-    auto it = cache.find(key);
-    if (it != cache.end() && it->second.owner.lock() == t.storage() && it->second.wide.dims() == t.dims()) return it->second.wide;
-  }
-  HostTensor wide = cast_tensor(t, DType::F32).frozen();
-  std::lock_guard lock(mutex);
-  std::erase_if(cache, [](const auto& kv) { return kv.second.owner.expired(); });
-  cache.insert_or_assign(key, WideEntry{t.storage(), wide});
-  return wide;
+  std::string key = "f32 of " + dtype_name(t.dtype());
+  for (int64_t d : t.dims()) key += ' ' + std::to_string(d);
+  return *derived_constant<HostTensor>(t, key, [&] { return std::make_shared<const HostTensor>(cast_tensor(t, DType::F32).frozen()); });
 }
 
 }  // namespace
@@ -48,7 +31,7 @@ std::vector<HostTensor> call_kernel(const KernelInfo& kernel, const Node& node, 
     widened.reserve(inputs.size());
     for (auto& p : inputs)
       if (p && (p->dtype() == DType::F16 || p->dtype() == DType::BF16)) {
-        widened.push_back(p->is_constant() && p->storage() ? widened_constant(*p) : cast_tensor(*p, DType::F32));
+        widened.push_back(cacheable_constant(*p) ? widened_constant(*p) : cast_tensor(*p, DType::F32));
         p = &widened.back();
       }
   }

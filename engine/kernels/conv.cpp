@@ -16,6 +16,7 @@
 
 #include <omp.h>
 
+#include "eval/derived_constant.h"
 #include "kernels/dispatch.h"
 #include "kernels/onednn.h"
 #include "util/checked_size.h"
@@ -71,18 +72,9 @@ struct ConvPlan {
   dnnl::convolution_forward primitive;
 };
 
-// Weights reordered into the layout the primitive wants. Keyed by the constant's
-// storage, held weakly: an entry dies with its model, and a reused address
-// cannot match a dead entry.
-struct ReorderedWeights {
-  std::weak_ptr<const void> owner;
-  dnnl::memory memory;
-};
-
 struct ConvCache {
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<ConvPlan>> plans;
-  std::map<std::pair<const void*, std::string>, ReorderedWeights> weights;
 };
 
 ConvCache& conv_cache() {
@@ -231,18 +223,10 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   };
   memory src = prepare(pd.src_desc(), src_user_md, x.raw());
   memory wei;
-  if (w.is_constant() && pd.weights_desc() != wei_user_md) {
-    // Reordered once per weight, while the weight lives.
-    std::lock_guard lock(cache.mutex);
-    auto& entry = cache.weights[{w.raw(), key}];
-    if (entry.owner.expired() || entry.owner.lock() != w.storage()) {
-      std::erase_if(cache.weights, [](const auto& kv) { return kv.second.owner.expired(); });
-      ReorderedWeights fresh{w.storage(), prepare(pd.weights_desc(), wei_user_md, w.raw())};
-      cache.weights[{w.raw(), key}] = fresh;
-      wei = fresh.memory;
-    } else {
-      wei = entry.memory;
-    }
+  if (cacheable_constant(w) && pd.weights_desc() != wei_user_md) {
+    // Reordered once per weight and layout, while the weight lives.
+    const memory::desc want = pd.weights_desc();
+    wei = *derived_constant<memory>(w, "conv " + desc_bytes(want), [&] { return std::make_shared<const memory>(prepare(want, wei_user_md, w.raw())); });
   } else {
     wei = prepare(pd.weights_desc(), wei_user_md, w.raw());
   }

@@ -1,12 +1,17 @@
-// FusedMatMul's body on one oneDNN matmul primitive: the bias and the activation are
-// post-ops, applied while each tile of the product is still in cache.
+// FusedMatMul's body on oneDNN matmul primitives: the bias and the activation are
+// post-ops, applied while each tile of the product is still in cache. A constant B (a
+// weight) is reordered once into the layout the primitive prefers and kept while the
+// weight lives, as ONNX Runtime prepacks its MatMul weights: a plain B is repacked by
+// the primitive on every call (BERT-base's FFN product took twice as long).
+#include <cstring>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include <omp.h>
 
+#include "eval/derived_constant.h"
 #include "kernels/broadcast.h"
 #include "kernels/linalg.h"
 #include "kernels/onednn.h"
@@ -14,17 +19,88 @@
 namespace geopt {
 namespace {
 
+using dnnl::memory;
+using dt = memory::data_type;
+
 struct MatMulPlan {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul primitive;
 };
 
+// One product's operands: dims as oneDNN takes them (equal ranks, batch dims broadcast),
+// and the bytes. `weight_owner` is set when B is a constant (it may be packed).
+struct Product {
+  memory::dims src, wei, dst, bias;  // bias empty: none
+  const std::byte* a = nullptr;
+  const std::byte* b = nullptr;
+  const std::byte* bias_data = nullptr;
+  std::byte* y = nullptr;
+  std::shared_ptr<const void> weight_owner;
+};
+
+std::string dims_key(const memory::dims& d) {
+  std::string s;
+  for (auto v : d) s += std::to_string(v) + ',';
+  return s + ';';
+}
+
+std::shared_ptr<MatMulPlan> plan_for(const KernelContext& ctx, const Product& p, const std::string& activation,
+                                     const std::vector<float>& params) {
+  const size_t rank = p.dst.size();
+  const bool packed = p.weight_owner != nullptr;
+  const std::string key = dims_key(p.src) + dims_key(p.wei) + dims_key(p.dst) + dims_key(p.bias) + (packed ? "packed;" : ";") +
+                          activation_key(activation, params) + ";threads " + std::to_string(omp_get_max_threads());
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<MatMulPlan>> plans;
+  std::lock_guard lock(mutex);
+  auto& slot = plans[key];
+  if (!slot) {
+    dnnl::post_ops ops;
+    append_activation(ctx, ops, activation, params);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // each run its own: streams run at once
+    attr.set_post_ops(ops);
+    const memory::desc wei_md(p.wei, dt::f32, packed ? memory::format_tag::any : row_major_tag(rank));
+    const memory::desc bias_md = p.bias.empty() ? memory::desc() : memory::desc(p.bias, dt::f32, row_major_tag(rank));
+    dnnl::matmul::desc desc(memory::desc(p.src, dt::f32, row_major_tag(rank)), wei_md, bias_md, memory::desc(p.dst, dt::f32, row_major_tag(rank)));
+    dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+    slot = std::make_shared<MatMulPlan>(MatMulPlan{pd, dnnl::matmul(pd)});
+  }
+  return slot;
+}
+
+void run(const KernelContext& ctx, const Product& p, const std::string& activation, const std::vector<float>& params) {
+  const size_t rank = p.dst.size();
+  std::shared_ptr<MatMulPlan> plan = plan_for(ctx, p, activation, params);
+  dnnl::engine& eng = cpu_engine();
+  dnnl::stream& s = cpu_stream();
+  const memory::desc plain_wei(p.wei, dt::f32, row_major_tag(rank));
+  memory wei(plain_wei, eng, const_cast<std::byte*>(p.b));
+  std::shared_ptr<const memory> packed;
+  if (p.weight_owner && plan->pd.weights_desc() != plain_wei) {
+    // One packed copy per weight and layout, shared by every row count that wants it.
+    const memory::desc want = plan->pd.weights_desc();
+    packed = std::static_pointer_cast<const memory>(derived_constant(p.b, p.weight_owner, "matmul " + dims_key(p.wei) + desc_bytes(want), [&] {
+      auto to = std::make_shared<memory>(want, eng);
+      dnnl::reorder(wei, *to).execute(s, wei, *to);
+      s.wait();
+      return std::shared_ptr<const void>(to);
+    }));
+    wei = *packed;
+  }
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory({p.src, dt::f32, row_major_tag(rank)}, eng, const_cast<std::byte*>(p.a))},
+                                       {DNNL_ARG_WEIGHTS, wei},
+                                       {DNNL_ARG_DST, memory({p.dst, dt::f32, row_major_tag(rank)}, eng, p.y)},
+                                       {DNNL_ARG_SCRATCHPAD, memory(plan->pd.scratchpad_desc(), eng)}};
+  if (!p.bias.empty()) args[DNNL_ARG_BIAS] = memory({p.bias, dt::f32, row_major_tag(rank)}, eng, const_cast<std::byte*>(p.bias_data));
+  plan->primitive.execute(s, args);
+  s.wait();
+}
+
 }  // namespace
 
 std::optional<HostTensor> fused_matmul_f32(const KernelContext& ctx, const HostTensor& a, const HostTensor& b, const HostTensor* bias,
                                            const std::string& activation, const std::vector<float>& params, bool is_output) {
-  using namespace dnnl;
-  using dt = memory::data_type;
   if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || (bias && bias->dtype() != DType::F32)) return std::nullopt;
   if (a.rank() < 2 || b.rank() < 2 || a.rank() > 6 || b.rank() > 6) return std::nullopt;  // vectors: numpy's promotion
   const int64_t m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
@@ -32,74 +108,73 @@ std::optional<HostTensor> fused_matmul_f32(const KernelContext& ctx, const HostT
   std::vector<int64_t> batch;
   if (!broadcast_shape({{a.dims().begin(), a.dims().end() - 2}, {b.dims().begin(), b.dims().end() - 2}}, batch))
     ctx.fail("MatMul batch dims do not broadcast");
-  if (bias) {  // one value per column, however many unit dims lead
-    for (size_t d = 0; d + 1 < bias->rank(); ++d)
-      if (bias->dims()[d] != 1) return std::nullopt;
-    if (bias->rank() == 0 || bias->dim(-1) != n || bias->rank() > batch.size() + 2) return std::nullopt;
-  }
   std::vector<int64_t> out = batch;
   out.push_back(m);
   out.push_back(n);
+  const size_t rank = out.size();
+  auto padded = [&](const std::vector<int64_t>& d) {
+    memory::dims p(rank - d.size(), 1);
+    p.insert(p.end(), d.begin(), d.end());
+    return p;
+  };
+  // The bias: one row of n values, shared by every batch or one per batch (Q/K/V
+  // products stacked along a leading axis carry their three biases that way).
+  memory::dims bias_dims;
+  bool bias_per_batch = false;
+  if (bias) {
+    if (bias->rank() == 0 || bias->rank() > rank || bias->dim(-1) != n) return std::nullopt;
+    bias_dims = padded(bias->dims());
+    if (bias_dims[rank - 2] != 1) return std::nullopt;
+    bool shared = true, full = true;
+    for (size_t d = 0; d + 2 < rank; ++d) {
+      shared = shared && bias_dims[d] == 1;
+      full = full && bias_dims[d] == out[d];
+    }
+    if (!shared && !full) return std::nullopt;
+    bias_per_batch = !shared;
+  }
   HostTensor y = is_output ? ctx.new_output(0, DType::F32, out) : HostTensor::uninitialized(DType::F32, out);
   if (y.size() == 0) return y;
   if (k == 0) return std::nullopt;  // nothing to multiply: the plain path writes the bias alone
 
-  // One weight for every batch: one tall product of A's rows.
-  memory::dims src_dims, wei_dims, dst_dims;
-  if (b.rank() == 2) {
-    src_dims = {a.size() / k, k};
-    wei_dims = {k, n};
-    dst_dims = {a.size() / k, n};
-  } else {
-    const size_t r = out.size();
-    auto padded = [&](const std::vector<int64_t>& d) {
-      memory::dims p(r - d.size(), 1);
-      p.insert(p.end(), d.begin(), d.end());
-      return p;
-    };
-    src_dims = padded(a.dims());
-    wei_dims = padded(b.dims());
-    dst_dims = memory::dims(out.begin(), out.end());
-  }
-  const size_t rank = dst_dims.size();
-  memory::dims bias_dims(rank, 1);
-  bias_dims.back() = n;
-  memory::desc src_md(src_dims, dt::f32, row_major_tag(rank)), wei_md(wei_dims, dt::f32, row_major_tag(rank));
-  memory::desc dst_md(dst_dims, dt::f32, row_major_tag(rank));
-  memory::desc bias_md = bias ? memory::desc(bias_dims, dt::f32, row_major_tag(rank)) : memory::desc();
-
-  std::ostringstream key_stream;
-  for (const auto* v : {&src_dims, &wei_dims, &dst_dims}) {
-    for (auto d : *v) key_stream << d << ',';
-    key_stream << ';';
-  }
-  key_stream << (bias ? "bias;" : ";") << activation_key(activation, params) << ";threads " << omp_get_max_threads();
-  static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<MatMulPlan>> plans;
-  std::shared_ptr<MatMulPlan> plan;
-  {
-    std::lock_guard lock(mutex);
-    auto& slot = plans[key_stream.str()];
-    if (!slot) {
-      post_ops ops;
-      append_activation(ctx, ops, activation, params);
-      primitive_attr attr;
-      attr.set_scratchpad_mode(scratchpad_mode::user);  // each run its own: streams run at once
-      attr.set_post_ops(ops);
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md), attr, cpu_engine());
-      slot = std::make_shared<MatMulPlan>(MatMulPlan{pd, dnnl::matmul(pd)});
+  int64_t batches = 1;
+  for (int64_t d : batch) batches *= d;
+  const int64_t a_batches = a.size() / (m * k), b_batches = b.size() / (k * n);
+  const std::shared_ptr<const void> owner = cacheable_constant(b) ? b.storage() : nullptr;
+  Product p;
+  p.a = a.raw();
+  p.b = b.raw();
+  p.bias_data = bias ? bias->raw() : nullptr;
+  p.y = y.mutable_raw();
+  p.weight_owner = owner;
+  if (b_batches == 1 || (a_batches == 1 && b_batches == batches)) {
+    // One weight for every batch (one tall product of A's rows), or one input times a
+    // stack of weights (one product per weight, each packed on its own).
+    const int64_t rows = a_batches == 1 && b_batches > 1 ? m : a.size() / k;
+    p.src = {rows, k};
+    p.wei = {k, n};
+    p.dst = {rows, n};
+    if (bias) p.bias = {1, n};
+    const int64_t slices = b_batches == 1 ? 1 : b_batches;
+    if (b_batches == 1 && bias_per_batch && batches > 1) return std::nullopt;  // a bias per batch over one tall product: the plain path
+    for (int64_t i = 0; i < slices; ++i) {
+      p.b = b.raw() + i * k * n * static_cast<int64_t>(sizeof(float));
+      p.bias_data = bias ? bias->raw() + (bias_per_batch ? i * n * static_cast<int64_t>(sizeof(float)) : 0) : nullptr;
+      p.y = y.mutable_raw() + i * rows * n * static_cast<int64_t>(sizeof(float));
+      run(ctx, p, activation, params);
     }
-    plan = slot;
+    return y;
   }
-  engine& eng = cpu_engine();
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(src_md, eng, const_cast<std::byte*>(a.raw()))},
-                                       {DNNL_ARG_WEIGHTS, memory(wei_md, eng, const_cast<std::byte*>(b.raw()))},
-                                       {DNNL_ARG_DST, memory(dst_md, eng, y.mutable_raw())},
-                                       {DNNL_ARG_SCRATCHPAD, memory(plan->pd.scratchpad_desc(), eng)}};
-  if (bias) args[DNNL_ARG_BIAS] = memory(bias_md, eng, const_cast<std::byte*>(bias->raw()));
-  stream& s = cpu_stream();
-  plan->primitive.execute(s, args);
-  s.wait();
+  // Batched products (attention's scores): one primitive over the broadcast batch.
+  if (bias_per_batch) return std::nullopt;
+  p.src = padded(a.dims());
+  p.wei = padded(b.dims());
+  p.dst = memory::dims(out.begin(), out.end());
+  if (bias) {
+    p.bias = memory::dims(rank, 1);
+    p.bias.back() = n;
+  }
+  run(ctx, p, activation, params);
   return y;
 }
 

@@ -52,6 +52,8 @@ void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std:
   }
 }
 
+std::string desc_bytes(const dnnl::memory::desc& d) { return std::string(reinterpret_cast<const char*>(&d.data), sizeof(d.data)); }
+
 std::string activation_key(const std::string& name, const std::vector<float>& params) {
   std::ostringstream key;
   key << name << std::hexfloat;  // exact: two params never share a key

@@ -21,7 +21,10 @@ dnnl::memory::format_tag row_major_tag(size_t rank);
 // A fused kernel's activation (docs/OPS.md) as a oneDNN eltwise post-op; "none" adds
 // nothing. Unknown names and wrong parameter counts fail as the kernel's error.
 void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std::string& name, const std::vector<float>& params);
-// A stable text of the same, for primitive cache keys.
+// The bytes of a memory descriptor (a plain C struct in oneDNN 2.x), for cache keys: two
+// descriptors with the same bytes describe the same layout.
+std::string desc_bytes(const dnnl::memory::desc& d);
+// A stable text of a fused kernel's activation, for primitive cache keys.
 std::string activation_key(const std::string& name, const std::vector<float>& params);
 
 }  // namespace geopt

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cmath>
 
+#include "eval/derived_constant.h"
 #include "eval/kernel.h"
 #include "kernels/activation.h"
 #include "kernels/conv.h"
@@ -101,9 +102,22 @@ void quant_matmul(KernelContext& ctx) {
   const std::vector<int32_t> b_zero = per_channel_ints(ctx, ctx.input(5), n, "B's zero point");
   const std::vector<float> bias = float_bias(ctx, 6, n);
   const std::vector<int16_t> ac = centred(a, a_zero);
-  // B - zb, once per call: int16 rows the inner loop reads contiguously.
-  std::vector<int16_t> bc(static_cast<size_t>(k * n));
-  for (int64_t i = 0; i < k * n; ++i) bc[static_cast<size_t>(i)] = static_cast<int16_t>(weight_at(b, i) - b_zero[static_cast<size_t>(i % n)]);
+  // B - zb as int16 rows the inner loop reads contiguously: once per weight while it
+  // lives (keyed by the zero points too), once per call for a B computed at run time.
+  auto centre_b = [&] {
+    auto c = std::make_shared<std::vector<int16_t>>(static_cast<size_t>(k * n));
+    for (int64_t i = 0; i < k * n; ++i) (*c)[static_cast<size_t>(i)] = static_cast<int16_t>(weight_at(b, i) - b_zero[static_cast<size_t>(i % n)]);
+    return std::shared_ptr<const std::vector<int16_t>>(std::move(c));
+  };
+  std::shared_ptr<const std::vector<int16_t>> centred_b;
+  if (cacheable_constant(b)) {
+    std::string key = "int16 centred " + std::to_string(k) + 'x' + std::to_string(n) + " by";
+    for (int32_t z : b_zero) key += ' ' + std::to_string(z);
+    centred_b = derived_constant<std::vector<int16_t>>(b, key, centre_b);
+  } else {
+    centred_b = centre_b();
+  }
+  const std::vector<int16_t>& bc = *centred_b;
   std::vector<int32_t> acc(static_cast<size_t>(m * n), 0);
 #pragma omp parallel for if (m * n * k > (1 << 16))
   for (int64_t r = 0; r < m; ++r) {

@@ -71,9 +71,6 @@ struct RecurrentCache {
   std::map<std::string, CachedWeights> weights;
 };
 
-// The bytes of a memory descriptor (a plain C struct in oneDNN 2.x), for keys.
-std::string desc_bytes(const memory::desc& d) { return std::string(reinterpret_cast<const char*>(&d.data), sizeof(d.data)); }
-
 RecurrentCache& recurrent_cache() {
   static RecurrentCache cache;
   return cache;

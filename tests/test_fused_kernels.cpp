@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <random>
 
 #include "ascend/layout.h"
 #include "eval/evaluator.h"
@@ -313,6 +314,58 @@ TEST_CASE("FusedConv in NC1HWC0 equals Conv on every path, padding channels incl
     })",
               {{"res_f", "res_r"}, {"first_f", "first_r"}, {"dw_f", "dw_r"}, {"gelu_f", "gelu_r"}, {"mish_f", "mish_r"}, {"quick_f", "quick_r"},
                {"sig_f", "sig_r"}, {"clip_f", "clip_r"}}, 1e-5);
+}
+
+TEST_CASE("a 3x3 conv of many channels (Winograd where the machine has it) equals the direct sum, in NCHW and in NC1HWC0") {
+  // 64 channels, stride 1: the shape the host kernel runs as Winograd F(2x2, 3x3) on
+  // AVX-512. The reference is the conv's definition summed in double here, not another
+  // oneDNN conv. Weights at He scale, so outputs are about 1 and 1e-5 is tight.
+  constexpr int64_t C = 64, M = 80, H = 9, W = 11;
+  onnx::ModelProto proto = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[1,64,9,11] x, float[80,64,3,3] w, float[80] b, float[1,80,9,11] z) => (float[1,80,9,11] plain, float[1,5,9,11,16] blocked) {
+      plain = Conv <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (x, w, b)
+      x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
+      z5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (z)
+      blocked = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [3, 3], pads = [1, 1, 1, 1], activation = "Relu"> (x5, w, b, z5)
+    })");
+  fs::path p = test::scratch_dir("fused") / "winograd.onnx";
+  test::save_model(proto, p);
+  Model model = import_onnx(p);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  auto fill = [&](std::vector<int64_t> dims, float scale) {
+    HostTensor t(DType::F32, std::move(dims));
+    for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = unit(rng) * scale;
+    return t;
+  };
+  std::map<std::string, HostTensor> in{{"x", fill({1, C, H, W}, 1.0f)}, {"w", fill({M, C, 3, 3}, 1.0f / std::sqrt(9.0f * C))},
+                                       {"b", fill({M}, 0.1f)}, {"z", fill({1, M, H, W}, 1.0f)}};
+  NamedTensors outs = Evaluator(model).run(in);
+  std::map<std::string, HostTensor> by_name(outs.begin(), outs.end());
+  const float* x = in.at("x").data<float>();
+  const float* w = in.at("w").data<float>();
+  const float* b = in.at("b").data<float>();
+  const float* z = in.at("z").data<float>();
+  const float* plain = by_name.at("plain").data<float>();
+  const float* blocked = by_name.at("blocked").data<float>();
+  double worst_plain = 0, worst_blocked = 0;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t r = 0; r < H; ++r)
+      for (int64_t c = 0; c < W; ++c) {
+        double sum = b[m];
+        for (int64_t ic = 0; ic < C; ++ic)
+          for (int64_t i = 0; i < 3; ++i)
+            for (int64_t j = 0; j < 3; ++j) {
+              const int64_t rr = r + i - 1, cc = c + j - 1;
+              if (rr >= 0 && rr < H && cc >= 0 && cc < W) sum += double(x[(ic * H + rr) * W + cc]) * w[((m * C + ic) * 3 + i) * 3 + j];
+            }
+        const int64_t at = (m * H + r) * W + c;
+        worst_plain = std::max(worst_plain, std::fabs(plain[at] - sum));
+        const double fused = std::max(0.0, sum + z[at]);
+        worst_blocked = std::max(worst_blocked, std::fabs(blocked[((m / 16) * H * W + r * W + c) * 16 + m % 16] - fused));
+      }
+  CHECK(worst_plain <= 1e-5);
+  CHECK(worst_blocked <= 1e-5);
 }
 
 TEST_CASE("FRACTAL_Z and FRACTAL_NZ put each element where CANN does, pad with zeros, and convert back") {

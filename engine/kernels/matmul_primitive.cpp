@@ -58,7 +58,7 @@ std::shared_ptr<MatMulPlan> plan_for(const KernelContext& ctx, const Product& p,
     dnnl::post_ops ops;
     append_activation(ctx, ops, activation, params);
     dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // each run its own: streams run at once
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // the calling thread's: streams run at once
     attr.set_post_ops(ops);
     const memory::desc wei_md(p.wei, dt::f32, packed ? memory::format_tag::any : row_major_tag(rank));
     const memory::desc bias_md = p.bias.empty() ? memory::desc() : memory::desc(p.bias, dt::f32, row_major_tag(rank));
@@ -91,7 +91,7 @@ void run(const KernelContext& ctx, const Product& p, const std::string& activati
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory({p.src, dt::f32, row_major_tag(rank)}, eng, const_cast<std::byte*>(p.a))},
                                        {DNNL_ARG_WEIGHTS, wei},
                                        {DNNL_ARG_DST, memory({p.dst, dt::f32, row_major_tag(rank)}, eng, p.y)},
-                                       {DNNL_ARG_SCRATCHPAD, memory(plan->pd.scratchpad_desc(), eng)}};
+                                       {DNNL_ARG_SCRATCHPAD, thread_scratchpad(plan->pd.scratchpad_desc())}};
   if (!p.bias.empty()) args[DNNL_ARG_BIAS] = memory({p.bias, dt::f32, row_major_tag(rank)}, eng, const_cast<std::byte*>(p.bias_data));
   plan->primitive.execute(s, args);
   s.wait();

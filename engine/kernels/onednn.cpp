@@ -1,5 +1,8 @@
 #include "kernels/onednn.h"
 
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <sstream>
 
 namespace geopt {
@@ -12,6 +15,22 @@ dnnl::engine& cpu_engine() {
 dnnl::stream& cpu_stream() {
   thread_local dnnl::stream stream(cpu_engine());
   return stream;
+}
+
+dnnl::memory thread_scratchpad(const dnnl::memory::desc& desc) {
+  struct Buffer {
+    std::unique_ptr<std::byte, void (*)(void*)> bytes{nullptr, std::free};
+    size_t size = 0;
+  };
+  thread_local Buffer buffer;
+  const size_t need = desc.get_size();
+  if (need > buffer.size) {
+    const size_t size = (need + 4095) / 4096 * 4096;  // aligned_alloc wants a multiple of the alignment
+    buffer.bytes.reset(static_cast<std::byte*>(std::aligned_alloc(4096, size)));
+    if (!buffer.bytes) throw std::bad_alloc();
+    buffer.size = size;
+  }
+  return dnnl::memory(desc, cpu_engine(), need ? buffer.bytes.get() : nullptr);
 }
 
 dnnl::memory::format_tag row_major_tag(size_t rank) {

@@ -14,6 +14,12 @@ dnnl::engine& cpu_engine();
 // This thread's stream on cpu_engine() (oneDNN streams are not shared across threads).
 dnnl::stream& cpu_stream();
 
+// A scratchpad for one primitive call on this thread: a buffer kept per thread and grown
+// as needed, so a call pays no allocation (a fresh one of a few MB is page-faulted in
+// on every call). Valid until this thread's next call; primitives run to completion
+// (stream wait) before their kernel returns, so one buffer per thread suffices.
+dnnl::memory thread_scratchpad(const dnnl::memory::desc& desc);
+
 // The dense row-major layout of a tensor of `rank` dims (1 to 6): ab, abc, ... (a grouped
 // conv's goihw is abcde).
 dnnl::memory::format_tag row_major_tag(size_t rank);

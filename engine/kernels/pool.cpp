@@ -139,7 +139,7 @@ bool onednn_pool(Pool kind, const float* px, float* py, int64_t n, int64_t c, in
   }
   engine& eng = cpu_engine();
   stream& s = cpu_stream();
-  memory src(src_md, eng, const_cast<float*>(px)), dst(dst_md, eng, py), scratchpad(plan->pd.scratchpad_desc(), eng);
+  memory src(src_md, eng, const_cast<float*>(px)), dst(dst_md, eng, py), scratchpad = thread_scratchpad(plan->pd.scratchpad_desc());
   plan->primitive.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
   s.wait();
   return true;

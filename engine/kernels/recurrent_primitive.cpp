@@ -250,7 +250,7 @@ RecurrentResult run_recurrent_primitive(const RecurrentProblem& p) {
         {DNNL_ARG_BIAS, weights.bias},
         {DNNL_ARG_DST_LAYER, memory(memory::desc({T, N, H}, dt::f32, tag::tnc), eng, y.mutable_raw())},
         {DNNL_ARG_DST_ITER, memory(state, eng, yh)},
-        {DNNL_ARG_SCRATCHPAD, memory(plan->pd.query_md(query::scratchpad_md), eng)}};
+        {DNNL_ARG_SCRATCHPAD, thread_scratchpad(plan->pd.query_md(query::scratchpad_md))}};
     if (lstm) {
       args[DNNL_ARG_SRC_ITER_C] = memory(state, eng, c0.mutable_raw());
       args[DNNL_ARG_DST_ITER_C] = memory(state, eng, yc);

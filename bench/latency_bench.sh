@@ -9,7 +9,10 @@
 # Each round times every side RUNS times (after 2 warm-up runs) and takes the median;
 # the sides take turns within a round, so a slow spell of a shared machine falls on
 # all of them. The table gives the median over ROUNDS of each side's round medians,
-# and the ratios of those medians.
+# and the ratios of those medians. "streams / one stream" is measured apart, in one
+# process (bench/plan_ab_bench.cpp): the two plans' runs interleaved, RUNS x ROUNDS
+# pairs, the median of the per-pair ratios (a few percent separate the two, less than
+# the spread between separate processes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
@@ -20,6 +23,7 @@ models=("$@")
 [[ ${#models[@]} -gt 0 ]] || models=(resnet50_op13 mobilenetv2_op13 bert_base_op13 gpt2_small_op13)
 warmup=2
 geopt=$build/cli/geopt
+ab_bench=$build/bench/geopt_plan_ab_bench
 out=bench/out
 work=$out/latency
 mkdir -p "$work"
@@ -46,7 +50,7 @@ geopt_ms() {
     /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["run_ms"])'
 }
 
-echo "| model | threads | ONNX Runtime (ms) | geopt original (ms) | geopt optimized (ms) | plan (ms) | plan on one stream (ms) | plan / ORT | optimized / original | plan / one stream |"
+echo "| model | threads | ONNX Runtime (ms) | geopt original (ms) | geopt optimized (ms) | plan (ms) | plan on one stream (ms) | plan / ORT | optimized / original | streams / one stream (interleaved) |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for model in "${models[@]}"; do
   src=$(model_path "$model")
@@ -71,12 +75,13 @@ for model in "${models[@]}"; do
       one_stream+=("$(geopt_ms "$single" "$threads")")
     done
     streams=$("$geopt" plan dump "$plan" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["stream_count"])')
+    interleaved=$("$ab_bench" "$single" "$plan" "$inputs" "$threads" $((runs * rounds)) | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["b_over_a"])')
     /usr/bin/python3 - "$model" "$threads" "$streams" "$(median "${ort[@]}")" "$(median "${original[@]}")" "$(median "${optimized[@]}")" \
-      "$(median "${planned[@]}")" "$(median "${one_stream[@]}")" <<'EOF'
+      "$(median "${planned[@]}")" "$(median "${one_stream[@]}")" "$interleaved" <<'EOF'
 import sys
 model, threads, streams = sys.argv[1:4]
-o, g, z, p, s = map(float, sys.argv[4:9])
-print(f"| {model} | {threads} | {o:.1f} | {g:.1f} | {z:.1f} | {p:.1f} ({streams} streams) | {s:.1f} | {p / o:.2f} | {z / g:.2f} | {p / s:.2f} |")
+o, g, z, p, s, ab = map(float, sys.argv[4:10])
+print(f"| {model} | {threads} | {o:.1f} | {g:.1f} | {z:.1f} | {p:.1f} ({streams} streams) | {s:.1f} | {p / o:.2f} | {z / g:.2f} | {ab:.3f} |")
 EOF
   done
 done

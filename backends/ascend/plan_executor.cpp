@@ -378,26 +378,34 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
     // would (a second team would spin against the first on the same cores), and each
     // kernel gets them all. On the host the streams take turns in an order the events
     // allow: another stream hands its next kernel over once its waits are met.
+    // Each waiter has its own condition variable and is woken only when it can go on:
+    // waking every stream thread after every kernel took the cores from the kernels'
+    // OpenMP team (ResNet-50 on 4 streams ran 7% slower than on one).
     std::mutex mutex;
-    std::condition_variable changed;
-    std::exception_ptr failure;
+    std::condition_variable runner_wake;
     const size_t streams = c.stream_kernels.size();
+    std::vector<std::condition_variable> stream_wake(streams);
+    std::exception_ptr failure;
     constexpr size_t kNone = SIZE_MAX;
     size_t slot = kNone;  // the kernel another stream handed over to run
     std::vector<char> done(kernel_count, 0);
     std::vector<size_t> next(streams, 0);  // each stream's next kernel (index in its list)
     auto ready = [&](size_t s) { return next[s] < c.stream_kernels[s].size() && waits_met(c.stream_kernels[s][next[s]]); };
+    auto wake_all = [&] {
+      runner_wake.notify_all();
+      for (auto& w : stream_wake) w.notify_all();
+    };
     auto stream_main = [&](size_t s) {
       std::unique_lock lock(mutex);
       for (size_t k : c.stream_kernels[s]) {
-        changed.wait(lock, [&] { return failure || (slot == kNone && waits_met(k)); });
+        stream_wake[s].wait(lock, [&] { return failure || (slot == kNone && waits_met(k)); });
         if (failure) return;
         slot = k;
-        changed.notify_all();
-        changed.wait(lock, [&] { return failure || done[k]; });
+        runner_wake.notify_one();
+        stream_wake[s].wait(lock, [&] { return failure || done[k]; });
         if (failure) return;
         ++next[s];
-        changed.notify_all();  // the runner may be waiting to see whether anyone can go on
+        runner_wake.notify_one();  // the runner may be waiting to see whether anyone can go on
       }
     };
     std::vector<std::thread> threads;
@@ -411,8 +419,8 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       {
         std::lock_guard lock(mutex);
         if (!finished && !failure) failure = std::make_exception_ptr(Error("plan: the run stopped before every kernel ran"));
+        wake_all();
       }
-      changed.notify_all();
       for (auto& t : threads)
         if (t.joinable()) t.join();
     }};
@@ -427,14 +435,14 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
             if (ready(s)) return false;
           return true;
         };
-        changed.wait(lock, [&] { return slot != kNone || (streams && ready(0)) || stalled(); });
+        runner_wake.wait(lock, [&] { return slot != kNone || (streams && ready(0)) || stalled(); });
         if (slot != kNone) {
           k = slot;
         } else if (streams && ready(0)) {
           k = c.stream_kernels[0][next[0]++];
         } else {
           failure = std::make_exception_ptr(Error("plan: every stream waits on an event nobody records (deadlock)"));
-          changed.notify_all();
+          wake_all();
           break;
         }
       }
@@ -443,7 +451,7 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       } catch (...) {
         std::lock_guard lock(mutex);
         failure = std::current_exception();
-        changed.notify_all();
+        wake_all();
         break;
       }
       std::lock_guard lock(mutex);
@@ -451,7 +459,10 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       done[k] = 1;
       if (slot == k) slot = kNone;
       finished = ran + 1 == kernel_count;
-      changed.notify_all();
+      // Wake the streams that can go on now: the one whose kernel just ran, and those
+      // whose next kernel's events are all recorded.
+      for (size_t s = 1; s < streams; ++s)
+        if (ready(s)) stream_wake[s].notify_one();
     }
     if (kernel_count == 0) finished = true;
     join_streams.stop();

@@ -184,6 +184,25 @@ TEST_CASE("the memory plan: views share bytes, in-place reuse, no reuse when dis
   CHECK_THROWS_WITH_AS(ascend::validate_memory_plan(broken), doctest::Contains("are alive together and share bytes"), Error);
 }
 
+TEST_CASE("a FusedConv's output takes its residual's bytes: a ResNet's residual stream stays in one buffer, and the plan computes the model") {
+  Model m = import_onnx(test::examples_dir() / "resnet18_narrow_op13.onnx");
+  auto rules = test::load_rules({test::shipped_rules()});
+  Lowered l = lower(m, rules.get());
+  int residual_convs = 0, over_residual = 0;
+  for (const auto& k : l.plan.kernels()) {
+    if (k.op_type() != "FusedConv" || k.inputs_size() < 4 || k.inputs(3).absent()) continue;
+    ++residual_convs;
+    const auto& residual = k.inputs(3);
+    const auto& out = k.outputs(0);
+    if (residual.region() == out.region() && residual.offset() == out.offset()) ++over_residual;
+  }
+  REQUIRE(residual_convs > 0);
+  // Every residual dies at its conv in a ResNet's basic blocks.
+  CHECK(over_residual == residual_convs);
+  CHECK(l.memory.in_place >= static_cast<size_t>(residual_convs));
+  for (auto schedule : {ascend::StreamSchedule::threads, ascend::StreamSchedule::adversarial}) CHECK(plan_error(l.plan, m, schedule) <= 1e-4);
+}
+
 TEST_CASE("a Split along an outer axis is a view: each piece at its offset in the input's bytes, the plan still computes the model") {
   // BERT's Q, K and V as one product [3, S, H] (QKVMergeBiased), split along the first axis.
   auto rules = test::load_rules({test::shipped_rules()});

@@ -15,13 +15,17 @@ namespace {
 
 size_t align_up(size_t n) { return std::max<size_t>(1, (n + kMemoryAlignment - 1) / kMemoryAlignment) * kMemoryAlignment; }
 
-// Ops whose kernels read every input before writing the output, so the output
-// may take the bytes of an input that dies at that node.
-bool may_run_in_place(const Node& n) {
+// The inputs whose bytes a node's output may take when they die at that node: every
+// input of an elementwise op (its kernel reads each element before writing it), and
+// FusedConv's residual (input 3: the conv adds it where it writes, KernelContext::
+// new_output), which keeps a ResNet's residual stream in one buffer with no copy.
+bool may_run_in_place(const Node& n, size_t input) {
   static const std::set<std::string> ops = {"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Log",
                                             "Sqrt", "Neg", "Abs", "Erf", "Clip", "LeakyRelu", "Pow", "Max", "Min",
                                             "HardSigmoid", "HardSwish", "Softplus", "Elu", "Reciprocal", "Where"};
-  return n.domain.empty() && n.outputs().size() == 1 && ops.count(n.op_type);
+  if (n.outputs().size() != 1) return false;
+  if (n.domain.empty()) return ops.count(n.op_type) > 0;
+  return n.domain == kGeoptDomain && n.op_type == "FusedConv" && input == 3;
 }
 
 // For each buffer, the buffers whose lifetimes overlap it: a sweep in order of first
@@ -197,9 +201,10 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
       // residual stream then stays in one buffer instead of hopping between two
       // whose lifetimes overlap by a step (which fragments the pool).
       const Value* host = nullptr;
-      if (options.reuse && !apart && may_run_in_place(n))
-        for (const Value* in : n.inputs())
-          if (in && !in->initializer && plan.buffer_of.count(in) && static_bytes(*in) == static_bytes(*out) &&
+      if (options.reuse && !apart)
+        for (size_t i = 0; i < n.inputs().size(); ++i)
+          if (const Value* in = n.inputs()[i]; in && may_run_in_place(n, i) && !in->initializer && plan.buffer_of.count(in) &&
+              static_bytes(*in) == static_bytes(*out) &&
               plan.buffers[plan.buffer_of.at(in)].last_step == step &&
               (!host || plan.buffers[plan.buffer_of.at(in)].first_step < plan.buffers[plan.buffer_of.at(host)].first_step))
             host = in;

@@ -39,14 +39,17 @@ const Tensor* KernelContext::attr_tensor(std::string_view name) const {
   return a && !a->tensors.empty() ? a->tensors[0].get() : nullptr;
 }
 
-HostTensor KernelContext::new_output(size_t i, DType dtype, const std::vector<int64_t>& dims) const {
+HostTensor KernelContext::new_output(size_t i, DType dtype, const std::vector<int64_t>& dims, std::optional<size_t> in_place_input) const {
   if (i < placements_.size() && placements_[i].at && placements_[i].dtype == dtype && placements_[i].dims == dims) {
     HostTensor placed = HostTensor::placed(dtype, dims, placements_[i].at, nullptr);
     const std::byte* begin = placed.raw();
     const std::byte* end = begin + placed.nbytes();
     bool shared = false;
-    for (const HostTensor* in : inputs_)
-      shared = shared || (in && in->nbytes() && in->raw() < end && begin < in->raw() + in->nbytes());
+    for (size_t j = 0; j < inputs_.size(); ++j) {
+      const HostTensor* in = inputs_[j];
+      const bool exactly_over = in_place_input == j && in && in->raw() == begin && in->nbytes() == placed.nbytes();
+      shared = shared || (in && in->nbytes() && !exactly_over && in->raw() < end && begin < in->raw() + in->nbytes());
+    }
     if (!shared) return placed;
   }
   return HostTensor::uninitialized(dtype, dims);

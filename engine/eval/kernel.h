@@ -62,7 +62,9 @@ class KernelContext {
   bool wants_output(size_t i) const { return i < outputs.size() && node_.output(i) != nullptr; }
   // Storage for output i that the kernel fills whole: the caller's placement when it
   // has one of this dtype and dims whose bytes no input shares, else new storage.
-  HostTensor new_output(size_t i, DType dtype, const std::vector<int64_t>& dims) const;
+  // `in_place_input`: an input the kernel reads element by element at the position it
+  // writes (a residual it adds), so the output may lie exactly over it.
+  HostTensor new_output(size_t i, DType dtype, const std::vector<int64_t>& dims, std::optional<size_t> in_place_input = std::nullopt) const;
 
   bool has_attr(std::string_view name) const { return node_.attr(name) != nullptr; }
   int64_t attr_int(std::string_view name, int64_t fallback) const;

@@ -161,7 +161,9 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
     if (fusion.residual->dtype() != DType::F32 || fusion.residual->dims() != out_dims)
       ctx.fail("the residual " + fusion.residual->shape_string() + " must match the output, f32" + dims_text(out_dims));
   }
-  HostTensor y = ctx.new_output(0, DType::F32, out_dims);  // the primitive (or its reorder) writes every byte
+  // The primitive (or its reorder) writes every byte. The sum post-op reads the residual
+  // where it writes, so the output may be planned over it (no copy of it into dst).
+  HostTensor y = ctx.new_output(0, DType::F32, out_dims, fusion.residual_input);
   if (y.size() == 0) return y;
   engine& eng = cpu_engine();
   stream& s = cpu_stream();
@@ -250,8 +252,8 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   memory dst = pd.dst_desc() == dst_user_md ? dst_user : memory(pd.dst_desc(), eng);
   if (fusion.residual) {  // the sum post-op adds what dst holds
     memory r(dst_user_md, eng, const_cast<std::byte*>(fusion.residual->raw()));
-    if (dst == dst_user) std::memcpy(y.mutable_raw(), fusion.residual->raw(), y.nbytes());
-    else convert(r, dst);
+    if (dst != dst_user) convert(r, dst);
+    else if (y.raw() != fusion.residual->raw()) std::memcpy(y.mutable_raw(), fusion.residual->raw(), y.nbytes());
   }
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
   if (b) {

@@ -1,6 +1,7 @@
 #pragma once
 // Convolution geometry (ONNX attributes resolved to numbers) and the f32
 // convolution on oneDNN, shared by Conv and ai.geopt::FusedConv.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ struct ConvFusion {
   bool x_blocked = false;  // x is [N, C1, H, W, 16] holding `channels_in` channels
   bool y_blocked = false;  // y (and the residual) are [N, M1, H, W, 16]
   const HostTensor* residual = nullptr;
+  std::optional<size_t> residual_input;  // its index among the kernel's inputs: the output may lie over it
   std::string activation = "none";
   std::vector<float> activation_params;
 };

@@ -94,6 +94,7 @@ void fused_conv(KernelContext& ctx) {
   fusion.x_blocked = blocked && input_format != "NCHW";
   fusion.y_blocked = blocked;
   fusion.residual = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  if (fusion.residual) fusion.residual_input = 3;
   fusion.activation = ctx.attr_string("activation", "none");
   fusion.activation_params = ctx.attr_floats("activation_params");
   ctx.outputs[0] = fused_convolution(ctx, x_in, w, ctx.has_input(2) ? &ctx.input(2) : nullptr, fusion);

@@ -12,7 +12,6 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
-#include <sstream>
 
 #include <omp.h>
 
@@ -70,6 +69,9 @@ namespace {
 struct ConvPlan {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward primitive;
+  // Queried once: each query copies a descriptor of a kilobyte.
+  dnnl::memory::desc src, weights, dst, scratchpad;
+  std::string weights_key;  // derived_constant's key for the weights in `weights`' layout
 };
 
 struct ConvCache {
@@ -175,14 +177,17 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   post_ops ops;
   if (fusion.residual) ops.append_sum(1.0f);
   append_activation(ctx, ops, fusion.activation, fusion.activation_params);
-  std::ostringstream key_stream;
+  std::string key;
   for (const auto* v : {&src_dims, &wei_dims, &dst_dims, &strides, &dil, &pl, &pr}) {
-    for (auto d : *v) key_stream << d << ',';
-    key_stream << ';';
+    for (auto d : *v) key += std::to_string(d) + ',';
+    key += ';';
   }
-  key_stream << (b ? "bias;" : ";") << (fusion.residual ? "sum;" : ";") << activation_key(fusion.activation, fusion.activation_params)
-             << ";threads " << omp_get_max_threads();  // a primitive runs the thread count it was made for
-  const std::string key = key_stream.str();
+  key += fusion.x_blocked ? "x16;" : ";";
+  key += fusion.y_blocked ? "y16;" : ";";
+  key += b ? "bias;" : ";";
+  key += fusion.residual ? "sum;" : ";";
+  key += activation_key(fusion.activation, fusion.activation_params);
+  key += ";threads " + std::to_string(omp_get_max_threads());  // a primitive runs the thread count it was made for
   ConvCache& cache = conv_cache();
   std::shared_ptr<ConvPlan> plan;
   {
@@ -223,11 +228,11 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
         if (made && std::string_view(made->impl_info_str()).starts_with("ref")) made.reset();
       }
       if (!made) made = make(any(src_dims), any(dst_dims));
-      slot = std::make_shared<ConvPlan>(ConvPlan{*made, convolution_forward(*made)});
+      slot = std::make_shared<ConvPlan>(ConvPlan{*made, convolution_forward(*made), made->src_desc(), made->weights_desc(), made->dst_desc(),
+                                                 made->scratchpad_desc(), "conv " + desc_bytes(made->weights_desc())});
     }
     plan = slot;
   }
-  const convolution_forward::primitive_desc& pd = plan->pd;
 
   auto convert = [&](memory from, memory to) {
     if (!copy_channel_blocks(from.get_desc(), from.get_data_handle(), to.get_desc(), to.get_data_handle())) reorder(from, to).execute(s, from, to);
@@ -239,17 +244,16 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
     convert(user, m2);
     return m2;
   };
-  memory src = prepare(pd.src_desc(), src_user_md, x.raw());
+  memory src = prepare(plan->src, src_user_md, x.raw());
   memory wei;
-  if (cacheable_constant(w) && pd.weights_desc() != wei_user_md) {
+  if (cacheable_constant(w) && plan->weights != wei_user_md) {
     // Reordered once per weight and layout, while the weight lives.
-    const memory::desc want = pd.weights_desc();
-    wei = *derived_constant<memory>(w, "conv " + desc_bytes(want), [&] { return std::make_shared<const memory>(prepare(want, wei_user_md, w.raw())); });
+    wei = *derived_constant<memory>(w, plan->weights_key, [&] { return std::make_shared<const memory>(prepare(plan->weights, wei_user_md, w.raw())); });
   } else {
-    wei = prepare(pd.weights_desc(), wei_user_md, w.raw());
+    wei = prepare(plan->weights, wei_user_md, w.raw());
   }
   memory dst_user(dst_user_md, eng, y.mutable_raw());
-  memory dst = pd.dst_desc() == dst_user_md ? dst_user : memory(pd.dst_desc(), eng);
+  memory dst = plan->dst == dst_user_md ? dst_user : memory(plan->dst, eng);
   if (fusion.residual) {  // the sum post-op adds what dst holds
     memory r(dst_user_md, eng, const_cast<std::byte*>(fusion.residual->raw()));
     if (dst != dst_user) convert(r, dst);
@@ -260,7 +264,7 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
     if (b->size() != m) ctx.fail("bias has " + std::to_string(b->size()) + " values for " + std::to_string(m) + " channels");
     args[DNNL_ARG_BIAS] = memory(bias_md, eng, const_cast<std::byte*>(b->raw()));
   }
-  memory scratchpad = thread_scratchpad(pd.scratchpad_desc());
+  memory scratchpad = thread_scratchpad(plan->scratchpad);
   args[DNNL_ARG_SCRATCHPAD] = scratchpad;
   plan->primitive.execute(s, args);
   if (dst != dst_user) {

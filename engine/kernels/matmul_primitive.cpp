@@ -7,7 +7,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <sstream>
 
 #include <omp.h>
 
@@ -25,6 +24,9 @@ using dt = memory::data_type;
 struct MatMulPlan {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul primitive;
+  // Queried once: each query copies a descriptor of a kilobyte.
+  memory::desc weights, scratchpad;
+  std::string packed_key;  // derived_constant's key for a weight packed into `weights`' layout
 };
 
 // One product's operands: dims as oneDNN takes them (equal ranks, batch dims broadcast),
@@ -64,7 +66,8 @@ std::shared_ptr<MatMulPlan> plan_for(const KernelContext& ctx, const Product& p,
     const memory::desc bias_md = p.bias.empty() ? memory::desc() : memory::desc(p.bias, dt::f32, row_major_tag(rank));
     dnnl::matmul::desc desc(memory::desc(p.src, dt::f32, row_major_tag(rank)), wei_md, bias_md, memory::desc(p.dst, dt::f32, row_major_tag(rank)));
     dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
-    slot = std::make_shared<MatMulPlan>(MatMulPlan{pd, dnnl::matmul(pd)});
+    slot = std::make_shared<MatMulPlan>(MatMulPlan{pd, dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc(),
+                                                   "matmul " + dims_key(p.wei) + desc_bytes(pd.weights_desc())});
   }
   return slot;
 }
@@ -77,11 +80,10 @@ void run(const KernelContext& ctx, const Product& p, const std::string& activati
   const memory::desc plain_wei(p.wei, dt::f32, row_major_tag(rank));
   memory wei(plain_wei, eng, const_cast<std::byte*>(p.b));
   std::shared_ptr<const memory> packed;
-  if (p.weight_owner && plan->pd.weights_desc() != plain_wei) {
+  if (p.weight_owner && plan->weights != plain_wei) {
     // One packed copy per weight and layout, shared by every row count that wants it.
-    const memory::desc want = plan->pd.weights_desc();
-    packed = std::static_pointer_cast<const memory>(derived_constant(p.b, p.weight_owner, "matmul " + dims_key(p.wei) + desc_bytes(want), [&] {
-      auto to = std::make_shared<memory>(want, eng);
+    packed = std::static_pointer_cast<const memory>(derived_constant(p.b, p.weight_owner, plan->packed_key, [&] {
+      auto to = std::make_shared<memory>(plan->weights, eng);
       dnnl::reorder(wei, *to).execute(s, wei, *to);
       s.wait();
       return std::shared_ptr<const void>(to);
@@ -91,7 +93,7 @@ void run(const KernelContext& ctx, const Product& p, const std::string& activati
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory({p.src, dt::f32, row_major_tag(rank)}, eng, const_cast<std::byte*>(p.a))},
                                        {DNNL_ARG_WEIGHTS, wei},
                                        {DNNL_ARG_DST, memory({p.dst, dt::f32, row_major_tag(rank)}, eng, p.y)},
-                                       {DNNL_ARG_SCRATCHPAD, thread_scratchpad(plan->pd.scratchpad_desc())}};
+                                       {DNNL_ARG_SCRATCHPAD, thread_scratchpad(plan->scratchpad)}};
   if (!p.bias.empty()) args[DNNL_ARG_BIAS] = memory({p.bias, dt::f32, row_major_tag(rank)}, eng, const_cast<std::byte*>(p.bias_data));
   plan->primitive.execute(s, args);
   s.wait();

@@ -1,9 +1,9 @@
 #include "kernels/onednn.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <memory>
 #include <new>
-#include <sstream>
 
 namespace geopt {
 
@@ -74,10 +74,13 @@ void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std:
 std::string desc_bytes(const dnnl::memory::desc& d) { return std::string(reinterpret_cast<const char*>(&d.data), sizeof(d.data)); }
 
 std::string activation_key(const std::string& name, const std::vector<float>& params) {
-  std::ostringstream key;
-  key << name << std::hexfloat;  // exact: two params never share a key
-  for (float p : params) key << ',' << p;
-  return key.str();
+  std::string key = name;
+  for (float p : params) {  // in hex: exact, two params never share a key
+    char text[32];
+    key += ',';
+    key.append(text, std::to_chars(text, text + sizeof text, p, std::chars_format::hex).ptr);
+  }
+  return key;
 }
 
 }  // namespace geopt

@@ -8,8 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string_view>
 
@@ -62,7 +60,6 @@ WindowGeometry window_geometry(const KernelContext& ctx, const std::vector<int64
 
 namespace {
 
-// Primitive descriptors are costly to create; a model's convs repeat a few shapes.
 // Each call passes its thread's scratchpad (scratchpad_mode::user, thread_scratchpad): in library mode
 // oneDNN shares one scratchpad between primitives, so two convs running at once on two
 // streams (or in two bodies) would write over each other's.
@@ -73,16 +70,6 @@ struct ConvPlan {
   dnnl::memory::desc src, weights, dst, scratchpad;
   std::string weights_key;  // derived_constant's key for the weights in `weights`' layout
 };
-
-struct ConvCache {
-  std::mutex mutex;
-  std::map<std::string, std::shared_ptr<ConvPlan>> plans;
-};
-
-ConvCache& conv_cache() {
-  static ConvCache cache;
-  return cache;
-}
 
 // NC1HWC0 (C0 16) to or from the 8-channel blocks oneDNN's AVX2 kernels use: plain
 // runs of 8 floats, so a loop of copies beats the generic reorder. Returns false for
@@ -188,51 +175,43 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   key += fusion.residual ? "sum;" : ";";
   key += activation_key(fusion.activation, fusion.activation_params);
   key += ";threads " + std::to_string(omp_get_max_threads());  // a primitive runs the thread count it was made for
-  ConvCache& cache = conv_cache();
-  std::shared_ptr<ConvPlan> plan;
-  {
-    std::lock_guard lock(cache.mutex);
-    auto& slot = cache.plans[key];
-    if (!slot) {
-      primitive_attr attr;
-      attr.set_scratchpad_mode(scratchpad_mode::user);
-      attr.set_post_ops(ops);
-      // Winograd F(2x2, 3x3) for a dense 3x3 conv of stride 1 with enough channels: half
-      // the direct conv's time from 48 channels on (ResNet's 3x3 convs), slower below
-      // (its transforms dominate). Its error is that of a reordered fp32 sum (about 1e-6
-      // of an output of magnitude 1). Where the machine has no Winograd kernel (AVX2),
-      // creating it throws and the direct conv is used.
-      const bool winograd_shape = rank == 4 && group == 1 && wei_dims[2] == 3 && wei_dims[3] == 3 && strides == memory::dims{1, 1} &&
-                                  dil == memory::dims{0, 0} && std::min(c, m) >= 48;
-      auto make = [&](const memory::desc& src_md, const memory::desc& dst_md) -> std::optional<convolution_forward::primitive_desc> {
-        for (algorithm alg : {algorithm::convolution_winograd, algorithm::convolution_direct}) {
-          if (alg == algorithm::convolution_winograd && !winograd_shape) continue;
-          try {
-            convolution_forward::desc desc(prop_kind::forward_inference, alg, src_md, any(wei_dims), bias_md, dst_md, strides, dil, pl, pr);
-            convolution_forward::primitive_desc pd(desc, attr, eng);
-            if (!std::string_view(pd.impl_info_str()).starts_with("ref")) return pd;
-            if (alg == algorithm::convolution_direct) return pd;  // the reference loop is oneDNN's last resort
-          } catch (const dnnl::error&) {
-            if (alg == algorithm::convolution_direct) throw;
-          }
-        }
-        return std::nullopt;
+  std::shared_ptr<const ConvPlan> plan = cached_plan<ConvPlan>(key, [&] {
+    primitive_attr attr;
+    attr.set_scratchpad_mode(scratchpad_mode::user);
+    attr.set_post_ops(ops);
+    // Winograd F(2x2, 3x3) for a dense 3x3 conv of stride 1 with enough channels: half
+    // the direct conv's time from 48 channels on (ResNet's 3x3 convs), slower below
+    // (its transforms dominate). Its error is that of a reordered fp32 sum (about 1e-6
+    // of an output of magnitude 1). Where the machine has no Winograd kernel (AVX2),
+    // creating it throws and the direct conv is used.
+    const bool winograd_shape = rank == 4 && group == 1 && wei_dims[2] == 3 && wei_dims[3] == 3 && strides == memory::dims{1, 1} &&
+                                dil == memory::dims{0, 0} && std::min(c, m) >= 48;
+    auto is_reference = [](const convolution_forward::primitive_desc& pd) { return std::string_view(pd.impl_info_str()).starts_with("ref"); };
+    auto make = [&](const memory::desc& src_md, const memory::desc& dst_md) {
+      auto with = [&](algorithm alg) {
+        convolution_forward::desc desc(prop_kind::forward_inference, alg, src_md, any(wei_dims), bias_md, dst_md, strides, dil, pl, pr);
+        return convolution_forward::primitive_desc(desc, attr, eng);
       };
-      // NC1HWC0 is oneDNN's nChw16c: where the machine has a jit kernel for it (AVX-512),
-      // the conv reads and writes the caller's bytes with no conversion around it. Left
-      // to choose, oneDNN would pick NHWC and cost two reorders per conv. Elsewhere (AVX2
-      // has no nChw16c kernel, only the reference loop) oneDNN picks.
-      std::optional<convolution_forward::primitive_desc> made;
-      if (fusion.x_blocked || fusion.y_blocked) {
-        made = make(fusion.x_blocked ? src_user_md : any(src_dims), fusion.y_blocked ? dst_user_md : any(dst_dims));
-        if (made && std::string_view(made->impl_info_str()).starts_with("ref")) made.reset();
-      }
-      if (!made) made = make(any(src_dims), any(dst_dims));
-      slot = std::make_shared<ConvPlan>(ConvPlan{*made, convolution_forward(*made), made->src_desc(), made->weights_desc(), made->dst_desc(),
-                                                 made->scratchpad_desc(), "conv " + desc_bytes(made->weights_desc())});
+      if (winograd_shape) try {
+          auto pd = with(algorithm::convolution_winograd);
+          if (!is_reference(pd)) return pd;
+        } catch (const dnnl::error&) {
+        }
+      return with(algorithm::convolution_direct);
+    };
+    // NC1HWC0 is oneDNN's nChw16c: where the machine has a jit kernel for it (AVX-512),
+    // the conv reads and writes the caller's bytes with no conversion around it. Left
+    // to choose, oneDNN would pick NHWC and cost two reorders per conv. Elsewhere (AVX2
+    // has no nChw16c kernel, only the reference loop) oneDNN picks.
+    std::optional<convolution_forward::primitive_desc> made;
+    if (fusion.x_blocked || fusion.y_blocked) {
+      auto in_place = make(fusion.x_blocked ? src_user_md : any(src_dims), fusion.y_blocked ? dst_user_md : any(dst_dims));
+      if (!is_reference(in_place)) made = in_place;
     }
-    plan = slot;
-  }
+    if (!made) made = make(any(src_dims), any(dst_dims));
+    return std::make_shared<const ConvPlan>(ConvPlan{*made, convolution_forward(*made), made->src_desc(), made->weights_desc(), made->dst_desc(),
+                                                     made->scratchpad_desc(), "conv " + desc_bytes(made->weights_desc())});
+  });
 
   auto convert = [&](memory from, memory to) {
     if (!copy_channel_blocks(from.get_desc(), from.get_data_handle(), to.get_desc(), to.get_data_handle())) reorder(from, to).execute(s, from, to);

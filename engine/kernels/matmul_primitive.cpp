@@ -6,8 +6,6 @@
 // waits for a weight's second use, so a run made once costs no more than before.
 #include <atomic>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <optional>
 
 #include <omp.h>
@@ -48,17 +46,13 @@ std::string dims_key(const memory::dims& d) {
   return s + ';';
 }
 
-std::shared_ptr<MatMulPlan> plan_for(const KernelContext& ctx, const Product& p, const std::string& activation,
+std::shared_ptr<const MatMulPlan> plan_for(const KernelContext& ctx, const Product& p, const std::string& activation,
                                      const std::vector<float>& params) {
   const size_t rank = p.dst.size();
   const bool packed = p.weight_owner != nullptr;
   const std::string key = dims_key(p.src) + dims_key(p.wei) + dims_key(p.dst) + dims_key(p.bias) + (packed ? "packed;" : ";") +
                           activation_key(activation, params) + ";threads " + std::to_string(omp_get_max_threads());
-  static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<MatMulPlan>> plans;
-  std::lock_guard lock(mutex);
-  auto& slot = plans[key];
-  if (!slot) {
+  return cached_plan<MatMulPlan>(key, [&] {
     dnnl::post_ops ops;
     append_activation(ctx, ops, activation, params);
     dnnl::primitive_attr attr;
@@ -68,10 +62,9 @@ std::shared_ptr<MatMulPlan> plan_for(const KernelContext& ctx, const Product& p,
     const memory::desc bias_md = p.bias.empty() ? memory::desc() : memory::desc(p.bias, dt::f32, row_major_tag(rank));
     dnnl::matmul::desc desc(memory::desc(p.src, dt::f32, row_major_tag(rank)), wei_md, bias_md, memory::desc(p.dst, dt::f32, row_major_tag(rank)));
     dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
-    slot = std::make_shared<MatMulPlan>(MatMulPlan{pd, dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc(),
-                                                   "matmul " + dims_key(p.wei) + desc_bytes(pd.weights_desc())});
-  }
-  return slot;
+    return std::make_shared<const MatMulPlan>(MatMulPlan{pd, dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc(),
+                                                         "matmul " + dims_key(p.wei) + desc_bytes(pd.weights_desc())});
+  });
 }
 
 // How often a weight has been multiplied by.
@@ -94,7 +87,7 @@ void run(const KernelContext& ctx, const Product& p, const std::string& activati
     }
   }
   const size_t rank = p.dst.size();
-  std::shared_ptr<MatMulPlan> plan = plan_for(ctx, p, activation, params);
+  std::shared_ptr<const MatMulPlan> plan = plan_for(ctx, p, activation, params);
   dnnl::engine& eng = cpu_engine();
   dnnl::stream& s = cpu_stream();
   const memory::desc plain_wei(p.wei, dt::f32, row_major_tag(rank));

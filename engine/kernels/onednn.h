@@ -3,6 +3,9 @@
 // to describe their work to it.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,20 @@ dnnl::stream& cpu_stream();
 // on every call). Valid until this thread's next call; primitives run to completion
 // (stream wait) before their kernel returns, so one buffer per thread suffices.
 dnnl::memory thread_scratchpad(const dnnl::memory::desc& desc);
+
+// A primitive's plan (its descriptor, the primitive, what the kernel keeps of them) made
+// once per key (shapes, layouts, post-ops, thread count) and shared: primitive
+// descriptors are costly to create and a model repeats a few shapes. make() may return
+// null (no plan worth using); that answer is kept too. One cache per Plan type.
+template <class Plan, class Make>
+std::shared_ptr<const Plan> cached_plan(const std::string& key, Make&& make) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const Plan>> plans;
+  std::lock_guard lock(mutex);
+  auto it = plans.find(key);
+  if (it == plans.end()) it = plans.emplace(key, std::shared_ptr<const Plan>(make())).first;
+  return it->second;
+}
 
 // The dense row-major layout of a tensor of `rank` dims (1 to 6): ab, abc, ... (a grouped
 // conv's goihw is abcde).

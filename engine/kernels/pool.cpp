@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <string_view>
 #include <type_traits>
@@ -115,28 +113,16 @@ bool onednn_pool(Pool kind, const float* px, float* py, int64_t n, int64_t c, in
     pooling_forward::primitive_desc pd;
     pooling_forward primitive;
   };
-  struct Cache {
-    std::mutex mutex;
-    std::map<std::string, std::shared_ptr<Plan>> plans;
-  };
-  static Cache cache;
-  std::shared_ptr<Plan> plan;
-  {
-    std::lock_guard lock(cache.mutex);
-    auto& slot = cache.plans[key.str()];
-    if (!slot) {
-      primitive_attr attr;
-      attr.set_scratchpad_mode(scratchpad_mode::user);
-      pooling_forward::desc desc(prop_kind::forward_inference, alg, src_md, dst_md, strides, kernel, pad_l, pad_r);
-      pooling_forward::primitive_desc pd(desc, attr, cpu_engine());
-      if (std::string_view(pd.impl_info_str()).starts_with("ref")) {
-        cache.plans.erase(key.str());  // the caller's loop is as fast as oneDNN's reference
-        return false;
-      }
-      slot = std::make_shared<Plan>(Plan{pd, pooling_forward(pd)});
-    }
-    plan = slot;
-  }
+  std::shared_ptr<const Plan> plan = cached_plan<Plan>(key.str(), [&]() -> std::shared_ptr<const Plan> {
+    primitive_attr attr;
+    attr.set_scratchpad_mode(scratchpad_mode::user);
+    pooling_forward::desc desc(prop_kind::forward_inference, alg, src_md, dst_md, strides, kernel, pad_l, pad_r);
+    pooling_forward::primitive_desc pd(desc, attr, cpu_engine());
+    // oneDNN's reference pooling is no faster than the caller's loop.
+    if (std::string_view(pd.impl_info_str()).starts_with("ref")) return nullptr;
+    return std::make_shared<const Plan>(Plan{pd, pooling_forward(pd)});
+  });
+  if (!plan) return false;
   engine& eng = cpu_engine();
   stream& s = cpu_stream();
   memory src(src_md, eng, const_cast<float*>(px)), dst(dst_md, eng, py), scratchpad = thread_scratchpad(plan->pd.scratchpad_desc());

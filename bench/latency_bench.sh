@@ -9,10 +9,13 @@
 # Each round times every side RUNS times (after 2 warm-up runs) and takes the median;
 # the sides take turns within a round, so a slow spell of a shared machine falls on
 # all of them. The table gives the median over ROUNDS of each side's round medians,
-# and the ratios of those medians. "streams / one stream" is measured apart, in one
-# process (bench/plan_ab_bench.cpp): the two plans' runs interleaved, RUNS x ROUNDS
-# pairs, the median of the per-pair ratios (a few percent separate the two, less than
-# the spread between separate processes).
+# and the ratios of those medians. Separate processes minutes apart can differ by 10%
+# on a shared machine, so the two "interleaved" columns come from one process
+# (bench/ab_bench.cpp): the two sides' runs alternate in blocks of RUNS/2 runs, 2 x
+# ROUNDS pairs of blocks, and the column is the median of the per-pair ratios of the
+# block medians. "plan / ORT (interleaved)" runs ONNX Runtime in a node child of that
+# process (bench/ort/serve.js, timing itself as bench/ort/latency.js does);
+# "streams / one stream" runs both plans in it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
@@ -23,7 +26,8 @@ models=("$@")
 [[ ${#models[@]} -gt 0 ]] || models=(resnet50_op13 mobilenetv2_op13 bert_base_op13 gpt2_small_op13)
 warmup=2
 geopt=$build/cli/geopt
-ab_bench=$build/bench/geopt_plan_ab_bench
+ab_bench=$build/bench/geopt_ab_bench
+pairs=$((2 * rounds)) block=$(( runs / 2 > 0 ? runs / 2 : 1 ))
 out=bench/out
 work=$out/latency
 mkdir -p "$work"
@@ -50,8 +54,8 @@ geopt_ms() {
     /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["run_ms"])'
 }
 
-echo "| model | threads | ONNX Runtime (ms) | geopt original (ms) | geopt optimized (ms) | plan (ms) | plan on one stream (ms) | plan / ORT | optimized / original | streams / one stream (interleaved) |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| model | threads | ONNX Runtime (ms) | geopt original (ms) | geopt optimized (ms) | plan (ms) | plan on one stream (ms) | plan / ORT | plan / ORT (interleaved) | optimized / original | streams / one stream (interleaved) |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for model in "${models[@]}"; do
   src=$(model_path "$model")
   opt=$work/${model}_geopt.onnx
@@ -75,13 +79,15 @@ for model in "${models[@]}"; do
       one_stream+=("$(geopt_ms "$single" "$threads")")
     done
     streams=$("$geopt" plan dump "$plan" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["stream_count"])')
-    interleaved=$("$ab_bench" "$single" "$plan" "$inputs" "$threads" $((runs * rounds)) | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["b_over_a"])')
+    b_over_a() { "$ab_bench" "$1" "$2" "$inputs" "$threads" "$pairs" "$block" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["b_over_a"])'; }
+    vs_ort=$(b_over_a "ort:$src" "$plan")
+    vs_one_stream=$(b_over_a "$single" "$plan")
     /usr/bin/python3 - "$model" "$threads" "$streams" "$(median "${ort[@]}")" "$(median "${original[@]}")" "$(median "${optimized[@]}")" \
-      "$(median "${planned[@]}")" "$(median "${one_stream[@]}")" "$interleaved" <<'EOF'
+      "$(median "${planned[@]}")" "$(median "${one_stream[@]}")" "$vs_ort" "$vs_one_stream" <<'EOF'
 import sys
 model, threads, streams = sys.argv[1:4]
-o, g, z, p, s, ab = map(float, sys.argv[4:10])
-print(f"| {model} | {threads} | {o:.1f} | {g:.1f} | {z:.1f} | {p:.1f} ({streams} streams) | {s:.1f} | {p / o:.2f} | {z / g:.2f} | {ab:.3f} |")
+o, g, z, p, s, po, ab = map(float, sys.argv[4:11])
+print(f"| {model} | {threads} | {o:.1f} | {g:.1f} | {z:.1f} | {p:.1f} ({streams} streams) | {s:.1f} | {p / o:.2f} | {po:.2f} | {z / g:.2f} | {ab:.3f} |")
 EOF
   done
 done

@@ -4,8 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "ascend/compile.h"
 #include "ascend/execution_order.h"
@@ -336,6 +338,43 @@ TEST_CASE("streams: independent branches get their own streams, and --enable-sin
   CHECK(one.streams.stream_count == 1);
   CHECK(one.streams.events.empty());
   CHECK(plan_error(one.plan, m, ascend::StreamSchedule::threads) <= 1e-4);
+}
+
+TEST_CASE("one executor runs a plan on several streams again and again, from two threads at once, and runs again after a kernel fails") {
+  Model m = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
+  Lowered l = lower(m);
+  REQUIRE(l.plan.stream_count() > 1);
+  // A kernel on a stream of its own thread (not stream 0) that fails when told to.
+  const plan::Kernel* off_main = nullptr;
+  for (const auto& k : l.plan.kernels())
+    if (k.stream() > 0 && !off_main) off_main = &k;
+  REQUIRE(off_main);
+  const KernelInfo* real = KernelRegistry::builtin().find(off_main->domain(), off_main->op_type());
+  REQUIRE(real);
+  std::atomic<bool> fail{false};
+  KernelRegistry registry = KernelRegistry::builtin();
+  registry.add(off_main->domain(), off_main->op_type(), [real, &fail](KernelContext& ctx) {
+    if (fail) throw Error("injected failure");
+    real->fn(ctx);
+  }, real->half_via_f32);
+  ascend::PlanExecutor executor(l.plan, registry);
+  auto feeds = random_inputs(m, 7);
+  auto expected = Evaluator(m).run(feeds);
+  auto error = [&] { return diff_outputs(executor.run(feeds), expected).error(); };
+  for (int i = 0; i < 5; ++i) CHECK(error() <= 1e-4);
+  fail = true;
+  CHECK_THROWS_WITH_AS(executor.run(feeds), doctest::Contains("injected failure"), Error);
+  fail = false;
+  CHECK(error() <= 1e-4);
+  // Runs at once each take their own stream threads and pool.
+  std::vector<double> errors(2, 0);
+  std::vector<std::thread> callers;
+  for (size_t t = 0; t < errors.size(); ++t)
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) errors[t] = std::max(errors[t], error());
+    });
+  for (auto& c : callers) c.join();
+  for (double e : errors) CHECK(e <= 1e-4);
 }
 
 TEST_CASE("plan files round-trip byte for byte, and corrupt and foreign ones get a clear error") {

@@ -1,19 +1,16 @@
 #include "plan_executor.h"
 
 #include <algorithm>
-#include <climits>
-#include <condition_variable>
 #include <cstring>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <new>
-#include <thread>
 
 #include "eval/kernel_call.h"
 #include "onnx/captures.h"
 #include "onnx/import.h"
 #include "plan_file.h"
+#include "stream_threads.h"
 #include "util/error.h"
 
 namespace geopt::ascend {
@@ -52,6 +49,10 @@ struct PlanExecutor::Compiled {
   // a few ms a run on ResNet-50 (7 MB).
   std::mutex pools_mutex;
   std::vector<std::shared_ptr<std::byte>> free_pools;
+  // Per kernel, the events it waits on and records.
+  std::vector<std::vector<uint32_t>> waits, records;
+  // The stream threads of finished runs, for the next (guarded by pools_mutex).
+  std::vector<std::unique_ptr<StreamThreads>> free_stream_threads;
 };
 
 namespace {
@@ -173,7 +174,12 @@ void PlanExecutor::build(const KernelRegistry& registry, std::shared_ptr<std::by
   }
   c.weights = std::move(weights);
   c.stream_kernels.resize(plan.stream_count());
-  for (int k = 0; k < plan.kernels_size(); ++k) c.stream_kernels[plan.kernels(k).stream()].push_back(static_cast<size_t>(k));
+  for (int k = 0; k < plan.kernels_size(); ++k) {
+    const auto& pk = plan.kernels(k);
+    c.stream_kernels[pk.stream()].push_back(static_cast<size_t>(k));
+    c.waits.emplace_back(pk.wait_events().begin(), pk.wait_events().end());
+    c.records.emplace_back(pk.record_events().begin(), pk.record_events().end());
+  }
 }
 
 PlanExecutor::~PlanExecutor() = default;
@@ -350,17 +356,14 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
     if (r.size()) std::memcpy(pool.get() + r.offset(), t.raw(), r.size());
   }
 
-  const size_t kernel_count = static_cast<size_t>(plan_.kernels_size());
-  std::vector<char> recorded(static_cast<size_t>(plan_.events_size()), 0);
-  auto waits_met = [&](size_t k) {
-    for (uint32_t e : plan_.kernels(static_cast<int>(k)).wait_events())
-      if (!recorded[e]) return false;
-    return true;
-  };
-  auto record = [&](size_t k) {
-    for (uint32_t e : plan_.kernels(static_cast<int>(k)).record_events()) recorded[e] = 1;
-  };
   if (schedule == StreamSchedule::adversarial) {
+    const size_t kernel_count = static_cast<size_t>(plan_.kernels_size());
+    std::vector<char> recorded(static_cast<size_t>(plan_.events_size()), 0);
+    auto waits_met = [&](size_t k) {
+      for (uint32_t e : c.waits[k])
+        if (!recorded[e]) return false;
+      return true;
+    };
     std::vector<size_t> head(c.stream_kernels.size(), 0);
     for (size_t done = 0; done < kernel_count; ++done) {
       long pick = -1;
@@ -373,105 +376,23 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       if (pick < 0) throw Error("plan: every stream waits on an event nobody records (deadlock)");
       size_t k = c.stream_kernels[static_cast<size_t>(pick)][head[static_cast<size_t>(pick)]++];
       run_kernel(k, pool.get(), schedule, runtime_dims);
-      record(k);
+      for (uint32_t e : c.records[k]) recorded[e] = 1;
     }
   } else {
-    // One thread per stream orders its kernels and waits for their events; the kernels
-    // themselves run one at a time on this thread (which is stream 0's), with every
-    // thread of its OpenMP team. So N streams never run more threads than one stream
-    // would (a second team would spin against the first on the same cores), and each
-    // kernel gets them all. On the host the streams take turns in an order the events
-    // allow: another stream hands its next kernel over once its waits are met.
-    // Each waiter has its own condition variable and is woken only when it can go on:
-    // waking every stream thread after every kernel took the cores from the kernels'
-    // OpenMP team (ResNet-50 on 4 streams ran 7% slower than on one).
-    std::mutex mutex;
-    std::condition_variable runner_wake;
-    const size_t streams = c.stream_kernels.size();
-    std::vector<std::condition_variable> stream_wake(streams);
-    std::exception_ptr failure;
-    constexpr size_t kNone = SIZE_MAX;
-    size_t slot = kNone;  // the kernel another stream handed over to run
-    std::vector<char> done(kernel_count, 0);
-    std::vector<size_t> next(streams, 0);  // each stream's next kernel (index in its list)
-    auto ready = [&](size_t s) { return next[s] < c.stream_kernels[s].size() && waits_met(c.stream_kernels[s][next[s]]); };
-    auto wake_all = [&] {
-      runner_wake.notify_all();
-      for (auto& w : stream_wake) w.notify_all();
-    };
-    auto stream_main = [&](size_t s) {
-      std::unique_lock lock(mutex);
-      for (size_t k : c.stream_kernels[s]) {
-        stream_wake[s].wait(lock, [&] { return failure || (slot == kNone && waits_met(k)); });
-        if (failure) return;
-        slot = k;
-        runner_wake.notify_one();
-        stream_wake[s].wait(lock, [&] { return failure || done[k]; });
-        if (failure) return;
-        ++next[s];
-        runner_wake.notify_one();  // the runner may be waiting to see whether anyone can go on
+    // One thread per stream (stream_threads.h), kept across runs: a run takes a free
+    // set, or starts one (runs at once each need their own).
+    std::unique_ptr<StreamThreads> threads;
+    {
+      std::lock_guard lock(c.pools_mutex);
+      if (!c.free_stream_threads.empty()) {
+        threads = std::move(c.free_stream_threads.back());
+        c.free_stream_threads.pop_back();
       }
-    };
-    std::vector<std::thread> threads;
-    bool finished = false;
-    // However this block is left (a thread that cannot start, an allocation that fails),
-    // the stream threads are told to stop and joined before their state goes away.
-    struct JoinStreams {
-      std::function<void()> stop;
-      ~JoinStreams() { stop(); }
-    } join_streams{[&] {
-      {
-        std::lock_guard lock(mutex);
-        if (!finished && !failure) failure = std::make_exception_ptr(Error("plan: the run stopped before every kernel ran"));
-        wake_all();
-      }
-      for (auto& t : threads)
-        if (t.joinable()) t.join();
-    }};
-    for (size_t s = 1; s < streams; ++s) threads.emplace_back(stream_main, s);
-    for (size_t ran = 0; ran < kernel_count; ++ran) {
-      size_t k = kNone;
-      {
-        std::unique_lock lock(mutex);
-        // Stalled: no stream can go on (each is done or waits on an event not recorded).
-        auto stalled = [&] {
-          for (size_t s = 0; s < streams; ++s)
-            if (ready(s)) return false;
-          return true;
-        };
-        runner_wake.wait(lock, [&] { return slot != kNone || (streams && ready(0)) || stalled(); });
-        if (slot != kNone) {
-          k = slot;
-        } else if (streams && ready(0)) {
-          k = c.stream_kernels[0][next[0]++];
-        } else {
-          failure = std::make_exception_ptr(Error("plan: every stream waits on an event nobody records (deadlock)"));
-          wake_all();
-          break;
-        }
-      }
-      try {
-        run_kernel(k, pool.get(), schedule, runtime_dims);
-      } catch (...) {
-        std::lock_guard lock(mutex);
-        failure = std::current_exception();
-        wake_all();
-        break;
-      }
-      std::lock_guard lock(mutex);
-      record(k);
-      done[k] = 1;
-      if (slot == k) slot = kNone;
-      finished = ran + 1 == kernel_count;
-      // Wake the streams that can go on now: the one whose kernel just ran, and those
-      // whose next kernel's events are all recorded.
-      for (size_t s = 1; s < streams; ++s)
-        if (ready(s)) stream_wake[s].notify_one();
     }
-    if (kernel_count == 0) finished = true;
-    join_streams.stop();
-    join_streams.stop = [] {};
-    if (failure) std::rethrow_exception(failure);
+    if (!threads) threads = std::make_unique<StreamThreads>(c.stream_kernels, c.waits, c.records, static_cast<size_t>(plan_.events_size()));
+    threads->run([&](size_t k) { run_kernel(k, pool.get(), schedule, runtime_dims); });
+    std::lock_guard lock(c.pools_mutex);
+    if (c.free_stream_threads.size() < 4) c.free_stream_threads.push_back(std::move(threads));
   }
 
   NamedTensors outs;

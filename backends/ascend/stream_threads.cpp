@@ -1,0 +1,116 @@
+#include "stream_threads.h"
+
+#include "util/error.h"
+
+namespace geopt::ascend {
+
+StreamThreads::StreamThreads(const std::vector<std::vector<size_t>>& stream_kernels, std::vector<std::vector<uint32_t>> waits,
+                             std::vector<std::vector<uint32_t>> records, size_t events)
+    : stream_kernels_(stream_kernels), waits_(std::move(waits)), records_(std::move(records)), stream_wake_(stream_kernels.size()),
+      recorded_(events, 0), next_(stream_kernels.size(), 0) {
+  // Each thread starts out waiting for a run; the first run sees them all started.
+  for (size_t s = 1; s < stream_kernels_.size(); ++s) threads_.emplace_back(&StreamThreads::stream_main, this, s);
+}
+
+StreamThreads::~StreamThreads() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  for (auto& w : stream_wake_) w.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+bool StreamThreads::waits_met(size_t k) const {
+  for (uint32_t e : waits_[k])
+    if (!recorded_[e]) return false;
+  return true;
+}
+
+bool StreamThreads::head_ready(size_t s) const { return next_[s] < stream_kernels_[s].size() && waits_met(stream_kernels_[s][next_[s]]); }
+
+void StreamThreads::wake_ready_streams() {
+  for (size_t s = 1; s < stream_kernels_.size(); ++s)
+    if (head_ready(s)) stream_wake_[s].notify_one();
+}
+
+void StreamThreads::stream_main(size_t s) {
+  std::unique_lock lock(mutex_);
+  uint64_t seen = 0;  // the job before the first run (a run may start before this thread does)
+  const auto& mine = stream_kernels_[s];
+  for (;;) {
+    // A new run whose next kernel here can go (or that failed), or the end.
+    stream_wake_[s].wait(lock, [&] { return stop_ || (job_ != seen && (failure_ || head_ready(s))); });
+    if (stop_) return;
+    // Hand over every kernel that can go now, in order; sleep again only when the next
+    // waits on an event not yet recorded.
+    while (!failure_ && head_ready(s)) {
+      handed_.push_back(mine[next_[s]++]);
+      runner_wake_.notify_one();
+    }
+    if (failure_ || next_[s] == mine.size()) {
+      seen = job_;  // done with this run (or it failed): wait for the next
+      if (--busy_ == 0) runner_wake_.notify_one();
+    }
+  }
+}
+
+void StreamThreads::run(const std::function<void(size_t)>& run_kernel) {
+  const size_t streams = stream_kernels_.size();
+  size_t kernel_count = 0;
+  for (const auto& ks : stream_kernels_) kernel_count += ks.size();
+  {
+    std::lock_guard lock(mutex_);
+    failure_ = nullptr;
+    std::fill(recorded_.begin(), recorded_.end(), 0);
+    std::fill(next_.begin(), next_.end(), 0);
+    handed_.clear();
+    busy_ = 0;  // a stream without kernels takes no part
+    for (size_t s = 1; s < streams; ++s) busy_ += !stream_kernels_[s].empty();
+    ++job_;
+    wake_ready_streams();
+  }
+  auto finish = [&] {  // every stream thread out of this run before it returns
+    std::unique_lock lock(mutex_);
+    runner_wake_.wait(lock, [&] { return busy_ == 0; });
+  };
+  for (size_t ran = 0; ran < kernel_count; ++ran) {
+    size_t k;
+    {
+      std::unique_lock lock(mutex_);
+      // Stalled: nothing handed over and no stream can go on (each is done or waits
+      // on an event not recorded).
+      auto stalled = [&] {
+        for (size_t s = 0; s < streams; ++s)
+          if (head_ready(s)) return false;
+        return true;
+      };
+      runner_wake_.wait(lock, [&] { return !handed_.empty() || (streams && head_ready(0)) || stalled(); });
+      if (!handed_.empty()) {
+        k = handed_.front();
+        handed_.pop_front();
+      } else if (streams && head_ready(0)) {
+        k = stream_kernels_[0][next_[0]++];
+      } else {
+        failure_ = std::make_exception_ptr(Error("plan: every stream waits on an event nobody records (deadlock)"));
+        for (auto& w : stream_wake_) w.notify_all();
+        break;
+      }
+    }
+    try {
+      run_kernel(k);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      failure_ = std::current_exception();
+      for (auto& w : stream_wake_) w.notify_all();
+      break;
+    }
+    std::lock_guard lock(mutex_);
+    for (uint32_t e : records_[k]) recorded_[e] = 1;
+    wake_ready_streams();
+  }
+  finish();
+  if (failure_) std::rethrow_exception(failure_);
+}
+
+}  // namespace geopt::ascend

@@ -11,11 +11,14 @@
 # all of them. The table gives the median over ROUNDS of each side's round medians,
 # and the ratios of those medians. Separate processes minutes apart can differ by 10%
 # on a shared machine, so the two "interleaved" columns come from one process
-# (bench/ab_bench.cpp): the two sides' runs alternate in blocks of RUNS/2 runs, 2 x
-# ROUNDS pairs of blocks, and the column is the median of the per-pair ratios of the
-# block medians. "plan / ORT (interleaved)" runs ONNX Runtime in a node child of that
-# process (bench/ort/serve.js, timing itself as bench/ort/latency.js does);
-# "streams / one stream" runs both plans in it.
+# (bench/ab_bench.cpp): the two sides' runs alternate in blocks of RUNS runs, 2 x ROUNDS
+# pairs of blocks with 200 ms between blocks, and the column is the median of the
+# per-pair ratios of the block medians. The pause lets the last block's threads stop
+# spinning (ONNX Runtime's and OpenMP's spin after a run: without it, ORT's spinning
+# worker took a core from the plan's next block, and MobileNetV2's 5 ms runs read
+# anywhere from 0.99 to 1.72x ORT). "plan / ORT (interleaved)" runs ONNX Runtime in a
+# node child of that process (bench/ort/serve.js, timing itself as bench/ort/latency.js
+# does); "streams / one stream" runs both plans in it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
@@ -27,7 +30,7 @@ models=("$@")
 warmup=2
 geopt=$build/cli/geopt
 ab_bench=$build/bench/geopt_ab_bench
-pairs=$((2 * rounds)) block=$(( runs / 2 > 0 ? runs / 2 : 1 ))
+pairs=$((2 * rounds)) pause_ms=200
 out=bench/out
 work=$out/latency
 mkdir -p "$work"
@@ -79,7 +82,7 @@ for model in "${models[@]}"; do
       one_stream+=("$(geopt_ms "$single" "$threads")")
     done
     streams=$("$geopt" plan dump "$plan" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["stream_count"])')
-    b_over_a() { "$ab_bench" "$1" "$2" "$inputs" "$threads" "$pairs" "$block" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["b_over_a"])'; }
+    b_over_a() { "$ab_bench" "$1" "$2" "$inputs" "$threads" "$pairs" "$runs" "$pause_ms" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["b_over_a"])'; }
     vs_ort=$(b_over_a "ort:$src" "$plan")
     vs_one_stream=$(b_over_a "$single" "$plan")
     /usr/bin/python3 - "$model" "$threads" "$streams" "$(median "${ort[@]}")" "$(median "${original[@]}")" "$(median "${optimized[@]}")" \

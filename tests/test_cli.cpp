@@ -249,7 +249,14 @@ TEST_CASE("geopt compile writes a plan that geopt run checks against torch and t
   CHECK(prof.exit_code == 0);
   CHECK(prof.out.find("critical path") != std::string::npos);
   auto t = nlohmann::json::parse(geopt::test::read_file(trace));
-  CHECK(t["traceEvents"].size() > 60);
+  // One slice per kernel, a flow start and end per event, the process and stream names.
+  size_t slices = 0, flows = 0;
+  for (const auto& e : t["traceEvents"]) {
+    slices += e["ph"] == "X";
+    flows += e["ph"] == "s" || e["ph"] == "f";
+  }
+  CHECK(slices == j["kernels"].size());
+  CHECK(flows == 2 * j["events"].size());
   CHECK(t["metadata"]["fusion_rate"].get<double>() > 0.5);
 
   // One stream and no reuse, as ATC's debugging options ask.

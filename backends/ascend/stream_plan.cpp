@@ -113,7 +113,18 @@ StreamPlan plan_streams(const Graph& graph, const std::vector<size_t>& order, co
   for (size_t k = 0; k < n; ++k) {
     const Node& node = *graph.nodes()[order[k]];
     long pick = -1;
+    // A view launches no work (it names bytes its input's producer wrote): it stays on
+    // that producer's stream and leaves the producer for a real kernel to continue. On
+    // a stream of its own it would only add events (GPT-2's Q/K/V reshapes took three
+    // streams and six events a layer, to overlap nothing).
+    if (is_view_op(node))
+      for (const Value* in : node.inputs())
+        if (in && in->producer()) {
+          pick = static_cast<long>(plan.stream_of[pos.at(in->producer())]);
+          break;
+        }
     for (const Value* in : node.inputs()) {
+      if (pick >= 0) break;
       if (!in || !in->producer()) continue;
       size_t p = pos.at(in->producer());
       if (!continued[p]) {

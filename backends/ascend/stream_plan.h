@@ -2,7 +2,8 @@
 // Stream assignment, as GE's logical stream allocator does it: a kernel
 // continues its first producer's stream when that producer has not been
 // continued yet, so independent branches land on different streams and can
-// overlap. Every dependency between streams (data, and reuse of freed bytes)
+// overlap. A view (a Reshape, a Split along an outer axis) launches no work and
+// stays on its input's producer's stream. Every dependency between streams (data, and reuse of freed bytes)
 // gets an event: recorded after the source kernel, waited on before the
 // target. Events already implied by others are not emitted.
 #include <cstddef>

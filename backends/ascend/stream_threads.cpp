@@ -8,11 +8,19 @@ StreamThreads::StreamThreads(const std::vector<std::vector<size_t>>& stream_kern
                              std::vector<std::vector<uint32_t>> records, size_t events)
     : stream_kernels_(stream_kernels), waits_(std::move(waits)), records_(std::move(records)), stream_wake_(stream_kernels.size()),
       recorded_(events, 0), next_(stream_kernels.size(), 0) {
-  // Each thread starts out waiting for a run; the first run sees them all started.
-  for (size_t s = 1; s < stream_kernels_.size(); ++s) threads_.emplace_back(&StreamThreads::stream_main, this, s);
+  // Each thread starts out waiting for a run. A thread that cannot start stops the
+  // ones that did before the error leaves (a destructor would not run).
+  try {
+    for (size_t s = 1; s < stream_kernels_.size(); ++s) threads_.emplace_back(&StreamThreads::stream_main, this, s);
+  } catch (...) {
+    stop();
+    throw;
+  }
 }
 
-StreamThreads::~StreamThreads() {
+StreamThreads::~StreamThreads() { stop(); }
+
+void StreamThreads::stop() {
   {
     std::lock_guard lock(mutex_);
     stop_ = true;

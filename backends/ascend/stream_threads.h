@@ -40,6 +40,7 @@ class StreamThreads {
   void run(const std::function<void(size_t)>& run_kernel);
 
  private:
+  void stop();  // tells the threads to end and joins them
   bool waits_met(size_t k) const;
   bool head_ready(size_t s) const;  // stream s's next kernel can be handed over
   void stream_main(size_t s);

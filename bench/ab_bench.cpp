@@ -11,12 +11,14 @@
 //   geopt_ab_bench SIDE_A SIDE_B INPUT_DIR THREADS PAIRS [RUNS] [PAUSE_MS]
 // PAUSE_MS (default 0) sleeps between blocks, so that neither side's spinning threads
 // (OpenMP's, ONNX Runtime's) are still on the cores when the other starts.
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -89,37 +91,21 @@ class ModelSide : public Side {
   std::map<std::string, HostTensor> feeds_;
 };
 
-// bench/ort/serve.js in a child process, talked to through two pipes.
+// bench/ort/serve.js in a child process, talked to through two pipes (close-on-exec, so
+// a second child does not hold the first one's input open).
 class OrtSide : public Side {
  public:
   OrtSide(const std::string& model, const std::string& input_dir, int threads) {
-    int to_child[2], from_child[2];
-    if (pipe(to_child) || pipe(from_child)) throw Error("pipe failed");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
-    for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) posix_spawn_file_actions_addclose(&actions, fd);
-    const std::string script = GEOPT_ORT_SERVER, thread_text = std::to_string(threads);
-    std::vector<char*> argv{const_cast<char*>("node"), const_cast<char*>(script.c_str()), const_cast<char*>(model.c_str()),
-                            const_cast<char*>(input_dir.c_str()), const_cast<char*>(thread_text.c_str()), nullptr};
-    const int spawned = posix_spawnp(&child_, "node", &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(to_child[0]);
-    close(from_child[1]);
-    to_ = fdopen(to_child[1], "w");
-    from_ = fdopen(from_child[0], "r");
-    if (spawned) throw Error("cannot start node (" + script + ")");
-    if (read_line() != "ready") throw Error("ONNX Runtime's server (" + script + ") did not start on " + model);
+    try {
+      start(model, input_dir, threads);
+    } catch (...) {
+      end_child();
+      throw;
+    }
   }
-  ~OrtSide() override {
-    if (to_) std::fclose(to_);  // end of input: the server ends
-    if (from_) std::fclose(from_);
-    if (child_ > 0) waitpid(child_, nullptr, 0);
-  }
+  ~OrtSide() override { end_child(); }
   std::vector<double> run(int times) override {
-    std::fprintf(to_, "run %d\n", times);
-    std::fflush(to_);
+    if (std::fprintf(to_, "run %d\n", times) < 0 || std::fflush(to_) != 0) throw Error("ONNX Runtime's server is gone (" + std::string(GEOPT_ORT_SERVER) + ")");
     std::istringstream line(read_line());
     std::vector<double> ms;
     for (double t; line >> t;) ms.push_back(t);
@@ -128,9 +114,51 @@ class OrtSide : public Side {
   }
 
  private:
+  void start(const std::string& model, const std::string& input_dir, int threads) {
+    int to_child[2], from_child[2];
+    if (pipe2(to_child, O_CLOEXEC)) throw Error("pipe failed");
+    to_ = fdopen(to_child[1], "w");
+    if (!to_) {
+      close(to_child[0]), close(to_child[1]);
+      throw Error("fdopen failed");
+    }
+    if (pipe2(from_child, O_CLOEXEC)) {
+      close(to_child[0]);
+      throw Error("pipe failed");
+    }
+    from_ = fdopen(from_child[0], "r");
+    if (!from_) {
+      close(to_child[0]), close(from_child[0]), close(from_child[1]);
+      throw Error("fdopen failed");
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);  // dup2 clears close-on-exec
+    posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
+    const std::string script = GEOPT_ORT_SERVER, thread_text = std::to_string(threads);
+    std::vector<char*> argv{const_cast<char*>("node"), const_cast<char*>(script.c_str()), const_cast<char*>(model.c_str()),
+                            const_cast<char*>(input_dir.c_str()), const_cast<char*>(thread_text.c_str()), nullptr};
+    const int spawned = posix_spawnp(&child_, "node", &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(to_child[0]);
+    close(from_child[1]);
+    if (spawned) {
+      child_ = -1;
+      throw Error("cannot start node (" + script + ")");
+    }
+    if (read_line() != "ready") throw Error("ONNX Runtime's server (" + script + ") did not start on " + model + " (its error is above)");
+  }
+  // End of input ends the server; then it is reaped.
+  void end_child() {
+    if (to_) std::fclose(to_), to_ = nullptr;
+    if (from_) std::fclose(from_), from_ = nullptr;
+    if (child_ > 0) waitpid(child_, nullptr, 0), child_ = -1;
+  }
   std::string read_line() {
     std::string s;
-    for (int c; (c = std::fgetc(from_)) != EOF && c != '\n';) s.push_back(static_cast<char>(c));
+    int c;
+    while ((c = std::fgetc(from_)) != EOF && c != '\n') s.push_back(static_cast<char>(c));
+    if (c == EOF) throw Error("ONNX Runtime's server ended (" + std::string(GEOPT_ORT_SERVER) + "; its error is above)");
     return s;
   }
   pid_t child_ = -1;
@@ -155,6 +183,7 @@ int main(int argc, char** argv) {
     const int threads = std::atoi(argv[4]), pairs = std::atoi(argv[5]), runs = argc > 6 ? std::atoi(argv[6]) : 1, pause_ms = argc > 7 ? std::atoi(argv[7]) : 0;
     if (threads <= 0 || pairs <= 0 || runs <= 0 || pause_ms < 0) throw Error("THREADS, PAIRS and RUNS must be positive, PAUSE_MS not negative");
     omp_set_num_threads(threads);
+    std::signal(SIGPIPE, SIG_IGN);  // a server that died is an error from fflush, not the end of this process
     auto a = open_side(argv[1], argv[3], threads), b = open_side(argv[2], argv[3], threads);
     auto block = [&](Side& side) {
       std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));

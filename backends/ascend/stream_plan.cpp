@@ -93,6 +93,14 @@ std::vector<std::pair<size_t, size_t>> dependencies(const Graph& graph, const st
   return deps;
 }
 
+// A view the memory plan aliases: its output lies in its data input's bytes. (A view op
+// whose output was kept apart copies, and is a kernel like any other.)
+bool aliases_input(const Node& node, const MemoryPlan& memory) {
+  if (!is_view_op(node) || node.inputs().empty() || node.outputs().empty() || !node.inputs()[0] || !node.outputs()[0]) return false;
+  auto in = memory.buffer_of.find(node.inputs()[0]), out = memory.buffer_of.find(node.outputs()[0]);
+  return in != memory.buffer_of.end() && out != memory.buffer_of.end() && in->second == out->second;
+}
+
 }  // namespace
 
 StreamPlan plan_streams(const Graph& graph, const std::vector<size_t>& order, const MemoryPlan& memory,
@@ -107,30 +115,36 @@ StreamPlan plan_streams(const Graph& graph, const std::vector<size_t>& order, co
   std::unordered_map<const Node*, size_t> pos;
   for (size_t k = 0; k < n; ++k) pos[graph.nodes()[order[k]].get()] = k;
   plan.stream_of.assign(n, 0);
-  std::vector<bool> continued(n, false);
+  // A kernel's continuation slot: its own, or for a view (which launches no work: it
+  // names bytes its input's producer wrote) its producer's. Continuing either continues
+  // both, so a view neither takes a stream of its own nor lets two branches share one.
+  // On a stream of its own a view would only add events (GPT-2's Q/K/V reshapes took
+  // three streams and six events a layer, to overlap nothing).
+  std::vector<size_t> slot(n);
+  std::vector<bool> continued(n, false);  // per slot
   std::vector<long> last_on_stream(max_streams, -1);
+  std::vector<long> last_slot_on_stream(max_streams, -1);
   size_t used = 1;
   for (size_t k = 0; k < n; ++k) {
     const Node& node = *graph.nodes()[order[k]];
+    slot[k] = k;
     long pick = -1;
-    // A view launches no work (it names bytes its input's producer wrote): it stays on
-    // that producer's stream and leaves the producer for a real kernel to continue. On
-    // a stream of its own it would only add events (GPT-2's Q/K/V reshapes took three
-    // streams and six events a layer, to overlap nothing).
-    if (is_view_op(node))
-      for (const Value* in : node.inputs())
-        if (in && in->producer()) {
-          pick = static_cast<long>(plan.stream_of[pos.at(in->producer())]);
-          break;
-        }
+    // A view stays with its producer while nothing else has run on that stream since.
+    const Value* data = node.inputs().empty() ? nullptr : node.inputs()[0];
+    if (data && data->producer() && aliases_input(node, memory)) {
+      const size_t p = pos.at(data->producer()), t = plan.stream_of[p];
+      if (last_slot_on_stream[t] == static_cast<long>(slot[p])) {
+        pick = static_cast<long>(t);
+        slot[k] = slot[p];
+      }
+    }
     for (const Value* in : node.inputs()) {
       if (pick >= 0) break;
       if (!in || !in->producer()) continue;
       size_t p = pos.at(in->producer());
-      if (!continued[p]) {
-        continued[p] = true;
+      if (!continued[slot[p]]) {
+        continued[slot[p]] = true;
         pick = static_cast<long>(plan.stream_of[p]);
-        break;
       }
     }
     if (pick < 0) {  // a new branch: the stream that has been idle longest
@@ -140,6 +154,7 @@ StreamPlan plan_streams(const Graph& graph, const std::vector<size_t>& order, co
     }
     plan.stream_of[k] = static_cast<size_t>(pick);
     last_on_stream[static_cast<size_t>(pick)] = static_cast<long>(k);
+    last_slot_on_stream[static_cast<size_t>(pick)] = static_cast<long>(slot[k]);
     used = std::max(used, static_cast<size_t>(pick) + 1);
   }
   plan.stream_count = used;

@@ -2,8 +2,9 @@
 // Stream assignment, as GE's logical stream allocator does it: a kernel
 // continues its first producer's stream when that producer has not been
 // continued yet, so independent branches land on different streams and can
-// overlap. A view (a Reshape, a Split along an outer axis) launches no work and
-// stays on its input's producer's stream. Every dependency between streams (data, and reuse of freed bytes)
+// overlap. A view the memory plan aliases (a Reshape, a Split along an outer
+// axis) launches no work: it stays on its producer's stream and shares its
+// continuation. Every dependency between streams (data, and reuse of freed bytes)
 // gets an event: recorded after the source kernel, waited on before the
 // target. Events already implied by others are not emitted.
 #include <cstddef>

@@ -7,7 +7,7 @@ namespace geopt::ascend {
 StreamThreads::StreamThreads(const std::vector<std::vector<size_t>>& stream_kernels, std::vector<std::vector<uint32_t>> waits,
                              std::vector<std::vector<uint32_t>> records, size_t events)
     : stream_kernels_(stream_kernels), waits_(std::move(waits)), records_(std::move(records)), stream_wake_(stream_kernels.size()),
-      recorded_(events, 0), next_(stream_kernels.size(), 0) {
+      recorded_(events, 0), next_(stream_kernels.size(), 0), in_run_(stream_kernels.size(), 0) {
   // Each thread starts out waiting for a run. A thread that cannot start stops the
   // ones that did before the error leaves (a destructor would not run).
   try {
@@ -44,20 +44,21 @@ void StreamThreads::wake_ready_streams() {
 
 void StreamThreads::stream_main(size_t s) {
   std::unique_lock lock(mutex_);
-  uint64_t seen = 0;  // the job before the first run (a run may start before this thread does)
   const auto& mine = stream_kernels_[s];
   for (;;) {
-    // A new run whose next kernel here can go (or that failed), or the end.
-    stream_wake_[s].wait(lock, [&] { return stop_ || (job_ != seen && (failure_ || head_ready(s))); });
+    // A run this thread takes part in (one may start before this thread does), whose
+    // next kernel here can go (or that failed), or the end.
+    stream_wake_[s].wait(lock, [&] { return stop_ || (in_run_[s] && (failure_ || head_ready(s))); });
     if (stop_) return;
     // Hand over every kernel that can go now, in order; sleep again only when the next
-    // waits on an event not yet recorded.
+    // waits on an event not yet recorded. (handed_ has room for every kernel: no
+    // allocation here, where an exception would end the process.)
     while (!failure_ && head_ready(s)) {
       handed_.push_back(mine[next_[s]++]);
       runner_wake_.notify_one();
     }
     if (failure_ || next_[s] == mine.size()) {
-      seen = job_;  // done with this run (or it failed): wait for the next
+      in_run_[s] = 0;  // done with this run (or it failed): wait for the next
       if (--busy_ == 0) runner_wake_.notify_one();
     }
   }
@@ -73,9 +74,13 @@ void StreamThreads::run(const std::function<void(size_t)>& run_kernel) {
     std::fill(recorded_.begin(), recorded_.end(), 0);
     std::fill(next_.begin(), next_.end(), 0);
     handed_.clear();
-    busy_ = 0;  // a stream without kernels takes no part
-    for (size_t s = 1; s < streams; ++s) busy_ += !stream_kernels_[s].empty();
-    ++job_;
+    handed_.reserve(kernel_count);
+    handed_taken_ = 0;
+    busy_ = 0;
+    for (size_t s = 1; s < streams; ++s) {
+      in_run_[s] = !stream_kernels_[s].empty();  // a stream without kernels takes no part
+      busy_ += in_run_[s];
+    }
     wake_ready_streams();
   }
   auto finish = [&] {  // every stream thread out of this run before it returns
@@ -93,10 +98,9 @@ void StreamThreads::run(const std::function<void(size_t)>& run_kernel) {
           if (head_ready(s)) return false;
         return true;
       };
-      runner_wake_.wait(lock, [&] { return !handed_.empty() || (streams && head_ready(0)) || stalled(); });
-      if (!handed_.empty()) {
-        k = handed_.front();
-        handed_.pop_front();
+      runner_wake_.wait(lock, [&] { return handed_taken_ < handed_.size() || (streams && head_ready(0)) || stalled(); });
+      if (handed_taken_ < handed_.size()) {
+        k = handed_[handed_taken_++];
       } else if (streams && head_ready(0)) {
         k = stream_kernels_[0][next_[0]++];
       } else {

@@ -16,7 +16,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -54,12 +53,13 @@ class StreamThreads {
   std::vector<std::condition_variable> stream_wake_;
   std::vector<std::thread> threads_;
   // The run's state, guarded by mutex_.
-  uint64_t job_ = 0;     // bumped by each run
   bool stop_ = false;    // the destructor's
   std::exception_ptr failure_;
   std::vector<char> recorded_;  // per event
   std::vector<size_t> next_;    // per stream: its next kernel to hand over (index in its list)
-  std::deque<size_t> handed_;   // kernels handed over, not yet run
+  std::vector<char> in_run_;    // per stream: its thread takes part in this run and has not left it
+  std::vector<size_t> handed_;  // kernels handed over, in order (room for all made before the run)
+  size_t handed_taken_ = 0;     // how many of them the caller's thread took
   size_t busy_ = 0;             // stream threads still in this run
 };
 

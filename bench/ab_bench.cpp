@@ -49,10 +49,15 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-double time_ms(const auto& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+// Each of `times` runs of f, in milliseconds.
+std::vector<double> timed_runs(int times, const auto& f) {
+  std::vector<double> ms;
+  for (int i = 0; i < times; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return ms;
 }
 
 class Side {
@@ -64,11 +69,7 @@ class Side {
 class PlanSide : public Side {
  public:
   PlanSide(const std::string& path, std::map<std::string, HostTensor> feeds) : plan_(ascend::read_plan(path)), executor_(plan_), feeds_(std::move(feeds)) {}
-  std::vector<double> run(int times) override {
-    std::vector<double> ms;
-    for (int i = 0; i < times; ++i) ms.push_back(time_ms([&] { executor_.run(feeds_); }));
-    return ms;
-  }
+  std::vector<double> run(int times) override { return timed_runs(times, [&] { executor_.run(feeds_); }); }
 
  private:
   plan::Plan plan_;
@@ -79,11 +80,7 @@ class PlanSide : public Side {
 class ModelSide : public Side {
  public:
   ModelSide(const std::string& path, std::map<std::string, HostTensor> feeds) : model_(import_onnx(path)), evaluator_(model_), feeds_(std::move(feeds)) {}
-  std::vector<double> run(int times) override {
-    std::vector<double> ms;
-    for (int i = 0; i < times; ++i) ms.push_back(time_ms([&] { evaluator_.run(feeds_); }));
-    return ms;
-  }
+  std::vector<double> run(int times) override { return timed_runs(times, [&] { evaluator_.run(feeds_); }); }
 
  private:
   Model model_;

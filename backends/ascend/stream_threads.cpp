@@ -4,9 +4,9 @@
 
 namespace geopt::ascend {
 
-StreamThreads::StreamThreads(const std::vector<std::vector<size_t>>& stream_kernels, std::vector<std::vector<uint32_t>> waits,
-                             std::vector<std::vector<uint32_t>> records, size_t events)
-    : stream_kernels_(stream_kernels), waits_(std::move(waits)), records_(std::move(records)), stream_wake_(stream_kernels.size()),
+StreamThreads::StreamThreads(const std::vector<std::vector<size_t>>& stream_kernels, const std::vector<std::vector<uint32_t>>& waits,
+                             const std::vector<std::vector<uint32_t>>& records, size_t events)
+    : stream_kernels_(stream_kernels), waits_(waits), records_(records), stream_wake_(stream_kernels.size()),
       recorded_(events, 0), next_(stream_kernels.size(), 0), in_run_(stream_kernels.size(), 0) {
   // Each thread starts out waiting for a run. A thread that cannot start stops the
   // ones that did before the error leaves (a destructor would not run).

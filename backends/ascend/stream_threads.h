@@ -26,9 +26,10 @@ namespace geopt::ascend {
 
 class StreamThreads {
  public:
-  // stream_kernels[s]: stream s's kernels in order; waits[k], records[k]: kernel k's events.
-  StreamThreads(const std::vector<std::vector<size_t>>& stream_kernels, std::vector<std::vector<uint32_t>> waits,
-                std::vector<std::vector<uint32_t>> records, size_t events);
+  // stream_kernels[s]: stream s's kernels in order; waits[k], records[k]: kernel k's
+  // events. All three are the executor's and outlive this object.
+  StreamThreads(const std::vector<std::vector<size_t>>& stream_kernels, const std::vector<std::vector<uint32_t>>& waits,
+                const std::vector<std::vector<uint32_t>>& records, size_t events);
   ~StreamThreads();  // stops and joins the threads
   StreamThreads(const StreamThreads&) = delete;
   StreamThreads& operator=(const StreamThreads&) = delete;
@@ -46,7 +47,8 @@ class StreamThreads {
   void wake_ready_streams();
 
   const std::vector<std::vector<size_t>>& stream_kernels_;
-  const std::vector<std::vector<uint32_t>> waits_, records_;
+  const std::vector<std::vector<uint32_t>>& waits_;
+  const std::vector<std::vector<uint32_t>>& records_;
 
   std::mutex mutex_;
   std::condition_variable runner_wake_;

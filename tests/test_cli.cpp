@@ -259,6 +259,22 @@ TEST_CASE("geopt compile writes a plan that geopt run checks against torch and t
   CHECK(flows == 2 * j["events"].size());
   CHECK(t["metadata"]["fusion_rate"].get<double>() > 0.5);
 
+  // The host profile of the plan's run: every kernel counted once per run, under its op type.
+  auto host = run_cli({"run", plan.string(), "--random-inputs", "--repeat", "3", "--profile", "--json"});
+  REQUIRE_MESSAGE(host.exit_code == 0, host.err);
+  std::map<std::string, double> kernels_by_op;
+  for (const auto& k : j["kernels"]) {
+    const std::string domain = k.value("domain", "");
+    kernels_by_op[(domain.empty() ? "" : domain + "::") + k["op_type"].get<std::string>()] += 1;
+  }
+  std::map<std::string, double> profiled;
+  const auto host_report = nlohmann::json::parse(host.out);
+  for (const auto& [op, row] : host_report["profile"].items()) {
+    profiled[op] = row["calls_per_run"].get<double>();
+    CHECK(row["ms_per_run"].get<double>() >= 0.0);
+  }
+  CHECK(profiled == kernels_by_op);
+
   // One stream and no reuse, as ATC's debugging options ask.
   auto single = run_cli({"compile", m.string() + ".onnx", "--enable-single-stream", "--disable-reuse-memory", "--json"});
   REQUIRE_MESSAGE(single.exit_code == 0, single.err);

@@ -1,6 +1,7 @@
 #include "plan_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -257,6 +258,18 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
   }
 }
 
+void PlanExecutor::timed_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims, KernelTimes& times) const {
+  if (!times.profile) return run_kernel(k, pool, schedule, dims);
+  const auto started = std::chrono::steady_clock::now();
+  run_kernel(k, pool, schedule, dims);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  const Node& n = *compiled_->nodes[k];
+  std::lock_guard lock(times.mutex);
+  auto& [total, calls] = times.profile->by_op[(n.domain.empty() ? "" : n.domain + "::") + n.op_type];
+  total += ms;
+  ++calls;
+}
+
 namespace {
 
 std::string type_text(const plan::TensorRef& r) {
@@ -296,9 +309,9 @@ size_t PlanExecutor::gear_for(const std::map<std::string, HostTensor>& inputs) c
   throw Error("the inputs (" + given + ") match no gear of the plan; its gears: " + listed);
 }
 
-NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, StreamSchedule schedule) const {
+NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, StreamSchedule schedule, OpProfile* profile) const {
   Compiled& c = *compiled_;  // its pools change; the rest is read only
-  if (!c.gears.empty()) return c.gears[gear_for(inputs)]->run(inputs, schedule);
+  if (!c.gears.empty()) return c.gears[gear_for(inputs)]->run(inputs, schedule, profile);
   // Poisoned with NaN bytes, so reading bytes no kernel wrote shows in the numbers: a
   // fresh pool always (the check runs a fresh executor), a reused one under the
   // adversarial schedule. A reused pool otherwise keeps the last run's values, which a
@@ -325,6 +338,8 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
   } return_pool{c, pool};
   check_input_names(plan_, inputs);
   RuntimeDims runtime_dims;
+  KernelTimes times;
+  times.profile = profile;
   // The sizes the inputs give the model's named dims: one name, one size (symbol -> size, input).
   std::map<std::string, std::pair<int64_t, std::string>> symbols;
   for (const auto& r : plan_.inputs()) {
@@ -375,7 +390,7 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       }
       if (pick < 0) throw Error("plan: every stream waits on an event nobody records (deadlock)");
       size_t k = c.stream_kernels[static_cast<size_t>(pick)][head[static_cast<size_t>(pick)]++];
-      run_kernel(k, pool.get(), schedule, runtime_dims);
+      timed_kernel(k, pool.get(), schedule, runtime_dims, times);
       for (uint32_t e : c.records[k]) recorded[e] = 1;
     }
   } else {
@@ -390,7 +405,7 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       }
     }
     if (!threads) threads = std::make_unique<StreamThreads>(c.stream_kernels, c.waits, c.records, static_cast<size_t>(plan_.events_size()));
-    threads->run([&](size_t k) { run_kernel(k, pool.get(), schedule, runtime_dims); });
+    threads->run([&](size_t k) { timed_kernel(k, pool.get(), schedule, runtime_dims, times); });
     std::lock_guard lock(c.pools_mutex);
     if (c.free_stream_threads.size() < 4) c.free_stream_threads.push_back(std::move(threads));
   }

@@ -33,8 +33,11 @@ class PlanExecutor {
   // Checks the feeds against the plan's bindings (names, dtypes, dims; a range plan's
   // inputs against its ranges). A plan of gears runs the gear whose input dims the
   // feeds have, and refuses other dims, listing its gears.
+  // With `profile`, each kernel's host time (its inputs read, its outputs where the plan
+  // keeps them; waits on events excluded) is added to its op type's total; kernels on
+  // several streams overlap, so the totals may add up to more than the run.
   NamedTensors run(const std::map<std::string, HostTensor>& inputs,
-                   StreamSchedule schedule = StreamSchedule::threads) const;
+                   StreamSchedule schedule = StreamSchedule::threads, OpProfile* profile = nullptr) const;
   // The gear run() takes for these feeds (a plan of gears only); throws as run() does.
   size_t gear_for(const std::map<std::string, HostTensor>& inputs) const;
 
@@ -49,7 +52,13 @@ class PlanExecutor {
     std::mutex mutex;
     std::map<std::string, std::vector<int64_t>> by_name;
   };
+  // A run's profile, written by every stream thread.
+  struct KernelTimes {
+    OpProfile* profile = nullptr;
+    std::mutex mutex;
+  };
   void run_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims) const;
+  void timed_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims, KernelTimes& times) const;
 
   const plan::Plan& plan_;
   std::unique_ptr<Compiled> compiled_;

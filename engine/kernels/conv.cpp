@@ -1,6 +1,6 @@
 // Conv and FusedConv on one oneDNN convolution (the layout oneDNN picks, converted to
 // and from the caller's NCHW or NC1HWC0 around it; bias, residual and activation as
-// post-ops) and ConvTranspose as a direct scatter loop.
+// post-ops). ConvTranspose is in conv_transpose.cpp.
 #include "kernels/conv.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -216,23 +216,25 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   auto convert = [&](memory from, memory to) {
     if (!copy_channel_blocks(from.get_desc(), from.get_data_handle(), to.get_desc(), to.get_data_handle())) reorder(from, to).execute(s, from, to);
   };
-  auto prepare = [&](const memory::desc& want, const memory::desc& user_md, const void* data) {
+  // The input in the primitive's layout goes to this thread's operand buffer; weights
+  // (kept across calls when constant) to storage of their own.
+  auto prepare = [&](const memory::desc& want, const memory::desc& user_md, const void* data, bool per_call) {
     memory user(user_md, eng, const_cast<void*>(data));
     if (want == user_md) return user;
-    memory m2(want, eng);
-    convert(user, m2);
-    return m2;
+    memory converted = per_call ? thread_operand(ThreadOperand::source, want) : memory(want, eng);
+    convert(user, converted);
+    return converted;
   };
-  memory src = prepare(plan->src, src_user_md, x.raw());
+  memory src = prepare(plan->src, src_user_md, x.raw(), true);
   memory wei;
   if (cacheable_constant(w) && plan->weights != wei_user_md) {
     // Reordered once per weight and layout, while the weight lives.
-    wei = *derived_constant<memory>(w, plan->weights_key, [&] { return std::make_shared<const memory>(prepare(plan->weights, wei_user_md, w.raw())); });
+    wei = *derived_constant<memory>(w, plan->weights_key, [&] { return std::make_shared<const memory>(prepare(plan->weights, wei_user_md, w.raw(), false)); });
   } else {
-    wei = prepare(plan->weights, wei_user_md, w.raw());
+    wei = prepare(plan->weights, wei_user_md, w.raw(), false);
   }
   memory dst_user(dst_user_md, eng, y.mutable_raw());
-  memory dst = plan->dst == dst_user_md ? dst_user : memory(plan->dst, eng);
+  memory dst = plan->dst == dst_user_md ? dst_user : thread_operand(ThreadOperand::destination, plan->dst);
   if (fusion.residual) {  // the sum post-op adds what dst holds
     memory r(dst_user_md, eng, const_cast<std::byte*>(fusion.residual->raw()));
     if (dst != dst_user) convert(r, dst);
@@ -258,103 +260,14 @@ HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const Host
   return fused_convolution(ctx, x, w, b, ConvFusion{});
 }
 
-namespace {
-
-// ConvTranspose: every input pixel scatters its kernel-weighted contribution.
-void conv_transpose(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
-  const HostTensor& w = ctx.input(1);
-  const size_t sp = x.rank() - 2;
-  if (x.rank() < 3) ctx.fail("ConvTranspose needs a spatial input");
-  const int64_t group = ctx.attr_int("group", 1);
-  const int64_t n = x.dims()[0], c = x.dims()[1];
-  const int64_t m_per_group = w.dims()[1], m = m_per_group * group, c_per_group = c / group;
-  if (w.dims()[0] != c || c % group != 0) ctx.fail("weights " + w.shape_string() + " do not match " + std::to_string(c) + " channels");
-  std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape", std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
-  std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(sp, 1));
-  std::vector<int64_t> dil = ctx.attr_ints("dilations", std::vector<int64_t>(sp, 1));
-  std::vector<int64_t> out_pad = ctx.attr_ints("output_padding", std::vector<int64_t>(sp, 0));
-  std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
-  std::vector<int64_t> output_shape = ctx.attr_ints("output_shape");
-  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
-  std::vector<int64_t> in(x.dims().begin() + 2, x.dims().end()), out(sp);
-  for (size_t i = 0; i < sp; ++i) {
-    const int64_t full = strides[i] * (in[i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1;
-    const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
-    if (!output_shape.empty() || same) {
-      // ONNX: total padding makes the output the requested (or input * stride) size;
-      // SAME_UPPER puts the smaller half first, everything else the larger half.
-      int64_t want = output_shape.empty() ? in[i] * strides[i] : output_shape[output_shape.size() - sp + i];
-      int64_t total = full - want;
-      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division: total may be negative
-      pads[i] = auto_pad == "SAME_UPPER" ? half : total - half;
-      pads[sp + i] = total - pads[i];
-    } else if (auto_pad == "VALID") {
-      pads[i] = pads[sp + i] = 0;
-    }
-    out[i] = full - pads[i] - pads[sp + i];
-    if (out[i] < 0) ctx.fail("output would have a negative size");
-  }
-  std::vector<int64_t> ydims{n, m};
-  ydims.insert(ydims.end(), out.begin(), out.end());
-  HostTensor y(x.dtype(), ydims);
-  int64_t in_px = 1, out_px = 1, k_px = 1;
-  for (size_t i = 0; i < sp; ++i) {
-    in_px *= in[i];
-    out_px *= out[i];
-    k_px *= kernel[i];
-  }
-  dispatch_float(x.dtype(), [&]<class T>() {
-    const T* px = x.data<T>();
-    const T* pw = w.data<T>();
-    T* py = y.mutable_data<T>();
-    std::vector<int64_t> ic(sp), kc(sp);
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t ch = 0; ch < c; ++ch) {
-        const int64_t grp = ch / c_per_group;
-        for (int64_t p = 0; p < in_px; ++p) {
-          for (size_t i = sp, r = static_cast<size_t>(p); i-- > 0;) {
-            ic[i] = static_cast<int64_t>(r) % in[i];
-            r /= static_cast<size_t>(in[i]);
-          }
-          const T v = px[(b * c + ch) * in_px + p];
-          for (int64_t kp = 0; kp < k_px; ++kp) {
-            int64_t r = kp, o = 0;
-            bool inside = true;
-            for (size_t i = sp; i-- > 0;) {
-              kc[i] = r % kernel[i];
-              r /= kernel[i];
-            }
-            for (size_t i = 0; i < sp && inside; ++i) {
-              int64_t pos = ic[i] * strides[i] + kc[i] * dil[i] - pads[i];
-              inside = pos >= 0 && pos < out[i];
-              o = o * out[i] + pos;
-            }
-            if (!inside) continue;
-            for (int64_t oc = 0; oc < m_per_group; ++oc)
-              py[(b * m + grp * m_per_group + oc) * out_px + o] += v * pw[(ch * m_per_group + oc) * k_px + kp];
-          }
-        }
-      }
-    if (ctx.has_input(2)) {
-      const T* pb = ctx.input(2).data<T>();
-      for (int64_t b = 0; b < n; ++b)
-        for (int64_t oc = 0; oc < m; ++oc)
-          for (int64_t o = 0; o < out_px; ++o) py[(b * m + oc) * out_px + o] += pb[oc];
-    }
-  }, "ConvTranspose");
-  ctx.outputs[0] = std::move(y);
-}
-
-}  // namespace
-
 void register_pool_kernels(KernelRegistry& r);
+void register_conv_transpose_kernel(KernelRegistry& r);
 
 void register_conv_pool_kernels(KernelRegistry& r) {
   r.add("", "Conv", [](KernelContext& ctx) {
     ctx.outputs[0] = convolution(ctx, ctx.input(0), ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr);
   });
-  r.add("", "ConvTranspose", conv_transpose);
+  register_conv_transpose_kernel(r);
   register_pool_kernels(r);
 }
 

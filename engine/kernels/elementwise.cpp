@@ -2,6 +2,7 @@
 // unary math and activations, Where, Cast.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "kernels/cast.h"
 #include "kernels/dispatch.h"
@@ -16,14 +17,37 @@ void require_same_dtype(const KernelContext& ctx, const HostTensor& a, const Hos
 }
 
 // out = op(a, b) with broadcasting; Out is the output element type (T or bool).
+// Rows where one side is a run and the other a run or one repeated value (a scalar, a
+// per-channel constant) get loops the compiler vectorizes. `is_output`: the result is
+// the node's output (not a partial result), so it may go where the caller places it.
 template <class T, class Out, class Op>
-HostTensor binary(const KernelContext& ctx, const HostTensor& a, const HostTensor& b, DType out_dtype, Op op) {
+HostTensor binary(const KernelContext& ctx, const HostTensor& a, const HostTensor& b, DType out_dtype, Op op, bool is_output = true) {
   auto plan = plan_broadcast<2>(ctx, {&a, &b});
-  HostTensor y = HostTensor::uninitialized(out_dtype, plan.dims);
+  // Each element is read before it is written at the same position: the output may lie
+  // over an input of its own shape and type.
+  std::optional<size_t> over;
+  if (sizeof(T) == sizeof(Out) && a.dims() == plan.dims) over = 0;
+  else if (sizeof(T) == sizeof(Out) && b.dims() == plan.dims) over = 1;
+  HostTensor y = is_output ? ctx.new_output(0, out_dtype, plan.dims, over) : HostTensor::uninitialized(out_dtype, plan.dims);
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   Out* py = y.mutable_data<Out>();
-  apply_broadcast(plan, [&](int64_t i, const int64_t* o) { py[i] = op(pa[o[0]], pb[o[1]]); });
+  apply_broadcast_rows(plan, [&](int64_t i, const int64_t* o, const int64_t* steps, int64_t count) {
+    const T* x = pa + o[0];
+    const T* z = pb + o[1];
+    Out* out = py + i;
+    if (steps[0] == 1 && steps[1] == 1) {
+      for (int64_t j = 0; j < count; ++j) out[j] = op(x[j], z[j]);
+    } else if (steps[0] == 1 && steps[1] == 0) {
+      const T v = *z;
+      for (int64_t j = 0; j < count; ++j) out[j] = op(x[j], v);
+    } else if (steps[0] == 0 && steps[1] == 1) {
+      const T v = *x;
+      for (int64_t j = 0; j < count; ++j) out[j] = op(v, z[j]);
+    } else {
+      for (int64_t j = 0; j < count; ++j) out[j] = op(x[j * steps[0]], z[j * steps[1]]);
+    }
+  });
   return y;
 }
 
@@ -103,7 +127,7 @@ void add_variadic(KernelRegistry& r, const char* name, OpFactory make, bool mean
     for (size_t k = 1; k < ctx.input_count(); ++k) {
       const HostTensor& b = ctx.input(k);
       require_same_dtype(ctx, acc, b);
-      dispatch_real(acc.dtype(), [&]<class T>() { acc = binary<T, T>(ctx, acc, b, acc.dtype(), make.template operator()<T>()); }, name);
+      dispatch_real(acc.dtype(), [&]<class T>() { acc = binary<T, T>(ctx, acc, b, acc.dtype(), make.template operator()<T>(), false); }, name);
     }
     if (mean) {
       const double n = static_cast<double>(ctx.input_count());

@@ -17,20 +17,40 @@ dnnl::stream& cpu_stream() {
   return stream;
 }
 
-dnnl::memory thread_scratchpad(const dnnl::memory::desc& desc) {
-  struct Buffer {
-    std::unique_ptr<std::byte, void (*)(void*)> bytes{nullptr, std::free};
-    size_t size = 0;
-  };
-  thread_local Buffer buffer;
-  const size_t need = desc.get_size();
-  if (need > buffer.size) {
-    const size_t size = (need + 4095) / 4096 * 4096;  // aligned_alloc wants a multiple of the alignment
-    buffer.bytes.reset(static_cast<std::byte*>(std::aligned_alloc(4096, size)));
-    if (!buffer.bytes) throw std::bad_alloc();
-    buffer.size = size;
+namespace {
+
+// A page-aligned buffer of one thread, grown as needed and never shrunk.
+class ThreadBuffer {
+ public:
+  dnnl::memory view(const dnnl::memory::desc& desc) {
+    const size_t need = desc.get_size();
+    if (need > size_) {
+      const size_t size = (need + 4095) / 4096 * 4096;  // aligned_alloc wants a multiple of the alignment
+      bytes_.reset(static_cast<std::byte*>(std::aligned_alloc(4096, size)));
+      if (!bytes_) {
+        size_ = 0;
+        throw std::bad_alloc();
+      }
+      size_ = size;
+    }
+    return dnnl::memory(desc, cpu_engine(), need ? bytes_.get() : nullptr);
   }
-  return dnnl::memory(desc, cpu_engine(), need ? buffer.bytes.get() : nullptr);
+
+ private:
+  std::unique_ptr<std::byte, void (*)(void*)> bytes_{nullptr, std::free};
+  size_t size_ = 0;
+};
+
+}  // namespace
+
+dnnl::memory thread_scratchpad(const dnnl::memory::desc& desc) {
+  thread_local ThreadBuffer buffer;
+  return buffer.view(desc);
+}
+
+dnnl::memory thread_operand(ThreadOperand role, const dnnl::memory::desc& desc) {
+  thread_local ThreadBuffer source, destination;
+  return (role == ThreadOperand::source ? source : destination).view(desc);
 }
 
 dnnl::memory::format_tag row_major_tag(size_t rank) {

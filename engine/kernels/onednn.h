@@ -23,6 +23,13 @@ dnnl::stream& cpu_stream();
 // (stream wait) before their kernel returns, so one buffer per thread suffices.
 dnnl::memory thread_scratchpad(const dnnl::memory::desc& desc);
 
+// A primitive's operand in the layout it wants, when the caller's is another (the
+// converted input, the output before it is converted back): kept per thread like the
+// scratchpad, one buffer per role, so a call neither allocates nor page-faults a fresh
+// tensor. Valid until this thread's next call for the same role.
+enum class ThreadOperand { source, destination };
+dnnl::memory thread_operand(ThreadOperand role, const dnnl::memory::desc& desc);
+
 // A primitive's plan (its descriptor, the primitive, what the kernel keeps of them) made
 // once per key (shapes, layouts, post-ops, thread count) and shared: primitive
 // descriptors are costly to create and a model repeats a few shapes. make() may return

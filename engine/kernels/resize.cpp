@@ -1,9 +1,13 @@
 // Resize (opset 10-17): nearest, linear and cubic over any set of axes, with
 // every coordinate_transformation_mode. Each axis is reduced to a list of taps
 // (input index, weight) per output coordinate; an output element sums the
-// product of its axes' taps.
+// product of its axes' taps. f32 (what models resize) takes separable passes
+// over contiguous rows; other types and extrapolated samples the general loop.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+
+#include <omp.h>
 
 #include "kernels/dispatch.h"
 #include "kernels/elementwise_util.h"
@@ -94,6 +98,133 @@ Taps axis_taps(const ResizeParams& p, int64_t x, double scale, int64_t in, doubl
   return t;
 }
 
+// One axis's taps as the f32 passes read them: per output coordinate, the input
+// indices and weights of its nonzero taps.
+struct AxisTaps {
+  std::vector<int64_t> index;  // 4 per output coordinate
+  std::vector<float> weight;   // 4 per output coordinate, zero past `count`
+  std::vector<int> count;
+  bool identity = true;  // output coordinate i reads input i, weight 1
+};
+
+AxisTaps compact_taps(const std::vector<Taps>& taps, int64_t in) {
+  AxisTaps a;
+  a.index.assign(taps.size() * 4, 0);
+  a.weight.assign(taps.size() * 4, 0.0f);
+  a.count.assign(taps.size(), 0);
+  a.identity = static_cast<int64_t>(taps.size()) == in;
+  for (size_t o = 0; o < taps.size(); ++o) {
+    int& count = a.count[o];
+    for (int k = 0; k < taps[o].count; ++k) {
+      if (taps[o].weight[k] == 0) continue;
+      a.index[o * 4 + static_cast<size_t>(count)] = taps[o].index[k];
+      a.weight[o * 4 + static_cast<size_t>(count)] = static_cast<float>(taps[o].weight[k]);
+      ++count;
+    }
+    a.identity = a.identity && count == 1 && a.index[o * 4] == static_cast<int64_t>(o) && a.weight[o * 4] == 1.0f;
+  }
+  return a;
+}
+
+// Nearest: every output element copies one input element; rows of the last axis
+// gather through its index table (a plain copy where that axis is not resized).
+void resize_nearest_f32(const float* x, const std::vector<int64_t>& in_dims, const std::vector<AxisTaps>& axes,
+                        const std::vector<int64_t>& out_dims, float* y) {
+  const size_t rank = out_dims.size();
+  const std::vector<int64_t> xs = strides_of(in_dims);
+  const int64_t row = out_dims[rank - 1];
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < rank; ++d) rows *= out_dims[d];
+  const AxisTaps& last = axes[rank - 1];
+#pragma omp parallel for if (rows * row > (1 << 15))
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t src = 0;
+    for (size_t d = rank - 1, rest = static_cast<size_t>(r); d-- > 0;) {
+      const int64_t o = static_cast<int64_t>(rest) % out_dims[d];
+      rest /= static_cast<size_t>(out_dims[d]);
+      src += axes[d].index[static_cast<size_t>(o) * 4] * xs[d];
+    }
+    const float* in_row = x + src;
+    float* out_row = y + r * row;
+    if (last.identity) {
+      std::memcpy(out_row, in_row, static_cast<size_t>(row) * sizeof(float));
+    } else {
+      for (int64_t j = 0; j < row; ++j) out_row[j] = in_row[last.index[static_cast<size_t>(j) * 4]];
+    }
+  }
+}
+
+// One linear or cubic pass along `axis`: out[o, j, i] = sum_k w[j][k] x[o, index[j][k], i],
+// a weighted sum of at most 4 input rows over the contiguous inner axes.
+void resize_axis_f32(const float* x, const std::vector<int64_t>& dims, size_t axis, const AxisTaps& taps, float* y) {
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= dims[d];
+  for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
+  const int64_t in = dims[axis], out = static_cast<int64_t>(taps.count.size());
+#pragma omp parallel for if (outer * out * inner > (1 << 15))
+  for (int64_t r = 0; r < outer * out; ++r) {
+    const int64_t o = r / out, j = r % out;
+    const size_t t = static_cast<size_t>(j) * 4;
+    const int count = taps.count[static_cast<size_t>(j)];
+    float* out_row = y + r * inner;
+    const float* base = x + o * in * inner;
+    if (inner == 1) {
+      float acc = 0;
+      for (int k = 0; k < count; ++k) acc += taps.weight[t + static_cast<size_t>(k)] * base[taps.index[t + static_cast<size_t>(k)]];
+      out_row[0] = acc;
+      continue;
+    }
+    const float w0 = taps.weight[t];
+    const float* r0 = base + taps.index[t] * inner;
+    for (int64_t i = 0; i < inner; ++i) out_row[i] = w0 * r0[i];
+    for (int k = 1; k < count; ++k) {
+      const float wk = taps.weight[t + static_cast<size_t>(k)];
+      const float* rk = base + taps.index[t + static_cast<size_t>(k)] * inner;
+      for (int64_t i = 0; i < inner; ++i) out_row[i] += wk * rk[i];
+    }
+  }
+}
+
+// Resizes f32 `x` into `y` (out_dims) one axis at a time, the most shrunk axis first so
+// later passes read the least. The taps have no extrapolated sample.
+void resize_f32(const HostTensor& x, const std::vector<std::vector<Taps>>& taps, bool nearest, HostTensor& y) {
+  const size_t rank = x.rank();
+  std::vector<AxisTaps> axes;
+  for (size_t d = 0; d < rank; ++d) axes.push_back(compact_taps(taps[d], x.dims()[d]));
+  const std::vector<int64_t>& out_dims = y.dims();
+  float* py = y.mutable_data<float>();
+  if (nearest) {
+    resize_nearest_f32(x.data<float>(), x.dims(), axes, out_dims, py);
+    return;
+  }
+  std::vector<size_t> order;
+  for (size_t d = 0; d < rank; ++d)
+    if (!axes[d].identity) order.push_back(d);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return static_cast<double>(out_dims[a]) / static_cast<double>(x.dims()[a]) < static_cast<double>(out_dims[b]) / static_cast<double>(x.dims()[b]);
+  });
+  if (order.empty()) {
+    std::memcpy(py, x.data<float>(), static_cast<size_t>(y.size()) * sizeof(float));
+    return;
+  }
+  std::vector<int64_t> dims = x.dims();
+  const float* src = x.data<float>();
+  std::vector<float> buffers[2];
+  for (size_t p = 0; p < order.size(); ++p) {
+    const size_t axis = order[p];
+    float* dst = py;
+    if (p + 1 < order.size()) {
+      int64_t size = 1;
+      for (size_t d = 0; d < rank; ++d) size *= d == axis ? out_dims[d] : dims[d];
+      buffers[p % 2].resize(static_cast<size_t>(size));
+      dst = buffers[p % 2].data();
+    }
+    resize_axis_f32(src, dims, axis, axes[axis], dst);
+    dims[axis] = out_dims[axis];
+    src = dst;
+  }
+}
+
 void resize(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const size_t rank = x.rank();
@@ -139,6 +270,15 @@ void resize(KernelContext& ctx) {
                                   have_sizes ? static_cast<double>(out_dims[d]) : static_cast<double>(x.dims()[d]) * scales[d],
                                   roi[d], roi[rank + d]));
 
+  const bool extrapolated = std::any_of(taps.begin(), taps.end(), [](const std::vector<Taps>& axis) {
+    return std::any_of(axis.begin(), axis.end(), [](const Taps& t) { return t.outside; });
+  });
+  if (x.dtype() == DType::F32 && !extrapolated && rank > 0) {
+    HostTensor y = ctx.new_output(0, DType::F32, out_dims);
+    if (y.size() > 0) resize_f32(x, taps, p.mode == "nearest", y);
+    ctx.outputs[0] = std::move(y);
+    return;
+  }
   auto xs = strides_of(x.dims());
   dispatch_all(x.dtype(), [&]<class T>() {
     if constexpr (std::is_same_v<T, bool> || is_half_v<T>) {

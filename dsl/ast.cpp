@@ -47,6 +47,7 @@ std::string Term::to_string() const {
     case Kind::Zeros: os << "zeros(" << var << ")"; break;
     case Kind::ZeroRows: os << "zero_rows(" << var << ")"; break;
     case Kind::FullRows: os << "full_rows(" << var << ")"; break;
+    case Kind::Element: os << var << "[" << axis << "]"; break;
     case Kind::Ident: os << ident; break;
   }
   if (modulo) os << " % " << *modulo;

@@ -65,11 +65,11 @@ struct Pattern {
 
 // Terms of `where` predicates.
 struct Term {
-  enum class Kind { Number, Var, Rank, Dim, DType, Shape, Zeros, ZeroRows, FullRows, Ident } kind = Kind::Number;
+  enum class Kind { Number, Var, Rank, Dim, DType, Shape, Zeros, ZeroRows, FullRows, Element, Ident } kind = Kind::Number;
   SourceLoc loc;
   double number = 0;
-  std::string var;   // Var, Rank, Dim, DType, Shape, Zeros, ZeroRows, FullRows
-  int64_t axis = 0;  // Dim
+  std::string var;   // Var, Rank, Dim, DType, Shape, Zeros, ZeroRows, FullRows, Element
+  int64_t axis = 0;  // Dim: the axis; Element (`%k[i]`): the index
   std::string ident; // Ident (a dtype name such as f32)
   std::optional<double> modulo;  // term % modulo
   std::string to_string() const;

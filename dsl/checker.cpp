@@ -218,6 +218,21 @@ class RuleChecker {
     ++it->second.uses;
   }
 
+  // `%k[i]`: element i of a bound ints attribute or of a bound constant.
+  void use_indexed(const std::string& var, const SourceLoc& loc) {
+    auto it = vars_.find(var);
+    if (it == vars_.end()) {
+      error(loc, "unbound variable " + var);
+      return;
+    }
+    if (it->second.list) {
+      error(loc, var + " is a list variable (bound by the pattern before `...`, one value per input): splice it, " + var + "... among a rewrite's inputs or [" + var + "...] in a list");
+      return;
+    }
+    if (it->second.kind == VarKind::Value) error(loc, var + "[i] needs an attribute bound with `== " + var + "` or a constant bound with `const " + var + "`");
+    ++it->second.uses;
+  }
+
   // `%v...`: a list variable spliced; `attribute`: its elements are attributes or
   // scalar constants (in a list), else tensor values (among an op's inputs).
   void use_list(const std::string& var, const SourceLoc& loc, bool attribute) {
@@ -244,7 +259,8 @@ class RuleChecker {
         use_attr_list(item.var, loc);
         use_attr_list(item.gather_var, loc);
       } else if (!item.var.empty()) {
-        if (scalars && item.index < 0) use_scalar(item.var, loc);
+        if (item.index >= 0) use_indexed(item.var, loc);
+        else if (scalars) use_scalar(item.var, loc);
         else use_attr_list(item.var, loc);
       }
     }
@@ -254,6 +270,7 @@ class RuleChecker {
     switch (t.kind) {
       case Term::Kind::Var: use_scalar(t.var, t.loc); break;
       case Term::Kind::Rank: case Term::Kind::Dim: case Term::Kind::DType: case Term::Kind::Shape: case Term::Kind::Zeros: case Term::Kind::ZeroRows: case Term::Kind::FullRows: use_value(t.var, t.loc); break;
+      case Term::Kind::Element: use_indexed(t.var, t.loc); break;
       case Term::Kind::Ident:
         if (!parse_dtype(t.ident)) error(t.loc, "'" + t.ident + "' is not a dtype name (f32, f16, bf16, i64, ...)");
         break;

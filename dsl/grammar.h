@@ -101,7 +101,9 @@ struct fn_args_close : one<')'> {};
 struct fn_args : seq<one<'('>, ws, list<sor<var_name, number>, sep>, ws, must<fn_args_close>> {};
 struct fn_call : seq<sor<kw_rank, kw_dim, kw_dtype, kw_shape, kw_zero_rows, kw_full_rows, kw_zeros, kw_is_const, kw_is_static, kw_one_use>, ws, fn_args> {};
 struct modulo : seq<one<'%'>, not_at<sor<alnum, one<'_'>>>, ws, number> {};
-struct term : seq<sor<fn_call, var_name, number, ident>, opt<ws, modulo>> {};
+// `%k[i]`: element i of a bound ints attribute or of a bound constant (flat index).
+struct indexed_var : seq<var_name, one<'['>, ws, digits, ws, one<']'>> {};
+struct term : seq<sor<fn_call, indexed_var, var_name, number, ident>, opt<ws, modulo>> {};
 struct pred_rest : sor<seq<approx_op, ws, must<term>, opt<ws, tolerance>>, seq<cmp_op, ws, must<term>>, seq<kw_in, ws, must<sor<range_lit, set_lit>>>> {};
 struct predicate : seq<term, opt<ws, pred_rest>> {};
 
@@ -113,7 +115,6 @@ struct shape_call : seq<sor<kw_dim, kw_rank, kw_shape>, ws, fn_args> {};  // sha
 struct ratio : seq<number, ws, one<'/'>, ws, var_name> {};
 struct product : seq<var_name, ws, one<'*'>, ws, var_name> {};  // `%s * %c`: two bound scalars
 // `[dim(%x, 2), %k[0], 1]`, `[%alpha]`: numbers computed at each match (tried before a plain list literal).
-struct indexed_var : seq<var_name, one<'['>, ws, digits, ws, one<']'>> {};
 struct gathered_var : seq<var_name, one<'['>, ws, var_name, ws, one<']'>> {};  // `%p[%q]`
 // `%cs...`: every element a `...` pattern bound to %cs, in input order.
 struct spliced_var : seq<var_name, ws, rest_mark> {};
@@ -198,7 +199,7 @@ template <> inline constexpr const char* expected<one<'='>> = "expected `=`";
 template <> inline constexpr const char* expected<number> = "expected a number";
 template <> inline constexpr const char* expected<digits> = "expected an integer";
 template <> inline constexpr const char* expected<sor<range_lit, set_lit>> = "expected a range `lo .. hi` or a set `{a, b}` after `in`";
-template <> inline constexpr const char* expected<term> = "expected a term: number, %var, rank(%v), dim(%v, axis), dtype(%v), shape(%v), zeros(%c), zero_rows(%c), full_rows(%c)";
+template <> inline constexpr const char* expected<term> = "expected a term: number, %var, rank(%v), dim(%v, axis), dtype(%v), shape(%v), zeros(%c), zero_rows(%c), full_rows(%c), %c[i]";
 template <> inline constexpr const char* expected<list_close> = "expected `,` or `]` in the list";
 template <> inline constexpr const char* expected<set_close> = "expected `,` or `}` in the set";
 template <> inline constexpr const char* expected<fn_args_close> = "expected `,` or `)`";

@@ -244,6 +244,11 @@ class Builder {
         t.ident = fn.string();
         if (need_var(1)) t.var = args[0]->string();
       }
+    } else if (head.is_type<indexed_var>()) {
+      t.kind = Term::Kind::Element;
+      t.var = head.children.at(0)->string();
+      const std::string text = head.string();
+      t.axis = to_integer(text.substr(text.find('[') + 1, text.find(']') - text.find('[') - 1));
     } else if (head.is_type<var_name>()) {
       t.kind = Term::Kind::Var;
       t.var = head.string();

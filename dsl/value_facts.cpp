@@ -90,8 +90,14 @@ std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items
       } else {
         return fail(item.var + "[" + std::to_string(item.index) + "] is outside the bound list");
       }
+    } else if (item.index >= 0) {  // %c[i]: element i of a bound constant
+      const Tensor* c = bound.constant_of ? bound.constant_of(item.var) : nullptr;
+      if (!c || c->dtype == DType::String || c->dtype == DType::Undefined) return fail(item.var + " is not a numeric constant at this match");
+      HostTensor h = HostTensor::view(*c);
+      if (item.index >= h.size()) return fail(item.var + "[" + std::to_string(item.index) + "] is outside the constant (" + std::to_string(h.size()) + " elements)");
+      out.push_back(h.real_at(item.index));
     } else {  // a bound scalar constant
-      auto v = item.index < 0 && bound.constant_of ? constant_scalar(bound.constant_of(item.var)) : std::nullopt;
+      auto v = bound.constant_of ? constant_scalar(bound.constant_of(item.var)) : std::nullopt;
       if (!v) return fail(item.var + " is not a scalar constant at this match");
       out.push_back(*v);
     }

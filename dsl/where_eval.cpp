@@ -93,6 +93,22 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
       r = static_cast<double>(count);
       break;
     }
+    case Term::Kind::Element: {  // %k[i]: of a bound ints attribute, or of a constant by flat index
+      if (auto a = ctx.attrs->find(t.var); a != ctx.attrs->end()) {
+        if (t.axis < static_cast<int64_t>(a->second.ints.size())) r = static_cast<double>(a->second.ints[static_cast<size_t>(t.axis)]);
+        else if (reason) *reason = t.to_string() + " is outside " + t.var + " (" + std::to_string(a->second.ints.size()) + " ints)";
+        break;
+      }
+      const Tensor* c = ctx.constant_of(t.var);
+      if (!c || c->dtype == DType::String) {
+        if (reason) *reason = t.var + " is not a numeric constant";
+        break;
+      }
+      HostTensor h = HostTensor::view(*c);
+      if (t.axis < h.size()) r = h.real_at(t.axis);
+      else if (reason) *reason = t.to_string() + " is outside " + t.var + " (" + std::to_string(h.size()) + " elements)";
+      break;
+    }
     case Term::Kind::DType: {
       const ValueType* vt = ctx.type_of(t.var);
       if (vt && vt->dtype != DType::Undefined) r = dtype_name(vt->dtype);

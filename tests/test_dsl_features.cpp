@@ -210,6 +210,39 @@ TEST_CASE("where: shape(%a) == shape(%b), zeros(%c) and is_static(%v)") {
   CHECK(try_at(st, "n3") == "");
 }
 
+TEST_CASE("%c[i]: an element of a bound constant or ints attribute, in where and in a rewrite's list") {
+  const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,3,4] x) => (float[1,2,6,8] y, float[1,2,6,4] z) {
+      roi = Constant <value = float[0] {}> ()
+      s = Constant <value = float[4] {1, 1, 2, 2}> ()
+      y = Resize(x, roi, s)
+      t = Constant <value = float[4] {1, 1, 2, 1}> ()
+      z = Resize(x, roi, t)
+    })";
+  auto f = setup_named("rule R { match %y = Resize(%x, const %_r, const %s) where %s[0] == 1, %s[3] == 2\n"
+                       "  rewrite %y => Tile(%x, const i64 [%s[0], %s[1], %s[2], %s[3]]) }",
+                       model);
+  CHECK(try_at(f, "n2") == "");
+  CHECK(try_at(f, "n4") == "where %s[3] == 2 fails: %s[3] is 1 (r.gerule:1:71)");
+  Model rewritten = apply_once(f, "y");
+  const Tensor* repeats = nullptr;
+  for (const auto& n : rewritten.graph->nodes())
+    if (n->op_type == "Tile") repeats = n->input(1)->initializer.get();
+  REQUIRE(repeats);
+  CHECK(repeats->to_vector<int64_t>() == std::vector<int64_t>{1, 1, 2, 2});
+  auto outside = setup_named("rule R { match %y = Resize(%x, const %_r, const %s) where %s[4] == 1 rewrite %y => %x }", model);
+  CHECK(try_at(outside, "n2") == "where %s[4] == 1 fails: %s[4] is outside %s (4 elements) (r.gerule:1:59)");
+  auto attr = setup_named("rule R { match %y = Transpose(%x) { perm == %p } where %p[1] == 2 rewrite %y => %x }", R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3,4] x) => (float[2,4,3] y) { y = Transpose <perm = [0, 2, 1]> (x) })");
+  CHECK(try_at(attr, "n0") == "");
+  // A value that is neither a constant nor an attribute has no elements to read.
+  fs::path dir = test::scratch_dir("features");
+  std::ofstream(dir / "bad.gerule") << "rule R { match %y = Relu(%x) where %x[0] == 1 rewrite %y => %x }";
+  std::vector<dsl::Diagnostic> errors;
+  CHECK_FALSE(dsl::RuleSet::load({(dir / "bad.gerule").string()}, errors));
+  CHECK(dsl::format_diagnostics(errors).find("%x[i] needs an attribute bound with `== %x` or a constant bound with `const %x`") != std::string::npos);
+}
+
 TEST_CASE("const in a rewrite: a tensor made at each match, typed, one per match however often written") {
   const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[2,3,4] x) => (float[2,12] y) {

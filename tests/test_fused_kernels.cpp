@@ -198,9 +198,9 @@ TEST_CASE("FlashAttention equals MatMul/Scale/Mask/Softmax/MatMul, with and with
     })", {{"fused", "ref"}, {"causal_fused", "causal_ref"}});
 }
 
-TEST_CASE("FusedConv equals Conv [+ residual] + activation for every activation") {
+TEST_CASE("FusedConv equals Conv [+ residual] + activation [* scale + shift] for every activation") {
   check_pairs(R"(<ir_version: 8, opset_import: ["" : 14, "ai.geopt" : 1]>
-    g (float[1,4,9,9] x, float[6,2,3,3] w, float[6] b, float[1,6,5,5] z) => (float[1,6,5,5] relu_f, float[1,6,5,5] relu_r, float[1,6,5,5] clip_f, float[1,6,5,5] clip_r, float[1,6,5,5] leaky_f, float[1,6,5,5] leaky_r, float[1,6,5,5] hs_f, float[1,6,5,5] hs_r, float[1,6,5,5] silu_f, float[1,6,5,5] silu_r, float[1,6,5,5] sig_f, float[1,6,5,5] sig_r) {
+    g (float[1,4,9,9] x, float[6,2,3,3] w, float[6] b, float[1,6,5,5] z) => (float[1,6,5,5] relu_f, float[1,6,5,5] relu_r, float[1,6,5,5] clip_f, float[1,6,5,5] clip_r, float[1,6,5,5] leaky_f, float[1,6,5,5] leaky_r, float[1,6,5,5] hs_f, float[1,6,5,5] hs_r, float[1,6,5,5] silu_f, float[1,6,5,5] silu_r, float[1,6,5,5] sig_f, float[1,6,5,5] sig_r, float[1,6,5,5] affine_f, float[1,6,5,5] affine_r) {
       c = Conv <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w, b)
       cz = Add(c, z)
       relu_f = ai.geopt.FusedConv <group = 2, strides = [2, 2], pads = [1, 1, 1, 1], activation = "Relu"> (x, w, b, z)
@@ -218,7 +218,14 @@ TEST_CASE("FusedConv equals Conv [+ residual] + activation for every activation"
       silu_r = Mul(c, sg)
       sig_f = ai.geopt.FusedConv <group = 2, strides = [2, 2], pads = [1, 1, 1, 1], activation = "Sigmoid"> (x, w, b)
       sig_r = Sigmoid(c)
-    })", {{"relu_f", "relu_r"}, {"clip_f", "clip_r"}, {"leaky_f", "leaky_r"}, {"hs_f", "hs_r"}, {"silu_f", "silu_r"}, {"sig_f", "sig_r"}});
+      affine_f = ai.geopt.FusedConv <group = 2, strides = [2, 2], pads = [1, 1, 1, 1], activation = "SiLU", post_scale = -0.75, post_shift = 0.25> (x, w, b, z)
+      sz = Sigmoid(cz)
+      silu_z = Mul(cz, sz)
+      s = Constant <value = float {-0.75}> ()
+      t = Constant <value = float {0.25}> ()
+      ss = Mul(silu_z, s)
+      affine_r = Add(ss, t)
+    })", {{"relu_f", "relu_r"}, {"clip_f", "clip_r"}, {"leaky_f", "leaky_r"}, {"hs_f", "hs_r"}, {"silu_f", "silu_r"}, {"sig_f", "sig_r"}, {"affine_f", "affine_r"}});
 }
 
 TEST_CASE("FusedMatMul equals MatMul + bias + activation") {
@@ -265,7 +272,7 @@ TEST_CASE("FusedConv in NC1HWC0 equals Conv on every path, padding channels incl
   // and the blocked outputs are compared whole, so padding that is not 0 fails (Sigmoid
   // and a Clip above 0 are not 0 at 0: the padding must not be activated).
   check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
-    g (float[2,20,7,7] x, float[18,20,3,3] w, float[18] b, float[2,18,4,4] z, float[20,1,3,3] dw, float[20] db) => (float[2,2,4,4,16] res_f, float[2,2,4,4,16] res_r, float[2,2,4,4,16] first_f, float[2,2,4,4,16] first_r, float[2,2,7,7,16] dw_f, float[2,2,7,7,16] dw_r, float[2,2,4,4,16] gelu_f, float[2,2,4,4,16] gelu_r, float[2,2,4,4,16] mish_f, float[2,2,4,4,16] mish_r, float[2,2,4,4,16] quick_f, float[2,2,4,4,16] quick_r, float[2,2,4,4,16] sig_f, float[2,2,4,4,16] sig_r, float[2,2,7,7,16] clip_f, float[2,2,7,7,16] clip_r) {
+    g (float[2,20,7,7] x, float[18,20,3,3] w, float[18] b, float[2,18,4,4] z, float[20,1,3,3] dw, float[20] db) => (float[2,2,4,4,16] res_f, float[2,2,4,4,16] res_r, float[2,2,4,4,16] first_f, float[2,2,4,4,16] first_r, float[2,2,7,7,16] dw_f, float[2,2,7,7,16] dw_r, float[2,2,4,4,16] gelu_f, float[2,2,4,4,16] gelu_r, float[2,2,4,4,16] mish_f, float[2,2,4,4,16] mish_r, float[2,2,4,4,16] quick_f, float[2,2,4,4,16] quick_r, float[2,2,4,4,16] sig_f, float[2,2,4,4,16] sig_r, float[2,2,7,7,16] clip_f, float[2,2,7,7,16] clip_r, float[2,2,4,4,16] affine_f, float[2,2,4,4,16] affine_r, float[2,2,7,7,16] dw_affine_f, float[2,2,7,7,16] dw_affine_r) {
       x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
       z5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (z)
       wz = ai.geopt.TransData <src_format = "NCHW", dst_format = "FRACTAL_Z"> (w)
@@ -311,9 +318,24 @@ TEST_CASE("FusedConv in NC1HWC0 equals Conv on every path, padding channels incl
       lo2 = Constant <value = float {0.1}> ()
       dc2 = Clip(d, lo2, hi)
       clip_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (dc2)
+      affine_f = ai.geopt.FusedConv <data_format = "NC1HWC0", weight_format = "FRACTAL_Z", channels = 18, kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], activation = "HardSwish", post_scale = 1.25, post_shift = -0.5> (x5, wz, b)
+      hsg = HardSigmoid <alpha = 0.16666667, beta = 0.5> (c)
+      hs = Mul(c, hsg)
+      s = Constant <value = float {1.25}> ()
+      t = Constant <value = float {-0.5}> ()
+      hss = Mul(hs, s)
+      hst = Add(hss, t)
+      affine_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (hst)
+      dw_affine_f = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [3, 3], pads = [1, 1, 1, 1], activation = "Relu", post_scale = 0.5, post_shift = 2.0> (x5, dw, db)
+      dr = Relu(d)
+      s2 = Constant <value = float {0.5}> ()
+      t2 = Constant <value = float {2.0}> ()
+      drs = Mul(dr, s2)
+      drt = Add(drs, t2)
+      dw_affine_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (drt)
     })",
               {{"res_f", "res_r"}, {"first_f", "first_r"}, {"dw_f", "dw_r"}, {"gelu_f", "gelu_r"}, {"mish_f", "mish_r"}, {"quick_f", "quick_r"},
-               {"sig_f", "sig_r"}, {"clip_f", "clip_r"}}, 1e-5);
+               {"sig_f", "sig_r"}, {"clip_f", "clip_r"}, {"affine_f", "affine_r"}, {"dw_affine_f", "dw_affine_r"}}, 1e-5);
 }
 
 TEST_CASE("a 3x3 conv of many channels (Winograd where the machine has it) equals the direct sum, in NCHW and in NC1HWC0") {

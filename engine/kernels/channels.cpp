@@ -3,8 +3,10 @@
 // ShuffleNet-style blocks do, without leaving the Cube's layout. A real channel c sits
 // in block c / C0 at lane c % C0; these kernels move whole H x W planes of lanes and
 // leave every padding lane zero, as a device kernel does.
+#include <cstdint>
 #include <cstring>
 #include <functional>
+#include <vector>
 
 #include "eval/kernel.h"
 #include "ir/node.h"
@@ -27,25 +29,69 @@ Blocked blocked_dims(const KernelContext& ctx, const HostTensor& x, int64_t chan
   return b;
 }
 
-// out channel k (of `count`) <- channel pick(k) of x, for each image and position.
+// out channel first_out + k <- channel pick(k) of x (k < count), for each image and
+// position. Lanes that come from consecutive lanes of one input block form a run (a
+// concatenation or a slice moves runs of up to C0 lanes; a shuffle, runs of one), and
+// each position copies its runs: C0 lanes apart in both tensors.
 void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int64_t count, const std::function<int64_t(int64_t)>& pick,
                    int64_t first_out = 0) {
+  struct Run {
+    int64_t src_block, src_lane, dst_block, dst_lane, len;
+  };
+  std::vector<Run> runs;
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t c = pick(k), ko = first_out + k;
+    Run next{c / in.c0, c % in.c0, ko / in.c0, ko % in.c0, 1};
+    if (!runs.empty()) {
+      Run& last = runs.back();
+      if (last.src_block == next.src_block && last.dst_block == next.dst_block && last.src_lane + last.len == next.src_lane &&
+          last.dst_lane + last.len == next.dst_lane) {
+        ++last.len;
+        continue;
+      }
+    }
+    runs.push_back(next);
+  }
   const size_t elem = dtype_size(x.dtype());
-  const int64_t plane = in.h * in.w;
-  const int64_t out_c1 = out.dim(1);
+  const int64_t plane = in.h * in.w, out_c1 = out.dim(1);
   const std::byte* src = x.raw();
   std::byte* dst = out.mutable_raw();
   for (int64_t n = 0; n < in.n; ++n)
-    for (int64_t k = 0; k < count; ++k) {
-      const int64_t c = pick(k), ko = first_out + k;
-      const std::byte* s = src + ((n * in.c1 + c / in.c0) * plane * in.c0 + c % in.c0) * elem;
-      std::byte* d = dst + ((n * out_c1 + ko / in.c0) * plane * in.c0 + ko % in.c0) * elem;
-      for (int64_t p = 0; p < plane; ++p) std::memcpy(d + p * in.c0 * elem, s + p * in.c0 * elem, elem);
+    for (const Run& r : runs) {
+      const std::byte* s = src + ((n * in.c1 + r.src_block) * plane * in.c0 + r.src_lane) * static_cast<int64_t>(elem);
+      std::byte* d = dst + ((n * out_c1 + r.dst_block) * plane * in.c0 + r.dst_lane) * static_cast<int64_t>(elem);
+      const int64_t step = in.c0 * static_cast<int64_t>(elem);
+      if (elem == 4) {  // f32, i32: a loop the compiler unrolls, not a call per position
+        const auto* s32 = reinterpret_cast<const uint32_t*>(s);
+        auto* d32 = reinterpret_cast<uint32_t*>(d);
+#pragma omp parallel for if (plane * r.len > (1 << 15))
+        for (int64_t p = 0; p < plane; ++p)
+          for (int64_t i = 0; i < r.len; ++i) d32[p * in.c0 + i] = s32[p * in.c0 + i];
+      } else {
+        const size_t bytes = static_cast<size_t>(r.len) * elem;
+#pragma omp parallel for if (plane * r.len > (1 << 15))
+        for (int64_t p = 0; p < plane; ++p) std::memcpy(d + p * step, s + p * step, bytes);
+      }
     }
 }
 
-HostTensor blocked_output(const HostTensor& like, const Blocked& b, int64_t channels) {
-  return HostTensor(like.dtype(), {b.n, (channels + b.c0 - 1) / b.c0, b.h, b.w, b.c0});  // zero-filled
+// Zeroes the lanes past `channels` in the last block of every image and position.
+void zero_padding(HostTensor& y, int64_t channels) {
+  const int64_t n = y.dim(0), c1 = y.dim(1), plane = y.dim(2) * y.dim(3), c0 = y.dim(4), real = channels - (c1 - 1) * c0;
+  if (real >= c0) return;
+  const size_t elem = dtype_size(y.dtype());
+  std::byte* base = y.mutable_raw();
+  for (int64_t b = 0; b < n; ++b) {
+    std::byte* block = base + ((b * c1 + c1 - 1) * plane * c0 + real) * static_cast<int64_t>(elem);
+    for (int64_t p = 0; p < plane; ++p) std::memset(block + p * c0 * static_cast<int64_t>(elem), 0, static_cast<size_t>(c0 - real) * elem);
+  }
+}
+
+// Every lane is written: the real channels by the kernel, the padding by zero_padding.
+HostTensor blocked_output(const KernelContext& ctx, const HostTensor& like, const Blocked& b, int64_t channels) {
+  HostTensor y = ctx.new_output(0, like.dtype(), {b.n, (channels + b.c0 - 1) / b.c0, b.h, b.w, b.c0});
+  zero_padding(y, channels);
+  return y;
 }
 
 // ShuffleNet's channel shuffle: the channels seen as [group, C / group], transposed.
@@ -55,7 +101,7 @@ void shuffle_channel(KernelContext& ctx) {
   const Blocked b = blocked_dims(ctx, x, channels, "X");
   if (group <= 0 || channels % group != 0) ctx.fail("group " + std::to_string(group) + " does not divide " + std::to_string(channels) + " channels");
   const int64_t per_group = channels / group;
-  HostTensor y = blocked_output(x, b, channels);
+  HostTensor y = blocked_output(ctx, x, b, channels);
   move_channels(x, b, y, channels, [&](int64_t k) { return (k % group) * per_group + k / group; });
   ctx.outputs[0] = std::move(y);
 }
@@ -67,7 +113,7 @@ void channel_slice(KernelContext& ctx) {
   const Blocked b = blocked_dims(ctx, x, channels, "X");
   if (start < 0 || count <= 0 || start > channels - count)
     ctx.fail("channels [" + std::to_string(start) + ", " + std::to_string(start + count) + ") are not within the input's " + std::to_string(channels));
-  HostTensor y = blocked_output(x, b, count);
+  HostTensor y = blocked_output(ctx, x, b, count);
   move_channels(x, b, y, count, [&](int64_t k) { return start + k; });
   ctx.outputs[0] = std::move(y);
 }
@@ -87,7 +133,7 @@ void channel_concat(KernelContext& ctx) {
     total += channels[i];
   }
   if (dims.empty()) ctx.fail("needs at least one input");
-  HostTensor y = blocked_output(ctx.input(0), dims.front(), total);
+  HostTensor y = blocked_output(ctx, ctx.input(0), dims.front(), total);
   int64_t at = 0;
   for (size_t i = 0; i < channels.size(); ++i) {
     move_channels(ctx.input(i), dims[i], y, channels[i], [](int64_t k) { return k; }, at);

@@ -164,6 +164,8 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   post_ops ops;
   if (fusion.residual) ops.append_sum(1.0f);
   append_activation(ctx, ops, fusion.activation, fusion.activation_params);
+  const bool affine = fusion.post_scale != 1.0f || fusion.post_shift != 0.0f;
+  if (affine) ops.append_eltwise(1.0f, algorithm::eltwise_linear, fusion.post_scale, fusion.post_shift);
   std::string key;
   for (const auto* v : {&src_dims, &wei_dims, &dst_dims, &strides, &dil, &pl, &pr}) {
     for (auto d : *v) key += std::to_string(d) + ',';
@@ -174,6 +176,7 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   key += b ? "bias;" : ";";
   key += fusion.residual ? "sum;" : ";";
   key += activation_key(fusion.activation, fusion.activation_params);
+  if (affine) key += ";affine " + activation_key("", {fusion.post_scale, fusion.post_shift});
   key += ";threads " + std::to_string(omp_get_max_threads());  // a primitive runs the thread count it was made for
   std::shared_ptr<const ConvPlan> plan = cached_plan<ConvPlan>(key, [&] {
     primitive_attr attr;

@@ -31,9 +31,11 @@ struct ConvFusion {
   std::optional<size_t> residual_input;  // its index among the kernel's inputs: the output may lie over it
   std::string activation = "none";
   std::vector<float> activation_params;
+  float post_scale = 1.0f, post_shift = 0.0f;  // after the activation: y * post_scale + post_shift
 };
 
-// y = act(Conv(x, w) + b + residual). Blocked outputs keep their padding channels 0.
+// y = act(Conv(x, w) + b + residual) * post_scale + post_shift. Blocked outputs keep their
+// padding channels 0.
 HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const HostTensor* b,
                              const ConvFusion& fusion);
 

@@ -97,6 +97,8 @@ void fused_conv(KernelContext& ctx) {
   if (fusion.residual) fusion.residual_input = 3;
   fusion.activation = ctx.attr_string("activation", "none");
   fusion.activation_params = ctx.attr_floats("activation_params");
+  fusion.post_scale = ctx.attr_float("post_scale", 1.0f);
+  fusion.post_shift = ctx.attr_float("post_shift", 0.0f);
   ctx.outputs[0] = fused_convolution(ctx, x_in, w, ctx.has_input(2) ? &ctx.input(2) : nullptr, fusion);
 }
 

@@ -126,30 +126,39 @@ AxisTaps compact_taps(const std::vector<Taps>& taps, int64_t in) {
   return a;
 }
 
-// Nearest: every output element copies one input element; rows of the last axis
-// gather through its index table (a plain copy where that axis is not resized).
+// Nearest: every output element copies one input element. The axes after the innermost
+// resized one are copied whole (an NC1HWC0 tensor's C0 lanes, or the rest of a row), so
+// each output row of that axis gathers blocks of `inner` elements through its index table.
 void resize_nearest_f32(const float* x, const std::vector<int64_t>& in_dims, const std::vector<AxisTaps>& axes,
                         const std::vector<int64_t>& out_dims, float* y) {
   const size_t rank = out_dims.size();
+  size_t last = rank - 1;  // the innermost resized axis
+  while (last > 0 && axes[last].identity) --last;
+  int64_t inner = 1, rows = 1, total = 1;
+  for (size_t d = last + 1; d < rank; ++d) inner *= out_dims[d];
+  for (size_t d = 0; d < last; ++d) rows *= out_dims[d];
+  for (int64_t d : out_dims) total *= d;
+  if (axes[last].identity) {  // nothing is resized
+    std::memcpy(y, x, static_cast<size_t>(total) * sizeof(float));
+    return;
+  }
   const std::vector<int64_t> xs = strides_of(in_dims);
-  const int64_t row = out_dims[rank - 1];
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < rank; ++d) rows *= out_dims[d];
-  const AxisTaps& last = axes[rank - 1];
-#pragma omp parallel for if (rows * row > (1 << 15))
+  const int64_t row = out_dims[last];
+  const AxisTaps& taps = axes[last];
+#pragma omp parallel for if (total > (1 << 15))
   for (int64_t r = 0; r < rows; ++r) {
     int64_t src = 0;
-    for (size_t d = rank - 1, rest = static_cast<size_t>(r); d-- > 0;) {
+    for (size_t d = last, rest = static_cast<size_t>(r); d-- > 0;) {
       const int64_t o = static_cast<int64_t>(rest) % out_dims[d];
       rest /= static_cast<size_t>(out_dims[d]);
       src += axes[d].index[static_cast<size_t>(o) * 4] * xs[d];
     }
     const float* in_row = x + src;
-    float* out_row = y + r * row;
-    if (last.identity) {
-      std::memcpy(out_row, in_row, static_cast<size_t>(row) * sizeof(float));
-    } else {
-      for (int64_t j = 0; j < row; ++j) out_row[j] = in_row[last.index[static_cast<size_t>(j) * 4]];
+    float* out_row = y + r * row * inner;
+    for (int64_t j = 0; j < row; ++j) {
+      const float* from = in_row + taps.index[static_cast<size_t>(j) * 4] * inner;
+      float* to = out_row + j * inner;
+      for (int64_t i = 0; i < inner; ++i) to[i] = from[i];
     }
   }
 }

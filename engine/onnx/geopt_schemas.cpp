@@ -260,7 +260,7 @@ void register_all() {
     onnx::RegisterSchema(std::move(s));
   }
   {
-    OpSchema s = base("FusedConv", "Y = activation(Conv(X, W, B) [+ Z]); Conv attributes as ONNX Conv-11. With data_format NC1HWC0, X, Z and Y are 5-D NC1HWC0 tensors (W stays [M, C/group, k...]).");
+    OpSchema s = base("FusedConv", "Y = activation(Conv(X, W, B) [+ Z]) * post_scale + post_shift; Conv attributes as ONNX Conv-11. With data_format NC1HWC0, X, Z and Y are 5-D NC1HWC0 tensors (W stays [M, C/group, k...]).");
     add_conv_attrs(s);
     s.Attr("data_format", "NCHW, or NC1HWC0 (Ascend's 5-D layout).", AttributeProto::STRING, std::string("NCHW"));
     s.Attr("weight_format", "NCHW, or FRACTAL_Z (with data_format NC1HWC0 and group 1).", AttributeProto::STRING, std::string("NCHW"));
@@ -270,6 +270,8 @@ void register_all() {
            "for a first conv of at most 4 channels), Y in NC1HWC0.",
            AttributeProto::STRING, std::string(""));
     add_activation_attrs(s);
+    s.Attr("post_scale", "Multiplies the activation's output (a learnable affine block after it, PP-LCNet's).", AttributeProto::FLOAT, 1.0f);
+    s.Attr("post_shift", "Added last, after post_scale; an NC1HWC0 output's padding channels stay 0.", AttributeProto::FLOAT, 0.0f);
     s.Input(0, "X", "Input.", "T").Input(1, "W", "Weights.", "T").Input(2, "B", "Bias.", "T", OpSchema::Optional);
     s.Input(3, "Z", "Residual added before the activation.", "T", OpSchema::Optional);
     s.Output(0, "Y", "Output.", "T");

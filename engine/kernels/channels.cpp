@@ -3,6 +3,7 @@
 // ShuffleNet-style blocks do, without leaving the Cube's layout. A real channel c sits
 // in block c / C0 at lane c % C0; these kernels move whole H x W planes of lanes and
 // leave every padding lane zero, as a device kernel does.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -52,26 +53,42 @@ void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int6
     }
     runs.push_back(next);
   }
-  const size_t elem = dtype_size(x.dtype());
-  const int64_t plane = in.h * in.w, out_c1 = out.dim(1);
+  // Each output block's runs are copied position by position: the output is written in
+  // order and each position's source lanes are read together (run by run over the whole
+  // plane, a shuffle's runs of one lane would sweep the tensor once per channel).
+  std::stable_sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.dst_block < b.dst_block; });
+  const int64_t elem = static_cast<int64_t>(dtype_size(x.dtype()));
+  const int64_t plane = in.h * in.w, out_c1 = out.dim(1), c0 = in.c0;
   const std::byte* src = x.raw();
   std::byte* dst = out.mutable_raw();
   for (int64_t n = 0; n < in.n; ++n)
-    for (const Run& r : runs) {
-      const std::byte* s = src + ((n * in.c1 + r.src_block) * plane * in.c0 + r.src_lane) * static_cast<int64_t>(elem);
-      std::byte* d = dst + ((n * out_c1 + r.dst_block) * plane * in.c0 + r.dst_lane) * static_cast<int64_t>(elem);
-      const int64_t step = in.c0 * static_cast<int64_t>(elem);
-      if (elem == 4) {  // f32, i32: a loop the compiler unrolls, not a call per position
-        const auto* s32 = reinterpret_cast<const uint32_t*>(s);
-        auto* d32 = reinterpret_cast<uint32_t*>(d);
-#pragma omp parallel for if (plane * r.len > (1 << 15))
-        for (int64_t p = 0; p < plane; ++p)
-          for (int64_t i = 0; i < r.len; ++i) d32[p * in.c0 + i] = s32[p * in.c0 + i];
-      } else {
-        const size_t bytes = static_cast<size_t>(r.len) * elem;
-#pragma omp parallel for if (plane * r.len > (1 << 15))
-        for (int64_t p = 0; p < plane; ++p) std::memcpy(d + p * step, s + p * step, bytes);
+    for (size_t first = 0; first < runs.size();) {
+      size_t end = first;
+      while (end < runs.size() && runs[end].dst_block == runs[first].dst_block) ++end;
+      std::byte* block = dst + (n * out_c1 + runs[first].dst_block) * plane * c0 * elem;
+      if (end == first + 1 && runs[first].len == c0) {  // a whole block (DenseNet's 32-channel features): one copy
+        std::memcpy(block, src + (n * in.c1 + runs[first].src_block) * plane * c0 * elem, static_cast<size_t>(plane * c0 * elem));
+        first = end;
+        continue;
       }
+      std::vector<const std::byte*> from;
+      for (size_t r = first; r < end; ++r) from.push_back(src + ((n * in.c1 + runs[r].src_block) * plane * c0 + runs[r].src_lane) * elem);
+#pragma omp parallel for if (plane * c0 > (1 << 15))
+      for (int64_t p = 0; p < plane; ++p) {
+        std::byte* to = block + p * c0 * elem;
+        for (size_t r = first; r < end; ++r) {
+          const Run& run = runs[r];
+          const std::byte* at = from[r - first] + p * c0 * elem;
+          if (elem == 4) {  // f32, i32: a loop the compiler unrolls, not a call per run
+            const auto* s32 = reinterpret_cast<const uint32_t*>(at);
+            auto* d32 = reinterpret_cast<uint32_t*>(to) + run.dst_lane;
+            for (int64_t i = 0; i < run.len; ++i) d32[i] = s32[i];
+          } else {
+            std::memcpy(to + run.dst_lane * elem, at, static_cast<size_t>(run.len * elem));
+          }
+        }
+      }
+      first = end;
     }
 }
 

@@ -32,20 +32,28 @@ HostTensor binary(const KernelContext& ctx, const HostTensor& a, const HostTenso
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   Out* py = y.mutable_data<Out>();
-  apply_broadcast_rows(plan, [&](int64_t i, const int64_t* o, const int64_t* steps, int64_t count) {
-    const T* x = pa + o[0];
-    const T* z = pb + o[1];
-    Out* out = py + i;
+  apply_broadcast_tiles(plan, [&](int64_t i, const int64_t* o, const int64_t* steps, int64_t count, int64_t rows, const int64_t* row_steps) {
+    auto each_row = [&](auto&& row) {
+      for (int64_t r = 0; r < rows; ++r) row(pa + o[0] + r * row_steps[0], pb + o[1] + r * row_steps[1], py + i + r * count);
+    };
     if (steps[0] == 1 && steps[1] == 1) {
-      for (int64_t j = 0; j < count; ++j) out[j] = op(x[j], z[j]);
+      each_row([&](const T* x, const T* z, Out* out) {
+        for (int64_t j = 0; j < count; ++j) out[j] = op(x[j], z[j]);
+      });
     } else if (steps[0] == 1 && steps[1] == 0) {
-      const T v = *z;
-      for (int64_t j = 0; j < count; ++j) out[j] = op(x[j], v);
+      each_row([&](const T* x, const T* z, Out* out) {
+        const T v = *z;
+        for (int64_t j = 0; j < count; ++j) out[j] = op(x[j], v);
+      });
     } else if (steps[0] == 0 && steps[1] == 1) {
-      const T v = *x;
-      for (int64_t j = 0; j < count; ++j) out[j] = op(v, z[j]);
+      each_row([&](const T* x, const T* z, Out* out) {
+        const T v = *x;
+        for (int64_t j = 0; j < count; ++j) out[j] = op(v, z[j]);
+      });
     } else {
-      for (int64_t j = 0; j < count; ++j) out[j] = op(x[j * steps[0]], z[j * steps[1]]);
+      each_row([&](const T* x, const T* z, Out* out) {
+        for (int64_t j = 0; j < count; ++j) out[j] = op(x[j * steps[0]], z[j * steps[1]]);
+      });
     }
   });
   return y;

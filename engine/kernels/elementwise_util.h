@@ -1,5 +1,6 @@
 #pragma once
 // Shared machinery for elementwise kernels: broadcast planning and the loop.
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -63,42 +64,40 @@ BroadcastPlan<N> plan_broadcast(const KernelContext& ctx, const std::array<const
   return p;
 }
 
-// Calls row(out_index, offsets, steps, count) for every innermost row of the coalesced
-// walk: output elements out_index .. out_index + count - 1 read input k at offsets[k] +
-// j * steps[k]. Rows are shared among the threads when the tensor is large, so `row`
-// must only write the output elements it is given.
-template <size_t N, class Row>
-void apply_broadcast_rows(const BroadcastPlan<N>& p, Row&& row) {
+// Walks the coalesced output in tiles of whole innermost rows: tile(out_index, offsets,
+// steps, count, rows, row_steps) covers output elements out_index .. out_index + rows *
+// count - 1, row r reading input k at offsets[k] + r * row_steps[k] + j * steps[k]. A
+// tile holds about 4096 elements (NC1HWC0's rows of 16 lanes come 256 to a tile, so the
+// per-row bookkeeping is paid once per tile), and tiles are shared among the threads when
+// the tensor is large: `tile` must only write the output elements it is given.
+template <size_t N, class Tile>
+void apply_broadcast_tiles(const BroadcastPlan<N>& p, Tile&& tile) {
   const size_t rank = p.loop_dims.size();
   const int64_t inner = p.loop_dims[rank - 1];
+  const int64_t mid = rank >= 2 ? p.loop_dims[rank - 2] : 1;
   int64_t total = 1;
   for (int64_t d : p.loop_dims) total *= d;
   if (total == 0) return;
-  const int64_t rows = total / inner;
-  int64_t steps[N];
-  for (size_t k = 0; k < N; ++k) steps[k] = p.loop_strides[k][rank - 1];
-#pragma omp parallel if (total > (1 << 16))
-  {
-    // Each thread walks one contiguous range of rows, its counter set up once.
-    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t begin = rows * t / threads, end = rows * (t + 1) / threads;
-    std::vector<int64_t> counter(rank, 0);
-    int64_t base[N] = {};
-    for (size_t d = rank - 1, rest = static_cast<size_t>(begin); d-- > 0;) {
-      counter[d] = static_cast<int64_t>(rest % static_cast<size_t>(p.loop_dims[d]));
+  const int64_t outer = total / (inner * mid);
+  const int64_t rows_per_tile = std::clamp<int64_t>(4096 / std::max<int64_t>(inner, 1), 1, mid);
+  const int64_t chunks = (mid + rows_per_tile - 1) / rows_per_tile;
+  int64_t steps[N], row_steps[N];
+  for (size_t k = 0; k < N; ++k) {
+    steps[k] = p.loop_strides[k][rank - 1];
+    row_steps[k] = rank >= 2 ? p.loop_strides[k][rank - 2] : 0;
+  }
+#pragma omp parallel for if (total > (1 << 16))
+  for (int64_t t = 0; t < outer * chunks; ++t) {
+    const int64_t o = t / chunks, first_row = t % chunks * rows_per_tile;
+    int64_t base[N];
+    for (size_t k = 0; k < N; ++k) base[k] = first_row * row_steps[k];
+    for (size_t d = rank >= 2 ? rank - 2 : 0, rest = static_cast<size_t>(o); d-- > 0;) {
+      const int64_t c = static_cast<int64_t>(rest % static_cast<size_t>(p.loop_dims[d]));
       rest /= static_cast<size_t>(p.loop_dims[d]);
-      for (size_t k = 0; k < N; ++k) base[k] += counter[d] * p.loop_strides[k][d];
+      for (size_t k = 0; k < N; ++k) base[k] += c * p.loop_strides[k][d];
     }
-    for (int64_t r = begin; r < end; ++r) {
-      row(r * inner, static_cast<const int64_t*>(base), static_cast<const int64_t*>(steps), inner);
-      for (size_t d = rank - 1; d-- > 0;) {  // the next row: advance the outer counter
-        ++counter[d];
-        for (size_t k = 0; k < N; ++k) base[k] += p.loop_strides[k][d];
-        if (counter[d] < p.loop_dims[d]) break;
-        for (size_t k = 0; k < N; ++k) base[k] -= p.loop_strides[k][d] * p.loop_dims[d];
-        counter[d] = 0;
-      }
-    }
+    tile((o * mid + first_row) * inner, static_cast<const int64_t*>(base), static_cast<const int64_t*>(steps), inner,
+         std::min(rows_per_tile, mid - first_row), static_cast<const int64_t*>(row_steps));
   }
 }
 
@@ -106,12 +105,14 @@ void apply_broadcast_rows(const BroadcastPlan<N>& p, Row&& row) {
 // f must only write the element it is given).
 template <size_t N, class F>
 void apply_broadcast(const BroadcastPlan<N>& p, F&& f) {
-  apply_broadcast_rows(p, [&](int64_t i, const int64_t* base, const int64_t* steps, int64_t count) {
-    int64_t offs[N];
-    for (size_t k = 0; k < N; ++k) offs[k] = base[k];
-    for (int64_t j = 0; j < count; ++j) {
-      f(i + j, static_cast<const int64_t*>(offs));
-      for (size_t k = 0; k < N; ++k) offs[k] += steps[k];
+  apply_broadcast_tiles(p, [&](int64_t i, const int64_t* base, const int64_t* steps, int64_t count, int64_t rows, const int64_t* row_steps) {
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t offs[N];
+      for (size_t k = 0; k < N; ++k) offs[k] = base[k] + r * row_steps[k];
+      for (int64_t j = 0; j < count; ++j) {
+        f(i + r * count + j, static_cast<const int64_t*>(offs));
+        for (size_t k = 0; k < N; ++k) offs[k] += steps[k];
+      }
     }
   });
 }

@@ -143,8 +143,8 @@ void pool(KernelContext& ctx, Pool kind) {
   const int64_t n = x.dims()[0], c = x.dims()[1];
   std::vector<int64_t> ydims{n, c};
   ydims.insert(ydims.end(), g.out.begin(), g.out.end());
-  HostTensor y = HostTensor::uninitialized(x.dtype(), ydims);  // every element is written
   const bool want_indices = kind == Pool::Max && ctx.wants_output(1);
+  HostTensor y = ctx.new_output(0, x.dtype(), ydims);  // every element is written
   HostTensor indices = want_indices ? HostTensor::uninitialized(DType::I64, ydims) : HostTensor{};
   int64_t in_px = 1, out_px = 1, k_px = 1;
   for (size_t i = 0; i < sp; ++i) {

@@ -194,8 +194,42 @@ void resize_axis_f32(const float* x, const std::vector<int64_t>& dims, size_t ax
   }
 }
 
-// Resizes f32 `x` into `y` (out_dims) one axis at a time, the most shrunk axis first so
-// later passes read the least. The taps have no extrapolated sample.
+// The order of the linear/cubic passes that moves the fewest weighted elements: each pass
+// costs its output's elements times its taps, three times over for the last axis (a
+// gather per element; the other axes weigh whole contiguous rows, which vectorize). A
+// bilinear 8x upsampling of NCHW resizes W first, at the small size, then H over rows of
+// the full width: 4.3 ms the other way round, 1 ms this way (DeepLabV3's 28 -> 224).
+std::vector<size_t> pass_order(const std::vector<int64_t>& in_dims, const std::vector<int64_t>& out_dims, const std::vector<AxisTaps>& axes) {
+  std::vector<size_t> order;
+  for (size_t d = 0; d < in_dims.size(); ++d)
+    if (!axes[d].identity) order.push_back(d);
+  auto cost = [&](const std::vector<size_t>& passes) {
+    std::vector<int64_t> dims = in_dims;
+    double total = 0;
+    for (size_t axis : passes) {
+      dims[axis] = out_dims[axis];
+      double elements = 1;
+      for (int64_t d : dims) elements *= static_cast<double>(d);
+      int taps = 0;
+      for (int c : axes[axis].count) taps = std::max(taps, c);
+      total += elements * taps * (axis + 1 == dims.size() ? 3.0 : 1.0);
+    }
+    return total;
+  };
+  std::vector<size_t> best = order;
+  double best_cost = cost(order);
+  std::sort(order.begin(), order.end());
+  do {  // at most 5 resized axes: 120 orders
+    if (const double c = cost(order); c < best_cost) {
+      best_cost = c;
+      best = order;
+    }
+  } while (std::next_permutation(order.begin(), order.end()));
+  return best;
+}
+
+// Resizes f32 `x` into `y` (out_dims) one axis at a time (pass_order). The taps have no
+// extrapolated sample.
 void resize_f32(const HostTensor& x, const std::vector<std::vector<Taps>>& taps, bool nearest, HostTensor& y) {
   const size_t rank = x.rank();
   std::vector<AxisTaps> axes;
@@ -206,12 +240,7 @@ void resize_f32(const HostTensor& x, const std::vector<std::vector<Taps>>& taps,
     resize_nearest_f32(x.data<float>(), x.dims(), axes, out_dims, py);
     return;
   }
-  std::vector<size_t> order;
-  for (size_t d = 0; d < rank; ++d)
-    if (!axes[d].identity) order.push_back(d);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return static_cast<double>(out_dims[a]) / static_cast<double>(x.dims()[a]) < static_cast<double>(out_dims[b]) / static_cast<double>(x.dims()[b]);
-  });
+  const std::vector<size_t> order = pass_order(x.dims(), out_dims, axes);
   if (order.empty()) {
     std::memcpy(py, x.data<float>(), static_cast<size_t>(y.size()) * sizeof(float));
     return;

@@ -55,41 +55,48 @@ void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int6
   }
   // Each output block's runs are copied position by position: the output is written in
   // order and each position's source lanes are read together (run by run over the whole
-  // plane, a shuffle's runs of one lane would sweep the tensor once per channel).
+  // plane, a shuffle's runs of one lane would sweep the tensor once per channel). The
+  // blocks of all images are shared among the threads.
   std::stable_sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.dst_block < b.dst_block; });
+  std::vector<std::pair<size_t, size_t>> groups;  // [first, end) of each output block's runs
+  for (size_t first = 0, end; first < runs.size(); first = end) {
+    for (end = first; end < runs.size() && runs[end].dst_block == runs[first].dst_block;) ++end;
+    groups.emplace_back(first, end);
+  }
   const int64_t elem = static_cast<int64_t>(dtype_size(x.dtype()));
   const int64_t plane = in.h * in.w, out_c1 = out.dim(1), c0 = in.c0;
   const std::byte* src = x.raw();
   std::byte* dst = out.mutable_raw();
-  for (int64_t n = 0; n < in.n; ++n)
-    for (size_t first = 0; first < runs.size();) {
-      size_t end = first;
-      while (end < runs.size() && runs[end].dst_block == runs[first].dst_block) ++end;
-      std::byte* block = dst + (n * out_c1 + runs[first].dst_block) * plane * c0 * elem;
-      if (end == first + 1 && runs[first].len == c0) {  // a whole block (DenseNet's 32-channel features): one copy
-        std::memcpy(block, src + (n * in.c1 + runs[first].src_block) * plane * c0 * elem, static_cast<size_t>(plane * c0 * elem));
-        first = end;
-        continue;
-      }
-      std::vector<const std::byte*> from;
-      for (size_t r = first; r < end; ++r) from.push_back(src + ((n * in.c1 + runs[r].src_block) * plane * c0 + runs[r].src_lane) * elem);
-#pragma omp parallel for if (plane * c0 > (1 << 15))
-      for (int64_t p = 0; p < plane; ++p) {
-        std::byte* to = block + p * c0 * elem;
-        for (size_t r = first; r < end; ++r) {
-          const Run& run = runs[r];
-          const std::byte* at = from[r - first] + p * c0 * elem;
-          if (elem == 4) {  // f32, i32: a loop the compiler unrolls, not a call per run
-            const auto* s32 = reinterpret_cast<const uint32_t*>(at);
-            auto* d32 = reinterpret_cast<uint32_t*>(to) + run.dst_lane;
-            for (int64_t i = 0; i < run.len; ++i) d32[i] = s32[i];
-          } else {
-            std::memcpy(to + run.dst_lane * elem, at, static_cast<size_t>(run.len * elem));
-          }
-        }
-      }
-      first = end;
+  const auto tasks = static_cast<int64_t>(groups.size()) * in.n;
+#pragma omp parallel for schedule(dynamic) if (plane * c0 * tasks > (1 << 15))
+  for (int64_t task = 0; task < tasks; ++task) {
+    const int64_t n = task / static_cast<int64_t>(groups.size());
+    const auto [first, end] = groups[static_cast<size_t>(task % static_cast<int64_t>(groups.size()))];
+    std::byte* block = dst + (n * out_c1 + runs[first].dst_block) * plane * c0 * elem;
+    const std::byte* image = src + n * in.c1 * plane * c0 * elem;
+    if (end == first + 1 && runs[first].len == c0) {  // a whole block (DenseNet's 32-channel features): one copy
+      std::memcpy(block, image + runs[first].src_block * plane * c0 * elem, static_cast<size_t>(plane * c0 * elem));
+      continue;
     }
+    if (elem == 4) {  // f32, i32: each lane from its own source, copied as words
+      std::vector<int64_t> lane, from;
+      for (size_t r = first; r < end; ++r)
+        for (int64_t i = 0; i < runs[r].len; ++i) {
+          lane.push_back(runs[r].dst_lane + i);
+          from.push_back(runs[r].src_block * plane * c0 + runs[r].src_lane + i);
+        }
+      const auto* s32 = reinterpret_cast<const uint32_t*>(image);
+      auto* d32 = reinterpret_cast<uint32_t*>(block);
+      const size_t lanes = lane.size();
+      for (int64_t p = 0; p < plane; ++p)
+        for (size_t k = 0; k < lanes; ++k) d32[p * c0 + lane[k]] = s32[from[k] + p * c0];
+      continue;
+    }
+    for (int64_t p = 0; p < plane; ++p)
+      for (size_t r = first; r < end; ++r)
+        std::memcpy(block + (p * c0 + runs[r].dst_lane) * elem, image + ((runs[r].src_block * plane + p) * c0 + runs[r].src_lane) * elem,
+                    static_cast<size_t>(runs[r].len * elem));
+  }
 }
 
 // Zeroes the lanes past `channels` in the last block of every image and position.

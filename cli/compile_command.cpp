@@ -58,7 +58,7 @@ std::string human(double bytes) {
 std::string check_text(const ascend::CompileResult& c, const Tolerance& tolerance) {
   if (!c.checked) return "off (--no-check)";
   char text[300];
-  std::snprintf(text, sizeof text, "plan executor vs reference on the original: max abs error %.3g over %zu output(s), threads and adversarial schedules (tolerance %s): %s",
+  std::snprintf(text, sizeof text, "plan executor vs reference on the original: max abs error %.3g over %zu output(s), in-order and adversarial schedules (tolerance %s): %s",
                 c.max_abs, c.outputs, tolerance_text(tolerance, "reference").c_str(), c.check_ok ? "ok" : "FAILED");
   std::string note = text;
   if (!c.check_ok) note += "; worst at " + c.check_worst;

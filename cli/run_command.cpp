@@ -109,7 +109,7 @@ struct Runner {
     return feeds;
   }
   NamedTensors run(const std::map<std::string, HostTensor>& feeds, OpProfile* profile) const {
-    if (executor) return executor->run(feeds, ascend::StreamSchedule::threads, profile);
+    if (executor) return executor->run(feeds, ascend::StreamSchedule::in_order, profile);
     return evaluator->run(feeds, profile);
   }
 };
@@ -255,7 +255,7 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--save-inputs", o->save_inputs_dir, "Write the inputs used (e.g. random ones) as DIR/<name>.npy");
   cmd->add_option("--repeat", o->repeat, "Run this many times and report the median time")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", o->warmup, "Untimed runs before the timed ones")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--profile", o->profile, "Report the host time spent per op type (averaged over the timed runs); for a plan, kernels on several streams overlap, so the rows may add up to more than the run. `geopt profile` simulates the device instead");
+  cmd->add_flag("--profile", o->profile, "Report the host time spent per op type (averaged over the timed runs); for a plan, its kernels as the plan executor runs them (`geopt profile` simulates the device instead)");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->add_option("--gear", o->gear, "A plan of gears: the gear whose shapes --random-inputs take (default 0); given inputs pick their gear")
       ->check(CLI::NonNegativeNumber);

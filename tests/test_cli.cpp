@@ -217,7 +217,7 @@ TEST_CASE("geopt compile writes a plan that geopt run checks against torch and t
   auto text = run_cli({"compile", m.string() + ".onnx", "-o", (dir / "text.plan").string()});  // the default report
   CHECK(text.exit_code == 0);
   CHECK(text.out.find("AddLayerNormFusion x5") != std::string::npos);
-  CHECK(text.out.find("threads and adversarial schedules (tolerance 0.0001 + 0.0001 x |reference|): ok") != std::string::npos);
+  CHECK(text.out.find("in-order and adversarial schedules (tolerance 0.0001 + 0.0001 x |reference|): ok") != std::string::npos);
 
   auto torch = run_cli({"run", plan.string(), "--input", "input_ids=" + (m / "inputs" / "input_ids.npy").string(), "--input",
                         "attention_mask=" + (m / "inputs" / "attention_mask.npy").string(), "--compare", (m / "outputs").string(), "--json"});
@@ -290,7 +290,7 @@ TEST_CASE("geopt compile --input_shape compiles the dynamic example, and --dump-
   auto c = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string(), "--input_shape",
                     "input_ids:2,9;attention_mask:2,9", "-o", (dir / "d.plan").string(), "--dump-graph", (dir / "dump").string()});
   REQUIRE(c.exit_code == 0);
-  CHECK(c.out.find("threads and adversarial schedules (tolerance 0.0001 + 0.0001 x |reference|): ok") != std::string::npos);
+  CHECK(c.out.find("in-order and adversarial schedules (tolerance 0.0001 + 0.0001 x |reference|): ok") != std::string::npos);
   CHECK(fs::exists(dir / "d.plan"));
   for (const char* stage : {"1_import", "2_static_shapes", "3_saturation_extraction_layout", "4_lowering"}) {
     INFO(stage);

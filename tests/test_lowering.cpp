@@ -90,7 +90,7 @@ TEST_CASE("every example model compiles, optimized or not, and its plan computes
       CHECK(l.memory.pool_bytes >= l.memory.load_bytes);
       CHECK(l.memory.pool_bytes <= l.memory.strategy_pool_bytes.at("greedy by size"));
       if (l.model.graph->nodes().size() > 2) CHECK(l.memory.pool_bytes < l.memory.no_reuse_bytes);  // the seed case fuses to one kernel
-      CHECK(plan_error(l.plan, original, ascend::StreamSchedule::threads) <= 1e-4);
+      CHECK(plan_error(l.plan, original, ascend::StreamSchedule::in_order) <= 1e-4);
       CHECK(plan_error(l.plan, original, ascend::StreamSchedule::adversarial) <= 1e-4);
       multi_stream += l.streams.stream_count > 1 && !l.streams.events.empty();
     }
@@ -202,7 +202,7 @@ TEST_CASE("a FusedConv's output takes its residual's bytes: a ResNet's residual 
   // Every residual dies at its conv in a ResNet's basic blocks.
   CHECK(over_residual == residual_convs);
   CHECK(l.memory.in_place >= static_cast<size_t>(residual_convs));
-  for (auto schedule : {ascend::StreamSchedule::threads, ascend::StreamSchedule::adversarial}) CHECK(plan_error(l.plan, m, schedule) <= 1e-4);
+  for (auto schedule : {ascend::StreamSchedule::in_order, ascend::StreamSchedule::adversarial}) CHECK(plan_error(l.plan, m, schedule) <= 1e-4);
 }
 
 TEST_CASE("a Split along an outer axis is a view: each piece at its offset in the input's bytes, the plan still computes the model") {
@@ -264,7 +264,7 @@ TEST_CASE("OP_NO_REUSE_MEM: the named kernels' outputs keep bytes of their own, 
       if (j != i) CHECK((bufs[j].offset >= bufs[i].offset + bufs[i].bytes || bufs[i].offset >= bufs[j].offset + bufs[j].bytes));
   }
   CHECK(checked == 1);
-  for (auto schedule : {ascend::StreamSchedule::threads, ascend::StreamSchedule::adversarial})
+  for (auto schedule : {ascend::StreamSchedule::in_order, ascend::StreamSchedule::adversarial})
     CHECK(plan_error(apart.plan, m, schedule) <= 1e-4);
   // The op type as plan dump prints it, domain first.
   options.memory.no_reuse = {"ai.geopt::FusedConv"};
@@ -337,15 +337,15 @@ TEST_CASE("streams: independent branches get their own streams, and --enable-sin
   Lowered one = lower(m, nullptr, true, 1);
   CHECK(one.streams.stream_count == 1);
   CHECK(one.streams.events.empty());
-  CHECK(plan_error(one.plan, m, ascend::StreamSchedule::threads) <= 1e-4);
+  CHECK(plan_error(one.plan, m, ascend::StreamSchedule::in_order) <= 1e-4);
 }
 
 TEST_CASE("one executor runs a plan on several streams again and again, from two threads at once, and a failing kernel ends a run with its error") {
   Model m = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
   Lowered l = lower(m);
   REQUIRE(l.plan.stream_count() > 1);
-  // The op of a kernel on a stream with a thread of its own (not stream 0) fails when
-  // told to: every kernel of that op does, wherever it runs.
+  // The op of a kernel off stream 0 fails when told to: every kernel of that op does,
+  // wherever it runs.
   const plan::Kernel* off_main = nullptr;
   for (const auto& k : l.plan.kernels())
     if (k.stream() > 0 && !off_main) off_main = &k;
@@ -361,7 +361,7 @@ TEST_CASE("one executor runs a plan on several streams again and again, from two
   auto feeds = random_inputs(m, 7);
   auto expected = Evaluator(m).run(feeds);
   // The plan as lowered, and with a stream that has no kernels (a plan file may say so):
-  // its thread takes no part in a run, and must not be counted out of one either.
+  // it takes no part in a run, and must not stall one either.
   plan::Plan with_empty_stream = l.plan;
   with_empty_stream.set_stream_count(l.plan.stream_count() + 1);
   for (const plan::Plan* p : {&l.plan, &with_empty_stream}) {
@@ -373,7 +373,7 @@ TEST_CASE("one executor runs a plan on several streams again and again, from two
     for (int i = 0; i < 2; ++i) CHECK_THROWS_WITH_AS(executor.run(feeds), doctest::Contains("injected failure"), Error);
     fail = false;
     CHECK(error() <= 1e-4);
-    // Runs at once each take their own stream threads and pool.
+    // Runs at once each take their own pool.
     std::vector<double> errors(2, 0);
     std::vector<std::string> failures(2);
     std::vector<std::thread> callers;
@@ -405,7 +405,7 @@ TEST_CASE("plan files round-trip byte for byte, and corrupt and foreign ones get
   back.clear_structure_crc();
   back.clear_weights_crc();
   CHECK(back.SerializeAsString() == l.plan.SerializeAsString());
-  CHECK(plan_error(back, m, ascend::StreamSchedule::threads) <= 1e-4);
+  CHECK(plan_error(back, m, ascend::StreamSchedule::in_order) <= 1e-4);
   Lowered again = lower(m);
   ascend::write_plan(again.plan, dir / "b.plan");
   CHECK(test::read_file(dir / "a.plan") == test::read_file(dir / "b.plan"));  // deterministic

@@ -70,7 +70,7 @@ void optimize_for_plan(CompileResult& r, const Model& given, Model prepared, con
 // order, memory, streams and the plan, for r.model whose values all have static types
 // (the `bounded` ones as an upper bound: plan.proto TensorRef.bounded);
 void lower_for_plan(CompileResult& r, const HardwareProfile& profile, const CompileOptions& options, const std::set<std::string>& bounded);
-// r.plan against `given` on random inputs at sizes it runs at (or `fixed`), in the threads
+// r.plan against `given` on random inputs at sizes it runs at (or `fixed`), in the in-order
 // and adversarial schedules; each call adds to r's check figures.
 void check_plan_against(CompileResult& r, const Model& given, const CompileOptions& options, const std::map<std::string, HostTensor>& fixed);
 

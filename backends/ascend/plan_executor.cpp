@@ -11,7 +11,6 @@
 #include "onnx/captures.h"
 #include "onnx/import.h"
 #include "plan_file.h"
-#include "stream_threads.h"
 #include "util/error.h"
 
 namespace geopt::ascend {
@@ -52,8 +51,6 @@ struct PlanExecutor::Compiled {
   std::vector<std::shared_ptr<std::byte>> free_pools;
   // Per kernel, the events it waits on and records.
   std::vector<std::vector<uint32_t>> waits, records;
-  // The stream threads of finished runs, for the next (guarded by pools_mutex).
-  std::vector<std::unique_ptr<StreamThreads>> free_stream_threads;
 };
 
 namespace {
@@ -258,14 +255,13 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
   }
 }
 
-void PlanExecutor::timed_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims, KernelTimes& times) const {
-  if (!times.profile) return run_kernel(k, pool, schedule, dims);
+void PlanExecutor::timed_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims, OpProfile* profile) const {
+  if (!profile) return run_kernel(k, pool, schedule, dims);
   const auto started = std::chrono::steady_clock::now();
   run_kernel(k, pool, schedule, dims);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   const Node& n = *compiled_->nodes[k];
-  std::lock_guard lock(times.mutex);
-  auto& [total, calls] = times.profile->by_op[(n.domain.empty() ? "" : n.domain + "::") + n.op_type];
+  auto& [total, calls] = profile->by_op[(n.domain.empty() ? "" : n.domain + "::") + n.op_type];
   total += ms;
   ++calls;
 }
@@ -338,8 +334,6 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
   } return_pool{c, pool};
   check_input_names(plan_, inputs);
   RuntimeDims runtime_dims;
-  KernelTimes times;
-  times.profile = profile;
   // The sizes the inputs give the model's named dims: one name, one size (symbol -> size, input).
   std::map<std::string, std::pair<int64_t, std::string>> symbols;
   for (const auto& r : plan_.inputs()) {
@@ -371,43 +365,39 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
     if (r.size()) std::memcpy(pool.get() + r.offset(), t.raw(), r.size());
   }
 
-  if (schedule == StreamSchedule::adversarial) {
-    const size_t kernel_count = static_cast<size_t>(plan_.kernels_size());
-    std::vector<char> recorded(static_cast<size_t>(plan_.events_size()), 0);
-    auto waits_met = [&](size_t k) {
-      for (uint32_t e : c.waits[k])
-        if (!recorded[e]) return false;
-      return true;
-    };
-    std::vector<size_t> head(c.stream_kernels.size(), 0);
-    for (size_t done = 0; done < kernel_count; ++done) {
-      long pick = -1;
-      for (size_t s = 0; s < head.size(); ++s) {
-        if (head[s] >= c.stream_kernels[s].size()) continue;
-        size_t k = c.stream_kernels[s][head[s]];
-        if (waits_met(k) && (pick < 0 || k > c.stream_kernels[static_cast<size_t>(pick)][head[static_cast<size_t>(pick)]]))
-          pick = static_cast<long>(s);
+  // Each step runs one stream's next kernel whose events are all recorded: the earliest
+  // in the plan's order (in_order), or the latest (adversarial). Host threads for the
+  // streams would add nothing but their handoffs: the kernels run one at a time on this
+  // thread, with its whole OpenMP team, whatever stream they are on (a second team would
+  // spin against the first on the same cores), and each handoff between threads cost
+  // tens of microseconds on a virtual machine (ShuffleNet's 4-stream plan ran 1.03 to
+  // 1.13x its one-stream plan that way, docs/BENCHMARKS.md).
+  const size_t kernel_count = static_cast<size_t>(plan_.kernels_size());
+  std::vector<char> recorded(static_cast<size_t>(plan_.events_size()), 0);
+  auto waits_met = [&](size_t k) {
+    for (uint32_t e : c.waits[k])
+      if (!recorded[e]) return false;
+    return true;
+  };
+  std::vector<size_t> head(c.stream_kernels.size(), 0);
+  const bool latest_first = schedule == StreamSchedule::adversarial;
+  for (size_t done = 0; done < kernel_count; ++done) {
+    size_t pick = head.size();
+    for (size_t s = 0; s < head.size(); ++s) {
+      if (head[s] >= c.stream_kernels[s].size()) continue;
+      const size_t k = c.stream_kernels[s][head[s]];
+      if (!waits_met(k)) continue;
+      if (pick == head.size()) {
+        pick = s;
+        continue;
       }
-      if (pick < 0) throw Error("plan: every stream waits on an event nobody records (deadlock)");
-      size_t k = c.stream_kernels[static_cast<size_t>(pick)][head[static_cast<size_t>(pick)]++];
-      timed_kernel(k, pool.get(), schedule, runtime_dims, times);
-      for (uint32_t e : c.records[k]) recorded[e] = 1;
+      const size_t best = c.stream_kernels[pick][head[pick]];
+      if (latest_first ? k > best : k < best) pick = s;
     }
-  } else {
-    // One thread per stream (stream_threads.h), kept across runs: a run takes a free
-    // set, or starts one (runs at once each need their own).
-    std::unique_ptr<StreamThreads> threads;
-    {
-      std::lock_guard lock(c.pools_mutex);
-      if (!c.free_stream_threads.empty()) {
-        threads = std::move(c.free_stream_threads.back());
-        c.free_stream_threads.pop_back();
-      }
-    }
-    if (!threads) threads = std::make_unique<StreamThreads>(c.stream_kernels, c.waits, c.records, static_cast<size_t>(plan_.events_size()));
-    threads->run([&](size_t k) { timed_kernel(k, pool.get(), schedule, runtime_dims, times); });
-    std::lock_guard lock(c.pools_mutex);
-    if (c.free_stream_threads.size() < 4) c.free_stream_threads.push_back(std::move(threads));
+    if (pick == head.size()) throw Error("plan: every stream waits on an event nobody records (deadlock)");
+    const size_t k = c.stream_kernels[pick][head[pick]++];
+    timed_kernel(k, pool.get(), schedule, runtime_dims, profile);
+    for (uint32_t e : c.records[k]) recorded[e] = 1;
   }
 
   NamedTensors outs;

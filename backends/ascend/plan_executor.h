@@ -16,10 +16,14 @@
 
 namespace geopt::ascend {
 
+// The order the host runs a plan's kernels in, one at a time on the calling thread
+// with its whole OpenMP team: each stream's kernels in their order, a kernel once every
+// event it waits on is recorded (the device's streams taking turns on the host's cores).
 enum class StreamSchedule {
-  threads,      // one host thread per stream, as the device runs them
-  adversarial,  // one thread; always runs the runnable kernel latest in the
-                // order first, so any missing event reorders reads and writes
+  in_order,     // the runnable kernel earliest in the plan's order first: the plan's
+                // own order wherever its events allow
+  adversarial,  // the runnable kernel latest in the plan's order first, so any missing
+                // event reorders reads and writes (the check runs both)
 };
 
 class PlanExecutor {
@@ -34,10 +38,9 @@ class PlanExecutor {
   // inputs against its ranges). A plan of gears runs the gear whose input dims the
   // feeds have, and refuses other dims, listing its gears.
   // With `profile`, each kernel's host time (its inputs read, its outputs where the plan
-  // keeps them; waits on events excluded) is added to its op type's total; kernels on
-  // several streams overlap, so the totals may add up to more than the run.
+  // keeps them) is added to its op type's total.
   NamedTensors run(const std::map<std::string, HostTensor>& inputs,
-                   StreamSchedule schedule = StreamSchedule::threads, OpProfile* profile = nullptr) const;
+                   StreamSchedule schedule = StreamSchedule::in_order, OpProfile* profile = nullptr) const;
   // The gear run() takes for these feeds (a plan of gears only); throws as run() does.
   size_t gear_for(const std::map<std::string, HostTensor>& inputs) const;
 
@@ -52,13 +55,9 @@ class PlanExecutor {
     std::mutex mutex;
     std::map<std::string, std::vector<int64_t>> by_name;
   };
-  // A run's profile, written by every stream thread.
-  struct KernelTimes {
-    OpProfile* profile = nullptr;
-    std::mutex mutex;
-  };
   void run_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims) const;
-  void timed_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims, KernelTimes& times) const;
+  // run_kernel, its time added to `profile` when there is one.
+  void timed_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims, OpProfile* profile) const;
 
   const plan::Plan& plan_;
   std::unique_ptr<Compiled> compiled_;

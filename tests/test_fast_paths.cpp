@@ -133,3 +133,33 @@ TEST_CASE("Resize in f32 (separable passes) equals the general loop in double, e
                              1e-5);
   }
 }
+
+TEST_CASE("broadcasting binary ops on large tensors (tiles shared among threads) equal the element formula") {
+  // Shapes that coalesce to one long row (cut into tiles), to rows of 16 lanes many to a
+  // tile (an NC1HWC0 tensor times a per-channel gate), and to rows with a repeated value.
+  onnx::ModelProto proto = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[70001] a, float[70001] b, float[1,5,40,41,16] x, float[1,5,1,1,16] s, float[300,257] m, float[300,1] c) => (float[70001] sum, float[1,5,40,41,16] gate, float[300,257] diff) {
+      sum = Add(a, b)
+      gate = Mul(x, s)
+      diff = Sub(c, m)
+    })");
+  fs::path p = test::scratch_dir("fast") / "broadcast.onnx";
+  test::save_model(proto, p);
+  Model model = import_onnx(p);
+  auto feeds = random_inputs(model, 3);
+  NamedTensors outs = Evaluator(model).run(feeds);
+  const float* a = feeds.at("a").data<float>();
+  const float* b = feeds.at("b").data<float>();
+  const float* x = feeds.at("x").data<float>();
+  const float* s = feeds.at("s").data<float>();
+  const float* m = feeds.at("m").data<float>();
+  const float* c = feeds.at("c").data<float>();
+  const float* sum = outs[0].second.data<float>();
+  const float* gate = outs[1].second.data<float>();
+  const float* diff = outs[2].second.data<float>();
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < 70001; ++i) wrong += sum[i] != a[i] + b[i];
+  for (int64_t i = 0; i < 5 * 40 * 41 * 16; ++i) wrong += gate[i] != x[i] * s[(i / (40 * 41 * 16)) * 16 + i % 16];
+  for (int64_t i = 0; i < 300 * 257; ++i) wrong += diff[i] != c[i / 257] - m[i];
+  CHECK(wrong == 0);
+}

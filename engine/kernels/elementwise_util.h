@@ -64,14 +64,16 @@ BroadcastPlan<N> plan_broadcast(const KernelContext& ctx, const std::array<const
   return p;
 }
 
-// Walks the coalesced output in tiles of whole innermost rows: tile(out_index, offsets,
+// Walks the coalesced output in tiles of about 4096 elements: tile(out_index, offsets,
 // steps, count, rows, row_steps) covers output elements out_index .. out_index + rows *
-// count - 1, row r reading input k at offsets[k] + r * row_steps[k] + j * steps[k]. A
-// tile holds about 4096 elements (NC1HWC0's rows of 16 lanes come 256 to a tile, so the
-// per-row bookkeeping is paid once per tile), and tiles are shared among the threads when
-// the tensor is large: `tile` must only write the output elements it is given.
+// count - 1, row r reading input k at offsets[k] + r * row_steps[k] + j * steps[k]. Short
+// innermost rows come many to a tile (NC1HWC0's rows of 16 lanes, 256 a tile, so the
+// per-row bookkeeping is paid once per tile); a long one is cut into tiles of one row.
+// Tiles are shared among the threads when the tensor is large: `tile` must only write
+// the output elements it is given.
 template <size_t N, class Tile>
 void apply_broadcast_tiles(const BroadcastPlan<N>& p, Tile&& tile) {
+  constexpr int64_t kTile = 4096;
   const size_t rank = p.loop_dims.size();
   const int64_t inner = p.loop_dims[rank - 1];
   const int64_t mid = rank >= 2 ? p.loop_dims[rank - 2] : 1;
@@ -79,25 +81,25 @@ void apply_broadcast_tiles(const BroadcastPlan<N>& p, Tile&& tile) {
   for (int64_t d : p.loop_dims) total *= d;
   if (total == 0) return;
   const int64_t outer = total / (inner * mid);
-  const int64_t rows_per_tile = std::clamp<int64_t>(4096 / std::max<int64_t>(inner, 1), 1, mid);
-  const int64_t chunks = (mid + rows_per_tile - 1) / rows_per_tile;
+  const int64_t cols = std::min(inner, kTile), col_chunks = (inner + cols - 1) / cols;
+  const int64_t rows = col_chunks > 1 ? 1 : std::clamp<int64_t>(kTile / inner, 1, mid), row_chunks = (mid + rows - 1) / rows;
   int64_t steps[N], row_steps[N];
   for (size_t k = 0; k < N; ++k) {
     steps[k] = p.loop_strides[k][rank - 1];
     row_steps[k] = rank >= 2 ? p.loop_strides[k][rank - 2] : 0;
   }
 #pragma omp parallel for if (total > (1 << 16))
-  for (int64_t t = 0; t < outer * chunks; ++t) {
-    const int64_t o = t / chunks, first_row = t % chunks * rows_per_tile;
+  for (int64_t t = 0; t < outer * row_chunks * col_chunks; ++t) {
+    const int64_t first_col = t % col_chunks * cols, first_row = t / col_chunks % row_chunks * rows, o = t / col_chunks / row_chunks;
     int64_t base[N];
-    for (size_t k = 0; k < N; ++k) base[k] = first_row * row_steps[k];
+    for (size_t k = 0; k < N; ++k) base[k] = first_row * row_steps[k] + first_col * steps[k];
     for (size_t d = rank >= 2 ? rank - 2 : 0, rest = static_cast<size_t>(o); d-- > 0;) {
       const int64_t c = static_cast<int64_t>(rest % static_cast<size_t>(p.loop_dims[d]));
       rest /= static_cast<size_t>(p.loop_dims[d]);
       for (size_t k = 0; k < N; ++k) base[k] += c * p.loop_strides[k][d];
     }
-    tile((o * mid + first_row) * inner, static_cast<const int64_t*>(base), static_cast<const int64_t*>(steps), inner,
-         std::min(rows_per_tile, mid - first_row), static_cast<const int64_t*>(row_steps));
+    tile((o * mid + first_row) * inner + first_col, static_cast<const int64_t*>(base), static_cast<const int64_t*>(steps),
+         std::min(cols, inner - first_col), std::min(rows, mid - first_row), static_cast<const int64_t*>(row_steps));
   }
 }
 

@@ -146,8 +146,9 @@ Reached reached_region(const TransposedGeometry& g) {
 }
 
 // y = ConvTranspose(x, w) + b on oneDNN. The primitive writes the reached region through a
-// strided view of y; the rest is filled with the bias first.
-void deconvolution(const HostTensor& x, const HostTensor& w, const HostTensor* b, const TransposedGeometry& g,
+// strided view of y; the rest is filled with the bias first. False where oneDNN has no
+// primitive for these attributes (the caller's loop computes them).
+bool deconvolution(const HostTensor& x, const HostTensor& w, const HostTensor* b, const TransposedGeometry& g,
                    int64_t group, const Reached& reached, HostTensor& y) {
   using namespace dnnl;
   using dt = memory::data_type;
@@ -210,16 +211,21 @@ void deconvolution(const HostTensor& x, const HostTensor& w, const HostTensor* b
     // plain layout is 1.4 to 2.5x faster before counting the conversions it saves
     // (24 -> 1 channels at 320x320: 0.73 against 1.76 ms on AVX-512).
     std::optional<deconvolution_forward::primitive_desc> made;
-    if (m <= 8) {
-      auto plain = make(src_user_md, memory::desc(inner_dims, dt::f32, row_major_tag(rank)));
-      if (!std::string_view(plain.impl_info_str()).starts_with("ref")) made = plain;
+    try {
+      if (m <= 8) {
+        auto plain = make(src_user_md, memory::desc(inner_dims, dt::f32, row_major_tag(rank)));
+        if (!std::string_view(plain.impl_info_str()).starts_with("ref")) made = plain;
+      }
+      if (!made) made = make(any(src_dims), any(inner_dims));
+    } catch (const dnnl::error&) {
+      return std::shared_ptr<const DeconvPlan>();  // kept: no plan for these attributes
     }
-    if (!made) made = make(any(src_dims), any(inner_dims));
     const deconvolution_forward::primitive_desc& pd = *made;
     return std::make_shared<const DeconvPlan>(
         DeconvPlan{deconvolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc(), "deconv " + desc_bytes(pd.weights_desc())});
   });
 
+  if (!plan) return false;
   engine& eng = cpu_engine();
   stream& s = cpu_stream();
   // The input in the primitive's layout goes to this thread's operand buffer; weights
@@ -251,6 +257,7 @@ void deconvolution(const HostTensor& x, const HostTensor& w, const HostTensor* b
   plan->primitive.execute(s, args);
   if (dst != dst_user) reorder(dst, dst_user).execute(s, dst, dst_user);
   s.wait();
+  return true;
 }
 
 void conv_transpose(KernelContext& ctx) {
@@ -272,9 +279,10 @@ void conv_transpose(KernelContext& ctx) {
   const bool some_reached = std::all_of(reached.dims.begin(), reached.dims.end(), [](int64_t d) { return d > 0; });
   if (x.dtype() == DType::F32 && x.rank() <= 5 && some_reached && x.size() > 0 && w.size() > 0) {
     HostTensor y = ctx.new_output(0, DType::F32, ydims);
-    deconvolution(x, w, b, g, group, reached, y);
-    ctx.outputs[0] = std::move(y);
-    return;
+    if (deconvolution(x, w, b, g, group, reached, y)) {
+      ctx.outputs[0] = std::move(y);
+      return;
+    }
   }
   HostTensor y(x.dtype(), ydims);
   dispatch_float(x.dtype(), [&]<class T>() { scatter<T>(ctx, x, w, g, group, y); }, "ConvTranspose");

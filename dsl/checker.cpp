@@ -175,62 +175,39 @@ class RuleChecker {
     if (a.value && !literal_fits(*a.value, k)) mistyped(a.value->to_string());
   }
 
-  void use_value(const std::string& var, const SourceLoc& loc) {
+  // The variable a single-valued use names; null (with the error reported) when it is
+  // unbound or a list variable.
+  VarInfo* single(const std::string& var, const SourceLoc& loc) {
     auto it = vars_.find(var);
     if (it == vars_.end()) {
       error(loc, "unbound variable " + var);
-      return;
+      return nullptr;
     }
     if (it->second.list) {
       error(loc, var + " is a list variable (bound by the pattern before `...`, one value per input): splice it, " + var + "... among a rewrite's inputs or [" + var + "...] in a list");
-      return;
+      return nullptr;
     }
-    if (it->second.kind == VarKind::Attr) error(loc, var + " is an attribute value, not a tensor value");
     ++it->second.uses;
+    return &it->second;
+  }
+
+  void use_value(const std::string& var, const SourceLoc& loc) {
+    if (VarInfo* v = single(var, loc); v && v->kind == VarKind::Attr) error(loc, var + " is an attribute value, not a tensor value");
   }
 
   void use_scalar(const std::string& var, const SourceLoc& loc) {
-    auto it = vars_.find(var);
-    if (it == vars_.end()) {
-      error(loc, "unbound variable " + var);
-      return;
-    }
-    if (it->second.list) {
-      error(loc, var + " is a list variable (bound by the pattern before `...`, one value per input): splice it, " + var + "... among a rewrite's inputs or [" + var + "...] in a list");
-      return;
-    }
-    if (it->second.kind == VarKind::Value) error(loc, var + " is a tensor value; bind it with `const " + var + "` to use its value");
-    ++it->second.uses;
+    if (VarInfo* v = single(var, loc); v && v->kind == VarKind::Value) error(loc, var + " is a tensor value; bind it with `const " + var + "` to use its value");
   }
 
-  // `%k[i]`: element i of a bound ints attribute.
+  // A bound ints attribute read in a list (`%p[%q]`, or a bare `%k` where scalars are not taken).
   void use_attr_list(const std::string& var, const SourceLoc& loc) {
-    auto it = vars_.find(var);
-    if (it == vars_.end()) {
-      error(loc, "unbound variable " + var);
-      return;
-    }
-    if (it->second.list) {
-      error(loc, var + " is a list variable (bound by the pattern before `...`, one value per input): splice it, " + var + "... among a rewrite's inputs or [" + var + "...] in a list");
-      return;
-    }
-    if (it->second.kind != VarKind::Attr) error(loc, var + " in a list needs an attribute bound with `== " + var + "`");
-    ++it->second.uses;
+    if (VarInfo* v = single(var, loc); v && v->kind != VarKind::Attr) error(loc, var + " in a list needs an attribute bound with `== " + var + "`");
   }
 
   // `%k[i]`: element i of a bound ints attribute or of a bound constant.
   void use_indexed(const std::string& var, const SourceLoc& loc) {
-    auto it = vars_.find(var);
-    if (it == vars_.end()) {
-      error(loc, "unbound variable " + var);
-      return;
-    }
-    if (it->second.list) {
-      error(loc, var + " is a list variable (bound by the pattern before `...`, one value per input): splice it, " + var + "... among a rewrite's inputs or [" + var + "...] in a list");
-      return;
-    }
-    if (it->second.kind == VarKind::Value) error(loc, var + "[i] needs an attribute bound with `== " + var + "` or a constant bound with `const " + var + "`");
-    ++it->second.uses;
+    if (VarInfo* v = single(var, loc); v && v->kind == VarKind::Value)
+      error(loc, var + "[i] needs an attribute bound with `== " + var + "` or a constant bound with `const " + var + "`");
   }
 
   // `%v...`: a list variable spliced; `attribute`: its elements are attributes or

@@ -13,7 +13,6 @@
 
 #include <omp.h>
 
-#include "eval/derived_constant.h"
 #include "kernels/dispatch.h"
 #include "kernels/onednn.h"
 #include "util/checked_size.h"
@@ -217,25 +216,10 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   });
 
   auto convert = [&](memory from, memory to) {
-    if (!copy_channel_blocks(from.get_desc(), from.get_data_handle(), to.get_desc(), to.get_data_handle())) reorder(from, to).execute(s, from, to);
+    if (!copy_channel_blocks(from.get_desc(), from.get_data_handle(), to.get_desc(), to.get_data_handle())) reorder_memory(from, to);
   };
-  // The input in the primitive's layout goes to this thread's operand buffer; weights
-  // (kept across calls when constant) to storage of their own.
-  auto prepare = [&](const memory::desc& want, const memory::desc& user_md, const void* data, bool per_call) {
-    memory user(user_md, eng, const_cast<void*>(data));
-    if (want == user_md) return user;
-    memory converted = per_call ? thread_operand(ThreadOperand::source, want) : memory(want, eng);
-    convert(user, converted);
-    return converted;
-  };
-  memory src = prepare(plan->src, src_user_md, x.raw(), true);
-  memory wei;
-  if (cacheable_constant(w) && plan->weights != wei_user_md) {
-    // Reordered once per weight and layout, while the weight lives.
-    wei = *derived_constant<memory>(w, plan->weights_key, [&] { return std::make_shared<const memory>(prepare(plan->weights, wei_user_md, w.raw(), false)); });
-  } else {
-    wei = prepare(plan->weights, wei_user_md, w.raw(), false);
-  }
+  memory src = input_in_layout(plan->src, src_user_md, x.raw(), convert);
+  memory wei = weights_in_layout(w, plan->weights_key, plan->weights, wei_user_md, convert);
   memory dst_user(dst_user_md, eng, y.mutable_raw());
   memory dst = plan->dst == dst_user_md ? dst_user : thread_operand(ThreadOperand::destination, plan->dst);
   if (fusion.residual) {  // the sum post-op adds what dst holds

@@ -12,7 +12,6 @@
 
 #include <omp.h>
 
-#include "eval/derived_constant.h"
 #include "kernels/dispatch.h"
 #include "kernels/onednn.h"
 
@@ -228,28 +227,13 @@ bool deconvolution(const HostTensor& x, const HostTensor& w, const HostTensor* b
   if (!plan) return false;
   engine& eng = cpu_engine();
   stream& s = cpu_stream();
-  // The input in the primitive's layout goes to this thread's operand buffer; weights
-  // (kept across calls when constant) to storage of their own.
-  auto prepare = [&](const memory::desc& want, const memory::desc& user_md, const void* data, bool per_call) {
-    memory user(user_md, eng, const_cast<void*>(data));
-    if (want == user_md) return user;
-    memory converted = per_call ? thread_operand(ThreadOperand::source, want) : memory(want, eng);
-    reorder(user, converted).execute(s, user, converted);
-    return converted;
-  };
   if (!reached.whole) {  // positions no input reaches hold the bias
     float* py = y.mutable_data<float>();
     const int64_t per_channel = y.size() / (n * m);
     for (int64_t i = 0; i < n * m; ++i) std::fill_n(py + i * per_channel, per_channel, b ? b->data<float>()[i % m] : 0.0f);
   }
-  memory src = prepare(plan->src, src_user_md, x.raw(), true);
-  memory wei;
-  if (cacheable_constant(w) && plan->weights != wei_user_md) {
-    // Reordered once per weight and layout, while the weight lives.
-    wei = *derived_constant<memory>(w, plan->weights_key, [&] { return std::make_shared<const memory>(prepare(plan->weights, wei_user_md, w.raw(), false)); });
-  } else {
-    wei = prepare(plan->weights, wei_user_md, w.raw(), false);
-  }
+  memory src = input_in_layout(plan->src, src_user_md, x.raw());
+  memory wei = weights_in_layout(w, plan->weights_key, plan->weights, wei_user_md);
   memory dst_user(dst_user_md, eng, y.mutable_raw());
   memory dst = plan->dst == dst_user_md ? dst_user : thread_operand(ThreadOperand::destination, plan->dst);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, thread_scratchpad(plan->scratchpad)}};

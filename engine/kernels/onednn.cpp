@@ -1,5 +1,7 @@
 #include "kernels/onednn.h"
 
+#include "eval/derived_constant.h"
+
 #include <charconv>
 #include <cstdlib>
 #include <memory>
@@ -51,6 +53,32 @@ dnnl::memory thread_scratchpad(const dnnl::memory::desc& desc) {
 dnnl::memory thread_operand(ThreadOperand role, const dnnl::memory::desc& desc) {
   thread_local ThreadBuffer source, destination;
   return (role == ThreadOperand::source ? source : destination).view(desc);
+}
+
+void reorder_memory(dnnl::memory from, dnnl::memory to) {
+  dnnl::reorder(from, to).execute(cpu_stream(), from, to);
+  cpu_stream().wait();
+}
+
+dnnl::memory input_in_layout(const dnnl::memory::desc& want, const dnnl::memory::desc& user, const void* data, const MemoryConvert& convert) {
+  dnnl::memory given(user, cpu_engine(), const_cast<void*>(data));
+  if (want == user) return given;
+  dnnl::memory converted = thread_operand(ThreadOperand::source, want);
+  convert(given, converted);
+  return converted;
+}
+
+dnnl::memory weights_in_layout(const HostTensor& w, const std::string& key, const dnnl::memory::desc& want, const dnnl::memory::desc& user,
+                               const MemoryConvert& convert) {
+  dnnl::memory given(user, cpu_engine(), const_cast<std::byte*>(w.raw()));
+  if (want == user) return given;
+  auto converted = [&] {
+    dnnl::memory m(want, cpu_engine());
+    convert(given, m);
+    return m;
+  };
+  if (!cacheable_constant(w)) return converted();
+  return *derived_constant<dnnl::memory>(w, key, [&] { return std::make_shared<const dnnl::memory>(converted()); });
 }
 
 dnnl::memory::format_tag row_major_tag(size_t rank) {

@@ -3,6 +3,7 @@
 // to describe their work to it.
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,20 @@ std::shared_ptr<const Plan> cached_plan(const std::string& key, Make&& make) {
   if (it == plans.end()) it = plans.emplace(key, std::shared_ptr<const Plan>(make())).first;
   return it->second;
 }
+
+// A conversion of one memory into another's layout (a oneDNN reorder by default).
+using MemoryConvert = std::function<void(dnnl::memory from, dnnl::memory to)>;
+void reorder_memory(dnnl::memory from, dnnl::memory to);  // on this thread's stream, waited for
+
+// A primitive's input in the layout it wants: the caller's bytes where `user` is that
+// layout, else converted into this thread's operand buffer (thread_operand: valid until
+// this thread's next call).
+dnnl::memory input_in_layout(const dnnl::memory::desc& want, const dnnl::memory::desc& user, const void* data,
+                             const MemoryConvert& convert = reorder_memory);
+// Weights in the layout a primitive wants: converted once per weight and layout while a
+// constant weight lives (derived_constant, under `key`), on every call otherwise.
+dnnl::memory weights_in_layout(const HostTensor& w, const std::string& key, const dnnl::memory::desc& want, const dnnl::memory::desc& user,
+                               const MemoryConvert& convert = reorder_memory);
 
 // The dense row-major layout of a tensor of `rank` dims (1 to 6): ab, abc, ... (a grouped
 // conv's goihw is abcde).

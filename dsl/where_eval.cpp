@@ -100,7 +100,7 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
         break;
       }
       const Tensor* c = ctx.constant_of(t.var);
-      if (!c || c->dtype == DType::String) {
+      if (!c || c->dtype == DType::String || c->dtype == DType::Undefined) {
         if (reason) *reason = t.var + " is not a numeric constant";
         break;
       }

@@ -301,6 +301,8 @@ void resize(KernelContext& ctx) {
     }
   }
 
+  for (size_t d = 0; d < rank; ++d)
+    if (x.dims()[d] == 0 && out_dims[d] > 0) ctx.fail("axis " + std::to_string(d) + " is empty: there is nothing to resize to " + std::to_string(out_dims[d]));
   std::vector<std::vector<Taps>> taps(rank);
   for (size_t d = 0; d < rank; ++d)
     for (int64_t i = 0; i < out_dims[d]; ++i)

@@ -201,7 +201,6 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
     std::vector<int64_t> in_dims = dims_of(r);
     if (r.bounded()) {
       bounded_input = true;
-      std::lock_guard lock(dims.mutex);
       auto it = dims.by_name.find(r.name());
       if (it == dims.by_name.end()) throw Error("plan: " + describe(pk, k) + ": input '" + r.name() + "' has bounded dims that no kernel set");
       in_dims = it->second;
@@ -246,10 +245,7 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
     if (!fits)
       throw Error("plan: " + describe(pk, k) + ": output '" + r.name() + "' came out as " + t.shape_string() +
                   ", the plan reserved " + std::to_string(r.size()) + " bytes for " + (r.bounded() ? "at most that" : "another shape"));
-    if (r.bounded()) {
-      std::lock_guard lock(dims.mutex);
-      dims.by_name[r.name()] = t.dims();
-    }
+    if (r.bounded()) dims.by_name[r.name()] = t.dims();
     std::byte* dst = pool + r.offset();
     if (t.raw() != dst && t.nbytes()) std::memmove(dst, t.raw(), t.nbytes());
   }

@@ -6,7 +6,6 @@
 // plan therefore changes the numbers.
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -50,9 +49,9 @@ class PlanExecutor {
   void build(const KernelRegistry& kernels, std::shared_ptr<std::byte> shared_weights);
 
   struct Compiled;
-  // The dims of bounded values (plan.proto TensorRef.bounded), as their kernels set them in one run.
+  // The dims of bounded values (plan.proto TensorRef.bounded), as their kernels set them in
+  // one run (whose kernels all run on one thread).
   struct RuntimeDims {
-    std::mutex mutex;
     std::map<std::string, std::vector<int64_t>> by_name;
   };
   void run_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims) const;

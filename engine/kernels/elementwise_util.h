@@ -15,7 +15,6 @@ template <size_t N>
 struct BroadcastPlan {
   std::vector<int64_t> dims;
   std::vector<int64_t> strides[N];
-  bool same = true;  // every input already has the output's shape
   // The walk: dims with no size-1 axis and adjacent axes merged wherever every input
   // steps through them as one (numpy's coalescing), so the innermost axis is as long as
   // it can be. At least one axis.
@@ -56,10 +55,7 @@ BroadcastPlan<N> plan_broadcast(const KernelContext& ctx, const std::array<const
     for (const HostTensor* t : in) s += (s.empty() ? "" : " and ") + t->shape_string();
     ctx.fail("shapes " + s + " do not broadcast");
   }
-  for (size_t k = 0; k < N; ++k) {
-    p.strides[k] = broadcast_strides(in[k]->dims(), p.dims);
-    p.same = p.same && in[k]->dims() == p.dims;
-  }
+  for (size_t k = 0; k < N; ++k) p.strides[k] = broadcast_strides(in[k]->dims(), p.dims);
   coalesce_broadcast(p);
   return p;
 }

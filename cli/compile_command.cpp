@@ -1,4 +1,5 @@
 #include "compile_command.h"
+#include "json_output.h"
 
 #include <algorithm>
 #include <chrono>
@@ -172,8 +173,8 @@ DynamicChoice dynamic_choice(const CompileOptions& o) {
   if (!o.dynamic_image_size.empty()) ++given, d.gears = ascend::GearKind::image_size, d.gear_text = o.dynamic_image_size;
   if (!o.dynamic_dims.empty()) ++given, d.gears = ascend::GearKind::dims, d.gear_text = o.dynamic_dims;
   if (!o.input_shape_range.empty()) ++given, d.range = true;
-  if (given > 1) throw Error("--dynamic_batch_size, --dynamic_image_size, --dynamic_dims and --input_shape_range are exclusive: give one");
-  if (d.range && !o.input_shape.text.empty()) throw Error("--input_shape_range gives every dynamic input's dims; leave out --input_shape");
+  if (given > 1) throw UsageError("--dynamic_batch_size, --dynamic_image_size, --dynamic_dims and --input_shape_range are exclusive: give one");
+  if (d.range && !o.input_shape.text.empty()) throw UsageError("--input_shape_range gives every dynamic input's dims; leave out --input_shape");
   return d;
 }
 
@@ -199,7 +200,7 @@ int run_gears(const CompileOptions& o, const Model& given, const ascend::Compile
     j["gears"] = list;
     j["weights"] = {{"shared_bytes", g.plan.weight_bytes()}, {"gears_summed_bytes", g.gear_weight_bytes}};
     if (!written.empty()) j["written"] = written;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     std::printf("model            %s\n", o.model.c_str());
     std::printf("profile          %s (%s)\n", profile.soc_version.c_str(), o.profile.precision.c_str());
@@ -246,7 +247,7 @@ int run_range(const CompileOptions& o, Model given, const ascend::CompileOptions
       at.push_back({{"input_shape", ascend::input_shapes_text(given, rc.checked_at[i])}, {"load_bytes", rc.load_at[i]}});
     j["sizes"] = at;
     if (!written.empty()) j["written"] = written;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     std::printf("model            %s\n", o.model.c_str());
     std::printf("profile          %s (%s)\n", profile.soc_version.c_str(), o.profile.precision.c_str());
@@ -303,7 +304,7 @@ int run(const CompileOptions& o) {
     j["model"] = o.model;
     j["soc_version"] = profile.soc_version;
     j.update(report_json(c, co));
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     std::printf("model            %s\n", o.model.c_str());
     std::printf("profile          %s (%s)\n", profile.soc_version.c_str(), o.profile.precision.c_str());

@@ -1,4 +1,5 @@
 #include "cost_command.h"
+#include "json_output.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -42,7 +43,7 @@ int run(const CostCliOptions& o) {
     for (const auto& [op, v] : rows) ops[op] = {{"us", v.first}, {"kernels", v.second}};
     j["by_op"] = ops;
     j["infeasible"] = infeasible;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return 0;
   }
   std::printf("model           %s\n", o.model.c_str());

@@ -1,4 +1,5 @@
 #include "explain_command.h"
+#include "json_output.h"
 
 #include <algorithm>
 #include <climits>
@@ -189,7 +190,7 @@ int run(const ExplainCliOptions& o) {
     nlohmann::ordered_json out{{"model", o.model}, {"soc_version", profile.soc_version}, {"rules", j}, {"fusion_rate", r.fusion_rate}};
     out["saturation"] = {{"stop", dsl::stop_reason_name(r.saturation.stop)}, {"iterations", r.saturation.iterations}};
     out["unfused"] = r.unfused;
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out) << "\n";
     return 0;
   }
   std::printf("geopt explain: %s on %s (%zu rules)\n", o.model.c_str(), profile.soc_version.c_str(), rules->rules().size());

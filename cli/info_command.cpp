@@ -1,4 +1,5 @@
 #include "info_command.h"
+#include "json_output.h"
 
 #include <cstdio>
 #include <iostream>
@@ -114,7 +115,7 @@ std::function<int()> add_info_command(CLI::App& app) {
   return [cmd, opts]() -> int {
     if (!*cmd) return -1;
     ModelSummary s = summarize(import_onnx(opts->model));
-    if (opts->json) std::cout << to_json(opts->model, s).dump(2) << "\n";
+    if (opts->json) std::cout << json_text(to_json(opts->model, s)) << "\n";
     else std::cout << to_text(opts->model, s);
     return 0;
   };

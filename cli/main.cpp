@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <functional>
+#include <new>
 #include <vector>
 
 #include "compile_command.h"
@@ -21,6 +22,7 @@
 #include "run_command.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/memory.h"
 
 namespace {
 
@@ -33,7 +35,8 @@ std::string version_text() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  geopt::remove_temporaries_on_signals();  // an interrupted write leaves no .NAME.tmp-XXXXXX behind
+  geopt::remove_temporaries_on_signals();
+  geopt::install_out_of_memory_handler();  // a failed allocation throws, even under mimalloc  // an interrupted write leaves no .NAME.tmp-XXXXXX behind
   CLI::App app{"geopt: optimize ONNX models for Ascend NPUs and compile them to execution plans"};
   app.name("geopt");
   app.set_version_flag("--version", version_text());
@@ -69,12 +72,18 @@ int main(int argc, char** argv) {
       int rc = run();
       if (rc >= 0) return rc;
     }
+  } catch (const geopt::UsageError& e) {
+    std::fprintf(stderr, "geopt: error: %s\n", e.what());
+    return 2;
   } catch (const geopt::Error& e) {
     std::fprintf(stderr, "geopt: error: %s\n", e.what());
     return 1;
   } catch (const geopt::InternalError& e) {
     std::fprintf(stderr, "geopt: %s (a bug in geopt: please report it with the command and the model)\n", e.what());
     return 3;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "geopt: error: out of memory: the model, its inputs or the plan ask for more memory than this machine has\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "geopt: internal error: %s\n", e.what());
     return 3;

@@ -1,4 +1,5 @@
 #include "optimize_command.h"
+#include "json_output.h"
 
 #include <algorithm>
 #include <chrono>
@@ -84,7 +85,7 @@ void write_compile_stat(const std::string& path, const ascend::OptimizeResult& r
   nlohmann::ordered_json j;
   j["session_and_graph_id_0_0"]["graph_fusion"] = passes;
   j["geopt"] = {{"fusion_rate", r.fusion_rate}, {"unfused", r.unfused}};  // beyond GE's format: what is left
-  write_file_atomically(path, j.dump(2) + "\n");
+  write_file_atomically(path, json_text(j) + "\n");
 }
 
 // "  (banned in iteration 3, back in 9)": the backoff scheduler dropped its matches.
@@ -157,7 +158,7 @@ int run(const OptimizeCliOptions& o) {
     for (const auto& [k, v] : r.model.metadata)
       if (k == "geopt.provenance") j["provenance"] = nlohmann::ordered_json::parse(v);
     j["time_ms"] = {{"import", import_ms}, {"egraph", r.egraph_ms}, {"saturation", r.saturate_ms}, {"extraction", r.extract_ms}, {"check", check_ms}, {"write", write_ms}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     std::printf("model            %s\n", o.model.c_str());
     std::printf("profile          %s (%s)\n", profile.soc_version.c_str(), o.profile.precision.c_str());

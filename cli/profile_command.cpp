@@ -1,4 +1,5 @@
 #include "profile_command.h"
+#include "json_output.h"
 
 #include <cstdio>
 #include <iostream>
@@ -96,7 +97,7 @@ int run(const ProfileCliOptions& o) {
     for (const auto& [s, us] : busy) streams.push_back({{"stream", s}, {"busy_us", us}});
     j["streams"] = streams;
     j["bodies"] = bodies_json(plan, p);
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return 0;
   }
   std::printf("plan                    %s (%s, simulated)\n", o.plan.c_str(), plan.soc_version().c_str());

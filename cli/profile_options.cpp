@@ -32,7 +32,7 @@ ascend::Precision ProfileOptions::precision_for(const ascend::HardwareProfile& p
   p.mode = ascend::parse_precision_mode(precision);
   const bool mixed = p.mode == ascend::PrecisionMode::AllowMixPrecision || p.mode == ascend::PrecisionMode::AllowMixPrecisionBf16;
   if (!mix_list.empty()) {
-    if (!mixed) throw Error("--modify_mixlist changes allow_mix_precision's lists; --precision_mode is " + precision);
+    if (!mixed) throw UsageError("--modify_mixlist changes allow_mix_precision's lists; --precision_mode is " + precision);
     p.mix_list = std::make_shared<const ascend::MixList>(ascend::load_mix_list(mix_list));
   }
   if (p.low() == DType::BF16 && !profile.cube_bf16)

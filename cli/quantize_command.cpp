@@ -1,4 +1,5 @@
 #include "quantize_command.h"
+#include "json_output.h"
 
 #include <unistd.h>
 
@@ -100,7 +101,7 @@ int run(const QuantizeCliOptions& o) {
     j["accuracy"] = agreement_json(r.agreement);
     if (q.accuracy_target) j["accuracy"]["target"] = *q.accuracy_target;
     j["evaluations"] = r.evaluations;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return 0;
   }
   std::printf("model            %s\n", o.model.c_str());
@@ -138,13 +139,20 @@ std::function<int()> add_quantize_command(CLI::App& app) {
   cmd->add_option("-o,--output", o->output, "Where to write the quantized model")->required();
   cmd->add_option("--calibration", o->calibration, "Folder of samples: one folder per sample holding NAME.npy per input (as `geopt run --save-inputs` writes)")
       ->required();
-  cmd->add_option("--calibration-method", o->method, "How activation ranges are chosen: minmax, percentile or entropy (KL)")->capture_default_str();
-  cmd->add_option("--percentile", o->percentile, "With --calibration-method percentile: the share of values the range keeps")->capture_default_str();
-  cmd->add_option("--activation-type", o->activation_type, "uint8 (asymmetric, a zero point) or int8 (symmetric)")->capture_default_str();
+  cmd->add_option("--calibration-method", o->method, "How activation ranges are chosen: minmax, percentile or entropy (KL)")
+      ->check(CLI::IsMember({"minmax", "percentile", "entropy"}))
+      ->capture_default_str();
+  cmd->add_option("--percentile", o->percentile, "With --calibration-method percentile: the share of values the range keeps")
+      ->check(CLI::Range(50.0, 100.0))
+      ->capture_default_str();
+  cmd->add_option("--activation-type", o->activation_type, "uint8 (asymmetric, a zero point) or int8 (symmetric)")
+      ->check(CLI::IsMember({"uint8", "int8"}))
+      ->capture_default_str();
   cmd->add_option("--skip-layers", o->skip_layers, "Layers (node names) kept in float, comma-separated")->delimiter(',');
   cmd->add_flag("--sensitivity", o->sensitivity, "Report each layer's error when it alone is quantized");
   cmd->add_option("--accuracy-target", o->accuracy_target,
-                  "Keep the most sensitive layers in float until the outputs' cosine against float, on the calibration set, reaches this");
+                  "Keep the most sensitive layers in float until the outputs' cosine against float, on the calibration set, reaches this")
+      ->check(CLI::Range(0.0, 1.0));
   o->input_shape.add_to(cmd);
   cmd->add_flag("!--no-progress", o->progress, "No progress bar on stderr");
   cmd->add_flag("--json", o->json, "Print the report as JSON");

@@ -1,4 +1,5 @@
 #include "rules_command.h"
+#include "json_output.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -61,7 +62,7 @@ int list(const RulesOptions& o) {
       std::printf("%-32s %-22s %-3s %s\n", r.ast->name.c_str(), tags.c_str(), r.enabled ? "on" : "off", r.ast->loc.to_string().c_str());
     }
   }
-  if (o.json) std::cout << arr.dump(2) << "\n";
+  if (o.json) std::cout << json_text(arr) << "\n";
   return 0;
 }
 
@@ -100,7 +101,7 @@ int test(const RulesOptions& o) {
   nlohmann::ordered_json report = {{"tests", tests}, {"passed", passed}, {"failed", failed}};
   if (!o.json) std::printf("%d passed, %d failed\n", passed, failed);
   if (!o.soundness) {
-    if (o.json) std::cout << report.dump(2) << "\n";
+    if (o.json) std::cout << json_text(report) << "\n";
     return failed ? 1 : 0;
   }
   // Each rule applied once at each site of its tests' graphs, at other batch sizes,
@@ -133,7 +134,7 @@ int test(const RulesOptions& o) {
   }
   if (o.json) {
     report["soundness"] = {{"rules", rules}, {"unsound", unsound}, {"unchecked", unchecked}};
-    std::cout << report.dump(2) << "\n";
+    std::cout << json_text(report) << "\n";
   } else {
     std::printf("soundness: %d unsound, %d unchecked\n", unsound, unchecked);
   }
@@ -147,7 +148,7 @@ int match(const RulesOptions& o) {
   if (o.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::object();
     for (const auto& r : set->rules()) j[r.ast->name] = sites[r.ast->name];
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return 0;
   }
   for (const auto& r : set->rules()) {

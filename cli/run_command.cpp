@@ -1,4 +1,5 @@
 #include "run_command.h"
+#include "json_output.h"
 
 #include <omp.h>
 #include <spdlog/spdlog.h>
@@ -144,8 +145,9 @@ int run(const RunOptions& o) {
         throw Error("input '" + name + "' is not given: pass --input " + name + "=FILE.npy or --random-inputs");
 
   if (!o.save_inputs_dir.empty()) {
-    fs::create_directories(o.save_inputs_dir);
-    for (const auto& [name, t] : feeds) write_npy(fs::path(o.save_inputs_dir) / npy_file_name(name), t);
+    std::vector<std::pair<std::string, const HostTensor*>> all;
+    for (const auto& [name, t] : feeds) all.emplace_back(name, &t);
+    for (const auto& line : write_npy_folder(o.save_inputs_dir, all)) spdlog::warn("--save-inputs: {}", line);
   }
   for (int i = 0; i < o.warmup; ++i) runner.run(feeds, nullptr);
   std::vector<double> times;
@@ -163,9 +165,13 @@ int run(const RunOptions& o) {
   std::sort(sorted.begin(), sorted.end());
   const double ms = sorted[sorted.size() / 2];
 
+  std::vector<std::string> output_names;
+  for (const auto& [name, t] : outs) output_names.push_back(name);
+  const auto output_files = npy_file_names(output_names);
   if (!o.output_dir.empty()) {
-    fs::create_directories(o.output_dir);
-    for (const auto& [name, t] : outs) write_npy(fs::path(o.output_dir) / npy_file_name(name), t);
+    std::vector<std::pair<std::string, const HostTensor*>> all;
+    for (const auto& [name, t] : outs) all.emplace_back(name, &t);
+    for (const auto& line : write_npy_folder(o.output_dir, all)) spdlog::warn("--output-dir: {}", line);
   }
   bool all_ok = true;
   nlohmann::ordered_json j;
@@ -189,7 +195,7 @@ int run(const RunOptions& o) {
     std::string line = "  " + name + "  " + t.shape_string();
     if (!o.compare_dir.empty()) {
       if (reference && !expected.count(name)) throw Error("--compare: " + o.compare_dir + " has no output '" + name + "'");
-      TensorDiff d = diff(t, reference ? expected.at(name) : as_declared_dtype(read_npy(fs::path(o.compare_dir) / npy_file_name(name)), t.dtype()),
+      TensorDiff d = diff(t, reference ? expected.at(name) : as_declared_dtype(read_npy(fs::path(o.compare_dir) / output_files.at(name)), t.dtype()),
                           o.tolerance);
       bool ok = d.within();
       all_ok = all_ok && ok;
@@ -226,7 +232,7 @@ int run(const RunOptions& o) {
     j["profile"] = prof;
   }
   if (!o.compare_dir.empty()) j["within_tolerance"] = all_ok;
-  if (o.json) std::cout << j.dump(2) << "\n";
+  if (o.json) std::cout << json_text(j) << "\n";
   if (!all_ok) {
     std::fprintf(stderr, "geopt: error: outputs differ from %s beyond %g + %g x |reference|\n", o.compare_dir.c_str(), o.tolerance.atol, o.tolerance.rtol);
     return 1;

@@ -4,6 +4,9 @@
 #include <map>
 #include <sstream>
 
+#include "util/error.h"
+#include "util/input_file.h"
+
 namespace geopt::dsl {
 
 std::string format_diagnostic(const Diagnostic& d, const std::string& source_text) {
@@ -31,10 +34,13 @@ std::string format_diagnostics(const std::vector<Diagnostic>& ds) {
       // past the parser's 16 MiB.
       std::string text;
       if (d.loc.line > 0) {
-        std::ifstream in(d.loc.file, std::ios::binary);
-        char buffer[1 << 16];
-        while (text.size() <= (size_t{16} << 20) && (in.read(buffer, sizeof buffer) || in.gcount() > 0))
-          text.append(buffer, static_cast<size_t>(in.gcount()));
+        try {  // opened as the parser opened it: a pipe read again is empty, never a wait
+          InputFile in(d.loc.file);
+          char buffer[1 << 16];
+          for (size_t got; text.size() <= (size_t{16} << 20) && (got = in.read(buffer, sizeof buffer)) > 0;) text.append(buffer, got);
+        } catch (const Error&) {
+          text.clear();  // the line is then not shown
+        }
       }
       it = texts.emplace(d.loc.file, std::move(text)).first;
     }

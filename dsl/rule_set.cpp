@@ -10,6 +10,7 @@
 #include "dsl/parser.h"
 #include "dsl/schema_lookup.h"
 #include "util/error.h"
+#include "util/input_file.h"
 
 namespace geopt::dsl {
 namespace fs = std::filesystem;
@@ -182,7 +183,7 @@ bool RuleSet::set_enabled(const std::string& name_or_tag, bool enabled) {
 void RuleSet::apply_switch_file(const std::string& path) {
   toml::table table;
   try {
-    table = toml::parse_file(path);
+    table = toml::parse(read_regular_file(path, kOptionFileCap, "the --fusion-switch-file"), path);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
     throw Error(path + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) + ": " + std::string(e.description()));

@@ -9,6 +9,7 @@
 #include "eval/evaluator.h"
 #include "onnx/import.h"
 #include "util/error.h"
+#include "util/input_file.h"
 
 namespace geopt::dsl {
 namespace {
@@ -39,8 +40,13 @@ onnx::ModelProto load_test_model(const RuleTest& t) {
   onnx::ModelProto proto;
   if (!t.model_file.empty()) {
     const fs::path path = fs::path(t.loc.file).parent_path() / t.model_file;
-    std::ifstream in(path, std::ios::binary);
-    if (!in || !proto.ParseFromIstream(&in)) throw Error(t.loc.to_string() + ": cannot read the test model " + path.string());
+    std::string bytes;
+    try {
+      bytes = read_regular_file(path, size_t{1} << 30, "a rule test's model");
+    } catch (const Error& e) {
+      throw Error(t.loc.to_string() + ": cannot read the test model: " + e.what());
+    }
+    if (!proto.ParseFromString(bytes)) throw Error(t.loc.to_string() + ": cannot read the test model " + path.string() + " (not an ONNX model)");
     return proto;
   }
   auto status = onnx::OnnxParser::Parse(proto, t.model_text.c_str());

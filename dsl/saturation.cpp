@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -110,7 +111,16 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
       };
       Literal l;
       const double v = scalar(a.var);
+      if (a.numerator && v == 0) {  // folded here, so refused here: an attribute of inf helps no kernel
+        refusal = "its " + r.op + " (" + a.loc.to_string() + ") would set " + a.name + " = " + format_number(*a.numerator) + " / %" + a.var +
+                  " with %" + a.var + " = 0: a division by zero";
+        return kAbsent;
+      }
       l.number = a.numerator ? *a.numerator / v : a.factor.empty() ? v : v * scalar(a.factor);
+      if (!std::isfinite(l.number) && std::isfinite(v)) {
+        refusal = "its " + r.op + " (" + a.loc.to_string() + ") would set " + a.name + " to " + format_number(l.number) + " (the arithmetic overflows)";
+        return kAbsent;
+      }
       sig.attributes.push_back(literal_attribute(a.name, kind, l));
     }
   }

@@ -235,6 +235,6 @@ TEST_CASE("precision: the CLI takes ATC's names, reports the error per output, a
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("computes no bf16") != std::string::npos);
   r = test::run_cli({"optimize", model, "--precision_mode", "force_fp16", "--modify_mixlist", "x.json"});
-  CHECK(r.exit_code == 1);
+  CHECK(r.exit_code == 2);  // options that contradict each other: a usage error
   CHECK(r.err.find("--modify_mixlist changes allow_mix_precision's lists") != std::string::npos);
 }

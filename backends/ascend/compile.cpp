@@ -1,3 +1,4 @@
+#include "eval/run_limits.h"
 #include "ascend/compile.h"
 
 #include <spdlog/spdlog.h>
@@ -314,6 +315,7 @@ void merge_output_errors(std::vector<OutputError>& into, const std::vector<Outpu
 
 void check_plan_against(CompileResult& r, const Model& given, const CompileOptions& options, const std::map<std::string, HostTensor>& fixed) {
   CheckInputs in = choose_check_inputs(given, 0, size_t{256} << 20, fixed);
+  const RunLimitsScope limits(check_run_limits(kCheckSeconds));
   const auto& feeds = in.feeds;
   const NamedTensors& want = in.reference;
   PlanExecutor executor(r.plan);

@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include "util/error.h"
+#include "util/input_file.h"
 
 namespace geopt::ascend {
 namespace fs = std::filesystem;
@@ -96,7 +97,7 @@ HardwareProfile load_profile(const std::string& name_or_path, const std::map<std
   }
   toml::table t;
   try {
-    t = toml::parse_file(path.string());
+    t = toml::parse(read_regular_file(path, kOptionFileCap, "a hardware profile"), path.string());
   } catch (const toml::parse_error& e) {
     throw Error(path.string() + ":" + std::to_string(e.source().begin.line) + ":" + std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
   }

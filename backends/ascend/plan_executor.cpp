@@ -12,16 +12,12 @@
 #include "onnx/import.h"
 #include "plan_file.h"
 #include "util/error.h"
+#include "util/memory.h"
 
 namespace geopt::ascend {
 namespace {
 
-std::shared_ptr<std::byte> aligned_bytes(size_t n, int fill) {
-  size_t size = std::max<size_t>(n, 1);
-  auto* p = static_cast<std::byte*>(::operator new(size, std::align_val_t(512)));
-  std::memset(p, fill, size);
-  return std::shared_ptr<std::byte>(p, [](std::byte* q) { ::operator delete(q, std::align_val_t(512)); });
-}
+std::shared_ptr<std::byte> aligned_bytes(size_t n, int fill, const char* what) { return allocate_filled(n, 512, fill, what); }
 
 std::vector<int64_t> dims_of(const plan::TensorRef& r) { return {r.dims().begin(), r.dims().end()}; }
 
@@ -107,7 +103,7 @@ class SubPlanScope final : public Scope {
 PlanExecutor::PlanExecutor(const plan::Plan& plan, const KernelRegistry& registry)
     : plan_(plan), compiled_(std::make_unique<Compiled>()) {
   check_plan(plan, "plan");
-  std::shared_ptr<std::byte> weights = aligned_bytes(plan.weights().size(), 0);
+  std::shared_ptr<std::byte> weights = aligned_bytes(plan.weights().size(), 0, "the plan's weight region");
   if (!plan.weights().empty()) std::memcpy(weights.get(), plan.weights().data(), plan.weights().size());
   if (plan.gears_size()) {
     compiled_->registry = &registry;
@@ -317,7 +313,7 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       c.free_pools.pop_back();
     }
   }
-  if (!pool) pool = aligned_bytes(plan_.activation_bytes(), 0xFF);
+  if (!pool) pool = aligned_bytes(plan_.activation_bytes(), 0xFF, "the plan's activation pool");
   else if (schedule == StreamSchedule::adversarial) std::memset(pool.get(), 0xFF, std::max<size_t>(plan_.activation_bytes(), 1));
   // Handed back however the run ends; a few are kept for runs at once.
   struct ReturnPool {

@@ -4,11 +4,19 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <new>
+#include <optional>
+#include <sys/stat.h>
 #include <set>
 #include <unordered_map>
 
 #include "execution_order.h"
+#include "memory_plan.h"
 #include "onnx/proto_types.h"
+#include "onnx/validate.h"
+#include "util/input_file.h"
+#include "util/memory.h"
+#include <onnx/defs/schema.h>
 #include <zlib.h>
 
 #include "util/atomic_file.h"
@@ -255,10 +263,105 @@ void check_input_ranges(const plan::Plan& p, const std::string& where) {
     if (r.bounded() && !seen.count(r.name())) throw Error(where + ": input '" + r.name() + "' is bounded but has no range");
 }
 
-// `shared_weights`: the enclosing plan's weight region's size, for a gear (whose own is empty).
-void check_plan_in(const plan::Plan& p, const std::string& where, const uint64_t* shared_weights);
+// The opset a plan imports for `domain` ("" and "ai.onnx" are one); 0 when none.
+int64_t opset_of(const google::protobuf::RepeatedPtrField<plan::OpsetImport>& opsets, const std::string& domain) {
+  auto canonical = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
+  for (const auto& o : opsets)
+    if (canonical(o.domain()) == canonical(domain)) return o.version();
+  return 0;
+}
 
-void check_gears(const plan::Plan& p, const std::string& where) {
+// A kernel against its op's schema: it names an op that exists at the plan's opset, has
+// as many inputs and outputs as the op takes (required ones present), and each attribute
+// is one the op has, of the op's type. A plan's kernel is built from these alone, so a
+// kernel that writes an output the plan omits, or reads a string as a permutation, is
+// refused here rather than run.
+void check_kernel_schema(const plan::Kernel& kernel, const google::protobuf::RepeatedPtrField<plan::OpsetImport>& opsets,
+                         const std::string& what) {
+  onnx_io::register_geopt_schemas();
+  const std::string domain = kernel.domain() == "ai.onnx" ? std::string() : kernel.domain();
+  // geopt's own domains are versioned by the plan format, not by an import.
+  const int64_t imported = opset_of(opsets, domain);
+  const int64_t opset = imported > 0 ? imported : domain.empty() ? 0 : INT_MAX;
+  if (opset <= 0 || opset > INT_MAX) throw Error(what + ": the plan imports no opset for domain '" + domain + "'");
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(kernel.op_type(), static_cast<int>(opset), domain);
+  if (!schema) throw Error(what + ": no op " + kernel.op_type() + " in domain '" + domain + "' at opset " + std::to_string(opset));
+  auto count_range = [&](const char* side, int n, int lo, int hi) {
+    if (n < lo || n > hi)
+      throw Error(what + ": has " + std::to_string(n) + " " + side + "s; " + kernel.op_type() + " takes " + std::to_string(lo) +
+                  (hi == lo ? "" : hi == INT_MAX ? " or more" : " to " + std::to_string(hi)));
+  };
+  // A control-flow kernel's inputs end with the values its bodies capture from outside.
+  count_range("input", kernel.inputs_size(), schema->min_input(), kernel.bodies_size() ? INT_MAX : schema->max_input());
+  count_range("output", kernel.outputs_size(), schema->min_output(), schema->max_output());
+  auto required_present = [&](const char* side, const google::protobuf::RepeatedPtrField<plan::TensorRef>& refs,
+                              const std::vector<onnx::OpSchema::FormalParameter>& formal) {
+    for (int i = 0; i < refs.size(); ++i) {
+      const size_t f = std::min(static_cast<size_t>(i), formal.empty() ? 0 : formal.size() - 1);
+      if (!formal.empty() && formal[f].GetOption() == onnx::OpSchema::Single && refs[i].absent())
+        throw Error(what + ": " + side + " " + std::to_string(i) + " (" + formal[f].GetName() + ") is required but absent");
+    }
+  };
+  required_present("input", kernel.inputs(), schema->inputs());
+  required_present("output", kernel.outputs(), schema->outputs());
+  std::set<std::string> seen;
+  for (int i = 0; i < kernel.attributes_size(); ++i) {
+    onnx::AttributeProto a;
+    if (!a.ParseFromString(kernel.attributes(i))) throw Error(what + ": attribute " + std::to_string(i) + " is not an AttributeProto");
+    if (!seen.insert(a.name()).second) throw Error(what + ": attribute '" + a.name() + "' is given twice");
+    const auto& declared = schema->attributes();
+    auto it = declared.find(a.name());
+    if (it == declared.end()) {
+      if (a.name().rfind("geopt.", 0) == 0) continue;  // geopt's own annotations (a body's captures), not the op's
+      throw Error(what + ": " + kernel.op_type() + " has no attribute '" + a.name() + "'");
+    }
+    if (a.type() != static_cast<onnx::AttributeProto::AttributeType>(it->second.type))
+      throw Error(what + ": attribute '" + a.name() + "' is of type " + onnx::AttributeProto::AttributeType_Name(a.type()) + ", " +
+                  kernel.op_type() + " takes " + onnx::AttributeProto::AttributeType_Name(static_cast<onnx::AttributeProto::AttributeType>(it->second.type)));
+  }
+  for (const auto& [name, attr] : schema->attributes())
+    if (attr.required && !seen.count(name) && attr.type != onnx::AttributeProto::GRAPH && attr.type != onnx::AttributeProto::GRAPHS)
+      throw Error(what + ": lacks the required attribute '" + name + "'");
+}
+
+// The end of the furthest tensor a plan places in `region` (its gears' too), rounded up
+// to the planner's alignment: no pool or weight region the compiler writes is larger.
+uint64_t referenced_extent(const plan::Plan& p, plan::Region region) {
+  uint64_t end = 0;
+  auto see = [&](const plan::TensorRef& r) {
+    if (!r.absent() && r.region() == region && r.offset() <= UINT64_MAX - r.size()) end = std::max(end, r.offset() + r.size());
+  };
+  for (const auto& k : p.kernels()) {
+    for (const auto& r : k.inputs()) see(r);
+    for (const auto& r : k.outputs()) see(r);
+  }
+  for (const auto& r : p.inputs()) see(r);
+  for (const auto& r : p.outputs()) see(r);
+  for (const auto& g : p.gears()) end = std::max(end, referenced_extent(g.plan(), region));
+  return end > UINT64_MAX - kMemoryAlignment ? end : (end + kMemoryAlignment - 1) / kMemoryAlignment * kMemoryAlignment;
+}
+
+// Sizes against what the plan places there: a pool or region larger than its furthest
+// tensor is a claim nothing needs (a plan of a few hundred bytes asking for gigabytes).
+void check_extents(const plan::Plan& p, const std::string& where, const uint64_t* shared_weights) {
+  if (!shared_weights && p.weight_bytes() > referenced_extent(p, plan::WEIGHT))
+    throw Error(where + ": weight_bytes is " + std::to_string(p.weight_bytes()) + " but its tensors reach only " +
+                std::to_string(referenced_extent(p, plan::WEIGHT)) + " bytes of the weight region");
+  if (p.activation_bytes() > referenced_extent(p, plan::ACTIVATION))
+    throw Error(where + ": activation_bytes is " + std::to_string(p.activation_bytes()) + " but its tensors reach only " +
+                std::to_string(referenced_extent(p, plan::ACTIVATION)) + " bytes of the pool");
+}
+
+// The checks that differ between a plan read from a file and one built in memory.
+struct PlanChecks {
+  const uint64_t* shared_weights = nullptr;  // the enclosing plan's weight region's size, for a gear
+  bool weights_loaded = true;                // false while a side file is not read yet
+  const google::protobuf::RepeatedPtrField<plan::OpsetImport>* opsets = nullptr;  // an enclosing plan's, for a body
+};
+
+void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChecks& checks);
+
+void check_gears(const plan::Plan& p, const std::string& where, const PlanChecks& checks) {
   if (p.kernels_size() || p.inputs_size() || p.outputs_size() || p.events_size() || p.input_ranges_size())
     throw Error(where + ": a plan of gears has kernels, bindings or ranges of its own");
   const uint64_t shared = p.weight_bytes();
@@ -267,8 +370,6 @@ void check_gears(const plan::Plan& p, const std::string& where) {
     const plan::Plan& gear = p.gears(i).plan();
     const std::string what = where + ": gear " + std::to_string(i) + " (" + p.gears(i).name() + ")";
     if (gear.gears_size() || gear.input_ranges_size()) throw Error(what + " has gears or ranges of its own");
-    check_plan_in(gear, what, &shared);
-    if (!names.insert(gear_name(gear)).second) throw Error(what + " takes the same input shapes as an earlier gear");
     const plan::Plan& first = p.gears(0).plan();
     bool same = gear.inputs_size() == first.inputs_size() && gear.outputs_size() == first.outputs_size();
     for (int k = 0; same && k < gear.inputs_size(); ++k)
@@ -276,17 +377,28 @@ void check_gears(const plan::Plan& p, const std::string& where) {
     for (int k = 0; same && k < gear.outputs_size(); ++k)
       same = gear.outputs(k).name() == first.outputs(k).name() && gear.outputs(k).dtype() == first.outputs(k).dtype();
     if (!same) throw Error(what + " binds other inputs or outputs than gear 0");
+    PlanChecks gear_checks = checks;
+    gear_checks.shared_weights = &shared;
+    if (!gear_checks.opsets || gear.opsets_size()) gear_checks.opsets = gear.opsets_size() ? &gear.opsets() : &p.opsets();
+    check_plan_in(gear, what, gear_checks);
+    if (!names.insert(gear_name(gear)).second) throw Error(what + " takes the same input shapes as an earlier gear");
   }
 }
 
-void check_plan_in(const plan::Plan& p, const std::string& where, const uint64_t* shared_weights) {
+void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChecks& checks) {
+  const uint64_t* shared_weights = checks.shared_weights;
   check_header(p, where);
-  if (p.weights().size() != p.weight_bytes()) throw Error(where + ": the weight region is truncated");
+  if (checks.weights_loaded && p.weights().size() != p.weight_bytes()) throw Error(where + ": the weight region is truncated");
   if (shared_weights && p.weight_bytes()) throw Error(where + ": a gear has a weight region of its own");
+  const auto& opsets = p.opsets_size() || !checks.opsets ? p.opsets() : *checks.opsets;
   if (p.gears_size()) {
-    check_gears(p, where);
+    PlanChecks gear_checks = checks;
+    gear_checks.opsets = &opsets;
+    check_gears(p, where, gear_checks);
+    check_extents(p, where, shared_weights);
     return;
   }
+  check_extents(p, where, shared_weights);
   check_input_ranges(p, where);
   const uint64_t weight_limit = shared_weights ? *shared_weights : p.weight_bytes();
   if (p.stream_count() == 0 && p.kernels_size() > 0) throw Error(where + ": the plan has kernels but no stream");
@@ -315,15 +427,20 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const uint64_t
     }
     if (std::none_of(kernel.outputs().begin(), kernel.outputs().end(), [](const plan::TensorRef& r) { return !r.absent(); }))
       throw Error(where + ": " + what + " has no output");
-    for (const auto& body : kernel.bodies())
-      if (body.unrunnable().empty()) check_plan(body.plan(), where + ": " + what + " body '" + body.attribute() + "'");
+    check_kernel_schema(kernel, opsets, where + ": " + what);
+    for (const auto& body : kernel.bodies()) {
+      if (!body.unrunnable().empty()) continue;
+      PlanChecks body_checks;
+      body_checks.opsets = &opsets;
+      check_plan_in(body.plan(), where + ": " + what + " body '" + body.attribute() + "'", body_checks);
+    }
     for (uint32_t e : kernel.wait_events()) {
-      if (static_cast<int>(e) >= p.events_size()) throw Error(where + ": " + what + " waits on a missing event");
+      if (e >= static_cast<uint64_t>(p.events_size())) throw Error(where + ": " + what + " waits on a missing event " + std::to_string(e));
       if (p.events(static_cast<int>(e)).to_kernel() != static_cast<uint32_t>(k)) throw Error(where + ": " + what + " waits on event " + std::to_string(e) + ", which is another kernel's");
       ++waits[e];
     }
     for (uint32_t e : kernel.record_events()) {
-      if (static_cast<int>(e) >= p.events_size()) throw Error(where + ": " + what + " records a missing event");
+      if (e >= static_cast<uint64_t>(p.events_size())) throw Error(where + ": " + what + " records a missing event " + std::to_string(e));
       if (p.events(static_cast<int>(e)).from_kernel() != static_cast<uint32_t>(k)) throw Error(where + ": " + what + " records event " + std::to_string(e) + ", which is another kernel's");
       ++records[e];
     }
@@ -335,7 +452,7 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const uint64_t
   for (int i = 0; i < p.events_size(); ++i) {
     const auto& e = p.events(i);
     if (e.id() != static_cast<uint32_t>(i)) throw Error(where + ": event " + std::to_string(i) + " carries id " + std::to_string(e.id()));
-    if (static_cast<int>(e.to_kernel()) >= p.kernels_size() || e.from_kernel() >= e.to_kernel())
+    if (e.to_kernel() >= static_cast<uint64_t>(p.kernels_size()) || e.from_kernel() >= e.to_kernel())
       throw Error(where + ": event " + std::to_string(e.id()) + " does not point forward between kernels");
     const uint32_t recorded = records[static_cast<size_t>(i)], waited = waits[static_cast<size_t>(i)];
     if (recorded > 1 || waited > 1 || (waited == 1 && recorded == 0))
@@ -349,12 +466,25 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const uint64_t
     if (!input_names.insert(r.name()).second) throw Error(where + ": input '" + r.name() + "' is bound twice");
     if (r.region() != plan::ACTIVATION) throw Error(where + ": input '" + r.name() + "' lies in the weight region (inputs are copied into the pool)");
   }
-  for (const auto& r : p.outputs()) check_ref(r, "output");
+  // Every output is a tensor the plan has: written by a kernel, bound as an input, or a
+  // weight. One that names nothing would print the pool's poison bytes as a result.
+  std::set<std::pair<std::string, uint64_t>> written;
+  for (const auto& k : p.kernels())
+    for (const auto& r : k.outputs())
+      if (!r.absent()) written.emplace(r.name(), r.offset());
+  for (const auto& r : p.inputs())
+    if (!r.absent()) written.emplace(r.name(), r.offset());
+  for (const auto& r : p.outputs()) {
+    check_ref(r, "output");
+    if (r.absent() || r.name().empty()) throw Error(where + ": an output binding names no tensor");
+    if (r.region() == plan::ACTIVATION && !written.count({r.name(), r.offset()}))
+      throw Error(where + ": output '" + r.name() + "' is no tensor a kernel writes or an input binds");
+  }
 }
 
 }  // namespace
 
-void check_plan(const plan::Plan& p, const std::string& where) { check_plan_in(p, where, nullptr); }
+void check_plan(const plan::Plan& p, const std::string& where) { check_plan_in(p, where, PlanChecks{}); }
 
 std::string gear_name(const plan::Plan& gear) {
   std::string text;
@@ -372,46 +502,56 @@ std::string range_text(const plan::InputRange& range) {
 }
 
 plan::Plan read_plan(const std::filesystem::path& path) {
-  // Checked before opening: opening a named pipe blocks until something writes to it.
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
-    throw Error(path.string() + ": cannot read (not a regular file)");
-  std::ifstream file(path, std::ios::binary | std::ios::ate);
-  if (!file) throw Error(path.string() + ": cannot open");
-  // Read into one buffer of the file's size: the parsed message is the only other copy.
-  const std::streamoff length = file.tellg();
-  if (length < 0) throw Error(path.string() + ": cannot read (not a regular file)");
-  if (length > std::streamoff{INT_MAX}) throw Error(path.string() + ": larger than 2 GB, which no plan file is (its weights go beside it)");
-  std::string bytes(static_cast<size_t>(length), '\0');
-  file.seekg(0);
-  if (!file.read(bytes.data(), length)) throw Error(path.string() + ": cannot read");
+  // Opened without blocking (a named pipe never blocks the open) and refused unless a
+  // regular file, whose size is then known before anything is read.
+  const std::string where = path.string();
+  std::string bytes = read_regular_file(path, size_t{INT_MAX}, "a plan file", "its weights go beside it");
   plan::Plan p;
   const bool parsed = p.ParseFromString(bytes);
   std::string().swap(bytes);
-  if (!parsed) throw Error(path.string() + ": not a valid plan file (protobuf parse failed: truncated or corrupt)");
-  if (!p.weights_file().empty()) {
-    if (p.weights_file().find('/') != std::string::npos || p.weights_file() == "..")
-      throw Error(path.string() + ": its weights file '" + p.weights_file() + "' must be a name beside the plan");
-    const std::filesystem::path side = path.parent_path() / p.weights_file();
-    std::error_code ec;
-    const uintmax_t size = std::filesystem::file_size(side, ec);
-    if (ec) throw Error(path.string() + ": its weights file " + side.string() + " cannot be read (" + ec.message() + ")");
-    if (size != p.weight_bytes())
-      throw Error(path.string() + ": its weights file " + side.string() + " holds " + std::to_string(size) + " bytes, the plan needs " +
-                  std::to_string(p.weight_bytes()));
-    std::ifstream weights(side, std::ios::binary);
-    std::string* region = p.mutable_weights();
-    region->resize(size);
-    if (!weights.read(region->data(), static_cast<std::streamsize>(size)))
-      throw Error(path.string() + ": its weights file " + side.string() + " cannot be read");
-  }
-  check_header(p, path.string());
-  if (crc_of(p.weights()) != p.weights_crc())
-    throw Error(path.string() + ": its weight region does not match its checksum: the file is corrupt (compile the model again)");
+  if (!parsed) throw Error(where + ": not a valid plan file (protobuf parse failed: truncated or corrupt)");
+  check_header(p, where);
+  // The structure is checked before the weights are read: the sizes it claims decide
+  // what is read and allocated, so they must be the plan's own first.
   if (structure_crc(p) != p.structure_crc())
-    throw Error(path.string() + ": its kernels, tensors and events do not match their checksum: the file is corrupt (compile the model again)");
-  check_plan(p, path.string());
+    throw Error(where + ": its kernels, tensors and events do not match their checksum: the file is corrupt (compile the model again)");
+  const bool side = !p.weights_file().empty();
+  if (side && !p.weights().empty()) throw Error(where + ": it has inline weights and a weights file");
+  PlanChecks checks;
+  checks.weights_loaded = !side;
+  check_plan_in(p, where, checks);
+  const uint64_t needed = p.weight_bytes() + p.activation_bytes();
+  if (p.weight_bytes() > physical_memory_bytes() || needed > physical_memory_bytes())
+    throw Error(where + ": its weights (" + std::to_string(p.weight_bytes()) + " bytes) and activation pool (" + std::to_string(p.activation_bytes()) +
+                " bytes) need more than this machine's memory (" + std::to_string(physical_memory_bytes()) + " bytes)");
+  if (side) {
+    if (p.weights_file().find('/') != std::string::npos || p.weights_file() == ".." || p.weights_file() == ".")
+      throw Error(where + ": its weights file '" + p.weights_file() + "' must be a name beside the plan");
+    const std::filesystem::path file = path.parent_path() / p.weights_file();
+    std::optional<InputFile> opened;
+    try {
+      opened.emplace(file);
+    } catch (const Error& e) {
+      throw Error(where + ": its weights file " + file.string() + " cannot be read (" + e.what() + ")");
+    }
+    InputFile& weights = *opened;
+    struct stat st{};
+    if (::fstat(weights.fd(), &st) != 0 || !S_ISREG(st.st_mode))
+      throw Error(where + ": its weights file " + file.string() + " cannot be read (not a regular file)");
+    const auto size = static_cast<uint64_t>(st.st_size);
+    if (size != p.weight_bytes())
+      throw Error(where + ": its weights file " + file.string() + " holds " + std::to_string(size) + " bytes, the plan needs " +
+                  std::to_string(p.weight_bytes()));
+    std::string* region = p.mutable_weights();
+    try {
+      region->resize(size);
+    } catch (const std::bad_alloc&) {
+      throw Error(where + ": cannot allocate " + std::to_string(size) + " bytes for its weights (out of memory)");
+    }
+    if (weights.read(region->data(), size) != size) throw Error(where + ": its weights file " + file.string() + " is shorter than it was");
+  }
+  if (crc_of(p.weights()) != p.weights_crc())
+    throw Error(where + ": its weight region does not match its checksum: the file is corrupt (compile the model again)");
   return p;
 }
 

@@ -11,6 +11,7 @@
 #include "ir/node.h"
 #include "onnx/validate.h"
 #include "util/error.h"
+#include "util/input_file.h"
 
 namespace geopt::ascend {
 
@@ -60,14 +61,12 @@ const MixList& default_mix_list() {
 }
 
 MixList load_mix_list(const std::string& path, const MixList& base) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read the --modify_mixlist file");
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string body = text.str();
+  const std::string body = read_regular_file(path, kOptionFileCap, "the --modify_mixlist file");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(body);
+  } catch (const nlohmann::json::out_of_range& e) {  // a number past double's range (1e999999)
+    throw Error(path + ": not usable JSON: " + e.what());
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann reports a byte offset: turn it into line:col.
     size_t line = 1, col = 1;

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -9,6 +11,7 @@
 #include "eval/half.h"
 #include "util/checked_size.h"
 #include "util/error.h"
+#include "util/memory.h"
 
 namespace geopt {
 namespace {
@@ -17,27 +20,16 @@ constexpr size_t kAlignment = 64;
 
 // The machine's memory: no tensor larger than it can be held, whatever the allocator
 // (or a sanitizer's) would say to the request.
-size_t physical_memory() {
-  static const size_t bytes = [] {
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : SIZE_MAX;
-  }();
-  return bytes;
-}
-
 std::shared_ptr<std::byte> allocate(size_t nbytes, bool zero) {
   size_t n = nbytes == 0 ? kAlignment : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (n > physical_memory())
-    throw Error("a tensor of " + std::to_string(n) + " bytes is larger than this machine's memory (" + std::to_string(physical_memory()) +
+  if (n > physical_memory_bytes())
+    throw Error("a tensor of " + std::to_string(n) + " bytes is larger than this machine's memory (" + std::to_string(physical_memory_bytes()) +
                 " bytes): the model's or the inputs' shapes ask for more than it can hold");
-  std::byte* p = nullptr;
-  try {
-    p = static_cast<std::byte*>(::operator new(n, std::align_val_t(kAlignment)));
-  } catch (const std::bad_alloc&) {  // a shape from the input asks for more than the machine has
+  std::byte* p = allocate_aligned(n, kAlignment);
+  if (!p)  // a shape from the input asks for more than the machine has
     throw Error("cannot allocate " + std::to_string(n) + " bytes for a tensor (the model's or the inputs' shapes ask for more memory than this machine has)");
-  }
   if (zero) std::memset(p, 0, n);
-  return std::shared_ptr<std::byte>(p, [](std::byte* q) { ::operator delete(q, std::align_val_t(kAlignment)); });
+  return std::shared_ptr<std::byte>(p, [](std::byte* q) { std::free(q); });
 }
 
 int64_t count(const std::vector<int64_t>& dims) { return checked_element_count(dims, "a tensor"); }

@@ -60,6 +60,11 @@ class KernelContext {
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
   const HostTensor& input(size_t i) const;  // throws a node-named Error when absent
   bool wants_output(size_t i) const { return i < outputs.size() && node_.output(i) != nullptr; }
+  // Sets output i where the node has it; an optional trailing output the node omits
+  // (Unique's indices, a Dropout mask) is dropped instead of written past `outputs`.
+  void set_output(size_t i, HostTensor t) {
+    if (i < outputs.size()) outputs[i] = std::move(t);
+  }
   // Storage for output i that the kernel fills whole: the caller's placement when it
   // has one of this dtype and dims whose bytes no input shares, else new storage.
   // `in_place_input`: an input the kernel reads element by element at the position it

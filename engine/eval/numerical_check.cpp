@@ -1,5 +1,9 @@
 #include "eval/numerical_check.h"
 
+#include <set>
+
+#include "eval/run_limits.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -95,7 +99,47 @@ const std::vector<int64_t>& check_size_candidates() {
   return sizes;
 }
 
+namespace {
+
+// What to say when the model fails on the check's own inputs and an If picks its branch
+// by an input the check drew at random (Silero VAD's sample rate): the failure is then
+// likely the branch's, not the model's, and --check-input gives the value that selects
+// the branch users take.
+std::string branch_hint(const Model& model, const std::map<std::string, HostTensor>& fixed) {
+  std::set<std::string> inputs;
+  std::string node;
+  const std::set<const Value*> graph_inputs(model.graph->inputs().begin(), model.graph->inputs().end());
+  for (const auto& n : model.graph->nodes()) {
+    if (n->op_type != "If" || n->inputs().empty() || !n->inputs()[0]) continue;
+    std::vector<const Value*> todo{n->inputs()[0]};
+    std::set<const Value*> seen;
+    while (!todo.empty()) {
+      const Value* v = todo.back();
+      todo.pop_back();
+      if (!v || !seen.insert(v).second) continue;
+      if (!v->producer()) {
+        if (!v->initializer && !fixed.count(v->name()) && graph_inputs.count(v)) {
+          if (inputs.insert(v->name()).second && node.empty()) node = n->describe();
+        }
+        continue;
+      }
+      for (const Value* in : v->producer()->inputs()) todo.push_back(in);
+    }
+  }
+  if (inputs.empty()) return {};
+  std::string names, first;
+  for (const auto& i : inputs) {
+    names += (names.empty() ? "'" : ", '") + i + "'";
+    if (first.empty()) first = i;
+  }
+  return "; the check drew input " + names + " at random, and it picks the branch of " + node +
+         ": if that branch cannot run here, give the value users feed with --check-input " + first + "=FILE.npy";
+}
+
+}  // namespace
+
 CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_input_bytes, const std::map<std::string, HostTensor>& fixed) {
+  const RunLimitsScope limits(check_run_limits(kCheckSeconds));
   std::map<std::string, OpenDim> open;
   // A given input's open dims take its sizes (a rank that does not match is the
   // evaluator's error to report).
@@ -134,7 +178,13 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
   if (drawn.empty()) {  // nothing to choose: the model's own errors are the answer
     CheckInputs r;
     r.feeds = draw(input_dims(model, batch));
-    r.reference = evaluator.run(r.feeds);
+    try {
+      r.reference = evaluator.run(r.feeds);
+    } catch (const Error& e) {
+      const std::string hint = branch_hint(model, fixed);
+      if (hint.empty()) throw;
+      throw Error(std::string(e.what()) + hint);
+    }
     r.sizes = std::move(batch);
     return r;
   }
@@ -162,12 +212,13 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
   for (const auto& name : drawn) names += (names.empty() ? "" : ", ") + name;
   throw Error("the model does not run at any size tried for its open dims " + names + " (" + (tried.empty() ? "none fit in memory" : tried) + "; " +
               (first_failure.empty() ? std::string("no size was small enough") : first_failure) +
-              "): fix them with --input_shape, e.g. " + example_input_shape(model, batch) + ", or pass --no-check");
+              "): fix them with --input_shape, e.g. " + example_input_shape(model, batch) + ", or pass --no-check" + branch_hint(model, fixed));
 }
 
 NumericalCheck check_same_outputs(const Model& original, const Model& changed, const Tolerance& tolerance, uint64_t seed,
                                   const std::map<std::string, HostTensor>& fixed) {
   CheckInputs in = choose_check_inputs(original, seed, size_t{256} << 20, fixed);
+  const RunLimitsScope limits(check_run_limits(kCheckSeconds));
   NumericalCheck c;
   c.diff = diff_outputs(Evaluator(changed).run(in.feeds), in.reference, tolerance);
   if (!c.diff.mismatch.empty()) throw Error("--check: " + c.diff.mismatch + " (the optimized model changed it)");

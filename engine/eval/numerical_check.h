@@ -29,6 +29,10 @@ namespace geopt {
 bool quantizes_activations(const Model& model);
 inline constexpr Tolerance kQuantizedModelTolerance{0.05, 0.05, 0.98};
 
+// The time a check's loops may take (eval/run_limits.h): past it, the check stops and
+// the model is refused with what was not checked.
+inline constexpr double kCheckSeconds = 120;
+
 struct CheckInputs {
   std::map<std::string, HostTensor> feeds;
   NamedTensors reference;                // the model's outputs on the feeds

@@ -1,5 +1,8 @@
 #include "io/npy.h"
 
+#include <cstdlib>
+#include <cerrno>
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <fstream>
@@ -168,6 +171,57 @@ std::string npy_file_name(const std::string& value_name) {
   std::string s;
   for (char c : value_name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
   return s + ".npy";
+}
+
+std::map<std::string, std::string> npy_file_names(const std::vector<std::string>& value_names) {
+  std::vector<std::string> names = value_names;
+  std::sort(names.begin(), names.end());
+  std::map<std::string, std::string> out;
+  std::map<std::string, int> taken;  // file name -> values that map to it so far
+  for (const auto& name : names) {
+    if (out.count(name)) continue;
+    const std::string plain = npy_file_name(name);
+    const int n = ++taken[plain];
+    out[name] = n == 1 ? plain : plain.substr(0, plain.size() - 4) + "~" + std::to_string(n) + ".npy";
+  }
+  return out;
+}
+
+std::vector<std::string> write_npy_folder(const std::filesystem::path& folder,
+                                          const std::vector<std::pair<std::string, const HostTensor*>>& tensors) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> names;
+  for (const auto& [name, t] : tensors) names.push_back(name);
+  const auto files = npy_file_names(names);
+  std::vector<std::string> renamed;
+  for (const auto& [name, file] : files)
+    if (file != npy_file_name(name)) renamed.push_back("'" + name + "' is written as " + file + " (" + npy_file_name(name) + " is another value's)");
+  std::error_code ec;
+  // A target that cannot be replaced (a folder of that name) is found before anything is
+  // written: the renames below then only fail where the file system itself fails.
+  for (const auto& [name, file] : files) {
+    const auto st = fs::symlink_status(folder / file, ec);
+    if (!ec && fs::exists(st) && !fs::is_regular_file(st))
+      throw Error((folder / file).string() + ": cannot write output '" + name + "' there (not a regular file); nothing was written");
+  }
+  fs::create_directories(folder, ec);
+  if (ec) throw Error(folder.string() + ": cannot create the folder: " + ec.message());
+  std::string pattern = (folder / ".geopt-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) throw Error(folder.string() + ": cannot write into the folder: " + std::strerror(errno));
+  const fs::path staging = pattern;
+  struct RemoveStaging {
+    fs::path p;
+    ~RemoveStaging() {
+      std::error_code ignored;
+      fs::remove_all(p, ignored);
+    }
+  } cleanup{staging};
+  for (const auto& [name, t] : tensors) write_npy(staging / files.at(name), *t);
+  for (const auto& [name, t] : tensors) {
+    fs::rename(staging / files.at(name), folder / files.at(name), ec);
+    if (ec) throw Error((folder / files.at(name)).string() + ": cannot write: " + ec.message());
+  }
+  return renamed;
 }
 
 std::map<std::string, HostTensor> read_npy_folder(const std::filesystem::path& folder) {

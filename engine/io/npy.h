@@ -3,6 +3,8 @@
 // outputs and reference data.
 #include <filesystem>
 #include <map>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "eval/host_tensor.h"
@@ -21,6 +23,17 @@ HostTensor as_declared_dtype(HostTensor t, DType declared);
 // '/', ':' and other characters unsafe in file names as '_' (exporters name values after
 // modules), then ".npy". `geopt run --save-inputs` and `--output-dir` write these.
 std::string npy_file_name(const std::string& value_name);
+
+// The file of each value in one folder: npy_file_name, made unique. Where two names map
+// to one file ('a/b' and 'a_b'), those after the first in name order get "~2", "~3", ...
+// before ".npy" ('~' is in no npy_file_name).
+std::map<std::string, std::string> npy_file_names(const std::vector<std::string>& value_names);
+
+// Writes each (value name, tensor) as FOLDER/<npy_file_names>, all of them or none: into a
+// temporary folder inside FOLDER first, then each renamed into place. Returns a line per
+// value whose file name had to be made unique, for the caller to say so.
+std::vector<std::string> write_npy_folder(const std::filesystem::path& folder,
+                                          const std::vector<std::pair<std::string, const HostTensor*>>& tensors);
 
 // Every FOLDER/<stem>.npy, by stem (other files are ignored). Throws geopt::Error naming
 // the folder when it is not one.

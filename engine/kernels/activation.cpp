@@ -24,7 +24,7 @@ void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string
     for (int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
   };
   if (name == "Relu") {
-    each([](float v) { return v > 0 ? v : 0.0f; });
+    each([](float v) { return v < 0 ? 0.0f : v; });  // NaN stays NaN, as ONNX's max(x, 0)
   } else if (name == "Clip") {
     if (params.size() != 2) ctx.fail("Clip activation needs 2 params (min, max)");
     float lo = params[0], hi = params[1];

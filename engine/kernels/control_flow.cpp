@@ -8,6 +8,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "eval/run_limits.h"
 #include "eval/evaluator.h"
 #include "eval/kernel.h"
 #include "ir/value.h"
@@ -151,14 +152,19 @@ void loop_kernel(KernelContext& ctx) {
   std::vector<HostTensor> state;
   for (size_t i = 0; i < carried; ++i) state.push_back(ctx.input(2 + i));
   std::vector<std::vector<HostTensor>> scan_parts(scans);
+  uint64_t grown = 0;  // bytes of scan outputs so far
   for (int64_t trip = 0; (!has_max || trip < max_trips) && cond; ++trip) {
+    check_run_limits(ctx.node().describe(), static_cast<uint64_t>(trip) + 1, grown);
     std::vector<HostTensor> in{HostTensor::scalar<int64_t>(DType::I64, trip), HostTensor::scalar<bool>(DType::Bool, cond)};
     in.insert(in.end(), state.begin(), state.end());
     std::vector<HostTensor> out = run_named_body(ctx, scope, "body", in);
     if (out.size() != 1 + carried + scans) ctx.fail("the body gives " + std::to_string(out.size()) + " outputs, not " + std::to_string(1 + carried + scans));
     cond = truth(ctx, out[0], "the body's condition output");
     for (size_t i = 0; i < carried; ++i) state[i] = std::move(out[1 + i]);
-    for (size_t k = 0; k < scans; ++k) scan_parts[k].push_back(std::move(out[1 + carried + k]));
+    for (size_t k = 0; k < scans; ++k) {
+      grown += out[1 + carried + k].nbytes();
+      scan_parts[k].push_back(std::move(out[1 + carried + k]));
+    }
   }
   for (size_t i = 0; i < carried && i < ctx.outputs.size(); ++i) ctx.outputs[i] = std::move(state[i]);
   for (size_t k = 0; k < scans && carried + k < ctx.outputs.size(); ++k)
@@ -182,6 +188,7 @@ std::vector<HostTensor> run_scan(const KernelContext& ctx, const CaptureScope& s
       const int64_t at = layout.in_reverse[m] ? length - 1 - t : t;
       in.push_back(slice_along(scan_in[m], layout.in_axes[m], at));
     }
+    check_run_limits(ctx.node().describe(), 0, 0);  // a Scan's length is its inputs', but its time is not
     std::vector<HostTensor> out = run_named_body(ctx, scope, "body", in);
     if (out.size() != n_state + n_out) ctx.fail("the body gives " + std::to_string(out.size()) + " outputs, not " + std::to_string(n_state + n_out));
     for (size_t i = 0; i < n_state; ++i) state[i] = std::move(out[i]);

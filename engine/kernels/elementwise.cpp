@@ -208,7 +208,7 @@ void register_unary(KernelRegistry& r) {
   });
   add_unary_float(r, "Celu", []<class T>(const KernelContext& c) {
     T a = c.attr_float("alpha", 1.0f);
-    return [a](T x) { return std::max(T(0), x) + std::min(T(0), a * (std::exp(x / a) - T(1))); };
+    return [a](T x) { return std::isnan(x) ? x : std::max(T(0), x) + std::min(T(0), a * (std::exp(x / a) - T(1))); };
   });
   add_unary_float(r, "Selu", []<class T>(const KernelContext& c) {
     T a = c.attr_float("alpha", 1.67326319217681884765625f);
@@ -218,7 +218,7 @@ void register_unary(KernelRegistry& r) {
   add_unary_float(r, "HardSigmoid", []<class T>(const KernelContext& c) {
     T a = c.attr_float("alpha", 0.2f);
     T b = c.attr_float("beta", 0.5f);
-    return [a, b](T x) { return std::max(T(0), std::min(T(1), a * x + b)); };
+    return [a, b](T x) { return std::isnan(x) ? x : std::max(T(0), std::min(T(1), a * x + b)); };
   });
   add_unary_float(r, "ThresholdedRelu", []<class T>(const KernelContext& c) {
     T a = c.attr_float("alpha", 1.0f);
@@ -234,7 +234,8 @@ void register_unary(KernelRegistry& r) {
   add_unary_real(r, "Sign", []<class T>(const KernelContext&) {
     return [](T x) { return static_cast<T>(x > T(0) ? 1 : (x < T(0) ? -1 : 0)); };
   });
-  add_unary_real(r, "Relu", []<class T>(const KernelContext&) { return [](T x) { return x > T(0) ? x : T(0); }; });
+  // Written so a NaN falls through to x: ONNX defines Relu as max(x, 0), which is NaN for NaN.
+  add_unary_real(r, "Relu", []<class T>(const KernelContext&) { return [](T x) { return x < T(0) ? T(0) : x; }; });
 
   r.add("", "Clip", [](KernelContext& ctx) {
     const HostTensor& x = ctx.input(0);

@@ -224,7 +224,7 @@ void top_k(KernelContext& ctx) {
     });
   }, "TopK");
   ctx.outputs[0] = std::move(values);
-  ctx.outputs[1] = std::move(idx);
+  ctx.set_output(1, std::move(idx));
 }
 
 bool nonzero_at(const HostTensor& x, int64_t i) {
@@ -426,9 +426,9 @@ void unique(KernelContext& ctx) {
       copy_elements(y, (o * static_cast<int64_t>(order.size()) + static_cast<int64_t>(u)) * inner, src, (o * len + order[u]) * inner, inner);
   const int64_t n = static_cast<int64_t>(order.size());
   ctx.outputs[0] = std::move(y);
-  ctx.outputs[1] = HostTensor::from_vector(DType::I64, {n}, order);
-  ctx.outputs[2] = HostTensor::from_vector(DType::I64, {len}, inverse);
-  ctx.outputs[3] = HostTensor::from_vector(DType::I64, {n}, counts);
+  ctx.set_output(1, HostTensor::from_vector(DType::I64, {n}, order));
+  ctx.set_output(2, HostTensor::from_vector(DType::I64, {len}, inverse));
+  ctx.set_output(3, HostTensor::from_vector(DType::I64, {n}, counts));
 }
 
 }  // namespace

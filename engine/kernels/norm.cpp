@@ -89,8 +89,8 @@ void layer_norm(KernelContext& ctx, const HostTensor& x, const HostTensor* scale
   normalize_rows(x.data<float>(), y.mutable_data<float>(), r, s, b, eps, rms, mean.defined() ? mean.mutable_data<float>() : nullptr,
                  inv.defined() ? inv.mutable_data<float>() : nullptr);
   ctx.outputs[0] = std::move(y);
-  if (mean.defined()) ctx.outputs[1] = std::move(mean);
-  if (inv.defined()) ctx.outputs[2] = std::move(inv);
+  if (mean.defined()) ctx.set_output(1, std::move(mean));
+  if (inv.defined()) ctx.set_output(2, std::move(inv));
 }
 
 // LayerNorm over the channels at each position (ConvNeXt's LayerNorm2d) of an NCHW tensor
@@ -218,7 +218,7 @@ void add_layer_norm(KernelContext& ctx) {
     for (int64_t i = 0; i < x.size(); ++i) s[i] = a[i] + b[i % period];  // period > 0 whenever x has elements
   }
   layer_norm(ctx, sum, &ctx.input(2), ctx.has_input(3) ? &ctx.input(3) : nullptr, false, /*in_place=*/!keep_sum);
-  if (keep_sum) ctx.outputs[1] = std::move(sum);
+  if (keep_sum) ctx.set_output(1, std::move(sum));
 }
 
 }  // namespace

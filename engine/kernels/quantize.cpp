@@ -111,8 +111,8 @@ void dynamic_quantize_linear(KernelContext& ctx) {
   for (int64_t i = 0; i < x.size(); ++i)
     v[static_cast<size_t>(i)] = scale == 0.0f ? zero : saturate_round(std::nearbyint(static_cast<float>(x.real_at(i)) / scale) + static_cast<double>(zero), 0, 255);
   ctx.outputs[0] = integer_tensor(DType::U8, x.dims(), v);
-  ctx.outputs[1] = HostTensor::scalar<float>(DType::F32, scale);
-  ctx.outputs[2] = HostTensor::scalar<uint8_t>(DType::U8, static_cast<uint8_t>(zero));
+  ctx.set_output(1, HostTensor::scalar<float>(DType::F32, scale));
+  ctx.set_output(2, HostTensor::scalar<uint8_t>(DType::U8, static_cast<uint8_t>(zero)));
 }
 
 // x - zero point as int32, the zero point per tensor or per slice of `axis` (a 1-D

@@ -73,7 +73,7 @@ void dropout(KernelContext& ctx) {
   if (ctx.wants_output(1)) {
     HostTensor mask(DType::Bool, ctx.input(0).dims());
     std::fill_n(mask.mutable_data<bool>(), mask.size(), true);
-    ctx.outputs[1] = std::move(mask);
+    ctx.set_output(1, std::move(mask));
   }
 }
 

@@ -1,5 +1,6 @@
 #include "onnx/import.h"
 
+#include <cctype>
 #include <fcntl.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <spdlog/spdlog.h>
@@ -22,6 +23,7 @@
 #include "onnx/proto_types.h"
 #include "onnx/validate.h"
 #include "util/error.h"
+#include "util/text.h"
 #include "util/input_file.h"
 
 static_assert(std::endian::native == std::endian::little, "geopt stores tensors as little-endian bytes");
@@ -218,42 +220,6 @@ onnx::ModelProto read_model_proto(const fs::path& path) {
   if (!model.has_graph()) throw Error(path.string() + ": not a valid ONNX model (it has no graph)");
   if (model.ir_version() <= 0) throw Error(path.string() + ": not a valid ONNX model (ir_version is missing)");
   return model;
-}
-
-// Names are text (reports, JSON, plan files carry them): well-formed UTF-8, no overlong
-// forms or surrogates.
-bool valid_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-    for (size_t k = 1; k < n; ++k) {
-      const auto d = static_cast<unsigned char>(s[i + k]);
-      if ((d >> 6) != 0x2) return false;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n;
-  }
-  return true;
-}
-
-// The name with every byte outside printable ASCII as \xNN, for a message about it.
-std::string escaped(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c < 0x7F) {
-      out += ch;
-    } else {
-      char buf[5];
-      std::snprintf(buf, sizeof buf, "\\x%02X", c);
-      out += buf;
-    }
-  }
-  return out;
 }
 
 void check_names(const onnx::GraphProto& g, const std::string& file) {
@@ -522,7 +488,12 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> parse_input_shape_entr
     std::vector<int64_t> dims;
     std::stringstream list(entry.substr(colon + 1));
     std::string d;
+    const std::string dims_text = entry.substr(colon + 1);
+    if (!dims_text.empty() && dims_text.back() == ',')  // "x:" alone is a scalar
+      throw Error("--input_shape '" + entry + "': a dimension is empty (give a size, or -1 for a dynamic one)");
     while (std::getline(list, d, ',')) {
+      if (d.empty() || std::isspace(static_cast<unsigned char>(d.front())))
+        throw Error("--input_shape '" + entry + "': a dimension is empty (give a size, or -1 for a dynamic one)");
       size_t used = 0;
       long long v = -1;
       try {

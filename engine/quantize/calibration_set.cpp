@@ -1,3 +1,5 @@
+#include <cmath>
+
 #include "quantize/calibration_set.h"
 
 #include <algorithm>
@@ -34,6 +36,13 @@ std::vector<CalibrationSample> read_calibration_set(const std::filesystem::path&
         throw Error((folder / npy_file_name(input->name())).string() + ": holds " + t.shape_string() + ", the input is " + input->type.to_string());
       if (input->type.shape && input->type.shape->rank() != t.rank())
         throw Error((folder / npy_file_name(input->name())).string() + ": holds " + t.shape_string() + ", the input is " + input->type.to_string());
+      // A NaN or an infinity has no range: it would make a scale of NaN or 0 and a model
+      // that quantizes everything to one value.
+      if (t.dtype() == DType::F32 || t.dtype() == DType::F16 || t.dtype() == DType::BF16 || t.dtype() == DType::F64)
+        for (int64_t i = 0; i < t.size(); ++i)
+          if (!std::isfinite(t.real_at(i)))
+            throw Error((folder / npy_file_name(input->name())).string() + ": element " + std::to_string(i) + " is " +
+                        (std::isnan(t.real_at(i)) ? "NaN" : "infinite") + ": calibration samples must be finite");
       s.inputs.emplace(input->name(), std::move(t));
     }
     if (!files.empty()) throw Error((folder / (files.begin()->first + ".npy")).string() + ": names no input the model needs");

@@ -86,7 +86,7 @@ Value* quantize_weight(Graph& g, Value* w, const Tensor& data, int64_t axis) {
     float& s = scales[static_cast<size_t>(slot(i))];
     s = std::max(s, a);
   }
-  for (float& s : scales) s = s > 0 ? s / 127.0f : 1.0f;
+  for (float& s : scales) s = s / 127.0f >= kScaleFloor ? s / 127.0f : 1.0f;
   std::vector<int8_t> q(values.size());
   for (int64_t i = 0; i < n; ++i) {
     // As QuantizeLinear computes it: divide in float, round half to even, saturate.
@@ -149,10 +149,13 @@ LinearQuant activation_quant(ValueRange r, ActivationType type) {
   LinearQuant q;
   if (type == ActivationType::I8) {
     const float a = std::max(-lo, hi);
-    q.scale = a > 0 ? a / 127.0f : 1.0f;
+    q.scale = a / 127.0f >= kScaleFloor ? a / 127.0f : 1.0f;
     return q;
   }
-  if (hi - lo <= 0) return q;
+  // A range of subnormal width has a scale of 0 (a division by zero in every
+  // QuantizeLinear): below the floor the tensor is as good as constant, and scale 1 with
+  // zero point 0 quantizes it to 0, as ONNX Runtime's quantizer does.
+  if (!((hi - lo) / 255.0f >= kScaleFloor)) return q;
   q.scale = (hi - lo) / 255.0f;
   q.zero_point = static_cast<int32_t>(std::clamp(std::nearbyint(-lo / q.scale), 0.0f, 255.0f));
   return q;

@@ -3,6 +3,7 @@
 // in ONNX's QDQ form: each quantized layer reads its activation through a
 // QuantizeLinear/DequantizeLinear pair and its weight as int8 through a DequantizeLinear,
 // so ONNX Runtime and other tools run it and geopt's rules can fuse it into int8 kernels.
+#include <limits>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -30,6 +31,10 @@ enum class ActivationType { U8, I8 };  // asymmetric uint8, or symmetric int8 (z
 
 // "uint8" or "int8"; throws geopt::Error otherwise.
 ActivationType parse_activation_type(const std::string& name);
+
+// The smallest scale written (float's smallest normal number): a range narrower than
+// that many steps gets scale 1 instead of a scale of 0 or a subnormal one.
+inline constexpr float kScaleFloor = std::numeric_limits<float>::min();
 
 struct LinearQuant {
   float scale = 1;

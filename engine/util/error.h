@@ -11,6 +11,13 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A command line whose options contradict each other (two exclusive ones, one that
+// needs another): the CLI exits 2, as for any usage error, not 1 as for bad input.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
 // A broken invariant of geopt itself (a bug, not bad input): the CLI reports it as an
 // internal error and exits 3. Not an Error, so nothing handling bad input swallows it.
 class InternalError : public std::logic_error {

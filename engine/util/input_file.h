@@ -5,6 +5,7 @@
 // is written, one without reads as empty (and the caller reports a short file).
 #include <cstddef>
 #include <filesystem>
+#include <string>
 
 namespace geopt {
 
@@ -25,5 +26,15 @@ class InputFile {
   std::filesystem::path path_;
   int fd_ = -1;
 };
+
+// The whole of a regular file of at most `cap` bytes, opened as InputFile opens it: a
+// folder, a pipe, a device (/dev/zero) or a larger file is refused before anything is
+// read, naming the path and `what` it was to be ("the --modify_mixlist file"); `hint`,
+// when given, says why there is a cap. Throws geopt::Error.
+std::string read_regular_file(const std::filesystem::path& path, size_t cap, const std::string& what, const std::string& hint = {});
+
+// The cap for option files (mix lists, switch files, hardware profiles, op lists): far
+// above any real one, far below what a mistaken path (a log, a disk image) holds.
+inline constexpr size_t kOptionFileCap = size_t{16} << 20;
 
 }  // namespace geopt

@@ -1,0 +1,502 @@
+// Round 3 of crafted input, on what wave 2 added: plans edited and resealed (their
+// checksums right, their content lying), Loops that never end, option files that are
+// pipes or devices, calibration sets of NaNs, outputs whose names collide, NaN through
+// activations. Each case is one a reviewer found wrong; each runs through the commands
+// users run or the library calls they make, and fails on the code before its fix.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <algorithm>
+#include <fcntl.h>
+#include <csignal>
+#include <functional>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "ascend/compile.h"
+#include "ascend/hardware_profile.h"
+#include "ascend/plan_executor.h"
+#include "ascend/plan_file.h"
+#include "eval/evaluator.h"
+#include "eval/run_limits.h"
+#include "io/npy.h"
+#include "onnx/import.h"
+#include "test_support.h"
+#include "util/error.h"
+
+using namespace geopt;
+namespace fs = std::filesystem;
+using test::run_cli;
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The CLI under a shell prefix ("ulimit -v N;") and a timeout: a hang fails the test as
+// exit 124 instead of stopping the suite.
+test::CliResult run_cli_limited(const std::string& prefix, const std::vector<std::string>& args, int seconds = 60) {
+  const fs::path dir = test::scratch_dir("cli-limited");
+  std::string cmd = prefix + " timeout -s KILL " + std::to_string(seconds) + " " + shell_quote(GEOPT_CLI);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  cmd += " >" + shell_quote((dir / "out").string()) + " 2>" + shell_quote((dir / "err").string());
+  const int status = std::system(("sh -c " + shell_quote(cmd)).c_str());
+  test::CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = test::read_file(dir / "out");
+  r.err = test::read_file(dir / "err");
+  return r;
+}
+
+constexpr bool kSanitized =
+#if defined(__SANITIZE_ADDRESS__)
+    true;
+#else
+    false;
+#endif
+
+// A small model whose plan has a Transpose, a TopK (two outputs) and a Relu.
+const char* kPlanModel = R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[2,8] x) => (float[8,2] t, float[2,3] v, int64[2,3] i) {
+    t = Transpose <perm = [1, 0]> (x)
+    r = Relu(x)
+    k = Constant <value = int64[1] {3}> ()
+    v, i = TopK(r, k)
+  })";
+
+plan::Plan compiled_plan(const fs::path& dir) {
+  test::save_model(test::parse_text_model(kPlanModel), dir / "m.onnx");
+  Model model = import_onnx(dir / "m.onnx");
+  ascend::CompileOptions options;
+  options.check = false;
+  return ascend::compile(model, ascend::load_profile("Ascend910B1"), options).plan;
+}
+
+int kernel_of(const plan::Plan& p, const std::string& op) {
+  for (int k = 0; k < p.kernels_size(); ++k)
+    if (p.kernels(k).op_type() == op) return k;
+  FAIL("no " << op << " kernel in the plan");
+  return -1;
+}
+
+// `geopt run` on a plan must refuse it, exit 1, naming the file and `says`.
+void check_refused(const fs::path& plan_path, const std::string& says) {
+  for (const char* command : {"run", "plan", "profile"}) {
+    std::vector<std::string> args = {command, plan_path.string()};
+    if (std::string(command) == "run") args.push_back("--random-inputs");
+    if (std::string(command) == "plan") args.insert(args.begin() + 1, "dump");
+    auto r = run_cli_limited("", args);
+    INFO(command << ": " << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(plan_path.filename().string()) != std::string::npos);
+    CHECK(r.err.find(says) != std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Unique with fewer than four outputs computes the ones it has (it wrote past them)") {
+  const fs::path dir = test::scratch_dir("round3-unique");
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[6] x) => (float[N] y, int64[M] idx) {
+      y, idx = Unique <sorted = 1> (x)
+    })"), dir / "unique.onnx");
+  Model m = import_onnx(dir / "unique.onnx");
+  HostTensor x = HostTensor::from_vector(DType::F32, {6}, std::vector<float>{3, 1, 3, 2, 1, 3});
+  const NamedTensors out = Evaluator(m).run({{"x", x}});
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].second.to_vector<float>() == std::vector<float>{1, 2, 3});
+  CHECK(out[1].second.to_vector<int64_t>() == std::vector<int64_t>{1, 3, 0});
+  auto r = run_cli({"optimize", (dir / "unique.onnx").string(), "-o", (dir / "o.onnx").string()});
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+}
+
+TEST_CASE("hostile plans, resealed: sizes, indices, arities and attribute types are checked, not trusted") {
+  const fs::path dir = test::scratch_dir("round3-plans");
+  const plan::Plan good = compiled_plan(dir);
+  ascend::write_plan(const_cast<plan::Plan&>(good), dir / "good.plan");
+  auto good_run = run_cli({"run", (dir / "good.plan").string(), "--random-inputs"});
+  REQUIRE_MESSAGE(good_run.exit_code == 0, good_run.err);
+
+  struct Craft {
+    const char* name;
+    std::function<void(plan::Plan&)> change;
+    const char* says;
+  };
+  const std::vector<Craft> crafted = {
+      {"pool-2e50", [](plan::Plan& p) { p.set_activation_bytes(uint64_t{1} << 50); }, "activation_bytes is 1125899906842624"},
+      {"pool-4g", [](plan::Plan& p) { p.set_activation_bytes(uint64_t{9} << 29); }, "but its tensors reach only"},
+      {"weights-claim", [](plan::Plan& p) { p.set_weight_bytes(p.weight_bytes() + (uint64_t{5} << 30)); }, "weight_bytes is"},
+      {"event-2e31",
+       [](plan::Plan& p) { p.mutable_kernels(p.kernels_size() - 1)->add_wait_events(uint32_t{1} << 31); },
+       "waits on a missing event 2147483648"},
+      {"topk-one-output", [](plan::Plan& p) { p.mutable_kernels(kernel_of(p, "TopK"))->mutable_outputs()->RemoveLast(); }, "has 1 outputs; TopK takes 2"},
+      {"relu-no-input", [](plan::Plan& p) { p.mutable_kernels(kernel_of(p, "Relu"))->clear_inputs(); }, "has 0 inputs; Relu takes 1"},
+      {"perm-string",
+       [](plan::Plan& p) {
+         onnx::AttributeProto a;
+         a.set_name("perm");
+         a.set_type(onnx::AttributeProto::STRING);
+         a.set_s("1,0");
+         auto* k = p.mutable_kernels(kernel_of(p, "Transpose"));
+         k->clear_attributes();
+         k->add_attributes(a.SerializeAsString());
+       },
+       "attribute 'perm' is of type STRING, Transpose takes INTS"},
+      {"resize-antialias",
+       [](plan::Plan& p) {
+         onnx::AttributeProto a;
+         a.set_name("antialias");
+         a.set_type(onnx::AttributeProto::INT);
+         a.set_i(1);
+         p.mutable_kernels(kernel_of(p, "Relu"))->add_attributes(a.SerializeAsString());
+       },
+       "Relu has no attribute 'antialias'"},
+      {"output-names-nothing", [](plan::Plan& p) { p.mutable_outputs(0)->set_name("nothing"); }, "output 'nothing' is no tensor"},
+  };
+  for (const Craft& c : crafted) {
+    INFO(c.name);
+    plan::Plan p = good;
+    c.change(p);
+    const fs::path path = dir / (std::string(c.name) + ".plan");
+    ascend::write_plan(p, path);
+    check_refused(path, c.says);
+  }
+
+  // A side weights file as large as the plan claims, sparse: refused before it is read
+  // (it was read whole: 5 GB resident for a plan of a few hundred bytes).
+  plan::Plan side = good;
+  side.set_weight_bytes(side.weight_bytes() + (uint64_t{5} << 30));
+  side.mutable_weights()->clear();
+  ascend::PlanWriteOptions to_side;
+  to_side.inline_weight_limit = 0;
+  ascend::write_plan(side, dir / "side2.plan", to_side);
+  REQUIRE(::truncate((dir / "side2.plan.weights").c_str(), static_cast<off_t>(side.weight_bytes())) == 0);
+  check_refused(dir / "side2.plan", "weight_bytes is");
+}
+
+TEST_CASE("Loops that never end stop the default check with a message, and runs stop at their bounds") {
+  const fs::path dir = test::scratch_dir("round3-loops");
+  // 2^62 trips of an empty body; and no trip count with a condition that stays true.
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x) => (float[2] y) {
+      trips = Constant <value = int64 {4611686018427387904}> ()
+      go = Constant <value = bool {1}> ()
+      y = Loop (trips, go, x) <body = step (int64 i, bool c, float[2] s) => (bool c_out, float[2] s_out) {
+        c_out = Identity(c)
+        s_out = Identity(s)
+      }>
+    })"), dir / "long.onnx");
+  // The text syntax cannot leave an input out: the trip count is dropped afterwards.
+  onnx::ModelProto forever = test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x) => (float[2] y) {
+      go = Constant <value = bool {1}> ()
+      unused = Constant <value = int64 {1}> ()
+      y = Loop (unused, go, x) <body = step (int64 i, bool c, float[2] s) => (bool c_out, float[2] s_out) {
+        c_out = Identity(c)
+        s_out = Identity(s)
+      }>
+    })");
+  forever.mutable_graph()->mutable_node(2)->set_input(0, "");
+  forever.mutable_graph()->mutable_node()->DeleteSubrange(1, 1);
+  test::save_model(forever, dir / "forever.onnx");
+  for (const char* name : {"long.onnx", "forever.onnx"}) {
+    INFO(name);
+    for (const char* command : {"optimize", "compile"}) {
+      auto r = run_cli_limited("", {command, (dir / name).string(), "-o", (dir / (std::string(command) + ".out")).string()}, 120);
+      INFO(r.err);
+      CHECK(r.exit_code == 1);
+      CHECK(r.err.find("stopped in the numerical check after 65536 trips") != std::string::npos);
+      CHECK(r.err.find("--no-check") != std::string::npos);
+      CHECK(!fs::exists(dir / (std::string(command) + ".out")));
+    }
+  }
+  // `geopt run` asked for it: it stops at run's own bound, also with a message.
+  auto r = run_cli_limited("", {"run", (dir / "forever.onnx").string(), "--random-inputs"}, 300);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("stopped after 4194304 trips") != std::string::npos);
+
+  // Scan outputs that grow: stopped when they pass the bytes they may take.
+  onnx::ModelProto grows_proto = test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1024] x) => (float[2] y, float[N,1024] grown) {
+      go = Constant <value = bool {1}> ()
+      two = Constant <value = float[2] {0.0, 0.0}> ()
+      unused = Constant <value = int64 {1}> ()
+      y, grown = Loop (unused, go, two) <body = step (int64 i, bool c, float[2] s) => (bool c_out, float[2] s_out, float[1024] part) {
+        c_out = Identity(c)
+        s_out = Identity(s)
+        part = Identity(x)
+      }>
+    })");
+  grows_proto.mutable_graph()->mutable_node(3)->set_input(0, "");
+  grows_proto.mutable_graph()->mutable_node()->DeleteSubrange(2, 1);
+  test::save_model(grows_proto, dir / "grows.onnx");
+  Model grows = import_onnx(dir / "grows.onnx");
+  RunLimits small;
+  small.accumulated_bytes = 1 << 20;  // 256 trips of 4 KiB
+  const RunLimitsScope scope(small);
+  CHECK_THROWS_WITH_AS(Evaluator(grows).run(random_inputs(grows, 1)), doctest::Contains("when its scan outputs passed 1048576 bytes"), Error);
+}
+
+TEST_CASE("option files are regular files of bounded size: a device, a pipe, a folder or a huge number is refused") {
+  const fs::path dir = test::scratch_dir("round3-options");
+  const std::string model = (test::examples_dir() / "resnet18_narrow_op13.onnx").string();
+  const std::string out = (dir / "o.onnx").string();
+  auto zero = run_cli_limited("", {"optimize", model, "-o", out, "--precision_mode", "allow_mix_precision", "--modify_mixlist", "/dev/zero"}, 30);
+  CHECK(zero.exit_code == 1);
+  CHECK(zero.err.find("not a regular file") != std::string::npos);
+
+  const fs::path fifo = dir / "pipe.toml";  // a profile is named by its extension
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // A writer that holds the pipe open and never writes: a blocking read never returns.
+  const pid_t writer = ::fork();
+  REQUIRE(writer >= 0);
+  if (writer == 0) {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    ::sleep(100);
+    ::_exit(fd >= 0 ? 0 : 1);
+  }
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"optimize", model, "-o", out, "--precision_mode", "allow_mix_precision", "--modify_mixlist", fifo.string()},
+        std::vector<std::string>{"optimize", model, "-o", out, "--fusion-switch-file", fifo.string()},
+        std::vector<std::string>{"optimize", model, "-o", out, "--soc-version", fifo.string()}}) {
+    INFO(args.back());
+    auto r = run_cli_limited("", args, 30);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("not a regular file") != std::string::npos);
+  }
+  ::kill(writer, SIGKILL);
+  ::waitpid(writer, nullptr, 0);
+
+  auto folder = run_cli_limited("", {"optimize", model, "-o", out, "--fusion-switch-file", dir.string()}, 30);
+  CHECK(folder.exit_code == 1);
+  CHECK(folder.err.find("a folder") != std::string::npos);
+
+  test::write_file(dir / "huge.json", R"({"white-list": {"to-add": [1e999999]}})");
+  auto huge = run_cli_limited("", {"optimize", model, "-o", out, "--precision_mode", "allow_mix_precision", "--modify_mixlist", (dir / "huge.json").string()}, 30);
+  CHECK(huge.exit_code == 1);
+  CHECK(huge.err.find("huge.json") != std::string::npos);
+  CHECK(!fs::exists(out));
+}
+
+TEST_CASE("a failed allocation is bad input with its size, under the Release build's allocator too") {
+  if (kSanitized) return;  // the sanitizers' allocator reserves the address space a limit would cut
+  const fs::path dir = test::scratch_dir("round3-oom");
+  // Expand to 2^31 floats: 8 GiB, under this machine's memory but over a 3 GiB limit.
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1] x) => (float[2147483648] y) {
+      shape = Constant <value = int64[1] {2147483648}> ()
+      y = Expand(x, shape)
+    })"), dir / "big.onnx");
+  auto r = run_cli_limited("ulimit -v 3000000;", {"run", (dir / "big.onnx").string(), "--random-inputs"}, 60);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("cannot allocate 8589934592 bytes") != std::string::npos);
+}
+
+TEST_CASE("quantize: a subnormal calibration set keeps a usable scale, NaN samples and empty targets are refused") {
+  const fs::path dir = test::scratch_dir("round3-quantize");
+  const fs::path model = test::examples_dir() / "resnet18_narrow_op13.onnx";
+  Model m = import_onnx(model);
+  const Value* input = m.graph->inputs()[0];
+  auto write_sample = [&](const fs::path& folder, float value) {
+    fs::create_directories(folder);
+    std::vector<int64_t> dims;
+    for (const auto& d : input->type.shape->dims()) dims.push_back(d.is_static() ? d.value() : 1);
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    write_npy(folder / npy_file_name(input->name()), HostTensor::from_vector(DType::F32, dims, std::vector<float>(static_cast<size_t>(n), value)));
+  };
+  write_sample(dir / "subnormal" / "s0", 1e-41f);
+  auto sub = run_cli({"quantize", model.string(), "-o", (dir / "sub.onnx").string(), "--calibration", (dir / "subnormal").string(), "--no-progress"});
+  REQUIRE_MESSAGE(sub.exit_code == 0, sub.err);
+  Model q = import_onnx(dir / "sub.onnx");
+  size_t scales = 0;
+  for (const auto& n : q.graph->nodes()) {
+    if (n->op_type != "QuantizeLinear") continue;
+    const Value* s = n->inputs()[1];
+    REQUIRE(s->initializer);
+    const HostTensor t = HostTensor::view(*s->initializer);
+    for (float v : t.to_vector<float>()) {
+      CHECK(std::isfinite(v));
+      CHECK(v >= std::numeric_limits<float>::min());
+    }
+    ++scales;
+  }
+  CHECK(scales > 0);
+
+  write_sample(dir / "nan" / "s0", std::numeric_limits<float>::quiet_NaN());
+  auto nan = run_cli({"quantize", model.string(), "-o", (dir / "nan.onnx").string(), "--calibration", (dir / "nan").string(), "--no-progress"});
+  CHECK(nan.exit_code == 1);
+  CHECK(nan.err.find(npy_file_name(input->name()) + ": element 0 is NaN") != std::string::npos);
+  CHECK(!fs::exists(dir / "nan.onnx"));
+  auto empty = run_cli({"quantize", model.string(), "-o", (dir / "e.onnx").string(), "--calibration", (dir / "subnormal").string(), "--accuracy-target", ""});
+  CHECK(empty.exit_code == 2);
+}
+
+TEST_CASE("outputs: colliding file names are made unique, a failed write leaves nothing, JSON carries any path") {
+  const fs::path dir = test::scratch_dir("round3-outputs");
+  onnx::ModelProto proto = test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x) => (float[2] slashed, float[2] a_b, float[2] y3, float[2] y4, float[2] y5) {
+      slashed = Relu(x)
+      a_b = Neg(x)
+      y3 = Abs(x)
+      y4 = Sigmoid(x)
+      y5 = Tanh(x)
+    })");
+  // The text syntax has no '/' in names; exporters write them (module paths).
+  proto.mutable_graph()->mutable_node(0)->set_output(0, "a/b");
+  proto.mutable_graph()->mutable_output(0)->set_name("a/b");
+  test::save_model(proto, dir / "m.onnx");
+  const fs::path out = dir / "out";
+  auto r = run_cli({"run", (dir / "m.onnx").string(), "--random-inputs", "--output-dir", out.string()});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(fs::exists(out / "a_b.npy"));
+  CHECK(fs::exists(out / "a_b~2.npy"));
+  CHECK(r.err.find("is written as a_b~2.npy") != std::string::npos);
+  // The two files hold the two outputs: Neg(x) is Relu(x)'s opposite where x > 0.
+  // "a/b" < "a_b" in name order, so "a/b" (Relu: no negatives) keeps the plain name.
+  const auto relu = read_npy(out / "a_b.npy").to_vector<float>(), neg = read_npy(out / "a_b~2.npy").to_vector<float>();
+  for (size_t k = 0; k < relu.size(); ++k) CHECK(relu[k] == std::max(-neg[k], 0.0f));
+  // --compare reads them back by the same names.
+  auto cmp = run_cli({"run", (dir / "m.onnx").string(), "--random-inputs", "--compare", out.string()});
+  CHECK_MESSAGE(cmp.exit_code == 0, cmp.err);
+
+  // A folder in the fifth output's place: nothing at all is written.
+  const fs::path blocked = dir / "blocked";
+  fs::create_directories(blocked / "y5.npy");
+  auto failed = run_cli({"run", (dir / "m.onnx").string(), "--random-inputs", "--output-dir", blocked.string()});
+  CHECK(failed.exit_code == 1);
+  for (const char* f : {"a_b.npy", "a_b~2.npy", "y3.npy", "y4.npy"}) CHECK(!fs::exists(blocked / f));
+  size_t left = 0;
+  for (const auto& e : fs::directory_iterator(blocked)) left += e.path().filename() != "y5.npy";
+  CHECK(left == 0);
+
+  // A model path that is not UTF-8, in a JSON report: escaped, exit 0.
+  const fs::path latin1 = dir / "mod\xe8le.onnx";
+  fs::copy_file(dir / "m.onnx", latin1);
+  auto info = run_cli({"info", "--json", latin1.string()});
+  CHECK_MESSAGE(info.exit_code == 0, info.err);
+  CHECK(nlohmann::json::parse(info.out).dump().find("mod\\\\xE8le.onnx") != std::string::npos);
+}
+
+TEST_CASE("activations propagate NaN as ONNX defines them, in the evaluator and in a plan") {
+  const fs::path dir = test::scratch_dir("round3-nan");
+  // Each activation of x; ThresholdedRelu and Shrink are 0 for NaN by ONNX's definitions
+  // (x > alpha is false), every other one NaN.
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 14]>
+    g (float[3] x) => (float[3] relu, float[3] leaky, float[3] elu, float[3] celu, float[3] selu, float[3] hsig, float[3] hswish,
+                       float[3] sig, float[3] softplus, float[3] softsign, float[3] tanh, float[3] prelu, float[3] clip, float[3] mx,
+                       float[3] mn, float[3] thr, float[3] shrink) {
+      relu = Relu(x)
+      leaky = LeakyRelu(x)
+      elu = Elu(x)
+      celu = Celu(x)
+      selu = Selu(x)
+      hsig = HardSigmoid(x)
+      hswish = HardSwish(x)
+      sig = Sigmoid(x)
+      softplus = Softplus(x)
+      softsign = Softsign(x)
+      tanh = Tanh(x)
+      slope = Constant <value = float[1] {0.25}> ()
+      prelu = PRelu(x, slope)
+      lo = Constant <value = float {0.0}> ()
+      hi = Constant <value = float {6.0}> ()
+      clip = Clip(x, lo, hi)
+      zeros = Constant <value = float[3] {0.0, 0.0, 0.0}> ()
+      mx = Max(x, zeros)
+      mn = Min(x, zeros)
+      thr = ThresholdedRelu(x)
+      shrink = Shrink(x)
+    })"), dir / "act.onnx");
+  Model m = import_onnx(dir / "act.onnx");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::map<std::string, HostTensor> feeds{{"x", HostTensor::from_vector(DType::F32, {3}, std::vector<float>{nan, -1.0f, 2.0f})}};
+  ascend::CompileOptions options;
+  options.check = false;
+  const plan::Plan p = ascend::compile(m, ascend::load_profile("Ascend910B1"), options).plan;
+  for (const NamedTensors& outs : {Evaluator(m).run(feeds), ascend::PlanExecutor(p).run(feeds)}) {
+    for (const auto& [name, t] : outs) {
+      INFO(name);
+      const float at_nan = t.to_vector<float>()[0];
+      if (name == "thr" || name == "shrink") CHECK(at_nan == 0.0f);
+      else CHECK(std::isnan(at_nan));
+    }
+  }
+}
+
+TEST_CASE("command lines: empty dims are refused, a rule's division by zero is refused at its line") {
+  const fs::path dir = test::scratch_dir("round3-cli");
+  const std::string model = (test::examples_dir() / "resnet18_narrow_op13.onnx").string();
+  for (const char* shape : {"image:1,,8,8", "image:1,3,8,"}) {
+    INFO(shape);
+    auto r = run_cli({"optimize", model, "-o", (dir / "o.onnx").string(), "--input_shape", shape});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("a dimension is empty") != std::string::npos);
+  }
+  // 1 / %a with %a bound to LeakyRelu's alpha of 0: refused where the rule says it.
+  test::write_file(dir / "div.gerule", R"(rule InvertAlpha {
+  match %y = LeakyRelu(%x) { alpha == %a }
+  rewrite %y => LeakyRelu(%x) { alpha = 1 / %a }
+}
+)");
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x) => (float[2] y) {
+      y = LeakyRelu <alpha = 0.0> (x)
+    })"), dir / "leaky.onnx");
+  auto r = run_cli({"rules", "apply", (dir / "leaky.onnx").string(), "-o", (dir / "out.onnx").string(), "--rules", (dir / "div.gerule").string()});
+  INFO(r.err);
+  CHECK(r.err.find("div.gerule:3") != std::string::npos);
+  CHECK(r.err.find("division by zero") != std::string::npos);
+  if (fs::exists(dir / "out.onnx")) {
+    Model out = import_onnx(dir / "out.onnx");
+    for (const auto& n : out.graph->nodes())
+      for (const auto& a : n->attributes) CHECK(std::isfinite(a.f));
+  }
+}
+
+TEST_CASE("a check input that picks an If branch which cannot run is named, with --check-input") {
+  const fs::path dir = test::scratch_dir("round3-branch");
+  // The sample rate picks the branch, as Silero VAD's does: at 16000 the model runs, at
+  // any other rate it reshapes 4 values into 9.
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4] x, int64 sr) => (float[N] y) {
+      rate = Constant <value = int64 {16000}> ()
+      is16k = Equal(sr, rate)
+      y = If (is16k) <then_branch = t () => (float[4] a) {
+        flat = Constant <value = int64[1] {4}> ()
+        a = Reshape(x, flat)
+      }, else_branch = e () => (float[9] b) {
+        nine = Constant <value = int64[1] {9}> ()
+        b = Reshape(x, nine)
+      }>
+    })"), dir / "vad.onnx");
+  auto r = run_cli({"compile", (dir / "vad.onnx").string(), "-o", (dir / "vad.plan").string(), "--input_shape", "x:1,4"});
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("the check drew input 'sr' at random") != std::string::npos);
+  CHECK(r.err.find("--check-input sr=") != std::string::npos);
+  write_npy(dir / "sr.npy", HostTensor::from_vector(DType::I64, {}, std::vector<int64_t>{16000}));
+  auto ok = run_cli({"compile", (dir / "vad.onnx").string(), "-o", (dir / "vad.plan").string(), "--input_shape", "x:1,4", "--check-input",
+                     "sr=" + (dir / "sr.npy").string()});
+  CHECK_MESSAGE(ok.exit_code == 0, ok.err);
+}

@@ -18,6 +18,7 @@
 #include "ascend/plan_file.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
+#include "eval/run_limits.h"
 #include "io/npy.h"
 #include "onnx/import.h"
 #include "util/error.h"
@@ -37,6 +38,7 @@ struct RunOptions {
   std::string compare_dir;
   Tolerance tolerance;
   int threads = 0;
+  uint64_t max_loop_trips = RunLimits{}.loop_trips;
   std::string save_inputs_dir;
   int repeat = 1;
   int warmup = 0;
@@ -117,6 +119,10 @@ struct Runner {
 
 int run(const RunOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
+  RunLimits limits;
+  limits.loop_trips = o.max_loop_trips;
+  limits.hint = "raise --max-loop-trips if the model needs more";
+  const RunLimitsScope bounded(limits);
   Runner runner(o.model, o.gear);
   std::map<std::string, int64_t> symbols;
   for (const auto& d : o.dims) {
@@ -258,6 +264,9 @@ std::function<int()> add_run_command(CLI::App& app) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--rtol", o->tolerance.rtol, "Relative part of --compare's tolerance")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", o->threads, "Threads for the kernels (default: all cores)");
+  cmd->add_option("--max-loop-trips", o->max_loop_trips, "Stop a Loop past this many trips (a model can ask for 2^62, or never end)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--save-inputs", o->save_inputs_dir, "Write the inputs used (e.g. random ones) as DIR/<name>.npy");
   cmd->add_option("--repeat", o->repeat, "Run this many times and report the median time")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", o->warmup, "Untimed runs before the timed ones")->capture_default_str()->check(CLI::NonNegativeNumber);

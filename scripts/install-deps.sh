@@ -10,6 +10,8 @@ packages=(
   doctest-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libdnnl-dev libmimalloc-dev zlib1g-dev
   ocl-icd-opencl-dev  # dnnl-config.cmake looks for OpenCL (oneDNN is built with its GPU runtime)
   libonnx-testdata
+  # the coverage-guided fuzzers (tests/fuzz/): clang with libFuzzer's runtime and LLVM's OpenMP
+  clang libclang-rt-14-dev libomp-14-dev
 )
 if [[ "${1:-}" == "--examples" ]]; then
   packages+=(python3-torch python3-torchvision python3-onnx python3-numpy)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a Debian 12 machine and runs every test twice: in a -Werror build and
-# in an AddressSanitizer + UndefinedBehaviorSanitizer build.
+# in an AddressSanitizer + UndefinedBehaviorSanitizer build; then each coverage-guided
+# fuzzer (clang's libFuzzer, tests/fuzz/) for GEOPT_FUZZ_SECONDS (30) from its corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -17,3 +18,9 @@ cmake --build build/asan -j "$jobs"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir build/asan --output-on-failure -j "$jobs"
+
+# The fuzzers build only what they link (the libraries, not the CLI or the tests).
+cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DGEOPT_FUZZ=ON -DGEOPT_BUILD_TESTS=OFF -DGEOPT_FUZZ_SECONDS="${GEOPT_FUZZ_SECONDS:-30}"
+cmake --build build/fuzz -j "$jobs" --target fuzz_plan_loader fuzz_npy_reader fuzz_rule_parser fuzz_option_parsers
+ctest --test-dir build/fuzz --output-on-failure -L fuzz

@@ -26,6 +26,7 @@
 #include "eval/run_limits.h"
 #include "io/npy.h"
 #include "onnx/import.h"
+#include "dsl_support.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -223,10 +224,27 @@ TEST_CASE("Loops that never end stop the default check with a message, and runs 
       CHECK(!fs::exists(dir / (std::string(command) + ".out")));
     }
   }
-  // `geopt run` asked for it: it stops at run's own bound, also with a message.
-  auto r = run_cli_limited("", {"run", (dir / "forever.onnx").string(), "--random-inputs"}, 300);
+  // `geopt run` asked for it: it stops at run's own bound (--max-loop-trips), with a
+  // message. The default of 2^22 trips takes seconds here, minutes under the sanitizers.
+  if (!kSanitized) {
+    auto r = run_cli_limited("", {"run", (dir / "forever.onnx").string(), "--random-inputs"}, 300);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("stopped after 4194304 trips of its loop: raise --max-loop-trips") != std::string::npos);
+  }
+  auto r = run_cli_limited("", {"run", (dir / "long.onnx").string(), "--random-inputs", "--max-loop-trips", "1000"}, 120);
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("stopped after 4194304 trips") != std::string::npos);
+  CHECK(r.err.find("stopped after 1000 trips of its loop") != std::string::npos);
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x) => (float[2] y) {
+      trips = Constant <value = int64 {1500}> ()
+      go = Constant <value = bool {1}> ()
+      y = Loop (trips, go, x) <body = step (int64 i, bool c, float[2] s) => (bool c_out, float[2] s_out) {
+        c_out = Identity(c)
+        s_out = Identity(s)
+      }>
+    })"), dir / "short.onnx");
+  CHECK(run_cli({"run", (dir / "short.onnx").string(), "--random-inputs", "--max-loop-trips", "1500"}).exit_code == 0);
 
   // Scan outputs that grow: stopped when they pass the bytes they may take.
   onnx::ModelProto grows_proto = test::parse_text_model(R"(
@@ -499,4 +517,85 @@ TEST_CASE("a check input that picks an If branch which cannot run is named, with
   auto ok = run_cli({"compile", (dir / "vad.onnx").string(), "-o", (dir / "vad.plan").string(), "--input_shape", "x:1,4", "--check-input",
                      "sr=" + (dir / "sr.npy").string()});
   CHECK_MESSAGE(ok.exit_code == 0, ok.err);
+}
+
+TEST_CASE("shape errors name the node and the tensor: negative Split sizes, a dim of 2^62") {
+  const fs::path dir = test::scratch_dir("round3-shapes");
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[6] x) => (float[N] a, float[M] b) {
+      sizes = Constant <value = int64[2] {-1, 7}> ()
+      a, b = Split <axis = 0> (x, sizes)
+    })"), dir / "split.onnx");
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1] x) => (float[N,M] y) {
+      shape = Constant <value = int64[2] {4611686018427387904, 4}> ()
+      y = Expand(x, shape)
+    })"), dir / "huge.onnx");
+  for (const char* model : {"split.onnx", "huge.onnx"}) {
+    for (const char* command : {"run", "optimize"}) {
+      std::vector<std::string> args = {command, (dir / model).string()};
+      if (std::string(command) == "run") args.push_back("--random-inputs");
+      else args.insert(args.end(), {"-o", (dir / "o.onnx").string()});
+      auto r = run_cli(args);
+      INFO(model << " " << command << ": " << r.err);
+      CHECK(r.exit_code == 1);
+      CHECK(r.err.find(std::string(model) == "split.onnx" ? "Split" : "Expand") != std::string::npos);
+      CHECK(r.err.find(std::string(model) == "split.onnx" ? "'sizes'" : "'shape'") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a NaN reaching a fused activation stays NaN: Conv + Relu, + Clip, + LeakyRelu, optimized and compiled") {
+  const fs::path dir = test::scratch_dir("round3-nan-fused");
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,16,6,6] x) => (float[1,16,6,6] relu, float[1,16,6,6] clip, float[1,16,6,6] leaky) {
+      tenth = Constant <value = float {0.1}> ()
+      fifth = Constant <value = float {0.2}> ()
+      half = Constant <value = float {0.5}> ()
+      dims = Constant <value = int64[4] {16, 16, 1, 1}> ()
+      w = Expand(tenth, dims)
+      w2 = Expand(fifth, dims)
+      w3 = Expand(half, dims)
+      c1 = Conv <kernel_shape = [1, 1]> (x, w)
+      relu = Relu(c1)
+      c2 = Conv <kernel_shape = [1, 1]> (x, w2)
+      lo = Constant <value = float {0.0}> ()
+      hi = Constant <value = float {6.0}> ()
+      clip = Clip(c2, lo, hi)
+      c3 = Conv <kernel_shape = [1, 1]> (x, w3)
+      leaky = LeakyRelu(c3)
+    })"), dir / "conv.onnx");
+  Model m = import_onnx(dir / "conv.onnx");
+  std::map<std::string, HostTensor> feeds = random_inputs(m, 3);
+  feeds.at("x").mutable_data<float>()[7] = std::numeric_limits<float>::quiet_NaN();  // pixel (1, 1) of channel 0
+  auto rules = test::load_rules({test::shipped_rules()});
+  ascend::CompileOptions options;
+  options.check = false;
+  options.rules = rules.get();
+  const ascend::CompileResult compiled = ascend::compile(m, ascend::load_profile("Ascend910B1"), options);
+  size_t fused = 0;
+  for (const auto& k : compiled.plan.kernels()) fused += k.op_type() == "FusedConv";
+  CHECK(fused == 3);
+  // Every output channel reads input channel 0 at (1, 1): NaN in all 16, for each
+  // activation as the model states it. In the plan the three are oneDNN post-ops: the
+  // LeakyRelu keeps NaN; the fused Relu and Clip return their bound for NaN, as ONNX
+  // Runtime's fused MLAS activations do (docs/SECURITY.md, "Values").
+  auto nan_at_pixel = [](const HostTensor& t) {
+    size_t n = 0;
+    for (int64_t c = 0; c < 16; ++c) n += std::isnan(t.data<float>()[c * 36 + 7]);
+    return n;
+  };
+  for (const auto& [name, t] : Evaluator(m).run(feeds)) {
+    INFO(name);
+    CHECK(nan_at_pixel(t) == 16);
+    CHECK(!std::isnan(t.data<float>()[0]));
+  }
+  for (const auto& [name, t] : ascend::PlanExecutor(compiled.plan).run(feeds)) {
+    INFO(name);
+    CHECK(!std::isnan(t.data<float>()[0]));
+    if (name == "leaky") CHECK(nan_at_pixel(t) == 16);
+  }
 }

@@ -40,8 +40,15 @@ std::vector<HostTensor> call_kernel(const KernelInfo& kernel, const Node& node, 
   KernelContext ctx(node, opset, std::move(inputs), scope, std::move(placements));
   try {
     kernel.fn(ctx);
-  } catch (const Error&) {
-    throw;
+  } catch (const Error& e) {
+    // A kernel's own failures name the node (ctx.fail); one from a helper (a tensor too
+    // large to allocate) is given the node and the values it was making.
+    const std::string what = e.what();
+    if (what.find(node.describe()) != std::string::npos) throw;
+    std::string outputs;
+    for (const Value* v : node.outputs())
+      if (v) outputs += (outputs.empty() ? "'" : ", '") + v->name() + "'";
+    throw Error(node.describe() + (outputs.empty() ? "" : " making " + outputs) + ": " + what);
   } catch (const std::exception& e) {
     throw Error(node.describe() + ": " + e.what());
   }

@@ -337,6 +337,21 @@ void check_structure_and_sort(onnx::ModelProto& model, const fs::path& path) {
   for (int i : order) g.mutable_node()->AddAllocated(released[i]);
 }
 
+// ", computed by Split node #3 'name' from 'x', 'sizes'" for a value a node of `gp` makes
+// (a dim shape inference derived from a node's inputs), else "".
+std::string produced_by(const onnx::GraphProto& gp, const std::string& value) {
+  for (int i = 0; i < gp.node_size(); ++i) {
+    const onnx::NodeProto& n = gp.node(i);
+    if (std::find(n.output().begin(), n.output().end(), value) == n.output().end()) continue;
+    std::string inputs;
+    for (const auto& in : n.input())
+      if (!in.empty()) inputs += (inputs.empty() ? "'" : ", '") + escaped(in) + "'";
+    return ", computed by " + n.op_type() + " node #" + std::to_string(i) + (n.name().empty() ? "" : " '" + escaped(n.name()) + "'") +
+           (inputs.empty() ? "" : " from " + inputs);
+  }
+  return {};
+}
+
 // The graph part of a model or of a control-flow body. With `outer_refs`, names the
 // body uses but does not define become values with no producer (outer-scope references).
 void graph_from_proto(onnx::GraphProto& gp, ExternalData& ext, const std::string& file, Graph& g, bool outer_refs) {
@@ -356,7 +371,14 @@ void graph_from_proto(onnx::GraphProto& gp, ExternalData& ext, const std::string
     if (t.shape)
       for (const Dim& d : t.shape->dims())
         if (d.is_static() && d.value() < 0)
-          throw Error(file + what + " '" + vi.name() + "' has the negative dimension " + std::to_string(d.value()) + " in " + t.to_string());
+          throw Error(file + what + " '" + vi.name() + "' has the negative dimension " + std::to_string(d.value()) + " in " + t.to_string() +
+                      produced_by(gp, vi.name()));
+    if (t.shape) {  // a size no tensor can have is refused here, where the value has a name
+      int64_t n = 1;
+      for (const Dim& d : t.shape->dims())
+        if (d.is_static() && __builtin_mul_overflow(n, d.value(), &n))
+          throw Error(file + what + " '" + vi.name() + "' would have more elements than 2^63 in " + t.to_string() + produced_by(gp, vi.name()));
+    }
     return t;
   };
   for (const auto& in : gp.input()) {

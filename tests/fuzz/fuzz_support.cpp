@@ -1,0 +1,27 @@
+#include "fuzz_support.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "util/error.h"
+
+namespace geopt::fuzz {
+
+std::filesystem::path as_file(const uint8_t* data, size_t size, const std::string& suffix) {
+  const auto dir = std::filesystem::temp_directory_path() / ("geopt-fuzz-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / ("input" + suffix);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  return path;
+}
+
+void refused_or_fine(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error&) {
+  }
+}
+
+}  // namespace geopt::fuzz

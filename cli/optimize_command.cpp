@@ -156,7 +156,10 @@ int run(const OptimizeCliOptions& o) {
     j["fusion_rate"] = r.fusion_rate;
     j["unfused"] = r.unfused;
     for (const auto& [k, v] : r.model.metadata)
-      if (k == "geopt.provenance") j["provenance"] = nlohmann::ordered_json::parse(v);
+      if (k == "geopt.provenance") {  // geopt's own record; a model's own text under that key is not reported
+        auto provenance = nlohmann::ordered_json::parse(v, nullptr, false);
+        if (!provenance.is_discarded()) j["provenance"] = std::move(provenance);
+      }
     j["time_ms"] = {{"import", import_ms}, {"egraph", r.egraph_ms}, {"saturation", r.saturate_ms}, {"extraction", r.extract_ms}, {"check", check_ms}, {"write", write_ms}};
     std::cout << json_text(j) << "\n";
   } else {

@@ -263,7 +263,7 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--atol", o->tolerance.atol, "--compare allows |output - reference| <= atol + rtol |reference| (numpy.allclose)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--rtol", o->tolerance.rtol, "Relative part of --compare's tolerance")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--threads", o->threads, "Threads for the kernels (default: all cores)");
+  cmd->add_option("--threads", o->threads, "Threads for the kernels, 1 to 1024 (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_option("--max-loop-trips", o->max_loop_trips, "Stop a Loop past this many trips (a model can ask for 2^62, or never end)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -1,6 +1,8 @@
 // Ascend hardware profiles, device layouts (as CANN computes them), and the cost model.
 #include <doctest/doctest.h>
 
+#include <tuple>
+
 #include "ascend/cost_model.h"
 #include "ascend/layout.h"
 #include "ascend/optimizer.h"
@@ -47,8 +49,27 @@ TEST_CASE("profile overrides and errors") {
   CHECK_THROWS_WITH_AS(load_profile("Ascend910B1", {{"memory.nope", "1"}}), doctest::Contains("has no such key"), Error);
   CHECK_THROWS_WITH_AS(load_profile("Ascend910B1", {{"memory.hbm_gbps", "fast"}}), doctest::Contains("not a number"), Error);
   auto dir = test::scratch_dir("profile");
-  test::write_file(dir / "bad.toml", "soc_version = \"X\"\n[cores]\nai_cores = 0\n");
+  test::write_file(dir / "bad.toml", "soc_version = \"X\"\n[cores]\nai_cores = 2\n");
   CHECK_THROWS_WITH_AS(load_profile((dir / "bad.toml").string()), doctest::Contains("bad.toml: 'cores.vector_cores' is missing or not an integer"), Error);
+  test::write_file(dir / "zero.toml", "soc_version = \"X\"\n[cores]\nai_cores = 0\n");
+  CHECK_THROWS_WITH_AS(load_profile((dir / "zero.toml").string()), doctest::Contains("zero.toml: 'cores.ai_cores' is 0; it must be 1 to 4096"), Error);
+  // Every rate and size a cost is divided by or added to is finite and in range, from a
+  // file and from --profile-set alike (a negative launch overhead made extraction spin).
+  for (const auto& [key, value, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"launch.overhead_us", "-0.5", "'launch.overhead_us' is -0.5; it must be at least 0"},
+           {"memory.hbm_gbps", "inf", "memory.hbm_gbps=inf: not a number"},
+           {"cube.fp16_macs_per_cycle", "0", "'cube.fp16_macs_per_cycle' is 0; it must be above 0"},
+           {"cube.m", "0", "'cube.m' is 0; it must be 1 to 256"},
+           {"buffers.ub", "1", "'buffers.ub' is 1; it must be 1024"}}) {
+    INFO(key);
+    CHECK_THROWS_WITH_AS(load_profile("Ascend910B1", {{key, value}}), doctest::Contains(says.c_str()), Error);
+  }
+  std::string text = test::read_file(std::filesystem::path(GEOPT_SOURCE_DIR_STR) / "backends/ascend/profiles/Ascend910B1.toml");
+  const size_t at = text.find("hbm_gbps");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, text.find('\n', at) - at, "hbm_gbps = nan");
+  test::write_file(dir / "nan.toml", text);
+  CHECK_THROWS_WITH_AS(load_profile((dir / "nan.toml").string()), doctest::Contains("'memory.hbm_gbps' is nan"), Error);
 }
 
 TEST_CASE("device shapes follow CANN's transfer rules") {

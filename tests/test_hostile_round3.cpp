@@ -599,3 +599,71 @@ TEST_CASE("a NaN reaching a fused activation stays NaN: Conv + Relu, + Clip, + L
     if (name == "leaky") CHECK(nan_at_pixel(t) == 16);
   }
 }
+
+TEST_CASE("review of round 3: outputs onto devices, INT_MIN % -1, unbounded --threads, resealed plans that read before a write") {
+  const fs::path dir = test::scratch_dir("round3-review");
+  const std::string model = (test::examples_dir() / "resnet18_narrow_op13.onnx").string();
+  // An output path that is a pipe (or /dev/null) stays what it is: the write is refused.
+  const fs::path fifo = dir / "out.plan";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto onto = run_cli_limited("", {"compile", model, "-o", fifo.string(), "--no-check"}, 60);
+  CHECK(onto.exit_code == 1);
+  CHECK(onto.err.find("not a regular file") != std::string::npos);
+  struct stat st{};
+  REQUIRE(::lstat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+
+  // Integer Mod of INT_MIN by -1 is 0 (it trapped with SIGFPE), in the evaluator and folded.
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (int32[2] a, int32[2] b) => (int32[2] m, int64[1] folded) {
+      m = Mod(a, b)
+      lo = Constant <value = int64[1] {-9223372036854775808}> ()
+      m1 = Constant <value = int64[1] {-1}> ()
+      folded = Mod(lo, m1)
+    })"), dir / "mod.onnx");
+  Model mod = import_onnx(dir / "mod.onnx");
+  const NamedTensors got = Evaluator(mod).run({{"a", HostTensor::from_vector(DType::I32, {2}, std::vector<int32_t>{INT32_MIN, 7})},
+                                                {"b", HostTensor::from_vector(DType::I32, {2}, std::vector<int32_t>{-1, -3})}});
+  CHECK(got[0].second.to_vector<int32_t>() == std::vector<int32_t>{0, -2});  // Python's 7 % -3 == -2
+  CHECK(got[1].second.to_vector<int64_t>() == std::vector<int64_t>{0});
+  auto optimized = run_cli({"optimize", (dir / "mod.onnx").string(), "-o", (dir / "mod_o.onnx").string()});
+  CHECK_MESSAGE(optimized.exit_code == 0, optimized.err);
+
+  // --threads within 1 to 1024; a negative launch overhead is refused, not spun on.
+  CHECK(run_cli_limited("", {"run", model, "--random-inputs", "--threads", "100000"}).exit_code == 2);
+  CHECK(run_cli_limited("", {"run", model, "--random-inputs", "--threads", "-1"}).exit_code == 2);
+  auto negative = run_cli_limited("", {"optimize", model, "-o", (dir / "n.onnx").string(), "--profile-set", "launch.overhead_us=-0.5"}, 60);
+  CHECK(negative.exit_code == 1);
+  CHECK(negative.err.find("'launch.overhead_us' is -0.5") != std::string::npos);
+
+  // Resealed plans whose dataflow lies: two kernels swapped (one reads before its
+  // producer), an output binding of another dtype, an input binding moved off its readers.
+  const plan::Plan good = compiled_plan(dir);
+  struct Craft {
+    const char* name;
+    std::function<void(plan::Plan&)> change;
+    const char* says;
+  };
+  const std::vector<Craft> crafted = {
+      {"swapped",
+       [](plan::Plan& p) {
+         const int topk = kernel_of(p, "TopK"), relu = kernel_of(p, "Relu");
+         p.mutable_kernels()->SwapElements(topk, relu);
+         p.clear_events();
+         for (auto& k : *p.mutable_kernels()) k.clear_wait_events(), k.clear_record_events(), k.set_stream(0);
+         p.set_stream_count(1);
+       },
+       "which no earlier kernel writes"},
+      {"output-dtype", [](plan::Plan& p) { p.mutable_outputs(1)->set_dtype(static_cast<int32_t>(DType::I32)); }, "another dtype or shape"},
+      {"input-moved", [](plan::Plan& p) { p.mutable_inputs(0)->set_offset(p.inputs(0).offset() + 512); }, "no earlier kernel writes and no input binds"},
+  };
+  for (const Craft& c : crafted) {
+    INFO(c.name);
+    plan::Plan p = good;
+    c.change(p);
+    const fs::path path = dir / (std::string(c.name) + ".plan");
+    ascend::write_plan(p, path);
+    check_refused(path, c.says);
+  }
+}

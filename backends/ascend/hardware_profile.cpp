@@ -1,5 +1,9 @@
 #include "hardware_profile.h"
 
+#include <cstdio>
+
+#include <cmath>
+
 #include <algorithm>
 #include <filesystem>
 #include <toml++/toml.h>
@@ -55,6 +59,29 @@ class Reader {
     if (auto v = node.value<int64_t>()) return *v;
     throw Error(file_ + ": '" + key + "' is missing or not an integer");
   }
+  // A number in [lo, hi] (lo excluded where `above`): every cost is a rate or a size of
+  // the chip, and a zero, negative or non-finite one makes latencies NaN, negative or
+  // infinite (a negative launch overhead once made extraction loop for ever).
+  double number_in(const char* key, double lo, double hi, bool above) {
+    const double v = number(key);
+    if (!std::isfinite(v) || v > hi || (above ? !(v > lo) : !(v >= lo)))
+      throw Error(file_ + ": '" + key + "' is " + format(v) + "; it must be " + (above ? "above " : "at least ") + format(lo) + " and at most " + format(hi));
+    return v;
+  }
+  int64_t integer_in(const char* key, int64_t lo, int64_t hi) {
+    const int64_t v = integer(key);
+    if (v < lo || v > hi) throw Error(file_ + ": '" + key + "' is " + std::to_string(v) + "; it must be " + std::to_string(lo) + " to " + std::to_string(hi));
+    return v;
+  }
+
+ private:
+  static std::string format(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+  }
+
+ public:
 
  private:
   toml::table& table_;
@@ -76,7 +103,10 @@ void set_override(toml::table& t, const std::string& key, const std::string& val
     size_t used = 0;
     double v = std::stod(value, &used);
     if (used != value.size()) throw std::invalid_argument(value);
-    if ((*section)[leaf].is_integer()) section->insert_or_assign(leaf, static_cast<int64_t>(v));
+    if ((*section)[leaf].is_integer()) {
+      if (!(v >= -9.2e18 && v <= 9.2e18) || v != std::floor(v)) throw std::invalid_argument(value);  // no NaN, inf or fraction cast
+      section->insert_or_assign(leaf, static_cast<int64_t>(v));
+    }
     else section->insert_or_assign(leaf, v);
   } catch (const std::exception&) {
     throw Error("--profile-set " + key + "=" + value + ": not a number");
@@ -106,26 +136,25 @@ HardwareProfile load_profile(const std::string& name_or_path, const std::map<std
   HardwareProfile p;
   p.source = path.string();
   p.soc_version = t["soc_version"].value_or(path.stem().string());
-  p.ai_cores = static_cast<int>(r.integer("cores.ai_cores"));
-  p.vector_cores = static_cast<int>(r.integer("cores.vector_cores"));
-  p.frequency_mhz = r.number("cores.frequency_mhz");
-  p.cube_m = static_cast<int>(r.integer("cube.m"));
-  p.cube_n = static_cast<int>(r.integer("cube.n"));
-  p.cube_k = static_cast<int>(r.integer("cube.k"));
-  p.fp16_macs_per_cycle = r.number("cube.fp16_macs_per_cycle");
+  constexpr int64_t kTiB = int64_t{1} << 40;
+  p.ai_cores = static_cast<int>(r.integer_in("cores.ai_cores", 1, 4096));
+  p.vector_cores = static_cast<int>(r.integer_in("cores.vector_cores", 1, 4096));
+  p.frequency_mhz = r.number_in("cores.frequency_mhz", 0, 1e5, true);
+  p.cube_m = static_cast<int>(r.integer_in("cube.m", 1, 256));
+  p.cube_n = static_cast<int>(r.integer_in("cube.n", 1, 256));
+  p.cube_k = static_cast<int>(r.integer_in("cube.k", 1, 256));
+  p.fp16_macs_per_cycle = r.number_in("cube.fp16_macs_per_cycle", 0, 1e7, true);
   p.cube_bf16 = r.flag("cube.bf16");
-  p.vector_bytes_per_cycle = r.number("vector.bytes_per_cycle");
-  p.l0a = r.integer("buffers.l0a");
-  p.l0b = r.integer("buffers.l0b");
-  p.l0c = r.integer("buffers.l0c");
-  p.l1 = r.integer("buffers.l1");
-  p.ub = r.integer("buffers.ub");
-  p.l2_bytes = r.integer("memory.l2_bytes");
-  p.hbm_bytes = r.integer("memory.hbm_bytes");
-  p.hbm_gbps = r.number("memory.hbm_gbps");
-  p.launch_overhead_us = r.number("launch.overhead_us");
-  if (p.ai_cores <= 0 || p.vector_cores <= 0 || p.frequency_mhz <= 0 || p.hbm_gbps <= 0 || p.ub <= 0)
-    throw Error(path.string() + ": core counts, clock, UB size and bandwidth must be positive");
+  p.vector_bytes_per_cycle = r.number_in("vector.bytes_per_cycle", 0, 1e6, true);
+  p.l0a = r.integer_in("buffers.l0a", 1024, kTiB);
+  p.l0b = r.integer_in("buffers.l0b", 1024, kTiB);
+  p.l0c = r.integer_in("buffers.l0c", 1024, kTiB);
+  p.l1 = r.integer_in("buffers.l1", 1024, kTiB);
+  p.ub = r.integer_in("buffers.ub", 1024, kTiB);
+  p.l2_bytes = r.integer_in("memory.l2_bytes", 0, 1024 * kTiB);
+  p.hbm_bytes = r.integer_in("memory.hbm_bytes", 1, 1024 * kTiB);
+  p.hbm_gbps = r.number_in("memory.hbm_gbps", 0, 1e6, true);
+  p.launch_overhead_us = r.number_in("launch.overhead_us", 0, 1e6, false);
   return p;
 }
 

@@ -268,7 +268,8 @@ std::string type_text(const plan::TensorRef& r) {
 void check_input_names(const plan::Plan& p, const std::map<std::string, HostTensor>& inputs) {
   std::string known;
   for (const auto& r : p.inputs()) known += (known.empty() ? "" : ", ") + r.name();
-  for (const auto& [name, t] : inputs) {
+  for (const auto& entry : inputs) {
+    const std::string& name = entry.first;  // a plain reference: the lambda captures it (clang 14)
     auto it = std::find_if(p.inputs().begin(), p.inputs().end(), [&](const auto& r) { return r.name() == name; });
     if (it == p.inputs().end()) throw Error("input '" + name + "' is not an input of the plan (its inputs: " + known + ")");
   }

@@ -7,6 +7,7 @@
 #include <new>
 #include <optional>
 #include <sys/stat.h>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -466,19 +467,50 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
     if (!input_names.insert(r.name()).second) throw Error(where + ": input '" + r.name() + "' is bound twice");
     if (r.region() != plan::ACTIVATION) throw Error(where + ": input '" + r.name() + "' lies in the weight region (inputs are copied into the pool)");
   }
-  // Every output is a tensor the plan has: written by a kernel, bound as an input, or a
-  // weight. One that names nothing would print the pool's poison bytes as a result.
-  std::set<std::pair<std::string, uint64_t>> written;
-  for (const auto& k : p.kernels())
-    for (const auto& r : k.outputs())
-      if (!r.absent()) written.emplace(r.name(), r.offset());
+  // Dataflow, in kernel order (every event points forward, so a kernel's writers come
+  // before it): each pool tensor a kernel reads was written by an earlier kernel or bound
+  // as an input, by name and offset, with the dtype and dims its writer gave it. A plan
+  // edited to read before a write, or to bind an input away from where it is read, or to read
+  // 64x64 what the binding says is 32x128, would compute on the pool's poison bytes. (An
+  // input nobody reads is legal: a model may ignore one.)
+  struct Written {
+    int32_t dtype;
+    std::vector<int64_t> dims;
+    bool bounded;
+  };
+  std::map<std::pair<std::string, uint64_t>, Written> written;
+  auto same = [](const Written& w, const plan::TensorRef& r) {
+    return w.dtype == r.dtype() && (w.bounded || r.bounded() || std::equal(w.dims.begin(), w.dims.end(), r.dims().begin(), r.dims().end()));
+  };
+  auto describe_ref = [](const plan::TensorRef& r) {
+    std::string dims;
+    for (int64_t d : r.dims()) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    return "'" + r.name() + "' (" + dtype_name(static_cast<DType>(r.dtype())) + "[" + dims + "] at offset " + std::to_string(r.offset()) + ")";
+  };
   for (const auto& r : p.inputs())
-    if (!r.absent()) written.emplace(r.name(), r.offset());
+    if (!r.absent()) written[{r.name(), r.offset()}] = {r.dtype(), {r.dims().begin(), r.dims().end()}, r.bounded()};
+  for (int k = 0; k < p.kernels_size(); ++k) {
+    const auto& kernel = p.kernels(k);
+    for (const auto& r : kernel.inputs()) {
+      if (r.absent() || r.region() != plan::ACTIVATION) continue;
+      auto it = written.find({r.name(), r.offset()});
+      if (it == written.end())
+        throw Error(where + ": kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() + "') reads " + describe_ref(r) +
+                    ", which no earlier kernel writes and no input binds");
+      if (!same(it->second, r))
+        throw Error(where + ": kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() + "') reads " + describe_ref(r) +
+                    " with another dtype or shape than it was written with");
+    }
+    for (const auto& r : kernel.outputs())
+      if (!r.absent()) written[{r.name(), r.offset()}] = {r.dtype(), {r.dims().begin(), r.dims().end()}, r.bounded()};
+  }
   for (const auto& r : p.outputs()) {
     check_ref(r, "output");
     if (r.absent() || r.name().empty()) throw Error(where + ": an output binding names no tensor");
-    if (r.region() == plan::ACTIVATION && !written.count({r.name(), r.offset()}))
-      throw Error(where + ": output '" + r.name() + "' is no tensor a kernel writes or an input binds");
+    if (r.region() != plan::ACTIVATION) continue;
+    auto it = written.find({r.name(), r.offset()});
+    if (it == written.end()) throw Error(where + ": output '" + r.name() + "' is no tensor a kernel writes or an input binds");
+    if (!same(it->second, r)) throw Error(where + ": output " + describe_ref(r) + " has another dtype or shape than the kernel that writes it gives it");
   }
 }
 

@@ -99,7 +99,11 @@ class DifferenceWalk {
   // kNoChoice, wins ties), or kNoChoice when none is.
   size_t cheapest(ClassId c, const std::vector<size_t>& candidates, const std::vector<double>& node_costs, size_t current) {
     const EGraph& g = g_;
-    const auto& [choice, own, rank, costly] = state_;
+    // References, not a structured binding: lambdas below capture them (clang 14).
+    const Choice& choice = state_.choice;
+    const std::vector<double>& own = state_.own;
+    const std::vector<uint32_t>& rank = state_.rank;
+    const std::vector<bool>& costly = state_.costly;
     const size_t k = candidates.size();
     const uint64_t full = k == 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1;
     ++generation_;

@@ -39,6 +39,15 @@ const Tensor* KernelContext::attr_tensor(std::string_view name) const {
   return a && !a->tensors.empty() ? a->tensors[0].get() : nullptr;
 }
 
+void KernelContext::check_planned_dims(size_t i, const std::vector<int64_t>& dims) const {
+  if (i < placements_.size() && placements_[i].at && placements_[i].dims != dims) {
+    std::string want, got;
+    for (int64_t d : placements_[i].dims) want += (want.empty() ? "" : ",") + std::to_string(d);
+    for (int64_t d : dims) got += (got.empty() ? "" : ",") + std::to_string(d);
+    fail("output " + std::to_string(i) + " would be [" + got + "], where the plan keeps it at [" + want + "]");
+  }
+}
+
 HostTensor KernelContext::new_output(size_t i, DType dtype, const std::vector<int64_t>& dims, std::optional<size_t> in_place_input) const {
   if (i < placements_.size() && placements_[i].at && placements_[i].dtype == dtype && placements_[i].dims == dims) {
     HostTensor placed = HostTensor::placed(dtype, dims, placements_[i].at, nullptr);

@@ -60,6 +60,9 @@ class KernelContext {
   bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
   const HostTensor& input(size_t i) const;  // throws a node-named Error when absent
   bool wants_output(size_t i) const { return i < outputs.size() && node_.output(i) != nullptr; }
+  // Throws (naming the node) when the caller keeps output i at other dims than `dims`
+  // (a plan's tensor): a kernel whose work grows with its output asks before doing it.
+  void check_planned_dims(size_t i, const std::vector<int64_t>& dims) const;
   // Sets output i where the node has it; an optional trailing output the node omits
   // (Unique's indices, a Dropout mask) is dropped instead of written past `outputs`.
   void set_output(size_t i, HostTensor t) {

@@ -75,6 +75,8 @@ template <class T>
 T python_mod(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>)
+      if (b == T(-1)) return 0;  // every integer is a multiple of -1; INT_MIN % -1 traps
     T r = static_cast<T>(a % b);
     if constexpr (std::is_signed_v<T>)
       if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);

@@ -9,6 +9,8 @@
 
 #include <omp.h>
 
+#include "util/checked_size.h"
+#include "util/memory.h"
 #include "kernels/dispatch.h"
 #include "kernels/elementwise_util.h"
 #include "kernels/layout.h"
@@ -296,13 +298,28 @@ void resize(KernelContext& ctx) {
     if (!attr_scales.empty() && attr_scales.size() != rank) ctx.fail("scales must have one entry per axis");
     for (size_t d = 0; d < rank; ++d) {
       scales[d] = attr_scales.empty() ? static_cast<float>(ctx.input(scales_input).real_at(static_cast<int64_t>(d))) : attr_scales[d];
-      if (scales[d] <= 0) ctx.fail("scales must be positive");
+      if (!(scales[d] > 0) || !std::isfinite(scales[d])) ctx.fail("scales must be positive and finite");
       out_dims[d] = static_cast<int64_t>(std::floor(static_cast<double>(x.dims()[d]) * scales[d]));
     }
   }
 
-  for (size_t d = 0; d < rank; ++d)
+  for (size_t d = 0; d < rank; ++d) {
+    if (out_dims[d] < 0) ctx.fail("sizes gives axis " + std::to_string(d) + " the negative size " + std::to_string(out_dims[d]));
     if (x.dims()[d] == 0 && out_dims[d] > 0) ctx.fail("axis " + std::to_string(d) + " is empty: there is nothing to resize to " + std::to_string(out_dims[d]));
+  }
+  // The output's size before its taps: a sizes input of 2^40 would otherwise spend hours
+  // on taps for an output no machine holds.
+  const size_t out_bytes = checked_byte_count(checked_element_count(out_dims, ctx.node().describe() + " output"), dtype_size(x.dtype()),
+                                              ctx.node().describe() + " output");
+  if (out_bytes > physical_memory_bytes())
+    ctx.fail("its output " + dims_text(out_dims) + " needs " + std::to_string(out_bytes) + " bytes, more than this machine's memory");
+  ctx.check_planned_dims(0, out_dims);
+  // The taps grow with the sum of the output's dims, which an output of few elements
+  // (an axis of 2^28 beside an axis of 0 or 1) does not bound.
+  size_t tap_count = 0;
+  for (int64_t d : out_dims) tap_count += static_cast<size_t>(d);
+  if (tap_count > physical_memory_bytes() / sizeof(Taps) / 4)
+    ctx.fail("its output " + dims_text(out_dims) + " needs " + std::to_string(tap_count) + " sampling positions, more than this machine can hold");
   std::vector<std::vector<Taps>> taps(rank);
   for (size_t d = 0; d < rank; ++d)
     for (int64_t i = 0; i < out_dims[d]; ++i)

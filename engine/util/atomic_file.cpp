@@ -50,6 +50,14 @@ void remove_temporaries_on_signals() {
 }
 
 AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)) {
+  // The rename below replaces whatever is at the target: a device (/dev/null) or a pipe
+  // would become a regular file, so only a regular file or nothing may be there.
+  struct stat st{};
+  if (::lstat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+    throw Error(target_.string() + ": cannot write there: it is " + (S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a pipe" : "a device or socket") +
+                ", not a regular file");
+  if (S_ISLNK(st.st_mode) && ::stat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw Error(target_.string() + ": cannot write there: it links to something that is not a regular file");
   std::filesystem::path dir = target_.parent_path();
   if (dir.empty()) dir = ".";
   std::string pattern = (dir / ("." + target_.filename().string() + ".tmp-XXXXXX")).string();

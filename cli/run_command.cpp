@@ -1,3 +1,4 @@
+#include "finite_number.h"
 #include "run_command.h"
 #include "json_output.h"
 
@@ -261,19 +262,19 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--output-dir", o->output_dir, "Write each output as DIR/<name>.npy ('/' and other odd characters become '_')");
   cmd->add_option("--compare", o->compare_dir, "Compare with DIR/<name>.npy, or with ORIGINAL.onnx run by the reference evaluator on the same inputs; exit 1 when an output is off by more than --atol + --rtol x |reference|");
   cmd->add_option("--atol", o->tolerance.atol, "--compare allows |output - reference| <= atol + rtol |reference| (numpy.allclose)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--rtol", o->tolerance.rtol, "Relative part of --compare's tolerance")->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(CLI::NonNegativeNumber & kFiniteNumber);
+  cmd->add_option("--rtol", o->tolerance.rtol, "Relative part of --compare's tolerance")->capture_default_str()->check(CLI::NonNegativeNumber & kFiniteNumber);
   cmd->add_option("--threads", o->threads, "Threads for the kernels, 1 to 1024 (default: all cores)")->check(CLI::Range(1, 1024));
   cmd->add_option("--max-loop-trips", o->max_loop_trips, "Stop a Loop past this many trips (a model can ask for 2^62, or never end)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--save-inputs", o->save_inputs_dir, "Write the inputs used (e.g. random ones) as DIR/<name>.npy");
   cmd->add_option("--repeat", o->repeat, "Run this many times and report the median time")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", o->warmup, "Untimed runs before the timed ones")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup", o->warmup, "Untimed runs before the timed ones")->capture_default_str()->check(CLI::NonNegativeNumber & kFiniteNumber);
   cmd->add_flag("--profile", o->profile, "Report the host time spent per op type (averaged over the timed runs); for a plan, its kernels as the plan executor runs them (`geopt profile` simulates the device instead)");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->add_option("--gear", o->gear, "A plan of gears: the gear whose shapes --random-inputs take (default 0); given inputs pick their gear")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber & kFiniteNumber);
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
 }
 

@@ -666,4 +666,26 @@ TEST_CASE("review of round 3: outputs onto devices, INT_MIN % -1, unbounded --th
     ascend::write_plan(p, path);
     check_refused(path, c.says);
   }
+
+  // Edge models the reference evaluator read wrong: a window of 0, a float Range of 1e19
+  // elements (its count cast from a double past int64); NaN tolerances.
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,1,4,4] x) => (float[1,1,N,M] y) {
+      y = MaxPool <kernel_shape = [0, 0]> (x)
+    })"), dir / "pool0.onnx");
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float s) => (float[N] y) {
+      limit = Constant <value = float {1e19}> ()
+      one = Constant <value = float {1.0}> ()
+      y = Range(s, limit, one)
+    })"), dir / "range.onnx");
+  for (const char* m : {"pool0.onnx", "range.onnx"}) {
+    auto r = run_cli({"run", (dir / m).string(), "--random-inputs"});
+    INFO(m << ": " << r.err);
+    CHECK(r.exit_code == 1);
+  }
+  CHECK(run_cli({"run", model, "--random-inputs", "--compare", model, "--atol", "nan"}).exit_code == 2);
+  CHECK(run_cli({"optimize", model, "-o", (dir / "t.onnx").string(), "--check-rtol", "nan"}).exit_code == 2);
 }

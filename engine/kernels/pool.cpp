@@ -137,6 +137,8 @@ void pool(KernelContext& ctx, Pool kind) {
   const size_t sp = x.rank() - 2;
   std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape");
   if (kernel.size() != sp) ctx.fail("kernel_shape must have one entry per spatial axis");
+  for (int64_t k : kernel)
+    if (k < 1) ctx.fail("kernel_shape entry " + std::to_string(k) + " is not a window size (at least 1)");
   WindowGeometry g = window_geometry(ctx, x.dims(), kernel, ctx.attr_int("ceil_mode", 0) != 0);
   const bool include_pad = ctx.attr_int("count_include_pad", 0) != 0;
   const bool column_major = ctx.attr_int("storage_order", 0) != 0;

@@ -391,6 +391,9 @@ void range(KernelContext& ctx) {
     T start = s.data<T>()[0], limit = ctx.input(1).data<T>()[0], delta = ctx.input(2).data<T>()[0];
     if (delta == T(0)) ctx.fail("delta is 0");
     double n = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
+    if (std::isnan(n)) ctx.fail("start, limit and delta give no number of elements (NaN)");
+    // Checked as a double: a cast of 1e19 to int64 is undefined (it read as 0 elements).
+    if (n > 9.0e18) ctx.fail("start, limit and delta ask for " + std::to_string(n) + " elements, more than a tensor can hold");
     int64_t count = std::max<int64_t>(0, static_cast<int64_t>(n));
     HostTensor y(s.dtype(), {count});
     T* p = y.mutable_data<T>();

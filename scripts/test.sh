@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a Debian 12 machine and runs every test twice: in a -Werror build and
 # in an AddressSanitizer + UndefinedBehaviorSanitizer build; then each coverage-guided
-# fuzzer (clang's libFuzzer, tests/fuzz/) for GEOPT_FUZZ_SECONDS (30) from its corpus.
+# fuzzer (clang's libFuzzer, tests/fuzz/): its corpus, then GEOPT_FUZZ_RUNS (20000) seeded inputs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -21,6 +21,6 @@ ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
 # The fuzzers build only what they link (the libraries, not the CLI or the tests).
 cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DGEOPT_FUZZ=ON -DGEOPT_BUILD_TESTS=OFF -DGEOPT_FUZZ_SECONDS="${GEOPT_FUZZ_SECONDS:-30}"
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DGEOPT_FUZZ=ON -DGEOPT_BUILD_TESTS=OFF -DGEOPT_FUZZ_RUNS="${GEOPT_FUZZ_RUNS:-20000}"
 cmake --build build/fuzz -j "$jobs" --target fuzz_plan_loader fuzz_npy_reader fuzz_rule_parser fuzz_option_parsers
 ctest --test-dir build/fuzz --output-on-failure -L fuzz

@@ -299,7 +299,9 @@ void resize(KernelContext& ctx) {
     for (size_t d = 0; d < rank; ++d) {
       scales[d] = attr_scales.empty() ? static_cast<float>(ctx.input(scales_input).real_at(static_cast<int64_t>(d))) : attr_scales[d];
       if (!(scales[d] > 0) || !std::isfinite(scales[d])) ctx.fail("scales must be positive and finite");
-      out_dims[d] = static_cast<int64_t>(std::floor(static_cast<double>(x.dims()[d]) * scales[d]));
+      const double size = std::floor(static_cast<double>(x.dims()[d]) * scales[d]);
+      if (size > 9.0e18) ctx.fail("scale " + std::to_string(scales[d]) + " makes axis " + std::to_string(d) + " larger than a dim can be");
+      out_dims[d] = static_cast<int64_t>(size);
     }
   }
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "util/error.h"
@@ -9,8 +10,15 @@
 namespace geopt::fuzz {
 
 std::filesystem::path as_file(const uint8_t* data, size_t size, const std::string& suffix) {
-  const auto dir = std::filesystem::temp_directory_path() / ("geopt-fuzz-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  static const std::filesystem::path dir = [] {
+    auto d = std::filesystem::temp_directory_path() / ("geopt-fuzz-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(d);
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(std::filesystem::temp_directory_path() / ("geopt-fuzz-" + std::to_string(::getpid())), ignored);
+    });
+    return d;
+  }();
   const auto path = dir / ("input" + suffix);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));

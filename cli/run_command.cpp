@@ -1,5 +1,6 @@
-#include "finite_number.h"
 #include "run_command.h"
+
+#include "finite_number.h"
 #include "json_output.h"
 
 #include <omp.h>

@@ -1,4 +1,3 @@
-#include "eval/run_limits.h"
 #include "ascend/compile.h"
 
 #include <spdlog/spdlog.h>
@@ -16,6 +15,7 @@
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
 #include "eval/compare.h"
+#include "eval/run_limits.h"
 #include "eval/evaluator.h"
 #include "eval/numerical_check.h"
 #include "onnx/captures.h"

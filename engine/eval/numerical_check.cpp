@@ -1,12 +1,10 @@
 #include "eval/numerical_check.h"
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "eval/run_limits.h"
-
-#include <algorithm>
-#include <cctype>
-
 #include "ir/dtype.h"
 #include "util/checked_size.h"
 #include "util/error.h"

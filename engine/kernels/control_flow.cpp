@@ -8,9 +8,9 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "eval/run_limits.h"
 #include "eval/evaluator.h"
 #include "eval/kernel.h"
+#include "eval/run_limits.h"
 #include "ir/value.h"
 #include "kernels/layout.h"
 #include "onnx/captures.h"

@@ -1,8 +1,7 @@
-#include <cmath>
-
 #include "quantize/calibration_set.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "eval/evaluator.h"
 #include "io/npy.h"

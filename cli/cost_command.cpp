@@ -67,7 +67,9 @@ std::function<int()> add_cost_command(CLI::App& app) {
   cmd->add_option("model", o->model, "ONNX model")->required();
   o->profile.add_to(cmd);
   o->input_shape.add_to(cmd);
-  cmd->add_option("--symbolic-dim", o->symbolic, "Value assumed for symbolic dims")->capture_default_str();
+  cmd->add_option("--symbolic-dim", o->symbolic, "Value assumed for symbolic dims (1 to 2^31)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 31))
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
 }

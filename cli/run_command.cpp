@@ -129,11 +129,17 @@ int run(const RunOptions& o) {
   std::map<std::string, int64_t> symbols;
   for (const auto& d : o.dims) {
     auto [name, value] = split_assignment(d, "--dim");
+    long long v = -1;
+    size_t used = 0;
     try {
-      symbols[name] = std::stoll(value);
+      v = std::stoll(value, &used);
     } catch (const std::exception&) {
-      throw Error("--dim '" + d + "': value is not an integer");
     }
+    // A size: a whole number from 0 to 2^31 (a dim past that is no tensor this machine runs).
+    if (used == 0 || used != value.size() || v < 0 || v > (int64_t{1} << 31))
+      throw UsageError("--dim '" + d + "': the value must be a whole number from 0 to 2147483648");
+    if (symbols.count(name)) throw UsageError("--dim " + name + " is given twice");
+    symbols[name] = v;
   }
   // With --compare ORIGINAL.onnx, random inputs follow the original's types.
   const bool compare_model = !o.compare_dir.empty() && fs::path(o.compare_dir).extension() == ".onnx";

@@ -688,4 +688,10 @@ TEST_CASE("review of round 3: outputs onto devices, INT_MIN % -1, unbounded --th
   }
   CHECK(run_cli({"run", model, "--random-inputs", "--compare", model, "--atol", "nan"}).exit_code == 2);
   CHECK(run_cli({"optimize", model, "-o", (dir / "t.onnx").string(), "--check-rtol", "nan"}).exit_code == 2);
+  // Sizes given on the command line are sizes: --dim and --symbolic-dim.
+  CHECK(run_cli({"run", model, "--random-inputs", "--dim", "batch=-1"}).exit_code == 2);
+  CHECK(run_cli({"run", model, "--random-inputs", "--dim", "batch=5x"}).exit_code == 2);
+  CHECK(run_cli({"run", model, "--random-inputs", "--dim", "batch=2", "--dim", "batch=3"}).exit_code == 2);
+  CHECK(run_cli({"cost", model, "--symbolic-dim", "4611686018427387904"}).exit_code == 2);
+  CHECK(run_cli({"cost", model, "--symbolic-dim", "0"}).exit_code == 2);
 }

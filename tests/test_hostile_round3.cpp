@@ -103,6 +103,27 @@ void check_refused(const fs::path& plan_path, const std::string& says) {
   }
 }
 
+// A Loop whose body passes its state through: `trips` as its trip count, or none when
+// empty (the text syntax cannot leave an input out, so it is dropped afterwards). Its
+// condition stays true.
+onnx::ModelProto empty_loop(const std::string& trips) {
+  onnx::ModelProto m = test::parse_text_model((R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x) => (float[2] y) {
+      go = Constant <value = bool {1}> ()
+      trips = Constant <value = int64 {)" + (trips.empty() ? std::string("1") : trips) + R"(}> ()
+      y = Loop (trips, go, x) <body = step (int64 i, bool c, float[2] s) => (bool c_out, float[2] s_out) {
+        c_out = Identity(c)
+        s_out = Identity(s)
+      }>
+    })").c_str());
+  if (trips.empty()) {
+    m.mutable_graph()->mutable_node(2)->set_input(0, "");
+    m.mutable_graph()->mutable_node()->DeleteSubrange(1, 1);
+  }
+  return m;
+}
+
 }  // namespace
 
 TEST_CASE("Unique with fewer than four outputs computes the ones it has (it wrote past them)") {
@@ -189,30 +210,8 @@ TEST_CASE("hostile plans, resealed: sizes, indices, arities and attribute types 
 TEST_CASE("Loops that never end stop the default check with a message, and runs stop at their bounds") {
   const fs::path dir = test::scratch_dir("round3-loops");
   // 2^62 trips of an empty body; and no trip count with a condition that stays true.
-  test::save_model(test::parse_text_model(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[2] x) => (float[2] y) {
-      trips = Constant <value = int64 {4611686018427387904}> ()
-      go = Constant <value = bool {1}> ()
-      y = Loop (trips, go, x) <body = step (int64 i, bool c, float[2] s) => (bool c_out, float[2] s_out) {
-        c_out = Identity(c)
-        s_out = Identity(s)
-      }>
-    })"), dir / "long.onnx");
-  // The text syntax cannot leave an input out: the trip count is dropped afterwards.
-  onnx::ModelProto forever = test::parse_text_model(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[2] x) => (float[2] y) {
-      go = Constant <value = bool {1}> ()
-      unused = Constant <value = int64 {1}> ()
-      y = Loop (unused, go, x) <body = step (int64 i, bool c, float[2] s) => (bool c_out, float[2] s_out) {
-        c_out = Identity(c)
-        s_out = Identity(s)
-      }>
-    })");
-  forever.mutable_graph()->mutable_node(2)->set_input(0, "");
-  forever.mutable_graph()->mutable_node()->DeleteSubrange(1, 1);
-  test::save_model(forever, dir / "forever.onnx");
+  test::save_model(empty_loop("4611686018427387904"), dir / "long.onnx");
+  test::save_model(empty_loop(""), dir / "forever.onnx");
   for (const char* name : {"long.onnx", "forever.onnx"}) {
     INFO(name);
     for (const char* command : {"optimize", "compile"}) {
@@ -234,16 +233,7 @@ TEST_CASE("Loops that never end stop the default check with a message, and runs 
   auto r = run_cli_limited("", {"run", (dir / "long.onnx").string(), "--random-inputs", "--max-loop-trips", "1000"}, 120);
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("stopped after 1000 trips of its loop") != std::string::npos);
-  test::save_model(test::parse_text_model(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[2] x) => (float[2] y) {
-      trips = Constant <value = int64 {1500}> ()
-      go = Constant <value = bool {1}> ()
-      y = Loop (trips, go, x) <body = step (int64 i, bool c, float[2] s) => (bool c_out, float[2] s_out) {
-        c_out = Identity(c)
-        s_out = Identity(s)
-      }>
-    })"), dir / "short.onnx");
+  test::save_model(empty_loop("1500"), dir / "short.onnx");
   CHECK(run_cli({"run", (dir / "short.onnx").string(), "--random-inputs", "--max-loop-trips", "1500"}).exit_code == 0);
 
   // Scan outputs that grow: stopped when they pass the bytes they may take.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/input_file.h"
 
 namespace geopt {
 namespace {
@@ -54,7 +55,7 @@ AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)
   // would become a regular file, so only a regular file or nothing may be there.
   struct stat st{};
   if (::lstat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
-    throw Error(target_.string() + ": cannot write there: it is " + (S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a pipe" : "a device or socket") +
+    throw Error(target_.string() + ": cannot write there: it is " + file_kind(st.st_mode) +
                 ", not a regular file");
   if (S_ISLNK(st.st_mode) && ::stat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     throw Error(target_.string() + ": cannot write there: it links to something that is not a regular file");

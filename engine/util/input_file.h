@@ -27,6 +27,10 @@ class InputFile {
   int fd_ = -1;
 };
 
+// "a folder", "a pipe" or "a device or socket": what a path that is not a regular file is,
+// by its st_mode, for a message refusing it.
+const char* file_kind(unsigned mode);
+
 // The whole of a regular file of at most `cap` bytes, opened as InputFile opens it: a
 // folder, a pipe, a device (/dev/zero) or a larger file is refused before anything is
 // read, naming the path and `what` it was to be ("the --modify_mixlist file"); `hint`,

@@ -21,7 +21,7 @@ ascend::HardwareProfile ProfileOptions::load() const {
   std::map<std::string, std::string> overrides;
   for (const auto& s : sets) {
     auto eq = s.find('=');
-    if (eq == std::string::npos) throw Error("--profile-set " + s + ": expected SECTION.KEY=VALUE");
+    if (eq == std::string::npos) throw UsageError("--profile-set " + s + ": expected SECTION.KEY=VALUE");
     overrides[s.substr(0, eq)] = s.substr(eq + 1);
   }
   return ascend::load_profile(soc, overrides);

@@ -332,7 +332,7 @@ TEST_CASE("geopt compile and geopt run on bad input: clear errors, exit 1, nothi
   CHECK(!fs::exists(dir / "d.plan"));
   auto bad_shape = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string(), "--input_shape",
                             "input_ids:1,sixteen"});
-  CHECK(bad_shape.exit_code == 1);
+  CHECK(bad_shape.exit_code == 2);
   CHECK(bad_shape.err.find("'sixteen' is not a dimension") != std::string::npos);
   geopt::test::write_file(dir / "junk.plan", "not a plan at all");
   auto junk = run_cli({"run", (dir / "junk.plan").string(), "--random-inputs"});

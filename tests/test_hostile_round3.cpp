@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <algorithm>
 #include <fcntl.h>
 #include <csignal>
@@ -17,6 +19,7 @@
 #include <limits>
 
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include "ascend/compile.h"
 #include "ascend/hardware_profile.h"
@@ -456,8 +459,20 @@ TEST_CASE("command lines: empty dims are refused, a rule's division by zero is r
   for (const char* shape : {"image:1,,8,8", "image:1,3,8,"}) {
     INFO(shape);
     auto r = run_cli({"optimize", model, "-o", (dir / "o.onnx").string(), "--input_shape", shape});
-    CHECK(r.exit_code == 1);
+    CHECK(r.exit_code == 2);
     CHECK(r.err.find("a dimension is empty") != std::string::npos);
+  }
+  // Other malformed option values are usage errors too (exit 2, they gave 1): a dim of -5,
+  // a profile key that is none, a value that is no number, an unknown profile name.
+  const std::vector<std::vector<std::string>> malformed = {
+      {"--input_shape", "image:-5,3,8,8"}, {"--input_shape", "-5"},          {"--profile-set", "X=abc"},
+      {"--profile-set", "memory.nope=1"},  {"--profile-set", "memory.hbm_gbps=abc"}, {"--soc-version", "Ascend999"}};
+  for (const auto& extra : malformed) {
+    INFO(extra[0] << " " << extra[1]);
+    std::vector<std::string> args = {"optimize", model, "-o", (dir / "o.onnx").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run_cli(args);
+    CHECK_MESSAGE(r.exit_code == 2, r.err);
   }
   // 1 / %a with %a bound to LeakyRelu's alpha of 0: refused where the rule says it.
   test::write_file(dir / "div.gerule", R"(rule InvertAlpha {
@@ -684,4 +699,206 @@ TEST_CASE("review of round 3: outputs onto devices, INT_MIN % -1, unbounded --th
   CHECK(run_cli({"run", model, "--random-inputs", "--dim", "batch=2", "--dim", "batch=3"}).exit_code == 2);
   CHECK(run_cli({"cost", model, "--symbolic-dim", "4611686018427387904"}).exit_code == 2);
   CHECK(run_cli({"cost", model, "--symbolic-dim", "0"}).exit_code == 2);
+}
+
+namespace {
+
+// The checksum over everything but the weights, as a reviewer recomputes it by hand: a
+// field write_plan would set itself (the side weights' name) edited after it.
+void reseal(plan::Plan& p) {
+  std::string weights;
+  weights.swap(*p.mutable_weights());
+  const uint32_t w = p.weights_crc();
+  p.clear_structure_crc();
+  p.clear_weights_crc();
+  const std::string bytes = p.SerializeAsString();
+  p.set_structure_crc(static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size()))));
+  p.set_weights_crc(w);
+  p.mutable_weights()->swap(weights);
+}
+
+plan::Plan plan_of(const fs::path& dir, const char* name, const std::string& text, size_t streams) {
+  test::save_model(test::parse_text_model(text.c_str()), dir / (std::string(name) + ".onnx"));
+  Model model = import_onnx(dir / (std::string(name) + ".onnx"));
+  ascend::CompileOptions options;
+  options.check = false;
+  options.max_streams = streams;
+  options.single_stream = streams == 1;
+  options.choose_streams = false;  // keep the streams as planned: the crafts drop their events
+  return ascend::compile(model, ascend::load_profile("Ascend910B1"), options).plan;
+}
+
+// Every reference to the tensor `name` in kernels and bindings moved to `offset`.
+void move_tensor(plan::Plan& p, const std::string& name, uint64_t offset) {
+  auto move = [&](plan::TensorRef& r) {
+    if (r.name() == name) r.set_offset(offset);
+  };
+  for (auto& k : *p.mutable_kernels()) {
+    for (auto& r : *k.mutable_inputs()) move(r);
+    for (auto& r : *k.mutable_outputs()) move(r);
+  }
+  for (auto& r : *p.mutable_outputs()) move(r);
+  // The pool as large as what is left in it (else its size is refused first).
+  uint64_t end = 0;
+  auto reach = [&](const plan::TensorRef& r) {
+    if (!r.absent() && r.region() == plan::ACTIVATION) end = std::max(end, r.offset() + r.size());
+  };
+  for (const auto& k : p.kernels()) {
+    for (const auto& r : k.inputs()) reach(r);
+    for (const auto& r : k.outputs()) reach(r);
+  }
+  for (const auto& r : p.inputs()) reach(r);
+  p.set_activation_bytes(end);
+}
+
+}  // namespace
+
+TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered streams, stray bodies, names that lie") {
+  const fs::path dir = test::scratch_dir("round3-ordering");
+  // Two values live together (both feed the Add), on one stream.
+  const plan::Plan pair = plan_of(dir, "pair", R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4,64] x) => (float[4,64] c, float[4,64] a) {
+      a = Sigmoid(x)
+      b = Tanh(x)
+      c = Add(a, b)
+    })", 1);
+  // Two branches on two streams, joined by an event.
+  const plan::Plan branches = plan_of(dir, "branches", R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[64,64] x) => (float[64,64] y) {
+      a = MatMul(x, x)
+      b = Sigmoid(x)
+      y = Add(a, b)
+    })", 4);
+  REQUIRE(branches.stream_count() > 1);
+  // A Loop of 3 trips that stacks a scan output, its trip count a weight.
+  const plan::Plan loop = plan_of(dir, "loop", R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x) => (float[2] y, float[3,2] parts) {
+      go = Constant <value = bool {1}> ()
+      trips = Constant <value = int64 {3}> ()
+      y, parts = Loop (trips, go, x) <body = step (int64 i, bool c, float[2] s) => (bool c_out, float[2] s_out, float[2] part) {
+        c_out = Identity(c)
+        s_out = Identity(s)
+        part = Identity(s)
+      }>
+    })", 1);
+  for (const plan::Plan* p : {&pair, &branches, &loop}) {
+    plan::Plan copy = *p;
+    ascend::write_plan(copy, dir / "good.plan");
+    auto r = run_cli({"run", (dir / "good.plan").string(), "--random-inputs"});
+    REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  }
+
+  struct Craft {
+    const char* name;
+    const plan::Plan* from;
+    std::function<void(plan::Plan&)> change;
+    const char* says;
+  };
+  const std::vector<Craft> crafted = {
+      // Tanh's result placed over Sigmoid's while the Add still reads both: it computed
+      // tanh + tanh, and nothing said so.
+      {"overlap-live", &pair,
+       [](plan::Plan& p) {
+         const auto& sigmoid = p.kernels(kernel_of(p, "Sigmoid")).outputs(0);
+         move_tensor(p, p.kernels(kernel_of(p, "Tanh")).outputs(0).name(), sigmoid.offset());
+       },
+       "may still read it"},
+      // The Add's result over the Sigmoid's, which it reads itself (in place) but which is
+      // also an output of the plan.
+      {"overlap-output", &pair,
+       [](plan::Plan& p) { move_tensor(p, p.kernels(kernel_of(p, "Add")).outputs(0).name(), p.kernels(kernel_of(p, "Sigmoid")).outputs(0).offset()); },
+       "as an output of the plan"},
+      {"race", &branches,
+       [](plan::Plan& p) {
+         for (auto& k : *p.mutable_kernels()) k.clear_wait_events();
+       },
+       "no stream or event orders the write first (a race)"},
+      {"body-on-relu", &pair,
+       [&](plan::Plan& p) {
+         auto* b = p.mutable_kernels(kernel_of(p, "Tanh"))->add_bodies();
+         b->set_attribute("body");
+         *b->mutable_plan() = loop.kernels(kernel_of(loop, "Loop")).bodies(0).plan();
+       },
+       "which is no graph attribute of Tanh"},
+      {"two-bodies", &loop,
+       [](plan::Plan& p) {
+         auto* k = p.mutable_kernels(kernel_of(p, "Loop"));
+         *k->add_bodies() = k->bodies(0);
+       },
+       "has two bodies for 'body'"},
+      {"no-body", &loop, [](plan::Plan& p) { p.mutable_kernels(kernel_of(p, "Loop"))->clear_bodies(); }, "lacks its body 'body'"},
+      {"format", &pair, [](plan::Plan& p) { p.mutable_kernels(0)->mutable_outputs(0)->set_format("NCHW\x1b[2J"); }, "is in format 'NCHW\\x1B[2J'"},
+      {"soc-version", &pair, [](plan::Plan& p) { p.set_soc_version("Ascend\n910B1"); }, "its soc_version 'Ascend\\x0A910B1' is no profile name"},
+      {"no-outputs", &pair, [](plan::Plan& p) { p.clear_outputs(); }, "it has no outputs"},
+  };
+  for (const Craft& c : crafted) {
+    INFO(c.name);
+    plan::Plan p = *c.from;
+    c.change(p);
+    const fs::path path = dir / (std::string(c.name) + ".plan");
+    ascend::write_plan(p, path);
+    check_refused(path, c.says);
+  }
+
+  // Zero trips of a Loop planned for three: its scan output has length 0, which is not
+  // the [3,2] the plan reserved (it gave three rows of zeros).
+  {
+    plan::Plan p = loop;
+    const auto& trips = p.kernels(kernel_of(p, "Loop")).inputs(0);
+    REQUIRE(trips.region() == plan::WEIGHT);
+    std::memset(p.mutable_weights()->data() + trips.offset(), 0, sizeof(int64_t));
+    ascend::write_plan(p, dir / "zero-trips.plan");
+    auto r = run_cli({"run", (dir / "zero-trips.plan").string(), "--random-inputs"});
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(r.err.find("came out as f32[0,2]") != std::string::npos, r.err);
+  }
+  // The evaluator gives ONNX's empty scan output for a declared length zero trips do not run.
+  onnx::ModelProto zero = test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2] x, int64 m) => (float[2] y, float[3,2] parts) {
+      go = Constant <value = bool {1}> ()
+      y, parts = Loop (m, go, x) <body = step (int64 i, bool c, float[2] s) => (bool c_out, float[2] s_out, float[2] part) {
+        c_out = Identity(c)
+        s_out = Identity(s)
+        part = Identity(s)
+      }>
+    })");
+  test::save_model(zero, dir / "zero.onnx");
+  Model zero_model = import_onnx(dir / "zero.onnx");
+  const NamedTensors none = Evaluator(zero_model).run({{"x", HostTensor::from_vector(DType::F32, {2}, std::vector<float>{1, 2})},
+                                                        {"m", HostTensor::scalar<int64_t>(DType::I64, 0)}});
+  CHECK(none[1].second.dims() == std::vector<int64_t>{0, 2});
+
+  // A side weights file named with a NUL or a control byte: refused, the name escaped.
+  plan::Plan side = pair;
+  ascend::PlanWriteOptions to_side;
+  to_side.inline_weight_limit = 0;
+  ascend::write_plan(side, dir / "side.plan", to_side);
+  plan::Plan named = ascend::read_plan(dir / "side.plan");
+  named.mutable_weights()->clear();
+  named.set_weights_file(std::string("side.plan.weights\0x", 19));
+  reseal(named);
+  REQUIRE(named.structure_crc() != side.structure_crc());
+  {
+    std::ofstream out(dir / "nul.plan", std::ios::binary);
+    out << named.SerializeAsString();
+  }
+  check_refused(dir / "nul.plan", "its weights file 'side.plan.weights\\x00x' must be a name beside the plan");
+
+  // A gear named for other shapes than it takes (the name picks nothing, the shapes do).
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[N,8] x) => (float[N,8] y) {
+      y = Relu(x)
+    })"), dir / "dyn.onnx");
+  auto c = run_cli({"compile", (dir / "dyn.onnx").string(), "--input_shape", "x:-1,8", "--dynamic_dims", "2;4", "-o", (dir / "dyn.plan").string()});
+  REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+  plan::Plan geared = ascend::read_plan(dir / "dyn.plan");
+  REQUIRE(geared.gears_size() == 2);
+  geared.mutable_gears(1)->set_name("x:8,8");
+  ascend::write_plan(geared, dir / "gear-name.plan");
+  check_refused(dir / "gear-name.plan", "is named for other input shapes than its inputs have (x:4,8)");
 }

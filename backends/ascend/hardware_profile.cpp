@@ -90,12 +90,12 @@ class Reader {
 
 void set_override(toml::table& t, const std::string& key, const std::string& value, const std::string& file) {
   auto dot = key.find('.');
-  if (dot == std::string::npos) throw Error("--profile-set " + key + ": use SECTION.KEY (e.g. memory.hbm_gbps)");
+  if (dot == std::string::npos) throw UsageError("--profile-set " + key + ": use SECTION.KEY (e.g. memory.hbm_gbps)");
   toml::table* section = t[key.substr(0, dot)].as_table();
   std::string leaf = key.substr(dot + 1);
-  if (!section || !section->contains(leaf)) throw Error("--profile-set " + key + ": " + file + " has no such key");
+  if (!section || !section->contains(leaf)) throw UsageError("--profile-set " + key + ": " + file + " has no such key");
   if ((*section)[leaf].is_boolean()) {
-    if (value != "true" && value != "false") throw Error("--profile-set " + key + "=" + value + ": expected true or false");
+    if (value != "true" && value != "false") throw UsageError("--profile-set " + key + "=" + value + ": expected true or false");
     section->insert_or_assign(leaf, value == "true");
     return;
   }
@@ -109,7 +109,7 @@ void set_override(toml::table& t, const std::string& key, const std::string& val
     }
     else section->insert_or_assign(leaf, v);
   } catch (const std::exception&) {
-    throw Error("--profile-set " + key + "=" + value + ": not a number");
+    throw UsageError("--profile-set " + key + "=" + value + ": not a number");
   }
 }
 
@@ -122,7 +122,7 @@ HardwareProfile load_profile(const std::string& name_or_path, const std::map<std
     if (!fs::exists(path)) {
       std::string known;
       for (const auto& p : available_profiles()) known += (known.empty() ? "" : ", ") + p;
-      throw Error("unknown --soc-version '" + name_or_path + "' (known: " + known + "; or give a profile .toml)");
+      throw UsageError("unknown --soc-version '" + name_or_path + "' (known: " + known + "; or give a profile .toml)");
     }
   }
   toml::table t;

@@ -13,6 +13,7 @@
 
 #include "execution_order.h"
 #include "memory_plan.h"
+#include "plan_ordering.h"
 #include "onnx/proto_types.h"
 #include "onnx/validate.h"
 #include "util/input_file.h"
@@ -23,6 +24,7 @@
 #include "util/atomic_file.h"
 #include "util/checked_size.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace geopt::ascend {
 namespace {
@@ -243,6 +245,9 @@ void check_header(const plan::Plan& p, const std::string& where) {
   if (p.format_version() < kOldestPlanFormatVersion || p.format_version() > kPlanFormatVersion)
     throw Error(where + ": plan format version " + std::to_string(p.format_version()) + ", this geopt reads versions " +
                 std::to_string(kOldestPlanFormatVersion) + " to " + std::to_string(kPlanFormatVersion) + "; recompile the model with `geopt compile`");
+  // A profile's name, shown in reports and traces as it is.
+  if (p.soc_version().size() > 128 || escaped(p.soc_version()) != p.soc_version())
+    throw Error(where + ": its soc_version '" + escaped(p.soc_version().substr(0, 128)) + "' is no profile name (printable, at most 128 bytes)");
 }
 
 
@@ -323,6 +328,16 @@ void check_kernel_schema(const plan::Kernel& kernel, const google::protobuf::Rep
   for (const auto& [name, attr] : schema->attributes())
     if (attr.required && !seen.count(name) && attr.type != onnx::AttributeProto::GRAPH && attr.type != onnx::AttributeProto::GRAPHS)
       throw Error(what + ": lacks the required attribute '" + name + "'");
+  // Bodies stand for the op's graph attributes: one each, and none for an op without them.
+  std::set<std::string> bodies;
+  for (const auto& body : kernel.bodies()) {
+    auto it = schema->attributes().find(body.attribute());
+    if (it == schema->attributes().end() || it->second.type != onnx::AttributeProto::GRAPH)
+      throw Error(what + ": has a body for '" + escaped(body.attribute()) + "', which is no graph attribute of " + kernel.op_type());
+    if (!bodies.insert(body.attribute()).second) throw Error(what + ": has two bodies for '" + body.attribute() + "'");
+  }
+  for (const auto& [name, attr] : schema->attributes())
+    if (attr.type == onnx::AttributeProto::GRAPH && !bodies.count(name)) throw Error(what + ": lacks its body '" + name + "'");
 }
 
 // The end of the furthest tensor a plan places in `region` (its gears' too), rounded up
@@ -382,6 +397,8 @@ void check_gears(const plan::Plan& p, const std::string& where, const PlanChecks
     gear_checks.shared_weights = &shared;
     if (!gear_checks.opsets || gear.opsets_size()) gear_checks.opsets = gear.opsets_size() ? &gear.opsets() : &p.opsets();
     check_plan_in(gear, what, gear_checks);
+    if (p.gears(i).name() != gear_name(gear))
+      throw Error(what + " is named for other input shapes than its inputs have (" + gear_name(gear) + ")");
     if (!names.insert(gear_name(gear)).second) throw Error(what + " takes the same input shapes as an earlier gear");
   }
 }
@@ -401,12 +418,16 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
   }
   check_extents(p, where, shared_weights);
   check_input_ranges(p, where);
+  if (p.outputs_size() == 0) throw Error(where + ": it has no outputs");
   const uint64_t weight_limit = shared_weights ? *shared_weights : p.weight_bytes();
   if (p.stream_count() == 0 && p.kernels_size() > 0) throw Error(where + ": the plan has kernels but no stream");
   if (p.stream_count() > static_cast<uint64_t>(std::max(p.kernels_size(), 1)))
     throw Error(where + ": it claims " + std::to_string(p.stream_count()) + " streams for " + std::to_string(p.kernels_size()) + " kernels");
   auto check_ref = [&](const plan::TensorRef& r, const std::string& what) {
     if (r.absent()) return;
+    static const std::set<std::string> formats = {"", "ND", "NCHW", "NC1HWC0"};  // what lowering writes (format_of)
+    if (!formats.count(r.format()))
+      throw Error(where + ": " + what + " '" + r.name() + "' is in format '" + escaped(r.format()) + "', which is none of ND, NCHW, NC1HWC0");
     uint64_t limit = r.region() == plan::WEIGHT ? weight_limit : p.activation_bytes();
     const std::string tensor = where + ": " + what + " '" + r.name() + "'";
     const int64_t elements = checked_element_count({r.dims().begin(), r.dims().end()}, tensor);
@@ -512,6 +533,7 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
     if (it == written.end()) throw Error(where + ": output '" + r.name() + "' is no tensor a kernel writes or an input binds");
     if (!same(it->second, r)) throw Error(where + ": output " + describe_ref(r) + " has another dtype or shape than the kernel that writes it gives it");
   }
+  check_plan_ordering(p, where);
 }
 
 }  // namespace
@@ -557,8 +579,9 @@ plan::Plan read_plan(const std::filesystem::path& path) {
     throw Error(where + ": its weights (" + std::to_string(p.weight_bytes()) + " bytes) and activation pool (" + std::to_string(p.activation_bytes()) +
                 " bytes) need more than this machine's memory (" + std::to_string(physical_memory_bytes()) + " bytes)");
   if (side) {
-    if (p.weights_file().find('/') != std::string::npos || p.weights_file() == ".." || p.weights_file() == ".")
-      throw Error(where + ": its weights file '" + p.weights_file() + "' must be a name beside the plan");
+    const std::string& name = p.weights_file();
+    if (name.find('/') != std::string::npos || name == ".." || name == "." || name.size() > 255 || escaped(name) != name)
+      throw Error(where + ": its weights file '" + escaped(name) + "' must be a name beside the plan (printable, at most 255 bytes)");
     const std::filesystem::path file = path.parent_path() / p.weights_file();
     std::optional<InputFile> opened;
     try {

@@ -110,22 +110,34 @@ HostTensor stack(const KernelContext& ctx, const std::vector<HostTensor>& parts,
   return y;
 }
 
-// An empty scan output: no iteration ran, so its shape comes from the node output's type
-// (the length axis 0), else from the body's declaration of the slice.
-HostTensor empty_scan_output(const KernelContext& ctx, size_t output, const char* attr, size_t body_output) {
+// An empty scan output: no iteration ran, so it has length 0 along its scan axis
+// (`axis`, counted in the output's rank when negative). Its other dims come from the
+// node output's type, else from the body's declaration of the slice. (The node's type
+// may give another length: a plan's says the trips it was compiled with.)
+HostTensor empty_scan_output(const KernelContext& ctx, size_t output, const char* attr, size_t body_output, int64_t axis) {
   const Value* v = ctx.node().output(output);
-  if (v && v->type.shape && v->type.shape->is_static() && v->type.dtype != DType::Undefined) {
-    std::vector<int64_t> dims;
+  std::vector<int64_t> dims;
+  DType dtype;
+  int64_t length_at = -1;  // where dims has the length, which moves to `axis`
+  if (v && v->type.shape && v->type.shape->is_static() && v->type.shape->rank() > 0 && v->type.dtype != DType::Undefined) {
     for (const Dim& d : v->type.shape->dims()) dims.push_back(d.value());
-    return HostTensor(v->type.dtype, dims);
+    dtype = v->type.dtype;
+  } else {
+    const Graph& body = body_of(ctx, attr);
+    if (body_output >= body.outputs().size()) ctx.fail("the body has too few outputs");
+    const Value& declared = *body.outputs()[body_output];
+    dims.push_back(0);
+    length_at = 0;
+    if (declared.type.shape)
+      for (const Dim& d : declared.type.shape->dims()) dims.push_back(d.is_static() ? d.value() : 0);
+    dtype = declared.type.dtype == DType::Undefined ? DType::F32 : declared.type.dtype;
   }
-  const Graph& body = body_of(ctx, attr);
-  if (body_output >= body.outputs().size()) ctx.fail("the body has too few outputs");
-  const Value& declared = *body.outputs()[body_output];
-  std::vector<int64_t> dims{0};
-  if (declared.type.shape)
-    for (const Dim& d : declared.type.shape->dims()) dims.push_back(d.is_static() ? d.value() : 0);
-  return HostTensor(declared.type.dtype == DType::Undefined ? DType::F32 : declared.type.dtype, dims);
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  const int64_t at = axis < 0 ? axis + rank : axis;
+  if (at < 0 || at >= rank) ctx.fail("scan output axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (length_at == 0) std::rotate(dims.begin(), dims.begin() + 1, dims.begin() + at + 1);
+  dims[static_cast<size_t>(at)] = 0;
+  return HostTensor(dtype, dims);
 }
 
 void if_kernel(KernelContext& ctx) {
@@ -168,7 +180,7 @@ void loop_kernel(KernelContext& ctx) {
   }
   for (size_t i = 0; i < carried && i < ctx.outputs.size(); ++i) ctx.outputs[i] = std::move(state[i]);
   for (size_t k = 0; k < scans && carried + k < ctx.outputs.size(); ++k)
-    ctx.outputs[carried + k] = scan_parts[k].empty() ? empty_scan_output(ctx, carried + k, "body", 1 + carried + k) : stack(ctx, scan_parts[k], 0);
+    ctx.outputs[carried + k] = scan_parts[k].empty() ? empty_scan_output(ctx, carried + k, "body", 1 + carried + k, 0) : stack(ctx, scan_parts[k], 0);
 }
 
 // One scan over `length` steps: states carried, scan inputs sliced along their axes
@@ -197,7 +209,7 @@ std::vector<HostTensor> run_scan(const KernelContext& ctx, const CaptureScope& s
   std::vector<HostTensor> results = std::move(state);
   for (size_t k = 0; k < n_out; ++k) {
     if (parts[k].empty()) {
-      results.push_back(empty_scan_output(ctx, n_state + k, "body", n_state + k));
+      results.push_back(empty_scan_output(ctx, n_state + k, "body", n_state + k, layout.out_axes[k]));
       continue;
     }
     if (layout.out_reverse[k]) std::reverse(parts[k].begin(), parts[k].end());

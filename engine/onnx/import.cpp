@@ -494,7 +494,7 @@ Attribute import_attribute(onnx::AttributeProto proto, const std::string& where)
 std::map<std::string, std::vector<int64_t>> parse_input_shapes(const std::string& text) {
   std::map<std::string, std::vector<int64_t>> shapes;
   for (auto& [name, dims] : parse_input_shape_entries(text))
-    if (!shapes.emplace(name, std::move(dims)).second) throw Error("--input_shape names input '" + name + "' twice");
+    if (!shapes.emplace(name, std::move(dims)).second) throw UsageError("--input_shape names input '" + name + "' twice");
   return shapes;
 }
 
@@ -506,23 +506,23 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> parse_input_shape_entr
     if (entry.empty()) continue;
     auto colon = entry.rfind(':');
     if (colon == std::string::npos || colon == 0)
-      throw Error("--input_shape '" + entry + "': expected NAME:D1,D2,... (e.g. input_ids:1,128)");
+      throw UsageError("--input_shape '" + entry + "': expected NAME:D1,D2,... (e.g. input_ids:1,128)");
     std::vector<int64_t> dims;
     std::stringstream list(entry.substr(colon + 1));
     std::string d;
     const std::string dims_text = entry.substr(colon + 1);
     if (!dims_text.empty() && dims_text.back() == ',')  // "x:" alone is a scalar
-      throw Error("--input_shape '" + entry + "': a dimension is empty (give a size, or -1 for a dynamic one)");
+      throw UsageError("--input_shape '" + entry + "': a dimension is empty (give a size, or -1 for a dynamic one)");
     while (std::getline(list, d, ',')) {
       if (d.empty() || std::isspace(static_cast<unsigned char>(d.front())))
-        throw Error("--input_shape '" + entry + "': a dimension is empty (give a size, or -1 for a dynamic one)");
+        throw UsageError("--input_shape '" + entry + "': a dimension is empty (give a size, or -1 for a dynamic one)");
       size_t used = 0;
       long long v = -1;
       try {
         v = std::stoll(d, &used);
       } catch (const std::exception&) {
       }
-      if (used != d.size() || v < -1) throw Error("--input_shape '" + entry + "': '" + d + "' is not a dimension (a size, or -1 for a dynamic one)");
+      if (used != d.size() || v < -1) throw UsageError("--input_shape '" + entry + "': '" + d + "' is not a dimension (a size, or -1 for a dynamic one)");
       dims.push_back(v);
     }
     shapes.emplace_back(entry.substr(0, colon), std::move(dims));

@@ -21,7 +21,8 @@ struct ImportOptions {
 };
 
 // Parses ATC's --input_shape syntax: "input_ids:1,128;attention_mask:1,128". A dim of
-// -1 stays as the model declares it (ATC marks the dims a gear or range sets so).
+// -1 stays as the model declares it (ATC marks the dims a gear or range sets so). Text
+// that does not parse throws UsageError (the CLI exits 2).
 std::map<std::string, std::vector<int64_t>> parse_input_shapes(const std::string& text);
 // The same, in the order written.
 std::vector<std::pair<std::string, std::vector<int64_t>>> parse_input_shape_entries(const std::string& text);

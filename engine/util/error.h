@@ -12,7 +12,8 @@ class Error : public std::runtime_error {
 };
 
 // A command line whose options contradict each other (two exclusive ones, one that
-// needs another): the CLI exits 2, as for any usage error, not 1 as for bad input.
+// needs another) or whose values are malformed (an unknown profile name, a dim that is
+// no number): the CLI exits 2, as for any usage error, not 1 as for bad input.
 class UsageError : public Error {
  public:
   using Error::Error;

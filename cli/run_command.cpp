@@ -145,6 +145,18 @@ int run(const RunOptions& o) {
   const bool compare_model = !o.compare_dir.empty() && fs::path(o.compare_dir).extension() == ".onnx";
   std::optional<Model> reference;
   if (compare_model) reference = import_onnx(o.compare_dir);
+  // A name the inputs do not have would be ignored: the user meant another.
+  if (!symbols.empty()) {
+    const Model* drawn = reference ? &*reference : runner.model ? &*runner.model : nullptr;  // whose inputs random ones follow
+    if (!drawn) throw UsageError("--dim: a plan's inputs have the dims it was compiled for (a plan of gears: pick one with --gear)");
+    const std::set<std::string> open = open_dim_keys(*drawn);
+    std::string listed;
+    for (const auto& k : open) listed += (listed.empty() ? "" : ", ") + k;
+    for (const auto& [name, value] : symbols)
+      if (!open.count(name))
+        throw UsageError("--dim " + name + ": no input of " + (reference ? o.compare_dir : o.model) + " has an open dim of that name (" +
+                         (open.empty() ? std::string("its dims are all fixed") : "its open dims: " + listed) + ")");
+  }
   std::map<std::string, HostTensor> feeds;
   if (o.random) feeds = reference ? random_inputs(*reference, o.seed, symbols) : runner.random(o.seed, symbols);
   std::set<std::string> given;
@@ -219,6 +231,10 @@ int run(const RunOptions& o) {
       else
         std::snprintf(buf, sizeof buf, "  %s  FAIL", d.mismatch.c_str());
       line += buf;
+      if (d.nan_mismatches) line += "  (NaN where the reference has none, or none where it has: " + std::to_string(d.nan_mismatches) + ")";
+      if (d.both_nan) line += "  (NaN in both: " + std::to_string(d.both_nan) + ")";
+      e["nan_mismatches"] = d.nan_mismatches;
+      e["both_nan"] = d.both_nan;
       e["max_abs"] = d.max_abs;
       e["max_rel"] = d.max_rel;
       e["cosine"] = d.cosine;

@@ -17,6 +17,7 @@
 #include <csignal>
 #include <functional>
 #include <limits>
+#include <numeric>
 
 #include <nlohmann/json.hpp>
 #include <zlib.h>
@@ -901,4 +902,142 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
   geared.mutable_gears(1)->set_name("x:8,8");
   ascend::write_plan(geared, dir / "gear-name.plan");
   check_refused(dir / "gear-name.plan", "is named for other input shapes than its inputs have (x:4,8)");
+}
+
+TEST_CASE("review of round 3, second part: INT64 slice steps, repeated einsum outputs, overflowing tiles, NaN comparisons, unknown --dim") {
+  const fs::path dir = test::scratch_dir("round3-review2");
+  // Slice steps of INT64_MAX and INT64_MIN: one element and none (the count overflowed).
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4,6] x) => (float[4,N] big, float[4,M] small, float[K,6] back) {
+      lo = Constant <value = int64[1] {-9223372036854775808}> ()
+      hi = Constant <value = int64[1] {9223372036854775807}> ()
+      one = Constant <value = int64[1] {1}> ()
+      zero = Constant <value = int64[1] {0}> ()
+      minus = Constant <value = int64[1] {-1}> ()
+      big = Slice(x, lo, hi, one, hi)
+      small = Slice(x, lo, hi, one, lo)
+      back = Slice(x, hi, lo, zero, minus)
+    })"), dir / "slice.onnx");
+  Model slice = import_onnx(dir / "slice.onnx");
+  std::vector<float> values(24);
+  std::iota(values.begin(), values.end(), 0.0f);
+  const NamedTensors sliced = Evaluator(slice).run({{"x", HostTensor::from_vector(DType::F32, {4, 6}, values)}});
+  CHECK(sliced[0].second.dims() == std::vector<int64_t>{4, 1});  // numpy: x[:, ::2**63-1] is column 0
+  CHECK(sliced[0].second.to_vector<float>() == std::vector<float>{0, 6, 12, 18});
+  CHECK(sliced[1].second.dims() == std::vector<int64_t>{4, 0});  // from the end leftwards, starting at 0: nothing
+  CHECK(sliced[2].second.dims() == std::vector<int64_t>{4, 6});  // all rows, reversed
+  CHECK(sliced[2].second.to_vector<float>()[0] == 18);
+
+  struct Bad {
+    const char* name;
+    const char* text;
+    const char* says;
+  };
+  const std::vector<Bad> bad = {
+      {"einsum", R"(
+        <ir_version: 8, opset_import: ["" : 12]>
+        g (float[3,3] a) => (float[3,3] y) {
+          y = Einsum <equation = "ij->ii"> (a)
+        })", "output label 'i' is given twice"},
+      {"tile", R"(
+        <ir_version: 8, opset_import: ["" : 13]>
+        g (float[4,6] x) => (float[N,M] y) {
+          r = Constant <value = int64[2] {4611686018427387904, 4}> ()
+          y = Tile(x, r)
+        })", "axis 0 of 4 repeated 4611686018427387904 times is past 2^63"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.name);
+    test::save_model(test::parse_text_model(b.text), dir / (std::string(b.name) + ".onnx"));
+    auto r = run_cli({"run", (dir / (std::string(b.name) + ".onnx")).string(), "--random-inputs"});
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(r.err.find(b.says) != std::string::npos, r.err);
+  }
+  // Pads whose sum wraps past 2^63 at import (ONNX's inference wraps them) say so.
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[4,6] x) => (float[N,M] y) {
+      p = Constant <value = int64[4] {0, 4611686018427387904, 0, 4611686018427387904}> ()
+      y = Pad(x, p)
+    })"), dir / "pad.onnx");
+  auto pad = run_cli({"run", (dir / "pad.onnx").string(), "--random-inputs"});
+  CHECK(pad.exit_code == 1);
+  CHECK_MESSAGE(pad.err.find("a size past 2^63, wrapped negative") != std::string::npos, pad.err);
+
+  // --compare with NaN: where one side has NaN and the other not, the output fails and
+  // its cosine is 0 (it said 1); NaN in both is equal, and said.
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[64] x) => (float[64] y) {
+      y = Log(x)
+    })"), dir / "log.onnx");
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[64] x) => (float[64] y) {
+      a = Abs(x)
+      y = Log(a)
+    })"), dir / "log_abs.onnx");
+  auto differ = run_cli({"run", (dir / "log.onnx").string(), "--random-inputs", "--compare", (dir / "log_abs.onnx").string(), "--json"});
+  CHECK(differ.exit_code == 1);
+  const auto d = nlohmann::json::parse(differ.out)["outputs"][0];
+  CHECK(d["ok"] == false);
+  CHECK(d["cosine"] == 0.0);
+  CHECK(d["nan_mismatches"].get<int64_t>() > 0);
+  auto same = run_cli({"run", (dir / "log.onnx").string(), "--random-inputs", "--compare", (dir / "log.onnx").string()});
+  CHECK_MESSAGE(same.exit_code == 0, same.err);
+  CHECK(same.out.find("(NaN in both: ") != std::string::npos);
+
+  // --dim naming no open dim of the inputs (it was ignored), or given for a plan.
+  auto unknown = run_cli({"run", (dir / "slice.onnx").string(), "--random-inputs", "--dim", "batch=2"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("--dim batch: no input of") != std::string::npos);
+  CHECK(unknown.err.find("its dims are all fixed") != std::string::npos);
+
+  // A resealed plan whose modeled figures are NaN or negative (profile printed them).
+  const plan::Plan good = compiled_plan(dir);
+  for (double value : {std::numeric_limits<double>::quiet_NaN(), -1.0, std::numeric_limits<double>::infinity()}) {
+    plan::Plan p = good;
+    p.mutable_kernels(0)->set_modeled_us(value);
+    ascend::write_plan(p, dir / "figures.plan");
+    check_refused(dir / "figures.plan", "has modeled_us");
+  }
+  plan::Plan rate = good;
+  rate.mutable_compile()->set_fusion_rate(std::numeric_limits<double>::quiet_NaN());
+  ascend::write_plan(rate, dir / "rate.plan");
+  check_refused(dir / "rate.plan", "its compile statistics are no figures");
+}
+
+TEST_CASE("quantize: a calibration sample near float's limit is refused, naming it (the model computed NaN)") {
+  const fs::path dir = test::scratch_dir("round3-quantize-limit");
+  const fs::path model = test::examples_dir() / "resnet18_narrow_op13.onnx";
+  Model m = import_onnx(model);
+  const Value* input = m.graph->inputs()[0];
+  std::vector<int64_t> dims;
+  for (const auto& d : input->type.shape->dims()) dims.push_back(d.is_static() ? d.value() : 1);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<float> values(static_cast<size_t>(n));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = i % 2 ? 3e38f : -3e38f;
+  fs::create_directories(dir / "huge" / "s0");
+  write_npy(dir / "huge" / "s0" / npy_file_name(input->name()), HostTensor::from_vector(DType::F32, dims, values));
+  auto r = run_cli({"quantize", model.string(), "-o", (dir / "q.onnx").string(), "--calibration", (dir / "huge").string(), "--no-progress"});
+  CHECK(r.exit_code == 1);
+  CHECK_MESSAGE(r.err.find("calibration sample 's0': the float model's output 'logits' is NaN at element 0") != std::string::npos, r.err);
+  CHECK(!fs::exists(dir / "q.onnx"));
+
+  // A model that computes such a sample finitely: the range of its input has no float width.
+  test::save_model(test::parse_text_model(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4] x) => (float[1,2] y) <float[4,2] w = {0.001, 0.002, 0.001, 0.002, 0.001, 0.002, 0.001, 0.002}> {
+      y = MatMul(x, w)
+    })"), dir / "matmul.onnx");
+  fs::create_directories(dir / "wide" / "s0");
+  write_npy(dir / "wide" / "s0" / "x.npy", HostTensor::from_vector(DType::F32, {1, 4}, std::vector<float>{3e38f, -3e38f, 1.0f, 2.0f}));
+  auto wide = run_cli({"quantize", (dir / "matmul.onnx").string(), "-o", (dir / "w.onnx").string(), "--calibration", (dir / "wide").string(),
+                       "--no-progress", "--calibration-method", "minmax"});
+  CHECK(wide.exit_code == 1);
+  CHECK_MESSAGE(wide.err.find("calibration: tensor 'x' ranges over [") != std::string::npos, wide.err);
+  CHECK(wide.err.find("wider than a float holds") != std::string::npos);
+  CHECK(!fs::exists(dir / "w.onnx"));
 }

@@ -419,6 +419,10 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
   check_extents(p, where, shared_weights);
   check_input_ranges(p, where);
   if (p.outputs_size() == 0) throw Error(where + ": it has no outputs");
+  const auto& stats = p.compile();
+  if (!(stats.fusion_rate() >= 0 && stats.fusion_rate() <= 1) || !(stats.latency_before_us() >= 0 && stats.latency_before_us() <= 1e18) ||
+      !(stats.latency_after_us() >= 0 && stats.latency_after_us() <= 1e18))
+    throw Error(where + ": its compile statistics are no figures (fusion rate 0 to 1, latencies finite and not negative)");
   const uint64_t weight_limit = shared_weights ? *shared_weights : p.weight_bytes();
   if (p.stream_count() == 0 && p.kernels_size() > 0) throw Error(where + ": the plan has kernels but no stream");
   if (p.stream_count() > static_cast<uint64_t>(std::max(p.kernels_size(), 1)))
@@ -450,6 +454,12 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
     if (std::none_of(kernel.outputs().begin(), kernel.outputs().end(), [](const plan::TensorRef& r) { return !r.absent(); }))
       throw Error(where + ": " + what + " has no output");
     check_kernel_schema(kernel, opsets, where + ": " + what);
+    // Modeled figures are printed and summed by profile: finite and not negative.
+    for (const auto& [field, value] : {std::pair<const char*, double>{"modeled_us", kernel.modeled_us()}, {"cube_us", kernel.cube_us()},
+                                       {"vector_us", kernel.vector_us()}, {"memory_us", kernel.memory_us()}, {"launch_us", kernel.launch_us()},
+                                       {"trips", kernel.trips()}})
+      if (!(value >= 0 && value <= 1e18))
+        throw Error(where + ": " + what + " has " + field + " " + std::to_string(value) + " (a modeled figure is finite, 0 to 1e18)");
     for (const auto& body : kernel.bodies()) {
       if (!body.unrunnable().empty()) continue;
       PlanChecks body_checks;

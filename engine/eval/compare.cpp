@@ -39,7 +39,7 @@ TensorDiff diff(const HostTensor& got, const HostTensor& ref, const Tolerance& t
   for (int64_t i = 0; i < got.size(); ++i) {
     double a = got.real_at(i), b = ref.real_at(i);
     if (std::isnan(a) || std::isnan(b)) {
-      if (std::isnan(a) != std::isnan(b)) ++d.nan_mismatches;
+      ++(std::isnan(a) == std::isnan(b) ? d.both_nan : d.nan_mismatches);
       continue;
     }
     double e = std::fabs(a - b);
@@ -56,7 +56,7 @@ TensorDiff diff(const HostTensor& got, const HostTensor& ref, const Tolerance& t
     na += a * a;
     nb += b * b;
   }
-  d.cosine = (na == 0 && nb == 0) ? 1.0 : (na == 0 || nb == 0) ? 0.0 : dot / std::sqrt(na * nb);
+  d.cosine = d.nan_mismatches ? 0.0 : (na == 0 && nb == 0) ? 1.0 : (na == 0 || nb == 0) ? 0.0 : dot / std::sqrt(na * nb);
   if (worst_at >= 0) {
     char values[96];
     std::snprintf(values, sizeof values, ": %.9g against %.9g", got.real_at(worst_at), ref.real_at(worst_at));

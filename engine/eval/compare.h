@@ -26,8 +26,11 @@ struct TensorDiff {
   double max_abs = 0;
   double max_rel = 0;      // max |a-b| / |b| over elements where |b| > 1e-6
   double max_reference = 0;  // max |b|: max_abs against it is the error relative to the output's scale
-  double cosine = 1;       // of the flattened tensors; 1 when both are zero
-  int64_t nan_mismatches = 0;
+  // Of the flattened tensors over the elements neither has NaN at; 1 when both are zero
+  // there; 0 when one has NaN where the other has not (they disagree, whatever the rest).
+  double cosine = 1;
+  int64_t nan_mismatches = 0;  // NaN in one, not the other
+  int64_t both_nan = 0;        // NaN in both: equal, as numpy.allclose(equal_nan=True) says
   // Against the tolerance: the largest |a-b| / (atol + rtol |b|) (at most 1 within it),
   // and the element where it is ("[0, 3, 17]: 12.3456 against 12.3441").
   double worst_ratio = 0;

@@ -264,6 +264,15 @@ std::string open_dim_key(const Value& input, size_t axis) {
   return d.is_symbolic() ? d.symbol_name() : input.name() + ":" + std::to_string(axis);
 }
 
+std::set<std::string> open_dim_keys(const Model& model) {
+  std::set<std::string> keys;
+  for (const Value* v : model.graph->inputs())
+    if (!v->initializer && v->type.shape)
+      for (size_t a = 0; a < v->type.shape->rank(); ++a)
+        if (!(*v->type.shape)[a].is_static()) keys.insert(open_dim_key(*v, a));
+  return keys;
+}
+
 std::map<std::string, std::vector<int64_t>> input_dims(const Model& model, const std::map<std::string, int64_t>& symbol_values) {
   std::map<std::string, std::vector<int64_t>> all;
   for (const Value* v : model.graph->inputs()) {

@@ -2,6 +2,7 @@
 // The reference evaluator: runs an IR graph on the host, node by node in
 // topological order, with the built-in kernels. No hardware knowledge.
 #include <map>
+#include <set>
 #include <mutex>
 #include <random>
 #include <unordered_map>
@@ -65,6 +66,8 @@ HostTensor random_tensor(DType dtype, const std::vector<int64_t>& dims, std::mt1
 // The key of an input's dim that is not static: its symbol, or "input:axis" for an
 // unknown one (a dim with neither a value nor a name).
 std::string open_dim_key(const Value& input, size_t axis);
+// Those keys of every required input, sorted: what `run --dim NAME=N` may name.
+std::set<std::string> open_dim_keys(const Model& model);
 
 // Every required input's dims: static ones as declared, the others from `symbol_values`
 // by open_dim_key (default 1).

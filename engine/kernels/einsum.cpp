@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 
 #include "eval/kernel.h"
 #include "kernels/dispatch.h"
@@ -91,8 +92,12 @@ void einsum(KernelContext& ctx) {
   std::vector<int> out_labels;
   if (arrow != std::string::npos) {
     out_labels = parse_term(ctx, eq.substr(arrow + 2), 0, ellipsis_rank, false);
-    for (int l : out_labels)
+    std::set<int> once;
+    for (int l : out_labels) {
       if (!extent.count(l)) ctx.fail("output label '" + std::string(1, static_cast<char>(l)) + "' is in no operand");
+      // "ij->ii" names no tensor (numpy refuses it too): an output axis per label.
+      if (!once.insert(l).second) ctx.fail("output label '" + std::string(1, static_cast<char>(l)) + "' is given twice");
+    }
   } else {
     for (int e = 0; e < ellipsis_rank; ++e) out_labels.push_back(kEllipsisLabel + e);
     for (const auto& [l, n] : uses)

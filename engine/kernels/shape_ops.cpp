@@ -256,14 +256,15 @@ void slice(KernelContext& ctx) {
     if (st == 0) ctx.fail("slice step is 0");
     if (s < 0) s += dim;
     if (e < 0) e += dim;
+    // Counted in unsigned steps: a step of INT64_MAX or INT64_MIN overflowed (e - s + st - 1).
     if (st > 0) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      dims[a] = e > s ? (e - s + st - 1) / st : 0;
+      dims[a] = e > s ? static_cast<int64_t>((static_cast<uint64_t>(e - s) - 1) / static_cast<uint64_t>(st) + 1) : 0;
     } else {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      dims[a] = s > e ? (s - e + (-st) - 1) / (-st) : 0;
+      dims[a] = s > e ? static_cast<int64_t>((static_cast<uint64_t>(s - e) - 1) / (uint64_t{0} - static_cast<uint64_t>(st)) + 1) : 0;
     }
     begin[a] = s;
     step[a] = st;
@@ -407,7 +408,11 @@ void tile(KernelContext& ctx) {
   std::vector<int64_t> reps = ctx.input(1).ints();
   if (reps.size() != x.rank()) ctx.fail("repeats has " + std::to_string(reps.size()) + " entries for rank " + std::to_string(x.rank()));
   std::vector<int64_t> dims = x.dims();
-  for (size_t i = 0; i < dims.size(); ++i) dims[i] *= reps[i];
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (reps[i] < 0) ctx.fail("repeats[" + std::to_string(i) + "] is " + std::to_string(reps[i]) + "; a repeat count is at least 0");
+    if (__builtin_mul_overflow(dims[i], reps[i], &dims[i]))
+      ctx.fail("axis " + std::to_string(i) + " of " + std::to_string(x.dims()[i]) + " repeated " + std::to_string(reps[i]) + " times is past 2^63");
+  }
   HostTensor y(x.dtype(), dims);
   auto xs = strides_of(x.dims());
   ElementCopier copy(x, y);
@@ -427,8 +432,14 @@ void pad(KernelContext& ctx) {
   if (static_cast<int64_t>(pads.size()) != 2 * rank) ctx.fail("pads must have 2 * rank entries");
   std::vector<int64_t> dims(static_cast<size_t>(rank));
   for (int64_t d = 0; d < rank; ++d) {
-    dims[static_cast<size_t>(d)] = x.dims()[static_cast<size_t>(d)] + pads[static_cast<size_t>(d)] + pads[static_cast<size_t>(d + rank)];
-    if (dims[static_cast<size_t>(d)] < 0) ctx.fail("negative padding removes more than the whole axis");
+    const int64_t before = pads[static_cast<size_t>(d)], after = pads[static_cast<size_t>(d + rank)];
+    int64_t& out = dims[static_cast<size_t>(d)];
+    if (__builtin_add_overflow(x.dims()[static_cast<size_t>(d)], before, &out) || __builtin_add_overflow(out, after, &out))
+      ctx.fail("axis " + std::to_string(d) + " of " + std::to_string(x.dims()[static_cast<size_t>(d)]) + " padded by " + std::to_string(before) +
+               " and " + std::to_string(after) + " is past 2^63");
+    if (out < 0)
+      ctx.fail("axis " + std::to_string(d) + " of " + std::to_string(x.dims()[static_cast<size_t>(d)]) + " padded by " + std::to_string(before) +
+               " and " + std::to_string(after) + ": negative padding removes more than the whole axis");
     if (mode != "constant" && x.dims()[static_cast<size_t>(d)] == 0 && dims[static_cast<size_t>(d)] > 0)
       ctx.fail(mode + " padding of an empty axis");
   }

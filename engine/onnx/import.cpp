@@ -372,7 +372,8 @@ void graph_from_proto(onnx::GraphProto& gp, ExternalData& ext, const std::string
       for (const Dim& d : t.shape->dims())
         if (d.is_static() && d.value() < 0)
           throw Error(file + what + " '" + vi.name() + "' has the negative dimension " + std::to_string(d.value()) + " in " + t.to_string() +
-                      produced_by(gp, vi.name()));
+                      // ONNX's inference adds and multiplies dims in int64 without a check
+                      (d.value() < -(int64_t{1} << 62) ? " (a size past 2^63, wrapped negative by shape inference)" : "") + produced_by(gp, vi.name()));
     if (t.shape) {  // a size no tensor can have is refused here, where the value has a name
       int64_t n = 1;
       for (const Dim& d : t.shape->dims())

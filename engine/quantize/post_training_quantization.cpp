@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -50,6 +51,14 @@ Calibration calibrate(const Model& model, const std::vector<std::string>& activa
     NamedTensors out = run_sample(evaluator, samples[i]);
     for_each_activation(out, [](ValueStats& s, const HostTensor& t) { s.add_extremes(t.data<float>(), t.size()); });
     out.resize(model_outputs);
+    // A sample the float model computes NaN on (values near float's limit, 3e38, overflow
+    // on the way) gives nothing to compare the quantized model with.
+    for (const auto& [name, t] : out)
+      if (is_float(t.dtype()))
+        for (int64_t e = 0; e < t.size(); ++e)
+          if (std::isnan(t.real_at(e)))
+            throw Error("calibration sample '" + samples[i].name + "': the float model's output '" + name + "' is NaN at element " +
+                        std::to_string(e) + ": calibration samples must be inputs the model computes numbers for");
     c.reference.push_back(std::move(out));
     if (progress) progress("calibrating", i + 1, samples.size());
   }
@@ -64,7 +73,13 @@ Calibration calibrate(const Model& model, const std::vector<std::string>& activa
     const ValueStats& s = stats[a];
     // One side of 0 gets 127 steps in int8; non-negative values (after a ReLU) get all 255 in uint8.
     const int levels = !symmetric && s.extremes().lo >= 0 ? 255 : 128;
-    c.ranges[a] = s.range(o.method, o.percentile, symmetric, levels);
+    const ValueRange r = s.range(o.method, o.percentile, symmetric, levels);
+    // Its int8 step must be a float: a range of +-3e38 has a step of 2.4e36 in int8, but
+    // one of width 6e38 has no float width at all.
+    if (!(static_cast<double>(r.hi) - std::min(static_cast<double>(r.lo), 0.0) <= std::numeric_limits<float>::max()))
+      throw Error("calibration: tensor '" + a + "' ranges over [" + std::to_string(r.lo) + ", " + std::to_string(r.hi) +
+                  "], wider than a float holds: the calibration samples reach values near float's limit");
+    c.ranges[a] = r;
   }
   return c;
 }

@@ -132,7 +132,7 @@ int run(const OptimizeCliOptions& o) {
     j["precision_mode"] = o.profile.precision;
     j["saturation"] = {{"stop", dsl::stop_reason_name(r.saturation.stop)}, {"iterations", r.saturation.iterations},
                        {"enodes", r.enodes}, {"eclasses", r.eclasses}};
-    j["extraction"] = {{"method", r.extraction_method}, {"optimal", r.extraction_optimal}};
+    j["extraction"] = {{"method", r.extraction_method}, {"optimal", r.extraction_optimal}, {"steps", r.extraction_steps}};
     auto rules_j = nlohmann::ordered_json::object();
     for (const auto& [name, s] : r.saturation.per_rule) {
       auto sel = r.selected.find(name);

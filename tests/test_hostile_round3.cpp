@@ -834,6 +834,9 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
       {"format", &pair, [](plan::Plan& p) { p.mutable_kernels(0)->mutable_outputs(0)->set_format("NCHW\x1b[2J"); }, "is in format 'NCHW\\x1B[2J'"},
       {"soc-version", &pair, [](plan::Plan& p) { p.set_soc_version("Ascend\n910B1"); }, "its soc_version 'Ascend\\x0A910B1' is no profile name"},
       {"no-outputs", &pair, [](plan::Plan& p) { p.clear_outputs(); }, "it has no outputs"},
+      {"kernel-name", &pair, [](plan::Plan& p) { p.mutable_kernels(0)->set_name("k\x1b[2J"); }, "kernel 0's name 'k\\x1B[2J' is not text"},
+      // (Bytes that are no UTF-8 protobuf itself refuses as it parses: no valid plan file.)
+      {"tensor-name", &pair, [](plan::Plan& p) { p.mutable_kernels(0)->mutable_outputs(0)->set_name("a\x07"); }, "output 'a\\x07' is not text"},
   };
   for (const Craft& c : crafted) {
     INFO(c.name);
@@ -902,6 +905,22 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
   geared.mutable_gears(1)->set_name("x:8,8");
   ascend::write_plan(geared, dir / "gear-name.plan");
   check_refused(dir / "gear-name.plan", "is named for other input shapes than its inputs have (x:4,8)");
+
+  // A range plan whose input's range (and binding) grew past what its kernels were
+  // planned for: refused when the inputs reach a kernel, naming the bytes it reads.
+  auto ranged = run_cli({"compile", (dir / "dyn.onnx").string(), "--input_shape_range", "x:[1~8,8]", "-o", (dir / "range.plan").string()});
+  REQUIRE_MESSAGE(ranged.exit_code == 0, ranged.err);
+  plan::Plan wider = ascend::read_plan(dir / "range.plan");
+  REQUIRE(wider.input_ranges_size() == 1);
+  wider.mutable_input_ranges(0)->mutable_dims(0)->set_max(16);
+  plan::TensorRef& x = *wider.mutable_inputs(0);
+  x.set_dims(0, 16);
+  x.set_size(x.size() * 2);
+  wider.set_activation_bytes(std::max<uint64_t>(wider.activation_bytes(), x.offset() + x.size()));
+  ascend::write_plan(wider, dir / "wider.plan");
+  auto r = run_cli({"run", (dir / "wider.plan").string(), "--random-inputs"});
+  CHECK(r.exit_code == 1);
+  CHECK_MESSAGE(r.err.find("input 'x' came out larger than the 256 bytes this kernel reads") != std::string::npos, r.err);
 }
 
 TEST_CASE("review of round 3, second part: INT64 slice steps, repeated einsum outputs, overflowing tiles, NaN comparisons, unknown --dim") {

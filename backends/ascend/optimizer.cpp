@@ -135,6 +135,7 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   r.enodes = geg.egraph.node_count();
   r.eclasses = geg.egraph.class_count();
   r.extraction_method = x.method;
+  r.extraction_steps = x.steps;
   r.extraction_optimal = x.optimal;
   r.model = std::move(run.model);
   r.selected = run.selected;

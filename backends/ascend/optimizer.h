@@ -40,6 +40,7 @@ struct OptimizeResult {
   bool shapes_folded = false;  // static shape computations folded before the rules ran
   dsl::SaturationReport saturation;
   std::string extraction_method;
+  size_t extraction_steps = 0;  // classes extraction visited (Extraction::steps): deterministic
   bool extraction_optimal = false;
   size_t enodes = 0, eclasses = 0;
   GraphCost before, after;

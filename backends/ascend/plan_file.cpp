@@ -251,9 +251,17 @@ void check_header(const plan::Plan& p, const std::string& where) {
 }
 
 
+// Names and messages a plan carries are printed as they are: text, no control bytes.
+void check_text(const std::string& s, const std::string& what, bool lines = false) {
+  auto control = [&](char c) { return (static_cast<unsigned char>(c) < 0x20 && !(lines && c == '\n')) || c == 0x7f; };
+  if (!valid_utf8(s) || std::any_of(s.begin(), s.end(), control))
+    throw Error(what + " '" + escaped(s.substr(0, 256)) + "' is not text (UTF-8 without control bytes)");
+}
+
 void check_input_ranges(const plan::Plan& p, const std::string& where) {
   std::set<std::string> seen;
   for (const auto& range : p.input_ranges()) {
+    for (const auto& d : range.dims()) check_text(d.symbol(), where + ": input '" + range.name() + "' has a dim symbol");
     auto it = std::find_if(p.inputs().begin(), p.inputs().end(), [&](const plan::TensorRef& r) { return r.name() == range.name(); });
     if (it == p.inputs().end()) throw Error(where + ": it gives a range for '" + range.name() + "', which is not one of its inputs");
     if (!seen.insert(range.name()).second) throw Error(where + ": it gives input '" + range.name() + "' two ranges");
@@ -429,6 +437,7 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
     throw Error(where + ": it claims " + std::to_string(p.stream_count()) + " streams for " + std::to_string(p.kernels_size()) + " kernels");
   auto check_ref = [&](const plan::TensorRef& r, const std::string& what) {
     if (r.absent()) return;
+    check_text(r.name(), where + ": " + what);
     static const std::set<std::string> formats = {"", "ND", "NCHW", "NC1HWC0"};  // what lowering writes (format_of)
     if (!formats.count(r.format()))
       throw Error(where + ": " + what + " '" + r.name() + "' is in format '" + escaped(r.format()) + "', which is none of ND, NCHW, NC1HWC0");
@@ -444,6 +453,10 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
   std::vector<uint32_t> records(static_cast<size_t>(p.events_size()), 0), waits(static_cast<size_t>(p.events_size()), 0);
   for (int k = 0; k < p.kernels_size(); ++k) {
     const auto& kernel = p.kernels(k);
+    check_text(kernel.name(), where + ": kernel " + std::to_string(k) + "'s name");
+    check_text(kernel.op_type(), where + ": kernel " + std::to_string(k) + "'s op type");
+    check_text(kernel.domain(), where + ": kernel " + std::to_string(k) + "'s domain");
+    for (const auto& body : kernel.bodies()) check_text(body.unrunnable(), where + ": kernel " + std::to_string(k) + "'s message for a body it cannot run", true);
     const std::string what = "kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() + "')";
     if (kernel.stream() >= p.stream_count()) throw Error(where + ": " + what + " is on a stream the plan lacks");
     for (const auto& r : kernel.inputs()) check_ref(r, what + " input");

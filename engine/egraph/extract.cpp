@@ -23,6 +23,7 @@ std::vector<ClassId> reachable(const EGraph& g, const std::vector<ClassId>& root
     stack.pop_back();
     if (seen[c]) continue;
     seen[c] = true;
+    ++extraction_steps();
     out.push_back(c);
     for (const ENode& n : g.eclass(c).nodes)
       for (ClassId child : n.children)
@@ -69,6 +70,7 @@ std::vector<ClassId> children_first(const EGraph& g) {
       stack.pop_back();
     }
   }
+  extraction_steps() += order.size();
   return order;
 }
 
@@ -105,11 +107,15 @@ class DifferenceWalk {
     const std::vector<uint32_t>& rank = state_.rank;
     const std::vector<bool>& costly = state_.costly;
     const size_t k = candidates.size();
-    const uint64_t full = k == 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1;
+    // The alternatives still compared: all but those found to close a cycle. A cyclic
+    // one (a Reshape of the class itself) reaches nothing below the class, so left in,
+    // every class below would look reached by some alternatives only, and the walk
+    // would go down to the model's inputs (quadratic in its depth).
+    uint64_t live = k == 64 ? ~uint64_t{0} : (uint64_t{1} << k) - 1;
     ++generation_;
     touched_.clear();
     heap_ = {};
-    // Classes queued that not every alternative reaches and that matter: one whose
+    // Classes queued that not every live alternative reaches and that matter: one whose
     // program costs nothing (a weight, a weight laid out at compile time) and that
     // ranks below the class (so cannot lead back to it) changes no comparison.
     size_t partial = 0;
@@ -118,6 +124,7 @@ class DifferenceWalk {
       for (ClassId ch : g.eclass(c).nodes[candidates[i]].children)
         if (ch != kAbsent) rank_c = std::max(rank_c, rank[g.find(ch)] + 1);
     auto matters = [&](ClassId x) { return costly[x] || rank[x] >= rank_c; };
+    auto differs = [&](uint64_t m) { return (m & live) != live; };
     auto mark = [&](ClassId x, uint64_t bits) {
       if (stamp_[x] != generation_) {
         stamp_[x] = generation_;
@@ -131,8 +138,8 @@ class DifferenceWalk {
       if (!in_heap_[x]) {
         in_heap_[x] = true;
         heap_.push({rank[x], x});
-        partial += mask_[x] != full && matters(x);
-      } else if (before != full && mask_[x] == full && matters(x)) {
+        partial += differs(mask_[x]) && matters(x);
+      } else if (differs(before) && !differs(mask_[x]) && matters(x)) {
         --partial;
       }
     };
@@ -150,8 +157,17 @@ class DifferenceWalk {
       heap_.pop();
       in_heap_[x] = false;
       const uint64_t m = mask_[x];
-      if (m != full && matters(x)) --partial;
-      if (x == c) continue;  // reached by the alternatives that would be cyclic
+      if (differs(m) && matters(x)) --partial;
+      if (x == c) {
+        // The alternatives that reach the class itself are out of the comparison: what
+        // only they miss no longer differs. Counted again over the queue, once per walk
+        // (the class leaves the queue once).
+        live &= ~m;
+        partial = 0;
+        for (ClassId y : touched_) partial += in_heap_[y] && differs(mask_[y]) && matters(y);
+        extraction_steps() += touched_.size();
+        continue;
+      }
       for (ClassId ch : g.eclass(x).nodes[choice[x]].children)
         if (ch != kAbsent) mark(g.find(ch), m);
     }
@@ -161,10 +177,11 @@ class DifferenceWalk {
     for (size_t i = 0; i < k; ++i) total[i] = node_costs[candidates[i]];
     for (ClassId x : touched_) {
       const uint64_t m = mask_[x];
-      if (m == full || x == c) continue;
+      if (!differs(m) || x == c) continue;
       for (size_t i = 0; i < k; ++i)
         if (m >> i & 1) total[i] += own[x];
     }
+    extraction_steps() += touched_.size();
     const uint64_t cyclic = stamp_[c] == generation_ ? mask_[c] : 0;
     size_t best = kNoChoice;
     for (size_t i = 0; i < k; ++i)
@@ -203,6 +220,7 @@ void reuse_selected(const EGraph& g, const std::vector<ClassId>& roots, const No
       size_t node;
     };
     std::vector<Switch> paying;
+    extraction_steps() += s.order().size();
     for (ClassId c : s.order()) {
       if (!s.computes(c)) continue;
       const auto& nodes = g.eclass(c).nodes;
@@ -229,20 +247,24 @@ void reuse_selected(const EGraph& g, const std::vector<ClassId>& roots, const No
 }
 
 void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, Extraction& x) {
-  std::optional<Selection> s;
-  s.emplace(g, roots, cost, x.choice);
-  if (!s->feasible()) return;
+  Selection s(g, roots, cost, x.choice);
+  if (!s.feasible()) return;
   constexpr size_t kFreshLimit = 64;   // classes a candidate may add
   constexpr size_t kTryLimit = 4096;   // candidates walked in all: bounded work whatever the model
   constexpr int kLevelsUp = 3;         // from the added work to the classes that could read it
+  // A class read by more e-nodes than this is no work near the switch but a value many
+  // share (a shape constant every layer reshapes by): walking up from it would visit the
+  // whole model for each candidate, quadratic in its depth.
+  constexpr size_t kFanOut = 16;
+  constexpr size_t kNearLimit = 4 * kFreshLimit;  // classes tried near one candidate
   size_t tries = 0;
-  const std::vector<ClassId> order = s->order();
+  const std::vector<ClassId> order = s.order();
   for (ClassId c : order) {
     if (tries >= kTryLimit) break;
-    if (!s->computes(c)) continue;
+    if (!s.computes(c)) continue;
     const auto& nodes = g.eclass(c).nodes;
-    for (size_t i = 0; i < nodes.size() && tries < kTryLimit && s->computes(c); ++i) {
-      if (i == s->choice()[c]) continue;
+    for (size_t i = 0; i < nodes.size() && tries < kTryLimit && s.computes(c); ++i) {
+      if (i == s.choice()[c]) continue;
       ++tries;  // every candidate walked counts, shared or not
       // The classes the switch would add, and whether one of them is read by the
       // e-nodes of two classes or more (work that others could share).
@@ -252,7 +274,7 @@ void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCo
       auto visit = [&](ClassId ch) {
         if (ch == kAbsent) return;
         ch = g.find(ch);
-        if (!s->computes(ch) && seen.insert(ch).second) stack.push_back(ch);
+        if (!s.computes(ch) && seen.insert(ch).second) stack.push_back(ch);
       };
       for (ClassId ch : nodes[i].children) visit(ch);
       while (!stack.empty()) {
@@ -262,45 +284,56 @@ void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCo
         }
         const ClassId f = stack.back();
         stack.pop_back();
+        ++extraction_steps();
         fresh.push_back(f);
         const auto& parents = g.eclass(f).parents;  // read by e-nodes of two classes or more?
         for (size_t p = 1; p < parents.size() && !shared; ++p) shared = g.find(parents[p].second) != g.find(parents[0].second);
-        const size_t k = s->choice()[f];
+        const size_t k = s.choice()[f];
         if (k != kNoChoice)
           for (ClassId ch : g.eclass(f).nodes[k].children) visit(ch);
       }
       if (!shared || !bounded) continue;
-      if (s->cost_with(c, i) == kInfeasible) continue;
-      Selection t = *s;
-      t.switch_to(c, i);
+      if (s.cost_with(c, i) == kInfeasible) continue;
+      // The switch and the ones it makes pay are made in place and undone, latest first,
+      // unless together they lower the cost: no copy of the selection per candidate (a
+      // copy and a rebuild per candidate made this quadratic in the model's depth).
+      const double before = s.cost();
+      std::vector<std::pair<ClassId, size_t>> undo;
+      auto take = [&](ClassId d, size_t j) {
+        undo.emplace_back(d, s.choice()[d]);
+        s.switch_to(d, j);
+      };
+      take(c, i);
       // Classes near the added work, computed now, that may move onto it.
       std::vector<ClassId> near, frontier = fresh;
       std::unordered_set<ClassId> up(fresh.begin(), fresh.end());
       for (int level = 0; level < kLevelsUp && !frontier.empty(); ++level) {
         std::vector<ClassId> next;
-        for (ClassId f : frontier)
+        for (ClassId f : frontier) {
+          // Constants (weights, shapes, values folded at compile time) are no work to share.
+          if (g.eclass(f).parents.size() > kFanOut || g.eclass(f).data.is_constant()) continue;
           for (const auto& [pn, pc] : g.eclass(f).parents) {
             const ClassId p = g.find(pc);
+            ++extraction_steps();
             if (!up.insert(p).second) continue;
             next.push_back(p);
-            if (p != c && t.computes(p)) near.push_back(p);
+            if (p != c && s.computes(p) && near.size() < kNearLimit) near.push_back(p);
           }
+        }
         frontier = std::move(next);
       }
       for (ClassId d : near) {
-        if (!t.computes(d)) continue;
+        if (!s.computes(d)) continue;
         const auto& alts = g.eclass(d).nodes;
         for (size_t j = 0; j < alts.size(); ++j)
-          if (j != t.choice()[d] && t.cost_with(d, j) < t.cost() - 1e-9) t.switch_to(d, j);
+          if (j != s.choice()[d] && s.cost_with(d, j) < s.cost() - 1e-9) take(d, j);
       }
-      if (t.cost() < s->cost() - 1e-9) {
-        const Choice better = t.choice();
-        s.emplace(g, roots, cost, better);
-      }
+      if (s.cost() < before - 1e-9) continue;
+      for (auto it = undo.rbegin(); it != undo.rend(); ++it) s.switch_to(it->first, it->second);
     }
   }
-  x.choice = s->choice();
-  x.cost = s->cost();
+  x.choice = s.choice();
+  x.cost = s.cost();
 }
 
 double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const Choice& choice, const NodeCost& cost) {
@@ -343,6 +376,7 @@ Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots
   std::vector<double> node_costs;
   for (int round = 0; round < 64; ++round) {
     bool changed = false;
+    extraction_steps() += order.size();
     for (ClassId c : order) {
       const auto& nodes = g.eclass(c).nodes;
       node_costs.clear();
@@ -471,7 +505,9 @@ Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, con
   return best;
 }
 
-Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& node_cost, size_t exact_limit) {
+namespace {
+
+Extraction best_extraction(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& node_cost, size_t exact_limit) {
   const NodeCost cost = remember_costs(node_cost);  // every extractor below prices the same e-nodes
   size_t with_choice = 0;
   const std::vector<ClassId> live = reachable(g, roots);
@@ -492,6 +528,15 @@ Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, cons
                    " classes with a choice)";
     return input;
   }
+  return x;
+}
+
+}  // namespace
+
+Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& node_cost, size_t exact_limit) {
+  const size_t steps_before = extraction_steps();
+  Extraction x = best_extraction(g, roots, node_cost, exact_limit);
+  x.steps = extraction_steps() - steps_before;
   return x;
 }
 

@@ -24,6 +24,7 @@ struct Extraction {
   std::string method;
   bool optimal = false;              // proven (exact search finished)
   size_t explored = 0;               // search states (exact)
+  size_t steps = 0;                  // classes visited (extraction_steps) by extract_best
 };
 
 Extraction extract_greedy_tree(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);

@@ -1,11 +1,18 @@
 #include "egraph/selection.h"
 
 #include <algorithm>
+#include <iterator>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
 namespace geopt {
+
+size_t& extraction_steps() {
+  thread_local size_t steps = 0;
+  return steps;
+}
 
 NodeCost remember_costs(NodeCost cost) {
   auto memo = std::make_shared<std::unordered_map<const ENode*, double>>();
@@ -31,12 +38,19 @@ Selection::Selection(const EGraph& g, std::vector<ClassId> roots, const NodeCost
   recompute();
 }
 
+namespace {
+constexpr uint64_t kLabelGap = uint64_t{1} << 32;  // 2^31 classes at most, so labels stay below 2^63
+}  // namespace
+
 void Selection::recompute() {
   const size_t n = g_.id_bound();
+  extraction_steps() += n;
   uses_.assign(n, 0);
   own_.assign(n, 0);
   position_.assign(n, 0);
+  labels_.clear();
   order_.clear();
+  order_stale_ = false;
   cost_ = 0;
   // Iterative depth-first walk (model depth must not bound the native stack):
   // 0 unseen, 1 open, 2 done.
@@ -74,7 +88,8 @@ void Selection::recompute() {
         continue;
       }
       state[top.id] = 2;
-      position_[top.id] = static_cast<uint32_t>(order_.size());
+      position_[top.id] = (order_.size() + 1) * kLabelGap;
+      labels_.emplace_hint(labels_.end(), position_[top.id], top.id);
       order_.push_back(top.id);
       cost_ += own_[top.id];
       stack.pop_back();
@@ -103,6 +118,7 @@ bool Selection::plan_switch(ClassId c, size_t node, const Choice* fill, Change& 
   while (!stack.empty()) {
     const ClassId x = stack.back();
     stack.pop_back();
+    ++extraction_steps();
     const bool newly = current_uses(x) == 0;
     ++change.uses[x];
     if (!newly) continue;
@@ -122,6 +138,7 @@ bool Selection::plan_switch(ClassId c, size_t node, const Choice* fill, Change& 
   while (!stack.empty()) {
     const ClassId y = stack.back();
     stack.pop_back();
+    ++extraction_steps();
     --change.uses[y];
     if (current_uses(y) != 0) continue;
     change.cost -= own_[y];
@@ -144,6 +161,7 @@ bool Selection::reaches(const std::vector<ClassId>& from, ClassId target, const 
   while (!stack.empty()) {
     const ClassId x = stack.back();
     stack.pop_back();
+    ++extraction_steps();
     if (x == target) return true;
     if (!seen.insert(x).second) continue;
     size_t k;
@@ -168,6 +186,17 @@ double Selection::cost_with(ClassId c, size_t node, const Choice* fill) const {
   return cost_ + change.cost;
 }
 
+const std::vector<ClassId>& Selection::order() const {
+  if (order_stale_) {
+    order_.clear();
+    for (const auto& [label, x] : labels_)
+      if (uses_[x] > 0) order_.push_back(x);
+    order_stale_ = false;
+    extraction_steps() += labels_.size();
+  }
+  return order_;
+}
+
 void Selection::switch_to(ClassId c, size_t node, const Choice* fill) {
   c = g_.find(c);
   if (node == choice_[c]) return;
@@ -178,34 +207,111 @@ void Selection::switch_to(ClassId c, size_t node, const Choice* fill) {
   }
   Change change;
   if (!plan_switch(c, node, fill, change)) return;
-  if (!change.added.empty()) {  // new classes need places in the order: walk it anew
-    choice_[c] = node;
-    for (const auto& [x, k] : change.added) choice_[x] = k;
-    recompute();
-    return;
-  }
   choice_[c] = node;
   own_[c] += change.own;
   for (const auto& [x, d] : change.uses) uses_[x] = static_cast<uint32_t>(static_cast<int64_t>(uses_[x]) + d);
+  for (const auto& [x, k] : change.added) {
+    choice_[x] = k;
+    own_[x] = cost_fn_(g_, x, g_.eclass(x).nodes[k]);
+  }
   cost_ += change.cost;
-  reorder_after_switch(c);
+  std::vector<ClassId> group;  // the classes the switch placed anew, children first, then c
+  if (!change.added.empty()) place_added(c, change, group);
+  group.push_back(c);
+  reorder_after_switch(group);
+  order_stale_ = true;
 }
 
-// Keeps the children-first order valid after class c took an e-node whose children
-// may stand after it (Pearce and Kelly's dynamic topological order): the descendants
-// of those children placed between them and c move before the ancestors of c placed
-// there, reusing the same positions. Only that stretch of the order is touched.
-void Selection::reorder_after_switch(ClassId c) {
-  const uint32_t lower = position_[c];
-  uint32_t upper = lower;
-  const auto& new_children = g_.eclass(c).nodes[choice_[c]].children;
-  for (ClassId ch : new_children)
-    if (ch != kAbsent) upper = std::max(upper, position_[g_.find(ch)]);
+// Gives the classes a switch of c newly computes labels just below c's, children first
+// among themselves (a post-order walk of their chosen e-nodes). Their children outside
+// them keep their labels: reorder_after_switch repairs the ones that stand above.
+void Selection::place_added(ClassId c, const Change& change, std::vector<ClassId>& group) {
+  std::vector<uint8_t> done;  // per added class, in `index`: 0 unseen, 1 open, 2 done
+  std::unordered_map<ClassId, size_t> index;
+  for (const auto& [x, k] : change.added) index.emplace(x, index.size());
+  done.assign(index.size(), 0);
+  struct Frame {
+    ClassId id;
+    size_t next;
+  };
+  std::vector<Frame> stack;
+  auto enter = [&](ClassId ch) {
+    if (ch == kAbsent) return;
+    ch = g_.find(ch);
+    auto it = index.find(ch);
+    if (it == index.end() || done[it->second]) return;
+    done[it->second] = 1;
+    stack.push_back({ch, 0});
+  };
+  for (ClassId ch : g_.eclass(c).nodes[choice_[c]].children) {
+    enter(ch);
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      const auto& children = g_.eclass(top.id).nodes[choice_[top.id]].children;
+      if (top.next < children.size()) {
+        enter(children[top.next++]);
+        continue;
+      }
+      done[index.at(top.id)] = 2;
+      group.push_back(top.id);
+      stack.pop_back();
+    }
+  }
+  extraction_steps() += group.size();
+  // A class computed before and dropped since keeps a label from then: placed anew.
+  for (ClassId x : group)
+    if (auto it = labels_.find(position_[x]); it != labels_.end() && it->second == x) labels_.erase(it);
+  auto gap_below = [&]() {
+    auto it = labels_.find(position_[c]);
+    const uint64_t below = it == labels_.begin() ? 0 : std::prev(it)->first;
+    return std::pair<uint64_t, uint64_t>{below, (position_[c] - below) / (group.size() + 1)};
+  };
+  auto [below, step] = gap_below();
+  if (step == 0) {
+    relabel();
+    std::tie(below, step) = gap_below();
+  }
+  for (size_t j = 0; j < group.size(); ++j) {
+    position_[group[j]] = below + step * (j + 1);
+    labels_.emplace(position_[group[j]], group[j]);
+  }
+}
+
+// Labels every placed class anew, in the order they stand, a full gap apart.
+void Selection::relabel() {
+  extraction_steps() += labels_.size();
+  std::map<uint64_t, ClassId> fresh;
+  uint64_t next = kLabelGap;
+  for (const auto& [label, x] : labels_) {
+    position_[x] = next;
+    fresh.emplace_hint(fresh.end(), next, x);
+    next += kLabelGap;
+  }
+  labels_.swap(fresh);
+}
+
+// Keeps the children-first order valid after a switch (Pearce and Kelly's dynamic
+// topological order). `group` is the switched class last, after the classes the switch
+// placed just below it; their children outside the group may stand above it. The
+// descendants of those children placed between the group and the highest of them move
+// before the group and the ancestors of the switched class placed there, reusing the
+// same labels. Only that stretch of the order is touched.
+void Selection::reorder_after_switch(const std::vector<ClassId>& group) {
+  const ClassId c = group.back();
+  const uint64_t lower = position_[c];
+  uint64_t upper = lower;
+  std::unordered_set<ClassId> in_group(group.begin(), group.end());
+  std::vector<ClassId> stack;
+  for (ClassId x : group)
+    for (ClassId ch : g_.eclass(x).nodes[choice_[x]].children) {
+      if (ch == kAbsent || in_group.count(g_.find(ch))) continue;
+      const ClassId y = g_.find(ch);
+      upper = std::max(upper, position_[y]);
+      stack.push_back(y);
+    }
   if (upper == lower) return;
-  std::vector<ClassId> down, up, stack;
+  std::vector<ClassId> down, up(group.begin(), group.end() - 1);
   std::unordered_set<ClassId> seen;
-  for (ClassId ch : new_children)
-    if (ch != kAbsent) stack.push_back(g_.find(ch));
   while (!stack.empty()) {
     const ClassId x = stack.back();
     stack.pop_back();
@@ -230,16 +336,18 @@ void Selection::reorder_after_switch(ClassId c) {
         }
     }
   }
+  extraction_steps() += down.size() + up.size();
   auto by_position = [&](ClassId a, ClassId b) { return position_[a] < position_[b]; };
   std::sort(down.begin(), down.end(), by_position);
   std::sort(up.begin(), up.end(), by_position);
-  std::vector<uint32_t> slots;
+  std::vector<uint64_t> slots;
   for (ClassId x : down) slots.push_back(position_[x]);
   for (ClassId x : up) slots.push_back(position_[x]);
   std::sort(slots.begin(), slots.end());
+  for (uint64_t label : slots) labels_.erase(label);
   size_t k = 0;
-  for (ClassId x : down) position_[x] = slots[k], order_[slots[k++]] = x;
-  for (ClassId x : up) position_[x] = slots[k], order_[slots[k++]] = x;
+  for (ClassId x : down) position_[x] = slots[k++], labels_.emplace(position_[x], x);
+  for (ClassId x : up) position_[x] = slots[k++], labels_.emplace(position_[x], x);
 }
 
 }  // namespace geopt

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <functional>
 #include <limits>
+#include <map>
 #include <vector>
 
 #include "egraph/egraph.h"
@@ -21,6 +22,11 @@ using NodeCost = std::function<double(const EGraph&, ClassId, const ENode&)>;
 // The same costs, each e-node's computed once: for an e-graph that no longer changes
 // (the memo is keyed by the e-node's address). Extraction prices e-nodes many times.
 NodeCost remember_costs(NodeCost cost);
+
+// Classes visited by extraction on this thread, counted where it walks or allocates per
+// class: a deterministic measure of its cost, which Extraction::steps reports and a test
+// compares across model depths (time is no deterministic measure).
+size_t& extraction_steps();
 
 // The chosen e-node of each class, indexed by class id (EGraph::id_bound() entries).
 inline constexpr size_t kNoChoice = std::numeric_limits<size_t>::max();
@@ -38,8 +44,9 @@ class Selection {
   // Whether the program computes class c (reached from a root through chosen e-nodes).
   bool computes(ClassId c) const { return uses_.at(g_.find(c)) > 0; }
   // The computed classes, children before parents (after switch_to, also classes a
-  // switch left unused: ask computes()).
-  const std::vector<ClassId>& order() const { return order_; }
+  // switch left unused: ask computes()). Listed anew after switches (n log n), so
+  // callers take it once per pass, not once per switch.
+  const std::vector<ClassId>& order() const;
 
   // The DAG cost of the program with class c switched to its e-node `node`. Classes
   // the switch newly needs take their own choice, else their choice in `fill`;
@@ -54,7 +61,9 @@ class Selection {
   bool plan_switch(ClassId c, size_t node, const Choice* fill, Change& change) const;
   bool reaches(const std::vector<ClassId>& from, ClassId target, const Change& change) const;
   void recompute();
-  void reorder_after_switch(ClassId c);
+  void place_added(ClassId c, const Change& change, std::vector<ClassId>& group);
+  void reorder_after_switch(const std::vector<ClassId>& group);
+  void relabel();
 
   const EGraph& g_;
   std::vector<ClassId> roots_;
@@ -62,8 +71,13 @@ class Selection {
   Choice choice_;
   std::vector<uint32_t> uses_;     // chosen e-nodes and roots using each class
   std::vector<double> own_;        // cost of each computed class's chosen e-node
-  std::vector<uint32_t> position_; // index in order_ (children first)
-  std::vector<ClassId> order_;
+  // Each placed class's label: labels rise children first, with gaps, so a switch that
+  // computes new classes gives them labels below the switched class without moving the
+  // rest (they are relabelled only when a gap runs out).
+  std::vector<uint64_t> position_;
+  std::map<uint64_t, ClassId> labels_;  // label -> class, for every placed class
+  mutable std::vector<ClassId> order_;
+  mutable bool order_stale_ = false;
   double cost_ = kInfeasible;
 };
 

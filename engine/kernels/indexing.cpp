@@ -310,6 +310,7 @@ void one_hot(KernelContext& ctx) {
   const int64_t axis = normalize_axis(ctx.attr_int("axis", -1), out_rank);
   std::vector<int64_t> out = indices.dims();
   out.insert(out.begin() + axis, depth);
+  ctx.check_planned_dims(0, out);
   HostTensor y = like(values, out);
   const int64_t outer = product(indices.dims(), 0, static_cast<size_t>(axis));
   const int64_t after = product(indices.dims(), static_cast<size_t>(axis));

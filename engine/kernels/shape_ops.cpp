@@ -56,6 +56,7 @@ void for_each_index(const std::vector<int64_t>& dims, F&& f) {
 HostTensor broadcast_to(const KernelContext& ctx, const HostTensor& x, const std::vector<int64_t>& target) {
   std::vector<int64_t> dims;
   if (!broadcast_shape({x.dims(), target}, dims)) ctx.fail("cannot expand " + x.shape_string() + " to the requested shape");
+  ctx.check_planned_dims(0, dims);
   HostTensor y(x.dtype(), dims);
   std::vector<int64_t> strides[1] = {broadcast_strides(x.dims(), dims)};
   ElementCopier copy(x, y);
@@ -377,6 +378,7 @@ void constant(KernelContext& ctx) {
 void constant_of_shape(KernelContext& ctx) {
   std::vector<int64_t> dims = ctx.input(0).ints();
   const Tensor* v = ctx.attr_tensor("value");
+  ctx.check_planned_dims(0, dims);
   HostTensor y(v ? v->dtype : DType::F32, dims);
   if (v) {
     HostTensor value = HostTensor::view(*v);
@@ -396,6 +398,7 @@ void range(KernelContext& ctx) {
     // Checked as a double: a cast of 1e19 to int64 is undefined (it read as 0 elements).
     if (n > 9.0e18) ctx.fail("start, limit and delta ask for " + std::to_string(n) + " elements, more than a tensor can hold");
     int64_t count = std::max<int64_t>(0, static_cast<int64_t>(n));
+    ctx.check_planned_dims(0, {count});
     HostTensor y(s.dtype(), {count});
     T* p = y.mutable_data<T>();
     for (int64_t i = 0; i < count; ++i) p[i] = static_cast<T>(start + static_cast<T>(i) * delta);
@@ -413,6 +416,7 @@ void tile(KernelContext& ctx) {
     if (__builtin_mul_overflow(dims[i], reps[i], &dims[i]))
       ctx.fail("axis " + std::to_string(i) + " of " + std::to_string(x.dims()[i]) + " repeated " + std::to_string(reps[i]) + " times is past 2^63");
   }
+  ctx.check_planned_dims(0, dims);
   HostTensor y(x.dtype(), dims);
   auto xs = strides_of(x.dims());
   ElementCopier copy(x, y);
@@ -443,6 +447,7 @@ void pad(KernelContext& ctx) {
     if (mode != "constant" && x.dims()[static_cast<size_t>(d)] == 0 && dims[static_cast<size_t>(d)] > 0)
       ctx.fail(mode + " padding of an empty axis");
   }
+  ctx.check_planned_dims(0, dims);
   HostTensor y(x.dtype(), dims);
   HostTensor fill(x.dtype(), {});
   if (mode == "constant") {

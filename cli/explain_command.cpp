@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "ascend/optimizer.h"
@@ -29,7 +30,7 @@ struct ExplainCliOptions {
   RuleOptions rules;
   ProfileOptions profile;
   std::string rule, node;
-  bool anywhere = false, verbose = false, json = false;
+  bool anywhere = false, verbose = false, json = false, all = false;
   int iterations = 30;
   size_t enodes = 50000;
   double seconds = 5;
@@ -110,6 +111,115 @@ int explain_node(const ExplainCliOptions& o, const Model& model, const std::vect
   if (!any) std::printf("  no rule considered it\n");
   if (scope.empty() && r.model.graph->find_node(o.node)) std::printf("  it stays in the optimized model as %s\n", o.node.c_str());
   return 0;
+}
+
+// The rules' misses a report shows: a fold's is always "an input is not constant", and
+// an elimination's or an algebraic simplification's says the op does real work (a
+// Reshape that reshapes): neither is a missed fusion.
+bool is_quiet(const dsl::RuleSet& rules, const std::string& rule) {
+  const dsl::CompiledRule* cr = rules.find(rule);
+  return cr && (cr->ast->fold || cr->ast->has_tag("elimination") || cr->ast->has_tag("algebra"));
+}
+
+// The unfused ops, most first: "Add 12, Reshape 8".
+std::string unfused_text(const ascend::OptimizeResult& r, size_t most) {
+  std::string left;
+  std::vector<std::pair<std::string, size_t>> by(r.unfused.begin(), r.unfused.end());
+  std::stable_sort(by.begin(), by.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (size_t i = 0; i < by.size() && i < most; ++i) left += (left.empty() ? "" : ", ") + by[i].first + " " + std::to_string(by[i].second);
+  return left.empty() ? "none" : left;
+}
+
+constexpr size_t kSummaryMisses = 15, kSummaryNotKept = 5, kSummaryFiredLines = 6;
+
+// One screen per model: the rules that fired, the nearest misses over all rules (the
+// deepest into their patterns first, one per node), what was rewritten but not kept,
+// and the commands for the rest. `--all` is the listing per rule.
+void print_summary(const ExplainCliOptions& o, const dsl::RuleSet& rules, const std::vector<dsl::RuleExplanation>& matches,
+                   std::map<std::string, std::vector<const ascend::SiteOutcome*>>& outcomes,
+                   const std::map<std::string, std::vector<dsl::SiteExplanation>>& later, const ascend::OptimizeResult& r) {
+  std::vector<std::string> fired;
+  size_t silent = 0;
+  for (const auto& re : matches) {
+    size_t kept = 0;
+    for (const auto* s : outcomes[re.rule]) kept += s->selected;
+    const size_t matched = re.sites.size() - re.misses();
+    if (kept) fired.push_back(re.rule + " " + std::to_string(kept) + "/" + std::to_string(std::max(matched, kept)));
+    else if (matched == 0 && !later.count(re.rule)) silent += std::none_of(re.sites.begin(), re.sites.end(), [](const auto& s) { return s.near; });
+  }
+  // Wrapped at 96 columns, at most kSummaryFiredLines lines.
+  std::vector<std::pair<std::string, size_t>> lines;  // text, rules on it
+  for (const auto& f : fired) {
+    if (lines.empty() || lines.back().first.size() + f.size() + 2 > 96) lines.push_back({"", 0});
+    lines.back().first += (lines.back().second ? ", " : "") + f;
+    ++lines.back().second;
+  }
+  std::printf("\nfired (sites kept / matched):%s\n", fired.empty() ? " none" : "");
+  size_t listed = 0;
+  for (size_t i = 0; i < lines.size() && i < kSummaryFiredLines; ++i) {
+    std::printf("  %s\n", lines[i].first.c_str());
+    listed += lines[i].second;
+  }
+  if (listed < fired.size()) std::printf("  ... and %zu more rules (--all)\n", fired.size() - listed);
+  // A node several rules miss (variants of one fusion) shows the miss that got furthest;
+  // a node some rule matched needs no excuse from the others.
+  std::map<std::pair<std::string, std::string>, int> best_at;  // (scope, node) -> depth
+  for (const auto& re : matches)
+    for (const auto& s : re.sites) {
+      int& best = best_at[{s.scope, s.node}];
+      best = std::max(best, s.matched ? INT_MAX : s.depth);
+    }
+  struct Miss {
+    const dsl::SiteExplanation* site;
+    bool after_others;
+  };
+  std::vector<Miss> misses;
+  std::set<std::pair<std::string, std::string>> shown_nodes;
+  for (const auto& re : matches) {
+    if (is_quiet(rules, re.rule) && re.enabled) continue;
+    for (const auto& s : re.sites)  // a disabled rule's every site: the user turned it off
+      if (!s.matched && ((s.near && s.depth >= best_at[{s.scope, s.node}]) || !re.enabled)) misses.push_back({&s, false});
+  }
+  for (const auto& [rule, sites] : later)
+    if (!is_quiet(rules, rule))
+      for (const auto& s : sites) misses.push_back({&s, true});
+  // The input's own misses first: those after other rules often meet what a rule already made.
+  std::stable_sort(misses.begin(), misses.end(), [](const Miss& a, const Miss& b) {
+    return a.after_others != b.after_others ? b.after_others : a.site->depth > b.site->depth;
+  });
+  std::vector<Miss> distinct;
+  for (const Miss& m : misses)
+    if (shown_nodes.insert({m.site->scope, m.site->node}).second) distinct.push_back(m);
+  if (!distinct.empty()) {
+    std::printf("\nnear misses, the closest first (%zu node(s)):\n", distinct.size());
+    for (size_t i = 0; i < distinct.size() && i < kSummaryMisses; ++i) {
+      const dsl::SiteExplanation& s = *distinct[i].site;
+      std::printf("  %s @ %s: %s%s\n", s.rule.c_str(), where(s.node, s.scope).c_str(), s.reason.c_str(),
+                  distinct[i].after_others ? " (after the other rules rewrote the graph)" : "");
+    }
+    if (distinct.size() > kSummaryMisses)
+      std::printf("  ... %zu more: --all lists each rule's, --rule NAME one rule's\n", distinct.size() - kSummaryMisses);
+  }
+  std::vector<std::string> not_kept;
+  for (const auto& re : matches) {
+    for (const auto* s : outcomes[re.rule])
+      if (!s->selected) not_kept.push_back(re.rule + " @ " + where(s->node, s->scope) + ": rewritten, not kept: " + s->reason);
+    for (const auto& s : re.sites) {
+      if (!s.matched) continue;
+      bool rewritten = false;
+      for (const auto* oc : outcomes[re.rule]) rewritten = rewritten || (oc->node == s.node && oc->scope == s.scope);
+      if (!rewritten) not_kept.push_back(re.rule + " @ " + where(s.node, s.scope) + ": " + not_rewritten_reason(r.saturation, re.rule));
+    }
+  }
+  if (!not_kept.empty()) {
+    std::printf("\nmatched, not kept (%zu site(s)):\n", not_kept.size());
+    for (size_t i = 0; i < not_kept.size() && i < kSummaryNotKept; ++i) std::printf("  %s\n", not_kept[i].c_str());
+    if (not_kept.size() > kSummaryNotKept) std::printf("  ... %zu more (--all)\n", not_kept.size() - kSummaryNotKept);
+  }
+  if (silent) std::printf("\n%zu rule(s) came near no site (--all names them)\n", silent);
+  std::printf("\nfusion rate %.0f%% of the input's kernels; left unfused: %s\n", 100 * r.fusion_rate, unfused_text(r, 8).c_str());
+  std::printf("details: geopt explain %s --rule NAME (one rule) | --node NAME (one node) | --all (every rule) | --verbose (every site)\n",
+              o.model.c_str());
 }
 
 int run(const ExplainCliOptions& o) {
@@ -197,6 +307,10 @@ int run(const ExplainCliOptions& o) {
   if (r.saturation.stop != dsl::StopReason::Saturated)
     std::printf("saturation stopped at its %s after %d iteration(s): rewrites past it were not explored\n", dsl::stop_reason_name(r.saturation.stop),
                 r.saturation.iterations);
+  if (!o.all && !o.verbose && o.rule.empty()) {
+    print_summary(o, *rules, matches, outcomes, later, r);
+    return 0;
+  }
   const size_t shown = o.verbose ? SIZE_MAX : kDefaultSitesShown;
   // At a node several rules miss (variants of one fusion), the default report keeps the
   // misses that got furthest; a node some rule matched needs no excuse from the others.
@@ -206,16 +320,10 @@ int run(const ExplainCliOptions& o) {
       int& best = best_at[{s.scope, s.node}];
       best = std::max(best, s.matched ? INT_MAX : s.depth);
     }
-  // A fold's miss is always "an input is not constant", and an elimination's or an
-  // algebraic simplification's says the op does real work (a Reshape that reshapes):
-  // neither is a missed fusion, so they are listed only when asked for.
-  auto is_quiet = [&](const std::string& rule) {
-    const dsl::CompiledRule* cr = rules->find(rule);
-    return cr && (cr->ast->fold || cr->ast->has_tag("elimination") || cr->ast->has_tag("algebra"));
-  };
+  // Quiet rules' misses (is_quiet) are listed only when asked for.
   auto worth_showing = [&](const dsl::RuleExplanation& re, const dsl::SiteExplanation& s) {
     if (o.verbose || !o.rule.empty() || !re.enabled) return true;
-    return s.near && !s.matched && !is_quiet(re.rule) && s.depth >= best_at[{s.scope, s.node}];
+    return s.near && !s.matched && !is_quiet(*rules, re.rule) && s.depth >= best_at[{s.scope, s.node}];
   };
   std::vector<std::string> silent;
   for (const auto& re : matches) {
@@ -266,11 +374,7 @@ int run(const ExplainCliOptions& o) {
     for (const auto& name : silent) names += (names.empty() ? "" : ", ") + name;
     std::printf("\nno site near a match (--verbose shows each): %s\n", names.c_str());
   }
-  std::string left;
-  std::vector<std::pair<std::string, size_t>> by(r.unfused.begin(), r.unfused.end());
-  std::stable_sort(by.begin(), by.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  for (size_t i = 0; i < by.size() && i < 8; ++i) left += (left.empty() ? "" : ", ") + by[i].first + " " + std::to_string(by[i].second);
-  std::printf("\nfusion rate %.0f%% of the input's kernels; left unfused: %s\n", 100 * r.fusion_rate, left.empty() ? "none" : left.c_str());
+  std::printf("\nfusion rate %.0f%% of the input's kernels; left unfused: %s\n", 100 * r.fusion_rate, unfused_text(r, 8).c_str());
   return 0;
 }
 
@@ -286,6 +390,7 @@ std::function<int()> add_explain_command(CLI::App& app) {
   cmd->add_option("--rule", o->rule, "Only this rule");
   cmd->add_option("--node", o->node, "What happened to this node");
   cmd->add_flag("--anywhere", o->anywhere, "Also report nodes of any op in a rule's pattern, not only its root op");
+  cmd->add_flag("--all", o->all, "Every rule's report (the default is a summary of one screen: what fired, the nearest misses)");
   cmd->add_flag("--verbose", o->verbose, "Every site, matched ones too");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str()->check(CLI::NonNegativeNumber);

@@ -69,12 +69,14 @@ TEST_CASE("the eps case: explain names the node, the attribute, both values and 
   INFO(out);
   CHECK(out.find("LayerNormEps @ n1: attribute 'epsilon' of LayerNormalization 'n1' is 9.99999997e-07, the rule requires 1e-05 ± 1e-09 (" +
                  c.rules.string() + ":2:56)") != std::string::npos);
-  CHECK(out.find("0 of 1 LayerNormalization node(s) matched") != std::string::npos);
+  CHECK(out.find("fired (sites kept / matched): none") != std::string::npos);
+  CHECK(explain(c, {"--all"}).find("0 of 1 LayerNormalization node(s) matched") != std::string::npos);  // the listing per rule
 
   Case ok = write_case(kLayerNormRule, with_eps("0.00001").c_str());
   std::string fired = explain(ok);
   INFO(fired);
-  CHECK(fired.find("LayerNormEps: 1 of 1 LayerNormalization node(s) matched; 1 rewrite(s) in the e-graph, 1 kept") != std::string::npos);
+  CHECK(fired.find("fired (sites kept / matched):\n  LayerNormEps 1/1\n") != std::string::npos);
+  CHECK(explain(ok, {"--all"}).find("LayerNormEps: 1 of 1 LayerNormalization node(s) matched; 1 rewrite(s) in the e-graph, 1 kept") != std::string::npos);
 }
 
 TEST_CASE("failure kinds: wrong op at depth 2, not a constant, a symbolic dim") {
@@ -114,7 +116,7 @@ TEST_CASE("failure kinds after matching: rejected by cost, infeasible, disabled,
   CHECK(explain(big, {"--precision-mode", "must_keep_origin_dtype"})
             .find("AddLN @ n1: rewritten, not kept: infeasible: ai.geopt::AddLayerNorm: working set 512 KiB exceeds UB 192 KiB on Ascend910B1") !=
         std::string::npos);
-  CHECK(explain(big, {"--precision-mode", "must_keep_origin_dtype", "--profile-set", "buffers.ub=1048576"}).find("1 rewrite(s) in the e-graph, 1 kept") !=
+  CHECK(explain(big, {"--precision-mode", "must_keep_origin_dtype", "--profile-set", "buffers.ub=1048576", "--all"}).find("1 rewrite(s) in the e-graph, 1 kept") !=
         std::string::npos);
 
   Case off = write_case(kLayerNormRule, with_eps("0.00001").c_str());
@@ -183,4 +185,24 @@ TEST_CASE("explain --json and a bad --rule") {
   auto bad = test::run_cli({"explain", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "--rule", "Nope"});
   CHECK(bad.exit_code == 1);
   CHECK(bad.err.find("no rule named 'Nope'") != std::string::npos);
+}
+
+TEST_CASE("explain's default is one screen per model (what fired, the nearest misses ranked, the commands for the rest), and --all lists every rule") {
+  for (const auto& model : test::example_models()) {
+    INFO(model.filename().string());
+    auto summary = test::run_cli({"explain", model.string()});
+    REQUIRE_MESSAGE(summary.exit_code == 0, summary.err);
+    const size_t lines = static_cast<size_t>(std::count(summary.out.begin(), summary.out.end(), '\n'));
+    CHECK(lines <= 60);
+    CHECK(summary.out.find("fired (sites kept / matched):") != std::string::npos);
+    CHECK(summary.out.find("details: geopt explain " + model.string() + " --rule NAME") != std::string::npos);
+    auto all = test::run_cli({"explain", model.string(), "--all"});
+    REQUIRE(all.exit_code == 0);
+    CHECK(static_cast<size_t>(std::count(all.out.begin(), all.out.end(), '\n')) >= lines);
+  }
+  // Ranked: on BERT the near misses of the input come before those met after other rules.
+  auto bert = test::run_cli({"explain", (test::examples_dir() / "bert_tiny_op13.onnx").string()});
+  const size_t misses = bert.out.find("near misses, the closest first"), first_after = bert.out.find("(after the other rules rewrote the graph)");
+  REQUIRE(misses != std::string::npos);
+  CHECK(bert.out.find("RotaryEmbeddingFusion @ /layers.0/Add:", misses) < first_after);
 }

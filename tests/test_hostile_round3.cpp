@@ -785,7 +785,15 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
         part = Identity(s)
       }>
     })", 1);
-  for (const plan::Plan* p : {&pair, &branches, &loop}) {
+  // A Resize (the round's plan carried an opset-18 antialias into one at opset 13).
+  const plan::Plan resize = plan_of(dir, "resize", R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,4,4] x) => (float[1,2,8,8] y) {
+      roi = Constant <value = float[8] {0, 0, 0, 0, 1, 1, 1, 1}> ()
+      scales = Constant <value = float[4] {1.0, 1.0, 2.0, 2.0}> ()
+      y = Resize <mode = "nearest"> (x, roi, scales)
+    })", 1);
+  for (const plan::Plan* p : {&pair, &branches, &loop, &resize}) {
     plan::Plan copy = *p;
     ascend::write_plan(copy, dir / "good.plan");
     auto r = run_cli({"run", (dir / "good.plan").string(), "--random-inputs"});
@@ -834,6 +842,15 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
       {"format", &pair, [](plan::Plan& p) { p.mutable_kernels(0)->mutable_outputs(0)->set_format("NCHW\x1b[2J"); }, "is in format 'NCHW\\x1B[2J'"},
       {"soc-version", &pair, [](plan::Plan& p) { p.set_soc_version("Ascend\n910B1"); }, "its soc_version 'Ascend\\x0A910B1' is no profile name"},
       {"no-outputs", &pair, [](plan::Plan& p) { p.clear_outputs(); }, "it has no outputs"},
+      {"resize-antialias", &resize,
+       [](plan::Plan& p) {
+         onnx::AttributeProto a;
+         a.set_name("antialias");
+         a.set_type(onnx::AttributeProto::INT);
+         a.set_i(1);
+         p.mutable_kernels(kernel_of(p, "Resize"))->add_attributes(a.SerializeAsString());
+       },
+       "Resize has no attribute 'antialias'"},
       {"kernel-name", &pair, [](plan::Plan& p) { p.mutable_kernels(0)->set_name("k\x1b[2J"); }, "kernel 0's name 'k\\x1B[2J' is not text"},
       // (Bytes that are no UTF-8 protobuf itself refuses as it parses: no valid plan file.)
       {"tensor-name", &pair, [](plan::Plan& p) { p.mutable_kernels(0)->mutable_outputs(0)->set_name("a\x07"); }, "output 'a\\x07' is not text"},

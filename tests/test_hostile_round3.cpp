@@ -842,6 +842,14 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
       {"format", &pair, [](plan::Plan& p) { p.mutable_kernels(0)->mutable_outputs(0)->set_format("NCHW\x1b[2J"); }, "is in format 'NCHW\\x1B[2J'"},
       {"soc-version", &pair, [](plan::Plan& p) { p.set_soc_version("Ascend\n910B1"); }, "its soc_version 'Ascend\\x0A910B1' is no profile name"},
       {"no-outputs", &pair, [](plan::Plan& p) { p.clear_outputs(); }, "it has no outputs"},
+      // The fuzzer's find: a weight at an odd offset was read in place, misaligned.
+      {"misaligned-weight", &resize,
+       [](plan::Plan& p) {
+         auto* scales = p.mutable_kernels(kernel_of(p, "Resize"))->mutable_inputs(2);
+         REQUIRE(scales->region() == plan::WEIGHT);
+         scales->set_offset(scales->offset() + 2);
+       },
+       "not a multiple of its 4-byte elements"},
       {"resize-antialias", &resize,
        [](plan::Plan& p) {
          onnx::AttributeProto a;

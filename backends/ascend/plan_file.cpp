@@ -449,6 +449,10 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
       throw Error(where + ": " + what + " '" + r.name() + "': its dims and dtype do not match its size");
     if (r.offset() > limit || r.size() > limit - r.offset())
       throw Error(where + ": " + what + " '" + r.name() + "' lies outside its region");
+    // Kernels read elements in place: a float at an odd offset is a misaligned load.
+    if (r.offset() % elem)
+      throw Error(where + ": " + what + " '" + r.name() + "' lies at offset " + std::to_string(r.offset()) + ", not a multiple of its " +
+                  std::to_string(elem) + "-byte elements");
   };
   std::vector<uint32_t> records(static_cast<size_t>(p.events_size()), 0), waits(static_cast<size_t>(p.events_size()), 0);
   for (int k = 0; k < p.kernels_size(); ++k) {

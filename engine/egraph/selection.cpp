@@ -148,7 +148,45 @@ bool Selection::plan_switch(ClassId c, size_t node, const Choice* fill, Change& 
   std::vector<ClassId> from;
   for (ClassId ch : n.children)
     if (ch != kAbsent) from.push_back(g_.find(ch));
-  return !reaches(from, c, change);
+  return !reaches(from, c, change) && !added_cycle(change);
+}
+
+// Whether the classes a switch computes anew, each on its own (or fill's) choice, close a
+// cycle among themselves: reaches() sees only the cycles through the switched class.
+bool Selection::added_cycle(const Change& change) const {
+  if (change.added.size() < 2) return false;
+  std::unordered_map<ClassId, uint8_t> state;  // 1 open, 2 done
+  struct Frame {
+    ClassId id;
+    size_t next;
+  };
+  std::vector<Frame> stack;
+  for (const auto& [start, k] : change.added) {
+    if (state[start]) continue;
+    state[start] = 1;
+    stack.push_back({start, 0});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      const auto& children = g_.eclass(top.id).nodes[change.added.at(top.id)].children;
+      if (top.next == children.size()) {
+        state[top.id] = 2;
+        stack.pop_back();
+        continue;
+      }
+      const ClassId ch = children[top.next++];
+      if (ch == kAbsent) continue;
+      const ClassId y = g_.find(ch);
+      if (!change.added.count(y)) continue;
+      ++extraction_steps();
+      uint8_t& st = state[y];
+      if (st == 1) return true;
+      if (st == 0) {
+        st = 1;
+        stack.push_back({y, 0});
+      }
+    }
+  }
+  return false;
 }
 
 // Whether `target` is reachable from `from` in the selection after `change`. The old

@@ -60,6 +60,7 @@ class Selection {
   struct Change;
   bool plan_switch(ClassId c, size_t node, const Choice* fill, Change& change) const;
   bool reaches(const std::vector<ClassId>& from, ClassId target, const Change& change) const;
+  bool added_cycle(const Change& change) const;
   void recompute();
   void place_added(ClassId c, const Change& change, std::vector<ClassId>& group);
   void reorder_after_switch(const std::vector<ClassId>& group);

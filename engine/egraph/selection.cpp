@@ -191,8 +191,9 @@ bool Selection::added_cycle(const Change& change) const {
 
 // Whether `target` is reachable from `from` in the selection after `change`. The old
 // selection is acyclic and its edges point only at classes it computes, so every new
-// cycle passes through the switched class, and an old class reaches it only from a
-// later position in the children-first order.
+// cycle through old classes passes through the switched class (cycles among the classes
+// computed anew: added_cycle), and an old class reaches it only from a later label in
+// the children-first order.
 bool Selection::reaches(const std::vector<ClassId>& from, ClassId target, const Change& change) const {
   std::unordered_set<ClassId> seen;
   std::vector<ClassId> stack(from.begin(), from.end());

@@ -188,17 +188,21 @@ TEST_CASE("explain --json and a bad --rule") {
 }
 
 TEST_CASE("explain's default is one screen per model (what fired, the nearest misses ranked, the commands for the rest), and --all lists every rule") {
-  for (const auto& model : test::example_models()) {
-    INFO(model.filename().string());
+  // One model per architecture (the opset-17 twins print the same; this runs twice in CI).
+  for (const char* name : {"bert_tiny_op13.onnx", "gpt2_tiny_op13.onnx", "llama_tiny_op13.onnx", "vit_tiny_op13.onnx", "mobilenetv2_half_op13.onnx",
+                           "resnet18_narrow_op13.onnx", "conv_dynamic_hw_op13.onnx"}) {
+    const fs::path model = test::examples_dir() / name;
+    INFO(name);
     auto summary = test::run_cli({"explain", model.string()});
     REQUIRE_MESSAGE(summary.exit_code == 0, summary.err);
     const size_t lines = static_cast<size_t>(std::count(summary.out.begin(), summary.out.end(), '\n'));
     CHECK(lines <= 60);
     CHECK(summary.out.find("fired (sites kept / matched):") != std::string::npos);
     CHECK(summary.out.find("details: geopt explain " + model.string() + " --rule NAME") != std::string::npos);
+    if (std::string(name) != "bert_tiny_op13.onnx") continue;
     auto all = test::run_cli({"explain", model.string(), "--all"});
     REQUIRE(all.exit_code == 0);
-    CHECK(static_cast<size_t>(std::count(all.out.begin(), all.out.end(), '\n')) >= lines);
+    CHECK(static_cast<size_t>(std::count(all.out.begin(), all.out.end(), '\n')) > lines);
   }
   // Ranked: on BERT the near misses of the input come before those met after other rules.
   auto bert = test::run_cli({"explain", (test::examples_dir() / "bert_tiny_op13.onnx").string()});

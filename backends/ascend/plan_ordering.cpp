@@ -118,7 +118,8 @@ std::optional<int> viewed_input(const plan::Kernel& k, int o) {
       if (k.outputs(j).absent()) return std::nullopt;
       start += k.outputs(j).size();
     }
-    return out.offset() == start && out.size() <= in.size() ? std::optional<int>(0) : std::nullopt;
+    const uint64_t in_end = in.offset() + in.size();  // check_plan: inside the pool, no overflow
+    return out.offset() == start && start <= in_end && out.size() <= in_end - start ? std::optional<int>(0) : std::nullopt;
   }
   return std::nullopt;
 }
@@ -129,7 +130,7 @@ std::string kernel_text(const plan::Plan& p, int64_t k) {
   return "kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() + "', stream " + std::to_string(kernel.stream()) + ")";
 }
 
-// One write of a pool tensor, and everyone who reads its bytes (through views too).
+// One write of a pool tensor, or a view of one, and who reads it.
 struct Tensor {
   std::string name;
   int64_t writer;  // -1: an input the caller binds
@@ -137,6 +138,7 @@ struct Tensor {
   size_t root;     // the write whose bytes a view reads; itself for a write
   std::vector<std::pair<uint32_t, int64_t>> last_read;  // per stream: the last reader (position, kernel)
   bool read_by_caller = false;                          // an output of the plan
+  std::vector<size_t> views;                            // a write's: itself and every view of its bytes
 };
 
 }  // namespace
@@ -147,7 +149,8 @@ void check_plan_ordering(const plan::Plan& p, const std::string& where) {
   std::map<std::pair<std::string, uint64_t>, size_t> latest;  // as the dataflow check binds reads
   auto add = [&](const plan::TensorRef& r, int64_t writer, std::optional<size_t> root) {
     const size_t id = tensors.size();
-    tensors.push_back({r.name(), writer, r.offset(), r.offset() + r.size(), root.value_or(id), {}, false});
+    tensors.push_back({r.name(), writer, r.offset(), r.offset() + r.size(), root.value_or(id), {}, false, {}});
+    tensors[root.value_or(id)].views.push_back(id);
     latest[{r.name(), r.offset()}] = id;
     return id;
   };
@@ -168,10 +171,11 @@ void check_plan_ordering(const plan::Plan& p, const std::string& where) {
       if (!order.finished_by(t.writer, k))
         throw Error(where + ": " + kernel_text(p, k) + " reads '" + r.name() + "', which " + kernel_text(p, t.writer) +
                     " writes, but no stream or event orders the write first (a race)");
-      Tensor& root = tensors[t.root];
+      // Recorded on the view read: a write over another piece of a Split need not wait for it.
+      Tensor& read = tensors[*reads.back()];
       const uint32_t s = order.stream(static_cast<size_t>(k));
-      auto seen = std::find_if(root.last_read.begin(), root.last_read.end(), [&](const auto& e) { return order.stream(static_cast<size_t>(e.second)) == s; });
-      if (seen == root.last_read.end()) root.last_read.emplace_back(order.position(static_cast<size_t>(k)), k);
+      auto seen = std::find_if(read.last_read.begin(), read.last_read.end(), [&](const auto& e) { return order.stream(static_cast<size_t>(e.second)) == s; });
+      if (seen == read.last_read.end()) read.last_read.emplace_back(order.position(static_cast<size_t>(k)), k);
       else *seen = {order.position(static_cast<size_t>(k)), k};  // kernel order is each stream's order
     }
     for (int o = 0; o < kernel.outputs_size(); ++o) {
@@ -183,7 +187,7 @@ void check_plan_ordering(const plan::Plan& p, const std::string& where) {
     }
   }
   for (const auto& r : p.outputs())
-    if (auto id = bound(r)) tensors[tensors[*id].root].read_by_caller = true;
+    if (auto id = bound(r)) tensors[*id].read_by_caller = true;
 
   // The pool in kernel order: which write's bytes lie where. A write over bytes another
   // write left must come after that write and after all of its readers, in every order.
@@ -202,14 +206,20 @@ void check_plan_ordering(const plan::Plan& p, const std::string& where) {
         continue;
       }
       const Tensor& t = tensors[over];
-      const std::string clash = where + ": " + kernel_text(p, w.writer) + " writes '" + w.name + "' over bytes " + std::to_string(std::max(begin, w.begin)) +
-                                "-" + std::to_string(std::min(end, w.end)) + " of '" + t.name + "', which " + kernel_text(p, t.writer) + " writes";
+      const uint64_t from = std::max(begin, w.begin), to = std::min(end, w.end);
+      const std::string clash = where + ": " + kernel_text(p, w.writer) + " writes '" + w.name + "' over bytes " + std::to_string(from) + "-" +
+                                std::to_string(to) + " of '" + t.name + "', which " + kernel_text(p, t.writer) + " writes";
       if (!(t.writer < w.writer && order.finished_by(t.writer, w.writer)))
         throw Error(clash + ", and no stream or event orders the two writes");
-      for (const auto& [position, reader] : t.last_read)
-        if (position > order.clock(static_cast<size_t>(w.writer), order.stream(static_cast<size_t>(reader))))
-          throw Error(clash + ", while " + kernel_text(p, reader) + " may still read it: no stream or event orders the read first");
-      if (t.read_by_caller) throw Error(clash + " as an output of the plan");
+      for (size_t v : t.views) {  // the write itself and its views that hold these bytes
+        const Tensor& view = tensors[v];
+        if (view.end <= from || to <= view.begin) continue;
+        const std::string what = v == over ? std::string() : " (through its view '" + view.name + "')";
+        for (const auto& [position, reader] : view.last_read)
+          if (position > order.clock(static_cast<size_t>(w.writer), order.stream(static_cast<size_t>(reader))))
+            throw Error(clash + ", while " + kernel_text(p, reader) + " may still read it" + what + ": no stream or event orders the read first");
+        if (view.read_by_caller) throw Error(clash + " as an output of the plan" + what);
+      }
       if (begin < w.begin) kept.push_back({begin, {w.begin, over}});
       if (end > w.end) kept.push_back({w.end, {end, over}});
       it = occupant.erase(it);

@@ -333,7 +333,7 @@ void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCo
     }
   }
   x.choice = s.choice();
-  x.cost = s.cost();
+  x.cost = dag_cost(g, roots, x.choice, cost);  // once, exact: thousands of switches and undos add rounding to s.cost()
 }
 
 double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const Choice& choice, const NodeCost& cost) {

@@ -1085,3 +1085,60 @@ TEST_CASE("quantize: a calibration sample near float's limit is refused, naming 
   CHECK(wide.err.find("wider than a float holds") != std::string::npos);
   CHECK(!fs::exists(dir / "w.onnx"));
 }
+
+TEST_CASE("plan ordering: a write over one piece of a Split waits for that piece's readers only") {
+  // x [2,4] at bytes 0-32 is split into a (0-16) and b (16-32), views of it; Relu writes
+  // its result over a, which it reads itself, while Neg still reads b on the same stream
+  // later. Valid: b's bytes are untouched. (Reads of a piece once counted against all of x.)
+  auto ref = [](plan::TensorRef* r, const char* name, uint64_t offset, std::vector<int64_t> dims) {
+    r->set_name(name);
+    r->set_offset(offset);
+    r->set_dtype(static_cast<int32_t>(DType::F32));
+    int64_t n = 1;
+    for (int64_t d : dims) r->add_dims(d), n *= d;
+    r->set_size(static_cast<uint64_t>(n) * 4);
+  };
+  plan::Plan p;
+  p.set_magic(ascend::kPlanMagic);
+  p.set_format_version(ascend::kPlanFormatVersion);
+  p.set_soc_version("Ascend910B1");
+  auto* opset = p.add_opsets();
+  opset->set_domain("");
+  opset->set_version(13);
+  p.set_stream_count(1);
+  p.set_activation_bytes(48);
+  ref(p.add_inputs(), "x", 0, {2, 4});
+  plan::Kernel* split = p.add_kernels();
+  split->set_name("split");
+  split->set_op_type("Split");
+  onnx::AttributeProto axis;
+  axis.set_name("axis");
+  axis.set_type(onnx::AttributeProto::INT);
+  axis.set_i(0);
+  split->add_attributes(axis.SerializeAsString());
+  ref(split->add_inputs(), "x", 0, {2, 4});
+  ref(split->add_outputs(), "a", 0, {1, 4});
+  ref(split->add_outputs(), "b", 16, {1, 4});
+  plan::Kernel* relu = p.add_kernels();
+  relu->set_name("relu");
+  relu->set_op_type("Relu");
+  ref(relu->add_inputs(), "a", 0, {1, 4});
+  ref(relu->add_outputs(), "c", 0, {1, 4});
+  plan::Kernel* neg = p.add_kernels();
+  neg->set_name("neg");
+  neg->set_op_type("Neg");
+  ref(neg->add_inputs(), "b", 16, {1, 4});
+  ref(neg->add_outputs(), "d", 32, {1, 4});
+  ref(p.add_outputs(), "c", 0, {1, 4});
+  ref(p.add_outputs(), "d", 32, {1, 4});
+  CHECK_NOTHROW(ascend::check_plan(p, "split.plan"));
+  // The same Relu writing over b instead (b's reader, Neg, comes after it): refused.
+  plan::Plan over_b = p;
+  over_b.mutable_kernels(1)->mutable_outputs(0)->set_offset(16);
+  over_b.mutable_outputs(0)->set_offset(16);
+  CHECK_THROWS_WITH_AS(ascend::check_plan(over_b, "split.plan"), doctest::Contains("may still read it (through its view 'b')"), Error);
+  // And the plan runs: c = relu(x[0]), d = -x[1].
+  const NamedTensors out = ascend::PlanExecutor(p).run({{"x", HostTensor::from_vector(DType::F32, {2, 4}, std::vector<float>{-1, 2, -3, 4, 5, -6, 7, -8})}});
+  CHECK(out[0].second.to_vector<float>() == std::vector<float>{0, 2, 0, 4});
+  CHECK(out[1].second.to_vector<float>() == std::vector<float>{-5, 6, -7, 8});
+}

@@ -86,6 +86,15 @@ plan::Plan compiled_plan(const fs::path& dir) {
   return ascend::compile(model, ascend::load_profile("Ascend910B1"), options).plan;
 }
 
+// An INT attribute as a plan kernel carries it (a serialized AttributeProto).
+std::string int_attribute(const std::string& name, int64_t value) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(value);
+  return a.SerializeAsString();
+}
+
 int kernel_of(const plan::Plan& p, const std::string& op) {
   for (int k = 0; k < p.kernels_size(); ++k)
     if (p.kernels(k).op_type() == op) return k;
@@ -180,13 +189,7 @@ TEST_CASE("hostile plans, resealed: sizes, indices, arities and attribute types 
        },
        "attribute 'perm' is of type STRING, Transpose takes INTS"},
       {"resize-antialias",
-       [](plan::Plan& p) {
-         onnx::AttributeProto a;
-         a.set_name("antialias");
-         a.set_type(onnx::AttributeProto::INT);
-         a.set_i(1);
-         p.mutable_kernels(kernel_of(p, "Relu"))->add_attributes(a.SerializeAsString());
-       },
+       [](plan::Plan& p) { p.mutable_kernels(kernel_of(p, "Relu"))->add_attributes(int_attribute("antialias", 1)); },
        "Relu has no attribute 'antialias'"},
       {"output-names-nothing", [](plan::Plan& p) { p.mutable_outputs(0)->set_name("nothing"); }, "output 'nothing' is no tensor"},
   };
@@ -851,13 +854,7 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
        },
        "not a multiple of its 4-byte elements"},
       {"resize-antialias", &resize,
-       [](plan::Plan& p) {
-         onnx::AttributeProto a;
-         a.set_name("antialias");
-         a.set_type(onnx::AttributeProto::INT);
-         a.set_i(1);
-         p.mutable_kernels(kernel_of(p, "Resize"))->add_attributes(a.SerializeAsString());
-       },
+       [](plan::Plan& p) { p.mutable_kernels(kernel_of(p, "Resize"))->add_attributes(int_attribute("antialias", 1)); },
        "Resize has no attribute 'antialias'"},
       {"kernel-name", &pair, [](plan::Plan& p) { p.mutable_kernels(0)->set_name("k\x1b[2J"); }, "kernel 0's name 'k\\x1B[2J' is not text"},
       // (Bytes that are no UTF-8 protobuf itself refuses as it parses: no valid plan file.)
@@ -1111,11 +1108,7 @@ TEST_CASE("plan ordering: a write over one piece of a Split waits for that piece
   plan::Kernel* split = p.add_kernels();
   split->set_name("split");
   split->set_op_type("Split");
-  onnx::AttributeProto axis;
-  axis.set_name("axis");
-  axis.set_type(onnx::AttributeProto::INT);
-  axis.set_i(0);
-  split->add_attributes(axis.SerializeAsString());
+  split->add_attributes(int_attribute("axis", 0));
   ref(split->add_inputs(), "x", 0, {2, 4});
   ref(split->add_outputs(), "a", 0, {1, 4});
   ref(split->add_outputs(), "b", 16, {1, 4});

@@ -22,6 +22,7 @@ struct CostCliOptions {
   InputShapeOption input_shape;
   int64_t symbolic = 1;
   bool json = false;
+  bool per_kernel = false;
 };
 
 int run(const CostCliOptions& o) {
@@ -32,9 +33,13 @@ int run(const CostCliOptions& o) {
   std::vector<std::pair<std::string, std::pair<double, size_t>>> rows(gc.by_op.begin(), gc.by_op.end());
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
   std::vector<std::string> infeasible;
-  for (const auto& n : model.graph->nodes()) {
-    ascend::KernelCost c = ascend::cost_of(ascend::work_of(*n, options), profile);
-    if (!c.feasible) infeasible.push_back(n->describe() + ": " + c.reason);
+  auto kernels = nlohmann::ordered_json::array();
+  for (const auto& [node, w, c] : gc.per_kernel) {
+    if (!c.feasible) infeasible.push_back(node->describe() + ": " + c.reason);
+    if (o.per_kernel)
+      kernels.push_back({{"node", node->name}, {"op", w.op}, {"bound", c.bound}, {"us", c.total_us}, {"cube_us", c.cube_us},
+                         {"vector_us", c.vector_us}, {"memory_us", c.memory_us}, {"launch_us", c.launch_us}, {"macs", w.cube_macs},
+                         {"dram_bytes", c.dram_bytes}, {"l2_bytes", c.l2_bytes}});
   }
   if (o.json) {
     nlohmann::ordered_json j{{"model", o.model}, {"soc_version", profile.soc_version}, {"precision_mode", o.profile.precision},
@@ -43,6 +48,7 @@ int run(const CostCliOptions& o) {
     for (const auto& [op, v] : rows) ops[op] = {{"us", v.first}, {"kernels", v.second}};
     j["by_op"] = ops;
     j["infeasible"] = infeasible;
+    if (o.per_kernel) j["per_kernel"] = kernels;
     std::cout << json_text(j) << "\n";
     return 0;
   }
@@ -56,6 +62,14 @@ int run(const CostCliOptions& o) {
   std::printf("by op type\n");
   for (const auto& [op, v] : rows) std::printf("  %-28s %9.1f us  %4zu kernels\n", op.c_str(), v.first, v.second);
   for (const auto& i : infeasible) std::printf("infeasible: %s\n", i.c_str());
+  if (o.per_kernel) {
+    std::printf("per kernel (us: total = launch + the busiest of cube, vector, memory)\n");
+    std::printf("  %-32s %-26s %-6s %9s %9s %9s %9s %10s %10s\n", "node", "op", "bound", "total", "cube", "vector", "memory", "DRAM MiB", "L2 MiB");
+    for (const auto& k : kernels)
+      std::printf("  %-32s %-26s %-6s %9.1f %9.1f %9.1f %9.1f %10.2f %10.2f\n", k["node"].get<std::string>().c_str(), k["op"].get<std::string>().c_str(),
+                  k["bound"].get<std::string>().c_str(), k["us"].get<double>(), k["cube_us"].get<double>(), k["vector_us"].get<double>(),
+                  k["memory_us"].get<double>(), k["dram_bytes"].get<double>() / (1 << 20), k["l2_bytes"].get<double>() / (1 << 20));
+  }
   return 0;
 }
 
@@ -71,6 +85,7 @@ std::function<int()> add_cost_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 31))
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->add_flag("--per-kernel", o->per_kernel, "List every kernel: its bound unit, time on each unit, and bytes from device memory and from L2");
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
 }
 

@@ -12,6 +12,7 @@
 
 #include "ascend/optimizer.h"
 #include "dsl/explain.h"
+#include "dsl/saturation.h"
 #include "onnx/import.h"
 #include "passes/control_flow_bodies.h"
 #include "ascend/dynamic_shapes.h"
@@ -31,9 +32,9 @@ struct ExplainCliOptions {
   ProfileOptions profile;
   std::string rule, node;
   bool anywhere = false, verbose = false, json = false, all = false;
-  int iterations = 30;
-  size_t enodes = 50000;
-  double seconds = 5;
+  int iterations = dsl::SaturationLimits{}.iterations;
+  size_t enodes = dsl::SaturationLimits{}.enodes;
+  double seconds = dsl::SaturationLimits{}.seconds;
 };
 
 // A site that matched in the input graph but was never rewritten in the e-graph: why.

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/optimizer.h"
+#include "dsl/saturation.h"
 #include "eval/compare.h"
 #include "eval/numerical_check.h"
 #include "onnx/export.h"
@@ -39,9 +40,9 @@ struct OptimizeCliOptions {
   int64_t check_size_cap_mb = 512;
   std::string compile_stat;
   std::string dump_dir;
-  int iterations = 30;
-  size_t enodes = 50000;
-  double seconds = 5;
+  int iterations = dsl::SaturationLimits{}.iterations;
+  size_t enodes = dsl::SaturationLimits{}.enodes;
+  double seconds = dsl::SaturationLimits{}.seconds;
   bool json = false;
 };
 

@@ -11,6 +11,7 @@
 #include "ascend/optimizer.h"
 #include "dsl/explain.h"
 #include "dsl/rule_tests.h"
+#include "dsl/saturation.h"
 #include "dsl/soundness.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
@@ -29,9 +30,9 @@ struct RulesOptions {
   bool soundness = false;
   std::string model;
   std::string output;
-  int iterations = 30;
-  size_t enodes = 50000;
-  double seconds = 5;
+  int iterations = dsl::SaturationLimits{}.iterations;
+  size_t enodes = dsl::SaturationLimits{}.enodes;
+  double seconds = dsl::SaturationLimits{}.seconds;
   bool json = false;
   bool dump = false;
 };

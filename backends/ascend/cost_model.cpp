@@ -78,8 +78,19 @@ const ValueType* at(const std::vector<const ValueType*>& v, size_t i) { return i
 
 KernelDesc describe(const Node& n) {
   KernelDesc d{n.domain, n.op_type, &n.attributes, {}, {}};
-  for (const Value* v : n.inputs()) d.inputs.push_back(v ? &v->type : nullptr);
+  for (const Value* v : n.inputs()) {
+    const bool constant = v && (v->initializer || (v->producer() && v->producer()->domain.empty() && v->producer()->op_type == "Constant"));
+    if (constant && d.inputs.size() < 64) d.constant_inputs |= uint64_t{1} << d.inputs.size();
+    d.inputs.push_back(v ? &v->type : nullptr);
+  }
   for (const Value* v : n.outputs()) d.outputs.push_back(v ? &v->type : nullptr);
+  return d;
+}
+
+KernelDesc describe(const Node& n, const std::unordered_set<const Value*>& constants) {
+  KernelDesc d = describe(n);
+  for (size_t i = 0; i < n.inputs().size() && i < 64; ++i)
+    if (n.inputs()[i] && constants.count(n.inputs()[i])) d.constant_inputs |= uint64_t{1} << i;
   return d;
 }
 
@@ -137,27 +148,40 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     return w;
   }
   const double bytes = static_cast<double>(std::max<size_t>(dtype_size(w.dtype), 1));
-  // HBM traffic: every input is read once and every output written once. Constant
-  // inputs are weights: read too (they live in HBM).
-  for (const ValueType* in : n.inputs)
-    if (in) {
+  const std::string& op = n.op_type;
+  auto move = [&w](double b, bool constant, bool read) {
+    if (!(b > 0)) return;
+    w.traffic.push_back({b, constant, read});
+    (read ? w.hbm_read_bytes : w.hbm_write_bytes) += b;
+  };
+  auto is_constant = [&n](size_t i) { return i < 64 && (n.constant_inputs >> i & 1); };
+  // Memory traffic: every input is read once and every output written once. Constant
+  // inputs are weights: read too (they live in device memory). A gather or a slice reads
+  // only what it copies out (an embedding lookup reads its rows, not the table).
+  const bool reads_what_it_writes = n.domain.empty() && (op == "Gather" || op == "GatherND" || op == "GatherElements" || op == "Slice");
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (const ValueType* in = n.inputs[i]) {
       const Extent e = extent(in, o);
-      w.hbm_read_bytes += e.elements * compute_bytes(e.dtype, n.op_type, o);
+      double b = e.elements * compute_bytes(e.dtype, n.op_type, o);
+      if (i == 0 && reads_what_it_writes && out.known) b = std::min(b, out.elements * compute_bytes(e.dtype, n.op_type, o));
+      move(b, is_constant(i), true);
     }
   for (const ValueType* v : n.outputs)
     if (v) {
       const Extent e = extent(v, o);
-      w.hbm_write_bytes += e.elements * compute_bytes(e.dtype, n.op_type, o);
+      move(e.elements * compute_bytes(e.dtype, n.op_type, o), false, false);
     }
 
-  const std::string& op = n.op_type;
   auto weight = [&](const std::string& name) {
     auto it = kVectorWeight.find(name);
     return it == kVectorWeight.end() ? 1.0 : it->second;
   };
   if (op == "SwiGLU") {
     Extent a = extent(at(n.inputs, 0), o);
-    if (a.known && !a.empty()) w.cube_macs = 2 * out.elements * static_cast<double>(a.back());  // two products
+    if (a.known && !a.empty() && out.known && !out.empty()) {
+      w.cube_macs = 2 * out.elements * static_cast<double>(a.back());  // two products
+      w.products.push_back({2, static_cast<int64_t>(out.elements / static_cast<double>(out.back())), out.back(), a.back()});
+    }
     w.vector_ops = out.elements * (weight("Sigmoid") + 2);
     w.min_l1_bytes = static_cast<int64_t>(3 * 16 * 16 * bytes);
   } else if (n.domain.empty() && (op == "RNN" || op == "GRU" || op == "LSTM")) {
@@ -172,6 +196,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       const double dirs = static_cast<double>(wt.dim(0)), gate_rows = static_cast<double>(wt.dim(1));
       const double input = static_cast<double>(wt.dim(2)), hidden = static_cast<double>(r.dim(2));
       w.cube_macs = steps * dirs * batch * gate_rows * (input + hidden);
+      w.products.push_back({steps * dirs, static_cast<int64_t>(batch), static_cast<int64_t>(gate_rows), static_cast<int64_t>(input + hidden)});
       const double per_gate = weight(op == "RNN" ? "Tanh" : "Sigmoid") + 3;
       w.vector_ops = steps * dirs * batch * gate_rows * per_gate;
     }
@@ -182,6 +207,10 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       const Attribute* trans_a = find_attr(n, "transA");
       double k = (op == "Gemm" || op == "FusedGemm") && trans_a && trans_a->i ? static_cast<double>(a.front()) : static_cast<double>(a.back());
       w.cube_macs = out.elements * k;
+      if (out.known && !out.empty()) {
+        const int64_t cols = out.back(), rows = out.rank() >= 2 ? out.dim(out.rank() - 2) : 1;
+        w.products.push_back({out.elements / (static_cast<double>(rows) * static_cast<double>(cols)), rows, cols, static_cast<int64_t>(k)});
+      }
     }
     // Bias and activation on the Vector unit, as the tile leaves the Cube.
     const Attribute* activation = find_attr(n, "activation");
@@ -196,8 +225,8 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     // (An int8 QuantMatMul's weight is a constant too, laid out when the plan is built.)
     if (b.known && (b.rank() == 2 || (b.rank() == 3 && a.known && a.rank() == 2)) && !(b_format && b_format->s == "FRACTAL_NZ") && op != "QuantMatMul") {
       const double b_bytes = b.elements * compute_bytes(b.dtype, n.op_type, o);
-      w.hbm_read_bytes += b_bytes;
-      w.hbm_write_bytes += b_bytes;
+      move(b_bytes, is_constant(1), true);
+      move(b_bytes, false, false);
       ++w.extra_launches;
     }
     // Smallest tile: one 16x16 fractal of each operand and of the fp32 accumulator.
@@ -216,13 +245,28 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       const Attribute* data_format = find_attr(n, "data_format");
       if (op == "FusedConv" && !fractal && (!group || group->i == 1) && data_format && data_format->s == "NC1HWC0") {
         const double w_bytes = wt.elements * compute_bytes(wt.dtype, n.op_type, o);
-        w.hbm_read_bytes += w_bytes;
-        w.hbm_write_bytes += w_bytes;
+        move(w_bytes, is_constant(1), true);
+        move(w_bytes, false, false);
         ++w.extra_launches;
       }
       // Conv: every output takes (C/group)*k MACs. ConvTranspose (weights [C, M/group, k]):
       // every input scatters (M/group)*k MACs.
       w.cube_macs = (op == "ConvTranspose" ? x.elements : out.elements) * per_output;
+      // As an implicit GEMM per group: output positions x output channels x the reduction
+      // (its channels and kernel window flattened, padded to whole fractals by the tiling).
+      const double groups = static_cast<double>(group && group->i > 1 ? group->i : 1);
+      double spatial = 1;  // kernel window
+      for (size_t i = 2; i < wt.rank(); ++i) spatial *= static_cast<double>(wt.dim(i));
+      if (fractal) spatial = 1;  // FRACTAL_Z: [C1 x kH x kW, N1, 16, C0]; per_output is already the reduction
+      if (op == "ConvTranspose") {
+        const double in_channels = static_cast<double>(wt.dim(0)), out_per_group = static_cast<double>(wt.dim(1));
+        w.products.push_back({groups, static_cast<int64_t>(x.elements / std::max(in_channels, 1.0)), static_cast<int64_t>(out_per_group * spatial),
+                              static_cast<int64_t>(in_channels / groups)});
+      } else if (out.known && !out.empty()) {
+        const double out_channels = fractal ? static_cast<double>(wt.dim(1) * wt.dim(2)) : static_cast<double>(wt.dim(0));
+        w.products.push_back({groups, static_cast<int64_t>(out.elements / std::max(out_channels, 1.0)), static_cast<int64_t>(out_channels / groups),
+                              static_cast<int64_t>(per_output)});
+      }
     }
     if (op == "FusedConv" || op == "QuantConv") w.vector_ops = out.elements * 2;
     w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
@@ -234,11 +278,14 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       // (An int8 conv converts its 8-bit input and its float output.)
       const double out_bytes = out.elements * (op == "QuantConv" ? compute_bytes(out.dtype, n.op_type, o) : bytes);
       const double in_bytes = x.elements * bytes;
-      w.hbm_read_bytes += in_bytes + out_bytes;
-      w.hbm_write_bytes += in_bytes + out_bytes;
+      for (double b : {in_bytes, out_bytes}) {
+        move(b, false, true);
+        move(b, false, false);
+      }
       w.extra_launches = 2;
     }
   } else if (op == "FlashAttention" || op == "FlashAttentionLayerNorm") {
+    w.fused_attention = true;
     Extent q = extent(at(n.inputs, 0), o), k = extent(at(n.inputs, 1), o), v = extent(at(n.inputs, 2), o);
     const Attribute* layout = find_attr(n, "input_layout");
     const size_t seq_from_end = layout && layout->s == "BSND" ? 3 : 2;  // [..., S, N, D] or [..., N, S, D]
@@ -247,7 +294,9 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       double t = static_cast<double>(k.dim(k.rank() - seq_from_end)), dv = static_cast<double>(v.back());
       double heads = q.elements / (s * d);
       w.cube_macs = heads * s * t * (d + dv);
-      w.vector_ops = heads * s * t * 6;  // scale, mask, max, exp, sum, rescale
+      // Its softmax runs on the Vector units inside the blocked loop, pipelined with the
+      // Cube: attention_time prices both.
+      w.attention = {heads, static_cast<int64_t>(s), static_cast<int64_t>(t), static_cast<int64_t>(d), static_cast<int64_t>(dv)};
       // Smallest tile: 16 query rows against 16 keys. Scores and the output
       // accumulator stay in fp32 in UB; Q/K/V tiles pass through L1.
       w.min_ub_bytes = static_cast<int64_t>(16 * 16 * 4 + 16 * dv * 4 + 2 * 16 * 4);
@@ -283,7 +332,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
         const int64_t from = axis ? (axis->i < 0 ? axis->i + rank : axis->i) : rank - 1;
         for (int64_t d = std::max<int64_t>(from, 0); d < rank; ++d) cols *= static_cast<double>(out.dim(static_cast<size_t>(d)));
         for (size_t k = 1; k <= 2; ++k)  // Mean and InvStdDev, where the node does not already count them as outputs
-          if (k >= n.outputs.size() || !n.outputs[k]) w.hbm_write_bytes += 4 * out.elements / cols;
+          if (k >= n.outputs.size() || !n.outputs[k]) move(4 * out.elements / cols, false, false);
       }
     } else {
       w.min_ub_bytes = row_bytes;  // fused kernels are single-pass by design
@@ -291,12 +340,20 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   } else if ((n.domain.empty() && kDataMovement.count(op)) || op == "TransData" || op == "ReorderInput" || op == "ReorderOutput" ||
              op == "ShuffleChannel" || op == "ChannelSlice" || op == "ChannelConcat" || op == "Roll") {
     w.vector_ops = 0;  // moved by the memory transfer engines
-  } else if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin" || op == "GlobalAveragePool" ||
-             op == "GlobalMaxPool" || op == "MaxPool" || op == "AveragePool") {
+    // ...except a Transpose, which the Vector unit permutes element by element through UB
+    // (cost_of prices it with the profile's vector.transpose_ops).
+    if (op == "Transpose" && n.domain.empty()) w.permuted_elements = out.elements;
+  } else if (op == "MaxPool" || op == "AveragePool") {
+    // Every output element reduces its window.
+    double window = 1;
+    if (const Attribute* k = find_attr(n, "kernel_shape"))
+      for (int64_t d : k->ints) window *= static_cast<double>(d);
+    w.vector_ops = out.elements * window;
+  } else if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin" || op == "GlobalAveragePool" || op == "GlobalMaxPool") {
     double in = 0;
     for (const ValueType* v : n.inputs)
       if (v) in = std::max(in, extent(v, o).elements);
-    w.vector_ops = in * (op == "MaxPool" || op == "AveragePool" ? 9 : 1);
+    w.vector_ops = in;
   } else {
     w.vector_ops = out.elements * weight(op);
   }
@@ -313,18 +370,38 @@ KernelCost cost_of(const KernelWork& w, const HardwareProfile& p) {
   double rate = 1.0;  // relative to fp16 on the Cube
   if (dtype_size(w.dtype) == 1) rate = 2.0;
   else if (dtype_size(w.dtype) >= 4) rate = 0.25;
-  c.cube_us = w.cube_macs / (p.fp16_macs_per_cycle * rate * p.ai_cores * hz) * 1e6;
+  const double operand_bytes = static_cast<double>(std::max<size_t>(dtype_size(w.dtype), 1));
+  if (w.attention.heads > 0) {
+    c.cube_us = attention_time(w.attention, p, rate).us;
+  } else if (!w.products.empty()) {
+    for (const CubeProduct& prod : w.products) c.cube_us += cube_time(prod, p, rate, operand_bytes).us;
+  } else if (w.cube_macs > 0) {  // no shape to tile: at the sustained rate on every core
+    c.cube_us = w.cube_macs / (p.fp16_macs_per_cycle * rate * p.cube_efficiency * p.ai_cores * hz) * 1e6;
+  }
   const double lane_bytes = static_cast<double>(std::max<size_t>(dtype_size(w.dtype) >= 4 ? 4 : dtype_size(w.dtype), 1));
-  c.vector_us = w.vector_ops * lane_bytes / (p.vector_bytes_per_cycle * p.vector_cores * hz) * 1e6;
-  double read = w.hbm_read_bytes;
-  if (w.spills_row > p.ub) read *= 2;  // two passes: statistics, then normalize
-  c.memory_us = (read + w.hbm_write_bytes) / (p.hbm_gbps * 1e9) * 1e6;
+  const double vector_ops = w.vector_ops + w.permuted_elements * p.vector_transpose_ops;
+  c.vector_us = vector_ops * lane_bytes / (p.vector_bytes_per_cycle * p.vector_efficiency * p.vector_cores * hz) * 1e6;
+  // Up to its share of L2, a tensor is still there when its consumer reads it (a larger
+  // one, that much of it); weights come from device memory (the previous run evicted
+  // them), as does the rest, at the bandwidth streaming kernels reach.
+  const double resident = p.l2_resident_share * static_cast<double>(p.l2_bytes);
+  const bool two_passes = w.spills_row > p.ub;  // statistics, then normalize: the input is read twice
+  for (const KernelWork::Traffic& t : w.traffic) {
+    const double b = t.bytes * (two_passes && t.read ? 2 : 1);
+    const double in_l2 = t.constant ? 0 : std::min(b, resident);
+    c.l2_bytes += in_l2;
+    c.dram_bytes += b - in_l2;
+  }
+  c.memory_us = (c.dram_bytes / (p.hbm_gbps * p.memory_efficiency * 1e9) + c.l2_bytes / (p.l2_gbps * 1e9)) * 1e6;
   c.launch_us = p.launch_overhead_us * (1 + w.extra_launches);
   double busiest = std::max({c.cube_us, c.vector_us, c.memory_us});
   c.bound = busiest == 0 ? "none" : busiest == c.cube_us ? "cube" : busiest == c.vector_us ? "vector" : "memory";
   c.total_us = busiest + c.launch_us;
   auto kib = [](int64_t b) { return std::to_string((b + 1023) / 1024) + " KiB"; };
-  if (w.min_ub_bytes > p.ub) {
+  if (w.fused_attention && !p.flash_attention) {
+    c.feasible = false;
+    c.reason = w.op + ": " + p.soc_version + " has no fused attention kernel (CANN's FlashAttentionScore is an Atlas A2/A3 kernel)";
+  } else if (w.min_ub_bytes > p.ub) {
     c.feasible = false;
     c.reason = w.op + ": working set " + kib(w.min_ub_bytes) + " exceeds UB " + kib(p.ub) + " on " + p.soc_version;
   } else if (w.min_l1_bytes > p.l1) {
@@ -348,7 +425,7 @@ GraphCost cost_of_graph(const Graph& g, const HardwareProfile& p, const CostOpti
       for (const Value* out : n->outputs()) constant.insert(out);
       continue;
     }
-    KernelWork w = work_of(*n, o);
+    KernelWork w = work_of(describe(*n, constant), o);
     if (!w.is_kernel) continue;
     KernelCost c = cost_of(w, p);
     gc.latency_us += c.total_us;
@@ -358,6 +435,7 @@ GraphCost cost_of_graph(const Graph& g, const HardwareProfile& p, const CostOpti
     auto& [us, count] = gc.by_op[w.op];
     us += c.total_us;
     ++count;
+    gc.per_kernel.push_back({n.get(), std::move(w), std::move(c)});
   }
   return gc;
 }

@@ -6,8 +6,10 @@
 // does not fit UB/L1/L0 is infeasible on that profile, with the reason recorded.
 // docs/COSTMODEL.md gives the formulas and the source of every number.
 #include <string>
+#include <unordered_set>
 
 #include "ascend/precision_mode.h"
+#include "cube_tiling.h"
 #include "hardware_profile.h"
 #include "ir/graph.h"
 
@@ -26,10 +28,26 @@ struct KernelWork {
   int64_t min_l1_bytes = 0;
   int64_t spills_row = 0;       // standard row kernels: the row's working set; over UB it runs in two passes
   int extra_launches = 0;       // implicit layout conversions the kernel needs (NCHW convs)
+  double permuted_elements = 0; // elements a Transpose permutes on the Vector unit
+  // The Cube's work as products (tiled over the cores) or, for FlashAttention, its blocked
+  // loop; cube_macs is their sum of useful MACs.
+  std::vector<CubeProduct> products;
+  AttentionShape attention;
+  bool fused_attention = false;  // FlashAttention and its variants: needs the profile's fused attention kernel
+  // Each tensor the kernel reads or writes (the two totals above add them up). Weights
+  // come from device memory; an activation small enough stays in L2 between its producer
+  // and its consumer.
+  struct Traffic {
+    double bytes = 0;
+    bool constant = false;
+    bool read = true;
+  };
+  std::vector<Traffic> traffic;
 };
 
 struct KernelCost {
   double cube_us = 0, vector_us = 0, memory_us = 0, launch_us = 0, total_us = 0;
+  double dram_bytes = 0, l2_bytes = 0;  // the traffic, split by where it is served from
   std::string bound;  // "cube", "vector", "memory" or "none"
   bool feasible = true;
   std::string reason;  // why not, e.g. "working set 288 KiB exceeds UB 192 KiB on Ascend910B1"
@@ -57,8 +75,12 @@ struct KernelDesc {
   std::string domain, op_type;
   const std::vector<Attribute>* attributes = nullptr;
   std::vector<const ValueType*> inputs, outputs;
+  uint64_t constant_inputs = 0;  // bit i: input i is a constant (a weight), read from device memory
 };
 KernelDesc describe(const Node& node);
+// The same, with the values known at compile time (weights and what ops of them compute)
+// marked constant: cost_of_graph's view.
+KernelDesc describe(const Node& node, const std::unordered_set<const Value*>& constants);
 
 // A Transpose that only moves size-1 axes ([1, S, H] -> [S, 1, H]) leaves every byte
 // where it was: a view, like Reshape (GE turns it into one).
@@ -77,6 +99,12 @@ struct GraphCost {
   size_t body_kernels = 0;   // of those, in control-flow bodies (cost_of_model; once per body, not per trip)
   size_t infeasible = 0;
   std::map<std::string, std::pair<double, size_t>> by_op;  // op -> (us, kernels)
+  struct Kernel {
+    const Node* node = nullptr;
+    KernelWork work;
+    KernelCost cost;
+  };
+  std::vector<Kernel> per_kernel;  // every kernel, in graph order (cost_of_graph's own graph; not the bodies')
 };
 
 GraphCost cost_of_graph(const Graph& graph, const HardwareProfile& profile, const CostOptions& options = {});

@@ -155,6 +155,21 @@ HardwareProfile load_profile(const std::string& name_or_path, const std::map<std
   p.hbm_bytes = r.integer_in("memory.hbm_bytes", 1, 1024 * kTiB);
   p.hbm_gbps = r.number_in("memory.hbm_gbps", 0, 1e6, true);
   p.launch_overhead_us = r.number_in("launch.overhead_us", 0, 1e6, false);
+  p.launch_standalone_us = r.number_in("launch.standalone_us", 0, 1e6, false);
+  p.cube_efficiency = r.number_in("cube.efficiency", 0, 1, true);
+  p.cube_tile_overhead_cycles = r.number_in("cube.tile_overhead_cycles", 0, 1e9, false);
+  p.vector_efficiency = r.number_in("vector.efficiency", 0, 1, true);
+  p.memory_efficiency = r.number_in("memory.efficiency", 0, 1, true);
+  p.vector_transpose_ops = r.number_in("vector.transpose_ops", 0, 1e4, false);
+  p.l2_gbps = r.number_in("memory.l2_gbps", 0, 1e7, true);
+  p.l2_resident_share = r.number_in("memory.l2_resident_share", 0, 1, false);
+  p.flash_attention = r.flag("attention.flash_attention");
+  p.attention_block_q = static_cast<int>(r.integer_in("attention.block_q", p.cube_m, 4096));
+  p.attention_block_kv = static_cast<int>(r.integer_in("attention.block_kv", p.cube_n, 4096));
+  if (p.attention_block_q % p.cube_m || p.attention_block_kv % p.cube_n)
+    throw Error(p.source + ": 'attention.block_q' and 'attention.block_kv' must be multiples of the cube's m and n");
+  p.attention_vector_ops = r.number_in("attention.vector_ops_per_score", 0, 1e4, true);
+  p.attention_sync_cycles = r.number_in("attention.sync_cycles", 0, 1e9, false);
   return p;
 }
 

@@ -18,6 +18,30 @@
 #include "util/error.h"
 
 namespace geopt::ascend {
+namespace {
+
+// An e-node as the cost model sees it: its op, the types of its children (which of them
+// are constants) and of its outputs (a tuple's are on the classes of its projections).
+KernelDesc describe(const EGraph& g, ClassId cls, const ENode& n) {
+  const OpSignature& s = g.signature(n.op);
+  KernelDesc d{s.domain, s.op_type, &s.attributes, {}, {}};
+  for (ClassId c : n.children) {
+    if (c != kAbsent && d.inputs.size() < 64 && g.eclass(c).data.is_constant()) d.constant_inputs |= uint64_t{1} << d.inputs.size();
+    d.inputs.push_back(c == kAbsent ? nullptr : &g.eclass(c).data.type);
+  }
+  if (s.num_outputs == 1) {
+    d.outputs.push_back(&g.eclass(cls).data.type);
+  } else {
+    d.outputs.assign(s.num_outputs, nullptr);
+    for (const auto& [parent, parent_class] : g.eclass(cls).parents)
+      if (parent.kind == ENode::Kind::Proj && parent.op < s.num_outputs)
+        d.outputs[parent.op] = &g.eclass(g.find(parent_class)).data.type;
+  }
+  return d;
+}
+
+}  // namespace
+
 NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options) {
   return [profile, options](const EGraph& g, ClassId cls, const ENode& n) -> double {
     if (n.kind != ENode::Kind::Op) return 0.0;
@@ -27,17 +51,7 @@ NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options)
     bool of_constants = !n.children.empty() && !g.eclass(cls).data.constant;
     for (ClassId c : n.children) of_constants = of_constants && (c == kAbsent || g.eclass(c).data.is_constant());
     if (of_constants) return 0.0;
-    const OpSignature& s = g.signature(n.op);
-    KernelDesc d{s.domain, s.op_type, &s.attributes, {}, {}};
-    for (ClassId c : n.children) d.inputs.push_back(c == kAbsent ? nullptr : &g.eclass(c).data.type);
-    if (s.num_outputs == 1) {
-      d.outputs.push_back(&g.eclass(cls).data.type);
-    } else {  // a tuple: each output's type is on the class of its projection
-      d.outputs.assign(s.num_outputs, nullptr);
-      for (const auto& [parent, parent_class] : g.eclass(cls).parents)
-        if (parent.kind == ENode::Kind::Proj && parent.op < s.num_outputs)
-          d.outputs[parent.op] = &g.eclass(g.find(parent_class)).data.type;
-    }
+    const KernelDesc d = describe(g, cls, n);
     // A Transpose that moves only axes of size 1 is a view, free at run time; the
     // Reshape it equals (the elimination rules) wins the tie by a hair, so the graph
     // says it moves nothing and every kernel counter agrees.
@@ -199,10 +213,7 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
       } else {
         const ENode& kept_node = geg.egraph.eclass(c).nodes.at(chosen);
         const OpSignature& s = geg.egraph.signature(mine->op);
-        KernelDesc d{s.domain, s.op_type, &s.attributes, {}, {}};
-        for (ClassId ch : mine->children) d.inputs.push_back(ch == kAbsent ? nullptr : &geg.egraph.eclass(ch).data.type);
-        d.outputs.push_back(&geg.egraph.eclass(c).data.type);
-        KernelCost kc = cost_of(work_of(d, options.cost), profile);
+        KernelCost kc = cost_of(work_of(describe(geg.egraph, c, *mine), options.cost), profile);
         if (!kc.feasible) {
           o.reason = "infeasible: " + kc.reason;
         } else {

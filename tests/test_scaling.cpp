@@ -323,3 +323,35 @@ TEST_CASE("extraction's work grows with the graph, not faster: a decoder of 4 to
   // work would grow them 8x). The first point sets the band.
   for (size_t i = 1; i < per_class.size(); ++i) CHECK(per_class[i] <= 1.5 * per_class[0]);
 }
+
+TEST_CASE("a residual CNN of 40 blocks reaches NC1HWC0 end to end: saturation runs until the layout has crossed every block") {
+  // Moving the NC1HWC0 conversion through a residual Add takes an iteration per block, so a
+  // deep ResNet needs about one per block and more (ResNet-152: 76); with egg's 30 a third of
+  // ResNet-101 stayed in NCHW behind 21 conversions, its Adds and Relus unfused.
+  auto rules = test::load_rules({test::shipped_rules()});
+  std::ostringstream text;
+  text << "<ir_version: 8, opset_import: [\"\" : 13]>\n g (float[1, 16, 8, 8] x) => (float[1, 16, 8, 8] y) {\n";
+  auto weight = [&](const std::string& name, int taps) {
+    text << " " << name << " = Constant <value = float[16, 16, " << taps << ", " << taps << "] {";
+    for (int k = 0; k < 256 * taps * taps; ++k) text << (k ? ", " : "") << (k % 17 == 0 ? 0.5 : 0.01 * (k % 3));
+    text << "}> ()\n";
+  };
+  weight("w0", 3);  // the stem, as in a ResNet: the residual path starts after a conv
+  text << " c0 = Conv <pads = [1, 1, 1, 1]> (x, w0)\n t0 = Relu(c0)\n";
+  const size_t blocks = 40;
+  for (size_t i = 1; i <= blocks; ++i) {
+    for (const char* w : {"wa", "wb"}) weight(w + std::to_string(i), 1);
+    text << " c" << i << " = Conv(t" << i - 1 << ", wa" << i << ")\n r" << i << " = Relu(c" << i << ")\n";
+    text << " d" << i << " = Conv(r" << i << ", wb" << i << ")\n s" << i << " = Add(d" << i << ", t" << i - 1 << ")\n";
+    text << " " << (i == blocks ? "y" : "t" + std::to_string(i)) << " = Relu(s" << i << ")\n";
+  }
+  text << "}";
+  Model m = import_onnx_proto(test::parse_text_model(text.str().c_str()), "deep_resnet.onnx");
+  ascend::OptimizeResult r = ascend::optimize(m, *rules, ascend::load_profile("Ascend910B1"));
+  CHECK(r.saturation.stop == dsl::StopReason::Saturated);
+  CHECK(r.saturation.iterations > 30);
+  CHECK(test::count_op(r.model, "TransData") == 2);  // one conversion in, one out
+  CHECK(test::count_op(r.model, "Relu") == 0);       // each fused into its conv, with the residual Add
+  CHECK(test::count_op(r.model, "Add") == 0);
+  CHECK(test::max_output_error(m, r.model) <= 1e-4);
+}

@@ -6,14 +6,16 @@
 # 1. Exports what the published points need (bench/cost_fidelity_models.py: torchvision
 #    ResNet-18/34/50/101/152 and ViT-B/16, B/32 with a symbolic batch, a BERT-base with
 #    symbolic batch and sequence, and three single kernels), once, into $OUT.
+#    (bench/llama_layer_prediction.sh uses the same folder.)
 # 2. Runs `geopt optimize --soc-version SOC --input_shape ...` at each point of
 #    bench/cost_fidelity_points.toml with the shipped profiles, as a user would, and keeps
 #    the optimized model.
 # 3. geopt_cost_fit prints published, modeled and their ratio per point, then fits the
 #    profile keys [fit.SOC] names to the calibration points only (fit = true) and prints
 #    the table again with the fitted values, and the checks' error on points it did not see.
-# Fitted values go into backends/ascend/profiles/*.toml by hand (with the date), and the
-# script is rerun until the fit no longer moves them: fusion decisions follow the profile.
+# `bench/cost_fit_apply.py LOG` writes the fitted values into backends/ascend/profiles/,
+# and the script is rerun until the fit no longer moves them: the optimizer's fusion and
+# layout decisions follow the profile, and the points are re-optimized each run.
 #
 # Needs a built tree (BUILD, default build/ci) and /usr/bin/python3 with torch,
 # torchvision and onnx (Debian's python3-torch, python3-torchvision, python3-onnx).

@@ -63,21 +63,12 @@ class LlamaDecoderLayer(nn.Module):
         return self.layer(x, emb.cos(), emb.sin(), causal)
 
 
+TORCHVISION = ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "vit_b_16", "vit_b_32"]
+
+
 def build(name):
-    if name == "resnet18":
-        return image_model(torchvision.models.resnet18)
-    if name == "resnet50":
-        return image_model(torchvision.models.resnet50)
-    if name == "resnet34":
-        return image_model(torchvision.models.resnet34)
-    if name == "resnet101":
-        return image_model(torchvision.models.resnet101)
-    if name == "resnet152":
-        return image_model(torchvision.models.resnet152)
-    if name == "vit_b_32":
-        return image_model(torchvision.models.vit_b_32)
-    if name == "vit_b_16":
-        return image_model(torchvision.models.vit_b_16)
+    if name in TORCHVISION:
+        return image_model(getattr(torchvision.models, name))
     if name == "bert_base":
         torch.manual_seed(SEED)
         model = perturb_(BertLike(vocab=30522, hidden=768, layers=12, heads=12, inter=3072, max_pos=512))
@@ -117,7 +108,7 @@ def kernel_model(name):
 
 
 KERNELS = ["flash_attention_1024", "flash_attention_4096", "gemm_4096"]
-NAMES = ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "vit_b_16", "vit_b_32", "bert_base", "llama_layer"]
+NAMES = TORCHVISION + ["bert_base", "llama_layer"]
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()

@@ -39,6 +39,7 @@ for i, p in enumerate(spec["point"]):
            "-o", f"{out}/optimized/point_{i}.onnx"]
     if p.get("input_shape"):
         cmd += ["--input_shape", p["input_shape"]]
+    cmd += p.get("options", [])  # the published compile's ATC options geopt models
     print(f"[{i + 1}/{len(spec['point'])}] {p['name']} on {p['soc']}", file=sys.stderr, flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 EOF

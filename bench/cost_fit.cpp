@@ -4,7 +4,8 @@
 //   geopt_cost_fit POINTS.toml OPTIMIZED_DIR [--fit] [--set SOC:KEY=VALUE ...]
 //
 // POINTS.toml lists the published points ([[point]]: name, soc, batch, fps or us, source,
-// fit = true for a calibration point, standalone = true for a kernel timed on its own) and
+// fit = true for a calibration point, standalone = true for a kernel timed on its own,
+// options: the optimize options its compile used that change prices) and
 // per soc the keys to fit with their bounds ([fit.SOC] keys, low, high). OPTIMIZED_DIR
 // holds point_<i>.onnx: the model of point i as `geopt optimize` wrote it (static shapes).
 // A point's modeled latency is what optimize reports (cost_of_model); a standalone kernel
@@ -35,6 +36,7 @@ struct Point {
   std::string name, soc, source;
   double batch = 1, published_us = 0;
   bool fit = false, standalone = false;
+  CostOptions cost;  // the point's `options`, as optimize priced its model
   Model model;
 };
 
@@ -54,7 +56,7 @@ std::string number_text(double v) {
 double modeled_us(const Point& p, const Overrides& set) {
   auto it = set.find(p.soc);
   const HardwareProfile profile = load_profile(p.soc, it == set.end() ? std::map<std::string, std::string>{} : it->second);
-  double us = cost_of_model(p.model, profile).latency_us;
+  double us = cost_of_model(p.model, profile, p.cost).latency_us;
   if (p.standalone) us += profile.launch_standalone_us;
   return us;
 }
@@ -198,6 +200,12 @@ int run(int argc, char** argv) {
     if (auto us = pt["us"].value<double>()) p.published_us = *us;
     p.fit = pt["fit"].value_or(false);
     p.standalone = pt["standalone"].value_or(false);
+    if (const toml::array* options = pt["options"].as_array())
+      for (const toml::node& option : *options) {
+        const std::string o = option.value_or(std::string{});
+        if (o != "--enable_small_channel") throw Error(p.name + ": geopt_cost_fit does not price option '" + o + "'");
+        p.cost.small_channel = true;
+      }
     const std::filesystem::path file = dir / ("point_" + std::to_string(index++) + ".onnx");
     p.model = import_onnx(file);
     if (!(p.published_us > 0)) throw Error(p.name + ": no fps or us");

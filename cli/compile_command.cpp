@@ -23,6 +23,7 @@
 #include "profile_options.h"
 #include "report_text.h"
 #include "rule_options.h"
+#include "saturation_limit_options.h"
 #include "stage_dump.h"
 #include "util/error.h"
 
@@ -45,6 +46,7 @@ struct CompileOptions {
   bool json = false;
   std::string dump_dir;
   bool external_weights = false;
+  SaturationLimitOptions limits;
   // ATC's dynamic-shape options (docs/LOWERING.md, "Dynamic shapes")
   std::string dynamic_batch_size, dynamic_image_size, dynamic_dims, input_shape_range;
 };
@@ -279,7 +281,8 @@ int run(const CompileOptions& o) {
   if (!o.no_optimize) rules = o.rules.load();
   ascend::CompileOptions co;
   co.rules = rules.get();
-  co.optimize.cost.precision = o.profile.precision_for(profile);
+  co.optimize.cost = o.profile.cost_options(profile);
+  o.limits.apply_to(co.optimize.limits);
   co.optimize.write_precision = o.profile.computes_precision();
   co.memory.reuse = !o.disable_reuse;
   for (const auto& name : o.no_reuse)
@@ -335,6 +338,7 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_option("--max-streams", o->max_streams, "Streams at most")->check(CLI::Range(1, 64))->capture_default_str();
   cmd->add_flag("--no-check", o->no_check, "Skip running the plan against the original");
   o->tolerance.add_to(cmd, "plan");
+  o->limits.add_to(cmd);
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->add_flag("--external-weights", o->external_weights,
                 "Write the weights to PLAN.weights beside the plan (automatic above 1 GiB: a protobuf message cannot exceed 2 GB)");

@@ -28,7 +28,7 @@ struct CostCliOptions {
 int run(const CostCliOptions& o) {
   ascend::HardwareProfile profile = o.profile.load();
   Model model = import_onnx(o.model, o.input_shape.import_options());
-  ascend::CostOptions options{o.profile.precision_for(profile), o.symbolic};
+  const ascend::CostOptions options = o.profile.cost_options(profile, o.symbolic);
   ascend::GraphCost gc = ascend::cost_of_graph(*model.graph, profile, options);
   std::vector<std::pair<std::string, std::pair<double, size_t>>> rows(gc.by_op.begin(), gc.by_op.end());
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });

@@ -12,13 +12,13 @@
 
 #include "ascend/optimizer.h"
 #include "dsl/explain.h"
-#include "dsl/saturation.h"
 #include "onnx/import.h"
 #include "passes/control_flow_bodies.h"
 #include "ascend/dynamic_shapes.h"
 #include "input_shape_option.h"
 #include "profile_options.h"
 #include "rule_options.h"
+#include "saturation_limit_options.h"
 #include "util/error.h"
 
 namespace geopt::cli {
@@ -32,9 +32,7 @@ struct ExplainCliOptions {
   ProfileOptions profile;
   std::string rule, node;
   bool anywhere = false, verbose = false, json = false, all = false;
-  int iterations = dsl::SaturationLimits{}.iterations;
-  size_t enodes = dsl::SaturationLimits{}.enodes;
-  double seconds = dsl::SaturationLimits{}.seconds;
+  SaturationLimitOptions limits;
 };
 
 // A site that matched in the input graph but was never rewritten in the e-graph: why.
@@ -234,7 +232,7 @@ int run(const ExplainCliOptions& o) {
   const Model model = ascend::shapes_for_rules(imported);
   dsl::ExplainOptions eo{o.rule, o.anywhere};
   std::vector<dsl::RuleExplanation> matches = dsl::explain_matches(*rules, model, eo);
-  const ascend::OptimizeOptions opts = o.profile.optimize_options(profile, o.iterations, o.enodes, o.seconds);
+  const ascend::OptimizeOptions opts = o.profile.optimize_options(profile, o.limits);
   ascend::OptimizeResult r = ascend::optimize(model, *rules, profile, opts);
   if (!o.node.empty()) return explain_node(o, imported, matches, r);
 
@@ -394,9 +392,7 @@ std::function<int()> add_explain_command(CLI::App& app) {
   cmd->add_flag("--all", o->all, "Every rule's report (the default is a summary of one screen: what fired, the nearest misses)");
   cmd->add_flag("--verbose", o->verbose, "Every site, matched ones too");
   cmd->add_flag("--json", o->json, "Print JSON");
-  cmd->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--node-limit", o->enodes, "E-nodes at most")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--time-limit", o->seconds, "Saturation seconds at most")->capture_default_str()->check(CLI::NonNegativeNumber);
+  o->limits.add_to(cmd);
   o->rules.add_to(cmd);
   o->profile.add_to(cmd);
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };

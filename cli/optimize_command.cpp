@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/optimizer.h"
-#include "dsl/saturation.h"
 #include "eval/compare.h"
 #include "eval/numerical_check.h"
 #include "onnx/export.h"
@@ -22,6 +21,7 @@
 #include "profile_options.h"
 #include "report_text.h"
 #include "rule_options.h"
+#include "saturation_limit_options.h"
 #include "stage_dump.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -40,9 +40,7 @@ struct OptimizeCliOptions {
   int64_t check_size_cap_mb = 512;
   std::string compile_stat;
   std::string dump_dir;
-  int iterations = dsl::SaturationLimits{}.iterations;
-  size_t enodes = dsl::SaturationLimits{}.enodes;
-  double seconds = dsl::SaturationLimits{}.seconds;
+  SaturationLimitOptions limits;
   bool json = false;
 };
 
@@ -110,7 +108,7 @@ int run(const OptimizeCliOptions& o) {
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "1_import", input);
   std::error_code ec;
   const int64_t bytes = static_cast<int64_t>(std::filesystem::file_size(o.model, ec));
-  const ascend::OptimizeOptions opts = o.profile.optimize_options(profile, o.iterations, o.enodes, o.seconds);
+  const ascend::OptimizeOptions opts = o.profile.optimize_options(profile, o.limits);
   ascend::OptimizeResult r = ascend::optimize(input, *rules, profile, opts);
   // Layouts are assigned by the same extraction, so this stage is also the layout stage.
   if (!o.dump_dir.empty()) dump_stage(o.dump_dir, "2_saturation_extraction_layout", r.model);
@@ -224,9 +222,7 @@ std::function<int()> add_optimize_command(CLI::App& app) {
   o->tolerance.add_to(cmd, "optimized");
   cmd->add_option("--check-size-cap", o->check_size_cap_mb, "Check only models up to this many MB")->capture_default_str();
   cmd->add_option("--export-compile-stat", o->compile_stat, "Write per-rule match_times/effect_times like GE's fusion_result.json");
-  cmd->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--node-limit", o->enodes, "E-nodes at most")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--time-limit", o->seconds, "Saturation seconds at most")->capture_default_str()->check(CLI::NonNegativeNumber);
+  o->limits.add_to(cmd);
   cmd->add_option("--dump-graph", o->dump_dir, "Write each stage (import; saturation + extraction + layout) as ONNX, DOT and SVG");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };

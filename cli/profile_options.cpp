@@ -15,6 +15,8 @@ void ProfileOptions::add_to(CLI::App* cmd) {
       ->capture_default_str();
   cmd->add_option("--modify_mixlist,--modify-mixlist", mix_list,
                   "allow_mix_precision's lists changed by a JSON file: {\"black-list\": {\"to-add\": [...], \"to-remove\": [...]}, \"white-list\": ..., \"gray-list\": ...}");
+  cmd->add_flag("--enable_small_channel,--enable-small-channel", small_channel,
+                "ATC's option: convs of at most 4 input channels (an image) read them in blocks of 4, not C0 = 16 (=1 or =0)");
 }
 
 ascend::HardwareProfile ProfileOptions::load() const {
@@ -41,13 +43,19 @@ ascend::Precision ProfileOptions::precision_for(const ascend::HardwareProfile& p
   return p;
 }
 
-ascend::OptimizeOptions ProfileOptions::optimize_options(const ascend::HardwareProfile& profile, int iterations, size_t enodes, double seconds) const {
+ascend::CostOptions ProfileOptions::cost_options(const ascend::HardwareProfile& profile, int64_t symbolic_dim_value) const {
+  ascend::CostOptions c;
+  c.precision = precision_for(profile);
+  c.symbolic_dim_value = symbolic_dim_value;
+  c.small_channel = small_channel;
+  return c;
+}
+
+ascend::OptimizeOptions ProfileOptions::optimize_options(const ascend::HardwareProfile& profile, const SaturationLimitOptions& limits) const {
   ascend::OptimizeOptions opts;
-  opts.cost.precision = precision_for(profile);
+  opts.cost = cost_options(profile);
   opts.write_precision = computes_precision();
-  opts.limits.iterations = iterations;
-  opts.limits.enodes = enodes;
-  opts.limits.seconds = seconds;
+  limits.apply_to(opts.limits);
   return opts;
 }
 

@@ -8,6 +8,7 @@
 
 #include "ascend/cost_model.h"
 #include "ascend/optimizer.h"
+#include "saturation_limit_options.h"
 
 namespace geopt::cli {
 
@@ -17,6 +18,7 @@ struct ProfileOptions {
   std::string precision = "force_fp16";
   std::string mix_list;  // --modify_mixlist FILE.json
   CLI::Option* precision_option = nullptr;
+  bool small_channel = false;  // ATC's --enable_small_channel
   // The mode is computed (written into the graph), not only priced: --precision_mode given.
   bool computes_precision() const { return precision_option && precision_option->count() > 0; }
 
@@ -26,8 +28,10 @@ struct ProfileOptions {
   // The precision mode with its mix list. Throws geopt::Error on a bad mix list, a mix
   // list without allow_mix_precision, or a bf16 mode on a profile without bf16.
   ascend::Precision precision_for(const ascend::HardwareProfile& profile) const;
+  // What the cost model prices with: the precision, --enable_small_channel, the value of symbolic dims.
+  ascend::CostOptions cost_options(const ascend::HardwareProfile& profile, int64_t symbolic_dim_value = 1) const;
   // What ascend::optimize takes: the precision and the saturation limits.
-  ascend::OptimizeOptions optimize_options(const ascend::HardwareProfile& profile, int iterations, size_t enodes, double seconds) const;
+  ascend::OptimizeOptions optimize_options(const ascend::HardwareProfile& profile, const SaturationLimitOptions& limits) const;
 };
 
 }  // namespace geopt::cli

@@ -11,12 +11,12 @@
 #include "ascend/optimizer.h"
 #include "dsl/explain.h"
 #include "dsl/rule_tests.h"
-#include "dsl/saturation.h"
 #include "dsl/soundness.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
 #include "profile_options.h"
 #include "rule_options.h"
+#include "saturation_limit_options.h"
 #include "util/error.h"
 
 namespace geopt::cli {
@@ -30,9 +30,7 @@ struct RulesOptions {
   bool soundness = false;
   std::string model;
   std::string output;
-  int iterations = dsl::SaturationLimits{}.iterations;
-  size_t enodes = dsl::SaturationLimits{}.enodes;
-  double seconds = dsl::SaturationLimits{}.seconds;
+  SaturationLimitOptions limits;
   bool json = false;
   bool dump = false;
 };
@@ -73,7 +71,7 @@ int test(const RulesOptions& o) {
   auto set = ro.load();
   const ascend::HardwareProfile profile = o.profile.load();
   ascend::OptimizeOptions opts;
-  opts.cost.precision = o.profile.precision_for(profile);
+  opts.cost = o.profile.cost_options(profile);
   // A rule's test checks what the rules make: the precision pass, after them, is not theirs.
   // Each test's model goes through geopt optimize's pipeline, as a user's would.
   auto pipeline = [&](const Model& m) {
@@ -164,7 +162,7 @@ int apply(const RulesOptions& o) {
   auto set = o.rules.load();
   const ascend::HardwareProfile profile = o.profile.load();
   Model model = import_onnx(o.model);
-  const ascend::OptimizeOptions opts = o.profile.optimize_options(profile, o.iterations, o.enodes, o.seconds);
+  const ascend::OptimizeOptions opts = o.profile.optimize_options(profile, o.limits);
   ascend::OptimizeResult r = ascend::optimize(model, *set, profile, opts);
   if (!o.output.empty()) export_onnx(r.model, o.output);
   std::printf("nodes %zu -> %zu; saturation %s after %d iteration(s)\n", r.nodes_before, r.nodes_after,
@@ -202,9 +200,7 @@ std::function<int()> add_rules_command(CLI::App& app) {
   CLI::App* c_apply = cmd->add_subcommand("apply", "Rewrite a model with the rules as geopt optimize does (no check, no report) and write it");
   c_apply->add_option("model", o->model, "ONNX model")->required();
   c_apply->add_option("-o,--output", o->output, "Where to write the rewritten model");
-  c_apply->add_option("--iter-limit", o->iterations, "Saturation iterations at most")->capture_default_str()->check(CLI::NonNegativeNumber);
-  c_apply->add_option("--node-limit", o->enodes, "E-nodes at most")->capture_default_str()->check(CLI::NonNegativeNumber);
-  c_apply->add_option("--time-limit", o->seconds, "Saturation seconds at most")->capture_default_str()->check(CLI::NonNegativeNumber);
+  o->limits.add_to(c_apply);
   for (CLI::App* sub : {c_check, c_list, c_test, c_match, c_apply}) sub->fallthrough();
   return [=]() -> int {
     if (!*cmd) return -1;

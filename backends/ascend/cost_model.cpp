@@ -238,10 +238,22 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       for (size_t i = 1; i < wt.rank(); ++i) per_output *= static_cast<double>(wt.dim(i));
       const Attribute* weight_format = find_attr(n, "weight_format");
       const bool fractal = weight_format && weight_format->s == "FRACTAL_Z";
-      if (fractal) per_output = static_cast<double>(wt.dim(0) * wt.dim(3));  // ceil(C/C0) * kH * kW * C0
+      const Attribute* group = find_attr(n, "group");
+      const bool on_cube = (!group || group->i == 1) && op != "ConvTranspose";
+      // The Cube reduces over whole blocks of C0 channels (16, or 32 for int8): a conv of C
+      // input channels pays ceil(C/C0) x C0 of them per tap. ATC's --enable_small_channel
+      // reads an image's 3 or 4 channels in blocks of 4 instead.
+      const int64_t c0 = dtype_size(w.dtype) == 1 ? 32 : 16;
+      const bool small = o.small_channel && x.rank() == 4 && x.dim(1) <= 4;
+      if (fractal) {
+        per_output = static_cast<double>(wt.dim(0) * wt.dim(3));  // ceil(C/C0) * kH * kW * C0
+        if (small) per_output = 4.0 * static_cast<double>(wt.dim(0));  // C1 is 1: dim 0 is the window
+      } else if (on_cube) {
+        const int64_t c = wt.dim(1), block = small ? 4 : c0;
+        per_output *= static_cast<double>((c + block - 1) / block * block) / static_cast<double>(c);
+      }
       // Group-1 convs run on the Cube, which reads FRACTAL_Z weights: NCHW weights are
       // converted on every call unless laid out at compile time.
-      const Attribute* group = find_attr(n, "group");
       const Attribute* data_format = find_attr(n, "data_format");
       if (op == "FusedConv" && !fractal && (!group || group->i == 1) && data_format && data_format->s == "NC1HWC0") {
         const double w_bytes = wt.elements * compute_bytes(wt.dtype, n.op_type, o);

@@ -61,6 +61,9 @@ struct CostOptions {
   Precision precision;
   // The value assumed for symbolic dims (batch, seq) when costing.
   int64_t symbolic_dim_value = 1;
+  // ATC's --enable_small_channel: a conv of at most 4 input channels (an image) reads them
+  // in blocks of 4 instead of C0 = 16, so its reduction is 4 x its window, not 16 x.
+  bool small_channel = false;
 };
 
 // The same options for a graph the precision pass has rewritten: its dtypes are priced as they are.

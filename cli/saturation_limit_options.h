@@ -1,0 +1,19 @@
+#pragma once
+// --iter-limit, --node-limit, --time-limit: the saturation limits of every command that
+// runs the rules, defaulting to the library's.
+#include <CLI/CLI.hpp>
+
+#include "dsl/saturation.h"
+
+namespace geopt::cli {
+
+struct SaturationLimitOptions {
+  int iterations = dsl::SaturationLimits{}.iterations;
+  size_t enodes = dsl::SaturationLimits{}.enodes;
+  double seconds = dsl::SaturationLimits{}.seconds;
+
+  void add_to(CLI::App* cmd);
+  void apply_to(dsl::SaturationLimits& limits) const;
+};
+
+}  // namespace geopt::cli

@@ -3,6 +3,7 @@
 // tensors are served from, which chips have a fused attention kernel. The whole-model
 // points (ModelZoo's ais_bench figures) need full-size exports: bench/cost_fidelity.sh.
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <string>
@@ -146,4 +147,26 @@ TEST_CASE("the first Ascend310: 8 TFLOPS fp16 per chip, and geopt cost and optim
   auto opt = test::run_cli({"optimize", model, "--soc-version", "Ascend310", "--no-check"});
   CHECK(opt.exit_code == 0);
   CHECK(opt.out.find("modeled latency") != std::string::npos);
+}
+
+TEST_CASE("the Cube pays whole blocks of input channels: an image's 3 cost 16, or 4 with --enable_small_channel") {
+  Model m = with_weight(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float16[1,3,32,32] x, float16[16,3,3,3] w) => (float16[1,16,32,32] y) { y = Conv <pads = [1,1,1,1]> (x, w) })", "w");
+  const Node& conv = *m.graph->nodes()[0];
+  const double positions = 32.0 * 32 * 16;
+  CostOptions plain;
+  CHECK(work_of(conv, plain).cube_macs == doctest::Approx(positions * 16 * 9));
+  CostOptions small;
+  small.small_channel = true;
+  CHECK(work_of(conv, small).cube_macs == doctest::Approx(positions * 4 * 9));
+  // A conv of 64 channels is in whole blocks already; small channels do not apply to it.
+  Model wide = with_weight(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float16[1,64,8,8] x, float16[16,64,1,1] w) => (float16[1,16,8,8] y) { y = Conv(x, w) })", "w");
+  CHECK(work_of(*wide.graph->nodes()[0], small).cube_macs == doctest::Approx(64.0 * 16 * 64));
+  const std::string model = (test::examples_dir() / "resnet18_narrow_op13.onnx").string();
+  auto with = test::run_cli({"cost", model, "--soc-version", "Ascend310P3", "--enable_small_channel", "--json"});
+  auto without = test::run_cli({"cost", model, "--soc-version", "Ascend310P3", "--json"});
+  REQUIRE(with.exit_code == 0);
+  REQUIRE(without.exit_code == 0);
+  CHECK(nlohmann::json::parse(with.out)["latency_us"].get<double>() < nlohmann::json::parse(without.out)["latency_us"].get<double>());
 }

@@ -72,6 +72,7 @@ int test(const RulesOptions& o) {
   const ascend::HardwareProfile profile = o.profile.load();
   ascend::OptimizeOptions opts;
   opts.cost = o.profile.cost_options(profile);
+  o.limits.apply_to(opts.limits);
   // A rule's test checks what the rules make: the precision pass, after them, is not theirs.
   // Each test's model goes through geopt optimize's pipeline, as a user's would.
   auto pipeline = [&](const Model& m) {
@@ -194,6 +195,7 @@ std::function<int()> add_rules_command(CLI::App& app) {
   c_test->add_flag("--soundness", o->soundness,
                    "Also check each rule on its tests' graphs at other batch sizes and random inputs, within its declared tolerance");
   c_test->add_flag("--json", o->json, "Print JSON");
+  o->limits.add_to(c_test);
   CLI::App* c_match = cmd->add_subcommand("match", "Show where each rule matches in a model");
   c_match->add_option("model", o->model, "ONNX model")->required();
   c_match->add_flag("--json", o->json, "Print JSON");

@@ -120,9 +120,9 @@ TEST_CASE("a rule that grows without end stops every command at its limit, and t
 })");
   const std::string model = write_model(dir, R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[2,3] x) => (float[2,3] y) { y = Relu(x) })").string();
-  auto tested = test::run_cli({"rules", "--rules", rules, "test", rules});
-  CHECK(tested.out.find("saturation stopped at its iteration limit") != std::string::npos);
   // 30 iterations: the default (256) can meet the 5 s time limit first in a sanitizer build.
+  auto tested = test::run_cli({"rules", "--rules", rules, "test", rules, "--iter-limit", "30"});
+  CHECK(tested.out.find("saturation stopped at its iteration limit") != std::string::npos);
   CHECK(test::run_cli({"rules", "--rules", rules, "apply", model, "--iter-limit", "30"}).out.find("stopped at its iteration limit") != std::string::npos);
   CHECK(test::run_cli({"explain", model, "--rules", rules, "--iter-limit", "30"}).out.find("saturation stopped at its iteration limit") != std::string::npos);
   CHECK(nlohmann::json::parse(test::run_cli({"optimize", model, "--rules", rules, "--iter-limit", "30", "--json"}).out)["saturation"]["stop"] == "iteration limit");

@@ -248,7 +248,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       if (fractal) {
         per_output = static_cast<double>(wt.dim(0) * wt.dim(3));  // ceil(C/C0) * kH * kW * C0
         if (small) per_output = 4.0 * static_cast<double>(wt.dim(0));  // C1 is 1: dim 0 is the window
-      } else if (on_cube) {
+      } else if (on_cube && wt.dim(1) > 0) {
         const int64_t c = wt.dim(1), block = small ? 4 : c0;
         per_output *= static_cast<double>((c + block - 1) / block * block) / static_cast<double>(c);
       }

@@ -207,3 +207,62 @@ TEST_CASE("an initializer whose data does not match its dims is rejected") {
   CHECK(msg.find("initializer 'w'") != std::string::npos);
   CHECK(msg.find("holds 12 bytes") != std::string::npos);
 }
+
+namespace {
+
+// One node from x to y at an opset of 18-21, built directly (onnx 1.12's text parser
+// knows no type past bfloat16).
+onnx::ModelProto one_node_model(const std::string& op, int32_t in_type, int32_t out_type, int64_t opset) {
+  onnx::ModelProto m;
+  m.set_ir_version(opset >= 21 ? 10 : 9);
+  auto* o = m.add_opset_import();
+  o->set_domain("");
+  o->set_version(opset);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->add_input("x");
+  n->add_output("y");
+  auto value = [](onnx::ValueInfoProto* v, const char* name, int32_t type, bool with_shape) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    if (with_shape) t->mutable_shape()->add_dim()->set_dim_value(4);
+  };
+  value(g->add_input(), "x", in_type, true);
+  value(g->add_output(), "y", out_type, false);  // no shape: ONNX since 1.13 allows it
+  return m;
+}
+
+std::string import_error(const onnx::ModelProto& m) {
+  fs::path p = test::scratch_dir("newer") / "model.onnx";
+  test::save_model(m, p);
+  return import_error(p);
+}
+
+}  // namespace
+
+TEST_CASE("tensor types and ops newer than geopt's are refused by name") {
+  std::string msg = import_error(one_node_model("Identity", 22, 22, 21));
+  CHECK(msg.find("graph input 'x' has type int4") != std::string::npos);
+  onnx::ModelProto cast = one_node_model("Cast", onnx::TensorProto::FLOAT, 17, 19);
+  auto* to = cast.mutable_graph()->mutable_node(0)->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(17);
+  msg = import_error(cast);
+  CHECK(msg.find("graph output 'y' has type float8e4m3fn") != std::string::npos);
+  msg = import_error(one_node_model("ImageDecoder", onnx::TensorProto::UINT8, onnx::TensorProto::UINT8, 20));
+  CHECK(msg.find("unknown operator 'ImageDecoder' in domain 'ai.onnx' at opset 20") != std::string::npos);
+}
+
+TEST_CASE("an output without a shape imports (ONNX since 1.13 and ONNX Runtime allow it)") {
+  fs::path p = test::scratch_dir("shapeless") / "model.onnx";
+  test::save_model(one_node_model("Relu", onnx::TensorProto::FLOAT, onnx::TensorProto::FLOAT, 18), p);
+  Model m = import_onnx(p);
+  REQUIRE(m.graph->outputs().size() == 1);
+  const ValueType& t = m.graph->outputs()[0]->type;
+  REQUIRE(t.shape);
+  CHECK(t.shape->dims().size() == 1);  // inferred from the input
+}

@@ -5,6 +5,7 @@ const fs = require('fs');
 const TYPES = {
   '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array], '<i8': ['int64', BigInt64Array],
   '<i4': ['int32', Int32Array], '|b1': ['bool', Uint8Array], '|u1': ['uint8', Uint8Array], '|i1': ['int8', Int8Array],
+  '<f2': ['float16', Uint16Array],
 };
 
 function readNpy(path) {

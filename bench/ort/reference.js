@@ -9,7 +9,9 @@ const path = require('path');
 const ort = require('onnxruntime-node');
 const { readNpy } = require('./npy');
 
-const DESCR = { float32: '<f4', float64: '<f8', int64: '<i8', int32: '<i4', bool: '|b1', uint8: '|u1', int8: '|i1' };
+const DESCR = {
+  float32: '<f4', float64: '<f8', int64: '<i8', int32: '<i4', bool: '|b1', uint8: '|u1', int8: '|i1', float16: '<f2',
+};
 const fileName = (name) => name.replace(/[^A-Za-z0-9._-]/g, '_') + '.npy';
 
 function writeNpy(file, tensor) {

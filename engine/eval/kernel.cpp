@@ -72,6 +72,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_elementwise_kernels(r);
     register_linalg_kernels(r);
     register_conv_pool_kernels(r);
+    register_deform_conv_kernel(r);
     register_norm_kernels(r);
     register_reduce_kernels(r);
     register_softmax_kernels(r);

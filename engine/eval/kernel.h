@@ -120,6 +120,7 @@ class KernelRegistry {
 void register_elementwise_kernels(KernelRegistry& r);
 void register_linalg_kernels(KernelRegistry& r);
 void register_conv_pool_kernels(KernelRegistry& r);
+void register_deform_conv_kernel(KernelRegistry& r);
 void register_norm_kernels(KernelRegistry& r);
 void register_reduce_kernels(KernelRegistry& r);
 void register_softmax_kernels(KernelRegistry& r);

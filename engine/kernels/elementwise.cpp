@@ -185,6 +185,18 @@ void register_unary(KernelRegistry& r) {
   SIMPLE_FLOAT("Sigmoid", sigmoid(x));
   SIMPLE_FLOAT("Softplus", x > T(20) ? x : std::log1p(std::exp(x)));
   SIMPLE_FLOAT("Softsign", x / (T(1) + std::fabs(x)));
+  SIMPLE_FLOAT("Mish", x * std::tanh(x > T(20) ? x : std::log1p(std::exp(x))));  // opset 18; softplus as Softplus has it
+  // Gelu (opset 20): x Phi(x), or with approximate="tanh" x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+  add_unary_float(r, "Gelu", []<class T>(const KernelContext& c) {
+    const std::string approximate = c.attr_string("approximate", "none");
+    if (approximate != "none" && approximate != "tanh") c.fail("approximate must be none or tanh, not '" + approximate + "'");
+    const bool tanh = approximate == "tanh";
+    return [tanh](T x) -> T {
+      const double v = static_cast<double>(x);
+      if (tanh) return static_cast<T>(0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))));
+      return static_cast<T>(0.5 * v * (1.0 + std::erf(v * 0.7071067811865476)));
+    };
+  });
   SIMPLE_FLOAT("HardSwish", x * std::max(T(0), std::min(T(1), x / T(6) + T(0.5))));
   SIMPLE_FLOAT("Floor", std::floor(x));
   SIMPLE_FLOAT("Ceil", std::ceil(x));
@@ -275,6 +287,13 @@ void register_unary(KernelRegistry& r) {
       return static_cast<T>(v < -lambd ? v + bias : (v > lambd ? v - bias : 0.0));
     };
   });
+  r.add("", "BitwiseNot", [](KernelContext& ctx) {  // opset 18
+    const HostTensor& x = ctx.input(0);
+    dispatch_real(x.dtype(), [&]<class T>() {
+      if constexpr (std::is_integral_v<T>) ctx.outputs[0] = map_unary<T>(x, x.dtype(), [](T v) { return static_cast<T>(~v); });
+      else ctx.fail("BitwiseNot needs integers, not " + dtype_name(x.dtype()));
+    }, "BitwiseNot");
+  }, false);
   r.add("", "Not", [](KernelContext& ctx) {
     ctx.outputs[0] = map_unary<bool>(ctx.input(0), DType::Bool, [](bool v) { return !v; });
   }, false);
@@ -318,6 +337,24 @@ void register_binary(KernelRegistry& r) {
       }
     }, "BitShift");
   }, false);
+  // BitwiseAnd/Or/Xor (opset 18) on integers, broadcasting.
+  for (const char* name : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {
+    const char op = name[7];  // A, O or X
+    r.add("", name, [name, op](KernelContext& ctx) {
+      const HostTensor& a = ctx.input(0);
+      const HostTensor& b = ctx.input(1);
+      require_same_dtype(ctx, a, b);
+      dispatch_real(a.dtype(), [&]<class T>() {
+        if constexpr (std::is_integral_v<T>) {
+          ctx.outputs[0] = binary<T, T>(ctx, a, b, a.dtype(), [op](T x, T y) -> T {
+            return static_cast<T>(op == 'A' ? (x & y) : op == 'O' ? (x | y) : (x ^ y));
+          });
+        } else {
+          ctx.fail(std::string(name) + " needs integers, not " + dtype_name(a.dtype()));
+        }
+      }, name);
+    }, false);
+  }
   add_arith(r, "PRelu", []<class T>(const KernelContext&) { return [](T x, T s) { return x < T(0) ? static_cast<T>(s * x) : x; }; });
 
   // Pow(X, Y) allows a different exponent dtype: convert it to X's type first.

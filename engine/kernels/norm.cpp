@@ -196,6 +196,40 @@ void instance_norm(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
+// GroupNormalization: each of num_groups groups of channels normalized over its channels
+// and spatial positions; scale and bias are per group at opset 18, per channel since 21.
+void group_norm(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  require_f32(ctx, x);
+  if (x.rank() < 2) ctx.fail("input needs a channel axis");
+  const int64_t n = x.dims()[0], c = x.dims()[1], groups = ctx.attr_int("num_groups", 0);
+  if (groups <= 0 || c % groups != 0) ctx.fail("num_groups " + std::to_string(groups) + " must be positive and divide the " + std::to_string(c) + " channels");
+  const bool per_channel = ctx.opset() >= 21;
+  const int64_t params = per_channel ? c : groups;
+  for (size_t k : {size_t{1}, size_t{2}})
+    if (ctx.input(k).size() != params)
+      ctx.fail(std::string(k == 1 ? "scale" : "bias") + " must have " + std::to_string(params) + (per_channel ? " values (one per channel)" : " values (one per group)"));
+  const int64_t per_group = c / groups, spatial = c ? x.size() / (n * c) : 0;
+  RowNorm one;
+  one.rows = 1;
+  one.cols = per_group * spatial;
+  const float eps = ctx.attr_float("epsilon", 1e-5f);
+  HostTensor y(DType::F32, x.dims());
+  for (int64_t g = 0; g < groups; ++g) {
+    std::vector<float> s(static_cast<size_t>(one.cols)), b(static_cast<size_t>(one.cols));
+    for (int64_t i = 0; i < one.cols; ++i) {
+      const int64_t p = per_channel ? g * per_group + i / spatial : g;
+      s[static_cast<size_t>(i)] = static_cast<float>(ctx.input(1).real_at(p));
+      b[static_cast<size_t>(i)] = static_cast<float>(ctx.input(2).real_at(p));
+    }
+    for (int64_t bi = 0; bi < n; ++bi) {
+      const int64_t off = (bi * c + g * per_group) * spatial;
+      normalize_rows(x.data<float>() + off, y.mutable_data<float>() + off, one, s, b, eps, false, nullptr, nullptr);
+    }
+  }
+  ctx.outputs[0] = std::move(y);
+}
+
 void add_layer_norm(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const HostTensor& res = ctx.input(1);
@@ -238,6 +272,7 @@ HostTensor layer_norm_rows(const KernelContext& ctx, const HostTensor& x, int64_
 void register_norm_kernels(KernelRegistry& r) {
   r.add("", "BatchNormalization", batch_norm);
   r.add("", "InstanceNormalization", instance_norm);
+  r.add("", "GroupNormalization", group_norm);
   r.add("", "LayerNormalization", [](KernelContext& ctx) {
     layer_norm(ctx, ctx.input(0), &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, false);
   });

@@ -1,5 +1,5 @@
-// MaxPool (with Indices), AveragePool, GlobalAveragePool and GlobalMaxPool over
-// any number of spatial axes, with pads, auto_pad, dilations and ceil_mode.
+// MaxPool (with Indices), AveragePool, LpPool and their Global forms over any number of
+// spatial axes, with pads, auto_pad, dilations and ceil_mode.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -17,7 +17,7 @@
 namespace geopt {
 namespace {
 
-enum class Pool { Max, Average };
+enum class Pool { Max, Average, Lp };
 
 // The common case, 2-D row-major, without the generic coordinate decoding. `lanes`
 // contiguous values pool side by side: 1 for NCHW; C0 for NC1HWC0, which comes as a
@@ -141,6 +141,8 @@ void pool(KernelContext& ctx, Pool kind) {
     if (k < 1) ctx.fail("kernel_shape entry " + std::to_string(k) + " is not a window size (at least 1)");
   WindowGeometry g = window_geometry(ctx, x.dims(), kernel, ctx.attr_int("ceil_mode", 0) != 0);
   const bool include_pad = ctx.attr_int("count_include_pad", 0) != 0;
+  const double p = static_cast<double>(ctx.attr_int("p", 2));  // LpPool: (sum |x|^p)^(1/p), pads count 0
+  if (kind == Pool::Lp && p <= 0) ctx.fail("p must be positive");
   const bool column_major = ctx.attr_int("storage_order", 0) != 0;
   const int64_t n = x.dims()[0], c = x.dims()[1];
   std::vector<int64_t> ydims{n, c};
@@ -161,7 +163,7 @@ void pool(KernelContext& ctx, Pool kind) {
     // The last of three spatial axes with a window of 1 that moves by 1: NC1HWC0's C0.
     const bool lanes_axis = sp == 3 && g.kernel[2] == 1 && g.strides[2] == 1 && g.dilations[2] == 1 && g.pad_begin[2] == 0 &&
                             g.pad_end[2] == 0;
-    if ((sp == 2 || lanes_axis) && !column_major) {
+    if ((sp == 2 || lanes_axis) && !column_major && kind != Pool::Lp) {
       WindowGeometry g2 = g;
       for (auto* v : {&g2.in, &g2.kernel, &g2.strides, &g2.dilations, &g2.pad_begin, &g2.pad_end, &g2.out}) v->resize(2);
       const int64_t lanes = sp == 3 ? g.in[2] : 1;
@@ -200,7 +202,7 @@ void pool(KernelContext& ctx, Pool kind) {
           for (size_t i = 0; i < sp; ++i) flat = flat * g.in[i] + pos[i];
           T v = px[plane * in_px + flat];
           ++valid;
-          sum += static_cast<double>(v);
+          sum += kind == Pool::Lp ? std::pow(std::fabs(static_cast<double>(v)), p) : static_cast<double>(v);
           if (best_at < 0 || v > best) {
             best = v;
             if (column_major) {  // index in column-major spatial order
@@ -215,13 +217,15 @@ void pool(KernelContext& ctx, Pool kind) {
         if (kind == Pool::Max) {
           py[plane * out_px + o] = best;
           if (pi) pi[plane * out_px + o] = best_at;
+        } else if (kind == Pool::Lp) {
+          py[plane * out_px + o] = static_cast<T>(std::pow(sum, 1.0 / p));
         } else {
           int64_t divisor = include_pad ? padded_count : valid;
           py[plane * out_px + o] = static_cast<T>(divisor ? sum / static_cast<double>(divisor) : 0.0);
         }
       }
     }
-  }, kind == Pool::Max ? "MaxPool" : "AveragePool");
+  }, kind == Pool::Max ? "MaxPool" : kind == Pool::Lp ? "LpPool" : "AveragePool");
   ctx.outputs[0] = std::move(y);
   if (kind == Pool::Max && ctx.wants_output(1)) ctx.outputs[1] = std::move(indices);
 }
@@ -235,16 +239,18 @@ void global_pool(KernelContext& ctx, Pool kind) {
   HostTensor y(x.dtype(), ydims);
   const int64_t planes = ydims[0] * ydims[1];
   const int64_t px_count = planes ? x.size() / planes : 0;
+  const double p = static_cast<double>(ctx.attr_int("p", 2));
+  if (kind == Pool::Lp && p <= 0) ctx.fail("p must be positive");
   dispatch_float(x.dtype(), [&]<class T>() {
     const T* px = x.data<T>();
     T* py = y.mutable_data<T>();
-    for (int64_t p = 0; p < planes; ++p) {
+    for (int64_t plane = 0; plane < planes; ++plane) {
       double acc = kind == Pool::Max ? -std::numeric_limits<double>::infinity() : 0.0;
       for (int64_t i = 0; i < px_count; ++i) {
-        double v = static_cast<double>(px[p * px_count + i]);
-        acc = kind == Pool::Max ? std::max(acc, v) : acc + v;
+        double v = static_cast<double>(px[plane * px_count + i]);
+        acc = kind == Pool::Max ? std::max(acc, v) : kind == Pool::Lp ? acc + std::pow(std::fabs(v), p) : acc + v;
       }
-      py[p] = static_cast<T>(kind == Pool::Max ? acc : acc / static_cast<double>(px_count));
+      py[plane] = static_cast<T>(kind == Pool::Max ? acc : kind == Pool::Lp ? std::pow(acc, 1.0 / p) : acc / static_cast<double>(px_count));
     }
   }, "GlobalPool");
   ctx.outputs[0] = std::move(y);
@@ -257,6 +263,8 @@ void register_pool_kernels(KernelRegistry& r) {
   r.add("", "AveragePool", [](KernelContext& ctx) { pool(ctx, Pool::Average); });
   r.add("", "GlobalAveragePool", [](KernelContext& ctx) { global_pool(ctx, Pool::Average); });
   r.add("", "GlobalMaxPool", [](KernelContext& ctx) { global_pool(ctx, Pool::Max); });
+  r.add("", "LpPool", [](KernelContext& ctx) { pool(ctx, Pool::Lp); });
+  r.add("", "GlobalLpPool", [](KernelContext& ctx) { global_pool(ctx, Pool::Lp); });
 }
 
 }  // namespace geopt

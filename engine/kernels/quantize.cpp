@@ -43,27 +43,45 @@ HostTensor integer_tensor(DType t, const std::vector<int64_t>& dims, const std::
   return y;
 }
 
-// Which scale / zero point element applies to element i: per tensor (scalar or [1]) or
-// per slice along `axis` (a 1-D parameter as long as that axis).
+// Which scale / zero point element applies to element i: per tensor (scalar or [1]), per
+// slice along `axis` (a 1-D parameter as long as that axis), or (opset 21, block_size > 0)
+// per block of block_size along `axis` (a parameter of x's rank, ceil(len / block_size)
+// long on axis and as long as x elsewhere).
 struct QuantParams {
   const HostTensor* scale;
   const HostTensor* zero;  // may be null (zero point 0)
-  int64_t axis = 0, axis_len = 1, inner = 1;
+  int64_t axis = 0, axis_len = 1, inner = 1, block = 0, blocks = 1;
   bool per_axis = false;
 
   QuantParams(const KernelContext& ctx, const HostTensor& x, const HostTensor& s, const HostTensor* z) : scale(&s), zero(z) {
-    if (s.size() != 1) {
-      if (s.rank() != 1) ctx.fail("a per-axis scale must be 1-D");
+    block = ctx.opset() >= 21 ? ctx.attr_int("block_size", 0) : 0;
+    if (block < 0) ctx.fail("block_size must not be negative");
+    if (s.size() != 1 || block > 0) {
       axis = tensor_axis(ctx, ctx.attr_int("axis", 1), x);
       axis_len = x.dims()[static_cast<size_t>(axis)];
-      if (s.size() != axis_len) ctx.fail("the scale has " + std::to_string(s.size()) + " entries for an axis of " + std::to_string(axis_len));
       for (size_t a = static_cast<size_t>(axis) + 1; a < x.rank(); ++a) inner *= x.dims()[a];
       per_axis = true;
+      if (block > 0) {
+        blocks = (axis_len + block - 1) / block;
+        std::vector<int64_t> want = x.dims();
+        want[static_cast<size_t>(axis)] = blocks;
+        if (s.dims() != want)
+          ctx.fail("a blocked scale must be " + HostTensor(s.dtype(), want).shape_string() + " (block_size " + std::to_string(block) + " on axis " +
+                   std::to_string(axis) + "), not " + s.shape_string());
+      } else {
+        if (s.rank() != 1) ctx.fail("a per-axis scale must be 1-D (or set block_size for a blocked one)");
+        if (s.size() != axis_len) ctx.fail("the scale has " + std::to_string(s.size()) + " entries for an axis of " + std::to_string(axis_len));
+      }
     }
-    if (s.size() < 1) ctx.fail("the scale is empty");
-    if (z && z->size() != s.size()) ctx.fail("the zero point and the scale differ in size");
+    if (s.size() < 1 && x.size() > 0) ctx.fail("the scale is empty");
+    if (z && z->dims() != s.dims() && z->size() != s.size()) ctx.fail("the zero point and the scale differ in shape");
   }
-  int64_t slot(int64_t i) const { return per_axis ? i / inner % axis_len : 0; }
+  int64_t slot(int64_t i) const {
+    if (!per_axis) return 0;
+    if (block == 0) return i / inner % axis_len;
+    const int64_t outer = i / (axis_len * inner), at = i / inner % axis_len, in = i % inner;
+    return (outer * blocks + at / block) * inner + in;
+  }
   double scale_at(int64_t i) const { return scale->real_at(slot(i)); }
   int64_t zero_at(int64_t i) const { return zero ? zero->int_at(slot(i)) : 0; }
 };
@@ -72,7 +90,9 @@ void quantize_linear(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const HostTensor* zero = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   QuantParams q(ctx, x, ctx.input(1), zero);
-  const DType out = zero ? zero->dtype() : DType::U8;
+  const int64_t output_dtype = ctx.opset() >= 21 ? ctx.attr_int("output_dtype", 0) : 0;
+  const DType out = zero ? zero->dtype() : output_dtype != 0 ? static_cast<DType>(output_dtype) : DType::U8;
+  if (zero && output_dtype != 0 && static_cast<DType>(output_dtype) != zero->dtype()) ctx.fail("output_dtype differs from the zero point's type");
   const auto [lo, hi] = int_range(ctx, out);
   std::vector<int64_t> v(static_cast<size_t>(x.size()));
   for (int64_t i = 0; i < x.size(); ++i) {

@@ -129,12 +129,14 @@ void add_reduce(KernelRegistry& r, const char* name, Reduce kind) {
     const int64_t axes_input_since = std::string(name) == "ReduceSum" ? 13 : 18;
     std::vector<int64_t> axes = ctx.opset() < axes_input_since ? ctx.attr_ints("axes")
                                                                : (ctx.has_input(1) ? ctx.input(1).ints() : std::vector<int64_t>{});
-    bool noop = ctx.attr_int("noop_with_empty_axes", 0) != 0;
-    if (axes.empty() && noop) {
-      ctx.outputs[0] = x;
+    // noop_with_empty_axes with no axes reduces nothing: each output is its one element
+    // through the reduction's arithmetic (ReduceL2 gives |x|, ReduceSumSquare x^2), as ONNX has it.
+    const bool noop = ctx.attr_int("noop_with_empty_axes", 0) != 0;
+    ReducePlan p = plan_reduce(ctx, x, axes, ctx.attr_int("keepdims", 1) != 0, noop);
+    if (x.dtype() == DType::Bool && (kind == Reduce::Max || kind == Reduce::Min) && ctx.opset() >= 20) {
+      reduce_typed<bool>(ctx, kind, x, p);  // any / all
       return;
     }
-    ReducePlan p = plan_reduce(ctx, x, axes, ctx.attr_int("keepdims", 1) != 0, false);
     dispatch_real(x.dtype(), [&]<class T>() { reduce_typed<T>(ctx, kind, x, p); }, name);
   });
 }

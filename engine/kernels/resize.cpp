@@ -1,7 +1,7 @@
-// Resize (opset 10-17): nearest, linear and cubic over any set of axes, with
-// every coordinate_transformation_mode. Each axis is reduced to a list of taps
-// (input index, weight) per output coordinate; an output element sums the
-// product of its axes' taps. f32 (what models resize) takes separable passes
+// Resize (opset 10-19): nearest, linear and cubic over any set of axes, with every
+// coordinate_transformation_mode, and opset 18's antialias, axes and
+// keep_aspect_ratio_policy. Each axis is reduced to a list of taps (input index,
+// weight) per output coordinate; an output element sums the product of its axes' taps. f32 (what models resize) takes separable passes
 // over contiguous rows; other types and extrapolated samples the general loop.
 #include <algorithm>
 #include <cmath>
@@ -19,8 +19,8 @@ namespace geopt {
 namespace {
 
 struct Taps {
-  int64_t index[4] = {};
-  double weight[4] = {};
+  std::vector<int64_t> index;  // count entries: 1 (nearest), 2 (linear), 4 (cubic), more with antialias
+  std::vector<double> weight;
   int count = 0;
   bool outside = false;  // tf_crop_and_resize sample outside the input: use extrapolation_value
 };
@@ -30,6 +30,7 @@ struct ResizeParams {
   double cubic_a = -0.75;
   bool exclude_outside = false;
   double extrapolation = 0.0;
+  bool antialias = false;  // linear and cubic: the filter widened by 1/scale when downscaling
 };
 
 // `out` is the resized length: the output size when sizes are given, else in * scale
@@ -67,16 +68,14 @@ Taps axis_taps(const ResizeParams& p, int64_t x, double scale, int64_t in, doubl
   }
   auto clamp = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
   if (p.mode == "nearest") {
-    t.index[0] = clamp(nearest_index(p.nearest_mode, xo));
-    t.weight[0] = 1;
+    t.index = {clamp(nearest_index(p.nearest_mode, xo))};
+    t.weight = {1.0};
     t.count = 1;
   } else if (p.mode == "linear") {
     double f = std::floor(xo);
     double w = xo - f;
-    t.index[0] = clamp(static_cast<int64_t>(f));
-    t.index[1] = clamp(static_cast<int64_t>(f) + 1);
-    t.weight[0] = 1 - w;
-    t.weight[1] = w;
+    t.index = {clamp(static_cast<int64_t>(f)), clamp(static_cast<int64_t>(f) + 1)};
+    t.weight = {1 - w, w};
     t.count = 2;
   } else if (p.mode == "cubic") {
     double f = std::floor(xo);
@@ -86,6 +85,8 @@ Taps axis_taps(const ResizeParams& p, int64_t x, double scale, int64_t in, doubl
                    ((A + 2) * (1 - s) - (A + 3)) * (1 - s) * (1 - s) + 1, 0};
     c[3] = 1 - c[0] - c[1] - c[2];
     double total = 0;
+    t.index.resize(4);
+    t.weight.resize(4);
     for (int k = 0; k < 4; ++k) {
       int64_t i = static_cast<int64_t>(f) - 1 + k;
       if (p.exclude_outside && (i < 0 || i >= in)) c[k] = 0;
@@ -100,30 +101,80 @@ Taps axis_taps(const ResizeParams& p, int64_t x, double scale, int64_t in, doubl
   return t;
 }
 
+// Antialiased linear or cubic taps (opset 18), as ONNX Runtime computes them: the
+// filter (triangle, or Keys cubic with cubic_coeff_a) is stretched by 1/scale when
+// downscaling, so every input sample under it contributes; taps past the input's ends
+// fold onto its edge samples (or, with exclude_outside, drop out), and the weights are
+// normalized to sum to 1.
+Taps antialias_taps(const ResizeParams& p, int64_t x, double scale, int64_t in, double out, double rs, double re) {
+  Taps t;
+  const double xo = scale == 1.0 ? static_cast<double>(x) : original_coordinate(p, static_cast<double>(x), scale, in, out, rs, re);
+  if (p.transform == "tf_crop_and_resize" && (xo < 0 || xo > static_cast<double>(in - 1))) {
+    t.outside = true;
+    return t;
+  }
+  const bool cubic = p.mode == "cubic";
+  const double stretch = std::max(1.0 / scale, 1.0);      // the filter's width factor
+  const double support = (cubic ? 2.0 : 1.0) * stretch;  // half-width in input samples
+  const double center = xo + 0.5;
+  const int64_t window = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  const int64_t first = static_cast<int64_t>(std::floor(center - support + 0.5));
+  const int64_t last = first + std::clamp<int64_t>(static_cast<int64_t>(std::floor(center + support + 0.5)) - first, 0, window);
+  const double A = p.cubic_a;
+  auto filter = [cubic, A](double v) {
+    v = std::fabs(v);
+    if (!cubic) return v < 1.0 ? 1.0 - v : 0.0;
+    if (v < 1.0) return ((A + 2) * v - (A + 3)) * v * v + 1;
+    if (v < 2.0) return (((v - 5) * v + 8) * v - 4) * A;
+    return 0.0;
+  };
+  double total = 0;
+  for (int64_t i = first; i < last; ++i) {
+    const bool inside = i >= 0 && i < in;
+    if (!inside && p.exclude_outside) continue;
+    const double w = filter((static_cast<double>(i) - center + 0.5) / stretch);
+    total += w;
+    const int64_t at = std::clamp<int64_t>(i, 0, in - 1);
+    if (!t.index.empty() && t.index.back() == at) {
+      t.weight.back() += w;  // a tap past the end folds onto the edge sample
+    } else {
+      t.index.push_back(at);
+      t.weight.push_back(w);
+    }
+  }
+  if (total != 0)
+    for (double& w : t.weight) w /= total;
+  t.count = static_cast<int>(t.index.size());
+  return t;
+}
+
 // One axis's taps as the f32 passes read them: per output coordinate, the input
 // indices and weights of its nonzero taps.
 struct AxisTaps {
   std::vector<int64_t> index;  // 4 per output coordinate
   std::vector<float> weight;   // 4 per output coordinate, zero past `count`
   std::vector<int> count;
+  size_t width = 1;      // entries per output coordinate: the most taps any has
   bool identity = true;  // output coordinate i reads input i, weight 1
 };
 
 AxisTaps compact_taps(const std::vector<Taps>& taps, int64_t in) {
   AxisTaps a;
-  a.index.assign(taps.size() * 4, 0);
-  a.weight.assign(taps.size() * 4, 0.0f);
+  for (const Taps& t : taps) a.width = std::max(a.width, static_cast<size_t>(t.count));
+  const size_t width = a.width;
+  a.index.assign(taps.size() * width, 0);
+  a.weight.assign(taps.size() * width, 0.0f);
   a.count.assign(taps.size(), 0);
   a.identity = static_cast<int64_t>(taps.size()) == in;
   for (size_t o = 0; o < taps.size(); ++o) {
     int& count = a.count[o];
     for (int k = 0; k < taps[o].count; ++k) {
       if (taps[o].weight[k] == 0) continue;
-      a.index[o * 4 + static_cast<size_t>(count)] = taps[o].index[k];
-      a.weight[o * 4 + static_cast<size_t>(count)] = static_cast<float>(taps[o].weight[k]);
+      a.index[o * width + static_cast<size_t>(count)] = taps[o].index[k];
+      a.weight[o * width + static_cast<size_t>(count)] = static_cast<float>(taps[o].weight[k]);
       ++count;
     }
-    a.identity = a.identity && count == 1 && a.index[o * 4] == static_cast<int64_t>(o) && a.weight[o * 4] == 1.0f;
+    a.identity = a.identity && count == 1 && a.index[o * width] == static_cast<int64_t>(o) && a.weight[o * width] == 1.0f;
   }
   return a;
 }
@@ -153,12 +204,12 @@ void resize_nearest_f32(const float* x, const std::vector<int64_t>& in_dims, con
     for (size_t d = last, rest = static_cast<size_t>(r); d-- > 0;) {
       const int64_t o = static_cast<int64_t>(rest) % out_dims[d];
       rest /= static_cast<size_t>(out_dims[d]);
-      src += axes[d].index[static_cast<size_t>(o) * 4] * xs[d];
+      src += axes[d].index[static_cast<size_t>(o) * axes[d].width] * xs[d];
     }
     const float* in_row = x + src;
     float* out_row = y + r * row * inner;
     for (int64_t j = 0; j < row; ++j) {
-      const float* from = in_row + taps.index[static_cast<size_t>(j) * 4] * inner;
+      const float* from = in_row + taps.index[static_cast<size_t>(j) * taps.width] * inner;
       float* to = out_row + j * inner;
       for (int64_t i = 0; i < inner; ++i) to[i] = from[i];
     }
@@ -166,7 +217,7 @@ void resize_nearest_f32(const float* x, const std::vector<int64_t>& in_dims, con
 }
 
 // One linear or cubic pass along `axis`: out[o, j, i] = sum_k w[j][k] x[o, index[j][k], i],
-// a weighted sum of at most 4 input rows over the contiguous inner axes.
+// a weighted sum of a few input rows over the contiguous inner axes.
 void resize_axis_f32(const float* x, const std::vector<int64_t>& dims, size_t axis, const AxisTaps& taps, float* y) {
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < axis; ++d) outer *= dims[d];
@@ -175,7 +226,7 @@ void resize_axis_f32(const float* x, const std::vector<int64_t>& dims, size_t ax
 #pragma omp parallel for if (outer * out * inner > (1 << 15))
   for (int64_t r = 0; r < outer * out; ++r) {
     const int64_t o = r / out, j = r % out;
-    const size_t t = static_cast<size_t>(j) * 4;
+    const size_t t = static_cast<size_t>(j) * taps.width;
     const int count = taps.count[static_cast<size_t>(j)];
     float* out_row = y + r * inner;
     const float* base = x + o * in * inner;
@@ -276,28 +327,61 @@ void resize(KernelContext& ctx) {
   p.exclude_outside = ctx.attr_int("exclude_outside", 0) != 0;
   p.extrapolation = ctx.attr_float("extrapolation_value", 0.0f);
 
+  p.antialias = ctx.opset() >= 18 && ctx.attr_int("antialias", 0) != 0 && p.mode != "nearest";
+
+  // Opset 18: roi, scales and sizes may name a subset of the axes; the others keep their size.
+  std::vector<size_t> axes;
+  for (int64_t a : ctx.opset() >= 18 ? ctx.attr_ints("axes") : std::vector<int64_t>{}) {
+    const int64_t r = static_cast<int64_t>(rank);
+    if (a < -r || a >= r) ctx.fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+    const size_t axis = static_cast<size_t>(a < 0 ? a + r : a);
+    if (std::find(axes.begin(), axes.end(), axis) != axes.end()) ctx.fail("axis " + std::to_string(a) + " is listed twice");
+    axes.push_back(axis);
+  }
+  if (axes.empty())
+    for (size_t d = 0; d < rank; ++d) axes.push_back(d);
+  const size_t given = axes.size();
+
   std::vector<double> scales(rank, 1.0), roi(2 * rank, 0.0);
   for (size_t d = 0; d < rank; ++d) roi[rank + d] = 1.0;
-  std::vector<int64_t> out_dims(rank);
+  std::vector<int64_t> out_dims = x.dims();
   const size_t scales_input = ctx.opset() < 11 ? 1 : 2;
   bool have_sizes = ctx.opset() >= 11 && ctx.has_input(3) && ctx.input(3).size() > 0;
-  if (ctx.opset() >= 11 && ctx.has_input(1) && ctx.input(1).size() == static_cast<int64_t>(2 * rank))
-    for (size_t i = 0; i < 2 * rank; ++i) roi[i] = ctx.input(1).real_at(static_cast<int64_t>(i));
+  if (ctx.opset() >= 11 && ctx.has_input(1) && ctx.input(1).size() == static_cast<int64_t>(2 * given))
+    for (size_t k = 0; k < given; ++k) {
+      roi[axes[k]] = ctx.input(1).real_at(static_cast<int64_t>(k));
+      roi[rank + axes[k]] = ctx.input(1).real_at(static_cast<int64_t>(given + k));
+    }
   if (have_sizes) {
     auto sizes = ctx.input(3).ints();
-    if (sizes.size() != rank) ctx.fail("sizes must have one entry per axis");
-    for (size_t d = 0; d < rank; ++d) {
-      out_dims[d] = sizes[d];
-      scales[d] = x.dims()[d] ? static_cast<double>(sizes[d]) / static_cast<double>(x.dims()[d]) : 1.0;
+    if (sizes.size() != given) ctx.fail("sizes must have one entry per axis" + std::string(given == rank ? "" : " in axes"));
+    for (size_t k = 0; k < given; ++k) {
+      const size_t d = axes[k];
+      out_dims[d] = sizes[k];
+      scales[d] = x.dims()[d] ? static_cast<double>(sizes[k]) / static_cast<double>(x.dims()[d]) : 1.0;
+    }
+    // keep_aspect_ratio_policy: one scale for every listed axis, the least (not_larger) or
+    // the greatest (not_smaller) of sizes / input; each size is then that scale, rounded.
+    const std::string policy = ctx.opset() >= 18 ? ctx.attr_string("keep_aspect_ratio_policy", "stretch") : "stretch";
+    if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+      ctx.fail("keep_aspect_ratio_policy must be stretch, not_larger or not_smaller, not '" + policy + "'");
+    if (policy != "stretch") {
+      double common = scales[axes[0]];
+      for (size_t d : axes) common = policy == "not_larger" ? std::min(common, scales[d]) : std::max(common, scales[d]);
+      for (size_t d : axes) {
+        scales[d] = common;
+        out_dims[d] = static_cast<int64_t>(std::round(common * static_cast<double>(x.dims()[d])));
+      }
     }
   } else {
     // Upsample before opset 9 gives the scales as an attribute.
     const std::vector<float> attr_scales = ctx.has_input(scales_input) ? std::vector<float>{} : ctx.attr_floats("scales");
-    if (attr_scales.empty() && (!ctx.has_input(scales_input) || ctx.input(scales_input).size() != static_cast<int64_t>(rank)))
-      ctx.fail("needs scales or sizes with one entry per axis");
+    if (attr_scales.empty() && (!ctx.has_input(scales_input) || ctx.input(scales_input).size() != static_cast<int64_t>(given)))
+      ctx.fail("needs scales or sizes with one entry per axis" + std::string(given == rank ? "" : " in axes"));
     if (!attr_scales.empty() && attr_scales.size() != rank) ctx.fail("scales must have one entry per axis");
-    for (size_t d = 0; d < rank; ++d) {
-      scales[d] = attr_scales.empty() ? static_cast<float>(ctx.input(scales_input).real_at(static_cast<int64_t>(d))) : attr_scales[d];
+    for (size_t k = 0; k < given; ++k) {
+      const size_t d = axes[k];
+      scales[d] = attr_scales.empty() ? static_cast<float>(ctx.input(scales_input).real_at(static_cast<int64_t>(k))) : attr_scales[d];
       if (!(scales[d] > 0) || !std::isfinite(scales[d])) ctx.fail("scales must be positive and finite");
       const double size = std::floor(static_cast<double>(x.dims()[d]) * scales[d]);
       if (size > 9.0e18) ctx.fail("scale " + std::to_string(scales[d]) + " makes axis " + std::to_string(d) + " larger than a dim can be");
@@ -325,9 +409,9 @@ void resize(KernelContext& ctx) {
   std::vector<std::vector<Taps>> taps(rank);
   for (size_t d = 0; d < rank; ++d)
     for (int64_t i = 0; i < out_dims[d]; ++i)
-      taps[d].push_back(axis_taps(p, i, scales[d], x.dims()[d],
-                                  have_sizes ? static_cast<double>(out_dims[d]) : static_cast<double>(x.dims()[d]) * scales[d],
-                                  roi[d], roi[rank + d]));
+      taps[d].push_back((p.antialias ? antialias_taps : axis_taps)(
+          p, i, scales[d], x.dims()[d], have_sizes ? static_cast<double>(out_dims[d]) : static_cast<double>(x.dims()[d]) * scales[d],
+          roi[d], roi[rank + d]));
 
   const bool extrapolated = std::any_of(taps.begin(), taps.end(), [](const std::vector<Taps>& axis) {
     return std::any_of(axis.begin(), axis.end(), [](const Taps& t) { return t.outside; });

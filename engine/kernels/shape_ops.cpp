@@ -428,11 +428,65 @@ void tile(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
+// CenterCropPad (opset 18): each of `axes` center-cropped, or zero-padded around its
+// center, to the size `shape` gives; the extra element of an odd difference goes last.
+void center_crop_pad(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  const std::vector<int64_t> shape = ctx.input(1).ints();
+  std::vector<int64_t> axes = ctx.attr_ints("axes");
+  if (axes.empty()) {
+    axes.resize(static_cast<size_t>(rank));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (shape.size() != axes.size()) ctx.fail("shape has " + std::to_string(shape.size()) + " sizes for " + std::to_string(axes.size()) + " axes");
+  std::vector<int64_t> dims = x.dims(), offset(static_cast<size_t>(rank), 0);  // output index - offset = input index
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k] < -rank || axes[k] >= rank) ctx.fail("axis " + std::to_string(axes[k]) + " is out of range for rank " + std::to_string(rank));
+    const size_t a = static_cast<size_t>(axes[k] < 0 ? axes[k] + rank : axes[k]);
+    if (seen[a]) ctx.fail("axis " + std::to_string(axes[k]) + " is listed twice");
+    seen[a] = true;
+    if (shape[k] < 0) ctx.fail("shape must not be negative");
+    offset[a] = shape[k] >= dims[a] ? (shape[k] - dims[a]) / 2 : -((dims[a] - shape[k]) / 2);
+    dims[a] = shape[k];
+  }
+  ctx.check_planned_dims(0, dims);
+  HostTensor y(x.dtype(), dims);  // zeros where padded
+  auto xs = strides_of(x.dims());
+  ElementCopier copy(x, y);
+  for_each_index(dims, [&](int64_t i, const std::vector<int64_t>& c) {
+    int64_t src = 0;
+    for (size_t d = 0; d < c.size(); ++d) {
+      const int64_t at = c[d] - offset[d];
+      if (at < 0 || at >= x.dims()[d]) return;
+      src += at * xs[d];
+    }
+    copy(i, src);
+  });
+  ctx.outputs[0] = std::move(y);
+}
+
 void pad(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(x.rank());
   std::vector<int64_t> pads = ctx.opset() < 11 ? ctx.attr_ints("pads") : ctx.input(1).ints();
   std::string mode = ctx.attr_string("mode", "constant");
+  if (ctx.opset() >= 18 && ctx.has_input(3)) {  // pads for the listed axes only; the others get none
+    const std::vector<int64_t> axes = ctx.input(3).ints();
+    if (pads.size() != 2 * axes.size()) ctx.fail("pads must have 2 entries per axis in axes (" + std::to_string(axes.size()) + ")");
+    std::vector<int64_t> full(static_cast<size_t>(2 * rank), 0);
+    std::vector<bool> seen(static_cast<size_t>(rank), false);
+    for (size_t k = 0; k < axes.size(); ++k) {
+      if (axes[k] < -rank || axes[k] >= rank) ctx.fail("axis " + std::to_string(axes[k]) + " is out of range for rank " + std::to_string(rank));
+      const size_t a = static_cast<size_t>(axes[k] < 0 ? axes[k] + rank : axes[k]);
+      if (seen[a]) ctx.fail("axis " + std::to_string(axes[k]) + " is listed twice");
+      seen[a] = true;
+      full[a] = pads[k];
+      full[a + static_cast<size_t>(rank)] = pads[k + axes.size()];
+    }
+    pads = std::move(full);
+  }
   if (static_cast<int64_t>(pads.size()) != 2 * rank) ctx.fail("pads must have 2 * rank entries");
   std::vector<int64_t> dims(static_cast<size_t>(rank));
   for (int64_t d = 0; d < rank; ++d) {
@@ -456,7 +510,7 @@ void pad(KernelContext& ctx) {
     } else if (ctx.has_input(2) && ctx.input(2).size() > 0) {
       std::memcpy(fill.mutable_raw(), ctx.input(2).raw(), dtype_size(x.dtype()));
     }
-  } else if (mode != "reflect" && mode != "edge") {
+  } else if (mode != "reflect" && mode != "edge" && !(mode == "wrap" && ctx.opset() >= 19)) {
     ctx.fail("unknown pad mode '" + mode + "'");
   }
   auto xs = strides_of(x.dims());
@@ -474,6 +528,8 @@ void pad(KernelContext& ctx) {
         }
         if (mode == "edge") {
           s = std::clamp<int64_t>(s, 0, n - 1);
+        } else if (mode == "wrap") {  // the axis repeated end to end
+          s = ((s % n) + n) % n;
         } else if (n == 1) {
           s = 0;
         } else {  // reflect without repeating the edge
@@ -522,7 +578,7 @@ void register_shape_kernels(KernelRegistry& r) {
       {"Size", size},           {"Constant", constant},
       {"ConstantOfShape", constant_of_shape},
       {"Range", range},         {"Tile", tile},
-      {"Pad", pad},             {"Trilu", trilu},
+      {"Pad", pad},             {"CenterCropPad", center_crop_pad},             {"Trilu", trilu},
   };
   for (const auto& [name, fn] : kernels) r.add("", name, fn, /*half_via_f32=*/false);
   register_resize_kernel(r);

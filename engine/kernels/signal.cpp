@@ -41,8 +41,11 @@ void dft(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   if (x.rank() < 2 || (x.dim(-1) != 1 && x.dim(-1) != 2)) ctx.fail("the input needs a last axis of 1 (real) or 2 (complex)");
   const int64_t rank = static_cast<int64_t>(x.rank());
-  const int64_t axis = normalize_axis(ctx.attr_int("axis", 1), rank);
-  if (axis == rank - 1 || axis == 0) ctx.fail("axis must be a signal axis (neither the batch nor the complex axis)");
+  // Opset 17: an attribute (default 1), never the batch axis; since 20: a scalar input
+  // (default -2) that may name any axis but the complex one.
+  const bool axis_input = ctx.opset() >= 20;
+  const int64_t axis = normalize_axis(axis_input ? (ctx.has_input(2) ? scalar_int_input(ctx, 2, "axis") : -2) : ctx.attr_int("axis", 1), rank);
+  if (axis == rank - 1 || (axis == 0 && !axis_input)) ctx.fail("axis must be a signal axis (neither the batch nor the complex axis)");
   const bool inverse = ctx.attr_int("inverse", 0) != 0, onesided = ctx.attr_int("onesided", 0) != 0;
   const int64_t n = x.dims()[static_cast<size_t>(axis)];
   const int64_t length = ctx.has_input(1) && ctx.input(1).size() ? scalar_int_input(ctx, 1, "dft_length") : n;

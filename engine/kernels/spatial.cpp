@@ -2,6 +2,7 @@
 // mean-variance normalization, max unpooling, grid sampling, RoI Align and
 // non-maximum suppression. Arithmetic is in f32 or f64 (half types widened).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
@@ -149,13 +150,15 @@ void max_unpool(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
-// GridSample (2-D): samples X at the normalized grid points, as ONNX's reference does.
+// GridSample: samples X (N x C x D1 x ... x Dr) at the normalized grid points (grid[..., 0]
+// indexes the last axis), as ONNX's reference does. Opset 16 is 2-D with modes bilinear,
+// nearest and bicubic; opset 20 is N-D with linear, nearest and cubic.
 struct GridSampler {
-  int64_t h, w;
+  std::vector<int64_t> dims;  // spatial dims of X
   bool align;
   std::string padding;
   double denormalize(double v, int64_t len) const { return align ? (v + 1) / 2.0 * static_cast<double>(len - 1) : ((v + 1) * static_cast<double>(len) - 1) / 2.0; }
-  double lo(int64_t) const { return align ? 0.0 : -0.5; }
+  double lo() const { return align ? 0.0 : -0.5; }
   double hi(int64_t len) const { return align ? static_cast<double>(len - 1) : static_cast<double>(len) - 0.5; }
   static double reflect(double x, double x_min, double x_max) {
     const double range = x_max - x_min;
@@ -174,12 +177,20 @@ struct GridSampler {
     }
     return x;
   }
-  double pixel(const float* img, int64_t r, int64_t c) const {
-    if (padding == "zeros") return (r < 0 || r >= h || c < 0 || c >= w) ? 0.0 : img[r * w + c];
-    if (padding == "border") return img[std::clamp<int64_t>(r, 0, h - 1) * w + std::clamp<int64_t>(c, 0, w - 1)];
-    c = static_cast<int64_t>(reflect(static_cast<double>(c), lo(w), hi(w)));
-    r = static_cast<int64_t>(reflect(static_cast<double>(r), lo(h), hi(h)));
-    return img[std::clamp<int64_t>(r, 0, h - 1) * w + std::clamp<int64_t>(c, 0, w - 1)];
+  // The value at integer position `at` (one index per spatial axis), padded as asked.
+  double pixel(const float* img, const int64_t* at) const {
+    int64_t offset = 0;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      int64_t i = at[k];
+      if (padding == "zeros") {
+        if (i < 0 || i >= dims[k]) return 0.0;
+      } else {
+        if (padding == "reflection") i = static_cast<int64_t>(reflect(static_cast<double>(i), lo(), hi(dims[k])));
+        i = std::clamp<int64_t>(i, 0, dims[k] - 1);
+      }
+      offset = offset * dims[k] + i;
+    }
+    return img[offset];
   }
 };
 
@@ -194,64 +205,195 @@ void cubic_coefficients(double t, double c[4]) {
 void grid_sample(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const HostTensor& grid = ctx.input(1);
-  need_rank(ctx, x, 4);
+  const bool opset20 = ctx.opset() >= 20;
+  if (opset20 ? x.rank() < 3 : x.rank() != 4) ctx.fail(std::string("the input must be ") + (opset20 ? "at least 3-D" : "4-D") + ", not " + x.shape_string());
   if (x.dtype() != DType::F32 || grid.dtype() != DType::F32) ctx.fail("runs on f32");
+  const size_t r = x.rank() - 2;
   const int64_t n = x.dims()[0], c = x.dims()[1];
-  if (grid.rank() != 4 || grid.dims()[0] != n || grid.dims()[3] != 2) ctx.fail("grid must be [N, H_out, W_out, 2]");
-  const std::string mode = ctx.attr_string("mode", "bilinear");
-  GridSampler s{x.dims()[2], x.dims()[3], ctx.attr_int("align_corners", 0) != 0, ctx.attr_string("padding_mode", "zeros")};
-  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") ctx.fail("unknown mode '" + mode + "'");
+  if (grid.rank() != x.rank() || grid.dims()[0] != n || grid.dims().back() != static_cast<int64_t>(r))
+    ctx.fail("grid must be [N, out spatial..., " + std::to_string(r) + "], not " + grid.shape_string());
+  const std::string linear = opset20 ? "linear" : "bilinear", cubic = opset20 ? "cubic" : "bicubic";
+  const std::string mode = ctx.attr_string("mode", linear);
+  GridSampler s{{x.dims().begin() + 2, x.dims().end()}, ctx.attr_int("align_corners", 0) != 0, ctx.attr_string("padding_mode", "zeros")};
+  if (mode != linear && mode != "nearest" && mode != cubic) ctx.fail("unknown mode '" + mode + "' (this opset has " + linear + ", nearest and " + cubic + ")");
   if (s.padding != "zeros" && s.padding != "border" && s.padding != "reflection") ctx.fail("unknown padding_mode '" + s.padding + "'");
-  const int64_t ho = grid.dims()[1], wo = grid.dims()[2];
-  if (s.h < 1 || s.w < 1) ctx.fail("the input has no pixels to sample");
-  HostTensor y(DType::F32, {n, c, ho, wo});
+  int64_t in_points = 1, out_points = 1;
+  std::vector<int64_t> out_dims = {n, c};
+  for (size_t k = 0; k < r; ++k) {
+    if (s.dims[k] < 1) ctx.fail("the input has no pixels to sample");
+    in_points *= s.dims[k];
+    out_points *= grid.dims()[k + 1];
+    out_dims.push_back(grid.dims()[k + 1]);
+  }
+  const int taps = mode == "nearest" ? 1 : mode == linear ? 2 : 4;
+  int64_t tap_count = 1;
+  for (size_t k = 0; k < r; ++k) tap_count *= taps;
+  HostTensor y(DType::F32, out_dims);
   const float* pg = grid.data<float>();
   float* py = y.mutable_data<float>();
+  std::vector<double> f(r);
+  std::vector<int64_t> base(r), at(r);
+  std::vector<std::array<double, 4>> weights(r);
   for (int64_t b = 0; b < n; ++b)
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const float* img = x.data<float>() + (b * c + ch) * s.h * s.w;
-      for (int64_t oy = 0; oy < ho; ++oy)
-        for (int64_t ox = 0; ox < wo; ++ox) {
-          const float* g = pg + ((b * ho + oy) * wo + ox) * 2;
-          double fx = s.denormalize(g[0], s.w), fy = s.denormalize(g[1], s.h);
-          if (!std::isfinite(fx) || !std::isfinite(fy)) {  // sampled nowhere: zeros, as outside the image
-            py[((b * c + ch) * ho + oy) * wo + ox] = 0.0f;
-            continue;
-          }
-          if (mode == "nearest") {
-            fx = std::nearbyint(fx);
-            fy = std::nearbyint(fy);
-          }
-          if (fx < s.lo(s.w) || fx > s.hi(s.w) || fy < s.lo(s.h) || fy > s.hi(s.h)) {
-            if (s.padding == "border") {
-              fx = std::clamp(fx, 0.0, static_cast<double>(s.w - 1));
-              fy = std::clamp(fy, 0.0, static_cast<double>(s.h - 1));
-            } else if (s.padding == "reflection") {
-              fx = GridSampler::reflect(fx, s.lo(s.w), s.hi(s.w));
-              fy = GridSampler::reflect(fy, s.lo(s.h), s.hi(s.h));
-            }
-          }
-          double v = 0;
-          if (mode == "nearest") {
-            v = s.pixel(img, static_cast<int64_t>(fy), static_cast<int64_t>(fx));
-          } else if (mode == "bilinear") {
-            const int64_t x1 = static_cast<int64_t>(std::floor(fx)), y1 = static_cast<int64_t>(std::floor(fy));
-            const double dx = fx - static_cast<double>(x1), dy = fy - static_cast<double>(y1);
-            v = (1 - dy) * ((1 - dx) * s.pixel(img, y1, x1) + dx * s.pixel(img, y1, x1 + 1)) +
-                dy * ((1 - dx) * s.pixel(img, y1 + 1, x1) + dx * s.pixel(img, y1 + 1, x1 + 1));
-          } else {
-            const int64_t x0 = static_cast<int64_t>(std::floor(fx)) - 1, y0 = static_cast<int64_t>(std::floor(fy)) - 1;
-            double cx[4], cy[4];
-            cubic_coefficients(fx - static_cast<double>(x0 + 1), cx);
-            cubic_coefficients(fy - static_cast<double>(y0 + 1), cy);
-            for (int i = 0; i < 4; ++i) {
-              double row = 0;
-              for (int j = 0; j < 4; ++j) row += cx[j] * s.pixel(img, y0 + i, x0 + j);
-              v += cy[i] * row;
-            }
-          }
-          py[((b * c + ch) * ho + oy) * wo + ox] = static_cast<float>(v);
+    for (int64_t p = 0; p < out_points; ++p) {
+      const float* g = pg + (b * out_points + p) * static_cast<int64_t>(r);
+      bool finite = true, outside = false;
+      for (size_t k = 0; k < r; ++k) {
+        f[k] = s.denormalize(g[r - 1 - k], s.dims[k]);
+        finite = finite && std::isfinite(f[k]);
+        if (mode == "nearest") f[k] = std::nearbyint(f[k]);
+        outside = outside || f[k] < s.lo() || f[k] > s.hi(s.dims[k]);
+      }
+      if (!finite) {  // sampled nowhere: zeros, as outside the image
+        for (int64_t ch = 0; ch < c; ++ch) py[(b * c + ch) * out_points + p] = 0.0f;
+        continue;
+      }
+      // A sample outside the input moves inside (border, reflection) for nearest and linear;
+      // cubic keeps its position and pads each of its taps instead, as ONNX Runtime does.
+      for (size_t k = 0; k < r && outside && mode != cubic; ++k) {
+        if (s.padding == "border") f[k] = std::clamp(f[k], 0.0, static_cast<double>(s.dims[k] - 1));
+        else if (s.padding == "reflection") f[k] = GridSampler::reflect(f[k], s.lo(), s.hi(s.dims[k]));
+      }
+      for (size_t k = 0; k < r; ++k) {
+        if (mode == "nearest") {
+          base[k] = static_cast<int64_t>(f[k]);
+          weights[k] = {1.0, 0, 0, 0};
+        } else if (mode == linear) {
+          base[k] = static_cast<int64_t>(std::floor(f[k]));
+          const double t = f[k] - static_cast<double>(base[k]);
+          weights[k] = {1 - t, t, 0, 0};
+        } else {
+          base[k] = static_cast<int64_t>(std::floor(f[k])) - 1;
+          cubic_coefficients(f[k] - static_cast<double>(base[k] + 1), weights[k].data());
         }
+      }
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const float* img = x.data<float>() + (b * c + ch) * in_points;
+        double v = 0;
+        for (int64_t t = 0; t < tap_count; ++t) {  // every corner of the taps' box
+          double w = 1;
+          int64_t rest = t;
+          for (size_t k = r; k-- > 0;) {
+            const int64_t j = rest % taps;
+            rest /= taps;
+            at[k] = base[k] + j;
+            w *= weights[k][static_cast<size_t>(j)];
+          }
+          if (w != 0) v += w * s.pixel(img, at.data());
+        }
+        py[(b * c + ch) * out_points + p] = static_cast<float>(v);
+      }
+    }
+  ctx.outputs[0] = std::move(y);
+}
+
+// Col2Im (opset 18): column blocks [N, C x prod(block), L] back into an image
+// [N, C, image...]: each block element added at its place (overlaps sum), as the inverse
+// of the im2col a convolution of that block shape, strides, pads and dilations does.
+void col2im(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  const std::vector<int64_t> image = ctx.input(1).ints(), block = ctx.input(2).ints();
+  const size_t r = image.size();
+  if (r == 0 || block.size() != r) ctx.fail("image_shape and block_shape must be non-empty and of one length");
+  if (x.rank() != 3) ctx.fail("the input must be [N, C x prod(block_shape), L], not " + x.shape_string());
+  if (x.dtype() != DType::F32 && x.dtype() != DType::F64) ctx.fail("runs on f32 and f64");
+  const std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(r, 1));
+  const std::vector<int64_t> dilations = ctx.attr_ints("dilations", std::vector<int64_t>(r, 1));
+  const std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * r, 0));
+  if (strides.size() != r || dilations.size() != r || pads.size() != 2 * r) ctx.fail("strides, dilations and pads must match image_shape's length");
+  int64_t block_size = 1, blocks = 1, image_size = 1;
+  std::vector<int64_t> grid(r);  // sliding positions along each axis
+  for (size_t k = 0; k < r; ++k) {
+    if (image[k] < 1 || block[k] < 1 || strides[k] < 1 || dilations[k] < 1) ctx.fail("image_shape, block_shape, strides and dilations must be positive");
+    const int64_t span = dilations[k] * (block[k] - 1) + 1, padded = image[k] + pads[k] + pads[k + r];
+    if (padded < span) ctx.fail("a block is larger than the padded image on axis " + std::to_string(k));
+    grid[k] = (padded - span) / strides[k] + 1;
+    block_size *= block[k];
+    blocks *= grid[k];
+    image_size *= image[k];
+  }
+  const int64_t n = x.dims()[0];
+  if (x.dims()[1] % block_size != 0) ctx.fail("dim 1 (" + std::to_string(x.dims()[1]) + ") is not a multiple of prod(block_shape) = " + std::to_string(block_size));
+  if (x.dims()[2] != blocks) ctx.fail("dim 2 (" + std::to_string(x.dims()[2]) + ") is not the " + std::to_string(blocks) + " blocks the image, block, strides, pads and dilations make");
+  const int64_t c = x.dims()[1] / block_size;
+  std::vector<int64_t> out_dims = {n, c};
+  out_dims.insert(out_dims.end(), image.begin(), image.end());
+  HostTensor y(x.dtype(), out_dims);
+  // The index along each axis of a flat position in a box of `extents`.
+  auto unravel = [r](int64_t flat, const std::vector<int64_t>& extents, std::vector<int64_t>& at) {
+    for (size_t a = r; a-- > 0;) {
+      at[a] = flat % extents[a];
+      flat /= extents[a];
+    }
+  };
+  dispatch_float(x.dtype(), [&]<class T>() {
+    const T* px = x.data<T>();
+    T* py = y.mutable_data<T>();
+    std::vector<int64_t> kpos(r), lpos(r);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t k = 0; k < block_size; ++k) {
+          unravel(k, block, kpos);
+          const T* row = px + ((b * c + ch) * block_size + k) * blocks;
+          T* img = py + (b * c + ch) * image_size;
+          for (int64_t l = 0; l < blocks; ++l) {
+            unravel(l, grid, lpos);
+            int64_t offset = 0;
+            bool inside = true;
+            for (size_t a = 0; a < r && inside; ++a) {
+              const int64_t at = lpos[a] * strides[a] - pads[a] + kpos[a] * dilations[a];
+              inside = at >= 0 && at < image[a];
+              offset = offset * image[a] + at;
+            }
+            if (inside) img[offset] += row[l];
+          }
+        }
+  }, "Col2Im");
+  ctx.outputs[0] = std::move(y);
+}
+
+// AffineGrid (opset 20): the normalized coordinates of each output pixel moved by theta,
+// [N, H, W, 2] for 2-D (theta N x 2 x 3) or [N, D, H, W, 3] for 3-D (theta N x 3 x 4).
+void affine_grid(KernelContext& ctx) {
+  const HostTensor& theta = ctx.input(0);
+  const std::vector<int64_t> size = ctx.input(1).ints();
+  if (size.size() != 4 && size.size() != 5) ctx.fail("size must be [N, C, H, W] or [N, C, D, H, W]");
+  const int64_t r = static_cast<int64_t>(size.size()) - 2, n = size[0];
+  if (theta.dtype() != DType::F32) ctx.fail("runs on f32");
+  if (theta.rank() != 3 || theta.dims()[0] != n || theta.dims()[1] != r || theta.dims()[2] != r + 1)
+    ctx.fail("theta must be [" + std::to_string(n) + ", " + std::to_string(r) + ", " + std::to_string(r + 1) + "], not " + theta.shape_string());
+  const bool align = ctx.attr_int("align_corners", 0) != 0;
+  std::vector<int64_t> out_dims = {n};
+  int64_t points = 1;
+  for (int64_t k = 0; k < r; ++k) {
+    if (size[static_cast<size_t>(k + 2)] < 0) ctx.fail("size must not be negative");
+    out_dims.push_back(size[static_cast<size_t>(k + 2)]);
+    points *= size[static_cast<size_t>(k + 2)];
+  }
+  out_dims.push_back(r);
+  ctx.check_planned_dims(0, out_dims);
+  // Coordinate i of an axis of length len: -1..1 through the pixel centers (or corners).
+  auto coordinate = [align](int64_t i, int64_t len) {
+    if (align) return len > 1 ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(len - 1) : 0.0;
+    return (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(len) - 1.0;
+  };
+  HostTensor y(DType::F32, out_dims);
+  float* py = y.mutable_data<float>();
+  const float* t = theta.data<float>();
+  std::vector<double> source(static_cast<size_t>(r + 1), 1.0);  // (x, y[, z], 1)
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t p = 0; p < points; ++p) {
+      int64_t rest = p;
+      for (int64_t k = r; k-- > 0;) {  // spatial axis k (outermost first) is coordinate r-1-k
+        const int64_t len = out_dims[static_cast<size_t>(k + 1)];
+        source[static_cast<size_t>(r - 1 - k)] = coordinate(rest % len, len);
+        rest /= len;
+      }
+      for (int64_t row = 0; row < r; ++row) {
+        double v = 0;
+        for (int64_t col = 0; col <= r; ++col) v += static_cast<double>(t[(b * r + row) * (r + 1) + col]) * source[static_cast<size_t>(col)];
+        py[(b * points + p) * r + row] = static_cast<float>(v);
+      }
     }
   ctx.outputs[0] = std::move(y);
 }
@@ -406,6 +548,8 @@ void register_spatial_kernels(KernelRegistry& r) {
   r.add("", "LRN", lrn);
   r.add("", "MeanVarianceNormalization", mean_variance_normalization);
   r.add("", "GridSample", grid_sample);
+  r.add("", "AffineGrid", affine_grid);
+  r.add("", "Col2Im", col2im);
   r.add("", "RoiAlign", roi_align);
   r.add("", "NonMaxSuppression", non_max_suppression);
 }

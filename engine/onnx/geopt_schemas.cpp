@@ -510,7 +510,10 @@ void register_channel_ops() {
 
 void register_geopt_schemas() {
   static std::once_flag once;
-  std::call_once(once, register_all);
+  std::call_once(once, [] {
+    register_standard_schemas_18_21();
+    register_all();
+  });
 }
 
 }  // namespace geopt::onnx_io

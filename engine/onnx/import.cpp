@@ -222,6 +222,45 @@ onnx::ModelProto read_model_proto(const fs::path& path) {
   return model;
 }
 
+// Element types ONNX added after geopt's: float8 (opset 19), int4/uint4 (opset 21) and
+// float4 (opset 23). geopt has no kernels for them; a model using one is refused by name.
+const char* unsupported_element_type(int32_t t) {
+  switch (t) {
+    case 17: return "float8e4m3fn";
+    case 18: return "float8e4m3fnuz";
+    case 19: return "float8e5m2";
+    case 20: return "float8e5m2fnuz";
+    case 21: return "uint4";
+    case 22: return "int4";
+    case 23: return "float4e2m1";
+    default: return t > 23 ? "an element type newer than ONNX 1.17" : nullptr;
+  }
+}
+
+void check_element_types(const onnx::GraphProto& g, const std::string& file) {
+  auto refuse = [&](int32_t t, const std::string& what) {
+    if (const char* name = unsupported_element_type(t))
+      throw Error(file + what + " has type " + name + " (" + std::to_string(t) + "), which geopt does not support: float8, int4, uint4 and float4 tensors are refused");
+  };
+  auto check_type = [&](const onnx::TypeProto& type, const std::string& what) {
+    if (type.has_tensor_type()) refuse(type.tensor_type().elem_type(), what);
+  };
+  for (const auto& v : g.input()) check_type(v.type(), "graph input '" + escaped(v.name()) + "'");
+  for (const auto& v : g.output()) check_type(v.type(), "graph output '" + escaped(v.name()) + "'");
+  for (const auto& v : g.value_info()) check_type(v.type(), "value '" + escaped(v.name()) + "'");
+  for (const auto& t : g.initializer()) refuse(t.data_type(), "initializer '" + escaped(t.name()) + "'");
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    for (const auto& a : n.attribute()) {
+      const std::string what = node_label(n, i) + ": attribute '" + a.name() + "'";
+      if (a.has_t()) refuse(a.t().data_type(), what);
+      if (a.type() == onnx::AttributeProto::INT && (a.name() == "to" || a.name() == "output_dtype")) refuse(static_cast<int32_t>(a.i()), what);
+      if (a.has_g()) check_element_types(a.g(), file);
+      for (const auto& sub : a.graphs()) check_element_types(sub, file);
+    }
+  }
+}
+
 void check_names(const onnx::GraphProto& g, const std::string& file) {
   auto check = [&](const std::string& name, const std::string& what) {
     if (!valid_utf8(name)) throw Error(file + what + " '" + escaped(name) + "' is not valid UTF-8");
@@ -247,6 +286,7 @@ void check_structure_and_sort(onnx::ModelProto& model, const fs::path& path) {
   const std::string file = path.string() + ": ";
   auto& g = *model.mutable_graph();
   check_names(g, file);
+  check_element_types(g, file);
   std::unordered_map<std::string, int> producer;  // value name -> node index, -1 for graph-level
   auto define = [&](const std::string& name, int index, const std::string& what) {
     if (name.empty()) return;

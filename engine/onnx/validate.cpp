@@ -20,8 +20,24 @@ std::unordered_map<std::string, int> opset_map(const onnx::ModelProto& model) {
 
 }  // namespace
 
-void run_checker(const onnx::ModelProto& model, const std::filesystem::path& model_path) {
+void run_checker(onnx::ModelProto& model, const std::filesystem::path& model_path) {
   register_geopt_schemas();
+  // onnx 1.12's checker wants a shape on every graph input and output; ONNX since 1.13
+  // and ONNX Runtime accept a tensor type without one (rank unknown), as exporters
+  // write it. Such a type gets an empty shape while the checker runs, and loses it after.
+  std::vector<onnx::TypeProto_Tensor*> shapeless;
+  for (auto* values : {model.mutable_graph()->mutable_input(), model.mutable_graph()->mutable_output()})
+    for (auto& v : *values)
+      if (v.type().has_tensor_type() && !v.type().tensor_type().has_shape()) {
+        shapeless.push_back(v.mutable_type()->mutable_tensor_type());
+        shapeless.back()->mutable_shape();
+      }
+  struct Restore {
+    std::vector<onnx::TypeProto_Tensor*>& types;
+    ~Restore() {
+      for (auto* t : types) t->clear_shape();
+    }
+  } restore{shapeless};
   onnx::checker::CheckerContext ctx;
   ctx.set_ir_version(static_cast<int>(model.ir_version()));
   ctx.set_opset_imports(opset_map(model));

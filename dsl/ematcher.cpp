@@ -80,11 +80,29 @@ class Search {
   std::optional<std::string> attr_fails(const OpSignature& s, ClassId c, const ENode& n, const AttrPred& p, EMatch& b) const {
     auto where = [&] { return "attribute '" + p.name + "' of " + describe_enode(g_, c, n); };
     auto value_text = [](const Attribute& a) { return a.to_string().substr(a.name.size() + 1); };
+    // An attribute the op takes as an input at the model's opset (ReduceMean's axes since
+    // 18) is that input's constant; absent input, unset attribute.
+    std::optional<Attribute> from_input;
+    const Attribute* a = nullptr;
+    bool set = false;
+    if (const auto k = m_.moved_attribute(n.op, p.name)) {
+      const ClassId child = *k < n.children.size() ? n.children[*k] : kAbsent;
+      if (child != kAbsent) {
+        const ClassData& d = g_.eclass(child).data;
+        if (!d.constant) return where() + " is input " + std::to_string(*k) + " ('" + d.name + "') at this opset, and not a constant (" + p.loc.to_string() + ")";
+        from_input = attribute_from_input(s.domain, s.op_type, p.name, *d.constant);
+        if (!from_input) return where() + " is input " + std::to_string(*k) + " ('" + d.name + "') at this opset, of a shape the attribute cannot hold (" + p.loc.to_string() + ")";
+        a = &*from_input;
+        set = true;
+      }
+    } else {
+      a = attr_of(s, p.name);
+      set = find_attr(s, p.name) != nullptr;
+    }
     if (p.absent) {
-      if (!find_attr(s, p.name)) return std::nullopt;
+      if (!set) return std::nullopt;
       return where() + " is set, the rule requires it absent (" + p.loc.to_string() + ")";
     }
-    const Attribute* a = attr_of(s, p.name);
     // An attribute the op does not have at the model's opset (BatchNormalization's
     // training_mode before opset 14) is unequal to any value.
     if (!a && p.op == CmpOp::Ne && p.bind_var.empty()) return std::nullopt;
@@ -256,7 +274,7 @@ class Search {
       if (binds) bound.push_back(&a.bind_var);
     }
     for (size_t i = p.args.size(); i < n.children.size(); ++i)
-      if (n.children[i] != kAbsent && !p.rest && !p.rest_any) {
+      if (n.children[i] != kAbsent && !p.rest && !p.rest_any && !is_attribute_input(s.domain, s.op_type, i, m_.opset(s.domain))) {
         undo();
         return fail(here, [&] {
           return describe_enode(g_, c, n) + " has input " + std::to_string(i) + " ('" + g_.eclass(n.children[i]).data.name + "'), the rule allows " +
@@ -434,7 +452,7 @@ std::vector<std::pair<int, int>> EMatcher::candidates(ClassId cls, const ENode& 
       case Question::Kind::AttrValue:
         for (const ENode* n : nodes)
           if (n->kind == ENode::Kind::Op)
-            if (const std::string* answer = attribute_answer_of(n->op, q.attr)) result.insert(*answer);
+            if (const std::string* answer = attribute_answer_of(*n, q.attr)) result.insert(*answer);
         break;
     }
     return answers.emplace(qi, std::vector<std::string>(result.begin(), result.end())).first->second;
@@ -454,7 +472,27 @@ const std::string& EMatcher::label_of(uint32_t signature) const {
   return labels_[signature];
 }
 
-const std::string* EMatcher::attribute_answer_of(uint32_t signature, const std::string& attr) const {
+std::optional<size_t> EMatcher::moved_attribute(uint32_t signature, const std::string& attr) const {
+  auto [it, fresh] = moved_attributes_.try_emplace({signature, attr});
+  if (fresh) {
+    const OpSignature& s = g_.signature(signature);
+    it->second = attribute_input(s.domain, s.op_type, attr, opset(s.domain));
+  }
+  return it->second;
+}
+
+const std::string* EMatcher::attribute_answer_of(const ENode& node, const std::string& attr) const {
+  const uint32_t signature = node.op;
+  const OpSignature& sig = g_.signature(signature);
+  if (const auto k = moved_attribute(signature, attr)) {
+    // An attribute-input: the answer is its constant's, which differs node by node.
+    const ClassId child = *k < node.children.size() ? node.children[*k] : kAbsent;
+    const Tensor* constant = child == kAbsent ? nullptr : g_.eclass(child).data.constant;
+    std::optional<Attribute> a = constant ? attribute_from_input(sig.domain, sig.op_type, attr, *constant) : std::nullopt;
+    if (!a) return nullptr;
+    input_attribute_answer_ = attribute_answer(*a);
+    return &input_attribute_answer_;
+  }
   auto [it, fresh] = attribute_answers_.try_emplace({signature, attr});
   if (fresh) {
     const OpSignature& s = g_.signature(signature);

@@ -53,12 +53,15 @@ class EMatcher {
 
   int64_t opset(const std::string& domain) const;
   const EGraph& egraph() const { return g_; }
+  // The input through which this op takes attribute `attr` at the model's opset
+  // (dsl::attribute_input), remembered per signature.
+  std::optional<size_t> moved_attribute(uint32_t signature, const std::string& attr) const;
 
  private:
   // An op signature's answers never change once interned: its label and each attribute
   // asked about are rendered once (the automaton asks for every e-node it sees).
   const std::string& label_of(uint32_t signature) const;
-  const std::string* attribute_answer_of(uint32_t signature, const std::string& attr) const;
+  const std::string* attribute_answer_of(const ENode& node, const std::string& attr) const;
 
   const RuleSet& rules_;
   const EGraph& g_;
@@ -66,6 +69,8 @@ class EMatcher {
   mutable std::vector<std::string> labels_;  // by signature index; "" until rendered
   mutable std::vector<bool> labelled_;
   mutable std::map<std::pair<uint32_t, std::string>, std::optional<std::string>> attribute_answers_;
+  mutable std::string input_attribute_answer_;  // the last answer read from an attribute-input
+  mutable std::map<std::pair<uint32_t, std::string>, std::optional<size_t>> moved_attributes_;
 };
 
 // "Op 'node name'", or for a node without one (or made by a rule) "Op (value 'name')".

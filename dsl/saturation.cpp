@@ -124,6 +124,26 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
       sig.attributes.push_back(literal_attribute(a.name, kind, l));
     }
   }
+  // An attribute the op takes as an input at the model's opset (ReduceMean's axes since
+  // 18) is written as that input, a constant: one rule serves every opset.
+  if (sig.domain.empty())
+    for (auto it = sig.attributes.begin(); it != sig.attributes.end();) {
+      const auto k = attribute_input("", sig.op_type, it->name, matcher.opset(""));
+      if (!k) {
+        ++it;
+        continue;
+      }
+      if (children.size() <= *k) children.resize(*k + 1, kAbsent);
+      if (children[*k] != kAbsent) {
+        refusal = "its " + r.op + " (" + r.loc.to_string() + ") sets " + it->name + " both as an attribute and as input " + std::to_string(*k);
+        return kAbsent;
+      }
+      const DType data_type = children.front() == kAbsent ? DType::F32 : g.eclass(children.front()).data.type.dtype;
+      ClassData data;
+      data.name = g.eclass(m.roots.front()).data.name + "_" + it->name;
+      children[*k] = g.add_constant(attribute_as_input(*it, data_type).to_constant(data.name), data);
+      it = sig.attributes.erase(it);
+    }
   // Named only when a refusal says so: building is the hot path of a rewrite.
   auto op = [&] { return (sig.domain.empty() ? "" : sig.domain + "::") + sig.op_type; };
   // Where both types are known, the replacement's must be the replaced value's: its dtype,

@@ -8,6 +8,9 @@
 #include <set>
 
 #include "dsl/ast.h"
+#include "eval/host_tensor.h"
+#include "kernels/cast.h"
+#include "util/error.h"
 #include "onnx/validate.h"
 
 namespace geopt::dsl {
@@ -115,6 +118,101 @@ const Attribute* attribute_default(const std::string& domain_in, const std::stri
     }
   }
   return it->second ? &*it->second : nullptr;
+}
+
+namespace {
+
+// Inputs named otherwise than the attribute they replaced.
+std::string input_name_for(const std::string& op, const std::string& attribute) {
+  if (op == "Pad" && attribute == "value") return "constant_value";
+  if (op == "TopK" && attribute == "k") return "K";
+  return attribute;
+}
+
+struct AttributeInputs {
+  std::mutex mutex;
+  std::map<std::tuple<std::string, std::string, std::string, int64_t>, std::optional<size_t>> by_name;
+};
+
+AttributeInputs& attribute_inputs() {
+  static AttributeInputs a;
+  return a;
+}
+
+}  // namespace
+
+std::optional<size_t> attribute_input(const std::string& domain_in, const std::string& op, const std::string& name, int64_t opset) {
+  const std::string domain = norm_domain(domain_in);
+  if (!domain.empty()) return std::nullopt;  // only the standard ops moved attributes to inputs
+  const OpInfo* info = find_op(domain, op);
+  if (!info || !info->attrs.count(name)) return std::nullopt;  // never an attribute
+  AttributeInputs& a = attribute_inputs();
+  std::lock_guard lock(a.mutex);
+  auto [it, inserted] = a.by_name.try_emplace({domain, op, name, opset});
+  if (inserted) {
+    const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(op, static_cast<int>(opset > 0 ? opset : INT_MAX), domain);
+    if (s && !s->attributes().count(name)) {
+      const std::string input = input_name_for(op, name);
+      const auto& inputs = s->inputs();
+      for (size_t i = 0; i < inputs.size(); ++i)
+        if (inputs[i].GetName() == input) it->second = i;
+    }
+  }
+  return it->second;
+}
+
+bool is_attribute_input(const std::string& domain, const std::string& op, size_t index, int64_t opset) {
+  const OpInfo* info = find_op(domain, op);
+  if (!info) return false;
+  for (const auto& [name, attr] : info->attrs)
+    if (attribute_input(domain, op, name, opset) == index) return true;
+  return false;
+}
+
+std::optional<Attribute> attribute_from_input(const std::string& domain, const std::string& op, const std::string& name, const Tensor& value) {
+  const OpInfo* info = find_op(domain, op);
+  if (!info || !info->attrs.count(name)) return std::nullopt;
+  const HostTensor t = HostTensor::view(value);
+  Attribute a;
+  a.name = name;
+  a.kind = info->attrs.at(name).kind;
+  const bool integer = !is_float(t.dtype());
+  switch (a.kind) {
+    case AttrKind::Ints:
+      if (!integer || t.rank() > 1) return std::nullopt;
+      a.ints = t.ints();
+      return a;
+    case AttrKind::Floats:
+      if (t.rank() > 1) return std::nullopt;
+      for (int64_t i = 0; i < t.size(); ++i) a.floats.push_back(static_cast<float>(t.real_at(i)));
+      return a;
+    case AttrKind::Int:
+      if (!integer || t.size() != 1) return std::nullopt;
+      a.i = t.int_at(0);
+      return a;
+    case AttrKind::Float:
+      if (t.size() != 1) return std::nullopt;
+      a.f = static_cast<float>(t.real_at(0));
+      return a;
+    default:
+      return std::nullopt;
+  }
+}
+
+HostTensor attribute_as_input(const Attribute& a, DType float_type) {
+  switch (a.kind) {
+    case AttrKind::Ints: return HostTensor::from_vector<int64_t>(DType::I64, {static_cast<int64_t>(a.ints.size())}, a.ints);
+    case AttrKind::Int: return HostTensor::scalar<int64_t>(DType::I64, a.i);
+    case AttrKind::Floats:
+    case AttrKind::Float: {
+      const std::vector<float> values = a.kind == AttrKind::Float ? std::vector<float>{a.f} : a.floats;
+      std::vector<int64_t> dims;
+      if (a.kind == AttrKind::Floats) dims.push_back(static_cast<int64_t>(values.size()));
+      HostTensor t = HostTensor::from_vector<float>(DType::F32, dims, values);
+      return is_float(float_type) && float_type != DType::F32 ? cast_tensor(t, float_type) : t;
+    }
+    default: throw Error("attribute '" + a.name + "' has no input form");
+  }
 }
 
 }  // namespace geopt::dsl

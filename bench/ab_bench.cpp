@@ -68,8 +68,11 @@ class Side {
 
 class PlanSide : public Side {
  public:
-  PlanSide(const std::string& path, std::map<std::string, HostTensor> feeds) : plan_(ascend::read_plan(path)), executor_(plan_), feeds_(std::move(feeds)) {}
-  std::vector<double> run(int times) override { return timed_runs(times, [&] { executor_.run(feeds_); }); }
+  PlanSide(const std::string& path, std::map<std::string, HostTensor> feeds)
+      : plan_(ascend::read_plan(path)), executor_(plan_), feeds_(std::move(feeds)) {}
+  std::vector<double> run(int times) override {
+    return timed_runs(times, [&] { executor_.run(feeds_); });
+  }
 
  private:
   plan::Plan plan_;
@@ -79,8 +82,11 @@ class PlanSide : public Side {
 
 class ModelSide : public Side {
  public:
-  ModelSide(const std::string& path, std::map<std::string, HostTensor> feeds) : model_(import_onnx(path)), evaluator_(model_), feeds_(std::move(feeds)) {}
-  std::vector<double> run(int times) override { return timed_runs(times, [&] { evaluator_.run(feeds_); }); }
+  ModelSide(const std::string& path, std::map<std::string, HostTensor> feeds)
+      : model_(import_onnx(path)), evaluator_(model_), feeds_(std::move(feeds)) {}
+  std::vector<double> run(int times) override {
+    return timed_runs(times, [&] { evaluator_.run(feeds_); });
+  }
 
  private:
   Model model_;
@@ -102,11 +108,14 @@ class OrtSide : public Side {
   }
   ~OrtSide() override { end_child(); }
   std::vector<double> run(int times) override {
-    if (std::fprintf(to_, "run %d\n", times) < 0 || std::fflush(to_) != 0) throw Error("ONNX Runtime's server is gone (" + std::string(GEOPT_ORT_SERVER) + ")");
+    if (std::fprintf(to_, "run %d\n", times) < 0 || std::fflush(to_) != 0)
+      throw Error("ONNX Runtime's server is gone (" + std::string(GEOPT_ORT_SERVER) + ")");
     std::istringstream line(read_line());
     std::vector<double> ms;
     for (double t; line >> t;) ms.push_back(t);
-    if (static_cast<int>(ms.size()) != times) throw Error("ONNX Runtime's server gave " + std::to_string(ms.size()) + " times for " + std::to_string(times) + " runs");
+    if (static_cast<int>(ms.size()) != times)
+      throw Error("ONNX Runtime's server gave " + std::to_string(ms.size()) + " times for " +
+                  std::to_string(times) + " runs");
     return ms;
   }
 
@@ -133,8 +142,12 @@ class OrtSide : public Side {
     posix_spawn_file_actions_adddup2(&actions, to_child[0], 0);  // dup2 clears close-on-exec
     posix_spawn_file_actions_adddup2(&actions, from_child[1], 1);
     const std::string script = GEOPT_ORT_SERVER, thread_text = std::to_string(threads);
-    std::vector<char*> argv{const_cast<char*>("node"), const_cast<char*>(script.c_str()), const_cast<char*>(model.c_str()),
-                            const_cast<char*>(input_dir.c_str()), const_cast<char*>(thread_text.c_str()), nullptr};
+    std::vector<char*> argv{const_cast<char*>("node"),
+                            const_cast<char*>(script.c_str()),
+                            const_cast<char*>(model.c_str()),
+                            const_cast<char*>(input_dir.c_str()),
+                            const_cast<char*>(thread_text.c_str()),
+                            nullptr};
     const int spawned = posix_spawnp(&child_, "node", &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     close(to_child[0]);
@@ -143,7 +156,9 @@ class OrtSide : public Side {
       child_ = -1;
       throw Error("cannot start node (" + script + ")");
     }
-    if (read_line() != "ready") throw Error("ONNX Runtime's server (" + script + ") did not start on " + model + " (its error is above)");
+    if (read_line() != "ready")
+      throw Error("ONNX Runtime's server (" + script + ") did not start on " + model +
+                  " (its error is above)");
   }
   // End of input ends the server; then it is reaped.
   void end_child() {
@@ -155,7 +170,8 @@ class OrtSide : public Side {
     std::string s;
     int c;
     while ((c = std::fgetc(from_)) != EOF && c != '\n') s.push_back(static_cast<char>(c));
-    if (c == EOF) throw Error("ONNX Runtime's server ended (" + std::string(GEOPT_ORT_SERVER) + "; its error is above)");
+    if (c == EOF)
+      throw Error("ONNX Runtime's server ended (" + std::string(GEOPT_ORT_SERVER) + "; its error is above)");
     return s;
   }
   pid_t child_ = -1;
@@ -165,7 +181,8 @@ class OrtSide : public Side {
 
 std::unique_ptr<Side> open_side(const std::string& spec, const std::string& input_dir, int threads) {
   if (spec.starts_with("ort:")) return std::make_unique<OrtSide>(spec.substr(4), input_dir, threads);
-  if (std::filesystem::path(spec).extension() == ".plan") return std::make_unique<PlanSide>(spec, read_npy_folder(input_dir));
+  if (std::filesystem::path(spec).extension() == ".plan")
+    return std::make_unique<PlanSide>(spec, read_npy_folder(input_dir));
   return std::make_unique<ModelSide>(spec, read_npy_folder(input_dir));
 }
 
@@ -173,12 +190,17 @@ std::unique_ptr<Side> open_side(const std::string& spec, const std::string& inpu
 
 int main(int argc, char** argv) {
   if (argc < 6 || argc > 8) {
-    std::fprintf(stderr, "usage: %s SIDE_A SIDE_B INPUT_DIR THREADS PAIRS [RUNS] [PAUSE_MS]\n  a side: PATH.plan, PATH.onnx (geopt), ort:PATH.onnx (ONNX Runtime)\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s SIDE_A SIDE_B INPUT_DIR THREADS PAIRS [RUNS] [PAUSE_MS]\n  a side: PATH.plan, "
+                 "PATH.onnx (geopt), ort:PATH.onnx (ONNX Runtime)\n",
+                 argv[0]);
     return 1;
   }
   try {
-    const int threads = std::atoi(argv[4]), pairs = std::atoi(argv[5]), runs = argc > 6 ? std::atoi(argv[6]) : 1, pause_ms = argc > 7 ? std::atoi(argv[7]) : 0;
-    if (threads <= 0 || pairs <= 0 || runs <= 0 || pause_ms < 0) throw Error("THREADS, PAIRS and RUNS must be positive, PAUSE_MS not negative");
+    const int threads = std::atoi(argv[4]), pairs = std::atoi(argv[5]),
+              runs = argc > 6 ? std::atoi(argv[6]) : 1, pause_ms = argc > 7 ? std::atoi(argv[7]) : 0;
+    if (threads <= 0 || pairs <= 0 || runs <= 0 || pause_ms < 0)
+      throw Error("THREADS, PAIRS and RUNS must be positive, PAUSE_MS not negative");
     omp_set_num_threads(threads);
     std::signal(SIGPIPE, SIG_IGN);  // a server that died is an error from fflush, not the end of this process
     auto a = open_side(argv[1], argv[3], threads), b = open_side(argv[2], argv[3], threads);
@@ -191,14 +213,18 @@ int main(int argc, char** argv) {
     for (int i = 0; i < pairs; ++i) {
       // Alternate which goes first, so neither always follows the other.
       std::vector<double> x, y;
-      if (i % 2) y = block(*b), x = block(*a);
-      else x = block(*a), y = block(*b);
+      if (i % 2)
+        y = block(*b), x = block(*a);
+      else
+        x = block(*a), y = block(*b);
       ta.insert(ta.end(), x.begin(), x.end());
       tb.insert(tb.end(), y.begin(), y.end());
       ratio.push_back(median(y) / median(x));
     }
-    std::printf("{\"a_median_ms\": %.3f, \"b_median_ms\": %.3f, \"b_over_a\": %.4f, \"pairs\": %d, \"runs\": %d, \"threads\": %d}\n", median(ta), median(tb),
-                median(ratio), pairs, runs, threads);
+    std::printf(
+        "{\"a_median_ms\": %.3f, \"b_median_ms\": %.3f, \"b_over_a\": %.4f, \"pairs\": %d, \"runs\": %d, "
+        "\"threads\": %d}\n",
+        median(ta), median(tb), median(ratio), pairs, runs, threads);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

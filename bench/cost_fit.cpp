@@ -14,13 +14,13 @@
 // --fit minimizes the sum over calibration points of ln(modeled / published)^2 by
 // Nelder-Mead in the box the bounds give (deterministic: the start is the profile's value);
 // only calibration points enter it. The result is printed as --profile-set arguments.
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <string>
-#include <toml++/toml.h>
 #include <vector>
 
 #include "ascend/cost_model.h"
@@ -55,7 +55,8 @@ std::string number_text(double v) {
 
 double modeled_us(const Point& p, const Overrides& set) {
   auto it = set.find(p.soc);
-  const HardwareProfile profile = load_profile(p.soc, it == set.end() ? std::map<std::string, std::string>{} : it->second);
+  const HardwareProfile profile =
+      load_profile(p.soc, it == set.end() ? std::map<std::string, std::string>{} : it->second);
   double us = cost_of_model(p.model, profile, p.cost).latency_us;
   if (p.standalone) us += profile.launch_standalone_us;
   return us;
@@ -72,7 +73,8 @@ double loss(const std::vector<Point>& points, const std::string& soc, const Over
 }
 
 // Nelder-Mead over u in [0, 1]^n, value = low + u (high - low).
-std::vector<double> fit_soc(const std::vector<Point>& points, const std::string& soc, const std::vector<FreeKey>& keys, Overrides& set) {
+std::vector<double> fit_soc(const std::vector<Point>& points, const std::string& soc,
+                            const std::vector<FreeKey>& keys, Overrides& set) {
   const size_t n = keys.size();
   auto apply = [&](const std::vector<double>& u) {
     for (size_t j = 0; j < n; ++j) {
@@ -117,8 +119,10 @@ std::vector<double> fit_soc(const std::vector<Point>& points, const std::string&
     if (fr < values[best]) {
       std::vector<double> e = along(-2);
       const double fe = f(e);
-      if (fe < fr) simplex[worst] = e, values[worst] = fe;
-      else simplex[worst] = r, values[worst] = fr;
+      if (fe < fr)
+        simplex[worst] = e, values[worst] = fe;
+      else
+        simplex[worst] = r, values[worst] = fr;
     } else if (fr < values[second]) {
       simplex[worst] = r, values[worst] = fr;
     } else {
@@ -129,7 +133,8 @@ std::vector<double> fit_soc(const std::vector<Point>& points, const std::string&
       } else {
         for (size_t i = 0; i <= n; ++i)
           if (i != best) {
-            for (size_t j = 0; j < n; ++j) simplex[i][j] = simplex[best][j] + 0.5 * (simplex[i][j] - simplex[best][j]);
+            for (size_t j = 0; j < n; ++j)
+              simplex[i][j] = simplex[best][j] + 0.5 * (simplex[i][j] - simplex[best][j]);
             values[i] = f(simplex[i]);
           }
       }
@@ -144,30 +149,35 @@ std::vector<double> fit_soc(const std::vector<Point>& points, const std::string&
 
 void print_table(const std::vector<Point>& points, const Overrides& set, const char* title) {
   std::printf("\n%s\n", title);
-  std::printf("| point | soc | use | published | modeled | modeled / published |\n|---|---|---|---|---|---|\n");
+  std::printf(
+      "| point | soc | use | published | modeled | modeled / published |\n|---|---|---|---|---|---|\n");
   std::vector<double> fit_err, check_err;
   for (const Point& p : points) {
     const double m = modeled_us(p, set);
     const double ratio = m / p.published_us;
     (p.fit ? fit_err : check_err).push_back(std::fabs(std::log(ratio)));
-    std::printf("| %s | %s | %s | %.1f us | %.1f us | %.2f |\n", p.name.c_str(), p.soc.c_str(), p.fit ? "fit" : "check", p.published_us, m, ratio);
+    std::printf("| %s | %s | %s | %.1f us | %.1f us | %.2f |\n", p.name.c_str(), p.soc.c_str(),
+                p.fit ? "fit" : "check", p.published_us, m, ratio);
   }
   auto median = [](std::vector<double> v) {
     if (v.empty()) return 0.0;
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
   };
-  auto worst = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
-  std::printf("\ncalibration points: median |ln(modeled/published)| %.3f (x%.3f), worst x%.3f\n", median(fit_err), std::exp(median(fit_err)),
-              std::exp(worst(fit_err)));
+  auto worst = [](const std::vector<double>& v) {
+    return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+  };
+  std::printf("\ncalibration points: median |ln(modeled/published)| %.3f (x%.3f), worst x%.3f\n",
+              median(fit_err), std::exp(median(fit_err)), std::exp(worst(fit_err)));
   if (!check_err.empty())
-    std::printf("check points:       median |ln(modeled/published)| %.3f (x%.3f), worst x%.3f\n", median(check_err), std::exp(median(check_err)),
-                std::exp(worst(check_err)));
+    std::printf("check points:       median |ln(modeled/published)| %.3f (x%.3f), worst x%.3f\n",
+                median(check_err), std::exp(median(check_err)), std::exp(worst(check_err)));
 }
 
 int run(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: geopt_cost_fit POINTS.toml OPTIMIZED_DIR [--fit] [--set SOC:KEY=VALUE ...]\n");
+    std::fprintf(stderr,
+                 "usage: geopt_cost_fit POINTS.toml OPTIMIZED_DIR [--fit] [--set SOC:KEY=VALUE ...]\n");
     return 2;
   }
   const std::filesystem::path dir = argv[2];
@@ -180,7 +190,8 @@ int run(int argc, char** argv) {
     } else if (a == "--set" && i + 1 < argc) {
       const std::string v = argv[++i];
       const size_t colon = v.find(':'), eq = v.find('=');
-      if (colon == std::string::npos || eq == std::string::npos || eq < colon) throw UsageError("--set SOC:KEY=VALUE, not " + v);
+      if (colon == std::string::npos || eq == std::string::npos || eq < colon)
+        throw UsageError("--set SOC:KEY=VALUE, not " + v);
       set[v.substr(0, colon)][v.substr(colon + 1, eq - colon - 1)] = v.substr(eq + 1);
     } else {
       throw UsageError("unknown argument " + a);
@@ -203,7 +214,8 @@ int run(int argc, char** argv) {
     if (const toml::array* options = pt["options"].as_array())
       for (const toml::node& option : *options) {
         const std::string o = option.value_or(std::string{});
-        if (o != "--enable_small_channel") throw Error(p.name + ": geopt_cost_fit does not price option '" + o + "'");
+        if (o != "--enable_small_channel")
+          throw Error(p.name + ": geopt_cost_fit does not price option '" + o + "'");
         p.cost.small_channel = true;
       }
     const std::filesystem::path file = dir / ("point_" + std::to_string(index++) + ".onnx");
@@ -225,7 +237,8 @@ int run(int argc, char** argv) {
       for (size_t j = 0; j < names.size(); ++j)
         keys.push_back({names[j].value_or(std::string{}), low[j].value_or(0.0), high[j].value_or(1.0)});
       const std::vector<double> values = fit_soc(points, soc, keys, set);
-      for (size_t j = 0; j < keys.size(); ++j) std::printf("  %s %s = %s\n", soc.c_str(), keys[j].key.c_str(), number_text(values[j]).c_str());
+      for (size_t j = 0; j < keys.size(); ++j)
+        std::printf("  %s %s = %s\n", soc.c_str(), keys[j].key.c_str(), number_text(values[j]).c_str());
     }
   print_table(points, set, "with the fitted values");
   std::printf("\nas --set arguments:");

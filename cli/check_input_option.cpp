@@ -8,7 +8,8 @@ namespace geopt::cli {
 
 void CheckInputOption::add_to(CLI::App* cmd) {
   cmd->add_option("--check-input", entries,
-                  "An input the check takes from a file instead of drawing it, as NAME=FILE.npy (repeatable): for mode inputs "
+                  "An input the check takes from a file instead of drawing it, as NAME=FILE.npy "
+                  "(repeatable): for mode inputs "
                   "such as a sample rate; its open dims take the file's sizes");
 }
 
@@ -16,7 +17,8 @@ std::map<std::string, HostTensor> CheckInputOption::read(const Model& model) con
   std::map<std::string, HostTensor> out;
   for (const auto& e : entries) {
     const auto eq = e.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size()) throw Error("--check-input '" + e + "': expected NAME=FILE.npy");
+    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
+      throw Error("--check-input '" + e + "': expected NAME=FILE.npy");
     const std::string name = e.substr(0, eq);
     const Value* input = nullptr;
     for (const Value* v : model.graph->inputs())

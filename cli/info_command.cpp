@@ -27,15 +27,20 @@ std::string shape_text(const ValueSummary& v) {
 
 std::string human_bytes(int64_t bytes) {
   char buf[32];
-  if (bytes >= (1 << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
-  else if (bytes >= 1024) std::snprintf(buf, sizeof buf, "%.2f KiB", static_cast<double>(bytes) / 1024);
-  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  if (bytes >= (1 << 20))
+    std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  else if (bytes >= 1024)
+    std::snprintf(buf, sizeof buf, "%.2f KiB", static_cast<double>(bytes) / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
   return buf;
 }
 
 std::string opset_text(const std::vector<OpsetImport>& opsets) {
   std::string s;
-  for (const auto& o : opsets) s += (s.empty() ? "" : ", ") + (o.domain.empty() ? "ai.onnx" : o.domain) + " " + std::to_string(o.version);
+  for (const auto& o : opsets)
+    s +=
+        (s.empty() ? "" : ", ") + (o.domain.empty() ? "ai.onnx" : o.domain) + " " + std::to_string(o.version);
   return s;
 }
 
@@ -96,12 +101,14 @@ std::string to_text(const std::string& path, const ModelSummary& s) {
   for (const auto& [op, n] : s.op_histogram) width = std::max(width, op.size());
   auto list = [&](const char* title, const std::vector<ValueSummary>& vs) {
     os << title << "\n";
-    for (const auto& v : vs) os << "  " << v.name << std::string(width + 2 - v.name.size(), ' ') << shape_text(v) << "\n";
+    for (const auto& v : vs)
+      os << "  " << v.name << std::string(width + 2 - v.name.size(), ' ') << shape_text(v) << "\n";
   };
   list("inputs", s.inputs);
   list("outputs", s.outputs);
   os << "op types\n";
-  for (const auto& [op, n] : s.op_histogram) os << "  " << op << std::string(width + 2 - op.size(), ' ') << n << "\n";
+  for (const auto& [op, n] : s.op_histogram)
+    os << "  " << op << std::string(width + 2 - op.size(), ' ') << n << "\n";
   return os.str();
 }
 
@@ -115,8 +122,10 @@ std::function<int()> add_info_command(CLI::App& app) {
   return [cmd, opts]() -> int {
     if (!*cmd) return -1;
     ModelSummary s = summarize(import_onnx(opts->model));
-    if (opts->json) std::cout << json_text(to_json(opts->model, s)) << "\n";
-    else std::cout << to_text(opts->model, s);
+    if (opts->json)
+      std::cout << json_text(to_json(opts->model, s)) << "\n";
+    else
+      std::cout << to_text(opts->model, s);
     return 0;
   };
 }

@@ -3,7 +3,8 @@
 namespace geopt::cli {
 
 void InputShapeOption::add_to(CLI::App* cmd) {
-  cmd->add_option("--input_shape,--input-shape", text, "Fix symbolic input dims, ATC style: \"input_ids:1,128;attention_mask:1,128\"");
+  cmd->add_option("--input_shape,--input-shape", text,
+                  "Fix symbolic input dims, ATC style: \"input_ids:1,128;attention_mask:1,128\"");
 }
 
 ImportOptions InputShapeOption::import_options() const {

@@ -29,21 +29,24 @@ namespace {
 std::string version_text() {
   int pb = GOOGLE_PROTOBUF_VERSION;
   return std::string("geopt ") + GEOPT_VERSION + " (onnx " + GEOPT_ONNX_VERSION + ", protobuf " +
-         std::to_string(pb / 1000000) + "." + std::to_string(pb / 1000 % 1000) + "." + std::to_string(pb % 1000) + ")";
+         std::to_string(pb / 1000000) + "." + std::to_string(pb / 1000 % 1000) + "." +
+         std::to_string(pb % 1000) + ")";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   geopt::remove_temporaries_on_signals();
-  geopt::install_out_of_memory_handler();  // a failed allocation throws, even under mimalloc  // an interrupted write leaves no .NAME.tmp-XXXXXX behind
+  geopt::install_out_of_memory_handler();  // a failed allocation throws, even under mimalloc  // an
+                                           // interrupted write leaves no .NAME.tmp-XXXXXX behind
   CLI::App app{"geopt: optimize ONNX models for Ascend NPUs and compile them to execution plans"};
   app.name("geopt");
   app.set_version_flag("--version", version_text());
   std::string log_level = "warn";
   int verbosity = 0;
   app.add_option("--log-level", log_level, "Log level: trace, debug, info, warn, error, off")
-      ->check(CLI::IsMember(std::vector<std::string>(std::begin(geopt::cli::kLogLevels), std::end(geopt::cli::kLogLevels))))
+      ->check(CLI::IsMember(
+          std::vector<std::string>(std::begin(geopt::cli::kLogLevels), std::end(geopt::cli::kLogLevels))))
       ->capture_default_str();
   app.add_flag("-v,--verbose", verbosity, "More log output (-v info, -vv debug, -vvv trace)");
   app.require_subcommand(1);
@@ -79,10 +82,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "geopt: error: %s\n", e.what());
     return 1;
   } catch (const geopt::InternalError& e) {
-    std::fprintf(stderr, "geopt: %s (a bug in geopt: please report it with the command and the model)\n", e.what());
+    std::fprintf(stderr, "geopt: %s (a bug in geopt: please report it with the command and the model)\n",
+                 e.what());
     return 3;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "geopt: error: out of memory: the model, its inputs or the plan ask for more memory than this machine has\n");
+    std::fprintf(stderr,
+                 "geopt: error: out of memory: the model, its inputs or the plan ask for more memory than "
+                 "this machine has\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "geopt: internal error: %s\n", e.what());

@@ -21,7 +21,9 @@ struct ProfileCliOptions {
   bool json = false;
 };
 
-std::string kernel_label(const plan::Kernel& k) { return k.op_type() + (k.name().empty() ? "" : " '" + k.name() + "'"); }
+std::string kernel_label(const plan::Kernel& k) {
+  return k.op_type() + (k.name().empty() ? "" : " '" + k.name() + "'");
+}
 
 // Each body: its kernels, streams and simulated time per run, and for a Loop or Scan
 // the modeled trips; nested bodies below their parent, indented.
@@ -36,10 +38,12 @@ void print_bodies(const plan::Plan& plan, const ascend::PlanProfile& p, int dept
     }
     const plan::Plan* body = b.plan;
     if (k.op_type() == "If")
-      std::printf("  %s: %d kernel(s) on %u stream(s), %.1f us\n", head.c_str(), body->kernels_size(), body->stream_count(), b.profile.latency_us);
+      std::printf("  %s: %d kernel(s) on %u stream(s), %.1f us\n", head.c_str(), body->kernels_size(),
+                  body->stream_count(), b.profile.latency_us);
     else
-      std::printf("  %s: %d kernel(s) on %u stream(s), %.1f us per trip x %.0f trip(s) = %.1f us\n", head.c_str(), body->kernels_size(),
-                  body->stream_count(), b.profile.latency_us, b.trips, b.profile.latency_us * b.trips);
+      std::printf("  %s: %d kernel(s) on %u stream(s), %.1f us per trip x %.0f trip(s) = %.1f us\n",
+                  head.c_str(), body->kernels_size(), body->stream_count(), b.profile.latency_us, b.trips,
+                  b.profile.latency_us * b.trips);
     print_bodies(*body, b.profile, depth + 1);
   }
 }
@@ -48,7 +52,8 @@ nlohmann::ordered_json bodies_json(const plan::Plan& plan, const ascend::PlanPro
   auto out = nlohmann::ordered_json::array();
   for (const auto& b : p.bodies) {
     const auto& k = plan.kernels(static_cast<int>(b.kernel));
-    nlohmann::ordered_json j{{"kernel", b.kernel}, {"op_type", k.op_type()}, {"name", k.name()}, {"attribute", b.attribute}};
+    nlohmann::ordered_json j{
+        {"kernel", b.kernel}, {"op_type", k.op_type()}, {"name", k.name()}, {"attribute", b.attribute}};
     if (!b.plan) {
       j["unrunnable"] = b.unrunnable;
       out.push_back(j);
@@ -72,8 +77,10 @@ int run(const ProfileCliOptions& o) {
   const plan::Plan file = ascend::read_plan(o.plan);
   // A plan of gears is simulated one gear at a time (--gear).
   if (file.gears_size() && o.gear >= file.gears_size())
-    throw Error("--gear " + std::to_string(o.gear) + ": the plan has " + std::to_string(file.gears_size()) + " gear(s), numbered from 0");
-  if (!file.gears_size() && o.gear > 0) throw Error("--gear " + std::to_string(o.gear) + ": " + o.plan + " is not a plan of gears");
+    throw Error("--gear " + std::to_string(o.gear) + ": the plan has " + std::to_string(file.gears_size()) +
+                " gear(s), numbered from 0");
+  if (!file.gears_size() && o.gear > 0)
+    throw Error("--gear " + std::to_string(o.gear) + ": " + o.plan + " is not a plan of gears");
   const plan::Plan& plan = file.gears_size() ? file.gears(o.gear).plan() : file;
   const std::string gear = file.gears_size() ? file.gears(o.gear).name() : "";
   ascend::PlanProfile p = ascend::simulate_plan(plan);
@@ -84,7 +91,8 @@ int run(const ProfileCliOptions& o) {
     nlohmann::ordered_json j;
     j["plan"] = o.plan;
     j["soc_version"] = plan.soc_version();
-    if (file.gears_size()) j["gear"] = {{"index", o.gear}, {"input_shape", gear}, {"gears", file.gears_size()}};
+    if (file.gears_size())
+      j["gear"] = {{"index", o.gear}, {"input_shape", gear}, {"gears", file.gears_size()}};
     j["latency_us"] = p.latency_us;
     j["one_stream_us"] = p.one_stream_us;
     j["critical_path_us"] = p.critical_path_us;
@@ -101,10 +109,15 @@ int run(const ProfileCliOptions& o) {
     return 0;
   }
   std::printf("plan                    %s (%s, simulated)\n", o.plan.c_str(), plan.soc_version().c_str());
-  if (file.gears_size()) std::printf("gear                    %d of %d: %s\n", o.gear, file.gears_size(), gear.c_str());
-  std::printf("latency                 %.1f us on %u stream(s); one stream %.1f us; critical path %.1f us (lower bound)\n",
-              p.latency_us, plan.stream_count(), p.one_stream_us, p.critical_path_us);
-  for (const auto& [s, us] : busy) std::printf("stream %-3u busy         %.1f us (%.0f%%)\n", s, us, p.latency_us ? 100 * us / p.latency_us : 0);
+  if (file.gears_size())
+    std::printf("gear                    %d of %d: %s\n", o.gear, file.gears_size(), gear.c_str());
+  std::printf(
+      "latency                 %.1f us on %u stream(s); one stream %.1f us; critical path %.1f us (lower "
+      "bound)\n",
+      p.latency_us, plan.stream_count(), p.one_stream_us, p.critical_path_us);
+  for (const auto& [s, us] : busy)
+    std::printf("stream %-3u busy         %.1f us (%.0f%%)\n", s, us,
+                p.latency_us ? 100 * us / p.latency_us : 0);
   std::printf("fusion rate             %.0f%%\n", 100 * p.fusion_rate);
   std::printf("memory reuse rate       %.0f%%\n", 100 * p.memory_reuse_rate);
   std::printf("layout transform share  %.1f%% of kernel time\n", 100 * p.layout_transform_share);
@@ -114,7 +127,8 @@ int run(const ProfileCliOptions& o) {
     std::printf("control-flow bodies (simulated as plans of their own)\n");
     print_bodies(plan, p, 0);
   }
-  if (!o.trace.empty()) std::printf("trace                   %s (open in Perfetto or chrome://tracing)\n", o.trace.c_str());
+  if (!o.trace.empty())
+    std::printf("trace                   %s (open in Perfetto or chrome://tracing)\n", o.trace.c_str());
   return 0;
 }
 
@@ -122,11 +136,14 @@ int run(const ProfileCliOptions& o) {
 
 std::function<int()> add_profile_command(CLI::App& app) {
   auto o = std::make_shared<ProfileCliOptions>();
-  CLI::App* cmd = app.add_subcommand("profile", "Simulate a compiled plan: stream timelines, metrics, Chrome trace");
+  CLI::App* cmd =
+      app.add_subcommand("profile", "Simulate a compiled plan: stream timelines, metrics, Chrome trace");
   cmd->add_option("plan", o->plan, "Plan file (from geopt compile)")->required();
   cmd->add_option("--trace", o->trace, "Write a Chrome trace-event JSON file");
   cmd->add_flag("--json", o->json, "Print the metrics as JSON");
-  cmd->add_option("--gear", o->gear, "A plan of gears: the gear to simulate (plan dump lists them)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--gear", o->gear, "A plan of gears: the gear to simulate (plan dump lists them)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
 }
 

@@ -29,9 +29,11 @@ struct ProfileOptions {
   // list without allow_mix_precision, or a bf16 mode on a profile without bf16.
   ascend::Precision precision_for(const ascend::HardwareProfile& profile) const;
   // What the cost model prices with: the precision, --enable_small_channel, the value of symbolic dims.
-  ascend::CostOptions cost_options(const ascend::HardwareProfile& profile, int64_t symbolic_dim_value = 1) const;
+  ascend::CostOptions cost_options(const ascend::HardwareProfile& profile,
+                                   int64_t symbolic_dim_value = 1) const;
   // What ascend::optimize takes: the precision and the saturation limits.
-  ascend::OptimizeOptions optimize_options(const ascend::HardwareProfile& profile, const SaturationLimitOptions& limits) const;
+  ascend::OptimizeOptions optimize_options(const ascend::HardwareProfile& profile,
+                                           const SaturationLimitOptions& limits) const;
 };
 
 }  // namespace geopt::cli

@@ -13,7 +13,8 @@ namespace geopt::cli {
 // "12 -> 8", and where control-flow bodies hold kernels "12 -> 8 (in bodies 5 -> 3)".
 std::string kernel_counts(const ascend::GraphCost& before, const ascend::GraphCost& after);
 
-// "kernels f16 84, f32 6 (kept in fp32: LayerNorm 4, Softmax 2); 14 Cast(s) inserted, 52 constant(s) stored as f16"
+// "kernels f16 84, f32 6 (kept in fp32: LayerNorm 4, Softmax 2); 14 Cast(s) inserted, 52 constant(s) stored
+// as f16"
 std::string precision_text(const ascend::PrecisionReport& report);
 nlohmann::ordered_json precision_json(const ascend::PrecisionReport& report);
 

@@ -6,15 +6,18 @@
 namespace geopt::cli {
 
 void RuleOptions::add_to(CLI::App* cmd) {
-  cmd->add_option("--rules", paths, "A .gerule file or a folder of them (repeatable; default: the shipped rules/)");
+  cmd->add_option("--rules", paths,
+                  "A .gerule file or a folder of them (repeatable; default: the shipped rules/)");
   cmd->add_option("--disable", disabled, "Turn off a rule, or every rule with this tag (repeatable)");
-  cmd->add_option("--fusion-switch-file", switch_file, "TOML file: [rules] NAME = \"on\"|\"off\", [tags] TAG = \"on\"|\"off\"");
+  cmd->add_option("--fusion-switch-file", switch_file,
+                  "TOML file: [rules] NAME = \"on\"|\"off\", [tags] TAG = \"on\"|\"off\"");
 }
 
 std::vector<std::string> RuleOptions::resolved_paths() const {
   if (!paths.empty()) return paths;
   std::string dir = dsl::default_rules_dir();
-  if (dir.empty()) throw Error("no rules/ folder found next to geopt or in its install prefix; pass --rules DIR");
+  if (dir.empty())
+    throw Error("no rules/ folder found next to geopt or in its install prefix; pass --rules DIR");
   return {dir};
 }
 

@@ -7,8 +7,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "dsl/diagnostic.h"
 #include "ascend/optimizer.h"
+#include "dsl/diagnostic.h"
 #include "dsl/explain.h"
 #include "dsl/rule_tests.h"
 #include "dsl/soundness.h"
@@ -55,10 +55,15 @@ int list(const RulesOptions& o) {
     std::string tags;
     for (const auto& t : r.ast->tags) tags += (tags.empty() ? "" : ",") + t;
     if (o.json) {
-      arr.push_back({{"name", r.ast->name}, {"tags", r.ast->tags}, {"location", r.ast->loc.to_string()}, {"enabled", r.enabled},
-                     {"doc", r.ast->doc}, {"tests", r.ast->tests.size()}});
+      arr.push_back({{"name", r.ast->name},
+                     {"tags", r.ast->tags},
+                     {"location", r.ast->loc.to_string()},
+                     {"enabled", r.enabled},
+                     {"doc", r.ast->doc},
+                     {"tests", r.ast->tests.size()}});
     } else {
-      std::printf("%-32s %-22s %-3s %s\n", r.ast->name.c_str(), tags.c_str(), r.enabled ? "on" : "off", r.ast->loc.to_string().c_str());
+      std::printf("%-32s %-22s %-3s %s\n", r.ast->name.c_str(), tags.c_str(), r.enabled ? "on" : "off",
+                  r.ast->loc.to_string().c_str());
     }
   }
   if (o.json) std::cout << json_text(arr) << "\n";
@@ -83,7 +88,8 @@ int test(const RulesOptions& o) {
       if (s.refused) out.refusals.push_back(s.refusal);
     }
     if (r.saturation.stop != dsl::StopReason::Saturated)
-      out.stopped = std::string(dsl::stop_reason_name(r.saturation.stop)) + " after " + std::to_string(r.saturation.iterations) + " iteration(s)";
+      out.stopped = std::string(dsl::stop_reason_name(r.saturation.stop)) + " after " +
+                    std::to_string(r.saturation.iterations) + " iteration(s)";
     return out;
   };
   int failed = 0, passed = 0;
@@ -91,7 +97,11 @@ int test(const RulesOptions& o) {
   for (const auto& r : dsl::run_rule_tests(*set, pipeline)) {
     (r.passed ? passed : failed)++;
     if (o.json) {
-      tests.push_back({{"rule", r.rule}, {"test", r.test}, {"passed", r.passed}, {"failures", r.failures}, {"stopped", r.stopped}});
+      tests.push_back({{"rule", r.rule},
+                       {"test", r.test},
+                       {"passed", r.passed},
+                       {"failures", r.failures},
+                       {"stopped", r.stopped}});
       continue;
     }
     std::printf("%s  %s: %s%s\n", r.passed ? "PASS" : "FAIL", r.rule.c_str(), r.test.c_str(),
@@ -116,9 +126,13 @@ int test(const RulesOptions& o) {
     if (o.json) {
       nlohmann::ordered_json failing = nlohmann::ordered_json::array();
       for (const auto& c : r.cases)
-        if (!c.passed) failing.push_back({{"test", c.test}, {"instance", c.shapes}, {"failure", c.failure}, {"tolerance", c.tolerance}});
+        if (!c.passed)
+          failing.push_back(
+              {{"test", c.test}, {"instance", c.shapes}, {"failure", c.failure}, {"tolerance", c.tolerance}});
       rules.push_back({{"rule", r.rule},
-                       {"verdict", !r.checked() ? "unchecked" : r.passed() ? "sound" : "unsound"},
+                       {"verdict", !r.checked() ? "unchecked"
+                                   : r.passed() ? "sound"
+                                                : "unsound"},
                        {"instances", r.cases.size()},
                        {"worst_error", worst},
                        {"failing", failing}});
@@ -128,9 +142,12 @@ int test(const RulesOptions& o) {
       std::printf("UNCHECKED  %s: no test with `expect outputs_equal` makes it fire\n", r.rule.c_str());
       continue;
     }
-    std::printf("%s  %s: %zu instance(s), worst error %.3g\n", r.passed() ? "SOUND    " : "UNSOUND  ", r.rule.c_str(), r.cases.size(), worst);
+    std::printf("%s  %s: %zu instance(s), worst error %.3g\n", r.passed() ? "SOUND    " : "UNSOUND  ",
+                r.rule.c_str(), r.cases.size(), worst);
     for (const auto& c : r.cases)
-      if (!c.passed) std::printf("      %s (%s): %s (tolerance %g)\n", c.test.c_str(), c.shapes.c_str(), c.failure.c_str(), c.tolerance);
+      if (!c.passed)
+        std::printf("      %s (%s): %s (tolerance %g)\n", c.test.c_str(), c.shapes.c_str(), c.failure.c_str(),
+                    c.tolerance);
   }
   if (o.json) {
     report["soundness"] = {{"rules", rules}, {"unsound", unsound}, {"unchecked", unchecked}};
@@ -167,12 +184,15 @@ int apply(const RulesOptions& o) {
   ascend::OptimizeResult r = ascend::optimize(model, *set, profile, opts);
   if (!o.output.empty()) export_onnx(r.model, o.output);
   std::printf("nodes %zu -> %zu; saturation %s after %d iteration(s)\n", r.nodes_before, r.nodes_after,
-              r.saturation.stop == dsl::StopReason::Saturated ? "saturated" : ("stopped at its " + std::string(dsl::stop_reason_name(r.saturation.stop))).c_str(),
+              r.saturation.stop == dsl::StopReason::Saturated
+                  ? "saturated"
+                  : ("stopped at its " + std::string(dsl::stop_reason_name(r.saturation.stop))).c_str(),
               r.saturation.iterations);
   for (const auto& [name, s] : r.saturation.per_rule) {
     if (!s.matched) continue;
     auto kept = r.selected.find(name);
-    std::printf("  %-32s matched %zu, applied %zu, kept %zu\n", name.c_str(), s.matched, s.applied, kept == r.selected.end() ? 0 : kept->second);
+    std::printf("  %-32s matched %zu, applied %zu, kept %zu\n", name.c_str(), s.matched, s.applied,
+                kept == r.selected.end() ? 0 : kept->second);
   }
   return 0;
 }
@@ -193,13 +213,15 @@ std::function<int()> add_rules_command(CLI::App& app) {
   CLI::App* c_test = cmd->add_subcommand("test", "Run the test blocks in rule files");
   c_test->add_option("paths", o->test_paths, "Rule files or folders (default: the shipped rules)");
   c_test->add_flag("--soundness", o->soundness,
-                   "Also check each rule on its tests' graphs at other batch sizes and random inputs, within its declared tolerance");
+                   "Also check each rule on its tests' graphs at other batch sizes and random inputs, within "
+                   "its declared tolerance");
   c_test->add_flag("--json", o->json, "Print JSON");
   o->limits.add_to(c_test);
   CLI::App* c_match = cmd->add_subcommand("match", "Show where each rule matches in a model");
   c_match->add_option("model", o->model, "ONNX model")->required();
   c_match->add_flag("--json", o->json, "Print JSON");
-  CLI::App* c_apply = cmd->add_subcommand("apply", "Rewrite a model with the rules as geopt optimize does (no check, no report) and write it");
+  CLI::App* c_apply = cmd->add_subcommand(
+      "apply", "Rewrite a model with the rules as geopt optimize does (no check, no report) and write it");
   c_apply->add_option("model", o->model, "ONNX model")->required();
   c_apply->add_option("-o,--output", o->output, "Where to write the rewritten model");
   o->limits.add_to(c_apply);

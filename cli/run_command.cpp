@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <set>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
@@ -73,7 +73,8 @@ struct Runner {
       if (plan->gears_size()) {
         gear = std::max(gear_option, 0);
         if (gear >= plan->gears_size())
-          throw Error("--gear " + std::to_string(gear) + ": the plan has " + std::to_string(plan->gears_size()) + " gear(s), numbered from 0");
+          throw Error("--gear " + std::to_string(gear) + ": the plan has " +
+                      std::to_string(plan->gears_size()) + " gear(s), numbered from 0");
       } else if (gear_option >= 0) {
         throw Error("--gear " + std::to_string(gear_option) + ": " + path + " is not a plan of gears");
       }
@@ -105,7 +106,8 @@ struct Runner {
     }
     return DType::Undefined;
   }
-  std::map<std::string, HostTensor> random(uint64_t seed, const std::map<std::string, int64_t>& symbols) const {
+  std::map<std::string, HostTensor> random(uint64_t seed,
+                                           const std::map<std::string, int64_t>& symbols) const {
     if (model) return random_inputs(*model, seed, symbols);
     std::mt19937_64 rng(seed);
     std::map<std::string, HostTensor> feeds;
@@ -147,18 +149,25 @@ int run(const RunOptions& o) {
   if (compare_model) reference = import_onnx(o.compare_dir);
   // A name the inputs do not have would be ignored: the user meant another.
   if (!symbols.empty()) {
-    const Model* drawn = reference ? &*reference : runner.model ? &*runner.model : nullptr;  // whose inputs random ones follow
-    if (!drawn) throw UsageError("--dim: a plan's inputs have the dims it was compiled for (a plan of gears: pick one with --gear)");
+    const Model* drawn = reference      ? &*reference
+                         : runner.model ? &*runner.model
+                                        : nullptr;  // whose inputs random ones follow
+    if (!drawn)
+      throw UsageError(
+          "--dim: a plan's inputs have the dims it was compiled for (a plan of gears: pick one with --gear)");
     const std::set<std::string> open = open_dim_keys(*drawn);
     std::string listed;
     for (const auto& k : open) listed += (listed.empty() ? "" : ", ") + k;
     for (const auto& [name, value] : symbols)
       if (!open.count(name))
-        throw UsageError("--dim " + name + ": no input of " + (reference ? o.compare_dir : o.model) + " has an open dim of that name (" +
-                         (open.empty() ? std::string("its dims are all fixed") : "its open dims: " + listed) + ")");
+        throw UsageError("--dim " + name + ": no input of " + (reference ? o.compare_dir : o.model) +
+                         " has an open dim of that name (" +
+                         (open.empty() ? std::string("its dims are all fixed") : "its open dims: " + listed) +
+                         ")");
   }
   std::map<std::string, HostTensor> feeds;
-  if (o.random) feeds = reference ? random_inputs(*reference, o.seed, symbols) : runner.random(o.seed, symbols);
+  if (o.random)
+    feeds = reference ? random_inputs(*reference, o.seed, symbols) : runner.random(o.seed, symbols);
   std::set<std::string> given;
   for (const auto& in : o.inputs) {
     auto [name, file] = split_assignment(in, "--input");
@@ -168,7 +177,8 @@ int run(const RunOptions& o) {
   if (!o.random)
     for (const auto& name : runner.required_inputs())
       if (!feeds.count(name))
-        throw Error("input '" + name + "' is not given: pass --input " + name + "=FILE.npy or --random-inputs");
+        throw Error("input '" + name + "' is not given: pass --input " + name +
+                    "=FILE.npy or --random-inputs");
 
   if (!o.save_inputs_dir.empty()) {
     std::vector<std::pair<std::string, const HostTensor*>> all;
@@ -182,7 +192,8 @@ int run(const RunOptions& o) {
   for (int i = 0; i < std::max(o.repeat, 1); ++i) {
     auto start = std::chrono::steady_clock::now();
     outs = runner.run(feeds, o.profile ? &profile : nullptr);
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   std::map<std::string, HostTensor> expected;
   if (reference)
@@ -208,30 +219,42 @@ int run(const RunOptions& o) {
   j["max_ms"] = sorted.back();
   auto arr = nlohmann::ordered_json::array();
   if (!o.json) {
-    if (times.size() == 1) std::printf("%s: ran in %.2f ms\n", o.model.c_str(), ms);
-    else std::printf("%s: median %.2f ms over %zu runs (min %.2f, max %.2f)\n", o.model.c_str(), ms, times.size(), sorted.front(), sorted.back());
+    if (times.size() == 1)
+      std::printf("%s: ran in %.2f ms\n", o.model.c_str(), ms);
+    else
+      std::printf("%s: median %.2f ms over %zu runs (min %.2f, max %.2f)\n", o.model.c_str(), ms,
+                  times.size(), sorted.front(), sorted.back());
   }
   if (runner.plan && runner.plan->gears_size()) {
     const size_t gear = runner.executor->gear_for(feeds);
     j["gear"] = gear;
-    if (!o.json) std::printf("  gear %zu (%s)\n", gear, runner.plan->gears(static_cast<int>(gear)).name().c_str());
+    if (!o.json)
+      std::printf("  gear %zu (%s)\n", gear, runner.plan->gears(static_cast<int>(gear)).name().c_str());
   }
   for (const auto& [name, t] : outs) {
     nlohmann::ordered_json e{{"name", name}, {"shape", t.shape_string()}};
     std::string line = "  " + name + "  " + t.shape_string();
     if (!o.compare_dir.empty()) {
-      if (reference && !expected.count(name)) throw Error("--compare: " + o.compare_dir + " has no output '" + name + "'");
-      TensorDiff d = diff(t, reference ? expected.at(name) : as_declared_dtype(read_npy(fs::path(o.compare_dir) / output_files.at(name)), t.dtype()),
-                          o.tolerance);
+      if (reference && !expected.count(name))
+        throw Error("--compare: " + o.compare_dir + " has no output '" + name + "'");
+      TensorDiff d = diff(
+          t,
+          reference ? expected.at(name)
+                    : as_declared_dtype(read_npy(fs::path(o.compare_dir) / output_files.at(name)), t.dtype()),
+          o.tolerance);
       bool ok = d.within();
       all_ok = all_ok && ok;
       char buf[160];
       if (d.comparable)
-        std::snprintf(buf, sizeof buf, "  max_abs %.3g  max_rel %.3g  cosine %.6f  %s", d.max_abs, d.max_rel, d.cosine, ok ? "ok" : "FAIL");
+        std::snprintf(buf, sizeof buf, "  max_abs %.3g  max_rel %.3g  cosine %.6f  %s", d.max_abs, d.max_rel,
+                      d.cosine, ok ? "ok" : "FAIL");
       else
         std::snprintf(buf, sizeof buf, "  %s  FAIL", d.mismatch.c_str());
       line += buf;
-      if (d.nan_mismatches) line += "  (NaN where the reference has none, or none where it has: " + std::to_string(d.nan_mismatches) + ")";
+      if (d.nan_mismatches)
+        line +=
+            "  (NaN where the reference has none, or none where it has: " + std::to_string(d.nan_mismatches) +
+            ")";
       if (d.both_nan) line += "  (NaN in both: " + std::to_string(d.both_nan) + ")";
       e["nan_mismatches"] = d.nan_mismatches;
       e["both_nan"] = d.both_nan;
@@ -250,21 +273,26 @@ int run(const RunOptions& o) {
   }
   j["outputs"] = arr;
   if (o.profile) {
-    std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(profile.by_op.begin(), profile.by_op.end());
-    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+    std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(profile.by_op.begin(),
+                                                                         profile.by_op.end());
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
     const double runs = static_cast<double>(times.size());
     auto prof = nlohmann::ordered_json::object();
     if (!o.json) std::printf("time per run by op type:\n");
     for (const auto& [op, v] : rows) {
       prof[op] = {{"ms_per_run", v.first / runs}, {"calls_per_run", static_cast<double>(v.second) / runs}};
-      if (!o.json) std::printf("  %-24s %9.3f ms  %6.0f calls\n", op.c_str(), v.first / runs, static_cast<double>(v.second) / runs);
+      if (!o.json)
+        std::printf("  %-24s %9.3f ms  %6.0f calls\n", op.c_str(), v.first / runs,
+                    static_cast<double>(v.second) / runs);
     }
     j["profile"] = prof;
   }
   if (!o.compare_dir.empty()) j["within_tolerance"] = all_ok;
   if (o.json) std::cout << json_text(j) << "\n";
   if (!all_ok) {
-    std::fprintf(stderr, "geopt: error: outputs differ from %s beyond %g + %g x |reference|\n", o.compare_dir.c_str(), o.tolerance.atol, o.tolerance.rtol);
+    std::fprintf(stderr, "geopt: error: outputs differ from %s beyond %g + %g x |reference|\n",
+                 o.compare_dir.c_str(), o.tolerance.atol, o.tolerance.rtol);
     return 1;
   }
   return 0;
@@ -274,29 +302,52 @@ int run(const RunOptions& o) {
 
 std::function<int()> add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand("run", "Run an ONNX model (reference evaluator) or a compiled .plan (plan executor); write or compare its outputs");
+  CLI::App* cmd = app.add_subcommand("run",
+                                     "Run an ONNX model (reference evaluator) or a compiled .plan (plan "
+                                     "executor); write or compare its outputs");
   cmd->add_option("model", o->model, "ONNX model or .plan file")->required();
   cmd->add_option("--input", o->inputs,
-                  "Input as NAME=FILE.npy (repeatable). NumPy has no bfloat16: a bf16 input is read from a '<u2' array of its bit "
-                  "patterns (or a 2-byte void array, '<V2'), and bf16 outputs are written as '<u2' (view them with ml_dtypes.bfloat16)");
-  cmd->add_flag("--random-inputs", o->random, "Feed uniform random inputs (floats in [-1,1), integers in {0,1})");
+                  "Input as NAME=FILE.npy (repeatable). NumPy has no bfloat16: a bf16 input is read from a "
+                  "'<u2' array of its bit "
+                  "patterns (or a 2-byte void array, '<V2'), and bf16 outputs are written as '<u2' (view "
+                  "them with ml_dtypes.bfloat16)");
+  cmd->add_flag("--random-inputs", o->random,
+                "Feed uniform random inputs (floats in [-1,1), integers in {0,1})");
   cmd->add_option("--seed", o->seed, "Seed for --random-inputs")->capture_default_str();
   cmd->add_option("--dim", o->dims, "Symbolic dim value for --random-inputs, as NAME=N (default 1)");
-  cmd->add_option("--output-dir", o->output_dir, "Write each output as DIR/<name>.npy ('/' and other odd characters become '_')");
-  cmd->add_option("--compare", o->compare_dir, "Compare with DIR/<name>.npy, or with ORIGINAL.onnx run by the reference evaluator on the same inputs; exit 1 when an output is off by more than --atol + --rtol x |reference|");
-  cmd->add_option("--atol", o->tolerance.atol, "--compare allows |output - reference| <= atol + rtol |reference| (numpy.allclose)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber & kFiniteNumber);
-  cmd->add_option("--rtol", o->tolerance.rtol, "Relative part of --compare's tolerance")->capture_default_str()->check(CLI::NonNegativeNumber & kFiniteNumber);
-  cmd->add_option("--threads", o->threads, "Threads for the kernels, 1 to 1024 (default: all cores)")->check(CLI::Range(1, 1024));
-  cmd->add_option("--max-loop-trips", o->max_loop_trips, "Stop a Loop past this many trips (a model can ask for 2^62, or never end)")
+  cmd->add_option("--output-dir", o->output_dir,
+                  "Write each output as DIR/<name>.npy ('/' and other odd characters become '_')");
+  cmd->add_option("--compare", o->compare_dir,
+                  "Compare with DIR/<name>.npy, or with ORIGINAL.onnx run by the reference evaluator on the "
+                  "same inputs; exit 1 when an output is off by more than --atol + --rtol x |reference|");
+  cmd->add_option("--atol", o->tolerance.atol,
+                  "--compare allows |output - reference| <= atol + rtol |reference| (numpy.allclose)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber & kFiniteNumber);
+  cmd->add_option("--rtol", o->tolerance.rtol, "Relative part of --compare's tolerance")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber & kFiniteNumber);
+  cmd->add_option("--threads", o->threads, "Threads for the kernels, 1 to 1024 (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-loop-trips", o->max_loop_trips,
+                  "Stop a Loop past this many trips (a model can ask for 2^62, or never end)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--save-inputs", o->save_inputs_dir, "Write the inputs used (e.g. random ones) as DIR/<name>.npy");
-  cmd->add_option("--repeat", o->repeat, "Run this many times and report the median time")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", o->warmup, "Untimed runs before the timed ones")->capture_default_str()->check(CLI::NonNegativeNumber & kFiniteNumber);
-  cmd->add_flag("--profile", o->profile, "Report the host time spent per op type (averaged over the timed runs); for a plan, its kernels as the plan executor runs them (`geopt profile` simulates the device instead)");
+  cmd->add_option("--save-inputs", o->save_inputs_dir,
+                  "Write the inputs used (e.g. random ones) as DIR/<name>.npy");
+  cmd->add_option("--repeat", o->repeat, "Run this many times and report the median time")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", o->warmup, "Untimed runs before the timed ones")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber & kFiniteNumber);
+  cmd->add_flag("--profile", o->profile,
+                "Report the host time spent per op type (averaged over the timed runs); for a plan, its "
+                "kernels as the plan executor runs them (`geopt profile` simulates the device instead)");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
-  cmd->add_option("--gear", o->gear, "A plan of gears: the gear whose shapes --random-inputs take (default 0); given inputs pick their gear")
+  cmd->add_option("--gear", o->gear,
+                  "A plan of gears: the gear whose shapes --random-inputs take (default 0); given inputs "
+                  "pick their gear")
       ->check(CLI::NonNegativeNumber & kFiniteNumber);
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };
 }

@@ -8,14 +8,22 @@ namespace geopt::dsl {
 
 const char* cmp_op_text(CmpOp op) {
   switch (op) {
-    case CmpOp::Eq: return "==";
-    case CmpOp::Ne: return "!=";
-    case CmpOp::Lt: return "<";
-    case CmpOp::Le: return "<=";
-    case CmpOp::Gt: return ">";
-    case CmpOp::Ge: return ">=";
-    case CmpOp::Approx: return "~=";
-    case CmpOp::In: return "in";
+    case CmpOp::Eq:
+      return "==";
+    case CmpOp::Ne:
+      return "!=";
+    case CmpOp::Lt:
+      return "<";
+    case CmpOp::Le:
+      return "<=";
+    case CmpOp::Gt:
+      return ">";
+    case CmpOp::Ge:
+      return ">=";
+    case CmpOp::Approx:
+      return "~=";
+    case CmpOp::In:
+      return "in";
   }
   return "?";
 }
@@ -23,9 +31,15 @@ const char* cmp_op_text(CmpOp op) {
 std::string Literal::to_string() const {
   std::ostringstream os;
   switch (kind) {
-    case Kind::Number: os << number; break;
-    case Kind::String: os << '"' << text << '"'; break;
-    case Kind::Ident: os << text; break;
+    case Kind::Number:
+      os << number;
+      break;
+    case Kind::String:
+      os << '"' << text << '"';
+      break;
+    case Kind::Ident:
+      os << text;
+      break;
     case Kind::List:
       os << "[";
       for (size_t i = 0; i < items.size(); ++i) os << (i ? ", " : "") << items[i].to_string();
@@ -38,17 +52,39 @@ std::string Literal::to_string() const {
 std::string Term::to_string() const {
   std::ostringstream os;
   switch (kind) {
-    case Kind::Number: os << number; break;
-    case Kind::Var: os << var; break;
-    case Kind::Rank: os << "rank(" << var << ")"; break;
-    case Kind::Dim: os << "dim(" << var << ", " << axis << ")"; break;
-    case Kind::DType: os << "dtype(" << var << ")"; break;
-    case Kind::Shape: os << "shape(" << var << ")"; break;
-    case Kind::Zeros: os << "zeros(" << var << ")"; break;
-    case Kind::ZeroRows: os << "zero_rows(" << var << ")"; break;
-    case Kind::FullRows: os << "full_rows(" << var << ")"; break;
-    case Kind::Element: os << var << "[" << axis << "]"; break;
-    case Kind::Ident: os << ident; break;
+    case Kind::Number:
+      os << number;
+      break;
+    case Kind::Var:
+      os << var;
+      break;
+    case Kind::Rank:
+      os << "rank(" << var << ")";
+      break;
+    case Kind::Dim:
+      os << "dim(" << var << ", " << axis << ")";
+      break;
+    case Kind::DType:
+      os << "dtype(" << var << ")";
+      break;
+    case Kind::Shape:
+      os << "shape(" << var << ")";
+      break;
+    case Kind::Zeros:
+      os << "zeros(" << var << ")";
+      break;
+    case Kind::ZeroRows:
+      os << "zero_rows(" << var << ")";
+      break;
+    case Kind::FullRows:
+      os << "full_rows(" << var << ")";
+      break;
+    case Kind::Element:
+      os << var << "[" << axis << "]";
+      break;
+    case Kind::Ident:
+      os << ident;
+      break;
   }
   if (modulo) os << " % " << *modulo;
   return os.str();

@@ -40,7 +40,7 @@ struct AttrPred {
   SourceLoc loc;
   std::string name;
   CmpOp op = CmpOp::Eq;
-  bool absent = false;          // `!name`: the attribute must not be set
+  bool absent = false;           // `!name`: the attribute must not be set
   std::optional<Literal> value;  // ==, !=, <, ..., ~=
   std::string bind_var;          // `name == %v` with %v bound here: binds the attribute's value
   double tolerance = 0;          // ~= ... +- tolerance
@@ -65,12 +65,24 @@ struct Pattern {
 
 // Terms of `where` predicates.
 struct Term {
-  enum class Kind { Number, Var, Rank, Dim, DType, Shape, Zeros, ZeroRows, FullRows, Element, Ident } kind = Kind::Number;
+  enum class Kind {
+    Number,
+    Var,
+    Rank,
+    Dim,
+    DType,
+    Shape,
+    Zeros,
+    ZeroRows,
+    FullRows,
+    Element,
+    Ident
+  } kind = Kind::Number;
   SourceLoc loc;
   double number = 0;
-  std::string var;   // Var, Rank, Dim, DType, Shape, Zeros, ZeroRows, FullRows, Element
-  int64_t axis = 0;  // Dim: the axis; Element (`%k[i]`): the index
-  std::string ident; // Ident (a dtype name such as f32)
+  std::string var;               // Var, Rank, Dim, DType, Shape, Zeros, ZeroRows, FullRows, Element
+  int64_t axis = 0;              // Dim: the axis; Element (`%k[i]`): the index
+  std::string ident;             // Ident (a dtype name such as f32)
   std::optional<double> modulo;  // term % modulo
   std::string to_string() const;
 };
@@ -80,12 +92,12 @@ struct Predicate {
   SourceLoc loc;
   Term lhs;
   CmpOp op = CmpOp::Eq;
-  Term rhs;                 // Compare (not In)
-  double tolerance = 0;     // ~=
-  double lo = 0, hi = 0;    // in lo..hi
+  Term rhs;               // Compare (not In)
+  double tolerance = 0;   // ~=
+  double lo = 0, hi = 0;  // in lo..hi
   bool is_range = false;
-  std::vector<Literal> set; // in {..}
-  std::string var;          // IsConst, IsStatic, OneUse
+  std::vector<Literal> set;  // in {..}
+  std::string var;           // IsConst, IsStatic, OneUse
   std::string to_string() const;
 };
 
@@ -109,9 +121,9 @@ struct AttrAssign {
   SourceLoc loc;
   std::string name;
   std::optional<Literal> value;
-  std::vector<ListItem> list;  // `[dim(%x, 2), %k[0], 1]` (ints)
-  std::string var;           // a bound attribute or a bound scalar constant
-  std::optional<Term> term;  // dim(%v, axis) or rank(%v) of a bound value
+  std::vector<ListItem> list;       // `[dim(%x, 2), %k[0], 1]` (ints)
+  std::string var;                  // a bound attribute or a bound scalar constant
+  std::optional<Term> term;         // dim(%v, axis) or rank(%v) of a bound value
   std::optional<double> numerator;  // `n / %var`: n divided by the bound scalar %var
   std::string factor;               // `%var * %factor`: the product of two bound scalars
 };

@@ -3,8 +3,8 @@
 #include "dsl/schema_lookup.h"
 
 #include <algorithm>
-#include <set>
 #include <functional>
+#include <set>
 #include <sstream>
 
 namespace geopt::dsl {
@@ -23,7 +23,8 @@ std::string path_text(const std::vector<int>& path) {
 
 class Collector {
  public:
-  Collector(std::vector<Question>& questions, std::map<std::string, int>& index) : questions_(questions), index_(index) {}
+  Collector(std::vector<Question>& questions, std::map<std::string, int>& index)
+      : questions_(questions), index_(index) {}
 
   int question(Question q) {
     auto [it, inserted] = index_.emplace(q.key, static_cast<int>(questions_.size()));
@@ -37,12 +38,14 @@ class Collector {
     switch (p.kind) {
       case Pattern::Kind::Var: {
         auto it = lets.find(p.var);
-        if (it != lets.end() && seen_lets.insert(p.var).second) collect(*it->second, path, lets, seen_lets, out);
+        if (it != lets.end() && seen_lets.insert(p.var).second)
+          collect(*it->second, path, lets, seen_lets, out);
         break;
       }
       case Pattern::Kind::Const:
       case Pattern::Kind::Number:
-        if (!path.empty()) out.push_back({question({Question::Kind::IsConst, path, "", "const@" + where}), "1"});
+        if (!path.empty())
+          out.push_back({question({Question::Kind::IsConst, path, "", "const@" + where}), "1"});
         break;
       case Pattern::Kind::Op: {
         if (!p.var.empty() && lets.count(p.var)) seen_lets.insert(p.var);
@@ -60,7 +63,8 @@ class Collector {
           }
         }
         if (!path.empty())
-          out.push_back({question({Question::Kind::OutputIndex, path, "", "output@" + where}), std::to_string(p.output_index)});
+          out.push_back({question({Question::Kind::OutputIndex, path, "", "output@" + where}),
+                         std::to_string(p.output_index)});
         for (size_t i = 0; i < p.args.size(); ++i) {
           std::vector<int> child = path;
           child.push_back(static_cast<int>(i));
@@ -113,7 +117,8 @@ void Automaton::build(const std::vector<Entry>& entries) {
   std::sort(order.begin(), order.end(), [&](int a, int b) {
     const Question& qa = questions_[static_cast<size_t>(a)];
     const Question& qb = questions_[static_cast<size_t>(b)];
-    if (share[static_cast<size_t>(a)] != share[static_cast<size_t>(b)]) return share[static_cast<size_t>(a)] > share[static_cast<size_t>(b)];
+    if (share[static_cast<size_t>(a)] != share[static_cast<size_t>(b)])
+      return share[static_cast<size_t>(a)] > share[static_cast<size_t>(b)];
     if (qa.path.size() != qb.path.size()) return qa.path.size() < qb.path.size();
     if (qa.kind != qb.kind) return qa.kind < qb.kind;  // an op's own question before its attribute checks
     return qa.key < qb.key;
@@ -123,8 +128,14 @@ void Automaton::build(const std::vector<Entry>& entries) {
   root_ = std::make_unique<AutomatonNode>();
   for (size_t e = 0; e < entries.size(); ++e) {
     auto& ps = preds[e];
-    std::stable_sort(ps.begin(), ps.end(), [&](const Pred& a, const Pred& b) { return rank[static_cast<size_t>(a.question)] < rank[static_cast<size_t>(b.question)]; });
-    ps.erase(std::unique(ps.begin(), ps.end(), [](const Pred& a, const Pred& b) { return a.question == b.question && a.answer == b.answer; }), ps.end());
+    std::stable_sort(ps.begin(), ps.end(), [&](const Pred& a, const Pred& b) {
+      return rank[static_cast<size_t>(a.question)] < rank[static_cast<size_t>(b.question)];
+    });
+    ps.erase(std::unique(ps.begin(), ps.end(),
+                         [](const Pred& a, const Pred& b) {
+                           return a.question == b.question && a.answer == b.answer;
+                         }),
+             ps.end());
     AutomatonNode* node = root_.get();
     size_t i = 0;
     while (i < ps.size()) {
@@ -145,7 +156,8 @@ void Automaton::build(const std::vector<Entry>& entries) {
 
 size_t Automaton::node_count() const { return count_nodes(root_.get()); }
 
-std::vector<std::pair<int, int>> Automaton::run(const std::function<const std::vector<std::string>&(int question)>& answers) const {
+std::vector<std::pair<int, int>> Automaton::run(
+    const std::function<const std::vector<std::string>&(int question)>& answers) const {
   std::vector<std::pair<int, int>> out;
   std::vector<const AutomatonNode*> stack{root_.get()};
   while (!stack.empty()) {
@@ -167,20 +179,21 @@ std::vector<std::pair<int, int>> Automaton::run(const std::function<const std::v
 
 std::string Automaton::dump(const std::vector<std::string>& rule_names) const {
   std::ostringstream os;
-  os << "automaton: " << questions_.size() << " distinct predicates (" << total_predicates_ << " before sharing), "
-     << node_count() << " nodes\n";
-  std::function<void(const AutomatonNode*, int, const std::string&)> walk = [&](const AutomatonNode* n, int depth, const std::string& label) {
-    std::string indent(static_cast<size_t>(depth) * 2, ' ');
-    os << indent << label;
-    if (n->question >= 0) os << "ask " << questions_[static_cast<size_t>(n->question)].key;
-    if (!n->accept.empty()) {
-      os << (n->question >= 0 ? "; " : "") << "accept";
-      for (const auto& [r, a] : n->accept) os << " " << rule_names[static_cast<size_t>(r)] << "#" << a;
-    }
-    os << "\n";
-    for (const auto& [answer, child] : n->on_answer) walk(child.get(), depth + 1, "= " + answer + ": ");
-    if (n->otherwise) walk(n->otherwise.get(), depth + 1, "otherwise: ");
-  };
+  os << "automaton: " << questions_.size() << " distinct predicates (" << total_predicates_
+     << " before sharing), " << node_count() << " nodes\n";
+  std::function<void(const AutomatonNode*, int, const std::string&)> walk =
+      [&](const AutomatonNode* n, int depth, const std::string& label) {
+        std::string indent(static_cast<size_t>(depth) * 2, ' ');
+        os << indent << label;
+        if (n->question >= 0) os << "ask " << questions_[static_cast<size_t>(n->question)].key;
+        if (!n->accept.empty()) {
+          os << (n->question >= 0 ? "; " : "") << "accept";
+          for (const auto& [r, a] : n->accept) os << " " << rule_names[static_cast<size_t>(r)] << "#" << a;
+        }
+        os << "\n";
+        for (const auto& [answer, child] : n->on_answer) walk(child.get(), depth + 1, "= " + answer + ": ");
+        if (n->otherwise) walk(n->otherwise.get(), depth + 1, "otherwise: ");
+      };
   walk(root_.get(), 0, "");
   return os.str();
 }

@@ -20,9 +20,9 @@ struct Question {
   // AttrValue asks for an attribute's value (default applied), so rules that
   // differ only in the value they require share one question.
   enum class Kind { Op, OutputIndex, IsConst, AttrValue } kind = Kind::Op;
-  std::vector<int> path;         // input indices from the root node
-  std::string attr;              // AttrValue: the attribute's name
-  std::string key;               // canonical text; equal keys are the same question
+  std::vector<int> path;  // input indices from the root node
+  std::string attr;       // AttrValue: the attribute's name
+  std::string key;        // canonical text; equal keys are the same question
 };
 
 struct AutomatonNode {
@@ -48,7 +48,8 @@ class Automaton {
   // Walks the tree at one candidate: `answers(q)` gives the possible answers to
   // question q there (one for a graph node; several for an e-node, whose inputs
   // are e-classes). Returns the accepted (rule, alternative) pairs, sorted, unique.
-  std::vector<std::pair<int, int>> run(const std::function<const std::vector<std::string>&(int question)>& answers) const;
+  std::vector<std::pair<int, int>> run(
+      const std::function<const std::vector<std::string>&(int question)>& answers) const;
 
   const std::vector<Question>& questions() const { return questions_; }
   const AutomatonNode* root() const { return root_.get(); }

@@ -16,7 +16,8 @@ std::string format_diagnostic(const Diagnostic& d, const std::string& source_tex
   for (int i = 1; std::getline(in, line); ++i) {
     if (i != d.loc.line) continue;
     std::string caret;
-    for (int c = 1; c < d.loc.column && c <= static_cast<int>(line.size()); ++c) caret += line[static_cast<size_t>(c - 1)] == '\t' ? '\t' : ' ';
+    for (int c = 1; c < d.loc.column && c <= static_cast<int>(line.size()); ++c)
+      caret += line[static_cast<size_t>(c - 1)] == '\t' ? '\t' : ' ';
     out += "    " + line + "\n    " + caret + "^\n";
     break;
   }
@@ -37,7 +38,8 @@ std::string format_diagnostics(const std::vector<Diagnostic>& ds) {
         try {  // opened as the parser opened it: a pipe read again is empty, never a wait
           InputFile in(d.loc.file);
           char buffer[1 << 16];
-          for (size_t got; text.size() <= (size_t{16} << 20) && (got = in.read(buffer, sizeof buffer)) > 0;) text.append(buffer, got);
+          for (size_t got; text.size() <= (size_t{16} << 20) && (got = in.read(buffer, sizeof buffer)) > 0;)
+            text.append(buffer, got);
         } catch (const Error&) {
           text.clear();  // the line is then not shown
         }

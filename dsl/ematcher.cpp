@@ -24,19 +24,23 @@ const Attribute* find_attr(const OpSignature& s, const std::string& name) {
 
 bool literal_equals(const Attribute& a, const Literal& l) {
   Attribute want = literal_attribute(a.name, a.kind, l);
-  return attribute_answer(want) == attribute_answer(a) && (a.kind != AttrKind::Int || l.is_integer || l.kind != Literal::Kind::Number || std::floor(l.number) == l.number);
+  return attribute_answer(want) == attribute_answer(a) &&
+         (a.kind != AttrKind::Int || l.is_integer || l.kind != Literal::Kind::Number ||
+          std::floor(l.number) == l.number);
 }
 
 std::string attr_requires(const AttrPred& p) {
   switch (p.op) {
-    case CmpOp::Approx: return format_number(p.value->number) + " ± " + format_number(p.tolerance);
+    case CmpOp::Approx:
+      return format_number(p.value->number) + " ± " + format_number(p.tolerance);
     case CmpOp::In: {
       if (p.set.empty()) return "in " + format_number(p.lo) + " .. " + format_number(p.hi);
       std::string s = "in {";
       for (size_t i = 0; i < p.set.size(); ++i) s += (i ? ", " : "") + p.set[i].to_string();
       return s + "}";
     }
-    default: return std::string(cmp_op_text(p.op)) + " " + p.value->to_string();
+    default:
+      return std::string(cmp_op_text(p.op)) + " " + p.value->to_string();
   }
 }
 
@@ -54,7 +58,8 @@ void pattern_vars(const Pattern& p, std::vector<std::string>& values, std::vecto
 
 class Search {
  public:
-  Search(const EGraph& g, const EMatcher& m, const Alternative& alt, Miss* miss) : g_(g), m_(m), alt_(alt), miss_(miss) {}
+  Search(const EGraph& g, const EMatcher& m, const Alternative& alt, Miss* miss)
+      : g_(g), m_(m), alt_(alt), miss_(miss) {}
 
   // The matched e-node of each op class (parallel to EMatch::op_classes), valid while
   // the search runs: `uses` needs to know which alternative of a class was taken.
@@ -77,7 +82,8 @@ class Search {
   }
 
   // nullopt when the predicate holds; else why not.
-  std::optional<std::string> attr_fails(const OpSignature& s, ClassId c, const ENode& n, const AttrPred& p, EMatch& b) const {
+  std::optional<std::string> attr_fails(const OpSignature& s, ClassId c, const ENode& n, const AttrPred& p,
+                                        EMatch& b) const {
     auto where = [&] { return "attribute '" + p.name + "' of " + describe_enode(g_, c, n); };
     auto value_text = [](const Attribute& a) { return a.to_string().substr(a.name.size() + 1); };
     // An attribute the op takes as an input at the model's opset (ReduceMean's axes since
@@ -89,9 +95,13 @@ class Search {
       const ClassId child = *k < n.children.size() ? n.children[*k] : kAbsent;
       if (child != kAbsent) {
         const ClassData& d = g_.eclass(child).data;
-        if (!d.constant) return where() + " is input " + std::to_string(*k) + " ('" + d.name + "') at this opset, and not a constant (" + p.loc.to_string() + ")";
+        if (!d.constant)
+          return where() + " is input " + std::to_string(*k) + " ('" + d.name +
+                 "') at this opset, and not a constant (" + p.loc.to_string() + ")";
         from_input = attribute_from_input(s.domain, s.op_type, p.name, *d.constant);
-        if (!from_input) return where() + " is input " + std::to_string(*k) + " ('" + d.name + "') at this opset, of a shape the attribute cannot hold (" + p.loc.to_string() + ")";
+        if (!from_input)
+          return where() + " is input " + std::to_string(*k) + " ('" + d.name +
+                 "') at this opset, of a shape the attribute cannot hold (" + p.loc.to_string() + ")";
         a = &*from_input;
         set = true;
       }
@@ -132,13 +142,27 @@ class Search {
     auto num = attr_number(*a);
     bool ok = false;
     switch (p.op) {
-      case CmpOp::Eq: ok = literal_equals(*a, *p.value); break;
-      case CmpOp::Ne: ok = !literal_equals(*a, *p.value); break;
-      case CmpOp::Lt: ok = num && *num < p.value->number; break;
-      case CmpOp::Le: ok = num && *num <= p.value->number; break;
-      case CmpOp::Gt: ok = num && *num > p.value->number; break;
-      case CmpOp::Ge: ok = num && *num >= p.value->number; break;
-      case CmpOp::Approx: ok = num && std::fabs(*num - p.value->number) <= p.tolerance; break;
+      case CmpOp::Eq:
+        ok = literal_equals(*a, *p.value);
+        break;
+      case CmpOp::Ne:
+        ok = !literal_equals(*a, *p.value);
+        break;
+      case CmpOp::Lt:
+        ok = num && *num < p.value->number;
+        break;
+      case CmpOp::Le:
+        ok = num && *num <= p.value->number;
+        break;
+      case CmpOp::Gt:
+        ok = num && *num > p.value->number;
+        break;
+      case CmpOp::Ge:
+        ok = num && *num >= p.value->number;
+        break;
+      case CmpOp::Approx:
+        ok = num && std::fabs(*num - p.value->number) <= p.tolerance;
+        break;
       case CmpOp::In:
         if (p.set.empty()) {
           ok = num && *num >= p.lo && *num <= p.hi;
@@ -148,14 +172,18 @@ class Search {
         break;
     }
     if (ok) return std::nullopt;
-    return where() + " is " + value_text(*a) + ", the rule requires " + attr_requires(p) + " (" + p.loc.to_string() + ")";
+    return where() + " is " + value_text(*a) + ", the rule requires " + attr_requires(p) + " (" +
+           p.loc.to_string() + ")";
   }
 
   // Matches pattern p against class c (an operand described by `context`); calls k for
   // every way it matches.
-  bool value(const Pattern& p, ClassId c, EMatch& b, const Cont& k, const std::function<std::string()>& context) {
+  bool value(const Pattern& p, ClassId c, EMatch& b, const Cont& k,
+             const std::function<std::string()>& context) {
     const int here = static_cast<int>(b.op_classes.size());
-    if (c == kAbsent) return fail(here, [&] { return context() + " is absent, the rule expects one (" + p.loc.to_string() + ")"; });
+    if (c == kAbsent)
+      return fail(here,
+                  [&] { return context() + " is absent, the rule expects one (" + p.loc.to_string() + ")"; });
     c = g_.find(c);
     const EClass& ec = g_.eclass(c);
     auto named = [&] { return context() + " '" + ec.data.name + "'"; };
@@ -167,7 +195,8 @@ class Search {
         if (it != b.values.end()) {
           if (g_.find(it->second) == c) return k(b);
           return fail(here, [&] {
-            return p.var + " is '" + g_.eclass(it->second).data.name + "' but here it would be '" + ec.data.name + "' (" + p.loc.to_string() + ")";
+            return p.var + " is '" + g_.eclass(it->second).data.name + "' but here it would be '" +
+                   ec.data.name + "' (" + p.loc.to_string() + ")";
           });
         }
         // Every step below undoes its own bindings, so undoing ours restores b (no copy).
@@ -178,17 +207,21 @@ class Search {
         return go_on;
       }
       case Pattern::Kind::Const: {
-        if (!ec.data.is_constant()) return fail(value_depth, [&] { return named() + " is not a constant (" + p.loc.to_string() + ")"; });
+        if (!ec.data.is_constant())
+          return fail(value_depth,
+                      [&] { return named() + " is not a constant (" + p.loc.to_string() + ")"; });
         if (p.var.empty()) return k(b);
         return bind_and(p.var, c, b, k);
       }
       case Pattern::Kind::Number: {
-        if (!ec.data.constant) return fail(value_depth, [&] { return named() + " is not a constant (" + p.loc.to_string() + ")"; });
+        if (!ec.data.constant)
+          return fail(value_depth,
+                      [&] { return named() + " is not a constant (" + p.loc.to_string() + ")"; });
         if (constant_all_equal(ec.data.constant, p.number)) return k(b);
         return fail(value_depth, [&] {
           auto s = constant_scalar(ec.data.constant);
-          return named() + " is " + (s ? format_number(*s) : std::string("not one repeated value")) + ", the rule requires " + format_number(p.number) + " (" +
-                 p.loc.to_string() + ")";
+          return named() + " is " + (s ? format_number(*s) : std::string("not one repeated value")) +
+                 ", the rule requires " + format_number(p.number) + " (" + p.loc.to_string() + ")";
         });
       }
       case Pattern::Kind::Op: {
@@ -196,19 +229,22 @@ class Search {
           auto it = b.values.find(p.var);
           if (it != b.values.end() && g_.find(it->second) != c)
             return fail(here, [&] {
-              return p.var + " is '" + g_.eclass(it->second).data.name + "' but here it would be '" + ec.data.name + "' (" + p.loc.to_string() + ")";
+              return p.var + " is '" + g_.eclass(it->second).data.name + "' but here it would be '" +
+                     ec.data.name + "' (" + p.loc.to_string() + ")";
             });
         }
         bool any_op = false;
         for (const ENode& n : ec.nodes) {
-          // An op's k-th output is a Proj(k) of the op's tuple class, or the op itself when it has one output.
+          // An op's k-th output is a Proj(k) of the op's tuple class, or the op itself when it has one
+          // output.
           if (n.kind == ENode::Kind::Proj) {
             any_op = true;
             const ClassId tuple = g_.find(n.children[0]);
             if (static_cast<int>(n.op) != p.output_index) {
               for (const ENode& t : g_.eclass(tuple).nodes)
                 fail(here, [&] {
-                  return context() + " is output " + std::to_string(n.op) + " of " + describe_enode(g_, tuple, t) + ", the rule expects output " +
+                  return context() + " is output " + std::to_string(n.op) + " of " +
+                         describe_enode(g_, tuple, t) + ", the rule expects output " +
                          std::to_string(p.output_index);
                 });
               continue;
@@ -220,12 +256,18 @@ class Search {
             if (p.output_index == 0 && g_.signature(n.op).num_outputs == 1) {
               if (!node_then(p, c, n, b, k)) return false;
             } else {
-              fail(here, [&] { return context() + " is output 0 of " + describe_enode(g_, c, n) + ", the rule expects output " + std::to_string(p.output_index); });
+              fail(here, [&] {
+                return context() + " is output 0 of " + describe_enode(g_, c, n) +
+                       ", the rule expects output " + std::to_string(p.output_index);
+              });
             }
           }
         }
         if (!any_op)
-          fail(here, [&] { return named() + " is a graph input or initializer, the rule expects " + p.op + " (" + p.loc.to_string() + ")"; });
+          fail(here, [&] {
+            return named() + " is a graph input or initializer, the rule expects " + p.op + " (" +
+                   p.loc.to_string() + ")";
+          });
         return true;
       }
     }
@@ -250,8 +292,8 @@ class Search {
       const std::string want_domain = p.domain == "ai.onnx" ? "" : p.domain;
       if (s.op_type != p.op || s.domain != want_domain)
         return fail(here, [&] {
-          return describe_enode(g_, c, n) + " is " + op_label(s) + ", the rule expects " + (want_domain.empty() ? "" : want_domain + "::") + p.op + " (" +
-                 p.loc.to_string() + ")";
+          return describe_enode(g_, c, n) + " is " + op_label(s) + ", the rule expects " +
+                 (want_domain.empty() ? "" : want_domain + "::") + p.op + " (" + p.loc.to_string() + ")";
         });
     }
     // What this call adds to b, undone before it returns (every step below undoes its
@@ -274,11 +316,13 @@ class Search {
       if (binds) bound.push_back(&a.bind_var);
     }
     for (size_t i = p.args.size(); i < n.children.size(); ++i)
-      if (n.children[i] != kAbsent && !p.rest && !p.rest_any && !is_attribute_input(s.domain, s.op_type, i, m_.opset(s.domain))) {
+      if (n.children[i] != kAbsent && !p.rest && !p.rest_any &&
+          !is_attribute_input(s.domain, s.op_type, i, m_.opset(s.domain))) {
         undo();
         return fail(here, [&] {
-          return describe_enode(g_, c, n) + " has input " + std::to_string(i) + " ('" + g_.eclass(n.children[i]).data.name + "'), the rule allows " +
-                 std::to_string(p.args.size()) + " (" + p.loc.to_string() + ")";
+          return describe_enode(g_, c, n) + " has input " + std::to_string(i) + " ('" +
+                 g_.eclass(n.children[i]).data.name + "'), the rule allows " + std::to_string(p.args.size()) +
+                 " (" + p.loc.to_string() + ")";
         });
       }
     b.op_classes.push_back(c);
@@ -289,43 +333,47 @@ class Search {
       auto context = [&, i] { return "input " + std::to_string(i) + " of " + describe_enode(g_, c, n); };
       if (i < p.args.size()) {
         const ClassId child = i < n.children.size() ? n.children[i] : kAbsent;
-        return value(*p.args[i], child, bb, [&](EMatch& b2) { return input(i + 1, b2); }, context);
+        return value(
+            *p.args[i], child, bb, [&](EMatch& b2) { return input(i + 1, b2); }, context);
       }
       if (p.rest && i < n.children.size()) {
         if (n.children[i] == kAbsent) return input(i + 1, bb);
         // The rest pattern's variables are lists: this input's bindings join them and the
         // next input binds them afresh; put back before returning, for the steps below
         // to undo as they do.
-        return value(*p.rest, n.children[i], bb, [&](EMatch& b2) {
-          std::vector<std::string> value_vars, attr_vars;
-          pattern_vars(*p.rest, value_vars, attr_vars);
-          std::vector<std::pair<std::string, ClassId>> moved_values;
-          std::vector<std::pair<std::string, Attribute>> moved_attrs;
-          for (const std::string& v : value_vars)
-            if (auto it = b2.values.find(v); it != b2.values.end()) {
-              b2.lists[v].push_back(it->second);
-              moved_values.emplace_back(*it);
-              b2.values.erase(it);
-            }
-          for (const std::string& v : attr_vars)
-            if (auto it = b2.attrs.find(v); it != b2.attrs.end()) {
-              b2.attr_lists[v].push_back(it->second);
-              moved_attrs.emplace_back(it->first, std::move(it->second));
-              b2.attrs.erase(it);
-            }
-          const bool go_on = input(i + 1, b2);
-          for (auto& [v, c] : moved_values) {
-            b2.lists[v].pop_back();
-            if (b2.lists[v].empty()) b2.lists.erase(v);
-            b2.values[v] = c;
-          }
-          for (auto& [v, a] : moved_attrs) {
-            b2.attr_lists[v].pop_back();
-            if (b2.attr_lists[v].empty()) b2.attr_lists.erase(v);
-            b2.attrs[v] = std::move(a);
-          }
-          return go_on;
-        }, context);
+        return value(
+            *p.rest, n.children[i], bb,
+            [&](EMatch& b2) {
+              std::vector<std::string> value_vars, attr_vars;
+              pattern_vars(*p.rest, value_vars, attr_vars);
+              std::vector<std::pair<std::string, ClassId>> moved_values;
+              std::vector<std::pair<std::string, Attribute>> moved_attrs;
+              for (const std::string& v : value_vars)
+                if (auto it = b2.values.find(v); it != b2.values.end()) {
+                  b2.lists[v].push_back(it->second);
+                  moved_values.emplace_back(*it);
+                  b2.values.erase(it);
+                }
+              for (const std::string& v : attr_vars)
+                if (auto it = b2.attrs.find(v); it != b2.attrs.end()) {
+                  b2.attr_lists[v].push_back(it->second);
+                  moved_attrs.emplace_back(it->first, std::move(it->second));
+                  b2.attrs.erase(it);
+                }
+              const bool go_on = input(i + 1, b2);
+              for (auto& [v, c] : moved_values) {
+                b2.lists[v].pop_back();
+                if (b2.lists[v].empty()) b2.lists.erase(v);
+                b2.values[v] = c;
+              }
+              for (auto& [v, a] : moved_attrs) {
+                b2.attr_lists[v].pop_back();
+                if (b2.attr_lists[v].empty()) b2.attr_lists.erase(v);
+                b2.attrs[v] = std::move(a);
+              }
+              return go_on;
+            },
+            context);
       }
       if (!p.var.empty()) return bind_and(p.var, c, bb, k);
       return k(bb);
@@ -350,7 +398,8 @@ class Search {
     auto enter = [&](ClassId child, std::vector<ClassId>& into) {
       if (child == kAbsent) return;
       child = g_.find(child);
-      if (child == value || matched.count(child) || bound.count(child) || !shadow.insert(child).second) return;
+      if (child == value || matched.count(child) || bound.count(child) || !shadow.insert(child).second)
+        return;
       into.push_back(child);
     };
     for (size_t i = 0; i < b.op_classes.size(); ++i)
@@ -412,7 +461,9 @@ std::vector<std::pair<int, int>> EMatcher::candidates(ClassId cls, const ENode& 
       std::vector<ClassId> next_classes;
       std::set<ClassId> seen;
       for (const ENode* n : frontier) {
-        if (n->kind != ENode::Kind::Op || static_cast<size_t>(idx) >= n->children.size() || n->children[static_cast<size_t>(idx)] == kAbsent) continue;
+        if (n->kind != ENode::Kind::Op || static_cast<size_t>(idx) >= n->children.size() ||
+            n->children[static_cast<size_t>(idx)] == kAbsent)
+          continue;
         ClassId child = g_.find(n->children[static_cast<size_t>(idx)]);
         if (!seen.insert(child).second) continue;
         next_classes.push_back(child);
@@ -444,7 +495,8 @@ std::vector<std::pair<int, int>> EMatcher::candidates(ClassId cls, const ENode& 
         break;
       case Question::Kind::OutputIndex:
         for (ClassId c : classes)
-          for (const ENode& n : g_.eclass(c).nodes) result.insert(n.kind == ENode::Kind::Proj ? std::to_string(n.op) : "0");
+          for (const ENode& n : g_.eclass(c).nodes)
+            result.insert(n.kind == ENode::Kind::Proj ? std::to_string(n.op) : "0");
         break;
       case Question::Kind::IsConst:
         for (ClassId c : classes) result.insert(g_.eclass(c).data.is_constant() ? "1" : "0");
@@ -488,7 +540,8 @@ const std::string* EMatcher::attribute_answer_of(const ENode& node, const std::s
     // An attribute-input: the answer is its constant's, which differs node by node.
     const ClassId child = *k < node.children.size() ? node.children[*k] : kAbsent;
     const Tensor* constant = child == kAbsent ? nullptr : g_.eclass(child).data.constant;
-    std::optional<Attribute> a = constant ? attribute_from_input(sig.domain, sig.op_type, attr, *constant) : std::nullopt;
+    std::optional<Attribute> a =
+        constant ? attribute_from_input(sig.domain, sig.op_type, attr, *constant) : std::nullopt;
     if (!a) return nullptr;
     input_attribute_answer_ = attribute_answer(*a);
     return &input_attribute_answer_;
@@ -503,8 +556,8 @@ const std::string* EMatcher::attribute_answer_of(const ENode& node, const std::s
   return it->second ? &*it->second : nullptr;
 }
 
-
-void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, std::vector<EMatch>& out, size_t limit, Miss* miss) const {
+void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, std::vector<EMatch>& out,
+                     size_t limit, Miss* miss) const {
   const CompiledRule& cr = rules_.rules()[static_cast<size_t>(rule)];
   const Alternative& alt = cr.alternatives[static_cast<size_t>(alternative)];
   Search search(g_, *this, alt, miss);
@@ -517,7 +570,8 @@ void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, 
   if (node.kind == ENode::Kind::Op && g_.signature(node.op).num_outputs > 1) {
     root_value = kAbsent;
     for (const auto& [parent, parent_cls] : g_.eclass(cls).parents)
-      if (parent.kind == ENode::Kind::Proj && static_cast<int>(parent.op) == root_op->output_index) root_value = g_.find(parent_cls);
+      if (parent.kind == ENode::Kind::Proj && static_cast<int>(parent.op) == root_op->output_index)
+        root_value = g_.find(parent_cls);
     if (root_value == kAbsent) return;  // that output is never read: nothing to rewrite
   }
   EMatch b;
@@ -571,7 +625,8 @@ void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, 
         bool already = false;
         for (ClassId rc : bb.roots) already = already || g_.find(rc) == value_cls;
         if (already) continue;
-        if (alt.alike_previous[r] && value_cls <= g_.find(bb.roots.back())) continue;  // alike roots in class order
+        if (alt.alike_previous[r] && value_cls <= g_.find(bb.roots.back()))
+          continue;  // alike roots in class order
         const bool was_tracing = search.tracing;
         search.tracing = false;  // a candidate that is not this root is no miss
         bool go_on = search.value(
@@ -590,7 +645,9 @@ void EMatcher::match(int rule, int alternative, ClassId cls, const ENode& node, 
         if (!go_on) return false;
       }
     if (!reached_end && out.size() == found_before)
-      search.fail(past_patterns, [&] { return "no node matches root " + std::to_string(r + 1) + " (" + p.loc.to_string() + ")"; });
+      search.fail(past_patterns, [&] {
+        return "no node matches root " + std::to_string(r + 1) + " (" + p.loc.to_string() + ")";
+      });
     return true;
   };
   search.node_then(*root_op, root_value, node, b, [&](EMatch& bb) {

@@ -25,8 +25,8 @@ struct EMatch {
   // List variables (bound inside a `...` pattern): one entry per input it matched, in order.
   std::map<std::string, std::vector<ClassId>> lists;
   std::map<std::string, std::vector<Attribute>> attr_lists;
-  std::vector<ClassId> roots;  // the class of each root's value
-  ENode root_node;             // the first root's e-node, as matched
+  std::vector<ClassId> roots;       // the class of each root's value
+  ENode root_node;                  // the first root's e-node, as matched
   std::vector<ClassId> op_classes;  // every class an op pattern matched (what the rewrite replaces)
   // For each of those, the matched e-node's (rule, site): (-1, -1) for a node of the input graph.
   std::vector<std::pair<int32_t, int32_t>> op_origins;
@@ -49,7 +49,8 @@ class EMatcher {
   std::vector<std::pair<int, int>> candidates(ClassId cls, const ENode& node, size_t* asked = nullptr) const;
   // Appends to `out` every match of one rule alternative rooted at `node`, up to `limit`
   // in total. `miss`, when given, is updated with any failure that got further.
-  void match(int rule, int alternative, ClassId cls, const ENode& node, std::vector<EMatch>& out, size_t limit, Miss* miss = nullptr) const;
+  void match(int rule, int alternative, ClassId cls, const ENode& node, std::vector<EMatch>& out,
+             size_t limit, Miss* miss = nullptr) const;
 
   int64_t opset(const std::string& domain) const;
   const EGraph& egraph() const { return g_; }

@@ -24,7 +24,8 @@ void collect_ops(const Pattern& p, std::set<std::pair<std::string, std::string>>
   if (p.rest) collect_ops(*p.rest, ops);
 }
 
-int pattern_depth(const Pattern& p, const std::map<std::string, PatternPtr>& lets, std::set<std::string>& seen) {
+int pattern_depth(const Pattern& p, const std::map<std::string, PatternPtr>& lets,
+                  std::set<std::string>& seen) {
   if (p.kind == Pattern::Kind::Var) {
     auto it = lets.find(p.var);
     return it != lets.end() && seen.insert(p.var).second ? pattern_depth(*it->second, lets, seen) : 0;
@@ -63,7 +64,8 @@ GraphEGraph canonical_egraph(const RuleSet& rules, const Model& model) {
   return geg;
 }
 
-std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const Model& model, size_t* predicates_asked) {
+std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const Model& model,
+                                                            size_t* predicates_asked) {
   const GraphEGraph geg = canonical_egraph(rules, model);
   const EGraph& g = geg.egraph;
   EMatcher matcher(rules, g, model.opsets);
@@ -88,8 +90,8 @@ std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules
 namespace {
 
 // Appends the sites of one graph (the model's, or a body's) to each rule's explanation.
-void explain_graph(const RuleSet& rules, const Model& model, const ExplainOptions& options, const std::string& scope,
-                   std::vector<RuleExplanation>& per_rule) {
+void explain_graph(const RuleSet& rules, const Model& model, const ExplainOptions& options,
+                   const std::string& scope, std::vector<RuleExplanation>& per_rule) {
   // The model as written, seen through the one matcher, with the canonical forms added
   // (equal nodes merged, as the optimizer merges them).
   const GraphEGraph geg = canonical_egraph(rules, model);
@@ -137,13 +139,15 @@ void explain_graph(const RuleSet& rules, const Model& model, const ExplainOption
           frontier = std::move(next);
         }
         if (reached) continue;  // reported at that root
-        s.reason = "no " + root.op + " (the rule's root, " + root.loc.to_string() + ") consumes it within " + std::to_string(depth) + " steps";
+        s.reason = "no " + root.op + " (the rule's root, " + root.loc.to_string() + ") consumes it within " +
+                   std::to_string(depth) + " steps";
         s.near = true;
         re.sites.push_back(std::move(s));
         continue;
       }
       if (!cr.enabled) {
-        s.reason = "the rule is disabled (--disable, a switch file, or `enabled false` at " + cr.ast->loc.to_string() + ")";
+        s.reason = "the rule is disabled (--disable, a switch file, or `enabled false` at " +
+                   cr.ast->loc.to_string() + ")";
         s.near = true;
         re.sites.push_back(std::move(s));
         continue;
@@ -167,22 +171,27 @@ void explain_graph(const RuleSet& rules, const Model& model, const ExplainOption
 
 }  // namespace
 
-std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model, const ExplainOptions& options) {
+std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model,
+                                             const ExplainOptions& options) {
   if (!options.rule.empty() && !rules.find(options.rule)) throw Error("no rule named '" + options.rule + "'");
   std::vector<RuleExplanation> per_rule;
   for (const auto& cr : rules.rules()) per_rule.push_back({cr.ast->name, cr.ast->loc, cr.enabled, {}, ""});
   explain_graph(rules, model, options, "", per_rule);
-  for (const ScopedBody& b : control_flow_bodies(model, BodyShapes::Propagated)) explain_graph(rules, b.model, options, b.scope, per_rule);
+  for (const ScopedBody& b : control_flow_bodies(model, BodyShapes::Propagated))
+    explain_graph(rules, b.model, options, b.scope, per_rule);
   std::vector<RuleExplanation> out;
   for (RuleExplanation& re : per_rule) {
     if (!options.rule.empty() && re.rule != options.rule) continue;
-    std::stable_sort(re.sites.begin(), re.sites.end(), [](const SiteExplanation& a, const SiteExplanation& b) {
-      if (a.matched != b.matched) return !a.matched;
-      return a.depth > b.depth;
-    });
+    std::stable_sort(re.sites.begin(), re.sites.end(),
+                     [](const SiteExplanation& a, const SiteExplanation& b) {
+                       if (a.matched != b.matched) return !a.matched;
+                       return a.depth > b.depth;
+                     });
     if (!re.sites.empty() || !options.rule.empty()) out.push_back(std::move(re));
   }
-  std::stable_sort(out.begin(), out.end(), [](const RuleExplanation& a, const RuleExplanation& b) { return a.near_misses() > b.near_misses(); });
+  std::stable_sort(out.begin(), out.end(), [](const RuleExplanation& a, const RuleExplanation& b) {
+    return a.near_misses() > b.near_misses();
+  });
   return out;
 }
 

@@ -17,7 +17,7 @@ namespace geopt::dsl {
 struct SiteExplanation {
   std::string rule;
   SourceLoc rule_loc;
-  std::string node;  // the site's node (name, or "Op (unnamed node #k)")
+  std::string node;   // the site's node (name, or "Op (unnamed node #k)")
   std::string scope;  // the control-flow body it sits in (body_scope), empty in the graph
   bool matched = false;
   std::string reason;  // why not, when not matched
@@ -36,7 +36,7 @@ struct RuleExplanation {
 };
 
 struct ExplainOptions {
-  std::string rule;      // only this rule (empty: all)
+  std::string rule;       // only this rule (empty: all)
   bool anywhere = false;  // also nodes of any op in the pattern, not just the root op
 };
 
@@ -48,11 +48,13 @@ GraphEGraph canonical_egraph(const RuleSet& rules, const Model& model);
 // Where each enabled rule matches on the model as written (canonical forms added), through the automaton and
 // the one matcher (`geopt rules match`): rule -> the root nodes of its matches, in
 // graph order, each once. `predicates_asked`, when given, counts automaton questions.
-std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const Model& model, size_t* predicates_asked = nullptr);
+std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const Model& model,
+                                                            size_t* predicates_asked = nullptr);
 
 // Rules with candidate sites, the ones with most misses first. Each rule's sites include
 // those of the control-flow bodies (control_flow_bodies, shapes propagated), each with its
 // scope, sorted with the graph's (nearest misses first, then matches).
-std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model, const ExplainOptions& options);
+std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model,
+                                             const ExplainOptions& options);
 
 }  // namespace geopt::dsl

@@ -32,13 +32,15 @@ struct control : pegtl::normal<Rule> {
 template <typename Rule>
 using selector = pt::selector<
     Rule,
-    pt::store_content::on<rule_def, rule_name, tag_list, ident, doc_item, enabled_item, kw_true, kw_false, let_item,
-                          match_item, root_pattern, where_item, rewrite_item, fold_item, test_item, string_lit, triple_string, var_name,
-                          number, list_lit, op_pattern, op_name, any_op, const_pattern, ellipsis, rest_mark,
-                          output_index, attr_pred, attr_absent, cmp_op, approx_op, attr_compare, attr_approx, attr_in,
-                          tolerance, range_lit, set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros,
-                          kw_is_const, kw_is_static, kw_one_use, kw_zero_rows, kw_full_rows, modulo, repl_op, shape_call, ratio, product, list_expr, indexed_var, gathered_var, spliced_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
-                          expect_fired, expect_matched, expect_equal, kw_in, arrow>>;
+    pt::store_content::on<
+        rule_def, rule_name, tag_list, ident, doc_item, enabled_item, kw_true, kw_false, let_item, match_item,
+        root_pattern, where_item, rewrite_item, fold_item, test_item, string_lit, triple_string, var_name,
+        number, list_lit, op_pattern, op_name, any_op, const_pattern, ellipsis, rest_mark, output_index,
+        attr_pred, attr_absent, cmp_op, approx_op, attr_compare, attr_approx, attr_in, tolerance, range_lit,
+        set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros,
+        kw_is_const, kw_is_static, kw_one_use, kw_zero_rows, kw_full_rows, modulo, repl_op, shape_call, ratio,
+        product, list_expr, indexed_var, gathered_var, spliced_var, repl_const, dtype_of, attr_assign,
+        model_text, model_path, expect_count, expect_fired, expect_matched, expect_equal, kw_in, arrow>>;
 
 using Node = pt::node;
 
@@ -75,7 +77,8 @@ class Builder {
   }
   static int index_of(const Node& n) {  // "[ 2 ]" -> 2
     std::string s = n.string();
-    return static_cast<int>(std::clamp<int64_t>(to_integer(s.substr(s.find_first_of("0123456789"))), 0, 1 << 20));
+    return static_cast<int>(
+        std::clamp<int64_t>(to_integer(s.substr(s.find_first_of("0123456789"))), 0, 1 << 20));
   }
   static bool integer_text(const std::string& s) { return s.find_first_of(".eE") == std::string::npos; }
 
@@ -102,14 +105,17 @@ class Builder {
     Term t;
     t.loc = loc(v);
     const Node& fn = *v.children.at(0);
-    t.kind = fn.is_type<kw_dim>() ? Term::Kind::Dim : fn.is_type<kw_rank>() ? Term::Kind::Rank : Term::Kind::Shape;
+    t.kind = fn.is_type<kw_dim>()    ? Term::Kind::Dim
+             : fn.is_type<kw_rank>() ? Term::Kind::Rank
+                                     : Term::Kind::Shape;
     const size_t want = t.kind == Term::Kind::Dim ? 3 : 2;
     if (v.children.size() != want || !v.children[1]->is_type<var_name>()) {
       error(v, t.kind == Term::Kind::Dim ? "`dim` takes (%var, axis)" : "`" + fn.string() + "` takes (%var)");
     } else {
       t.var = v.children[1]->string();
       if (t.kind == Term::Kind::Dim) {
-        if (!integer_text(v.children[2]->string())) error(*v.children[2], "the axis of dim() must be an integer");
+        if (!integer_text(v.children[2]->string()))
+          error(*v.children[2], "the axis of dim() must be an integer");
         t.axis = to_integer(v.children[2]->string());
       }
     }
@@ -150,13 +156,18 @@ class Builder {
     if (check.is_type<attr_compare>()) {
       a.op = cmp(check.children.at(0)->string());
       const Node& v = *check.children.at(1);
-      if (v.is_type<var_name>()) a.bind_var = v.string();
-      else a.value = build_literal(v);
+      if (v.is_type<var_name>())
+        a.bind_var = v.string();
+      else
+        a.value = build_literal(v);
     } else if (check.is_type<attr_approx>()) {
       a.op = CmpOp::Approx;
       a.value = build_literal(*check.children.at(1));
-      if (check.children.size() > 2) a.tolerance = to_number(*check.children.at(2)->children.at(0));
-      else error(check, "`~=` needs an explicit tolerance: `" + a.name + " ~= " + check.children.at(1)->string() + " +- 1e-9`");
+      if (check.children.size() > 2)
+        a.tolerance = to_number(*check.children.at(2)->children.at(0));
+      else
+        error(check, "`~=` needs an explicit tolerance: `" + a.name +
+                         " ~= " + check.children.at(1)->string() + " +- 1e-9`");
     } else {
       a.op = CmpOp::In;
       const Node& what = *check.children.at(1);
@@ -185,19 +196,25 @@ class Builder {
     } else if (n.is_type<op_pattern>()) {
       p->kind = Pattern::Kind::Op;
       for (const auto& c : n.children) {
-        if (c->is_type<op_name>()) split_op(c->string(), p->domain, p->op);
-        else if (c->is_type<any_op>()) p->op = "*";
-        else if (c->is_type<ellipsis>()) p->rest_any = true;
+        if (c->is_type<op_name>())
+          split_op(c->string(), p->domain, p->op);
+        else if (c->is_type<any_op>())
+          p->op = "*";
+        else if (c->is_type<ellipsis>())
+          p->rest_any = true;
         else if (c->is_type<rest_mark>()) {  // the argument just read applies to every remaining input
-          if (p->rest || p->rest_any || p->args.empty()) error(*c, "`...` must be the last argument");
+          if (p->rest || p->rest_any || p->args.empty())
+            error(*c, "`...` must be the last argument");
           else {
             p->rest = p->args.back();
             p->args.pop_back();
           }
-        }
-        else if (c->is_type<output_index>()) p->output_index = index_of(*c);
-        else if (c->is_type<attr_pred>()) p->attrs.push_back(build_attr_pred(*c));
-        else if (c->is_type<bind_as>()) p->var = c->children.at(0)->string();
+        } else if (c->is_type<output_index>())
+          p->output_index = index_of(*c);
+        else if (c->is_type<attr_pred>())
+          p->attrs.push_back(build_attr_pred(*c));
+        else if (c->is_type<bind_as>())
+          p->var = c->children.at(0)->string();
         else {
           if (p->rest || p->rest_any) error(*c, "`...` must be the last argument");
           p->args.push_back(build_pattern(*c));
@@ -225,7 +242,8 @@ class Builder {
       if (fn.is_type<kw_rank>()) {
         t.kind = Term::Kind::Rank;
         if (need_var(1)) t.var = args[0]->string();
-      } else if (fn.is_type<kw_dtype>() || fn.is_type<kw_shape>() || fn.is_type<kw_zeros>() || fn.is_type<kw_zero_rows>() || fn.is_type<kw_full_rows>()) {
+      } else if (fn.is_type<kw_dtype>() || fn.is_type<kw_shape>() || fn.is_type<kw_zeros>() ||
+                 fn.is_type<kw_zero_rows>() || fn.is_type<kw_full_rows>()) {
         t.kind = fn.is_type<kw_dtype>()       ? Term::Kind::DType
                  : fn.is_type<kw_shape>()     ? Term::Kind::Shape
                  : fn.is_type<kw_zero_rows>() ? Term::Kind::ZeroRows
@@ -236,8 +254,10 @@ class Builder {
         t.kind = Term::Kind::Dim;
         if (need_var(2)) {
           t.var = args[0]->string();
-          if (!args[1]->is_type<number>() || !integer_text(args[1]->string())) error(*args[1], "the axis of dim() must be an integer");
-          else t.axis = to_integer(args[1]->string());
+          if (!args[1]->is_type<number>() || !integer_text(args[1]->string()))
+            error(*args[1], "the axis of dim() must be an integer");
+          else
+            t.axis = to_integer(args[1]->string());
         }
       } else {  // is_const / is_static / one_use are predicates; the caller handles them
         t.kind = Term::Kind::Ident;
@@ -268,11 +288,16 @@ class Builder {
     p.loc = loc(n);
     p.lhs = build_term(*n.children.at(0));
     if (n.children.size() == 1) {
-      if (p.lhs.kind == Term::Kind::Ident && (p.lhs.ident == "is_const" || p.lhs.ident == "is_static" || p.lhs.ident == "one_use")) {
-        p.kind = p.lhs.ident == "is_const" ? Predicate::Kind::IsConst : p.lhs.ident == "is_static" ? Predicate::Kind::IsStatic : Predicate::Kind::OneUse;
+      if (p.lhs.kind == Term::Kind::Ident &&
+          (p.lhs.ident == "is_const" || p.lhs.ident == "is_static" || p.lhs.ident == "one_use")) {
+        p.kind = p.lhs.ident == "is_const"    ? Predicate::Kind::IsConst
+                 : p.lhs.ident == "is_static" ? Predicate::Kind::IsStatic
+                                              : Predicate::Kind::OneUse;
         p.var = p.lhs.var;
       } else {
-        error(n, "a predicate needs a comparison (==, ~=, in, ...) unless it is is_const(%v), is_static(%v) or one_use(%v)");
+        error(n,
+              "a predicate needs a comparison (==, ~=, in, ...) unless it is is_const(%v), is_static(%v) or "
+              "one_use(%v)");
       }
       return p;
     }
@@ -282,8 +307,10 @@ class Builder {
     if (op.is_type<approx_op>()) {
       p.op = CmpOp::Approx;
       p.rhs = build_term(*n.children.at(i++));
-      if (i < n.children.size() && n.children[i]->is_type<tolerance>()) p.tolerance = to_number(*n.children[i]->children.at(0));
-      else error(op, "`~=` needs an explicit tolerance: `... ~= value +- 1e-9`");
+      if (i < n.children.size() && n.children[i]->is_type<tolerance>())
+        p.tolerance = to_number(*n.children[i]->children.at(0));
+      else
+        error(op, "`~=` needs an explicit tolerance: `... ~= value +- 1e-9`");
     } else if (op.is_type<cmp_op>()) {
       p.op = cmp(op.string());
       p.rhs = build_term(*n.children.at(i++));
@@ -340,24 +367,30 @@ class Builder {
     if (n.is_type<repl_const>()) {
       r->kind = Replacement::Kind::Const;
       const Node& type = *n.children.at(0);
-      if (type.is_type<dtype_of>()) r->const_dtype_of = type.children.back()->string();
-      else r->const_dtype = type.string();
+      if (type.is_type<dtype_of>())
+        r->const_dtype_of = type.children.back()->string();
+      else
+        r->const_dtype = type.string();
       const Node& value = *n.children.at(1);
       r->const_is_list = value.is_type<list_expr>();
       if (r->const_is_list) {
         r->const_items = build_list_items(value);
       } else {
         ListItem li;
-        if (value.is_type<var_name>()) li.var = value.string();
-        else li.number = to_number(value);
+        if (value.is_type<var_name>())
+          li.var = value.string();
+        else
+          li.number = to_number(value);
         r->const_items.push_back(std::move(li));
       }
       return r;
     }
     r->kind = Replacement::Kind::Op;
     for (const auto& c : n.children) {
-      if (c->is_type<op_name>()) split_op(c->string(), r->domain, r->op);
-      else if (c->is_type<output_index>()) r->output_index = index_of(*c);
+      if (c->is_type<op_name>())
+        split_op(c->string(), r->domain, r->op);
+      else if (c->is_type<output_index>())
+        r->output_index = index_of(*c);
       else if (c->is_type<attr_assign>()) {
         AttrAssign a;
         a.loc = loc(*c);
@@ -367,7 +400,8 @@ class Builder {
           a.term = build_shape_call(v);
         } else if (v.is_type<list_expr>()) {
           a.list = build_list_items(v);
-          const bool all_numbers = std::all_of(a.list.begin(), a.list.end(), [](const ListItem& li) { return li.number.has_value(); });
+          const bool all_numbers = std::all_of(a.list.begin(), a.list.end(),
+                                               [](const ListItem& li) { return li.number.has_value(); });
           if (all_numbers) {  // a plain list of numbers: the literal it reads as
             Literal l;
             l.kind = Literal::Kind::List;
@@ -409,13 +443,19 @@ class Builder {
         Expectation e;
         e.loc = loc(s);
         if (s.is_type<expect_count>() || s.is_type<expect_fired>() || s.is_type<expect_matched>()) {
-          e.kind = s.is_type<expect_count>() ? Expectation::Kind::Count : s.is_type<expect_fired>() ? Expectation::Kind::Fired : Expectation::Kind::Matched;
-          if (e.kind == Expectation::Kind::Count) split_op(s.children.at(0)->string(), e.domain, e.op);
-          else e.rule = s.children.at(0)->string();
+          e.kind = s.is_type<expect_count>()   ? Expectation::Kind::Count
+                   : s.is_type<expect_fired>() ? Expectation::Kind::Fired
+                                               : Expectation::Kind::Matched;
+          if (e.kind == Expectation::Kind::Count)
+            split_op(s.children.at(0)->string(), e.domain, e.op);
+          else
+            e.rule = s.children.at(0)->string();
           e.cmp = cmp(s.children.at(1)->string());
           const Node& num = *s.children.at(2);
-          if (!integer_text(num.string())) error(num, "expected an integer count");
-          else e.value = to_integer(num.string());
+          if (!integer_text(num.string()))
+            error(num, "expected an integer count");
+          else
+            e.value = to_integer(num.string());
         } else {
           e.kind = Expectation::Kind::OutputsEqual;
           if (!s.children.empty()) e.tolerance = to_number(*s.children[0]);
@@ -449,8 +489,10 @@ class Builder {
         for (const auto& root : c->children) {
           if (root->children.size() == 2) {  // %name = pattern
             PatternPtr p = build_pattern(*root->children[1]);
-            if (p->kind == Pattern::Kind::Op && p->var.empty()) p->var = root->children[0]->string();
-            else r.lets.push_back({loc(*root), root->children[0]->string(), p});
+            if (p->kind == Pattern::Kind::Op && p->var.empty())
+              p->var = root->children[0]->string();
+            else
+              r.lets.push_back({loc(*root), root->children[0]->string(), p});
             r.roots.push_back(p->kind == Pattern::Kind::Op ? p : build_pattern(*root->children[0]));
           } else {
             r.roots.push_back(build_pattern(*root->children.at(0)));
@@ -470,7 +512,9 @@ class Builder {
         r.fold = true;
         std::string text = c->string();
         auto eq = text.find('=');
-        if (eq != std::string::npos) r.fold_max_elements = to_integer(text.substr(eq + 1 + text.substr(eq + 1).find_first_of("0123456789")));
+        if (eq != std::string::npos)
+          r.fold_max_elements =
+              to_integer(text.substr(eq + 1 + text.substr(eq + 1).find_first_of("0123456789")));
       } else if (c->is_type<test_item>()) {
         r.tests.push_back(build_test(*c));
       }
@@ -503,7 +547,6 @@ bool skip_blank(const std::string& text, size_t& pos, size_t& line, size_t& col)
   }
   return false;
 }
-
 
 // How deep brackets nest, outside strings and comments: refused past kMaxNesting before
 // the grammar (which recurses once per level) ever sees it, so no hostile file can
@@ -541,7 +584,9 @@ std::optional<Diagnostic> too_deep(const std::string& text, const std::string& p
         if (text[i + 1] == '\n') ++line, col = 0;
     } else if (c == '(' || c == '[' || c == '{') {
       if (++depth > kMaxNesting)
-        return Diagnostic{{path, line, col}, "brackets nest deeper than " + std::to_string(kMaxNesting) + " levels; split the pattern"};
+        return Diagnostic{
+            {path, line, col},
+            "brackets nest deeper than " + std::to_string(kMaxNesting) + " levels; split the pattern"};
     } else if (c == ')' || c == ']' || c == '}') {
       depth = std::max(0, depth - 1);
     }
@@ -572,7 +617,8 @@ ParseResult parse_rules(const std::string& text, const std::string& path) {
       }
     } catch (const pegtl::parse_error& e) {
       const auto& p = e.positions().front();
-      result.errors.push_back({{path, static_cast<int>(p.line), static_cast<int>(p.column)}, std::string(e.message())});
+      result.errors.push_back(
+          {{path, static_cast<int>(p.line), static_cast<int>(p.column)}, std::string(e.message())});
     }
     if (consumed == 0) {
       // Resynchronize: skip to the next line that starts with `rule`.
@@ -583,7 +629,9 @@ ParseResult parse_rules(const std::string& text, const std::string& path) {
         ++next;
         size_t k = next;
         while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
-        if (text.compare(k, 4, "rule") == 0 && (k + 4 >= text.size() || !std::isalnum(static_cast<unsigned char>(text[k + 4])))) break;
+        if (text.compare(k, 4, "rule") == 0 &&
+            (k + 4 >= text.size() || !std::isalnum(static_cast<unsigned char>(text[k + 4]))))
+          break;
       }
       consumed = next - pos;
     }

@@ -11,6 +11,7 @@
 
 namespace geopt::dsl {
 
-std::optional<HostTensor> rewrite_constant(const Replacement& r, const BoundLookup& bound, std::string* why = nullptr);
+std::optional<HostTensor> rewrite_constant(const Replacement& r, const BoundLookup& bound,
+                                           std::string* why = nullptr);
 
 }  // namespace geopt::dsl

@@ -9,17 +9,21 @@
 namespace geopt::dsl {
 namespace {
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 }  // namespace
 
-Model extracted_model(const Model& input, const GraphEGraph& geg, const Extraction& x, std::map<std::string, std::pair<int32_t, int32_t>>* origins) {
+Model extracted_model(const Model& input, const GraphEGraph& geg, const Extraction& x,
+                      std::map<std::string, std::pair<int32_t, int32_t>>* origins) {
   Model m = extraction_to_model(input, geg, x, origins);
   for (const auto& n : m.graph->nodes())
     if (m.opset_version(n->domain) == 0) m.opsets.push_back({n->domain, 1});
   return m;
 }
 
-RuleRun run_rules(const Model& input, const RuleSet& rules, const NodeCost& cost, const RuleRunOptions& options) {
+RuleRun run_rules(const Model& input, const RuleSet& rules, const NodeCost& cost,
+                  const RuleRunOptions& options) {
   RuleRun r;
   auto t = Clock::now();
   r.egraph = egraph_from_graph(*input.graph);
@@ -55,10 +59,14 @@ RuleRun run_rules(const Model& input, const RuleSet& rules, const NodeCost& cost
   // site whose value the result computes through a later rewrite by a rule that fuses
   // nothing (a layout: weights in FRACTAL_NZ, the op in NC1HWC0) covering the same input
   // nodes is kept in that form.
-  auto is_fusion = [&](int32_t rule) { return rules.rules()[static_cast<size_t>(rule)].ast->has_tag("fusion"); };
+  auto is_fusion = [&](int32_t rule) {
+    return rules.rules()[static_cast<size_t>(rule)].ast->has_tag("fusion");
+  };
   auto only_values = [&](int32_t rule) {
     const auto& rewrites = rules.rules()[static_cast<size_t>(rule)].ast->rewrites;
-    return !rewrites.empty() && std::all_of(rewrites.begin(), rewrites.end(), [](const auto& w) { return w.replacement->kind == Replacement::Kind::Var; });
+    return !rewrites.empty() && std::all_of(rewrites.begin(), rewrites.end(), [](const auto& w) {
+      return w.replacement->kind == Replacement::Kind::Var;
+    });
   };
   auto canonical = [&](ENode n) {
     for (ClassId& ch : n.children)
@@ -79,8 +87,9 @@ RuleRun run_rules(const Model& input, const RuleSet& rules, const NodeCost& cost
     auto it = records.find({further.origin, further.site});
     if (it == records.end()) continue;
     const auto& covered = it->second->replaced;
-    if (std::all_of(rec.replaced.begin(), rec.replaced.end(),
-                    [&](const std::string& name) { return std::find(covered.begin(), covered.end(), name) != covered.end(); }))
+    if (std::all_of(rec.replaced.begin(), rec.replaced.end(), [&](const std::string& name) {
+          return std::find(covered.begin(), covered.end(), name) != covered.end();
+        }))
       r.kept_sites.emplace(rec.rule, rec.site);
   }
   // A site a kept site built on (its pattern read the e-nodes this one made: ConvBias's
@@ -99,13 +108,16 @@ RuleRun run_rules(const Model& input, const RuleSet& rules, const NodeCost& cost
   std::set<std::pair<int32_t, ClassId>> kept_targets;
   for (const auto& [rule, site] : r.kept_sites) {
     auto it = records.find({rule, site});
-    kept_targets.emplace(rule, it == records.end() ? kAbsent - static_cast<ClassId>(site) : g.find(it->second->target));
+    kept_targets.emplace(
+        rule, it == records.end() ? kAbsent - static_cast<ClassId>(site) : g.find(it->second->target));
   }
-  for (const auto& [rule, target] : kept_targets) ++r.selected[rules.rules()[static_cast<size_t>(rule)].ast->name];
+  for (const auto& [rule, target] : kept_targets)
+    ++r.selected[rules.rules()[static_cast<size_t>(rule)].ast->name];
   return r;
 }
 
-std::vector<EMatch> rule_matches(const RuleSet& rules, int rule, const GraphEGraph& geg, const std::vector<OpsetImport>& opsets, size_t limit) {
+std::vector<EMatch> rule_matches(const RuleSet& rules, int rule, const GraphEGraph& geg,
+                                 const std::vector<OpsetImport>& opsets, size_t limit) {
   const EGraph& g = geg.egraph;
   EMatcher matcher(rules, g, opsets);
   std::vector<EMatch> out;
@@ -125,8 +137,8 @@ std::vector<EMatch> rule_matches(const RuleSet& rules, int rule, const GraphEGra
   return out;
 }
 
-std::optional<Model> program_with_site(const Model& input, const GraphEGraph& geg, const NodeCost& cost, const SiteRecord& site,
-                                       std::optional<ClassId> folded) {
+std::optional<Model> program_with_site(const Model& input, const GraphEGraph& geg, const NodeCost& cost,
+                                       const SiteRecord& site, std::optional<ClassId> folded) {
   const EGraph& g = geg.egraph;
   std::set<ClassId> made;
   for (ClassId c : site.rule < 0 ? std::vector<ClassId>{} : g.class_ids())
@@ -148,7 +160,8 @@ std::optional<Model> program_with_site(const Model& input, const GraphEGraph& ge
   return extracted_model(input, geg, x);
 }
 
-std::optional<Model> apply_once(const Model& model, const RuleSet& rules, int rule, const std::string& root_name, const NodeCost& cost) {
+std::optional<Model> apply_once(const Model& model, const RuleSet& rules, int rule,
+                                const std::string& root_name, const NodeCost& cost) {
   GraphEGraph geg = egraph_from_graph(*model.graph);
   std::optional<EMatch> m;
   for (auto& found : rule_matches(rules, rule, geg, model.opsets))
@@ -162,7 +175,8 @@ std::optional<Model> apply_once(const Model& model, const RuleSet& rules, int ru
   geg.egraph.rebuild();
   if (!changed) return std::nullopt;
   const bool fold = rules.rules()[static_cast<size_t>(rule)].ast->fold;
-  return program_with_site(model, geg, cost, rec, fold ? std::optional<ClassId>(m->roots.front()) : std::nullopt);
+  return program_with_site(model, geg, cost, rec,
+                           fold ? std::optional<ClassId>(m->roots.front()) : std::nullopt);
 }
 
 }  // namespace geopt::dsl

@@ -42,23 +42,25 @@ struct RuleRun {
 Model extracted_model(const Model& input, const GraphEGraph& geg, const Extraction& x,
                       std::map<std::string, std::pair<int32_t, int32_t>>* origins = nullptr);
 
-RuleRun run_rules(const Model& input, const RuleSet& rules, const NodeCost& cost, const RuleRunOptions& options = {});
+RuleRun run_rules(const Model& input, const RuleSet& rules, const NodeCost& cost,
+                  const RuleRunOptions& options = {});
 
 // Every match of one rule on an e-graph, each root class once, at most `limit` roots.
-std::vector<EMatch> rule_matches(const RuleSet& rules, int rule, const GraphEGraph& geg, const std::vector<OpsetImport>& opsets,
-                                 size_t limit = SIZE_MAX);
+std::vector<EMatch> rule_matches(const RuleSet& rules, int rule, const GraphEGraph& geg,
+                                 const std::vector<OpsetImport>& opsets, size_t limit = SIZE_MAX);
 
 // The program with one site's rewrite taken, everything else as `cost` prefers: every
 // class holding one of its e-nodes chooses it, the value it rewrote does not choose the
 // e-node it matched (a rewrite into a value that was there makes no e-node), and a
 // fold's class (`folded`) chooses its constant. nullopt when no such program exists
 // (the rewrite is cyclic there).
-std::optional<Model> program_with_site(const Model& input, const GraphEGraph& geg, const NodeCost& cost, const SiteRecord& site,
-                                       std::optional<ClassId> folded);
+std::optional<Model> program_with_site(const Model& input, const GraphEGraph& geg, const NodeCost& cost,
+                                       const SiteRecord& site, std::optional<ClassId> folded);
 
 // The model with one match of `rule` applied once, at the match whose root value is
 // named `root`, and nothing else rewritten: what the soundness check runs. nullopt
 // when the rule does not match there or its rewrite cannot be taken.
-std::optional<Model> apply_once(const Model& model, const RuleSet& rules, int rule, const std::string& root, const NodeCost& cost);
+std::optional<Model> apply_once(const Model& model, const RuleSet& rules, int rule, const std::string& root,
+                                const NodeCost& cost);
 
 }  // namespace geopt::dsl

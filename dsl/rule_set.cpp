@@ -2,9 +2,9 @@
 
 #include <unistd.h>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <filesystem>
-#include <toml++/toml.h>
 
 #include "dsl/checker.h"
 #include "dsl/parser.h"
@@ -44,10 +44,11 @@ void count_vars(const Pattern& p, std::map<std::string, int>& uses) {
 }
 
 // Same structure; a variable is the same name in both, or one used only in its own root on each side.
-bool alike(const Pattern& a, const Pattern& b, const std::map<std::string, int>& all_uses, const std::map<std::string, int>& a_uses,
-           const std::map<std::string, int>& b_uses) {
-  if (a.kind != b.kind || a.domain != b.domain || a.op != b.op || a.number != b.number || a.output_index != b.output_index ||
-      a.args.size() != b.args.size() || a.rest_any != b.rest_any || bool(a.rest) != bool(b.rest) || a.attrs.size() != b.attrs.size())
+bool alike(const Pattern& a, const Pattern& b, const std::map<std::string, int>& all_uses,
+           const std::map<std::string, int>& a_uses, const std::map<std::string, int>& b_uses) {
+  if (a.kind != b.kind || a.domain != b.domain || a.op != b.op || a.number != b.number ||
+      a.output_index != b.output_index || a.args.size() != b.args.size() || a.rest_any != b.rest_any ||
+      bool(a.rest) != bool(b.rest) || a.attrs.size() != b.attrs.size())
     return false;
   if (a.var != b.var) {
     auto local = [&](const std::string& v, const std::map<std::string, int>& own) {
@@ -58,9 +59,10 @@ bool alike(const Pattern& a, const Pattern& b, const std::map<std::string, int>&
   for (size_t i = 0; i < a.attrs.size(); ++i) {
     const AttrPred& x = a.attrs[i];
     const AttrPred& y = b.attrs[i];
-    if (x.name != y.name || x.op != y.op || x.absent != y.absent || !x.bind_var.empty() || !y.bind_var.empty() ||
-        (x.value ? x.value->to_string() : "") != (y.value ? y.value->to_string() : "") || x.tolerance != y.tolerance || x.lo != y.lo || x.hi != y.hi ||
-        x.set.size() != y.set.size())
+    if (x.name != y.name || x.op != y.op || x.absent != y.absent || !x.bind_var.empty() ||
+        !y.bind_var.empty() ||
+        (x.value ? x.value->to_string() : "") != (y.value ? y.value->to_string() : "") ||
+        x.tolerance != y.tolerance || x.lo != y.lo || x.hi != y.hi || x.set.size() != y.set.size())
       return false;
   }
   for (size_t i = 0; i < a.args.size(); ++i)
@@ -81,7 +83,8 @@ int pattern_depth(const Pattern& p, const Alternative& alt, int guard = 0) {
       auto let = alt.lets.find(p.var);
       return let == alt.lets.end() ? 0 : pattern_depth(*let->second, alt, guard + 1);
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -136,7 +139,8 @@ std::vector<std::string> rule_files(const std::string& path, std::vector<Diagnos
 
 }  // namespace
 
-std::unique_ptr<RuleSet> RuleSet::load(const std::vector<std::string>& paths, std::vector<Diagnostic>& errors) {
+std::unique_ptr<RuleSet> RuleSet::load(const std::vector<std::string>& paths,
+                                       std::vector<Diagnostic>& errors) {
   auto set = std::unique_ptr<RuleSet>(new RuleSet());
   const size_t errors_before = errors.size();
   for (const auto& path : paths)
@@ -186,7 +190,8 @@ void RuleSet::apply_switch_file(const std::string& path) {
     table = toml::parse(read_regular_file(path, kOptionFileCap, "the --fusion-switch-file"), path);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
-    throw Error(path + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) + ": " + std::string(e.description()));
+    throw Error(path + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) + ": " +
+                std::string(e.description()));
   }
   auto apply = [&](const char* section, bool tags) {
     const toml::table* t = table[section].as_table();
@@ -197,13 +202,15 @@ void RuleSet::apply_switch_file(const std::string& path) {
       if (!s || (s->get() != "on" && s->get() != "off"))
         throw Error(path + ":" + line + ": " + std::string(key.str()) + " must be \"on\" or \"off\"");
       if (!set_enabled(std::string(key.str()), s->get() == "on"))
-        throw Error(path + ":" + line + ": no rule " + (tags ? "tag" : "name") + " '" + std::string(key.str()) + "'");
+        throw Error(path + ":" + line + ": no rule " + (tags ? "tag" : "name") + " '" +
+                    std::string(key.str()) + "'");
     }
   };
   for (const auto& [key, value] : table)
     if (key.str() != "rules" && key.str() != "tags")
-      throw Error(path + ":" + std::to_string(value.source().begin.line) + ": unknown section '" + std::string(key.str()) + "' (expected [rules] or [tags])");
-  apply("tags", true);   // tags first, so a rule named in [rules] wins
+      throw Error(path + ":" + std::to_string(value.source().begin.line) + ": unknown section '" +
+                  std::string(key.str()) + "' (expected [rules] or [tags])");
+  apply("tags", true);  // tags first, so a rule named in [rules] wins
   apply("rules", false);
 }
 
@@ -219,7 +226,8 @@ std::string default_rules_dir() {
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   std::vector<fs::path> candidates;
   if (!ec) {
-    candidates.push_back(exe.parent_path().parent_path() / "share" / "geopt" / "rules");  // installed: bin/geopt
+    candidates.push_back(exe.parent_path().parent_path() / "share" / "geopt" /
+                         "rules");  // installed: bin/geopt
     candidates.push_back(exe.parent_path() / "rules");
   }
   candidates.push_back(fs::path(GEOPT_SOURCE_RULES_DIR));  // a build tree

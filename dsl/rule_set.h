@@ -39,7 +39,8 @@ class RuleSet {
   // Loads every path (a .gerule file, or a folder whose *.gerule files load in
   // name order). Parse and check errors go to `errors`; rules load only when
   // there are none.
-  static std::unique_ptr<RuleSet> load(const std::vector<std::string>& paths, std::vector<Diagnostic>& errors);
+  static std::unique_ptr<RuleSet> load(const std::vector<std::string>& paths,
+                                       std::vector<Diagnostic>& errors);
 
   // Turns rules on or off by name or tag (a tag applies to every rule carrying it).
   // Returns false if nothing has that name or tag. Rebuilds the automaton.

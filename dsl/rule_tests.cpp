@@ -24,13 +24,20 @@ Model load_model(const RuleTest& t) {
 
 bool compare(int64_t got, CmpOp op, int64_t want) {
   switch (op) {
-    case CmpOp::Eq: return got == want;
-    case CmpOp::Ne: return got != want;
-    case CmpOp::Lt: return got < want;
-    case CmpOp::Le: return got <= want;
-    case CmpOp::Gt: return got > want;
-    case CmpOp::Ge: return got >= want;
-    default: return false;
+    case CmpOp::Eq:
+      return got == want;
+    case CmpOp::Ne:
+      return got != want;
+    case CmpOp::Lt:
+      return got < want;
+    case CmpOp::Le:
+      return got <= want;
+    case CmpOp::Gt:
+      return got > want;
+    case CmpOp::Ge:
+      return got >= want;
+    default:
+      return false;
   }
 }
 
@@ -46,11 +53,14 @@ onnx::ModelProto load_test_model(const RuleTest& t) {
     } catch (const Error& e) {
       throw Error(t.loc.to_string() + ": cannot read the test model: " + e.what());
     }
-    if (!proto.ParseFromString(bytes)) throw Error(t.loc.to_string() + ": cannot read the test model " + path.string() + " (not an ONNX model)");
+    if (!proto.ParseFromString(bytes))
+      throw Error(t.loc.to_string() + ": cannot read the test model " + path.string() +
+                  " (not an ONNX model)");
     return proto;
   }
   auto status = onnx::OnnxParser::Parse(proto, t.model_text.c_str());
-  if (!status.IsOK()) throw Error(t.loc.to_string() + ": the test model does not parse: " + status.ErrorMessage());
+  if (!status.IsOK())
+    throw Error(t.loc.to_string() + ": the test model does not parse: " + status.ErrorMessage());
   return proto;
 }
 
@@ -73,16 +83,20 @@ std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules, const RewritePi
           if (e.kind == Expectation::Kind::Count) {
             const std::string domain = e.domain == "ai.onnx" ? "" : e.domain;
             int64_t n = 0;
-            for (const auto& node : model.graph->nodes()) n += node->op_type == e.op && node->domain == domain;
+            for (const auto& node : model.graph->nodes())
+              n += node->op_type == e.op && node->domain == domain;
             if (!compare(n, e.cmp, e.value))
-              failed(e.loc, "count(" + (domain.empty() ? "" : domain + ".") + e.op + ") is " + std::to_string(n) + ", expected " + cmp_op_text(e.cmp) + " " + std::to_string(e.value));
+              failed(e.loc, "count(" + (domain.empty() ? "" : domain + ".") + e.op + ") is " +
+                                std::to_string(n) + ", expected " + cmp_op_text(e.cmp) + " " +
+                                std::to_string(e.value));
           } else if (e.kind == Expectation::Kind::Fired || e.kind == Expectation::Kind::Matched) {
             const bool fired = e.kind == Expectation::Kind::Fired;
             const auto& per_rule = fired ? run.selected : run.matched;
             auto it = per_rule.find(e.rule);
             int64_t n = it == per_rule.end() ? 0 : static_cast<int64_t>(it->second);
             if (!compare(n, e.cmp, e.value))
-              failed(e.loc, std::string(fired ? "fired(" : "matched(") + e.rule + ") is " + std::to_string(n) + ", expected " + cmp_op_text(e.cmp) + " " +
+              failed(e.loc, std::string(fired ? "fired(" : "matched(") + e.rule + ") is " +
+                                std::to_string(n) + ", expected " + cmp_op_text(e.cmp) + " " +
                                 std::to_string(e.value));
           } else {
             auto feeds = random_inputs(original, 1234);
@@ -91,7 +105,8 @@ std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules, const RewritePi
             for (size_t i = 0; i < want.size(); ++i) {
               TensorDiff d = diff(got[i].second, want[i].second);
               if (!d.comparable || d.max_abs > e.tolerance || d.nan_mismatches)
-                failed(e.loc, "output '" + want[i].first + "' differs: " + (d.comparable ? "max abs error " + std::to_string(d.max_abs) : d.mismatch));
+                failed(e.loc, "output '" + want[i].first + "' differs: " +
+                                  (d.comparable ? "max abs error " + std::to_string(d.max_abs) : d.mismatch));
             }
           }
         }

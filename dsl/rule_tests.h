@@ -35,8 +35,8 @@ struct Rewritten {
   Model model;
   std::map<std::string, size_t> selected;  // per rule: sites kept
   std::map<std::string, size_t> matched;   // per rule: sites rewritten in the e-graph
-  std::vector<std::string> refusals;       // rewrites refused (a rule making the wrong type): each fails the test
-  std::string stopped;                     // the limit saturation stopped at, if it did not saturate
+  std::vector<std::string> refusals;  // rewrites refused (a rule making the wrong type): each fails the test
+  std::string stopped;                // the limit saturation stopped at, if it did not saturate
 };
 using RewritePipeline = std::function<Rewritten(const Model&)>;
 

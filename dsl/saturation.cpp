@@ -13,14 +13,16 @@
 #include "dsl/rewrite_constant.h"
 #include "dsl/schema_lookup.h"
 #include "dsl/value_facts.h"
-#include "onnx/node_inference.h"
 #include "eval/kernel.h"
+#include "onnx/node_inference.h"
 
 namespace geopt::dsl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 BoundLookup bound_in(const EGraph& g, const EMatch& m) {
   auto cls = [&g, &m](const std::string& var) -> const EClass* {
@@ -61,8 +63,8 @@ BoundLookup bound_in(const EGraph& g, const EMatch& m) {
 // Builds a replacement's e-nodes, typed by ONNX's inference. Returns kAbsent, saying
 // why in `refusal`, when inference rejects an op it makes or the inferred dtype
 // contradicts the value being replaced (an unsound rewrite).
-ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m, int rule, int site, const ClassData& root_data,
-              bool is_root, const EMatcher& matcher, std::string& refusal) {
+ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m, int rule, int site,
+              const ClassData& root_data, bool is_root, const EMatcher& matcher, std::string& refusal) {
   if (r.kind == Replacement::Kind::Var) return g.find(m.values.at(r.var));
   if (r.kind == Replacement::Kind::Const) {
     auto h = rewrite_constant(r, bound_in(g, m));  // buildable() checked it
@@ -81,18 +83,21 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
     if (children.back() == kAbsent) return kAbsent;
   }
   // Hash-consing makes the same call in two rewrites one e-node (its outputs projected).
-  OpSignature sig{r.domain == "ai.onnx" ? "" : r.domain, r.op, {}, static_cast<size_t>(replacement_outputs(ast, r)), ""};
+  OpSignature sig{
+      r.domain == "ai.onnx" ? "" : r.domain, r.op, {}, static_cast<size_t>(replacement_outputs(ast, r)), ""};
   const OpInfo* info = find_op(r.domain, r.op);
   const int inputs = static_cast<int>(children.size());
   if (inputs < info->min_inputs || inputs > info->max_inputs) {  // a splice gave too few or too many
-    refusal = "its " + r.op + " (" + r.loc.to_string() + ") would take " + std::to_string(inputs) + " inputs; it takes " + std::to_string(info->min_inputs) +
+    refusal = "its " + r.op + " (" + r.loc.to_string() + ") would take " + std::to_string(inputs) +
+              " inputs; it takes " + std::to_string(info->min_inputs) +
               (info->max_inputs == INT_MAX ? " or more" : " to " + std::to_string(info->max_inputs));
     return kAbsent;
   }
   for (const auto& a : r.attrs) {
     AttrKind kind = info->attrs.at(a.name).kind;
     if (a.term) {
-      sig.attributes.push_back(Attribute::make_int(a.name, *shape_term_value(*a.term, &g.eclass(m.values.at(a.term->var)).data.type)));
+      sig.attributes.push_back(Attribute::make_int(
+          a.name, *shape_term_value(*a.term, &g.eclass(m.values.at(a.term->var)).data.type)));
     } else if (!a.list.empty()) {
       sig.attributes.push_back(list_attribute(a.name, kind, *list_value(a.list, bound_in(g, m))));
     } else if (a.value) {
@@ -106,19 +111,22 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
       // A bound scalar: a numeric attribute, or a constant whose elements are all equal.
       auto scalar = [&](const std::string& var) {
         if (auto at = m.attrs.find(var); at != m.attrs.end())
-          return at->second.kind == AttrKind::Int ? static_cast<double>(at->second.i) : static_cast<double>(at->second.f);
+          return at->second.kind == AttrKind::Int ? static_cast<double>(at->second.i)
+                                                  : static_cast<double>(at->second.f);
         return constant_scalar(g.eclass(m.values.at(var)).data.constant).value_or(0);
       };
       Literal l;
       const double v = scalar(a.var);
       if (a.numerator && v == 0) {  // folded here, so refused here: an attribute of inf helps no kernel
-        refusal = "its " + r.op + " (" + a.loc.to_string() + ") would set " + a.name + " = " + format_number(*a.numerator) + " / %" + a.var +
-                  " with %" + a.var + " = 0: a division by zero";
+        refusal = "its " + r.op + " (" + a.loc.to_string() + ") would set " + a.name + " = " +
+                  format_number(*a.numerator) + " / %" + a.var + " with %" + a.var +
+                  " = 0: a division by zero";
         return kAbsent;
       }
       l.number = a.numerator ? *a.numerator / v : a.factor.empty() ? v : v * scalar(a.factor);
       if (!std::isfinite(l.number) && std::isfinite(v)) {
-        refusal = "its " + r.op + " (" + a.loc.to_string() + ") would set " + a.name + " to " + format_number(l.number) + " (the arithmetic overflows)";
+        refusal = "its " + r.op + " (" + a.loc.to_string() + ") would set " + a.name + " to " +
+                  format_number(l.number) + " (the arithmetic overflows)";
         return kAbsent;
       }
       sig.attributes.push_back(literal_attribute(a.name, kind, l));
@@ -135,10 +143,12 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
       }
       if (children.size() <= *k) children.resize(*k + 1, kAbsent);
       if (children[*k] != kAbsent) {
-        refusal = "its " + r.op + " (" + r.loc.to_string() + ") sets " + it->name + " both as an attribute and as input " + std::to_string(*k);
+        refusal = "its " + r.op + " (" + r.loc.to_string() + ") sets " + it->name +
+                  " both as an attribute and as input " + std::to_string(*k);
         return kAbsent;
       }
-      const DType data_type = children.front() == kAbsent ? DType::F32 : g.eclass(children.front()).data.type.dtype;
+      const DType data_type =
+          children.front() == kAbsent ? DType::F32 : g.eclass(children.front()).data.type.dtype;
       ClassData data;
       data.name = g.eclass(m.roots.front()).data.name + "_" + it->name;
       children[*k] = g.add_constant(attribute_as_input(*it, data_type).to_constant(data.name), data);
@@ -151,14 +161,17 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
   // broadcasts the original, not the fused kernel).
   auto contradicts = [&](const ValueType& mine) {
     if (!is_root) return false;
-    if (mine.dtype != DType::Undefined && root_data.type.dtype != DType::Undefined && mine.dtype != root_data.type.dtype) {
-      refusal = "its " + op() + " (" + r.loc.to_string() + ") gives " + dtype_name(mine.dtype) + ", the value it would replace ('" + root_data.name +
-                "') is " + dtype_name(root_data.type.dtype);
+    if (mine.dtype != DType::Undefined && root_data.type.dtype != DType::Undefined &&
+        mine.dtype != root_data.type.dtype) {
+      refusal = "its " + op() + " (" + r.loc.to_string() + ") gives " + dtype_name(mine.dtype) +
+                ", the value it would replace ('" + root_data.name + "') is " +
+                dtype_name(root_data.type.dtype);
       return true;
     }
-    if (mine.shape && root_data.type.shape && mine.shape->is_static() && root_data.type.shape->is_static() && !(*mine.shape == *root_data.type.shape)) {
-      refusal = "its " + op() + " (" + r.loc.to_string() + ") gives " + mine.to_string() + ", the value it would replace ('" + root_data.name +
-                "') is " + root_data.type.to_string();
+    if (mine.shape && root_data.type.shape && mine.shape->is_static() && root_data.type.shape->is_static() &&
+        !(*mine.shape == *root_data.type.shape)) {
+      refusal = "its " + op() + " (" + r.loc.to_string() + ") gives " + mine.to_string() +
+                ", the value it would replace ('" + root_data.name + "') is " + root_data.type.to_string();
       return true;
     }
     return false;
@@ -183,10 +196,11 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
     in_types.push_back(c == kAbsent ? nullptr : &g.eclass(c).data.type);
     in_constants.push_back(c == kAbsent ? nullptr : g.eclass(c).data.constant);
   }
-  auto inferred = onnx_io::infer_output_types(sig.domain, sig.op_type, sig.attributes, in_types, in_constants, sig.num_outputs,
-                                              sig.domain.empty() ? matcher.opset("") : 1);
+  auto inferred = onnx_io::infer_output_types(sig.domain, sig.op_type, sig.attributes, in_types, in_constants,
+                                              sig.num_outputs, sig.domain.empty() ? matcher.opset("") : 1);
   if (!inferred.error.empty()) {
-    refusal = "ONNX inference rejects the " + op() + " it would make (" + r.loc.to_string() + "): " + inferred.error;
+    refusal = "ONNX inference rejects the " + op() + " it would make (" + r.loc.to_string() +
+              "): " + inferred.error;
     return kAbsent;
   }
   const std::optional<ValueType>& mine = inferred.types[static_cast<size_t>(r.output_index)];
@@ -311,7 +325,8 @@ std::vector<Reach> rule_reach(const RuleSet& rules) {
 
 // Distance (in edges) of each class from the nearest touched one, up to `max_depth`:
 // up through parents only, or both ways (children too).
-std::unordered_map<ClassId, int> near_touched(const EGraph& g, const std::vector<ClassId>& touched, int max_depth, bool both_ways) {
+std::unordered_map<ClassId, int> near_touched(const EGraph& g, const std::vector<ClassId>& touched,
+                                              int max_depth, bool both_ways) {
   std::unordered_map<ClassId, int> dist;
   std::vector<ClassId> frontier;
   for (ClassId c : touched)
@@ -337,10 +352,14 @@ std::unordered_map<ClassId, int> near_touched(const EGraph& g, const std::vector
 
 const char* stop_reason_name(StopReason r) {
   switch (r) {
-    case StopReason::Saturated: return "saturated";
-    case StopReason::IterationLimit: return "iteration limit";
-    case StopReason::NodeLimit: return "e-node limit";
-    case StopReason::TimeLimit: return "time limit";
+    case StopReason::Saturated:
+      return "saturated";
+    case StopReason::IterationLimit:
+      return "iteration limit";
+    case StopReason::NodeLimit:
+      return "e-node limit";
+    case StopReason::TimeLimit:
+      return "time limit";
   }
   return "?";
 }
@@ -356,7 +375,8 @@ static bool buildable(const EGraph& g, const Replacement& r, const EMatch& m) {
   return true;
 }
 
-bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, const EMatch& m, SiteRecord* record,
+bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, const EMatch& m,
+                  SiteRecord* record,
                   std::map<std::pair<int, int32_t>, std::vector<std::string>>* site_replaced) {
   const CompiledRule& cr = rules.rules()[static_cast<size_t>(m.rule)];
   if (cr.ast->fold) return fold(g, m, cr.ast->fold_max_elements, matcher);
@@ -368,12 +388,15 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, cons
   // rule made by what that rule's site replaced (Conv -> FusedConv -> FusedConv+Relu).
   std::vector<std::string> replaced;
   for (size_t i = 0; i < m.op_classes.size(); ++i) {
-    const auto [origin_rule, origin_site] = i < m.op_origins.size() ? m.op_origins[i] : std::make_pair(-1, -1);
+    const auto [origin_rule, origin_site] =
+        i < m.op_origins.size() ? m.op_origins[i] : std::make_pair(-1, -1);
     std::vector<std::string> names;
     if (origin_rule < 0) {
-      if (!g.eclass(m.op_classes[i]).data.node_name.empty()) names.push_back(g.eclass(m.op_classes[i]).data.node_name);
+      if (!g.eclass(m.op_classes[i]).data.node_name.empty())
+        names.push_back(g.eclass(m.op_classes[i]).data.node_name);
     } else if (site_replaced) {
-      if (auto it = site_replaced->find({origin_rule, origin_site}); it != site_replaced->end()) names = it->second;
+      if (auto it = site_replaced->find({origin_rule, origin_site}); it != site_replaced->end())
+        names = it->second;
     }
     for (const std::string& name : names)
       if (std::find(replaced.begin(), replaced.end(), name) == replaced.end()) replaced.push_back(name);
@@ -386,19 +409,24 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, cons
     std::string refusal;
     ClassId made = build(g, *cr.ast, *w.replacement, m, m.rule, site, data, true, matcher, refusal);
     if (made == kAbsent) {  // ONNX's inference rejects it, or disagrees with the replaced value's type
-      if (record) record->refusal = "rule " + cr.ast->name + " (" + cr.ast->loc.to_string() + ") refused at '" + data.name + "': " + refusal;
+      if (record)
+        record->refusal = "rule " + cr.ast->name + " (" + cr.ast->loc.to_string() + ") refused at '" +
+                          data.name + "': " + refusal;
       continue;
     }
     if (record) {
       record->rule = m.rule;
       record->site = site;
       record->target = target;
-      if (std::find(record->targets.begin(), record->targets.end(), target) == record->targets.end()) record->targets.push_back(target);
+      if (std::find(record->targets.begin(), record->targets.end(), target) == record->targets.end())
+        record->targets.push_back(target);
       record->replaced = replaced;
       record->matched_root = m.root_node;
       record->built_on.clear();
       for (const auto& o : m.op_origins)
-        if (o.first >= 0 && std::find(record->built_on.begin(), record->built_on.end(), o) == record->built_on.end()) record->built_on.push_back(o);
+        if (o.first >= 0 &&
+            std::find(record->built_on.begin(), record->built_on.end(), o) == record->built_on.end())
+          record->built_on.push_back(o);
     }
     if (g.find(made) != g.find(target)) {
       g.merge(target, made);
@@ -420,14 +448,16 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     int since = -1;
   };
   std::vector<Ban> bans(rules.rules().size());
-  std::set<std::pair<int, ClassId>> sites;  // (rule, root class): a site counts once however often it is re-found
+  std::set<std::pair<int, ClassId>>
+      sites;  // (rule, root class): a site counts once however often it is re-found
   std::map<std::pair<int, int32_t>, std::vector<std::string>> site_replaced;
   // The rules this run applies: the enabled ones (with only_tags, those carrying one).
   std::vector<bool> active(rules.rules().size());
   for (size_t r = 0; r < rules.rules().size(); ++r) {
     const CompiledRule& cr = rules.rules()[r];
-    active[r] = cr.enabled && (limits.only_tags.empty() || std::any_of(limits.only_tags.begin(), limits.only_tags.end(),
-                                                                       [&](const std::string& t) { return cr.ast->has_tag(t); }));
+    active[r] = cr.enabled && (limits.only_tags.empty() ||
+                               std::any_of(limits.only_tags.begin(), limits.only_tags.end(),
+                                           [&](const std::string& t) { return cr.ast->has_tag(t); }));
     if (active[r]) report.per_rule[cr.ast->name];
   }
   g.rebuild();
@@ -439,7 +469,8 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
   // every class changed since the iteration it was banned in.
   const std::vector<Reach> reach = rule_reach(rules);
   int max_up = 0, max_both = -1;
-  for (const Reach& r : reach) (r.both_ways ? max_both : max_up) = std::max(r.both_ways ? max_both : max_up, r.depth);
+  for (const Reach& r : reach)
+    (r.both_ways ? max_both : max_up) = std::max(r.both_ways ? max_both : max_up, r.depth);
   std::vector<bool> search_all(rules.rules().size(), true);
   std::vector<std::vector<ClassId>> touched_log;  // per iteration: the classes changed before it
   g.take_touched();
@@ -469,7 +500,8 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
         since.insert(since.end(), touched_log[i].begin(), touched_log[i].end());
       back_near[r] = near_touched(g, since, reach[r].depth, reach[r].both_ways);
     }
-    const std::unordered_map<ClassId, int> near_both = max_both >= 0 ? near_touched(g, touched, max_both, true) : std::unordered_map<ClassId, int>{};
+    const std::unordered_map<ClassId, int> near_both =
+        max_both >= 0 ? near_touched(g, touched, max_both, true) : std::unordered_map<ClassId, int>{};
     std::vector<std::vector<EMatch>> found(rules.rules().size());
     std::vector<bool> over(rules.rules().size(), false);
     // Away from every change only rules searching everywhere can match: skip e-nodes
@@ -480,9 +512,12 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
       if ((!search_all[r] && !back_near.count(r)) || !active[r]) continue;
       for (const auto& alt : rules.rules()[r].alternatives) {
         const Pattern* root = alt.roots.front().get();
-        if (root->kind == Pattern::Kind::Var && alt.lets.count(root->var)) root = alt.lets.at(root->var).get();
-        if (root->kind != Pattern::Kind::Op || root->op == "*") everywhere_any = true;
-        else everywhere_roots.emplace(root->domain == "ai.onnx" ? "" : root->domain, root->op);
+        if (root->kind == Pattern::Kind::Var && alt.lets.count(root->var))
+          root = alt.lets.at(root->var).get();
+        if (root->kind != Pattern::Kind::Op || root->op == "*")
+          everywhere_any = true;
+        else
+          everywhere_roots.emplace(root->domain == "ai.onnx" ? "" : root->domain, root->op);
       }
     }
     for (ClassId c : g.class_ids()) {
@@ -495,7 +530,9 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
           if (!everywhere_roots.count({sig.domain, sig.op_type})) continue;
         }
         for (const auto& [rule, alt] : matcher.candidates(c, n)) {
-          if (!active[static_cast<size_t>(rule)] || bans[static_cast<size_t>(rule)].until >= it || over[static_cast<size_t>(rule)]) continue;
+          if (!active[static_cast<size_t>(rule)] || bans[static_cast<size_t>(rule)].until >= it ||
+              over[static_cast<size_t>(rule)])
+            continue;
           if (auto back = back_near.find(static_cast<size_t>(rule)); back != back_near.end()) {
             if (!back->second.count(c)) continue;  // its own region, within its reach
           } else if (!search_all[static_cast<size_t>(rule)]) {
@@ -507,7 +544,8 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
           auto& list = found[static_cast<size_t>(rule)];
           auto rule_start = Clock::now();
           matcher.match(rule, alt, c, n, list, limit + 1);
-          report.per_rule[rules.rules()[static_cast<size_t>(rule)].ast->name].search_ms += ms_since(rule_start);
+          report.per_rule[rules.rules()[static_cast<size_t>(rule)].ast->name].search_ms +=
+              ms_since(rule_start);
           if (list.size() > limit) over[static_cast<size_t>(rule)] = true;
         }
       }
@@ -562,8 +600,10 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
     if (limits.check_invariants) g.check_invariants();
     is.enodes = g.node_count();
     is.classes = g.class_count();
-    spdlog::debug("saturation iteration {}: {} applied, {} e-nodes in {} classes; search {:.1f} ms, apply {:.1f} ms, rebuild {:.1f} ms", it + 1,
-                  is.applied, is.enodes, is.classes, is.search_ms, is.apply_ms, is.rebuild_ms);
+    spdlog::debug(
+        "saturation iteration {}: {} applied, {} e-nodes in {} classes; search {:.1f} ms, apply {:.1f} ms, "
+        "rebuild {:.1f} ms",
+        it + 1, is.applied, is.enodes, is.classes, is.search_ms, is.apply_ms, is.rebuild_ms);
     report.per_iteration.push_back(is);
     // A rule skipped this iteration (banned until this one or later) has not searched
     // the e-graph as it is now: nothing applied is then no proof of saturation.
@@ -576,7 +616,8 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
   }
   std::set<std::pair<int, ClassId>> distinct;
   for (const auto& [rule, cls] : sites) distinct.emplace(rule, g.find(cls));
-  for (const auto& [rule, cls] : distinct) ++report.per_rule[rules.rules()[static_cast<size_t>(rule)].ast->name].matched;
+  for (const auto& [rule, cls] : distinct)
+    ++report.per_rule[rules.rules()[static_cast<size_t>(rule)].ast->name].matched;
   report.total_ms = ms_since(start);
   return report;
 }

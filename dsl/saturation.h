@@ -48,7 +48,7 @@ struct RuleRunStats {
   // Each ban: the iteration whose matches it dropped, and the first iteration it searches
   // again (1-based; past `iterations` when the run stopped first).
   std::vector<std::pair<int, int>> bans;
-  size_t refused = 0;  // rewrites refused: ONNX's inference rejects what they make, or its type differs
+  size_t refused = 0;   // rewrites refused: ONNX's inference rejects what they make, or its type differs
   std::string refusal;  // the first refusal: rule, location, value, both types
   double search_ms = 0, apply_ms = 0;
 };
@@ -63,10 +63,10 @@ struct IterationStats {
 struct SiteRecord {
   int rule = -1;
   int32_t site = -1;
-  ClassId target = 0;                 // the last rewrite's
-  std::vector<ClassId> targets;       // every rewrite's (QKVMerge rewrites three values)
+  ClassId target = 0;            // the last rewrite's
+  std::vector<ClassId> targets;  // every rewrite's (QKVMerge rewrites three values)
   std::vector<std::string> replaced;
-  ENode matched_root;  // the e-node the match was rooted at
+  ENode matched_root;   // the e-node the match was rooted at
   std::string refusal;  // set when the rewrite was refused (why)
   // The sites whose e-nodes the match read (it rewrote what they made): (rule, site).
   std::vector<std::pair<int32_t, int32_t>> built_on;
@@ -88,7 +88,8 @@ SaturationReport saturate(EGraph& egraph, const RuleSet& rules, const std::vecto
 // `record`, when given, receives what was applied. `site_replaced` maps each site
 // (rule, site) to the input nodes it replaced: read to follow a match through nodes
 // other rules made, and filled for this one.
-bool apply_ematch(EGraph& egraph, const RuleSet& rules, const EMatcher& matcher, const EMatch& match, SiteRecord* record = nullptr,
+bool apply_ematch(EGraph& egraph, const RuleSet& rules, const EMatcher& matcher, const EMatch& match,
+                  SiteRecord* record = nullptr,
                   std::map<std::pair<int, int32_t>, std::vector<std::string>>* site_replaced = nullptr);
 
 }  // namespace geopt::dsl

@@ -10,8 +10,8 @@
 #include "dsl/ast.h"
 #include "eval/host_tensor.h"
 #include "kernels/cast.h"
-#include "util/error.h"
 #include "onnx/validate.h"
+#include "util/error.h"
 
 namespace geopt::dsl {
 namespace {
@@ -31,7 +31,8 @@ Attribute from_proto(const std::string& name, const onnx::AttributeProto& a) {
   return out;
 }
 
-const std::set<std::string> kCommutative = {"Add", "Mul", "Max", "Min", "Sum", "Mean", "And", "Or", "Xor", "Equal"};
+const std::set<std::string> kCommutative = {"Add",  "Mul", "Max", "Min", "Sum",
+                                            "Mean", "And", "Or",  "Xor", "Equal"};
 
 struct Catalog {
   std::mutex mutex;
@@ -51,13 +52,26 @@ Attribute literal_attribute(const std::string& name, AttrKind kind, const Litera
   a.name = name;
   a.kind = kind;
   switch (kind) {
-    case AttrKind::Int: a.i = static_cast<int64_t>(l.number); break;
-    case AttrKind::Float: a.f = static_cast<float>(l.number); break;
-    case AttrKind::String: a.s = l.text; break;
-    case AttrKind::Ints: for (const auto& i : l.items) a.ints.push_back(static_cast<int64_t>(i.number)); break;
-    case AttrKind::Floats: for (const auto& i : l.items) a.floats.push_back(static_cast<float>(i.number)); break;
-    case AttrKind::Strings: for (const auto& i : l.items) a.strings.push_back(i.text); break;
-    default: break;
+    case AttrKind::Int:
+      a.i = static_cast<int64_t>(l.number);
+      break;
+    case AttrKind::Float:
+      a.f = static_cast<float>(l.number);
+      break;
+    case AttrKind::String:
+      a.s = l.text;
+      break;
+    case AttrKind::Ints:
+      for (const auto& i : l.items) a.ints.push_back(static_cast<int64_t>(i.number));
+      break;
+    case AttrKind::Floats:
+      for (const auto& i : l.items) a.floats.push_back(static_cast<float>(i.number));
+      break;
+    case AttrKind::Strings:
+      for (const auto& i : l.items) a.strings.push_back(i.text);
+      break;
+    default:
+      break;
   }
   return a;
 }
@@ -73,7 +87,8 @@ const OpInfo* find_op(const std::string& domain_in, const std::string& op) {
   // whole registry with its history costs more than loading all the rules).
   std::vector<const onnx::OpSchema*> versions;
   for (const onnx::OpSchema* v = onnx::OpSchemaRegistry::Schema(op, INT_MAX, domain); v;
-       v = v->SinceVersion() > 1 ? onnx::OpSchemaRegistry::Schema(op, v->SinceVersion() - 1, domain) : nullptr)
+       v = v->SinceVersion() > 1 ? onnx::OpSchemaRegistry::Schema(op, v->SinceVersion() - 1, domain)
+                                 : nullptr)
     versions.push_back(v);
   std::reverse(versions.begin(), versions.end());  // oldest first: the newest version's word is the last
   OpInfo info;
@@ -85,7 +100,8 @@ const OpInfo* find_op(const std::string& domain_in, const std::string& op) {
     for (const auto& [name, a] : s.attributes()) {
       AttrInfo& ai = info.attrs[name];
       ai.kind = static_cast<AttrKind>(a.type);
-      if (s.SinceVersion() >= latest && a.default_value.has_type()) ai.default_value = from_proto(name, a.default_value);
+      if (s.SinceVersion() >= latest && a.default_value.has_type())
+        ai.default_value = from_proto(name, a.default_value);
     }
     if (s.SinceVersion() >= latest) {
       latest = s.SinceVersion();
@@ -103,7 +119,8 @@ const OpInfo* find_op(const std::string& domain_in, const std::string& op) {
   return &*it->second;
 }
 
-const Attribute* attribute_default(const std::string& domain_in, const std::string& op, const std::string& name, int64_t opset) {
+const Attribute* attribute_default(const std::string& domain_in, const std::string& op,
+                                   const std::string& name, int64_t opset) {
   onnx_io::register_geopt_schemas();
   const std::string domain = norm_domain(domain_in);
   Catalog& c = catalog();
@@ -111,10 +128,12 @@ const Attribute* attribute_default(const std::string& domain_in, const std::stri
   auto key = std::make_tuple(domain, op, name, opset);
   auto [it, inserted] = c.defaults.try_emplace(key);
   if (inserted) {
-    const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(op, static_cast<int>(opset > 0 ? opset : INT_MAX), domain);
+    const onnx::OpSchema* s =
+        onnx::OpSchemaRegistry::Schema(op, static_cast<int>(opset > 0 ? opset : INT_MAX), domain);
     if (s) {
       auto a = s->attributes().find(name);
-      if (a != s->attributes().end() && a->second.default_value.has_type()) it->second = from_proto(name, a->second.default_value);
+      if (a != s->attributes().end() && a->second.default_value.has_type())
+        it->second = from_proto(name, a->second.default_value);
     }
   }
   return it->second ? &*it->second : nullptr;
@@ -141,7 +160,8 @@ AttributeInputs& attribute_inputs() {
 
 }  // namespace
 
-std::optional<size_t> attribute_input(const std::string& domain_in, const std::string& op, const std::string& name, int64_t opset) {
+std::optional<size_t> attribute_input(const std::string& domain_in, const std::string& op,
+                                      const std::string& name, int64_t opset) {
   const std::string domain = norm_domain(domain_in);
   if (!domain.empty()) return std::nullopt;  // only the standard ops moved attributes to inputs
   const OpInfo* info = find_op(domain, op);
@@ -150,7 +170,8 @@ std::optional<size_t> attribute_input(const std::string& domain_in, const std::s
   std::lock_guard lock(a.mutex);
   auto [it, inserted] = a.by_name.try_emplace({domain, op, name, opset});
   if (inserted) {
-    const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(op, static_cast<int>(opset > 0 ? opset : INT_MAX), domain);
+    const onnx::OpSchema* s =
+        onnx::OpSchemaRegistry::Schema(op, static_cast<int>(opset > 0 ? opset : INT_MAX), domain);
     if (s && !s->attributes().count(name)) {
       const std::string input = input_name_for(op, name);
       const auto& inputs = s->inputs();
@@ -169,7 +190,8 @@ bool is_attribute_input(const std::string& domain, const std::string& op, size_t
   return false;
 }
 
-std::optional<Attribute> attribute_from_input(const std::string& domain, const std::string& op, const std::string& name, const Tensor& value) {
+std::optional<Attribute> attribute_from_input(const std::string& domain, const std::string& op,
+                                              const std::string& name, const Tensor& value) {
   const OpInfo* info = find_op(domain, op);
   if (!info || !info->attrs.count(name)) return std::nullopt;
   const HostTensor t = HostTensor::view(value);
@@ -201,8 +223,10 @@ std::optional<Attribute> attribute_from_input(const std::string& domain, const s
 
 HostTensor attribute_as_input(const Attribute& a, DType float_type) {
   switch (a.kind) {
-    case AttrKind::Ints: return HostTensor::from_vector<int64_t>(DType::I64, {static_cast<int64_t>(a.ints.size())}, a.ints);
-    case AttrKind::Int: return HostTensor::scalar<int64_t>(DType::I64, a.i);
+    case AttrKind::Ints:
+      return HostTensor::from_vector<int64_t>(DType::I64, {static_cast<int64_t>(a.ints.size())}, a.ints);
+    case AttrKind::Int:
+      return HostTensor::scalar<int64_t>(DType::I64, a.i);
     case AttrKind::Floats:
     case AttrKind::Float: {
       const std::vector<float> values = a.kind == AttrKind::Float ? std::vector<float>{a.f} : a.floats;
@@ -211,7 +235,8 @@ HostTensor attribute_as_input(const Attribute& a, DType float_type) {
       HostTensor t = HostTensor::from_vector<float>(DType::F32, dims, values);
       return is_float(float_type) && float_type != DType::F32 ? cast_tensor(t, float_type) : t;
     }
-    default: throw Error("attribute '" + a.name + "' has no input form");
+    default:
+      throw Error("attribute '" + a.name + "' has no input form");
   }
 }
 

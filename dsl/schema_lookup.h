@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "ir/attribute.h"
 #include "eval/host_tensor.h"
+#include "ir/attribute.h"
 #include "ir/tensor.h"
 
 namespace geopt::dsl {
@@ -22,7 +22,7 @@ struct OpInfo {
   int min_inputs = 0, max_inputs = 0;  // max_inputs: INT_MAX when variadic
   int min_outputs = 0, max_outputs = 0;
   std::map<std::string, AttrInfo> attrs;  // union over all versions
-  bool commutative = false;              // binary ops whose operands may swap
+  bool commutative = false;               // binary ops whose operands may swap
 };
 
 // nullptr when no version of the op exists in that domain ("" and "ai.onnx" are the same).
@@ -32,7 +32,8 @@ struct Literal;
 Attribute literal_attribute(const std::string& name, AttrKind kind, const Literal& l);
 
 // The schema default of an attribute at the given opset (nullptr when none).
-const Attribute* attribute_default(const std::string& domain, const std::string& op, const std::string& name, int64_t opset);
+const Attribute* attribute_default(const std::string& domain, const std::string& op, const std::string& name,
+                                   int64_t opset);
 
 // Where the op takes, at this opset, what an older version took as attribute `name`: the
 // index of the input that replaced it (ReduceMean's axes since opset 18, ReduceSum's,
@@ -40,12 +41,14 @@ const Attribute* attribute_default(const std::string& domain, const std::string&
 // Clip's min and max since 11). nullopt where `name` is still an attribute, or never was
 // one. Rules name such a value as an attribute at every opset: the matcher reads it from
 // the input's constant and a rewrite writes it as one (one rule for every opset).
-std::optional<size_t> attribute_input(const std::string& domain, const std::string& op, const std::string& name, int64_t opset);
+std::optional<size_t> attribute_input(const std::string& domain, const std::string& op,
+                                      const std::string& name, int64_t opset);
 // Whether input `index` of the op at this opset is such an input (for any attribute).
 bool is_attribute_input(const std::string& domain, const std::string& op, size_t index, int64_t opset);
 // The value an attribute-input holds, as the attribute it replaced (its kind as the older
 // versions declare it); nullopt when the tensor does not fit that kind.
-std::optional<Attribute> attribute_from_input(const std::string& domain, const std::string& op, const std::string& name, const Tensor& value);
+std::optional<Attribute> attribute_from_input(const std::string& domain, const std::string& op,
+                                              const std::string& name, const Tensor& value);
 // The input a rewrite writes for such an attribute: int64 for integers, `float_type` (the
 // op's data type: Clip's and Pad's values are of it) for floats; a list is 1-D.
 HostTensor attribute_as_input(const Attribute& a, DType float_type);

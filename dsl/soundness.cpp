@@ -8,9 +8,9 @@
 
 #include "dsl/ematcher.h"
 #include "dsl/rule_run.h"
+#include "dsl/rule_tests.h"
 #include "dsl/saturation.h"
 #include "dsl/value_facts.h"
-#include "dsl/rule_tests.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
 #include "onnx/import.h"
@@ -48,13 +48,15 @@ double magnitude(const HostTensor& t) {
   if (t.dtype() != DType::F32) return 1;
   double m = 0;
   for (int64_t i = 0; i < t.size(); ++i)
-    if (std::isfinite(t.data<float>()[i])) m = std::max(m, std::fabs(static_cast<double>(t.data<float>()[i])));
+    if (std::isfinite(t.data<float>()[i]))
+      m = std::max(m, std::fabs(static_cast<double>(t.data<float>()[i])));
   return m;
 }
 
 // Runs one instance; returns the worst error (relative to the outputs' magnitude
 // above 1) and fills `failure` when a shape or a NaN differs.
-double worst_error(const Model& original, const Model& rewritten, const SoundnessOptions& options, std::string& failure) {
+double worst_error(const Model& original, const Model& rewritten, const SoundnessOptions& options,
+                   std::string& failure) {
   double worst = 0;
   for (int seed = 0; seed < options.seeds; ++seed)
     for (float scale : options.input_scales) {
@@ -66,8 +68,9 @@ double worst_error(const Model& original, const Model& rewritten, const Soundnes
       for (size_t i = 0; i < want.size(); ++i) {
         TensorDiff d = diff(got[i].second, want[i].second);
         if (!d.comparable || d.nan_mismatches) {
-          failure = "output '" + want[i].first + "' " + (d.comparable ? "has NaNs on one side only" : d.mismatch) +
-                    " (seed " + std::to_string(seed) + ", inputs x" + std::to_string(scale) + ")";
+          failure = "output '" + want[i].first + "' " +
+                    (d.comparable ? "has NaNs on one side only" : d.mismatch) + " (seed " +
+                    std::to_string(seed) + ", inputs x" + std::to_string(scale) + ")";
           return INFINITY;
         }
         worst = std::max(worst, d.max_abs / std::max(1.0, magnitude(want[i].second)));
@@ -78,7 +81,8 @@ double worst_error(const Model& original, const Model& rewritten, const Soundnes
 
 // The model with the float constants a match bound drawn at random around their
 // values; `drawn` says which and what. nullopt when it bound none.
-std::optional<Model> with_constants_drawn(const Model& model, const GraphEGraph& geg, const EMatch& m, uint64_t seed, std::string& drawn) {
+std::optional<Model> with_constants_drawn(const Model& model, const GraphEGraph& geg, const EMatch& m,
+                                          uint64_t seed, std::string& drawn) {
   Model out = model.clone();
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> scale(-2.0f, 2.0f);
@@ -103,8 +107,10 @@ std::optional<Model> with_constants_drawn(const Model& model, const GraphEGraph&
       if (i < 4) values += (i ? ", " : "") + format_number(copy.data<float>()[i]);
     }
     std::shared_ptr<const Tensor> t = std::move(copy).into_constant(v->name());
-    if (value_attr) value_attr->tensors[0] = t;
-    else v->initializer = t;
+    if (value_attr)
+      value_attr->tensors[0] = t;
+    else
+      v->initializer = t;
     drawn += (drawn.empty() ? "" : "; ") + var + " = [" + values + (h.size() > 4 ? ", ..." : "") + "]";
     any = true;
   }
@@ -121,7 +127,8 @@ bool RuleSoundness::passed() const {
   return std::all_of(cases.begin(), cases.end(), [](const SoundnessCase& c) { return c.passed; });
 }
 
-std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const NodeCost& cost, const SoundnessOptions& options) {
+std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const NodeCost& cost,
+                                           const SoundnessOptions& options) {
   std::vector<RuleSoundness> out;
   for (size_t ri = 0; ri < rules.rules().size(); ++ri) {
     const CompiledRule& cr = rules.rules()[ri];
@@ -149,7 +156,8 @@ std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const NodeCost&
           SoundnessCase c{cr.ast->name, t.name, what, 0, equal->tolerance, true, {}};
           c.max_error = worst_error(before, after, options, c.failure);
           c.passed = c.failure.empty() && c.max_error <= c.tolerance;
-          if (!c.passed && c.failure.empty()) c.failure = "max error " + format_number(c.max_error) + " over the tolerance";
+          if (!c.passed && c.failure.empty())
+            c.failure = "max error " + format_number(c.max_error) + " over the tolerance";
           rs.cases.push_back(std::move(c));
         };
         // The rule once, at one site of the graph as written, against the original; then
@@ -184,9 +192,13 @@ std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const NodeCost&
         SaturationReport report = saturate(saturated.egraph, rules, original->opsets);
         std::set<ClassId> targets;
         for (const SiteRecord& rec : report.sites) {
-          if (rec.rule != rule || targets.size() >= kSitesPerGraph || !targets.insert(saturated.egraph.find(rec.target)).second) continue;
+          if (rec.rule != rule || targets.size() >= kSitesPerGraph ||
+              !targets.insert(saturated.egraph.find(rec.target)).second)
+            continue;
           if (auto after = program_with_site(*original, saturated, cost, rec, std::nullopt))
-            add_case(*original, *after, shapes + ", after other rules, at '" + saturated.egraph.eclass(rec.target).data.name + "'");
+            add_case(
+                *original, *after,
+                shapes + ", after other rules, at '" + saturated.egraph.eclass(rec.target).data.name + "'");
         }
       }
     }

@@ -25,7 +25,8 @@ struct SoundnessOptions {
 
 struct SoundnessCase {
   std::string rule, test;
-  std::string shapes;  // the instance: "as written, at 'y'", "batch 3, at 'y'", "..., constants drawn: %c = [..]"
+  std::string
+      shapes;  // the instance: "as written, at 'y'", "batch 3, at 'y'", "..., constants drawn: %c = [..]"
   double max_error = 0, tolerance = 0;
   bool passed = true;
   std::string failure;  // what differed, when not passed
@@ -41,6 +42,7 @@ struct RuleSoundness {
 // Every enabled rule, in rule-set order. A rule none of whose tests makes it fire
 // comes back unchecked (no cases): its tests need a positive case.
 // `cost` chooses the rest of the program where a rule builds on other rules' results.
-std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const NodeCost& cost, const SoundnessOptions& options = {});
+std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const NodeCost& cost,
+                                           const SoundnessOptions& options = {});
 
 }  // namespace geopt::dsl

@@ -26,7 +26,8 @@ std::optional<double> constant_scalar(const Tensor* t) {
 bool constant_all_equal(const Tensor* t, double number) {
   auto s = constant_scalar(t);
   if (!s) return false;
-  if (t->dtype == DType::F32 || t->dtype == DType::F16 || t->dtype == DType::BF16) return static_cast<float>(*s) == static_cast<float>(number);
+  if (t->dtype == DType::F32 || t->dtype == DType::F16 || t->dtype == DType::BF16)
+    return static_cast<float>(*s) == static_cast<float>(number);
   return *s == number;
 }
 
@@ -49,7 +50,8 @@ std::string format_number(double v) {
   return os.str();
 }
 
-std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items, const BoundLookup& bound, std::string* why) {
+std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items, const BoundLookup& bound,
+                                              std::string* why) {
   auto fail = [why](std::string message) -> std::optional<std::vector<double>> {
     if (why) *why = std::move(message);
     return std::nullopt;
@@ -64,7 +66,8 @@ std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items
       out.insert(out.end(), v->begin(), v->end());
     } else if (item.term && item.term->kind == Term::Kind::Shape) {  // every dim
       const ValueType* t = bound.type_of(item.term->var);
-      if (!t || !t->shape || !t->shape->is_static()) return fail(item.term->to_string() + " is not static at this match");
+      if (!t || !t->shape || !t->shape->is_static())
+        return fail(item.term->to_string() + " is not static at this match");
       for (const Dim& d : t->shape->dims()) out.push_back(static_cast<double>(d.value()));
     } else if (item.term) {
       auto v = shape_term_value(*item.term, bound.type_of(item.term->var));
@@ -77,7 +80,9 @@ std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items
       const auto n = static_cast<int64_t>(a->ints.size());
       for (int64_t i : q->ints) {
         const int64_t k = i < 0 ? i + n : i;
-        if (k < 0 || k >= n) return fail(item.gather_var + " holds " + std::to_string(i) + ", outside " + item.var + " (" + std::to_string(n) + " elements)");
+        if (k < 0 || k >= n)
+          return fail(item.gather_var + " holds " + std::to_string(i) + ", outside " + item.var + " (" +
+                      std::to_string(n) + " elements)");
         out.push_back(static_cast<double>(a->ints[static_cast<size_t>(k)]));
       }
     } else if (const Attribute* a = bound.attr_of(item.var)) {
@@ -92,9 +97,12 @@ std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items
       }
     } else if (item.index >= 0) {  // %c[i]: element i of a bound constant
       const Tensor* c = bound.constant_of ? bound.constant_of(item.var) : nullptr;
-      if (!c || c->dtype == DType::String || c->dtype == DType::Undefined) return fail(item.var + " is not a numeric constant at this match");
+      if (!c || c->dtype == DType::String || c->dtype == DType::Undefined)
+        return fail(item.var + " is not a numeric constant at this match");
       HostTensor h = HostTensor::view(*c);
-      if (item.index >= h.size()) return fail(item.var + "[" + std::to_string(item.index) + "] is outside the constant (" + std::to_string(h.size()) + " elements)");
+      if (item.index >= h.size())
+        return fail(item.var + "[" + std::to_string(item.index) + "] is outside the constant (" +
+                    std::to_string(h.size()) + " elements)");
       out.push_back(h.real_at(item.index));
     } else {  // a bound scalar constant
       auto v = bound.constant_of ? constant_scalar(bound.constant_of(item.var)) : std::nullopt;
@@ -106,7 +114,8 @@ std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items
 }
 
 Attribute list_attribute(const std::string& name, AttrKind kind, const std::vector<double>& values) {
-  if (kind == AttrKind::Floats) return Attribute::make_floats(name, std::vector<float>(values.begin(), values.end()));
+  if (kind == AttrKind::Floats)
+    return Attribute::make_floats(name, std::vector<float>(values.begin(), values.end()));
   std::vector<int64_t> ints;
   for (double v : values) ints.push_back(static_cast<int64_t>(v));
   return Attribute::make_ints(name, ints);

@@ -3,18 +3,18 @@
 // the e-graph matcher and `where` evaluation.
 #include <functional>
 #include <optional>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "ir/attribute.h"
 #include "ir/value.h"
 
 namespace geopt::dsl {
 
-std::optional<double> attr_number(const Attribute& a);            // ints and floats
-std::optional<double> constant_scalar(const Tensor* t);          // every element equal: that value
-bool constant_all_equal(const Tensor* t, double number);         // compared in the constant's precision
-std::string format_number(double v);                             // 9 significant digits
+std::optional<double> attr_number(const Attribute& a);    // ints and floats
+std::optional<double> constant_scalar(const Tensor* t);   // every element equal: that value
+bool constant_all_equal(const Tensor* t, double number);  // compared in the constant's precision
+std::string format_number(double v);                      // 9 significant digits
 // dim(%v, axis) or rank(%v) of a value of this type; nullopt when not static.
 struct Term;
 std::optional<int64_t> shape_term_value(const Term& t, const ValueType* type);
@@ -30,7 +30,8 @@ struct BoundLookup {
 // The numbers of a list expression at one match; nullopt (with `why`) when a dim is
 // not static, an index is outside the bound attribute, or a variable is no scalar.
 struct ListItem;
-std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items, const BoundLookup& bound, std::string* why = nullptr);
+std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items, const BoundLookup& bound,
+                                              std::string* why = nullptr);
 // The attribute a list expression makes: ints, or floats for a FLOATS attribute.
 Attribute list_attribute(const std::string& name, AttrKind kind, const std::vector<double>& values);
 

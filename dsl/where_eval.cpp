@@ -13,29 +13,38 @@ namespace {
 
 using TermValue = std::variant<double, std::string>;
 
-std::string as_text(const TermValue& x) { return std::holds_alternative<double>(x) ? format_number(std::get<double>(x)) : std::get<std::string>(x); }
+std::string as_text(const TermValue& x) {
+  return std::holds_alternative<double>(x) ? format_number(std::get<double>(x)) : std::get<std::string>(x);
+}
 
 // `reason`, when given, receives why the term has no value (or names the value found);
 // the matcher evaluates without it and asks again only for a predicate that failed.
 std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std::string* reason) {
   std::optional<TermValue> r;
   switch (t.kind) {
-    case Term::Kind::Number: r = t.number; break;
-    case Term::Kind::Ident: r = t.ident; break;
+    case Term::Kind::Number:
+      r = t.number;
+      break;
+    case Term::Kind::Ident:
+      r = t.ident;
+      break;
     case Term::Kind::Var: {
       if (auto a = ctx.attrs->find(t.var); a != ctx.attrs->end()) {
         if (auto n = attr_number(a->second)) r = *n;
       } else if (auto s = constant_scalar(ctx.constant_of(t.var))) {
         r = *s;
       }
-      if (reason && r && ctx.name_of && !ctx.name_of(t.var).empty()) *reason = "('" + ctx.name_of(t.var) + "')";
+      if (reason && r && ctx.name_of && !ctx.name_of(t.var).empty())
+        *reason = "('" + ctx.name_of(t.var) + "')";
       if (reason && !r) *reason = t.var + " is not a scalar constant";
       break;
     }
     case Term::Kind::Rank: {
       const ValueType* vt = ctx.type_of(t.var);
-      if (vt && vt->shape) r = static_cast<double>(vt->shape->rank());
-      else if (reason) *reason = "the rank of " + t.var + " is unknown";
+      if (vt && vt->shape)
+        r = static_cast<double>(vt->shape->rank());
+      else if (reason)
+        *reason = "the rank of " + t.var + " is unknown";
       break;
     }
     case Term::Kind::Dim: {
@@ -47,14 +56,19 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
       int64_t rank = static_cast<int64_t>(vt->shape->rank());
       int64_t axis = t.axis < 0 ? t.axis + rank : t.axis;
       if (axis < 0 || axis >= rank) {
-        if (reason) *reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is out of range for rank " + std::to_string(rank);
+        if (reason)
+          *reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is out of range for rank " +
+                    std::to_string(rank);
         break;
       }
       const Dim& d = (*vt->shape)[static_cast<size_t>(axis)];
-      if (d.is_static()) r = static_cast<double>(d.value());
+      if (d.is_static())
+        r = static_cast<double>(d.value());
       else if (d.is_symbolic() && ctx.assumed && ctx.assumed->count(d.symbol_name()))
         r = static_cast<double>(ctx.assumed->at(d.symbol_name()));
-      else if (reason) *reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is " + (d.is_symbolic() ? "symbolic ('" + d.symbol_name() + "')" : "unknown") + ", not a number";
+      else if (reason)
+        *reason = "dim(" + t.var + ", " + std::to_string(t.axis) + ") is " +
+                  (d.is_symbolic() ? "symbolic ('" + d.symbol_name() + "')" : "unknown") + ", not a number";
       break;
     }
     case Term::Kind::Shape: {  // every dim, as text: equal texts are equal shapes (a symbol is one size)
@@ -83,20 +97,27 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
         break;
       }
       HostTensor h = HostTensor::view(*c);
-      const int64_t cols = t.kind == Term::Kind::Zeros ? std::max<int64_t>(h.size(), 1) : h.rank() ? h.dim(-1) : 1;
+      const int64_t cols = t.kind == Term::Kind::Zeros ? std::max<int64_t>(h.size(), 1)
+                           : h.rank()                  ? h.dim(-1)
+                                                       : 1;
       int64_t count = 0;
       for (int64_t row = 0; cols > 0 && row < h.size() / cols; ++row) {
         int64_t zeros = 0;
         for (int64_t j = 0; j < cols; ++j) zeros += h.real_at(row * cols + j) == 0 ? 1 : 0;
-        count += t.kind == Term::Kind::Zeros ? zeros : t.kind == Term::Kind::ZeroRows ? zeros == cols : zeros == 0;
+        count += t.kind == Term::Kind::Zeros      ? zeros
+                 : t.kind == Term::Kind::ZeroRows ? zeros == cols
+                                                  : zeros == 0;
       }
       r = static_cast<double>(count);
       break;
     }
     case Term::Kind::Element: {  // %k[i]: of a bound ints attribute, or of a constant by flat index
       if (auto a = ctx.attrs->find(t.var); a != ctx.attrs->end()) {
-        if (t.axis < static_cast<int64_t>(a->second.ints.size())) r = static_cast<double>(a->second.ints[static_cast<size_t>(t.axis)]);
-        else if (reason) *reason = t.to_string() + " is outside " + t.var + " (" + std::to_string(a->second.ints.size()) + " ints)";
+        if (t.axis < static_cast<int64_t>(a->second.ints.size()))
+          r = static_cast<double>(a->second.ints[static_cast<size_t>(t.axis)]);
+        else if (reason)
+          *reason = t.to_string() + " is outside " + t.var + " (" + std::to_string(a->second.ints.size()) +
+                    " ints)";
         break;
       }
       const Tensor* c = ctx.constant_of(t.var);
@@ -105,14 +126,18 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
         break;
       }
       HostTensor h = HostTensor::view(*c);
-      if (t.axis < h.size()) r = h.real_at(t.axis);
-      else if (reason) *reason = t.to_string() + " is outside " + t.var + " (" + std::to_string(h.size()) + " elements)";
+      if (t.axis < h.size())
+        r = h.real_at(t.axis);
+      else if (reason)
+        *reason = t.to_string() + " is outside " + t.var + " (" + std::to_string(h.size()) + " elements)";
       break;
     }
     case Term::Kind::DType: {
       const ValueType* vt = ctx.type_of(t.var);
-      if (vt && vt->dtype != DType::Undefined) r = dtype_name(vt->dtype);
-      else if (reason) *reason = "the dtype of " + t.var + " is unknown";
+      if (vt && vt->dtype != DType::Undefined)
+        r = dtype_name(vt->dtype);
+      else if (reason)
+        *reason = "the dtype of " + t.var + " is unknown";
       break;
     }
   }
@@ -120,8 +145,6 @@ std::optional<TermValue> term_value(const Term& t, const WhereContext& ctx, std:
     if (auto* d = std::get_if<double>(&*r)) r = std::fmod(*d, *t.modulo);
   return r;
 }
-
-
 
 // The symbol a dim term names (dim(%x, 1) of an [1,seq,64] value: "seq"); nullopt for a
 // number, an unknown dim, or one taken modulo something.
@@ -172,7 +195,8 @@ std::optional<bool> holds_over_ranges(const Predicate& pred, const WhereContext&
     const bool wide = hi < lo || hi - lo >= kMaxCombinations;
     combinations = wide ? kMaxCombinations + 1 : combinations * (hi - lo + 1);
     if (combinations > kMaxCombinations) {
-      if (found) *found = pred.lhs.to_string() + " is symbolic (" + range_text(s) + "): too many sizes to check each";
+      if (found)
+        *found = pred.lhs.to_string() + " is symbolic (" + range_text(s) + "): too many sizes to check each";
       return false;
     }
   }
@@ -184,7 +208,8 @@ std::optional<bool> holds_over_ranges(const Predicate& pred, const WhereContext&
     if (!holds(pred, each, nullptr)) {
       if (found) {
         std::string sizes;
-        for (const std::string& s : symbols) sizes += (sizes.empty() ? "" : ", ") + s + " = " + std::to_string(at[s]);
+        for (const std::string& s : symbols)
+          sizes += (sizes.empty() ? "" : ", ") + s + " = " + std::to_string(at[s]);
         std::string ranges;
         for (const std::string& s : symbols) ranges += (ranges.empty() ? "" : "; ") + range_text(s);
         const Term& dim = pred.lhs.kind == Term::Kind::Dim ? pred.lhs : pred.rhs;
@@ -213,7 +238,9 @@ bool holds(const Predicate& pred, const WhereContext& ctx, std::string* found) {
       if (auto b = symbolic_dim(pred.rhs, ctx)) {
         if (*a == *b) return true;
         if (auto over = holds_over_ranges(pred, ctx, found)) return *over;
-        if (found) *found = pred.lhs.to_string() + " is symbolic ('" + *a + "'), " + pred.rhs.to_string() + " is symbolic ('" + *b + "'): not the same symbol, so not known to be one size";
+        if (found)
+          *found = pred.lhs.to_string() + " is symbolic ('" + *a + "'), " + pred.rhs.to_string() +
+                   " is symbolic ('" + *b + "'): not the same symbol, so not known to be one size";
         return false;
       }
   if (auto over = holds_over_ranges(pred, ctx, found)) return *over;
@@ -243,15 +270,21 @@ bool holds(const Predicate& pred, const WhereContext& ctx, std::string* found) {
   if (found) {
     std::string what = pred.lhs.to_string();
     if (pred.lhs.kind == Term::Kind::Var && ctx.attrs)
-      if (auto a = ctx.attrs->find(pred.lhs.var); a != ctx.attrs->end()) what += " (attribute '" + a->second.name + "')";
+      if (auto a = ctx.attrs->find(pred.lhs.var); a != ctx.attrs->end())
+        what += " (attribute '" + a->second.name + "')";
     *found = what + " is " + as_text(*lhs) + (reason.empty() ? "" : " " + reason);
     reason.clear();
   }
   if (pred.op == CmpOp::In) {
-    if (pred.is_range) return std::holds_alternative<double>(*lhs) && std::get<double>(*lhs) >= pred.lo && std::get<double>(*lhs) <= pred.hi;
+    if (pred.is_range)
+      return std::holds_alternative<double>(*lhs) && std::get<double>(*lhs) >= pred.lo &&
+             std::get<double>(*lhs) <= pred.hi;
     for (const auto& l : pred.set) {
-      if (auto* d = std::get_if<double>(&*lhs)) ok = ok || (l.kind == Literal::Kind::Number && l.number == *d);
-      else ok = ok || (l.kind == Literal::Kind::Ident && parse_dtype(l.text) && dtype_name(*parse_dtype(l.text)) == std::get<std::string>(*lhs));
+      if (auto* d = std::get_if<double>(&*lhs))
+        ok = ok || (l.kind == Literal::Kind::Number && l.number == *d);
+      else
+        ok = ok || (l.kind == Literal::Kind::Ident && parse_dtype(l.text) &&
+                    dtype_name(*parse_dtype(l.text)) == std::get<std::string>(*lhs));
     }
     return ok;
   }
@@ -261,18 +294,27 @@ bool holds(const Predicate& pred, const WhereContext& ctx, std::string* found) {
     return false;
   }
   // A computed right side (dim(%w, 1), shape(%y), a bound value) is named too.
-  if (found && pred.rhs.kind != Term::Kind::Number && pred.rhs.kind != Term::Kind::Ident) *found += ", " + pred.rhs.to_string() + " is " + as_text(*rhs);
+  if (found && pred.rhs.kind != Term::Kind::Number && pred.rhs.kind != Term::Kind::Ident)
+    *found += ", " + pred.rhs.to_string() + " is " + as_text(*rhs);
   if (std::holds_alternative<double>(*lhs) && std::holds_alternative<double>(*rhs)) {
     double x = std::get<double>(*lhs), y = std::get<double>(*rhs);
     switch (pred.op) {
-      case CmpOp::Eq: return x == y;
-      case CmpOp::Ne: return x != y;
-      case CmpOp::Lt: return x < y;
-      case CmpOp::Le: return x <= y;
-      case CmpOp::Gt: return x > y;
-      case CmpOp::Ge: return x >= y;
-      case CmpOp::Approx: return std::fabs(x - y) <= pred.tolerance;
-      case CmpOp::In: break;
+      case CmpOp::Eq:
+        return x == y;
+      case CmpOp::Ne:
+        return x != y;
+      case CmpOp::Lt:
+        return x < y;
+      case CmpOp::Le:
+        return x <= y;
+      case CmpOp::Gt:
+        return x > y;
+      case CmpOp::Ge:
+        return x >= y;
+      case CmpOp::Approx:
+        return std::fabs(x - y) <= pred.tolerance;
+      case CmpOp::In:
+        break;
     }
     return false;
   }

@@ -16,7 +16,8 @@ namespace geopt::dsl {
 
 struct WhereContext {
   std::function<const ValueType*(const std::string& var)> type_of;  // null when unbound
-  std::function<const Tensor*(const std::string& var)> constant_of;  // null when not constant (or not computed yet)
+  std::function<const Tensor*(const std::string& var)>
+      constant_of;  // null when not constant (or not computed yet)
   // Constant, whether or not its value is at hand (e-graph classes folded at compile
   // time); unset: constant_of decides.
   std::function<bool(const std::string& var)> is_constant;

@@ -22,11 +22,18 @@ std::string layernorm_variants(int count) {
   std::string text;
   for (int k = 1; k <= count; ++k) {
     std::string a = std::to_string(k);
-    text += "rule LayerNormAxis" + a + " [generated] {\n"
-            "  let %d = Sub(%x, ReduceMean(%x) { axes == [" + a + "], keepdims == 1 })\n"
-            "  let %var = ReduceMean(Pow(%d, 2.0)) { axes == [" + a + "], keepdims == 1 }\n"
+    text += "rule LayerNormAxis" + a +
+            " [generated] {\n"
+            "  let %d = Sub(%x, ReduceMean(%x) { axes == [" +
+            a +
+            "], keepdims == 1 })\n"
+            "  let %var = ReduceMean(Pow(%d, 2.0)) { axes == [" +
+            a +
+            "], keepdims == 1 }\n"
             "  match %y = Add(Mul(Div(%d, Sqrt(Add(%var, const %eps))), %gamma), %beta)\n"
-            "  rewrite %y => ai.geopt.LayerNorm(%x, %gamma, %beta) { axis = " + a + ", epsilon = %eps }\n"
+            "  rewrite %y => ai.geopt.LayerNorm(%x, %gamma, %beta) { axis = " +
+            a +
+            ", epsilon = %eps }\n"
             "}\n";
   }
   return text;
@@ -43,7 +50,8 @@ NodeMatch match_at(const dsl::RuleSet& rules, const Model& model, const std::str
     for (const ENode& n : g.eclass(c).nodes) {
       if (n.kind != ENode::Kind::Op || g.eclass(c).data.node_name != node) continue;
       found_node = true;
-      for (size_t alt = 0; alt < rules.rules()[static_cast<size_t>(rule)].alternatives.size() && !out.matched; ++alt) {
+      for (size_t alt = 0; alt < rules.rules()[static_cast<size_t>(rule)].alternatives.size() && !out.matched;
+           ++alt) {
         std::vector<dsl::EMatch> found;
         matcher.match(rule, static_cast<int>(alt), c, n, found, 1, &miss);
         if (found.empty()) continue;

@@ -29,7 +29,8 @@ struct NodeMatch {
 };
 NodeMatch match_at(const dsl::RuleSet& rules, const Model& model, const std::string& node, int rule = 0);
 // Per rule, the nodes it matches on the model as written (geopt rules match), counted.
-std::map<std::string, int> matches_per_rule(const dsl::RuleSet& rules, const Model& model, size_t* predicates_asked = nullptr);
+std::map<std::string, int> matches_per_rule(const dsl::RuleSet& rules, const Model& model,
+                                            size_t* predicates_asked = nullptr);
 // The cost every geopt command extracts under by default: Ascend910B1, force_fp16.
 NodeCost default_cost();
 

@@ -16,7 +16,8 @@ using namespace geopt::ascend;
 
 TEST_CASE("profiles carry CANN's platform figures") {
   auto names = available_profiles();
-  CHECK(names == std::vector<std::string>{"Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B1", "Ascend910B2", "Ascend910B3"});
+  CHECK(names == std::vector<std::string>{"Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B1",
+                                          "Ascend910B2", "Ascend910B3"});
   HardwareProfile b1 = load_profile("Ascend910B1");
   CHECK(b1.ai_cores == 24);
   CHECK(b1.vector_cores == 48);
@@ -26,7 +27,8 @@ TEST_CASE("profiles carry CANN's platform figures") {
   CHECK(b1.l0a == 64 * 1024);
   CHECK(b1.l0c == 128 * 1024);
   CHECK(b1.l2_bytes == 192ll << 20);
-  CHECK(b1.peak_fp16_tflops() == doctest::Approx(363.7).epsilon(0.001));  // 4096 MACs x 24 cores x 1.85 GHz x 2
+  CHECK(b1.peak_fp16_tflops() ==
+        doctest::Approx(363.7).epsilon(0.001));  // 4096 MACs x 24 cores x 1.85 GHz x 2
   HardwareProfile b3 = load_profile("Ascend910B3");
   CHECK(b3.ai_cores == 20);
   CHECK(b3.vector_cores == 40);
@@ -45,14 +47,21 @@ TEST_CASE("profile overrides and errors") {
   HardwareProfile p = load_profile("Ascend910B1", {{"memory.hbm_gbps", "1200"}, {"buffers.ub", "65536"}});
   CHECK(p.hbm_gbps == 1200);
   CHECK(p.ub == 65536);
-  CHECK_THROWS_WITH_AS(load_profile("Ascend999"), doctest::Contains("unknown --soc-version 'Ascend999' (known: Ascend310, Ascend310P3"), Error);
-  CHECK_THROWS_WITH_AS(load_profile("Ascend910B1", {{"memory.nope", "1"}}), doctest::Contains("has no such key"), Error);
-  CHECK_THROWS_WITH_AS(load_profile("Ascend910B1", {{"memory.hbm_gbps", "fast"}}), doctest::Contains("not a number"), Error);
+  CHECK_THROWS_WITH_AS(load_profile("Ascend999"),
+                       doctest::Contains("unknown --soc-version 'Ascend999' (known: Ascend310, Ascend310P3"),
+                       Error);
+  CHECK_THROWS_WITH_AS(load_profile("Ascend910B1", {{"memory.nope", "1"}}),
+                       doctest::Contains("has no such key"), Error);
+  CHECK_THROWS_WITH_AS(load_profile("Ascend910B1", {{"memory.hbm_gbps", "fast"}}),
+                       doctest::Contains("not a number"), Error);
   auto dir = test::scratch_dir("profile");
   test::write_file(dir / "bad.toml", "soc_version = \"X\"\n[cores]\nai_cores = 2\n");
-  CHECK_THROWS_WITH_AS(load_profile((dir / "bad.toml").string()), doctest::Contains("bad.toml: 'cores.vector_cores' is missing or not an integer"), Error);
+  CHECK_THROWS_WITH_AS(load_profile((dir / "bad.toml").string()),
+                       doctest::Contains("bad.toml: 'cores.vector_cores' is missing or not an integer"),
+                       Error);
   test::write_file(dir / "zero.toml", "soc_version = \"X\"\n[cores]\nai_cores = 0\n");
-  CHECK_THROWS_WITH_AS(load_profile((dir / "zero.toml").string()), doctest::Contains("zero.toml: 'cores.ai_cores' is 0; it must be 1 to 4096"), Error);
+  CHECK_THROWS_WITH_AS(load_profile((dir / "zero.toml").string()),
+                       doctest::Contains("zero.toml: 'cores.ai_cores' is 0; it must be 1 to 4096"), Error);
   // Every rate and size a cost is divided by or added to is finite and in range, from a
   // file and from --profile-set alike (a negative launch overhead made extraction spin).
   for (const auto& [key, value, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
@@ -64,21 +73,25 @@ TEST_CASE("profile overrides and errors") {
     INFO(key);
     CHECK_THROWS_WITH_AS(load_profile("Ascend910B1", {{key, value}}), doctest::Contains(says.c_str()), Error);
   }
-  std::string text = test::read_file(std::filesystem::path(GEOPT_SOURCE_DIR_STR) / "backends/ascend/profiles/Ascend910B1.toml");
+  std::string text = test::read_file(std::filesystem::path(GEOPT_SOURCE_DIR_STR) /
+                                     "backends/ascend/profiles/Ascend910B1.toml");
   const size_t at = text.find("hbm_gbps");
   REQUIRE(at != std::string::npos);
   text.replace(at, text.find('\n', at) - at, "hbm_gbps = nan");
   test::write_file(dir / "nan.toml", text);
-  CHECK_THROWS_WITH_AS(load_profile((dir / "nan.toml").string()), doctest::Contains("'memory.hbm_gbps' is nan"), Error);
+  CHECK_THROWS_WITH_AS(load_profile((dir / "nan.toml").string()),
+                       doctest::Contains("'memory.hbm_gbps' is nan"), Error);
 }
 
 TEST_CASE("device shapes follow CANN's transfer rules") {
-  CHECK(device_shape({1, 3, 224, 224}, Format::NC1HWC0, DType::F16) == std::vector<int64_t>{1, 1, 224, 224, 16});
+  CHECK(device_shape({1, 3, 224, 224}, Format::NC1HWC0, DType::F16) ==
+        std::vector<int64_t>{1, 1, 224, 224, 16});
   CHECK(device_shape({8, 40, 7, 7}, Format::NC1HWC0, DType::F16) == std::vector<int64_t>{8, 3, 7, 7, 16});
   CHECK(device_shape({8, 40, 7, 7}, Format::NC1HWC0, DType::I8) == std::vector<int64_t>{8, 2, 7, 7, 32});
   CHECK(device_shape({64, 3, 7, 7}, Format::FRACTAL_Z, DType::F16) == std::vector<int64_t>{49, 4, 16, 16});
   CHECK(device_shape({2, 100, 70}, Format::FRACTAL_NZ, DType::F16) == std::vector<int64_t>{2, 5, 7, 16, 16});
-  CHECK(padded_elements({1, 3, 224, 224}, Format::NC1HWC0, DType::F16) == 224 * 224 * 16);  // C padded 3 -> 16
+  CHECK(padded_elements({1, 3, 224, 224}, Format::NC1HWC0, DType::F16) ==
+        224 * 224 * 16);  // C padded 3 -> 16
   CHECK_THROWS_AS(device_shape({3, 4}, Format::NC1HWC0, DType::F16), Error);
 }
 
@@ -93,7 +106,8 @@ TEST_CASE("a large fp16 MatMul is Cube-bound at the profile's sustained rate") {
   CHECK(c.bound == "cube");
   const double flops = 2.0 * 4096 * 4096 * 4096;
   // 1024 tiles of 128x128 over 24 cores: 43 waves where 42.7 would do, at the sustained rate.
-  CHECK(c.cube_us == doctest::Approx(flops / (p.peak_fp16_tflops() * 1e12 * p.cube_efficiency) * 1e6 * 43 / (1024.0 / 24)));
+  CHECK(c.cube_us == doctest::Approx(flops / (p.peak_fp16_tflops() * 1e12 * p.cube_efficiency) * 1e6 * 43 /
+                                     (1024.0 / 24)));
   CHECK(c.cube_us > flops / (p.peak_fp16_tflops() * 1e12) * 1e6);
   // B in ND is converted to FRACTAL_NZ on the way: one more launch, one more read and write of B.
   CHECK(w.extra_launches == 1);
@@ -140,7 +154,8 @@ TEST_CASE("fusing BERT lowers its modeled latency, kernel count and HBM traffic"
   CHECK(after.latency_us < before.latency_us);
   CHECK(after.hbm_bytes < before.hbm_bytes);
   CHECK(after.by_op.at("ai.geopt::AddLayerNorm").second == 5);
-  CHECK(after.by_op.at("ai.geopt::FusedMatMul").second == 9);  // per layer: Q, K and V merged (the Split into pieces a view), output, two FFN; the pooler
+  CHECK(after.by_op.at("ai.geopt::FusedMatMul").second ==
+        9);  // per layer: Q, K and V merged (the Split into pieces a view), output, two FFN; the pooler
   CHECK(before.infeasible == 0);
   CHECK(after.infeasible == 0);
 }

@@ -24,8 +24,8 @@ TEST_CASE("usage errors exit 2 with a message") {
   auto r = run_cli({"info", "--no-such-flag", "x.onnx"});
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--no-such-flag") != std::string::npos);
-  CHECK(run_cli({}).exit_code == 2);                     // no subcommand
-  CHECK(run_cli({"frobnicate"}).exit_code == 2);         // unknown subcommand
+  CHECK(run_cli({}).exit_code == 2);              // no subcommand
+  CHECK(run_cli({"frobnicate"}).exit_code == 2);  // unknown subcommand
   CHECK(run_cli({"--log-level", "loud", "info", "m"}).exit_code == 2);
 }
 
@@ -43,7 +43,8 @@ TEST_CASE("geopt info prints the model's interface and op mix") {
 }
 
 TEST_CASE("geopt info --json agrees with the model") {
-  auto r = run_cli({"info", "--json", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string()});
+  auto r =
+      run_cli({"info", "--json", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string()});
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["opsets"]["ai.onnx"] == 17);
@@ -65,8 +66,9 @@ TEST_CASE("geopt info --json agrees with the model") {
 
 TEST_CASE("geopt info on bad input exits 1 with a one-line error") {
   fs::path dir = geopt::test::scratch_dir("cli-bad");
-  geopt::test::write_file(dir / "cut.onnx",
-                          geopt::test::read_file(geopt::test::examples_dir() / "gpt2_tiny_op13.onnx").substr(0, 5000));
+  geopt::test::write_file(
+      dir / "cut.onnx",
+      geopt::test::read_file(geopt::test::examples_dir() / "gpt2_tiny_op13.onnx").substr(0, 5000));
   auto r = run_cli({"info", (dir / "cut.onnx").string()});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("geopt: error: ") == 0);
@@ -80,8 +82,9 @@ TEST_CASE("geopt info on bad input exits 1 with a one-line error") {
 TEST_CASE("geopt run compares with torch's reference and writes .npy outputs") {
   fs::path m = geopt::test::examples_dir() / "gpt2_tiny_op13";
   fs::path out = geopt::test::scratch_dir("run-out");
-  auto r = run_cli({"run", m.string() + ".onnx", "--input", "input_ids=" + (m / "inputs" / "input_ids.npy").string(),
-                    "--compare", (m / "outputs").string(), "--output-dir", out.string(), "--threads", "1", "--json"});
+  auto r = run_cli({"run", m.string() + ".onnx", "--input",
+                    "input_ids=" + (m / "inputs" / "input_ids.npy").string(), "--compare",
+                    (m / "outputs").string(), "--output-dir", out.string(), "--threads", "1", "--json"});
   REQUIRE(r.exit_code == 0);
   const auto report = nlohmann::json::parse(r.out);
   CHECK(report["within_tolerance"] == true);
@@ -107,8 +110,10 @@ TEST_CASE("geopt run --random-inputs is deterministic per seed and checks its ar
   auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
   CHECK(ja["outputs"][0]["shape"] == "f32[1,5,64]");
   fs::path d1 = geopt::test::scratch_dir("seed"), d2 = geopt::test::scratch_dir("seed");
-  CHECK(run_cli({"run", model.string(), "--random-inputs", "--seed", "3", "--output-dir", d1.string()}).exit_code == 0);
-  CHECK(run_cli({"run", model.string(), "--random-inputs", "--seed", "3", "--output-dir", d2.string()}).exit_code == 0);
+  CHECK(run_cli({"run", model.string(), "--random-inputs", "--seed", "3", "--output-dir", d1.string()})
+            .exit_code == 0);
+  CHECK(run_cli({"run", model.string(), "--random-inputs", "--seed", "3", "--output-dir", d2.string()})
+            .exit_code == 0);
   CHECK(geopt::test::read_file(d1 / "pooled.npy") == geopt::test::read_file(d2 / "pooled.npy"));
 
   auto missing = run_cli({"run", model.string()});
@@ -117,16 +122,20 @@ TEST_CASE("geopt run --random-inputs is deterministic per seed and checks its ar
   auto bad_dim = run_cli({"run", model.string(), "--random-inputs", "--dim", "seq"});
   CHECK(bad_dim.exit_code == 1);
   CHECK(bad_dim.err.find("expected NAME=VALUE") != std::string::npos);
-  auto bad_shape = run_cli({"run", model.string(), "--input",
-                            "input_ids=" + (geopt::test::examples_dir() / "resnet18_narrow_op13" / "inputs" / "image.npy").string(),
-                            "--random-inputs"});
+  auto bad_shape =
+      run_cli({"run", model.string(), "--input",
+               "input_ids=" +
+                   (geopt::test::examples_dir() / "resnet18_narrow_op13" / "inputs" / "image.npy").string(),
+               "--random-inputs"});
   CHECK(bad_shape.exit_code == 1);
   CHECK(bad_shape.err.find("input 'input_ids': expected dtype i64, got f32") != std::string::npos);
 }
 
 TEST_CASE("geopt rules check reports a broken file with its location and a caret, exit 1") {
   fs::path dir = geopt::test::scratch_dir("rules-cli");
-  geopt::test::write_file(dir / "bad.gerule", "rule A {\n  match %y = Relu(%x)\n  rewrite %y %x\n}\nrule B { match %y = Frob(%x) rewrite %y => %x }\n");
+  geopt::test::write_file(dir / "bad.gerule",
+                          "rule A {\n  match %y = Relu(%x)\n  rewrite %y %x\n}\nrule B { match %y = Frob(%x) "
+                          "rewrite %y => %x }\n");
   auto r = run_cli({"rules", "check", (dir / "bad.gerule").string()});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("bad.gerule:3:14: error: expected `=>` after `rewrite`") != std::string::npos);
@@ -175,7 +184,8 @@ TEST_CASE("geopt rules list, test and --dump-automaton") {
   CHECK(tested["tests"][0]["test"] == "claims too much");
   CHECK(tested["tests"][0]["passed"] == false);
   REQUIRE(tested["tests"][0]["failures"].size() == 1);
-  CHECK(tested["tests"][0]["failures"][0].get<std::string>().find("t.gerule:5:12: output 'y' differs") != std::string::npos);
+  CHECK(tested["tests"][0]["failures"][0].get<std::string>().find("t.gerule:5:12: output 'y' differs") !=
+        std::string::npos);
   auto text = run_cli({"rules", "test", (dir / "t.gerule").string()});  // the default report says the same
   CHECK(text.exit_code == 1);
   CHECK(text.out.find("t.gerule:5:12: output 'y' differs") != std::string::npos);
@@ -193,40 +203,59 @@ TEST_CASE("geopt rules list, test and --dump-automaton") {
   CHECK(dump.out.find("accept LayerNormFusion#") != std::string::npos);
 }
 
-TEST_CASE("geopt compile writes a plan that geopt run checks against torch and the original, and plan dump reads it") {
+TEST_CASE(
+    "geopt compile writes a plan that geopt run checks against torch and the original, and plan dump reads "
+    "it") {
   fs::path m = geopt::test::examples_dir() / "bert_tiny_op13";
   fs::path dir = geopt::test::scratch_dir("compile");
   fs::path plan = dir / "bert.plan";
   auto c = run_cli({"compile", m.string() + ".onnx", "-o", plan.string(), "--json"});
   REQUIRE(c.exit_code == 0);
   const auto report = nlohmann::json::parse(c.out);
-  CHECK(report["fused"] == nlohmann::json({{"AddLayerNormFusion", 5}, {"AttentionFusion", 2}, {"AttentionScaleIntoFlashAttention", 2},
-                                            {"FusedMatMulGelu", 2}, {"FusedMatMulTanh", 1}, {"GeluErf", 2}, {"GemmTransposedBIsFusedMatMul", 1},
-                                            {"LayerNormFusion", 5}, {"MatMulBias", 12}, {"QKVMergeBiased", 2}}));
+  CHECK(report["fused"] == nlohmann::json({{"AddLayerNormFusion", 5},
+                                           {"AttentionFusion", 2},
+                                           {"AttentionScaleIntoFlashAttention", 2},
+                                           {"FusedMatMulGelu", 2},
+                                           {"FusedMatMulTanh", 1},
+                                           {"GeluErf", 2},
+                                           {"GemmTransposedBIsFusedMatMul", 1},
+                                           {"LayerNormFusion", 5},
+                                           {"MatMulBias", 12},
+                                           {"QKVMergeBiased", 2}}));
   // Layouts and canonical forms apart from fusions: the attention's head split and merge
   // absorbed (FlashAttentionSequenceFirst), its scale moved onto Q on the way; the merged
   // projection's pieces, [1, S, H] at batch 1, need no Reshape back.
-  CHECK(report["rewritten"] == nlohmann::json({{"DivByConstantIsMul", 4}, {"FlashAttentionSequenceFirst", 2}, {"KeyTransposeAsSwapLast", 2},
-                                               {"MatMulWeightsToFractalNZ", 9}, {"ReshapeToSameShape", 6}, {"ScaleIntoMatMulLeft", 2}}));
+  CHECK(report["rewritten"] == nlohmann::json({{"DivByConstantIsMul", 4},
+                                               {"FlashAttentionSequenceFirst", 2},
+                                               {"KeyTransposeAsSwapLast", 2},
+                                               {"MatMulWeightsToFractalNZ", 9},
+                                               {"ReshapeToSameShape", 6},
+                                               {"ScaleIntoMatMulLeft", 2}}));
   CHECK(report["memory"]["reuse_rate"].get<double>() > 0.5);
   CHECK(report["check"]["ok"] == true);
   CHECK(report["check"]["atol"].get<double>() == 1e-4);
   CHECK(report["check"]["rtol"].get<double>() == 1e-4);
-  CHECK(report["fusion_rate"].get<double>() == doctest::Approx(98.0 / 110));  // 98 of the 110 kernels as given
+  CHECK(report["fusion_rate"].get<double>() ==
+        doctest::Approx(98.0 / 110));  // 98 of the 110 kernels as given
   REQUIRE(fs::exists(plan));
-  auto text = run_cli({"compile", m.string() + ".onnx", "-o", (dir / "text.plan").string()});  // the default report
+  auto text =
+      run_cli({"compile", m.string() + ".onnx", "-o", (dir / "text.plan").string()});  // the default report
   CHECK(text.exit_code == 0);
   CHECK(text.out.find("AddLayerNormFusion x5") != std::string::npos);
-  CHECK(text.out.find("in-order and adversarial schedules (tolerance 0.0001 + 0.0001 x |reference|): ok") != std::string::npos);
+  CHECK(text.out.find("in-order and adversarial schedules (tolerance 0.0001 + 0.0001 x |reference|): ok") !=
+        std::string::npos);
 
-  auto torch = run_cli({"run", plan.string(), "--input", "input_ids=" + (m / "inputs" / "input_ids.npy").string(), "--input",
-                        "attention_mask=" + (m / "inputs" / "attention_mask.npy").string(), "--compare", (m / "outputs").string(), "--json"});
+  auto torch =
+      run_cli({"run", plan.string(), "--input", "input_ids=" + (m / "inputs" / "input_ids.npy").string(),
+               "--input", "attention_mask=" + (m / "inputs" / "attention_mask.npy").string(), "--compare",
+               (m / "outputs").string(), "--json"});
   REQUIRE(torch.exit_code == 0);
   const auto against_torch = nlohmann::json::parse(torch.out);
   CHECK(against_torch["within_tolerance"] == true);
   CHECK(against_torch["outputs"][1]["name"] == "pooled");
   CHECK(against_torch["outputs"][1]["shape"] == "f32[1,64]");
-  auto original = run_cli({"run", plan.string(), "--random-inputs", "--compare", m.string() + ".onnx", "--json"});
+  auto original =
+      run_cli({"run", plan.string(), "--random-inputs", "--compare", m.string() + ".onnx", "--json"});
   REQUIRE(original.exit_code == 0);
   CHECK(nlohmann::json::parse(original.out)["within_tolerance"] == true);
 
@@ -276,7 +305,8 @@ TEST_CASE("geopt compile writes a plan that geopt run checks against torch and t
   CHECK(profiled == kernels_by_op);
 
   // One stream and no reuse, as ATC's debugging options ask.
-  auto single = run_cli({"compile", m.string() + ".onnx", "--enable-single-stream", "--disable-reuse-memory", "--json"});
+  auto single = run_cli(
+      {"compile", m.string() + ".onnx", "--enable-single-stream", "--disable-reuse-memory", "--json"});
   REQUIRE_MESSAGE(single.exit_code == 0, single.err);
   auto s = nlohmann::json::parse(single.out);
   CHECK(s["streams"]["count"] == 1);
@@ -285,12 +315,16 @@ TEST_CASE("geopt compile writes a plan that geopt run checks against torch and t
   CHECK(s["check"]["ok"] == true);
 }
 
-TEST_CASE("geopt compile --input_shape compiles the dynamic example, and --dump-graph writes every stage, lowering annotated") {
+TEST_CASE(
+    "geopt compile --input_shape compiles the dynamic example, and --dump-graph writes every stage, lowering "
+    "annotated") {
   fs::path dir = geopt::test::scratch_dir("compile-dump");
-  auto c = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string(), "--input_shape",
-                    "input_ids:2,9;attention_mask:2,9", "-o", (dir / "d.plan").string(), "--dump-graph", (dir / "dump").string()});
+  auto c = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string(),
+                    "--input_shape", "input_ids:2,9;attention_mask:2,9", "-o", (dir / "d.plan").string(),
+                    "--dump-graph", (dir / "dump").string()});
   REQUIRE(c.exit_code == 0);
-  CHECK(c.out.find("in-order and adversarial schedules (tolerance 0.0001 + 0.0001 x |reference|): ok") != std::string::npos);
+  CHECK(c.out.find("in-order and adversarial schedules (tolerance 0.0001 + 0.0001 x |reference|): ok") !=
+        std::string::npos);
   CHECK(fs::exists(dir / "d.plan"));
   for (const char* stage : {"1_import", "2_static_shapes", "3_saturation_extraction_layout", "4_lowering"}) {
     INFO(stage);
@@ -299,18 +333,20 @@ TEST_CASE("geopt compile --input_shape compiles the dynamic example, and --dump-
   }
   // Shape computations are gone after the static-shapes stage.
   CHECK(geopt::test::read_file(dir / "dump" / "1_import.dot").find("label=\"Range\\n") != std::string::npos);
-  CHECK(geopt::test::read_file(dir / "dump" / "2_static_shapes.dot").find("label=\"Range\\n") == std::string::npos);
+  CHECK(geopt::test::read_file(dir / "dump" / "2_static_shapes.dot").find("label=\"Range\\n") ==
+        std::string::npos);
   std::string lowered = geopt::test::read_file(dir / "dump" / "4_lowering.dot");
   CHECK(lowered.find("step 1, stream 0") != std::string::npos);
   CHECK(lowered.find(", waits e0") != std::string::npos);
   CHECK(lowered.find(", records e0") != std::string::npos);
   CHECK(lowered.find(" at pool+0 (") != std::string::npos);
   // The same notes are the ONNX nodes' doc strings (Netron shows them).
-  CHECK(geopt::test::read_file(dir / "dump" / "4_lowering.onnx").find("step 1, stream 0") != std::string::npos);
+  CHECK(geopt::test::read_file(dir / "dump" / "4_lowering.onnx").find("step 1, stream 0") !=
+        std::string::npos);
 
   // Weights beside the plan, as plans over 2 GB need them; run and plan dump read them.
-  auto side = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_op13.onnx").string(), "--external-weights", "-o",
-                       (dir / "w.plan").string()});
+  auto side = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_op13.onnx").string(),
+                       "--external-weights", "-o", (dir / "w.plan").string()});
   REQUIRE_MESSAGE(side.exit_code == 0, side.err);
   CHECK(side.out.find("w.plan (weights in ") != std::string::npos);
   CHECK(fs::exists(dir / "w.plan.weights"));
@@ -323,15 +359,18 @@ TEST_CASE("geopt compile --input_shape compiles the dynamic example, and --dump-
 
 TEST_CASE("geopt compile and geopt run on bad input: clear errors, exit 1, nothing written") {
   fs::path dir = geopt::test::scratch_dir("compile-bad");
-  auto dynamic = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string(), "-o",
-                          (dir / "d.plan").string()});
+  auto dynamic =
+      run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string(), "-o",
+               (dir / "d.plan").string()});
   CHECK(dynamic.exit_code == 1);
   CHECK(dynamic.err.find("a plan needs static shapes, but ") != std::string::npos);
   CHECK(dynamic.err.find("('input_ids', 'attention_mask', ") != std::string::npos);
-  CHECK(dynamic.err.find("--input_shape, e.g. \"input_ids:<batch>,<seq>;attention_mask:<batch>,<seq>\"") != std::string::npos);
+  CHECK(dynamic.err.find("--input_shape, e.g. \"input_ids:<batch>,<seq>;attention_mask:<batch>,<seq>\"") !=
+        std::string::npos);
   CHECK(!fs::exists(dir / "d.plan"));
-  auto bad_shape = run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string(), "--input_shape",
-                            "input_ids:1,sixteen"});
+  auto bad_shape =
+      run_cli({"compile", (geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx").string(),
+               "--input_shape", "input_ids:1,sixteen"});
   CHECK(bad_shape.exit_code == 2);
   CHECK(bad_shape.err.find("'sixteen' is not a dimension") != std::string::npos);
   geopt::test::write_file(dir / "junk.plan", "not a plan at all");
@@ -346,7 +385,9 @@ TEST_CASE("geopt compile and geopt run on bad input: clear errors, exit 1, nothi
 TEST_CASE("the weight layouts an optimized model leaves to compile time are computed by geopt compile") {
   fs::path dir = geopt::test::scratch_dir("weight-layouts");
   fs::path optimized = dir / "resnet18.onnx";
-  REQUIRE(run_cli({"optimize", (geopt::test::examples_dir() / "resnet18_narrow_op13.onnx").string(), "-o", optimized.string()}).exit_code == 0);
+  REQUIRE(run_cli({"optimize", (geopt::test::examples_dir() / "resnet18_narrow_op13.onnx").string(), "-o",
+                   optimized.string()})
+              .exit_code == 0);
   auto info = run_cli({"info", optimized.string(), "--json"});
   REQUIRE(info.exit_code == 0);
   // Weights over 65536 elements keep their FRACTAL_Z layout as a TransData of the weight
@@ -363,13 +404,18 @@ TEST_CASE("the weight layouts an optimized model leaves to compile time are comp
     auto dump = nlohmann::json::parse(run_cli({"plan", "dump", plan.string(), "--json"}).out);
     int transdata = 0;
     for (const auto& k : dump["kernels"]) transdata += k["op_type"] == "TransData";
-    CHECK(transdata == 1);  // only the activations' conversion out runs (the first conv reads the image as given)
+    CHECK(transdata ==
+          1);  // only the activations' conversion out runs (the first conv reads the image as given)
   }
 }
 
-TEST_CASE("geopt compile takes GE's memory options: --disable_reuse_memory=1, OP_NO_REUSE_MEM from the environment, and warns of a name it does not find") {
+TEST_CASE(
+    "geopt compile takes GE's memory options: --disable_reuse_memory=1, OP_NO_REUSE_MEM from the "
+    "environment, and warns of a name it does not find") {
   const std::string model = (geopt::test::examples_dir() / "resnet18_narrow_op13.onnx").string();
-  auto pool = [](const geopt::test::CliResult& r) { return nlohmann::json::parse(r.out)["memory"]["pool_bytes"].get<size_t>(); };
+  auto pool = [](const geopt::test::CliResult& r) {
+    return nlohmann::json::parse(r.out)["memory"]["pool_bytes"].get<size_t>();
+  };
   auto shared = run_cli({"compile", model, "--json"});
   REQUIRE(shared.exit_code == 0);
   auto none = run_cli({"compile", model, "--json", "--disable_reuse_memory=1"});
@@ -384,9 +430,11 @@ TEST_CASE("geopt compile takes GE's memory options: --disable_reuse_memory=1, OP
   CHECK(j["memory"]["kept_apart"] == 1);
   CHECK(j["memory"]["no_reuse_unmatched"] == nlohmann::json::array({"Typo"}));
   CHECK(pool(apart) > pool(shared));
-  CHECK(apart.err.find("OP_NO_REUSE_MEM: no kernel of the compiled graph is named or typed 'Typo'") != std::string::npos);
+  CHECK(apart.err.find("OP_NO_REUSE_MEM: no kernel of the compiled graph is named or typed 'Typo'") !=
+        std::string::npos);
   // With reuse off every buffer is apart already: the names still count as found.
-  auto off_apart = run_cli({"compile", model, "--json", "--disable_reuse_memory=1", "--op_no_reuse_mem", "MaxPool"});
+  auto off_apart =
+      run_cli({"compile", model, "--json", "--disable_reuse_memory=1", "--op_no_reuse_mem", "MaxPool"});
   REQUIRE(off_apart.exit_code == 0);
   CHECK(nlohmann::json::parse(off_apart.out)["memory"]["no_reuse_unmatched"].empty());
   CHECK(off_apart.err.find("OP_NO_REUSE_MEM") == std::string::npos);

@@ -5,9 +5,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <cstdio>
 #include <map>
 #include <set>
 
@@ -69,9 +69,11 @@ std::string out_of_scope(const std::string& name, const ModelUse& use) {
   for (const auto& op : use.ops) {
     if (op.rfind("ai.onnx.preview.training::", 0) == 0) return "training";
     if (op == "NegativeLogLikelihoodLoss" || op == "SoftmaxCrossEntropyLoss") return "loss";
-    if (op.rfind("Sequence", 0) == 0 || op == "SplitToSequence" || op == "ConcatFromSequence") return "sequence";
+    if (op.rfind("Sequence", 0) == 0 || op == "SplitToSequence" || op == "ConcatFromSequence")
+      return "sequence";
     if (op.rfind("Optional", 0) == 0) return "optional";
-    if (op == "StringNormalizer" || op == "RegexFullMatch" || op == "StringConcat" || op == "StringSplit") return "string";
+    if (op == "StringNormalizer" || op == "RegexFullMatch" || op == "StringConcat" || op == "StringSplit")
+      return "string";
   }
   if (use.sequences) return "sequence";
   if (use.optionals) return "optional";
@@ -81,7 +83,8 @@ std::string out_of_scope(const std::string& name, const ModelUse& use) {
 
 // numpy.testing.assert_allclose(actual, expected, rtol=1e-3, atol=1e-7), as ONNX's backend tests use.
 std::string compare(const HostTensor& got, const HostTensor& want) {
-  if (got.dtype() != want.dtype()) return "dtype " + dtype_name(got.dtype()) + " != " + dtype_name(want.dtype());
+  if (got.dtype() != want.dtype())
+    return "dtype " + dtype_name(got.dtype()) + " != " + dtype_name(want.dtype());
   if (got.dims() != want.dims()) return "shape " + got.shape_string() + " != " + want.shape_string();
   if (got.dtype() == DType::String) return got.strings == want.strings ? "" : "strings differ";
   for (int64_t i = 0; i < got.size(); ++i) {
@@ -92,7 +95,8 @@ std::string compare(const HostTensor& got, const HostTensor& want) {
       if (!(std::fabs(a - b) <= 1e-7 + 1e-3 * std::fabs(b)))
         return "element " + std::to_string(i) + ": " + std::to_string(a) + " != " + std::to_string(b);
     } else if (got.int_at(i) != want.int_at(i)) {
-      return "element " + std::to_string(i) + ": " + std::to_string(got.int_at(i)) + " != " + std::to_string(want.int_at(i));
+      return "element " + std::to_string(i) + ": " + std::to_string(got.int_at(i)) +
+             " != " + std::to_string(want.int_at(i));
     }
   }
   return "";
@@ -153,8 +157,10 @@ TEST_CASE("ONNX node conformance (libonnx-testdata)") {
       if (proto.ParseFromIstream(&in)) walk(proto.graph(), use);
     }
     const std::string kind = out_of_scope(name, use);
-    if (kind.empty()) ++counted;
-    else ++outside_by_kind[kind];
+    if (kind.empty())
+      ++counted;
+    else
+      ++outside_by_kind[kind];
     if (excluded.count(name)) {
       ++skipped;
       continue;
@@ -167,8 +173,10 @@ TEST_CASE("ONNX node conformance (libonnx-testdata)") {
       if (!kernels.find(domain, type)) missing += (missing.empty() ? "" : ", ") + op;
     }
     if (!missing.empty()) {
-      if (kind.empty()) failures.push_back(name + ": no kernel for " + missing);
-      else ++outside;
+      if (kind.empty())
+        failures.push_back(name + ": no kernel for " + missing);
+      else
+        ++outside;
       continue;
     }
     std::string why;
@@ -188,9 +196,12 @@ TEST_CASE("ONNX node conformance (libonnx-testdata)") {
   char percent_text[16];
   std::snprintf(percent_text, sizeof percent_text, "%.1f%%", percent);
   std::string kinds;
-  for (const auto& [k, n] : outside_by_kind) kinds += (kinds.empty() ? "" : ", ") + k + " " + std::to_string(n);
-  MESSAGE("conformance: " << counted_passed << " of " << counted << " counted tests pass (" << percent_text << "); not counted: " << kinds << "; " << skipped << " excluded with a reason; " << passed << " pass in all, "
-                          << outside << " uncounted tests need ops geopt has no kernel for; of " << dirs.size());
+  for (const auto& [k, n] : outside_by_kind)
+    kinds += (kinds.empty() ? "" : ", ") + k + " " + std::to_string(n);
+  MESSAGE("conformance: " << counted_passed << " of " << counted << " counted tests pass (" << percent_text
+                          << "); not counted: " << kinds << "; " << skipped << " excluded with a reason; "
+                          << passed << " pass in all, " << outside
+                          << " uncounted tests need ops geopt has no kernel for; of " << dirs.size());
   for (const auto& f : failures) MESSAGE(f);
   CHECK(failures.empty());
   CHECK_MESSAGE(stale_exclusions.empty(), "exclusions that name no test: " << stale_exclusions.size());

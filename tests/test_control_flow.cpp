@@ -38,7 +38,8 @@ fs::path control_flow_dir() { return test::examples_dir().parent_path() / "contr
 std::map<std::string, HostTensor> read_folder(const Model& m, const fs::path& dir) {
   std::map<std::string, HostTensor> out;
   for (const Value* v : m.graph->inputs())
-    if (!v->initializer) out[v->name()] = as_declared_dtype(read_npy(dir / (v->name() + ".npy")), v->type.dtype);
+    if (!v->initializer)
+      out[v->name()] = as_declared_dtype(read_npy(dir / (v->name() + ".npy")), v->type.dtype);
   return out;
 }
 
@@ -60,7 +61,8 @@ ascend::CompileOptions compile_options(const dsl::RuleSet* rules) {
   return options;
 }
 
-TEST_CASE("control flow and recurrent models match their references: run, optimize, compile and run the plan") {
+TEST_CASE(
+    "control flow and recurrent models match their references: run, optimize, compile and run the plan") {
   auto rules = test::load_rules({test::shipped_rules()});
   const auto profile = ascend::load_profile("Ascend910B1");
   // Each model with its reference sets (inputs folder, outputs folder).
@@ -93,7 +95,9 @@ TEST_CASE("control flow and recurrent models match their references: run, optimi
   }
 }
 
-TEST_CASE("optimize rewrites inside bodies: the If's Linear layers become FusedMatMul kernels, and the model stays valid ONNX") {
+TEST_CASE(
+    "optimize rewrites inside bodies: the If's Linear layers become FusedMatMul kernels, and the model stays "
+    "valid ONNX") {
   auto rules = test::load_rules({test::shipped_rules()});
   Model model = import_onnx(control_flow_dir() / "if_branch_shapes.onnx");
   ascend::OptimizeResult r = ascend::optimize(model, *rules, ascend::load_profile("Ascend910B1"));
@@ -118,14 +122,18 @@ TEST_CASE("optimize rewrites inside bodies: the If's Linear layers become FusedM
   export_onnx(r.model, path);
   Model back = import_onnx(path);  // ONNX's checker accepts the rewritten bodies
   const fs::path dir = control_flow_dir() / "if_branch_shapes";
-  for (const auto& [in_dir, out_dir] : {std::pair{"inputs", "outputs"}, std::pair{"inputs_else", "outputs_else"}})
-    check_close(Evaluator(back).run(read_folder(back, dir / in_dir)), read_outputs(back, dir / out_dir), "optimized and re-imported");
+  for (const auto& [in_dir, out_dir] :
+       {std::pair{"inputs", "outputs"}, std::pair{"inputs_else", "outputs_else"}})
+    check_close(Evaluator(back).run(read_folder(back, dir / in_dir)), read_outputs(back, dir / out_dir),
+                "optimized and re-imported");
 }
 
-TEST_CASE("a plan holds each body as a sub-plan: LSTM and GRU as single kernels, Loop and If bodies lowered") {
+TEST_CASE(
+    "a plan holds each body as a sub-plan: LSTM and GRU as single kernels, Loop and If bodies lowered") {
   auto rules = test::load_rules({test::shipped_rules()});
   const auto profile = ascend::load_profile("Ascend910B1");
-  ascend::CompileResult lstm = ascend::compile(import_onnx(control_flow_dir() / "lstm_gru.onnx"), profile, compile_options(rules.get()));
+  ascend::CompileResult lstm = ascend::compile(import_onnx(control_flow_dir() / "lstm_gru.onnx"), profile,
+                                               compile_options(rules.get()));
   size_t recurrent = 0;
   for (const auto& k : lstm.plan.kernels())
     if (k.op_type() == "LSTM" || k.op_type() == "GRU") {
@@ -134,7 +142,8 @@ TEST_CASE("a plan holds each body as a sub-plan: LSTM and GRU as single kernels,
     }
   CHECK(recurrent == 4);  // 2 layers of each, both directions in one kernel
 
-  ascend::CompileResult loop = ascend::compile(import_onnx(control_flow_dir() / "loop_scan.onnx"), profile, compile_options(rules.get()));
+  ascend::CompileResult loop = ascend::compile(import_onnx(control_flow_dir() / "loop_scan.onnx"), profile,
+                                               compile_options(rules.get()));
   const plan::Kernel* control = nullptr;
   for (const auto& k : loop.plan.kernels())
     if (k.op_type() == "Loop") control = &k;
@@ -172,8 +181,11 @@ const char* kParallelIf = R"(
                else_branch = el () => (float[64,64] s) { s = Sub(a, b) }>
   })";
 
-double plan_error(const plan::Plan& p, const Model& original, const std::map<std::string, HostTensor>& feeds) {
-  return diff_outputs(ascend::PlanExecutor(p).run(feeds, ascend::StreamSchedule::adversarial), Evaluator(original).run(feeds)).error();
+double plan_error(const plan::Plan& p, const Model& original,
+                  const std::map<std::string, HostTensor>& feeds) {
+  return diff_outputs(ascend::PlanExecutor(p).run(feeds, ascend::StreamSchedule::adversarial),
+                      Evaluator(original).run(feeds))
+      .error();
 }
 
 // Refused when the plan loads (they once showed as wrong numbers in adversarial order).
@@ -197,7 +209,8 @@ TEST_CASE("fault injection across a switch: a dropped event before the If or ins
     REQUIRE(r.plan.kernels(control).wait_events_size() > 0);
     plan::Plan faulty = r.plan;
     faulty.mutable_kernels(control)->mutable_wait_events()->Clear();
-    CHECK_THROWS_WITH_AS(plan_error(faulty, model, feeds), doctest::Contains("no stream or event orders"), Error);
+    CHECK_THROWS_WITH_AS(plan_error(faulty, model, feeds), doctest::Contains("no stream or event orders"),
+                         Error);
   }
   SUBCASE("an event inside the then-branch") {
     plan::Plan faulty = r.plan;
@@ -209,7 +222,8 @@ TEST_CASE("fault injection across a switch: a dropped event before the If or ins
     REQUIRE(body.events_size() > 0);
     auto* waits = body.mutable_kernels(static_cast<int>(body.events(0).to_kernel()))->mutable_wait_events();
     waits->erase(std::find(waits->begin(), waits->end(), body.events(0).id()));
-    CHECK_THROWS_WITH_AS(plan_error(faulty, model, feeds), doctest::Contains("no stream or event orders"), Error);
+    CHECK_THROWS_WITH_AS(plan_error(faulty, model, feeds), doctest::Contains("no stream or event orders"),
+                         Error);
   }
 }
 
@@ -230,14 +244,15 @@ TEST_CASE("random ops are seeded, deterministic and never folded") {
       drawn = RandomNormal <shape = [2, 3], seed = 5.0> ()
       zero = Constant <value = float {0.0}> ()
       fixed = Add(drawn, zero)
-    })"), path);
+    })"),
+                   path);
   Model m = import_onnx(path);
   Evaluator ev(m);
   auto feeds = random_inputs(m, 1);
   NamedTensors a = ev.run(feeds), b = ev.run(feeds);
   auto values = [&](const NamedTensors& t, size_t i) { return t[i].second.to_vector<float>(); };
-  CHECK(values(a, 0) == values(a, 1));  // one seed, one draw
-  CHECK(values(a, 0) != values(a, 2));  // unseeded: a draw of its own
+  CHECK(values(a, 0) == values(a, 1));                                 // one seed, one draw
+  CHECK(values(a, 0) != values(a, 2));                                 // unseeded: a draw of its own
   for (size_t i = 0; i < 6; ++i) CHECK(values(a, i) == values(b, i));  // and the same on every run
   for (float x : values(a, 0)) CHECK((x >= 0.0f && x < 1.0f));
   for (float x : values(a, 3)) CHECK(x == 0.0f);
@@ -262,11 +277,12 @@ TEST_CASE("a Loop whose body draws is never folded, though every input it reads 
         s_out = Add(s, noise)
       }>
       y = Add(x, acc)
-    })"), "loop.onnx");
+    })"),
+                              "loop.onnx");
   CHECK(test::count_op(m, "Loop") == 1);
   auto rules = test::load_rules({test::shipped_rules()});
   ascend::OptimizeResult r = ascend::optimize(m, *rules, ascend::load_profile("Ascend910B1"));
-  CHECK(test::count_op(r.model, "Loop") == 1);  // its values exist at run time only
+  CHECK(test::count_op(r.model, "Loop") == 1);       // its values exist at run time only
   CHECK(test::max_output_error(m, r.model) < 1e-6);  // and it draws what the model draws
 }
 
@@ -278,21 +294,25 @@ TEST_CASE("bf16 passes through .npy as its bit patterns") {
       f = Cast <to = 1> (x)
       d = Add(f, f)
       y = Cast <to = 16> (d)
-    })"), dir / "bf16.onnx");
+    })"),
+                   dir / "bf16.onnx");
   // 1.5, -2.0 and 0.25 as bf16 bit patterns, in a '<u2' array.
   HostTensor bits = HostTensor::from_vector<uint16_t>(DType::U16, {3}, {0x3FC0, 0xC000, 0x3E80});
   write_npy(dir / "x.npy", bits);
   CHECK(test::read_file(dir / "x.npy").find("'descr': '<u2'") != std::string::npos);
-  test::CliResult r = test::run_cli({"run", (dir / "bf16.onnx").string(), "--input", "x=" + (dir / "x.npy").string(), "--output-dir", (dir / "out").string()});
+  test::CliResult r =
+      test::run_cli({"run", (dir / "bf16.onnx").string(), "--input", "x=" + (dir / "x.npy").string(),
+                     "--output-dir", (dir / "out").string()});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   HostTensor y = read_npy(dir / "out" / "y.npy");
-  CHECK(y.dtype() == DType::U16);  // written as bits too
+  CHECK(y.dtype() == DType::U16);                                                   // written as bits too
   CHECK(y.to_vector<uint16_t>() == std::vector<uint16_t>{0x4040, 0xC080, 0x3F00});  // 3.0, -4.0, 0.5
   // And compared as bf16 against a '<u2' reference.
   fs::create_directories(dir / "ref");
   write_npy(dir / "ref" / "y.npy", y);
-  r = test::run_cli({"run", (dir / "bf16.onnx").string(), "--input", "x=" + (dir / "x.npy").string(), "--compare", (dir / "ref").string()});
+  r = test::run_cli({"run", (dir / "bf16.onnx").string(), "--input", "x=" + (dir / "x.npy").string(),
+                     "--compare", (dir / "ref").string()});
   CHECK(r.exit_code == 0);
 }
 
@@ -306,7 +326,8 @@ TEST_CASE("an If whose condition and captured values are constants folds away") 
       branch = If(c) <then_branch = th () => (float[2] r) { r = Mul(k, k) },
                       else_branch = el () => (float[2] s) { s = Neg(k) }>
       y = Add(x, branch)
-    })"), path);
+    })"),
+                   path);
   Model m = import_onnx(path);
   Model folded = m.clone();
   propagate_static_shapes(folded);
@@ -315,9 +336,11 @@ TEST_CASE("an If whose condition and captured values are constants folds away") 
   CHECK(diff_outputs(Evaluator(folded).run(feeds), Evaluator(m).run(feeds)).error() == 0);
 }
 
-TEST_CASE("a branch that cannot run at the compiled shapes is refused at run time, and --check-input picks the path the check runs") {
-  // The else branch reshapes x to [mode + 10] elements: never its 4, so it fails, as Silero VAD's 8 kHz path does at 16 kHz chunk sizes. Its shape is
-  // not static, so compile cannot lower it either.
+TEST_CASE(
+    "a branch that cannot run at the compiled shapes is refused at run time, and --check-input picks the "
+    "path the check runs") {
+  // The else branch reshapes x to [mode + 10] elements: never its 4, so it fails, as Silero VAD's 8 kHz path
+  // does at 16 kHz chunk sizes. Its shape is not static, so compile cannot lower it either.
   const fs::path dir = test::scratch_dir("cf_mode");
   test::save_model(test::parse_text_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
@@ -326,28 +349,35 @@ TEST_CASE("a branch that cannot run at the compiled shapes is refused at run tim
       c = Equal(mode, seven)
       y = If(c) <then_branch = th () => (float[4] r) { r = Relu(x) },
                  else_branch = el () => (float[n] s) { axes = Constant <value = int64[1] {0}> ()  ten = Constant <value = int64[1] {10}> ()  m = Unsqueeze(mode, axes)  n = Add(m, ten)  s = Reshape(x, n) }>
-    })"), dir / "mode.onnx");
+    })"),
+                   dir / "mode.onnx");
   write_npy(dir / "seven.npy", HostTensor::scalar<int64_t>(DType::I64, 7));
   write_npy(dir / "zero.npy", HostTensor::scalar<int64_t>(DType::I64, 0));
   // The check draws mode at random (0 or 1): the original itself fails there.
-  test::CliResult r = test::run_cli({"compile", (dir / "mode.onnx").string(), "-o", (dir / "a.plan").string()});
+  test::CliResult r =
+      test::run_cli({"compile", (dir / "mode.onnx").string(), "-o", (dir / "a.plan").string()});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("Reshape") != std::string::npos);
-  r = test::run_cli({"compile", (dir / "mode.onnx").string(), "-o", (dir / "m.plan").string(), "--check-input", "mode=" + (dir / "seven.npy").string()});
+  r = test::run_cli({"compile", (dir / "mode.onnx").string(), "-o", (dir / "m.plan").string(),
+                     "--check-input", "mode=" + (dir / "seven.npy").string()});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("else_branch cannot run at the compiled shapes") != std::string::npos);
   write_npy(dir / "x.npy", HostTensor::from_vector<float>(DType::F32, {4}, {-1, 2, -3, 4}));
-  r = test::run_cli({"run", (dir / "m.plan").string(), "--input", "x=" + (dir / "x.npy").string(), "--input", "mode=" + (dir / "seven.npy").string()});
+  r = test::run_cli({"run", (dir / "m.plan").string(), "--input", "x=" + (dir / "x.npy").string(), "--input",
+                     "mode=" + (dir / "seven.npy").string()});
   CHECK(r.exit_code == 0);
-  r = test::run_cli({"run", (dir / "m.plan").string(), "--input", "x=" + (dir / "x.npy").string(), "--input", "mode=" + (dir / "zero.npy").string()});
+  r = test::run_cli({"run", (dir / "m.plan").string(), "--input", "x=" + (dir / "x.npy").string(), "--input",
+                     "mode=" + (dir / "zero.npy").string()});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("its else_branch was not compiled") != std::string::npos);
   test::CliResult dump = test::run_cli({"plan", "dump", (dir / "m.plan").string()});
   CHECK(dump.out.find("else_branch: not compiled") != std::string::npos);
 }
 
-TEST_CASE("captured values survive export: a renamed one is referenced by its new name, even one its body defines") {
+TEST_CASE(
+    "captured values survive export: a renamed one is referenced by its new name, even one its body "
+    "defines") {
   const fs::path dir = test::scratch_dir("cf_export");
   test::save_model(test::parse_text_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
@@ -355,7 +385,8 @@ TEST_CASE("captured values survive export: a renamed one is referenced by its ne
       a = Relu(x)
       y = If(c) <then_branch = th () => (float[3] r) { r = Sigmoid(a) },
                  else_branch = el () => (float[3] s) { s = Neg(a) }>
-    })"), dir / "m.onnx");
+    })"),
+                   dir / "m.onnx");
   Model m = import_onnx(dir / "m.onnx");
   const Node* control = nullptr;
   for (const auto& n : m.graph->nodes())
@@ -393,7 +424,8 @@ TEST_CASE("an If whose condition is a constant is inlined, whatever its branch r
       c = Equal(r, two)
       y, z = If(c) <then_branch = th () => (float[3,4] a, float[3,4] b) { a = Relu(x)  b = Sigmoid(a) },
                     else_branch = el () => (float[3,4] d, float[3,4] e) { d = Neg(x)  e = Identity(x) }>
-    })"), path);
+    })"),
+                   path);
   Model m = import_onnx(path);
   Model inlined = m.clone();
   propagate_static_shapes(inlined);
@@ -443,10 +475,12 @@ TEST_CASE("explain looks inside control-flow bodies, and optimize and compile co
   const auto j = nlohmann::json::parse(json.out);
   bool relu_site = false, relu_fused = false;
   for (const auto& rule : j["rules"]) {
-    for (const auto& s : rule["sites"]) relu_site = relu_site || (s["node"] == "/Relu" && s.value("scope", "") == then_branch);
+    for (const auto& s : rule["sites"])
+      relu_site = relu_site || (s["node"] == "/Relu" && s.value("scope", "") == then_branch);
     if (rule["rule"] == "FusedMatMulRelu")
       for (const auto& e : rule["extraction"])
-        relu_fused = relu_fused || (e["node"] == "/Relu" && e.value("scope", "") == then_branch && e["selected"] == true);
+        relu_fused = relu_fused ||
+                     (e["node"] == "/Relu" && e.value("scope", "") == then_branch && e["selected"] == true);
   }
   CHECK(relu_site);
   CHECK(relu_fused);
@@ -464,14 +498,16 @@ TEST_CASE("explain looks inside control-flow bodies, and optimize and compile co
 
   // The kernel counts hold the bodies' kernels, before and after, as the files have them.
   const fs::path dir = test::scratch_dir("cf_body_kernels");
-  test::CliResult opt = test::run_cli({"optimize", model.string(), "-o", (dir / "opt.onnx").string(), "--json"});
+  test::CliResult opt =
+      test::run_cli({"optimize", model.string(), "-o", (dir / "opt.onnx").string(), "--json"});
   REQUIRE(opt.exit_code == 0);
   const auto o = nlohmann::json::parse(opt.out);
   CHECK(o["body_kernels"]["before"] == body_nodes(model));
   CHECK(o["body_kernels"]["after"] == body_nodes(dir / "opt.onnx"));
   CHECK(o["body_kernels"]["after"] < o["body_kernels"]["before"]);  // the branches' Gemm + activation fused
   CHECK(o["kernels"]["before"].get<size_t>() > o["body_kernels"]["before"].get<size_t>());
-  test::CliResult compiled = test::run_cli({"compile", model.string(), "-o", (dir / "m.plan").string(), "--json"});
+  test::CliResult compiled =
+      test::run_cli({"compile", model.string(), "-o", (dir / "m.plan").string(), "--json"});
   REQUIRE(compiled.exit_code == 0);
   const auto c = nlohmann::json::parse(compiled.out);
   CHECK(c["kernels"] == o["kernels"]);
@@ -480,11 +516,14 @@ TEST_CASE("explain looks inside control-flow bodies, and optimize and compile co
   CHECK(report.out.find("(in bodies ") != std::string::npos);
 }
 
-TEST_CASE("profile simulates control-flow bodies: a Loop takes trips x its body, an If its slower branch, and report and trace show each body") {
+TEST_CASE(
+    "profile simulates control-flow bodies: a Loop takes trips x its body, an If its slower branch, and "
+    "report and trace show each body") {
   using namespace geopt;
   auto rules = test::load_rules({test::shipped_rules()});
   const auto profile = ascend::load_profile("Ascend910B1");
-  ascend::CompileResult loop = ascend::compile(import_onnx(control_flow_dir() / "loop_scan.onnx"), profile, compile_options(rules.get()));
+  ascend::CompileResult loop = ascend::compile(import_onnx(control_flow_dir() / "loop_scan.onnx"), profile,
+                                               compile_options(rules.get()));
   const ascend::PlanProfile p = ascend::simulate_plan(loop.plan);
   REQUIRE(p.bodies.size() == 1);
   const ascend::BodyProfile& body = p.bodies[0];
@@ -498,18 +537,21 @@ TEST_CASE("profile simulates control-flow bodies: a Loop takes trips x its body,
   CHECK(p.one_stream_us > 5 * body.profile.latency_us);
 
   // The If: its slower branch, both listed.
-  ascend::CompileResult branches = ascend::compile(import_onnx(control_flow_dir() / "if_branch_shapes.onnx"), profile, compile_options(rules.get()));
+  ascend::CompileResult branches = ascend::compile(import_onnx(control_flow_dir() / "if_branch_shapes.onnx"),
+                                                   profile, compile_options(rules.get()));
   const ascend::PlanProfile q = ascend::simulate_plan(branches.plan);
   REQUIRE(q.bodies.size() == 2);
   const double slower = std::max(q.bodies[0].profile.latency_us, q.bodies[1].profile.latency_us);
   const plan::Kernel& if_kernel = branches.plan.kernels(static_cast<int>(q.bodies[0].kernel));
-  CHECK(q.spans[q.bodies[0].kernel].end_us - q.spans[q.bodies[0].kernel].start_us == doctest::Approx(if_kernel.launch_us() + slower));
+  CHECK(q.spans[q.bodies[0].kernel].end_us - q.spans[q.bodies[0].kernel].start_us ==
+        doctest::Approx(if_kernel.launch_us() + slower));
 
   // geopt profile: the bodies in the report, in JSON and as tracks of the trace, the
   // body's kernels inside the Loop's span.
   const fs::path dir = test::scratch_dir("cf_profile");
   REQUIRE(ascend::write_plan(loop.plan, dir / "loop.plan").empty());
-  test::CliResult text = test::run_cli({"profile", (dir / "loop.plan").string(), "--trace", (dir / "trace.json").string()});
+  test::CliResult text =
+      test::run_cli({"profile", (dir / "loop.plan").string(), "--trace", (dir / "trace.json").string()});
   CHECK(text.exit_code == 0);
   CHECK(text.out.find("Loop body: ") != std::string::npos);
   CHECK(text.out.find("x 5 trip(s)") != std::string::npos);
@@ -522,7 +564,8 @@ TEST_CASE("profile simulates control-flow bodies: a Loop takes trips x its body,
   std::set<int> body_tracks;
   double loop_start = -1, loop_end = -1;
   for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"].get<std::string>().find("Loop body") != std::string::npos)
+    if (e["ph"] == "M" && e["name"] == "thread_name" &&
+        e["args"]["name"].get<std::string>().find("Loop body") != std::string::npos)
       body_tracks.insert(e["tid"].get<int>());
     if (e["ph"] == "X" && e["name"] == "Loop") {
       loop_start = e["ts"].get<double>();

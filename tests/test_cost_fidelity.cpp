@@ -19,7 +19,9 @@ using namespace geopt::ascend;
 
 namespace {
 
-Model text_model(const std::string& text) { return import_onnx_proto(test::parse_text_model(text.c_str()), "m.onnx"); }
+Model text_model(const std::string& text) {
+  return import_onnx_proto(test::parse_text_model(text.c_str()), "m.onnx");
+}
 
 // The model with its graph input `name` (an fp16 tensor) turned into an initializer of
 // zeros: a weight, which the cost model reads from device memory.
@@ -44,18 +46,23 @@ Model with_weight(const std::string& text, const std::string& name) {
 }
 
 // What one kernel timed on its own from the host takes on the profile.
-double standalone_us(const Model& m, const HardwareProfile& p) { return cost_of(work_of(*m.graph->nodes()[0]), p).total_us + p.launch_standalone_us; }
+double standalone_us(const Model& m, const HardwareProfile& p) {
+  return cost_of(work_of(*m.graph->nodes()[0]), p).total_us + p.launch_standalone_us;
+}
 
 Model flash_attention(int s) {
   const std::string dims = "[1,1," + std::to_string(s) + ",128]";
   return text_model(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
-    g (float16)" + dims + " q, float16" + dims + " k, float16" + dims + " v) => (float16" + dims +
+    g (float16)" + dims +
+                    " q, float16" + dims + " k, float16" + dims + " v) => (float16" + dims +
                     R"( y) { y = ai.geopt.FlashAttention(q, k, v) })");
 }
 
 }  // namespace
 
-TEST_CASE("single kernels on Ascend910B2 meet their published figures within 15%: FlashAttention at S=1024 and 4096, a 4096^3 GEMM") {
+TEST_CASE(
+    "single kernels on Ascend910B2 meet their published figures within 15%: FlashAttention at S=1024 and "
+    "4096, a 4096^3 GEMM") {
   const HardwareProfile p = load_profile("Ascend910B2");
   // pto-isa's FlashAttention kernel (fp16, one head, head dim 128): 58.5 us and 118.3 us.
   CHECK(standalone_us(flash_attention(1024), p) / 58.5 == doctest::Approx(1.0).epsilon(0.15));
@@ -75,11 +82,14 @@ TEST_CASE("a gather reads the rows it copies, not its table") {
   Model m = text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[30522,768] table, int64[1,128] ids) => (float[1,128,768] y) { y = Gather(table, ids) })");
   KernelWork w = work_of(*m.graph->nodes()[0]);
-  CHECK(w.hbm_read_bytes == doctest::Approx(128.0 * 768 * 2 + 128 * 8));  // fp16 rows (force_fp16), int64 indices
+  CHECK(w.hbm_read_bytes ==
+        doctest::Approx(128.0 * 768 * 2 + 128 * 8));  // fp16 rows (force_fp16), int64 indices
   CHECK(w.hbm_write_bytes == doctest::Approx(128.0 * 768 * 2));
 }
 
-TEST_CASE("a tensor that fits its share of L2 is served from L2, the rest of a larger one and weights from device memory") {
+TEST_CASE(
+    "a tensor that fits its share of L2 is served from L2, the rest of a larger one and weights from device "
+    "memory") {
   const HardwareProfile p = load_profile("Ascend310P3");  // 16 MiB of L2
   const double share = p.l2_resident_share * static_cast<double>(p.l2_bytes);
   REQUIRE(share >= 4.0 * 1024 * 1024);
@@ -98,7 +108,8 @@ TEST_CASE("a tensor that fits its share of L2 is served from L2, the rest of a l
   CHECK(l.memory_us / l.dram_bytes > s.memory_us / s.l2_bytes);
   // A weight (an initializer) comes from device memory however small it is.
   Model mm = with_weight(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float16[16,64] x, float16[64,64] w) => (float16[16,64] y) { y = MatMul(x, w) })", "w");
+    g (float16[16,64] x, float16[64,64] w) => (float16[16,64] y) { y = MatMul(x, w) })",
+                         "w");
   KernelWork w = work_of(*mm.graph->nodes()[0]);
   KernelCost c = cost_of(w, p);
   CHECK(c.dram_bytes >= 64.0 * 64 * 2);
@@ -109,7 +120,9 @@ TEST_CASE("throughput saturates with the batch: a batch fills the cores, then ad
   auto per_image_us = [&](int batch) {
     const std::string b = std::to_string(batch);
     Model m = with_weight(R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float16[)" + b + R"(,256,14,14] x, float16[256,256,3,3] w) => (float16[)" + b + R"(,256,14,14] y) { y = Conv <pads = [1,1,1,1]> (x, w) })", "w");
+      g (float16[)" + b + R"(,256,14,14] x, float16[256,256,3,3] w) => (float16[)" +
+                              b + R"(,256,14,14] y) { y = Conv <pads = [1,1,1,1]> (x, w) })",
+                          "w");
     return cost_of(work_of(*m.graph->nodes()[0]), p).total_us / batch;
   };
   const double b1 = per_image_us(1), b8 = per_image_us(8), b128 = per_image_us(128);
@@ -121,11 +134,15 @@ TEST_CASE("throughput saturates with the batch: a batch fills the cores, then ad
   CHECK(b128 <= b8);
 }
 
-TEST_CASE("the inference chips have no fused attention kernel: FlashAttention is infeasible there, so BERT keeps its attention unfused") {
+TEST_CASE(
+    "the inference chips have no fused attention kernel: FlashAttention is infeasible there, so BERT keeps "
+    "its attention unfused") {
   for (const char* soc : {"Ascend310P3", "Ascend310"}) {
     KernelCost c = cost_of(work_of(*flash_attention(128).graph->nodes()[0]), load_profile(soc));
     CHECK_FALSE(c.feasible);
-    CHECK(c.reason == std::string("ai.geopt::FlashAttention: ") + soc + " has no fused attention kernel (CANN's FlashAttentionScore is an Atlas A2/A3 kernel)");
+    CHECK(c.reason ==
+          std::string("ai.geopt::FlashAttention: ") + soc +
+              " has no fused attention kernel (CANN's FlashAttentionScore is an Atlas A2/A3 kernel)");
   }
   auto rules = test::load_rules({test::shipped_rules()});
   Model bert = import_onnx(test::examples_dir() / "bert_tiny_op17.onnx");
@@ -149,9 +166,11 @@ TEST_CASE("the first Ascend310: 8 TFLOPS fp16 per chip, and geopt cost and optim
   CHECK(opt.out.find("modeled latency") != std::string::npos);
 }
 
-TEST_CASE("the Cube pays whole blocks of input channels: an image's 3 cost 16, or 4 with --enable_small_channel") {
+TEST_CASE(
+    "the Cube pays whole blocks of input channels: an image's 3 cost 16, or 4 with --enable_small_channel") {
   Model m = with_weight(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float16[1,3,32,32] x, float16[16,3,3,3] w) => (float16[1,16,32,32] y) { y = Conv <pads = [1,1,1,1]> (x, w) })", "w");
+    g (float16[1,3,32,32] x, float16[16,3,3,3] w) => (float16[1,16,32,32] y) { y = Conv <pads = [1,1,1,1]> (x, w) })",
+                        "w");
   const Node& conv = *m.graph->nodes()[0];
   const double positions = 32.0 * 32 * 16;
   CostOptions plain;
@@ -161,12 +180,15 @@ TEST_CASE("the Cube pays whole blocks of input channels: an image's 3 cost 16, o
   CHECK(work_of(conv, small).cube_macs == doctest::Approx(positions * 4 * 9));
   // A conv of 64 channels is in whole blocks already; small channels do not apply to it.
   Model wide = with_weight(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float16[1,64,8,8] x, float16[16,64,1,1] w) => (float16[1,16,8,8] y) { y = Conv(x, w) })", "w");
+    g (float16[1,64,8,8] x, float16[16,64,1,1] w) => (float16[1,16,8,8] y) { y = Conv(x, w) })",
+                           "w");
   CHECK(work_of(*wide.graph->nodes()[0], small).cube_macs == doctest::Approx(64.0 * 16 * 64));
   const std::string model = (test::examples_dir() / "resnet18_narrow_op13.onnx").string();
-  auto with = test::run_cli({"cost", model, "--soc-version", "Ascend310P3", "--enable_small_channel", "--json"});
+  auto with =
+      test::run_cli({"cost", model, "--soc-version", "Ascend310P3", "--enable_small_channel", "--json"});
   auto without = test::run_cli({"cost", model, "--soc-version", "Ascend310P3", "--json"});
   REQUIRE(with.exit_code == 0);
   REQUIRE(without.exit_code == 0);
-  CHECK(nlohmann::json::parse(with.out)["latency_us"].get<double>() < nlohmann::json::parse(without.out)["latency_us"].get<double>());
+  CHECK(nlohmann::json::parse(with.out)["latency_us"].get<double>() <
+        nlohmann::json::parse(without.out)["latency_us"].get<double>());
 }

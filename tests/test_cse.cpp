@@ -3,10 +3,10 @@
 // the program read back computes what the input did.
 #include <doctest/doctest.h>
 
+#include "egraph/extract.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
 #include "onnx/import.h"
-#include "egraph/extract.h"
 #include "test_support.h"
 
 using namespace geopt;
@@ -30,8 +30,8 @@ TEST_CASE("equal constants and the nodes reading them merge, chains included") {
   const GraphEGraph geg = egraph_from_graph(*original.graph);
   const NodeCost one = [](const EGraph&, ClassId, const ENode&) { return 1.0; };
   Model model = extraction_to_model(original, geg, extract_original(geg.egraph, geg.roots, one));
-  CHECK(test::count_op(model, "Add") == 3);   // q is p; y's and t's stay
-  CHECK(test::count_op(model, "Relu") == 1);  // s is r, and so is the output z
+  CHECK(test::count_op(model, "Add") == 3);        // q is p; y's and t's stay
+  CHECK(test::count_op(model, "Relu") == 1);       // s is r, and so is the output z
   CHECK(model.graph->initializers().size() == 2);  // b is a; c differs in one element
   auto feeds = random_inputs(original, 5);
   NamedTensors want = Evaluator(original).run(feeds), got = Evaluator(model).run(feeds);
@@ -52,7 +52,8 @@ TEST_CASE("random ops, other attributes and other inputs do not merge") {
       c = Add(a, b)
       d = Add(m, k)
       y = Add(c, d)
-    })"), "m.onnx");
+    })"),
+                                  "m.onnx");
   // Every node is its own class: the draws, the other axes, the operand orders.
   const GraphEGraph geg = egraph_from_graph(*model.graph);
   CHECK(geg.egraph.class_count() == model.graph->nodes().size() + model.graph->inputs().size());

@@ -15,7 +15,8 @@ std::vector<std::string> check(const std::string& text) {
   std::vector<Diagnostic> out;
   check_rules({&r.file}, out);
   std::vector<std::string> lines;
-  for (const auto& d : out) lines.push_back(std::to_string(d.loc.line) + ":" + std::to_string(d.loc.column) + " " + d.message);
+  for (const auto& d : out)
+    lines.push_back(std::to_string(d.loc.line) + ":" + std::to_string(d.loc.column) + " " + d.message);
   return lines;
 }
 
@@ -26,7 +27,9 @@ TEST_CASE("a correct rule has no errors") {
 }
 
 TEST_CASE("unknown ops and domains") {
-  auto e = check("rule A {\n  match %y = Frobnicate(%x)\n  rewrite %y => ai.geopt.NoSuchOp(%x)\n}\nrule B { match %y = com.vendor.Op(%x) rewrite %y => %x }");
+  auto e = check(
+      "rule A {\n  match %y = Frobnicate(%x)\n  rewrite %y => ai.geopt.NoSuchOp(%x)\n}\nrule B { match %y = "
+      "com.vendor.Op(%x) rewrite %y => %x }");
   REQUIRE(e.size() == 3);
   CHECK(e[0] == "2:14 unknown op 'Frobnicate' (not in ONNX's schemas or the ai.geopt catalog)");
   CHECK(e[1] == "3:17 unknown op 'ai.geopt.NoSuchOp' (not in ONNX's schemas or the ai.geopt catalog)");
@@ -119,14 +122,17 @@ TEST_CASE("constants in rewrites and shape comparisons") {
   CHECK(e[2] == "4:29 'float99' is not a numeric dtype name (f32, f16, bf16, i64, ...)");
   CHECK(e[3] == "4:48 unbound variable %z");
   CHECK(e[4] == "4:48 %x is a tensor value; bind it with `const %x` to use its value");
-  CHECK(check("rule B { match %y = Relu(%x) where shape(%x) == shape(%y) rewrite %y => Reshape(%x, const i64 [dim(%x, 0), -1]) }").empty());
+  CHECK(check("rule B { match %y = Relu(%x) where shape(%x) == shape(%y) rewrite %y => Reshape(%x, const i64 "
+              "[dim(%x, 0), -1]) }")
+            .empty());
 }
 
 TEST_CASE("a product of bound scalars gives a float attribute, of bound variables only") {
   CHECK(check(R"(rule A {
   match %y = ai.geopt.FlashAttention(Mul(%q, const %c), %k, %v) { scale == %s }
   rewrite %y => ai.geopt.FlashAttention(%q, %k, %v) { scale = %s * %c }
-})").empty());
+})")
+            .empty());
   auto e = check(R"(rule B {
   match %y = ai.geopt.FlashAttention(Mul(%q, const %c), %k, %v) { scale == %s }
   rewrite %y => ai.geopt.FlashAttention(%q, %k, %v) { causal = %s * %c, scale = %s * %nope }
@@ -137,8 +143,12 @@ TEST_CASE("a product of bound scalars gives a float attribute, of bound variable
 }
 
 TEST_CASE("list variables: bound inside `...`, used only spliced") {
-  CHECK(check("rule A { match %y = Concat(Relu(%xs)...) { axis == 1 } rewrite %y => Relu(Concat(%xs...) { axis = 1 }) }").empty());
-  CHECK(check("rule A { match %y = Concat(Relu(%x), Relu(%xs) { } ...) rewrite %y => Concat(%x, %xs...) { axis = 0 } }").empty());
+  CHECK(check("rule A { match %y = Concat(Relu(%xs)...) { axis == 1 } rewrite %y => Relu(Concat(%xs...) { "
+              "axis = 1 }) }")
+            .empty());
+  CHECK(check("rule A { match %y = Concat(Relu(%x), Relu(%xs) { } ...) rewrite %y => Concat(%x, %xs...) { "
+              "axis = 0 } }")
+            .empty());
   auto e = check(R"(rule A {
   match %y = Concat(ai.geopt.TransData(%xs) { channels == %cs }...)
   where rank(%xs) == 4
@@ -152,11 +162,12 @@ rule E { match %y = Concat(Relu(%xs)...) rewrite %y => %xs... }
   std::string all;
   for (const auto& line : e) all += line + "\n";
   INFO(all);
-  CHECK(all.find("3:9 %xs is a list variable") != std::string::npos);           // in where
-  CHECK(all.find("4:24 %xs is a list variable") != std::string::npos);          // bare in a rewrite
+  CHECK(all.find("3:9 %xs is a list variable") != std::string::npos);   // in where
+  CHECK(all.find("4:24 %xs is a list variable") != std::string::npos);  // bare in a rewrite
   CHECK(all.find("%y... splices a list variable, but %y is bound once") != std::string::npos);
   CHECK(all.find("variable %x is bound both inside and outside a `...` pattern") != std::string::npos);
-  CHECK(all.find("%xs holds tensor values; in a list, splice attributes or `const` scalars") != std::string::npos);
+  CHECK(all.find("%xs holds tensor values; in a list, splice attributes or `const` scalars") !=
+        std::string::npos);
   CHECK(all.find("%xs... splices inputs: it stands among an op's inputs") != std::string::npos);
 }
 

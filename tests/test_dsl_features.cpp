@@ -39,23 +39,26 @@ Model apply_once(const Fixture& f, const std::string& root) {
 
 onnx::ModelProto named(onnx::ModelProto m) {
   for (int i = 0; i < m.graph().node_size(); ++i)
-    if (m.graph().node(i).name().empty()) m.mutable_graph()->mutable_node(i)->set_name("n" + std::to_string(i));
+    if (m.graph().node(i).name().empty())
+      m.mutable_graph()->mutable_node(i)->set_name("n" + std::to_string(i));
   return m;
 }
 
 Fixture setup_named(const std::string& rule_text, const char* model_text) {
   fs::path dir = test::scratch_dir("features");
   std::ofstream(dir / "r.gerule") << rule_text;
-  return Fixture{test::load_rules({(dir / "r.gerule").string()}), import_onnx_proto(named(test::parse_text_model(model_text)), dir / "m.onnx"),
-                 dir.string()};
+  return Fixture{test::load_rules({(dir / "r.gerule").string()}),
+                 import_onnx_proto(named(test::parse_text_model(model_text)), dir / "m.onnx"), dir.string()};
 }
 
 }  // namespace
 
 TEST_CASE("several roots: three MatMuls that share an input") {
-  auto f = setup_named("rule QKV { match MatMul(%x, const %_wq) as %q, MatMul(%x, const %_wk) as %k, MatMul(%x, const %_wv) as %v\n"
-                       "  rewrite %q => %q rewrite %k => %k rewrite %v => %v }",
-                       R"(<ir_version: 8, opset_import: ["" : 13]>
+  auto f = setup_named(
+      "rule QKV { match MatMul(%x, const %_wq) as %q, MatMul(%x, const %_wk) as %k, MatMul(%x, const %_wv) "
+      "as %v\n"
+      "  rewrite %q => %q rewrite %k => %k rewrite %v => %v }",
+      R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[2,4] x) => (float[2,3] a, float[2,3] b, float[2,3] c) {
       wq = Constant <value = float[4,3] {1,2,3,4,5,6,7,8,9,10,11,12}> ()
       wk = Constant <value = float[4,3] {1,2,3,4,5,6,7,8,9,10,11,14}> ()
@@ -93,11 +96,14 @@ TEST_CASE("attribute defaults, absent attributes, bound attributes") {
       y = ReduceMean <axes = [-1]> (x)
       z = Softmax <axis = 1> (x)
     })";
-  auto f = setup_named("rule R { match %y = ReduceMean(%x) { keepdims == 1, !keepdims } rewrite %y => %x }", model);
+  auto f = setup_named("rule R { match %y = ReduceMean(%x) { keepdims == 1, !keepdims } rewrite %y => %x }",
+                       model);
   CHECK(try_at(f, "n0") == "");  // keepdims is not set: its default, 1, applies
   auto g = setup_named("rule R { match %y = ReduceMean(%x) { keepdims == 0 } rewrite %y => %x }", model);
-  CHECK(try_at(g, "n0") == "attribute 'keepdims' of ReduceMean 'n0' is 1, the rule requires == 0 (r.gerule:1:38)");
-  auto h = setup_named("rule R { match %z = Softmax(%x) { axis == %a } rewrite %z => LogSoftmax(%x) { axis = %a } }", model);
+  CHECK(try_at(g, "n0") ==
+        "attribute 'keepdims' of ReduceMean 'n0' is 1, the rule requires == 0 (r.gerule:1:38)");
+  auto h = setup_named(
+      "rule R { match %z = Softmax(%x) { axis == %a } rewrite %z => LogSoftmax(%x) { axis = %a } }", model);
   test::NodeMatch m;
   CHECK(try_at(h, "n1", &m) == "");
   CHECK(m.attrs.at("%a").i == 1);
@@ -116,12 +122,16 @@ TEST_CASE("where: rank, dims (static, modulo, symbolic) and dtypes") {
       t = Relu(s)
       u = Relu(d)
     })";
-  auto f = setup_named("rule R { match %y = Relu(%x) where rank(%x) == 2, dim(%x, -1) % 16 == 0, dim(%x, 0) == 4, dtype(%x) in {f32, f16}\n"
-                       "  rewrite %y => %x }", model);
+  auto f = setup_named(
+      "rule R { match %y = Relu(%x) where rank(%x) == 2, dim(%x, -1) % 16 == 0, dim(%x, 0) == 4, dtype(%x) "
+      "in {f32, f16}\n"
+      "  rewrite %y => %x }",
+      model);
   CHECK(try_at(f, "n0") == "");
   CHECK(try_at(f, "n1") == "where dim(%x, -1) % 16 == 0 fails: dim(%x, -1) % 16 is 8 (r.gerule:1:51)");
   auto g = setup_named("rule R { match %y = Relu(%x) where dim(%x, 0) == 4 rewrite %y => %x }", model);
-  CHECK(try_at(g, "n1") == "where dim(%x, 0) == 4 fails: dim(%x, 0) is symbolic ('batch'), not a number (r.gerule:1:36)");
+  CHECK(try_at(g, "n1") ==
+        "where dim(%x, 0) == 4 fails: dim(%x, 0) is symbolic ('batch'), not a number (r.gerule:1:36)");
   CHECK(try_at(f, "n2") == "where dtype(%x) in {f32, f16} fails: dtype(%x) is f64 (r.gerule:1:91)");
 }
 
@@ -148,7 +158,8 @@ TEST_CASE("constants: const, numbers, and values that are not constant") {
     })";
   auto f = setup_named("rule R { match %y = Pow(%x, 2.0) rewrite %y => Mul(%x, %x) }", model);
   CHECK(try_at(f, "n2") == "");
-  CHECK(try_at(f, "n3") == "input 1 of Pow 'n3' 'mixed' is not one repeated value, the rule requires 2 (r.gerule:1:29)");
+  CHECK(try_at(f, "n3") ==
+        "input 1 of Pow 'n3' 'mixed' is not one repeated value, the rule requires 2 (r.gerule:1:29)");
   CHECK(try_at(f, "n4") == "input 1 of Pow 'n4' 'w' is not a constant (r.gerule:1:29)");
 }
 
@@ -169,7 +180,8 @@ TEST_CASE("fold evaluates an all-constant op into an initializer, under a size c
   REQUIRE(run.model.graph->nodes().size() == 1);
   CHECK(run.model.graph->nodes()[0]->op_type == "Mul");
   auto feeds = random_inputs(original, 2);
-  CHECK(diff(Evaluator(run.model).run(feeds)[0].second, Evaluator(original).run(feeds)[0].second).max_abs == 0);
+  CHECK(diff(Evaluator(run.model).run(feeds)[0].second, Evaluator(original).run(feeds)[0].second).max_abs ==
+        0);
 
   // The cap stops folds that grow the constants; one no larger than its inputs runs past it.
   const char* growing = R"(<ir_version: 8, opset_import: ["" : 13]>
@@ -188,7 +200,8 @@ TEST_CASE("fold evaluates an all-constant op into an initializer, under a size c
   CHECK(test::count_op(capped_model, "Expand") == 1);     // 6 out of 3 in: over the cap, left alone
   CHECK(test::count_op(capped_model, "Add") == 1);
   auto uncapped = setup_named("rule Fold [folding] { match *(const ...) fold max_elements = 64 }", growing);
-  CHECK(dsl::run_rules(uncapped.model, *uncapped.rules, test::default_cost()).model.graph->nodes().size() == 1);
+  CHECK(dsl::run_rules(uncapped.model, *uncapped.rules, test::default_cost()).model.graph->nodes().size() ==
+        1);
 }
 
 TEST_CASE("where: shape(%a) == shape(%b), zeros(%c) and is_static(%v)") {
@@ -199,13 +212,17 @@ TEST_CASE("where: shape(%a) == shape(%b), zeros(%c) and is_static(%v)") {
       f = Constant <value = int64[2] {2, 12}> ()
       t = Reshape(z, f)
     })";
-  auto f = setup_named("rule R { match %y = Reshape(%x, const %_s) where shape(%x) == shape(%y) rewrite %y => %x }", model);
+  auto f = setup_named(
+      "rule R { match %y = Reshape(%x, const %_s) where shape(%x) == shape(%y) rewrite %y => %x }", model);
   CHECK(try_at(f, "n1") == "");  // the same symbol is the same size
-  CHECK(try_at(f, "n3") == "where shape(%x) == shape(%y) fails: shape(%x) is [2,3,4], shape(%y) is [2,12] (r.gerule:1:50)");
-  auto z = setup_named("rule R { match %y = Reshape(%x, const %s) where zeros(%s) == 0 rewrite %y => %x }", model);
+  CHECK(try_at(f, "n3") ==
+        "where shape(%x) == shape(%y) fails: shape(%x) is [2,3,4], shape(%y) is [2,12] (r.gerule:1:50)");
+  auto z =
+      setup_named("rule R { match %y = Reshape(%x, const %s) where zeros(%s) == 0 rewrite %y => %x }", model);
   CHECK(try_at(z, "n1") == "where zeros(%s) == 0 fails: zeros(%s) is 1 (r.gerule:1:49)");
   CHECK(try_at(z, "n3") == "");
-  auto st = setup_named("rule R { match %y = Reshape(%x, const %_s) where is_static(%x) rewrite %y => %x }", model);
+  auto st =
+      setup_named("rule R { match %y = Reshape(%x, const %_s) where is_static(%x) rewrite %y => %x }", model);
   CHECK(try_at(st, "n1") == "where is_static(%x) fails: the shape of %x is f32[batch,3,4] (r.gerule:1:50)");
   CHECK(try_at(st, "n3") == "");
 }
@@ -219,9 +236,10 @@ TEST_CASE("%c[i]: an element of a bound constant or ints attribute, in where and
       t = Constant <value = float[4] {1, 1, 2, 1}> ()
       z = Resize(x, roi, t)
     })";
-  auto f = setup_named("rule R { match %y = Resize(%x, const %_r, const %s) where %s[0] == 1, %s[3] == 2\n"
-                       "  rewrite %y => Tile(%x, const i64 [%s[0], %s[1], %s[2], %s[3]]) }",
-                       model);
+  auto f = setup_named(
+      "rule R { match %y = Resize(%x, const %_r, const %s) where %s[0] == 1, %s[3] == 2\n"
+      "  rewrite %y => Tile(%x, const i64 [%s[0], %s[1], %s[2], %s[3]]) }",
+      model);
   CHECK(try_at(f, "n2") == "");
   CHECK(try_at(f, "n4") == "where %s[3] == 2 fails: %s[3] is 1 (r.gerule:1:71)");
   Model rewritten = apply_once(f, "y");
@@ -230,9 +248,12 @@ TEST_CASE("%c[i]: an element of a bound constant or ints attribute, in where and
     if (n->op_type == "Tile") repeats = n->input(1)->initializer.get();
   REQUIRE(repeats);
   CHECK(repeats->to_vector<int64_t>() == std::vector<int64_t>{1, 1, 2, 2});
-  auto outside = setup_named("rule R { match %y = Resize(%x, const %_r, const %s) where %s[4] == 1 rewrite %y => %x }", model);
+  auto outside = setup_named(
+      "rule R { match %y = Resize(%x, const %_r, const %s) where %s[4] == 1 rewrite %y => %x }", model);
   CHECK(try_at(outside, "n2") == "where %s[4] == 1 fails: %s[4] is outside %s (4 elements) (r.gerule:1:59)");
-  auto attr = setup_named("rule R { match %y = Transpose(%x) { perm == %p } where %p[1] == 2 rewrite %y => %x }", R"(<ir_version: 8, opset_import: ["" : 13]>
+  auto attr =
+      setup_named("rule R { match %y = Transpose(%x) { perm == %p } where %p[1] == 2 rewrite %y => %x }",
+                  R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[2,3,4] x) => (float[2,4,3] y) { y = Transpose <perm = [0, 2, 1]> (x) })");
   CHECK(try_at(attr, "n0") == "");
   // A value that is neither a constant nor an attribute has no elements to read.
@@ -240,7 +261,9 @@ TEST_CASE("%c[i]: an element of a bound constant or ints attribute, in where and
   std::ofstream(dir / "bad.gerule") << "rule R { match %y = Relu(%x) where %x[0] == 1 rewrite %y => %x }";
   std::vector<dsl::Diagnostic> errors;
   CHECK_FALSE(dsl::RuleSet::load({(dir / "bad.gerule").string()}, errors));
-  CHECK(dsl::format_diagnostics(errors).find("%x[i] needs an attribute bound with `== %x` or a constant bound with `const %x`") != std::string::npos);
+  CHECK(dsl::format_diagnostics(errors).find(
+            "%x[i] needs an attribute bound with `== %x` or a constant bound with `const %x`") !=
+        std::string::npos);
 }
 
 TEST_CASE("const in a rewrite: a tensor made at each match, typed, one per match however often written") {
@@ -249,15 +272,18 @@ TEST_CASE("const in a rewrite: a tensor made at each match, typed, one per match
       y = Flatten <axis = 1> (x)
     })";
   // The same `const` twice is one initializer, so the two Reshapes of x are one node.
-  auto f = setup_named("rule R { match %y = Flatten(%x) { axis == %a }\n"
-                       "  rewrite %y => Add(Reshape(%x, const i64 [dim(%x, 0), -1]), Mul(Reshape(%x, const i64 [dim(%x, 0), -1]), const dtype(%x) %a)) }",
-                       model);
+  auto f = setup_named(
+      "rule R { match %y = Flatten(%x) { axis == %a }\n"
+      "  rewrite %y => Add(Reshape(%x, const i64 [dim(%x, 0), -1]), Mul(Reshape(%x, const i64 [dim(%x, 0), "
+      "-1]), const dtype(%x) %a)) }",
+      model);
   Model original = import_onnx_proto(named(test::parse_text_model(model)), "m.onnx");
   Model rewritten = apply_once(f, "y");
   CHECK(test::count_op(rewritten, "Reshape") == 1);
   const Tensor* shape = nullptr;
   const Tensor* scale = nullptr;
-  for (const Value* v : rewritten.graph->initializers()) (v->initializer->dtype == DType::I64 ? shape : scale) = v->initializer.get();
+  for (const Value* v : rewritten.graph->initializers())
+    (v->initializer->dtype == DType::I64 ? shape : scale) = v->initializer.get();
   REQUIRE(rewritten.graph->initializers().size() == 2);
   REQUIRE(shape);
   REQUIRE(scale);
@@ -279,15 +305,17 @@ TEST_CASE("a rewrite hides no pattern: every rule sees every form the e-graph ho
     })";
   // AsMul rewrites the Div that ReluOfHalf reads; a greedy driver applying it first
   // would hide the pattern. In the e-graph the Div stays beside its Mul form.
-  auto f = setup_named("rule AsMul { match %y = Div(%x, const %c) rewrite %y => Mul(%x, Reciprocal(%c)) }\n"
-                       "rule ReluOfHalf { match %y = Relu(Div(%x, 2.0)) rewrite %y => Div(Relu(%x), const f32 2) }\n",
-                       model);
+  auto f = setup_named(
+      "rule AsMul { match %y = Div(%x, const %c) rewrite %y => Mul(%x, Reciprocal(%c)) }\n"
+      "rule ReluOfHalf { match %y = Relu(Div(%x, 2.0)) rewrite %y => Div(Relu(%x), const f32 2) }\n",
+      model);
   dsl::RuleRun run = dsl::run_rules(f.model, *f.rules, test::default_cost());
   CHECK(run.saturation.per_rule["ReluOfHalf"].matched == 1);
   CHECK(run.saturation.per_rule["AsMul"].matched == 2);  // the input's Div and the one ReluOfHalf made
   Model original = import_onnx_proto(named(test::parse_text_model(model)), "m.onnx");
   auto feeds = random_inputs(original, 4);
-  CHECK(diff(Evaluator(run.model).run(feeds)[0].second, Evaluator(original).run(feeds)[0].second).max_abs <= 1e-6);
+  CHECK(diff(Evaluator(run.model).run(feeds)[0].second, Evaluator(original).run(feeds)[0].second).max_abs <=
+        1e-6);
 }
 
 TEST_CASE("attributes computed from bound scalars: n / %a and %a * %b, of attributes and of constants") {
@@ -304,12 +332,14 @@ rule Product {
 }
 )";
   auto rules = test::load_rules({(dir / "r.gerule").string()});
-  Model model = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
+  Model model =
+      import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
       g (float[1,2,8,4] q, float[1,2,8,4] k, float[1,2,8,4] v) => (float[1,2,8,4] y) {
         c = Constant <value = float {3.0}> ()
         qs = Mul(q, c)
         y = ai.geopt.FlashAttention <scale = 0.25> (qs, k, v)
-      })"), "m.onnx");
+      })"),
+                        "m.onnx");
   auto scale_after = [&](int rule) {
     auto out = dsl::apply_once(model, *rules, rule, "y", test::default_cost());
     REQUIRE(out);
@@ -321,28 +351,41 @@ rule Product {
   CHECK(scale_after(1) == doctest::Approx(0.75));  // 0.25 * 3
 }
 
-TEST_CASE("symbolic dims: one symbol is one size, and a condition on a dim with a known range is proven at every size in it") {
+TEST_CASE(
+    "symbolic dims: one symbol is one size, and a condition on a dim with a known range is proven at every "
+    "size in it") {
   const char* model = R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,seq,16] x, float[1,seq,16] r, float[1,len,16] q) => (float[1,seq,16] y, float[1,seq,16] z) {
       y = Add(x, r)
       z = Add(x, q)
     })";
-  auto same = setup_named("rule S { match %y = Add(%a, %b) where dim(%a, 1) == dim(%b, 1) rewrite %y => %y }", model);
+  auto same =
+      setup_named("rule S { match %y = Add(%a, %b) where dim(%a, 1) == dim(%b, 1) rewrite %y => %y }", model);
   CHECK(try_at(same, "n0") == "");
-  CHECK(try_at(same, "n1") == "where dim(%a, 1) == dim(%b, 1) fails: dim(%a, 1) is symbolic ('seq'), dim(%b, 1) is symbolic ('len'): not the same symbol, so not known to be one size (r.gerule:1:39)");
+  CHECK(try_at(same, "n1") ==
+        "where dim(%a, 1) == dim(%b, 1) fails: dim(%a, 1) is symbolic ('seq'), dim(%b, 1) is symbolic "
+        "('len'): not the same symbol, so not known to be one size (r.gerule:1:39)");
 
-  auto bound = setup_named("rule B { match %y = Add(%a, %_b) where dim(%a, 1) <= 512, dim(%a, 1) % 1 == 0 rewrite %y => %y }", model);
-  CHECK(try_at(bound, "n0") == "where dim(%a, 1) <= 512 fails: dim(%a, 1) is symbolic ('seq'), not a number (r.gerule:1:40)");
+  auto bound = setup_named(
+      "rule B { match %y = Add(%a, %_b) where dim(%a, 1) <= 512, dim(%a, 1) % 1 == 0 rewrite %y => %y }",
+      model);
+  CHECK(try_at(bound, "n0") ==
+        "where dim(%a, 1) <= 512 fails: dim(%a, 1) is symbolic ('seq'), not a number (r.gerule:1:40)");
   bound.model.graph->dim_ranges["seq"] = {1, 128};
   CHECK(try_at(bound, "n0") == "");  // every size from 1 to 128 is at most 512
   bound.model.graph->dim_ranges["seq"] = {256, 1024};
-  CHECK(try_at(bound, "n0") == "where dim(%a, 1) <= 512 fails: dim(%a, 1) is symbolic ('seq', 256~1024), and at seq = 513 it does not hold (r.gerule:1:40)");
+  CHECK(try_at(bound, "n0") ==
+        "where dim(%a, 1) <= 512 fails: dim(%a, 1) is symbolic ('seq', 256~1024), and at seq = 513 it does "
+        "not hold (r.gerule:1:40)");
 
-  auto aligned = setup_named("rule A { match %y = Add(%a, %_b) where dim(%a, 1) % 16 == 0 rewrite %y => %y }", model);
+  auto aligned =
+      setup_named("rule A { match %y = Add(%a, %_b) where dim(%a, 1) % 16 == 0 rewrite %y => %y }", model);
   aligned.model.graph->dim_ranges["seq"] = {16, 16};
   CHECK(try_at(aligned, "n0") == "");
   aligned.model.graph->dim_ranges["seq"] = {1, 128};
-  CHECK(try_at(aligned, "n0") == "where dim(%a, 1) % 16 == 0 fails: dim(%a, 1) is symbolic ('seq', 1~128), and at seq = 1 it does not hold (r.gerule:1:40)");
+  CHECK(try_at(aligned, "n0") ==
+        "where dim(%a, 1) % 16 == 0 fails: dim(%a, 1) is symbolic ('seq', 1~128), and at seq = 1 it does not "
+        "hold (r.gerule:1:40)");
   aligned.model.graph->dim_ranges["seq"] = {1, 100000};
   CHECK(try_at(aligned, "n0").find("too many sizes to check each") != std::string::npos);
 }

@@ -20,8 +20,9 @@ TEST_CASE("fuzz: mutated rule files give located errors, never a crash") {
     if (e.path().extension() == ".gerule") sources.push_back(test::read_file(e.path()));
   REQUIRE(!sources.empty());
   const std::string alphabet = "(){}[],%=<>!~.#\"\n\t 0123456789eE+-_*abcxyzMatchRule";
-  const std::vector<std::string> tokens = {"rule", "match", "let", "where", "rewrite", "=>", "...", "const", "fold",
-                                           "test", "model", "expect", "\"\"\"", "in", "..", "+-", "[0]", "{", "}"};
+  const std::vector<std::string> tokens = {"rule",  "match", "let",  "where", "rewrite", "=>",     "...",
+                                           "const", "fold",  "test", "model", "expect",  "\"\"\"", "in",
+                                           "..",    "+-",    "[0]",  "{",     "}"};
   std::mt19937 rng(20261129);
   int parsed_clean = 0, with_errors = 0;
   // 4000 mutants: each parses and checks every rule of a shipped file, and under the
@@ -33,10 +34,18 @@ TEST_CASE("fuzz: mutated rule files give located errors, never a crash") {
     for (int k = 0; k < edits && !text.empty(); ++k) {
       size_t at = rng() % text.size();
       switch (rng() % 5) {
-        case 0: text.erase(at, 1 + rng() % 12); break;
-        case 1: text.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
-        case 2: text.insert(at, tokens[rng() % tokens.size()]); break;
-        case 3: text[at] = alphabet[rng() % alphabet.size()]; break;
+        case 0:
+          text.erase(at, 1 + rng() % 12);
+          break;
+        case 1:
+          text.insert(at, 1, alphabet[rng() % alphabet.size()]);
+          break;
+        case 2:
+          text.insert(at, tokens[rng() % tokens.size()]);
+          break;
+        case 3:
+          text[at] = alphabet[rng() % alphabet.size()];
+          break;
         case 4: {
           size_t len = std::min<size_t>(1 + rng() % 40, text.size() - at);
           text.insert(rng() % text.size(), text.substr(at, len));

@@ -179,7 +179,8 @@ TEST_CASE("diagnostics print the source line with a caret") {
   CHECK(format_diagnostic(r.errors[0], text) ==
         "t.gerule:2:16: error: expected `,` or `)` in the op's arguments\n"
         "      match Add(%a %b)\n"
-        "    " + std::string(15, ' ') + "^\n");
+        "    " +
+            std::string(15, ' ') + "^\n");
 }
 
 TEST_CASE("a rule without match, an unknown item and an unterminated rule are reported") {
@@ -194,8 +195,9 @@ TEST_CASE("a rule without match, an unknown item and an unterminated rule are re
 }
 
 TEST_CASE("a constant in a rewrite parses, and one without a type or value says what it needs") {
-  auto ok = parse("rule A { match %y = Relu(%x) rewrite %y => Reshape(%x, const i64 [dim(%x, 0), -1]) }\n"
-                  "rule B { match %y = Relu(%x) { alpha == %a } rewrite %y => Add(%x, const dtype(%x) %a) }");
+  auto ok = parse(
+      "rule A { match %y = Relu(%x) rewrite %y => Reshape(%x, const i64 [dim(%x, 0), -1]) }\n"
+      "rule B { match %y = Relu(%x) { alpha == %a } rewrite %y => Add(%x, const dtype(%x) %a) }");
   REQUIRE(ok.errors.empty());
   const Replacement& shape = *ok.file.rules[0].rewrites[0].replacement->args[1];
   CHECK(shape.kind == Replacement::Kind::Const);
@@ -208,9 +210,11 @@ TEST_CASE("a constant in a rewrite parses, and one without a type or value says 
   CHECK(eps.const_dtype_of == "%x");
   CHECK_FALSE(eps.const_is_list);
   CHECK(eps.const_items.at(0).var == "%a");
-  auto bad = parse("rule C { match %y = Relu(%x) rewrite %y => Add(%x, const [1]) }\n"
-                   "rule D { match %y = Relu(%x) rewrite %y => Add(%x, const f32) }");
+  auto bad = parse(
+      "rule C { match %y = Relu(%x) rewrite %y => Add(%x, const [1]) }\n"
+      "rule D { match %y = Relu(%x) rewrite %y => Add(%x, const f32) }");
   REQUIRE(bad.errors.size() == 2);
-  CHECK(bad.errors[0].message == "expected the constant's element type after `const` (f32, i64, ... or dtype(%v))");
+  CHECK(bad.errors[0].message ==
+        "expected the constant's element type after `const` (f32, i64, ... or dtype(%v))");
   CHECK(bad.errors[1].message == "expected the constant's value: a [list], a number or a bound %var");
 }

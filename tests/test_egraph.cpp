@@ -15,7 +15,9 @@ namespace {
 
 OpSignature op(const std::string& name) { return OpSignature{"", name, {}, 1, ""}; }
 
-ClassId leaf(EGraph& g, uint32_t i) { return g.add_input(i, ClassData{{DType::F32, Shape{4}, {}}, nullptr, "in" + std::to_string(i), ""}); }
+ClassId leaf(EGraph& g, uint32_t i) {
+  return g.add_input(i, ClassData{{DType::F32, Shape{4}, {}}, nullptr, "in" + std::to_string(i), ""});
+}
 
 // Costs by op name; inputs cost nothing.
 NodeCost costs(std::map<std::string, double> table) {
@@ -128,7 +130,8 @@ TEST_CASE("infeasible e-nodes are never picked, and cycles are refused") {
   g.merge(unfused, g.add_op(op("FusedConv"), {in}));
   g.rebuild();
   auto cost = costs({{"Conv", 10}, {"Relu", 2}, {"FusedConv", kInfeasible}});
-  for (const Extraction& x : {extract_greedy_tree(g, {unfused}, cost), extract_greedy_dag(g, {unfused}, cost), extract_exact(g, {unfused}, cost)}) {
+  for (const Extraction& x : {extract_greedy_tree(g, {unfused}, cost), extract_greedy_dag(g, {unfused}, cost),
+                              extract_exact(g, {unfused}, cost)}) {
     CHECK(x.cost == 12);
     CHECK(g.signature(g.eclass(unfused).nodes[x.choice.at(g.find(unfused))].op).op_type == "Relu");
   }
@@ -155,7 +158,8 @@ TEST_CASE("every example model survives import -> e-graph -> extraction unchange
     Model back = extraction_to_model(original, geg, x);
     // Hash-consing merges identical computations (CSE): never more nodes, every kept node keeps its name.
     CHECK(back.graph->nodes().size() <= original.graph->nodes().size());
-    for (size_t i = 0; i < original.graph->outputs().size(); ++i) CHECK(back.graph->outputs()[i]->name() == original.graph->outputs()[i]->name());
+    for (size_t i = 0; i < original.graph->outputs().size(); ++i)
+      CHECK(back.graph->outputs()[i]->name() == original.graph->outputs()[i]->name());
     for (const auto& n : back.graph->nodes()) CHECK(original.graph->find_node(n->name) != nullptr);
     auto feeds = random_inputs(original, 4);
     NamedTensors a = Evaluator(original).run(feeds), b = Evaluator(back).run(feeds);

@@ -23,7 +23,6 @@ double max_abs_diff(const HostTensor& a, const HostTensor& b) {
   return worst;
 }
 
-
 }  // namespace
 
 TEST_CASE("every example model matches torch's reference output within 1e-4") {
@@ -70,24 +69,29 @@ TEST_CASE("bad inputs get clear errors") {
 
   auto extra = good;
   extra["input_idz"] = good.at("input_ids");
-  CHECK_THROWS_WITH_AS(ev.run(extra), doctest::Contains("input 'input_idz' is not an input of the model"), Error);
+  CHECK_THROWS_WITH_AS(ev.run(extra), doctest::Contains("input 'input_idz' is not an input of the model"),
+                       Error);
 
   auto wrong_type = good;
   wrong_type["input_ids"] = HostTensor(DType::F32, {1, 8});
-  CHECK_THROWS_WITH_AS(ev.run(wrong_type), doctest::Contains("input 'input_ids': expected dtype i64, got f32"), Error);
+  CHECK_THROWS_WITH_AS(ev.run(wrong_type),
+                       doctest::Contains("input 'input_ids': expected dtype i64, got f32"), Error);
 
   auto wrong_rank = good;
   wrong_rank["input_ids"] = HostTensor(DType::I64, {8});
-  CHECK_THROWS_WITH_AS(ev.run(wrong_rank), doctest::Contains("expected shape [batch,seq], got i64[8]"), Error);
+  CHECK_THROWS_WITH_AS(ev.run(wrong_rank), doctest::Contains("expected shape [batch,seq], got i64[8]"),
+                       Error);
 
   auto inconsistent = good;
   inconsistent["attention_mask"] = HostTensor(DType::I64, {1, 9});
-  CHECK_THROWS_WITH_AS(ev.run(inconsistent), doctest::Contains("('seq') is 9, but input 'input_ids' set it to 8"), Error);
+  CHECK_THROWS_WITH_AS(ev.run(inconsistent),
+                       doctest::Contains("('seq') is 9, but input 'input_ids' set it to 8"), Error);
 
   Model fixed = import_onnx(test::examples_dir() / "resnet18_narrow_op13.onnx");
   Evaluator fev(fixed);
   CHECK_THROWS_WITH_AS(fev.run({{"image", HostTensor(DType::F32, {1, 3, 64, 65})}}),
-                       doctest::Contains("input 'image': expected shape [1,3,64,64], got f32[1,3,64,65]"), Error);
+                       doctest::Contains("input 'image': expected shape [1,3,64,64], got f32[1,3,64,65]"),
+                       Error);
 }
 
 TEST_CASE("a model with an op that has no kernel is refused up front, naming it") {
@@ -103,7 +107,11 @@ TEST_CASE("a model with an op that has no kernel is refused up front, naming it"
   test::save_model(m, p);
   Model model = import_onnx(p, {.infer_shapes = false, .input_shapes = {}});
   // Ops inside control-flow bodies are found before anything runs, too.
-  CHECK_THROWS_WITH_AS(Evaluator{model}, doctest::Contains("no kernel for:\n  com.example::Frobnicate (e.g. com.example::Frobnicate 'the_frob')"), Error);
+  CHECK_THROWS_WITH_AS(
+      Evaluator{model},
+      doctest::Contains(
+          "no kernel for:\n  com.example::Frobnicate (e.g. com.example::Frobnicate 'the_frob')"),
+      Error);
   CHECK_THROWS_WITH_AS(Evaluator{model}, doctest::Contains("com.example::Twiddle (in a body of If"), Error);
 }
 

@@ -47,10 +47,12 @@ void check_conv_transpose(const std::string& signature, const std::string& attrs
   const std::string b = bias ? ", b" : "";
   const std::string bd = bias ? ", bd" : "";
   check_fast_equals_double(signature,
-                           "fast = ConvTranspose <" + attrs + "> (x, w" + b + ")\n"
-                           "xd = Cast <to = 11> (x)\nwd = Cast <to = 11> (w)\n" +
-                               (bias ? "bd = Cast <to = 11> (b)\n" : "") +
-                               "yd = ConvTranspose <" + attrs + "> (xd, wd" + bd + ")\n"
+                           "fast = ConvTranspose <" + attrs + "> (x, w" + b +
+                               ")\n"
+                               "xd = Cast <to = 11> (x)\nwd = Cast <to = 11> (w)\n" +
+                               (bias ? "bd = Cast <to = 11> (b)\n" : "") + "yd = ConvTranspose <" + attrs +
+                               "> (xd, wd" + bd +
+                               ")\n"
                                "slow = Cast <to = 1> (yd)",
                            1e-5);
 }
@@ -59,22 +61,29 @@ void check_conv_transpose(const std::string& signature, const std::string& attrs
 
 TEST_CASE("ConvTranspose in f32 (oneDNN's deconvolution) equals the double loop, every attribute") {
   // A detector's 2x upsampling head: stride 2, kernel 2, bias.
-  check_conv_transpose("g (float[1,24,10,12] x, float[24,8,2,2] w, float[8] b) => (float[1,8,20,24] fast, float[1,8,20,24] slow)",
-                       "strides = [2, 2]", true);
+  check_conv_transpose(
+      "g (float[1,24,10,12] x, float[24,8,2,2] w, float[8] b) => (float[1,8,20,24] fast, float[1,8,20,24] "
+      "slow)",
+      "strides = [2, 2]", true);
   // Groups, dilations, asymmetric pads and an output_padding (the end pad goes negative).
-  check_conv_transpose("g (float[2,6,5,7] x, float[6,2,3,3] w, float[6] b) => (float[2,6,11,22] fast, float[2,6,11,22] slow)",
-                       "group = 3, strides = [2, 3], dilations = [2, 1], pads = [1, 0, 2, 1], output_padding = [1, 2]", true);
+  check_conv_transpose(
+      "g (float[2,6,5,7] x, float[6,2,3,3] w, float[6] b) => (float[2,6,11,22] fast, float[2,6,11,22] slow)",
+      "group = 3, strides = [2, 3], dilations = [2, 1], pads = [1, 0, 2, 1], output_padding = [1, 2]", true);
   // output_shape larger than the kernel reaches: both pads negative, the border is the bias.
-  check_conv_transpose("g (float[1,4,5,5] x, float[4,3,3,3] w, float[3] b) => (float[1,3,14,13] fast, float[1,3,14,13] slow)",
-                       "strides = [2, 2], output_shape = [14, 13]", true);
+  check_conv_transpose(
+      "g (float[1,4,5,5] x, float[4,3,3,3] w, float[3] b) => (float[1,3,14,13] fast, float[1,3,14,13] slow)",
+      "strides = [2, 2], output_shape = [14, 13]", true);
   // SAME_UPPER, no bias; depthwise (one channel per group).
-  check_conv_transpose("g (float[1,8,6,6] x, float[8,1,4,4] w) => (float[1,8,12,12] fast, float[1,8,12,12] slow)",
-                       "group = 8, strides = [2, 2], auto_pad = \"SAME_UPPER\"", false);
+  check_conv_transpose(
+      "g (float[1,8,6,6] x, float[8,1,4,4] w) => (float[1,8,12,12] fast, float[1,8,12,12] slow)",
+      "group = 8, strides = [2, 2], auto_pad = \"SAME_UPPER\"", false);
   // 1-D and 3-D.
-  check_conv_transpose("g (float[2,5,9] x, float[5,4,3] w, float[4] b) => (float[2,4,20] fast, float[2,4,20] slow)",
-                       "strides = [2], dilations = [2], pads = [0, 1]", true);
-  check_conv_transpose("g (float[1,3,3,4,5] x, float[3,2,2,3,2] w) => (float[1,2,6,8,10] fast, float[1,2,6,8,10] slow)",
-                       "strides = [2, 2, 2], pads = [0, 0, 0, 0, 1, 0]", false);
+  check_conv_transpose(
+      "g (float[2,5,9] x, float[5,4,3] w, float[4] b) => (float[2,4,20] fast, float[2,4,20] slow)",
+      "strides = [2], dilations = [2], pads = [0, 1]", true);
+  check_conv_transpose(
+      "g (float[1,3,3,4,5] x, float[3,2,2,3,2] w) => (float[1,2,6,8,10] fast, float[1,2,6,8,10] slow)",
+      "strides = [2, 2, 2], pads = [0, 0, 0, 0, 1, 0]", false);
 }
 
 TEST_CASE("ConvTranspose with constant weights (reordered once) gives the same result on every run") {
@@ -106,29 +115,43 @@ TEST_CASE("Resize in f32 (separable passes) equals the general loop in double, e
   };
   const Case cases[] = {
       // nearest: PaddleOCR's FPN (asymmetric, floor, x2 and x8), and the other roundings
-      {"1,5,6,7", "1,5,48,56", "mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"", "1, 1, 8, 8"},
+      {"1,5,6,7", "1,5,48,56",
+       "mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"",
+       "1, 1, 8, 8"},
       {"2,3,9,8", "2,3,6,12", "mode = \"nearest\"", "1, 1, 0.7, 1.5"},
-      {"2,3,9,8", "2,3,13,5", "mode = \"nearest\", coordinate_transformation_mode = \"align_corners\", nearest_mode = \"round_prefer_ceil\"",
+      {"2,3,9,8", "2,3,13,5",
+       "mode = \"nearest\", coordinate_transformation_mode = \"align_corners\", nearest_mode = "
+       "\"round_prefer_ceil\"",
        "1, 1, 1.5, 0.7"},
       {"4,3,5,6", "2,6,5,9", "mode = \"nearest\", nearest_mode = \"ceil\"", "0.5, 2, 1, 1.5"},
       // linear: every transform, up and down, an outer axis and the batch axis included
       {"1,4,7,9", "1,4,14,18", "mode = \"linear\"", "1, 1, 2, 2"},
-      {"2,3,9,8", "2,3,5,13", "mode = \"linear\", coordinate_transformation_mode = \"align_corners\"", "1, 1, 0.6, 1.7"},
-      {"2,3,9,8", "2,3,4,20", "mode = \"linear\", coordinate_transformation_mode = \"pytorch_half_pixel\"", "1, 1, 0.5, 2.5"},
-      {"3,4,5,6", "6,2,5,6", "mode = \"linear\", coordinate_transformation_mode = \"asymmetric\"", "2, 0.5, 1, 1"},
+      {"2,3,9,8", "2,3,5,13", "mode = \"linear\", coordinate_transformation_mode = \"align_corners\"",
+       "1, 1, 0.6, 1.7"},
+      {"2,3,9,8", "2,3,4,20", "mode = \"linear\", coordinate_transformation_mode = \"pytorch_half_pixel\"",
+       "1, 1, 0.5, 2.5"},
+      {"3,4,5,6", "6,2,5,6", "mode = \"linear\", coordinate_transformation_mode = \"asymmetric\"",
+       "2, 0.5, 1, 1"},
       {"2,6,10", "2,6,25", "mode = \"linear\"", "1, 1, 2.5"},
       // cubic, with and without exclude_outside
       {"1,3,8,8", "1,3,12,6", "mode = \"cubic\"", "1, 1, 1.5, 0.75"},
       {"1,3,8,8", "1,3,16,16", "mode = \"cubic\", cubic_coeff_a = -0.5, exclude_outside = 1", "1, 1, 2, 2"},
   };
   for (const Case& c : cases) {
-    check_fast_equals_double("g (float[" + c.shape_in + "] x) => (float[" + c.shape_out + "] fast, float[" + c.shape_out + "] slow)",
+    check_fast_equals_double("g (float[" + c.shape_in + "] x) => (float[" + c.shape_out + "] fast, float[" +
+                                 c.shape_out + "] slow)",
                              "roi = Constant <value = float[0] {}> ()\n"
-                             "scales = Constant <value = float[" + std::to_string(std::count(c.scales.begin(), c.scales.end(), ',') + 1) +
-                                 "] {" + c.scales + "}> ()\n"
-                                 "fast = Resize <" + c.attrs + "> (x, roi, scales)\n"
+                             "scales = Constant <value = float[" +
+                                 std::to_string(std::count(c.scales.begin(), c.scales.end(), ',') + 1) +
+                                 "] {" + c.scales +
+                                 "}> ()\n"
+                                 "fast = Resize <" +
+                                 c.attrs +
+                                 "> (x, roi, scales)\n"
                                  "xd = Cast <to = 11> (x)\n"
-                                 "yd = Resize <" + c.attrs + "> (xd, roi, scales)\n"
+                                 "yd = Resize <" +
+                                 c.attrs +
+                                 "> (xd, roi, scales)\n"
                                  "slow = Cast <to = 1> (yd)",
                              1e-5);
   }
@@ -159,7 +182,8 @@ TEST_CASE("broadcasting binary ops on large tensors (tiles shared among threads)
   const float* diff = outs[2].second.data<float>();
   int64_t wrong = 0;
   for (int64_t i = 0; i < 70001; ++i) wrong += sum[i] != a[i] + b[i];
-  for (int64_t i = 0; i < 5 * 40 * 41 * 16; ++i) wrong += gate[i] != x[i] * s[(i / (40 * 41 * 16)) * 16 + i % 16];
+  for (int64_t i = 0; i < 5 * 40 * 41 * 16; ++i)
+    wrong += gate[i] != x[i] * s[(i / (40 * 41 * 16)) * 16 + i % 16];
   for (int64_t i = 0; i < 300 * 257; ++i) wrong += diff[i] != c[i / 257] - m[i];
   CHECK(wrong == 0);
 }

@@ -8,9 +8,9 @@
 #include "ascend/layout.h"
 #include "eval/evaluator.h"
 #include "kernels/layout.h"
-#include "util/error.h"
 #include "onnx/import.h"
 #include "test_support.h"
+#include "util/error.h"
 
 using namespace geopt;
 namespace fs = std::filesystem;
@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // Runs the model on random inputs (several seeds) and checks each (fused, reference) output pair.
-void check_pairs(const char* text, const std::vector<std::pair<std::string, std::string>>& pairs, double tol = 1e-5) {
+void check_pairs(const char* text, const std::vector<std::pair<std::string, std::string>>& pairs,
+                 double tol = 1e-5) {
   onnx::ModelProto proto = test::parse_text_model(text);
   fs::path p = test::scratch_dir("fused") / "m.onnx";
   test::save_model(proto, p);
@@ -56,10 +57,12 @@ TEST_CASE("LayerNorm equals the primitive LayerNorm chain") {
       n = Div(d, sd)
       sc = Mul(n, gamma)
       ref = Add(sc, beta)
-    })", {{"fused", "ref"}});
+    })",
+              {{"fused", "ref"}});
 }
 
-TEST_CASE("LayerNorm over channels, in NCHW and in NC1HWC0, equals LayerNormalization of the NHWC transpose") {
+TEST_CASE(
+    "LayerNorm over channels, in NCHW and in NC1HWC0, equals LayerNormalization of the NHWC transpose") {
   // 20 channels: two C0 blocks, the second holding 4 real channels and 12 of padding,
   // which the statistics must leave out and the output must keep 0.
   check_pairs(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
@@ -71,7 +74,8 @@ TEST_CASE("LayerNorm over channels, in NCHW and in NC1HWC0, equals LayerNormaliz
       t = Transpose <perm = [0, 2, 3, 1]> (x)
       n = LayerNormalization <axis = -1, epsilon = 0.001> (t, gamma, beta)
       ref = Transpose <perm = [0, 3, 1, 2]> (n)
-    })", {{"nchw", "ref"}, {"blocked", "ref"}});
+    })",
+              {{"nchw", "ref"}, {"blocked", "ref"}});
   onnx::ModelProto proto = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
     g (float[1,20,2,2] x, float[20] gamma, float[20] beta) => (float[1,2,2,2,16] y) {
       x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
@@ -87,7 +91,8 @@ TEST_CASE("LayerNorm over channels, in NCHW and in NC1HWC0, equals LayerNormaliz
   }
 }
 
-TEST_CASE("Roll equals torch.roll's Slices and Concat, on the last axis, an outer one, and an axis listed twice") {
+TEST_CASE(
+    "Roll equals torch.roll's Slices and Concat, on the last axis, an outer one, and an axis listed twice") {
   check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
     g (float[2,3,5] x) => (float[2,3,5] last, float[2,3,5] ref_last, float[2,3,5] two, float[2,3,5] ref_two) {
       last = ai.geopt.Roll <starts = [-2], axes = [-1]> (x)
@@ -108,7 +113,8 @@ TEST_CASE("Roll equals torch.roll's Slices and Concat, on the last axis, an oute
       t2 = Slice(r1, four, big, a2)
       h2 = Slice(r1, zero, four, a2)
       ref_two = Concat <axis = 2> (t2, h2)
-    })", {{"last", "ref_last"}, {"two", "ref_two"}}, 0.0);
+    })",
+              {{"last", "ref_last"}, {"two", "ref_two"}}, 0.0);
 }
 
 TEST_CASE("LayerNorm in NC1HWC0 refuses a channel count that does not fit its blocks") {
@@ -119,7 +125,8 @@ TEST_CASE("LayerNorm in NC1HWC0 refuses a channel count that does not fit its bl
   fs::path p = test::scratch_dir("fused") / "bad.onnx";
   test::save_model(proto, p);
   Model model = import_onnx(p);
-  CHECK_THROWS_WITH_AS(Evaluator(model).run(random_inputs(model, 1)), doctest::Contains("channels = 40 does not fit 2 blocks of 16"), Error);
+  CHECK_THROWS_WITH_AS(Evaluator(model).run(random_inputs(model, 1)),
+                       doctest::Contains("channels = 40 does not fit 2 blocks of 16"), Error);
 }
 
 TEST_CASE("RMSNorm equals Pow/ReduceMean/Add/Sqrt/Div/Mul") {
@@ -134,7 +141,8 @@ TEST_CASE("RMSNorm equals Pow/ReduceMean/Add/Sqrt/Div/Mul") {
       r = Sqrt(a)
       n = Div(x, r)
       ref = Mul(w, n)
-    })", {{"fused", "ref"}});
+    })",
+              {{"fused", "ref"}});
 }
 
 TEST_CASE("AddLayerNorm equals Add then LayerNormalization, sum output included") {
@@ -143,7 +151,8 @@ TEST_CASE("AddLayerNorm equals Add then LayerNormalization, sum output included"
       y, s = ai.geopt.AddLayerNorm <epsilon = 0.00001> (x, r, gamma, beta)
       ref_s = Add(x, r)
       ref_y = LayerNormalization <epsilon = 0.00001> (ref_s, gamma, beta)
-    })", {{"y", "ref_y"}, {"s", "ref_s"}});
+    })",
+              {{"y", "ref_y"}, {"s", "ref_s"}});
 }
 
 TEST_CASE("Gelu equals its erf and tanh formulas") {
@@ -170,7 +179,8 @@ TEST_CASE("Gelu equals its erf and tanh formulas") {
       t1 = Add(one, t)
       hx = Mul(half, x)
       tanh_ref = Mul(hx, t1)
-    })", {{"erf_fused", "erf_ref"}, {"tanh_fused", "tanh_ref"}});
+    })",
+              {{"erf_fused", "erf_ref"}, {"tanh_fused", "tanh_ref"}});
 }
 
 TEST_CASE("FlashAttention equals MatMul/Scale/Mask/Softmax/MatMul, with and without causal masking") {
@@ -195,7 +205,8 @@ TEST_CASE("FlashAttention equals MatMul/Scale/Mask/Softmax/MatMul, with and with
       masked = Where(keep, cs, neg)
       cp = Softmax <axis = -1> (masked)
       causal_ref = MatMul(cp, v)
-    })", {{"fused", "ref"}, {"causal_fused", "causal_ref"}});
+    })",
+              {{"fused", "ref"}, {"causal_fused", "causal_ref"}});
 }
 
 TEST_CASE("FusedConv equals Conv [+ residual] + activation [* scale + shift] for every activation") {
@@ -225,7 +236,14 @@ TEST_CASE("FusedConv equals Conv [+ residual] + activation [* scale + shift] for
       t = Constant <value = float {0.25}> ()
       ss = Mul(silu_z, s)
       affine_r = Add(ss, t)
-    })", {{"relu_f", "relu_r"}, {"clip_f", "clip_r"}, {"leaky_f", "leaky_r"}, {"hs_f", "hs_r"}, {"silu_f", "silu_r"}, {"sig_f", "sig_r"}, {"affine_f", "affine_r"}});
+    })",
+              {{"relu_f", "relu_r"},
+               {"clip_f", "clip_r"},
+               {"leaky_f", "leaky_r"},
+               {"hs_f", "hs_r"},
+               {"silu_f", "silu_r"},
+               {"sig_f", "sig_r"},
+               {"affine_f", "affine_r"}});
 }
 
 TEST_CASE("FusedMatMul equals MatMul + bias + activation") {
@@ -246,7 +264,8 @@ TEST_CASE("FusedMatMul equals MatMul + bias + activation") {
       gr = Mul(xm, half)
       tf = ai.geopt.FusedMatMul <activation = "GeluTanh"> (a, w, bias)
       tr = ai.geopt.Gelu <approximate = "tanh"> (mb)
-    })", {{"f", "r"}, {"gf", "gr"}, {"tf", "tr"}});
+    })",
+              {{"f", "r"}, {"gf", "gr"}, {"tf", "tr"}});
 }
 
 TEST_CASE("FusedConv reading FRACTAL_Z weights and FusedMatMul reading FRACTAL_NZ ones equal the plain ops") {
@@ -334,11 +353,22 @@ TEST_CASE("FusedConv in NC1HWC0 equals Conv on every path, padding channels incl
       drt = Add(drs, t2)
       dw_affine_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (drt)
     })",
-              {{"res_f", "res_r"}, {"first_f", "first_r"}, {"dw_f", "dw_r"}, {"gelu_f", "gelu_r"}, {"mish_f", "mish_r"}, {"quick_f", "quick_r"},
-               {"sig_f", "sig_r"}, {"clip_f", "clip_r"}, {"affine_f", "affine_r"}, {"dw_affine_f", "dw_affine_r"}}, 1e-5);
+              {{"res_f", "res_r"},
+               {"first_f", "first_r"},
+               {"dw_f", "dw_r"},
+               {"gelu_f", "gelu_r"},
+               {"mish_f", "mish_r"},
+               {"quick_f", "quick_r"},
+               {"sig_f", "sig_r"},
+               {"clip_f", "clip_r"},
+               {"affine_f", "affine_r"},
+               {"dw_affine_f", "dw_affine_r"}},
+              1e-5);
 }
 
-TEST_CASE("a 3x3 conv of many channels (Winograd where the machine has it) equals the direct sum, in NCHW and in NC1HWC0") {
+TEST_CASE(
+    "a 3x3 conv of many channels (Winograd where the machine has it) equals the direct sum, in NCHW and in "
+    "NC1HWC0") {
   // 64 channels, stride 1: the shape the host kernel runs as Winograd F(2x2, 3x3) on
   // AVX-512. The reference is the conv's definition summed in double here, not another
   // oneDNN conv. Weights at He scale, so outputs are about 1 and 1e-5 is tight.
@@ -360,8 +390,10 @@ TEST_CASE("a 3x3 conv of many channels (Winograd where the machine has it) equal
     for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = unit(rng) * scale;
     return t;
   };
-  std::map<std::string, HostTensor> in{{"x", fill({1, C, H, W}, 1.0f)}, {"w", fill({M, C, 3, 3}, 1.0f / std::sqrt(9.0f * C))},
-                                       {"b", fill({M}, 0.1f)}, {"z", fill({1, M, H, W}, 1.0f)}};
+  std::map<std::string, HostTensor> in{{"x", fill({1, C, H, W}, 1.0f)},
+                                       {"w", fill({M, C, 3, 3}, 1.0f / std::sqrt(9.0f * C))},
+                                       {"b", fill({M}, 0.1f)},
+                                       {"z", fill({1, M, H, W}, 1.0f)}};
   NamedTensors outs = Evaluator(model).run(in);
   std::map<std::string, HostTensor> by_name(outs.begin(), outs.end());
   const float* x = in.at("x").data<float>();
@@ -379,19 +411,22 @@ TEST_CASE("a 3x3 conv of many channels (Winograd where the machine has it) equal
           for (int64_t i = 0; i < 3; ++i)
             for (int64_t j = 0; j < 3; ++j) {
               const int64_t rr = r + i - 1, cc = c + j - 1;
-              if (rr >= 0 && rr < H && cc >= 0 && cc < W) sum += double(x[(ic * H + rr) * W + cc]) * w[((m * C + ic) * 3 + i) * 3 + j];
+              if (rr >= 0 && rr < H && cc >= 0 && cc < W)
+                sum += double(x[(ic * H + rr) * W + cc]) * w[((m * C + ic) * 3 + i) * 3 + j];
             }
         const int64_t at = (m * H + r) * W + c;
         worst_plain = std::max(worst_plain, std::fabs(plain[at] - sum));
         const double fused = std::max(0.0, sum + z[at]);
-        worst_blocked = std::max(worst_blocked, std::fabs(blocked[((m / 16) * H * W + r * W + c) * 16 + m % 16] - fused));
+        worst_blocked =
+            std::max(worst_blocked, std::fabs(blocked[((m / 16) * H * W + r * W + c) * 16 + m % 16] - fused));
       }
   CHECK(worst_plain <= 1e-5);
   CHECK(worst_blocked <= 1e-5);
 }
 
 TEST_CASE("FRACTAL_Z and FRACTAL_NZ put each element where CANN does, pad with zeros, and convert back") {
-  // Conv weights [N=20, C=3, H=3, W=3] (f32, C0 = 16): [ceil(3/16)*3*3, ceil(20/16), 16, 16] = [9, 2, 16, 16].
+  // Conv weights [N=20, C=3, H=3, W=3] (f32, C0 = 16): [ceil(3/16)*3*3, ceil(20/16), 16, 16] = [9, 2, 16,
+  // 16].
   HostTensor w(DType::F32, {20, 3, 3, 3});
   for (int64_t i = 0; i < w.size(); ++i) w.mutable_data<float>()[i] = static_cast<float>(i + 1);
   HostTensor z = to_fractal_z(w);
@@ -416,7 +451,8 @@ TEST_CASE("FRACTAL_Z and FRACTAL_NZ put each element where CANN does, pad with z
   CHECK(nz.dims() == std::vector<int64_t>{2, 2, 2, 16, 16});
   CHECK(nz.dims() == ascend::device_shape(m.dims(), ascend::Format::FRACTAL_NZ, DType::F32));
   // (b=1, h=17, w=17): [1, 17/16, 17/16, 17%16, 17%16] = [1, 1, 1, 1, 1].
-  CHECK(nz.data<float>()[(((1 * 2 + 1) * 2 + 1) * 16 + 1) * 16 + 1] == static_cast<float>((1 * 20 + 17) * 18 + 17 + 1));
+  CHECK(nz.data<float>()[(((1 * 2 + 1) * 2 + 1) * 16 + 1) * 16 + 1] ==
+        static_cast<float>((1 * 20 + 17) * 18 + 17 + 1));
   CHECK(from_fractal_nz(nz, 20, 18).to_vector<float>() == m.to_vector<float>());
   CHECK_THROWS_AS(from_fractal_nz(nz, 40, 18), Error);
 }

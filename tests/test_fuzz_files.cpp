@@ -42,16 +42,26 @@ std::string mutate(std::string bytes, std::mt19937_64& rng) {
   for (int e = 0; e < edits && !bytes.empty(); ++e) {
     const size_t at = rng() % bytes.size();
     switch (rng() % 6) {
-      case 0: bytes[at] = static_cast<char>(bytes[at] ^ (1 << (rng() % 8))); break;  // a bit
-      case 1: {                                                                        // a telling byte
+      case 0:
+        bytes[at] = static_cast<char>(bytes[at] ^ (1 << (rng() % 8)));
+        break;   // a bit
+      case 1: {  // a telling byte
         const char values[] = {'\0', '\x7f', '\x80', '\xff', '\x01'};
         bytes[at] = values[rng() % sizeof values];
         break;
       }
-      case 2: bytes.erase(at, 1 + rng() % 64); break;
-      case 3: bytes.insert(at, bytes.substr(rng() % bytes.size(), 1 + rng() % 64)); break;
-      case 4: bytes.resize(at); break;  // truncated
-      case 5: bytes.insert(at, std::string(1 + rng() % 8, static_cast<char>(rng()))); break;
+      case 2:
+        bytes.erase(at, 1 + rng() % 64);
+        break;
+      case 3:
+        bytes.insert(at, bytes.substr(rng() % bytes.size(), 1 + rng() % 64));
+        break;
+      case 4:
+        bytes.resize(at);
+        break;  // truncated
+      case 5:
+        bytes.insert(at, std::string(1 + rng() % 8, static_cast<char>(rng())));
+        break;
     }
   }
   return bytes;
@@ -63,7 +73,8 @@ std::string run_isolated(const std::function<void()>& body) {
   if (child < 0) return "fork failed";
   if (child == 0) {
     ::alarm(30);
-    google::protobuf::SetLogHandler(nullptr);  // protobuf's complaints about mutated strings are expected here
+    google::protobuf::SetLogHandler(
+        nullptr);  // protobuf's complaints about mutated strings are expected here
     int code = 0;
     try {
       body();
@@ -78,7 +89,8 @@ std::string run_isolated(const std::function<void()>& body) {
   }
   int status = 0;
   if (::waitpid(child, &status, 0) != child) return "waitpid failed";
-  if (WIFSIGNALED(status)) return WTERMSIG(status) == SIGALRM ? "hung (30 s)" : "died of signal " + std::to_string(WTERMSIG(status));
+  if (WIFSIGNALED(status))
+    return WTERMSIG(status) == SIGALRM ? "hung (30 s)" : "died of signal " + std::to_string(WTERMSIG(status));
   if (WEXITSTATUS(status) == 0) return "ok";
   if (WEXITSTATUS(status) == 10) return "refused";
   return "exited " + std::to_string(WEXITSTATUS(status)) + " (an exception that is not geopt::Error)";
@@ -91,7 +103,9 @@ struct Kind {
 
 }  // namespace
 
-TEST_CASE("fuzz: mutated models, inputs, plans and rule files give geopt::Error or a result, never a crash or a hang") {
+TEST_CASE(
+    "fuzz: mutated models, inputs, plans and rule files give geopt::Error or a result, never a crash or a "
+    "hang") {
   const fs::path scratch = test::scratch_dir("fuzz-files");
   const int cases = std::getenv("GEOPT_FUZZ_CASES") ? std::atoi(std::getenv("GEOPT_FUZZ_CASES")) : 40;
   auto rules = test::load_rules({test::shipped_rules()});
@@ -127,7 +141,8 @@ TEST_CASE("fuzz: mutated models, inputs, plans and rule files give geopt::Error 
                       ascend::PlanExecutor executor(back);
                       std::map<std::string, HostTensor> feeds;
                       for (const auto& r : back.inputs())
-                        feeds.emplace(r.name(), HostTensor(static_cast<DType>(r.dtype()), {r.dims().begin(), r.dims().end()}));
+                        feeds.emplace(r.name(), HostTensor(static_cast<DType>(r.dtype()),
+                                                           {r.dims().begin(), r.dims().end()}));
                       executor.run(feeds);
                     }};
   kinds[".gerule"] = {".gerule", [](const fs::path& p) {
@@ -174,15 +189,19 @@ TEST_CASE("fuzz: mutated models, inputs, plans and rule files give geopt::Error 
       }
       ++failed;
       fs::create_directories(regressions_dir());
-      const fs::path kept = regressions_dir() / (seed.stem().string() + "-" + std::to_string(std::hash<std::string>{}(bytes) % 1000000007) + ext);
+      const fs::path kept =
+          regressions_dir() /
+          (seed.stem().string() + "-" + std::to_string(std::hash<std::string>{}(bytes) % 1000000007) + ext);
       test::write_file(kept, bytes);
-      FAIL_CHECK(seed.filename().string() << " case " << c << " " << outcome << "; kept as " << kept.string());
+      FAIL_CHECK(seed.filename().string()
+                 << " case " << c << " " << outcome << "; kept as " << kept.string());
     }
   }
   std::string summary;
   for (const auto& [ext, counts] : outcomes)
     summary += " " + ext + ": " + std::to_string(counts.count("ok") ? counts.at("ok") : 0) + " read, " +
                std::to_string(counts.count("refused") ? counts.at("refused") : 0) + " refused;";
-  MESSAGE("fuzz: " << ran << " mutated files, " << replayed << " regressions replayed, " << failed << " failures;" << summary);
+  MESSAGE("fuzz: " << ran << " mutated files, " << replayed << " regressions replayed, " << failed
+                   << " failures;" << summary);
   CHECK(ran == seeds.size() * static_cast<size_t>(cases));
 }

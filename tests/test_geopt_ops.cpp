@@ -51,11 +51,14 @@ TEST_CASE("a model of ai.geopt fused ops exports, checks and infers shapes") {
   Value* mm = out("mm", 3);
   Value* attn = out("attn", 4);
   Value* conv = out("conv", 4);
-  g.add_node("LayerNorm", kGeoptDomain, "ln", {x, gamma}, {ln})->attributes.push_back(Attribute::make_float("epsilon", 1e-5f));
+  g.add_node("LayerNorm", kGeoptDomain, "ln", {x, gamma}, {ln})
+      ->attributes.push_back(Attribute::make_float("epsilon", 1e-5f));
   g.add_node("RMSNorm", kGeoptDomain, "rms", {x, gamma}, {rms});
   g.add_node("AddLayerNorm", kGeoptDomain, "aln", {x, r, gamma}, {aln, sum});
-  g.add_node("Gelu", kGeoptDomain, "gelu", {x}, {gelu})->attributes.push_back(Attribute::make_string("approximate", "tanh"));
-  g.add_node("FusedMatMul", kGeoptDomain, "mm", {x, w}, {mm})->attributes.push_back(Attribute::make_string("activation", "Relu"));
+  g.add_node("Gelu", kGeoptDomain, "gelu", {x}, {gelu})
+      ->attributes.push_back(Attribute::make_string("approximate", "tanh"));
+  g.add_node("FusedMatMul", kGeoptDomain, "mm", {x, w}, {mm})
+      ->attributes.push_back(Attribute::make_string("activation", "Relu"));
   g.add_node("FlashAttention", kGeoptDomain, "attn", {q, k, v}, {attn});
   Node* c = g.add_node("FusedConv", kGeoptDomain, "conv", {img, kern}, {conv});
   c->attributes.push_back(Attribute::make_ints("pads", {1, 1, 1, 1}));
@@ -99,7 +102,8 @@ TEST_CASE("an unknown op in the ai.geopt domain is rejected like a standard one"
     })");
   fs::path p = test::scratch_dir("geopt-unknown") / "m.onnx";
   test::save_model(m, p);
-  CHECK_THROWS_WITH_AS(import_onnx(p), doctest::Contains("unknown operator 'NoSuchFusion' in domain 'ai.geopt'"), Error);
+  CHECK_THROWS_WITH_AS(import_onnx(p),
+                       doctest::Contains("unknown operator 'NoSuchFusion' in domain 'ai.geopt'"), Error);
 }
 
 TEST_CASE("ops of other custom domains are kept with unknown output types") {

@@ -53,7 +53,8 @@ TEST_CASE("hostile .npy headers: long, negative, overflowing, malformed") {
 
   // A 60 KB header is legal (v1 allows 64 KB) and read like any other; a regex once
   // ran out of stack on it.
-  test::write_file(dir / "long.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 60 * 1024 - 10, floats(6)));
+  test::write_file(dir / "long.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+                                         60 * 1024 - 10, floats(6)));
   HostTensor t = read_npy(dir / "long.npy");
   CHECK(t.dims() == std::vector<int64_t>{2, 3});
 
@@ -64,12 +65,17 @@ TEST_CASE("hostile .npy headers: long, negative, overflowing, malformed") {
     const char* says;
   };
   const std::vector<Bad> bad = {
-      {"negative.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 3), }", floats(3), "negative dimension"},
-      {"huge.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 4611686018427387904), }", floats(1), "more elements than 2^63"},
-      {"bytes.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1152921504606846976,), }", floats(1), "exceed 2^62 bytes"},
-      {"digits.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999, 1), }", floats(1), "does not fit in 64 bits"},
+      {"negative.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 3), }", floats(3),
+       "negative dimension"},
+      {"huge.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 4611686018427387904), }", floats(1),
+       "more elements than 2^63"},
+      {"bytes.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (1152921504606846976,), }", floats(1),
+       "exceed 2^62 bytes"},
+      {"digits.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999, 1), }",
+       floats(1), "does not fit in 64 bits"},
       {"noshape.npy", "{'descr': '<f4', 'fortran_order': False, }", floats(1), "no 'shape'"},
-      {"key.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'extra': 1 }", floats(1), "unexpected key 'extra'"},
+      {"key.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'extra': 1 }", floats(1),
+       "unexpected key 'extra'"},
       {"open.npy", "{'descr': '<f4, 'shape': (1,) ", floats(1), "bad .npy header"},
       {"short.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", floats(5), "24 expected"},
   };
@@ -191,14 +197,16 @@ TEST_CASE("hostile models and command lines: linked external data, non-UTF-8 nam
   const fs::path dir = test::scratch_dir("hostile-models");
   // External data through a link that leaves the model's folder is refused, whatever its
   // location text says; the same data as a plain file beside the model is read.
-  fs::copy_file(test::examples_dir() / "resnet18_narrow_external_op13.onnx", dir / "m.onnx", fs::copy_options::overwrite_existing);
+  fs::copy_file(test::examples_dir() / "resnet18_narrow_external_op13.onnx", dir / "m.onnx",
+                fs::copy_options::overwrite_existing);
   fs::remove(dir / "resnet18_narrow_external_op13.weights");
   fs::create_symlink("/etc/passwd", dir / "resnet18_narrow_external_op13.weights");
   auto linked = run_cli({"info", (dir / "m.onnx").string()});
   CHECK(linked.exit_code == 1);
   CHECK(linked.err.find("outside the model's folder") != std::string::npos);
   fs::remove(dir / "resnet18_narrow_external_op13.weights");
-  fs::copy_file(test::examples_dir() / "resnet18_narrow_external_op13.weights", dir / "resnet18_narrow_external_op13.weights");
+  fs::copy_file(test::examples_dir() / "resnet18_narrow_external_op13.weights",
+                dir / "resnet18_narrow_external_op13.weights");
   CHECK(run_cli({"info", (dir / "m.onnx").string()}).exit_code == 0);
 
   // A node name that is not UTF-8: refused at import, the name shown escaped.
@@ -209,7 +217,8 @@ TEST_CASE("hostile models and command lines: linked external data, non-UTF-8 nam
   }
   mp.mutable_graph()->mutable_node(3)->set_name("bad\xff\xfename");
   test::save_model(mp, dir / "bad_name.onnx");
-  auto named = run_cli({"optimize", (dir / "bad_name.onnx").string(), "-o", (dir / "out.onnx").string(), "--json"});
+  auto named =
+      run_cli({"optimize", (dir / "bad_name.onnx").string(), "-o", (dir / "out.onnx").string(), "--json"});
   CHECK(named.exit_code == 1);
   CHECK(named.err.find("bad\\xFF\\xFEname") != std::string::npos);
   CHECK(named.err.find("not valid UTF-8") != std::string::npos);
@@ -248,7 +257,8 @@ TEST_CASE("an interrupted write leaves no temporary file behind") {
     CHECK(WIFSIGNALED(status));
     CHECK(WTERMSIG(status) == sig);
     size_t left = 0;
-    for (const auto& e : fs::directory_iterator(dir)) left += e.path().filename().string().find(".tmp-") != std::string::npos;
+    for (const auto& e : fs::directory_iterator(dir))
+      left += e.path().filename().string().find(".tmp-") != std::string::npos;
     CHECK(left == 0);
     CHECK(!fs::exists(dir / "out.plan"));
   }
@@ -257,7 +267,8 @@ TEST_CASE("an interrupted write leaves no temporary file behind") {
 TEST_CASE("a plan that does not fit the device's HBM is refused at compile time, naming both sizes") {
   const fs::path dir = test::scratch_dir("hostile-capacity");
   const std::string model = (test::examples_dir() / "resnet18_narrow_op13.onnx").string();
-  auto r = run_cli({"compile", model, "-o", (dir / "r.plan").string(), "--profile-set", "memory.hbm_bytes=1000000"});
+  auto r = run_cli(
+      {"compile", model, "-o", (dir / "r.plan").string(), "--profile-set", "memory.hbm_bytes=1000000"});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("of weights, more than the 1 MiB of HBM") != std::string::npos);
   CHECK(r.err.find("--input_shape") != std::string::npos);
@@ -284,10 +295,8 @@ TEST_CASE("a named pipe in place of any input file is refused at once, never wai
   REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
   // Exit 1 where an empty file is bad input; a rule file may be empty (no rules).
   const std::vector<std::pair<std::vector<std::string>, int>> commands = {
-      {{"info", pipe}, 1},
-      {{"run", model, "--input", "image=" + pipe}, 1},
-      {{"plan", "dump", pipe}, 1},
-      {{"run", pipe, "--random-inputs"}, 1},
+      {{"info", pipe}, 1},           {{"run", model, "--input", "image=" + pipe}, 1},
+      {{"plan", "dump", pipe}, 1},   {{"run", pipe, "--random-inputs"}, 1},
       {{"rules", "check", pipe}, 0},
   };
   for (const auto& [args, want] : commands) {

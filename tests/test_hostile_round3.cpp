@@ -9,28 +9,28 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <fstream>
-#include <algorithm>
-#include <fcntl.h>
-#include <csignal>
 #include <functional>
 #include <limits>
 #include <numeric>
 
-#include <nlohmann/json.hpp>
 #include <zlib.h>
+#include <nlohmann/json.hpp>
 
 #include "ascend/compile.h"
 #include "ascend/hardware_profile.h"
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
+#include "dsl_support.h"
 #include "eval/evaluator.h"
 #include "eval/run_limits.h"
 #include "io/npy.h"
 #include "onnx/import.h"
-#include "dsl_support.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -48,7 +48,8 @@ std::string shell_quote(const std::string& s) {
 
 // The CLI under a shell prefix ("ulimit -v N;") and a timeout: a hang fails the test as
 // exit 124 instead of stopping the suite.
-test::CliResult run_cli_limited(const std::string& prefix, const std::vector<std::string>& args, int seconds = 60) {
+test::CliResult run_cli_limited(const std::string& prefix, const std::vector<std::string>& args,
+                                int seconds = 60) {
   const fs::path dir = test::scratch_dir("cli-limited");
   std::string cmd = prefix + " timeout -s KILL " + std::to_string(seconds) + " " + shell_quote(GEOPT_CLI);
   for (const auto& a : args) cmd += " " + shell_quote(a);
@@ -124,12 +125,14 @@ onnx::ModelProto empty_loop(const std::string& trips) {
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2] x) => (float[2] y) {
       go = Constant <value = bool {1}> ()
-      trips = Constant <value = int64 {)" + (trips.empty() ? std::string("1") : trips) + R"(}> ()
+      trips = Constant <value = int64 {)" + (trips.empty() ? std::string("1") : trips) +
+                                               R"(}> ()
       y = Loop (trips, go, x) <body = step (int64 i, bool c, float[2] s) => (bool c_out, float[2] s_out) {
         c_out = Identity(c)
         s_out = Identity(s)
       }>
-    })").c_str());
+    })")
+                                                  .c_str());
   if (trips.empty()) {
     m.mutable_graph()->mutable_node(2)->set_input(0, "");
     m.mutable_graph()->mutable_node()->DeleteSubrange(1, 1);
@@ -145,7 +148,8 @@ TEST_CASE("Unique with fewer than four outputs computes the ones it has (it wrot
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[6] x) => (float[N] y, int64[M] idx) {
       y, idx = Unique <sorted = 1> (x)
-    })"), dir / "unique.onnx");
+    })"),
+                   dir / "unique.onnx");
   Model m = import_onnx(dir / "unique.onnx");
   HostTensor x = HostTensor::from_vector(DType::F32, {6}, std::vector<float>{3, 1, 3, 2, 1, 3});
   const NamedTensors out = Evaluator(m).run({{"x", x}});
@@ -169,14 +173,20 @@ TEST_CASE("hostile plans, resealed: sizes, indices, arities and attribute types 
     const char* says;
   };
   const std::vector<Craft> crafted = {
-      {"pool-2e50", [](plan::Plan& p) { p.set_activation_bytes(uint64_t{1} << 50); }, "activation_bytes is 1125899906842624"},
-      {"pool-4g", [](plan::Plan& p) { p.set_activation_bytes(uint64_t{9} << 29); }, "but its tensors reach only"},
-      {"weights-claim", [](plan::Plan& p) { p.set_weight_bytes(p.weight_bytes() + (uint64_t{5} << 30)); }, "weight_bytes is"},
+      {"pool-2e50", [](plan::Plan& p) { p.set_activation_bytes(uint64_t{1} << 50); },
+       "activation_bytes is 1125899906842624"},
+      {"pool-4g", [](plan::Plan& p) { p.set_activation_bytes(uint64_t{9} << 29); },
+       "but its tensors reach only"},
+      {"weights-claim", [](plan::Plan& p) { p.set_weight_bytes(p.weight_bytes() + (uint64_t{5} << 30)); },
+       "weight_bytes is"},
       {"event-2e31",
        [](plan::Plan& p) { p.mutable_kernels(p.kernels_size() - 1)->add_wait_events(uint32_t{1} << 31); },
        "waits on a missing event 2147483648"},
-      {"topk-one-output", [](plan::Plan& p) { p.mutable_kernels(kernel_of(p, "TopK"))->mutable_outputs()->RemoveLast(); }, "has 1 outputs; TopK takes 2"},
-      {"relu-no-input", [](plan::Plan& p) { p.mutable_kernels(kernel_of(p, "Relu"))->clear_inputs(); }, "has 0 inputs; Relu takes 1"},
+      {"topk-one-output",
+       [](plan::Plan& p) { p.mutable_kernels(kernel_of(p, "TopK"))->mutable_outputs()->RemoveLast(); },
+       "has 1 outputs; TopK takes 2"},
+      {"relu-no-input", [](plan::Plan& p) { p.mutable_kernels(kernel_of(p, "Relu"))->clear_inputs(); },
+       "has 0 inputs; Relu takes 1"},
       {"perm-string",
        [](plan::Plan& p) {
          onnx::AttributeProto a;
@@ -189,9 +199,12 @@ TEST_CASE("hostile plans, resealed: sizes, indices, arities and attribute types 
        },
        "attribute 'perm' is of type STRING, Transpose takes INTS"},
       {"resize-antialias",
-       [](plan::Plan& p) { p.mutable_kernels(kernel_of(p, "Relu"))->add_attributes(int_attribute("antialias", 1)); },
+       [](plan::Plan& p) {
+         p.mutable_kernels(kernel_of(p, "Relu"))->add_attributes(int_attribute("antialias", 1));
+       },
        "Relu has no attribute 'antialias'"},
-      {"output-names-nothing", [](plan::Plan& p) { p.mutable_outputs(0)->set_name("nothing"); }, "output 'nothing' is no tensor"},
+      {"output-names-nothing", [](plan::Plan& p) { p.mutable_outputs(0)->set_name("nothing"); },
+       "output 'nothing' is no tensor"},
   };
   for (const Craft& c : crafted) {
     INFO(c.name);
@@ -222,7 +235,8 @@ TEST_CASE("Loops that never end stop the default check with a message, and runs 
   for (const char* name : {"long.onnx", "forever.onnx"}) {
     INFO(name);
     for (const char* command : {"optimize", "compile"}) {
-      auto r = run_cli_limited("", {command, (dir / name).string(), "-o", (dir / (std::string(command) + ".out")).string()}, 120);
+      auto r = run_cli_limited(
+          "", {command, (dir / name).string(), "-o", (dir / (std::string(command) + ".out")).string()}, 120);
       INFO(r.err);
       CHECK(r.exit_code == 1);
       CHECK(r.err.find("stopped in the numerical check after 65536 trips") != std::string::npos);
@@ -237,11 +251,13 @@ TEST_CASE("Loops that never end stop the default check with a message, and runs 
     CHECK(r.exit_code == 1);
     CHECK(r.err.find("stopped after 4194304 trips of its loop: raise --max-loop-trips") != std::string::npos);
   }
-  auto r = run_cli_limited("", {"run", (dir / "long.onnx").string(), "--random-inputs", "--max-loop-trips", "1000"}, 120);
+  auto r = run_cli_limited(
+      "", {"run", (dir / "long.onnx").string(), "--random-inputs", "--max-loop-trips", "1000"}, 120);
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("stopped after 1000 trips of its loop") != std::string::npos);
   test::save_model(empty_loop("1500"), dir / "short.onnx");
-  CHECK(run_cli({"run", (dir / "short.onnx").string(), "--random-inputs", "--max-loop-trips", "1500"}).exit_code == 0);
+  CHECK(run_cli({"run", (dir / "short.onnx").string(), "--random-inputs", "--max-loop-trips", "1500"})
+            .exit_code == 0);
 
   // Scan outputs that grow: stopped when they pass the bytes they may take.
   onnx::ModelProto grows_proto = test::parse_text_model(R"(
@@ -263,14 +279,20 @@ TEST_CASE("Loops that never end stop the default check with a message, and runs 
   RunLimits small;
   small.accumulated_bytes = 1 << 20;  // 256 trips of 4 KiB
   const RunLimitsScope scope(small);
-  CHECK_THROWS_WITH_AS(Evaluator(grows).run(random_inputs(grows, 1)), doctest::Contains("when its scan outputs passed 1048576 bytes"), Error);
+  CHECK_THROWS_WITH_AS(Evaluator(grows).run(random_inputs(grows, 1)),
+                       doctest::Contains("when its scan outputs passed 1048576 bytes"), Error);
 }
 
-TEST_CASE("option files are regular files of bounded size: a device, a pipe, a folder or a huge number is refused") {
+TEST_CASE(
+    "option files are regular files of bounded size: a device, a pipe, a folder or a huge number is "
+    "refused") {
   const fs::path dir = test::scratch_dir("round3-options");
   const std::string model = (test::examples_dir() / "resnet18_narrow_op13.onnx").string();
   const std::string out = (dir / "o.onnx").string();
-  auto zero = run_cli_limited("", {"optimize", model, "-o", out, "--precision_mode", "allow_mix_precision", "--modify_mixlist", "/dev/zero"}, 30);
+  auto zero = run_cli_limited("",
+                              {"optimize", model, "-o", out, "--precision_mode", "allow_mix_precision",
+                               "--modify_mixlist", "/dev/zero"},
+                              30);
   CHECK(zero.exit_code == 1);
   CHECK(zero.err.find("not a regular file") != std::string::npos);
 
@@ -285,7 +307,8 @@ TEST_CASE("option files are regular files of bounded size: a device, a pipe, a f
     ::_exit(fd >= 0 ? 0 : 1);
   }
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"optimize", model, "-o", out, "--precision_mode", "allow_mix_precision", "--modify_mixlist", fifo.string()},
+       {std::vector<std::string>{"optimize", model, "-o", out, "--precision_mode", "allow_mix_precision",
+                                 "--modify_mixlist", fifo.string()},
         std::vector<std::string>{"optimize", model, "-o", out, "--fusion-switch-file", fifo.string()},
         std::vector<std::string>{"optimize", model, "-o", out, "--soc-version", fifo.string()}}) {
     INFO(args.back());
@@ -301,7 +324,10 @@ TEST_CASE("option files are regular files of bounded size: a device, a pipe, a f
   CHECK(folder.err.find("a folder") != std::string::npos);
 
   test::write_file(dir / "huge.json", R"({"white-list": {"to-add": [1e999999]}})");
-  auto huge = run_cli_limited("", {"optimize", model, "-o", out, "--precision_mode", "allow_mix_precision", "--modify_mixlist", (dir / "huge.json").string()}, 30);
+  auto huge = run_cli_limited("",
+                              {"optimize", model, "-o", out, "--precision_mode", "allow_mix_precision",
+                               "--modify_mixlist", (dir / "huge.json").string()},
+                              30);
   CHECK(huge.exit_code == 1);
   CHECK(huge.err.find("huge.json") != std::string::npos);
   CHECK(!fs::exists(out));
@@ -316,14 +342,16 @@ TEST_CASE("a failed allocation is bad input with its size, under the Release bui
     g (float[1] x) => (float[2147483648] y) {
       shape = Constant <value = int64[1] {2147483648}> ()
       y = Expand(x, shape)
-    })"), dir / "big.onnx");
+    })"),
+                   dir / "big.onnx");
   auto r = run_cli_limited("ulimit -v 3000000;", {"run", (dir / "big.onnx").string(), "--random-inputs"}, 60);
   INFO(r.err);
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("cannot allocate 8589934592 bytes") != std::string::npos);
 }
 
-TEST_CASE("quantize: a subnormal calibration set keeps a usable scale, NaN samples and empty targets are refused") {
+TEST_CASE(
+    "quantize: a subnormal calibration set keeps a usable scale, NaN samples and empty targets are refused") {
   const fs::path dir = test::scratch_dir("round3-quantize");
   const fs::path model = test::examples_dir() / "resnet18_narrow_op13.onnx";
   Model m = import_onnx(model);
@@ -334,10 +362,12 @@ TEST_CASE("quantize: a subnormal calibration set keeps a usable scale, NaN sampl
     for (const auto& d : input->type.shape->dims()) dims.push_back(d.is_static() ? d.value() : 1);
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
-    write_npy(folder / npy_file_name(input->name()), HostTensor::from_vector(DType::F32, dims, std::vector<float>(static_cast<size_t>(n), value)));
+    write_npy(folder / npy_file_name(input->name()),
+              HostTensor::from_vector(DType::F32, dims, std::vector<float>(static_cast<size_t>(n), value)));
   };
   write_sample(dir / "subnormal" / "s0", 1e-41f);
-  auto sub = run_cli({"quantize", model.string(), "-o", (dir / "sub.onnx").string(), "--calibration", (dir / "subnormal").string(), "--no-progress"});
+  auto sub = run_cli({"quantize", model.string(), "-o", (dir / "sub.onnx").string(), "--calibration",
+                      (dir / "subnormal").string(), "--no-progress"});
   REQUIRE_MESSAGE(sub.exit_code == 0, sub.err);
   Model q = import_onnx(dir / "sub.onnx");
   size_t scales = 0;
@@ -355,15 +385,18 @@ TEST_CASE("quantize: a subnormal calibration set keeps a usable scale, NaN sampl
   CHECK(scales > 0);
 
   write_sample(dir / "nan" / "s0", std::numeric_limits<float>::quiet_NaN());
-  auto nan = run_cli({"quantize", model.string(), "-o", (dir / "nan.onnx").string(), "--calibration", (dir / "nan").string(), "--no-progress"});
+  auto nan = run_cli({"quantize", model.string(), "-o", (dir / "nan.onnx").string(), "--calibration",
+                      (dir / "nan").string(), "--no-progress"});
   CHECK(nan.exit_code == 1);
   CHECK(nan.err.find(npy_file_name(input->name()) + ": element 0 is NaN") != std::string::npos);
   CHECK(!fs::exists(dir / "nan.onnx"));
-  auto empty = run_cli({"quantize", model.string(), "-o", (dir / "e.onnx").string(), "--calibration", (dir / "subnormal").string(), "--accuracy-target", ""});
+  auto empty = run_cli({"quantize", model.string(), "-o", (dir / "e.onnx").string(), "--calibration",
+                        (dir / "subnormal").string(), "--accuracy-target", ""});
   CHECK(empty.exit_code == 2);
 }
 
-TEST_CASE("outputs: colliding file names are made unique, a failed write leaves nothing, JSON carries any path") {
+TEST_CASE(
+    "outputs: colliding file names are made unique, a failed write leaves nothing, JSON carries any path") {
   const fs::path dir = test::scratch_dir("round3-outputs");
   onnx::ModelProto proto = test::parse_text_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
@@ -386,7 +419,8 @@ TEST_CASE("outputs: colliding file names are made unique, a failed write leaves 
   CHECK(r.err.find("is written as a_b~2.npy") != std::string::npos);
   // The two files hold the two outputs: Neg(x) is Relu(x)'s opposite where x > 0.
   // "a/b" < "a_b" in name order, so "a/b" (Relu: no negatives) keeps the plain name.
-  const auto relu = read_npy(out / "a_b.npy").to_vector<float>(), neg = read_npy(out / "a_b~2.npy").to_vector<float>();
+  const auto relu = read_npy(out / "a_b.npy").to_vector<float>(),
+             neg = read_npy(out / "a_b~2.npy").to_vector<float>();
   for (size_t k = 0; k < relu.size(); ++k) CHECK(relu[k] == std::max(-neg[k], 0.0f));
   // --compare reads them back by the same names.
   auto cmp = run_cli({"run", (dir / "m.onnx").string(), "--random-inputs", "--compare", out.string()});
@@ -395,7 +429,8 @@ TEST_CASE("outputs: colliding file names are made unique, a failed write leaves 
   // A folder in the fifth output's place: nothing at all is written.
   const fs::path blocked = dir / "blocked";
   fs::create_directories(blocked / "y5.npy");
-  auto failed = run_cli({"run", (dir / "m.onnx").string(), "--random-inputs", "--output-dir", blocked.string()});
+  auto failed =
+      run_cli({"run", (dir / "m.onnx").string(), "--random-inputs", "--output-dir", blocked.string()});
   CHECK(failed.exit_code == 1);
   for (const char* f : {"a_b.npy", "a_b~2.npy", "y3.npy", "y4.npy"}) CHECK(!fs::exists(blocked / f));
   size_t left = 0;
@@ -440,10 +475,12 @@ TEST_CASE("activations propagate NaN as ONNX defines them, in the evaluator and 
       mn = Min(x, zeros)
       thr = ThresholdedRelu(x)
       shrink = Shrink(x)
-    })"), dir / "act.onnx");
+    })"),
+                   dir / "act.onnx");
   Model m = import_onnx(dir / "act.onnx");
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  const std::map<std::string, HostTensor> feeds{{"x", HostTensor::from_vector(DType::F32, {3}, std::vector<float>{nan, -1.0f, 2.0f})}};
+  const std::map<std::string, HostTensor> feeds{
+      {"x", HostTensor::from_vector(DType::F32, {3}, std::vector<float>{nan, -1.0f, 2.0f})}};
   ascend::CompileOptions options;
   options.check = false;
   const plan::Plan p = ascend::compile(m, ascend::load_profile("Ascend910B1"), options).plan;
@@ -451,8 +488,10 @@ TEST_CASE("activations propagate NaN as ONNX defines them, in the evaluator and 
     for (const auto& [name, t] : outs) {
       INFO(name);
       const float at_nan = t.to_vector<float>()[0];
-      if (name == "thr" || name == "shrink") CHECK(at_nan == 0.0f);
-      else CHECK(std::isnan(at_nan));
+      if (name == "thr" || name == "shrink")
+        CHECK(at_nan == 0.0f);
+      else
+        CHECK(std::isnan(at_nan));
     }
   }
 }
@@ -468,9 +507,12 @@ TEST_CASE("command lines: empty dims are refused, a rule's division by zero is r
   }
   // Other malformed option values are usage errors too (exit 2, they gave 1): a dim of -5,
   // a profile key that is none, a value that is no number, an unknown profile name.
-  const std::vector<std::vector<std::string>> malformed = {
-      {"--input_shape", "image:-5,3,8,8"}, {"--input_shape", "-5"},          {"--profile-set", "X=abc"},
-      {"--profile-set", "memory.nope=1"},  {"--profile-set", "memory.hbm_gbps=abc"}, {"--soc-version", "Ascend999"}};
+  const std::vector<std::vector<std::string>> malformed = {{"--input_shape", "image:-5,3,8,8"},
+                                                           {"--input_shape", "-5"},
+                                                           {"--profile-set", "X=abc"},
+                                                           {"--profile-set", "memory.nope=1"},
+                                                           {"--profile-set", "memory.hbm_gbps=abc"},
+                                                           {"--soc-version", "Ascend999"}};
   for (const auto& extra : malformed) {
     INFO(extra[0] << " " << extra[1]);
     std::vector<std::string> args = {"optimize", model, "-o", (dir / "o.onnx").string()};
@@ -488,8 +530,10 @@ TEST_CASE("command lines: empty dims are refused, a rule's division by zero is r
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2] x) => (float[2] y) {
       y = LeakyRelu <alpha = 0.0> (x)
-    })"), dir / "leaky.onnx");
-  auto r = run_cli({"rules", "apply", (dir / "leaky.onnx").string(), "-o", (dir / "out.onnx").string(), "--rules", (dir / "div.gerule").string()});
+    })"),
+                   dir / "leaky.onnx");
+  auto r = run_cli({"rules", "apply", (dir / "leaky.onnx").string(), "-o", (dir / "out.onnx").string(),
+                    "--rules", (dir / "div.gerule").string()});
   INFO(r.err);
   CHECK(r.err.find("div.gerule:3") != std::string::npos);
   CHECK(r.err.find("division by zero") != std::string::npos);
@@ -516,15 +560,17 @@ TEST_CASE("a check input that picks an If branch which cannot run is named, with
         nine = Constant <value = int64[1] {9}> ()
         b = Reshape(x, nine)
       }>
-    })"), dir / "vad.onnx");
-  auto r = run_cli({"compile", (dir / "vad.onnx").string(), "-o", (dir / "vad.plan").string(), "--input_shape", "x:1,4"});
+    })"),
+                   dir / "vad.onnx");
+  auto r = run_cli(
+      {"compile", (dir / "vad.onnx").string(), "-o", (dir / "vad.plan").string(), "--input_shape", "x:1,4"});
   INFO(r.err);
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("the check drew input 'sr' at random") != std::string::npos);
   CHECK(r.err.find("--check-input sr=") != std::string::npos);
   write_npy(dir / "sr.npy", HostTensor::from_vector(DType::I64, {}, std::vector<int64_t>{16000}));
-  auto ok = run_cli({"compile", (dir / "vad.onnx").string(), "-o", (dir / "vad.plan").string(), "--input_shape", "x:1,4", "--check-input",
-                     "sr=" + (dir / "sr.npy").string()});
+  auto ok = run_cli({"compile", (dir / "vad.onnx").string(), "-o", (dir / "vad.plan").string(),
+                     "--input_shape", "x:1,4", "--check-input", "sr=" + (dir / "sr.npy").string()});
   CHECK_MESSAGE(ok.exit_code == 0, ok.err);
 }
 
@@ -535,18 +581,22 @@ TEST_CASE("shape errors name the node and the tensor: negative Split sizes, a di
     g (float[6] x) => (float[N] a, float[M] b) {
       sizes = Constant <value = int64[2] {-1, 7}> ()
       a, b = Split <axis = 0> (x, sizes)
-    })"), dir / "split.onnx");
+    })"),
+                   dir / "split.onnx");
   test::save_model(test::parse_text_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1] x) => (float[N,M] y) {
       shape = Constant <value = int64[2] {4611686018427387904, 4}> ()
       y = Expand(x, shape)
-    })"), dir / "huge.onnx");
+    })"),
+                   dir / "huge.onnx");
   for (const char* model : {"split.onnx", "huge.onnx"}) {
     for (const char* command : {"run", "optimize"}) {
       std::vector<std::string> args = {command, (dir / model).string()};
-      if (std::string(command) == "run") args.push_back("--random-inputs");
-      else args.insert(args.end(), {"-o", (dir / "o.onnx").string()});
+      if (std::string(command) == "run")
+        args.push_back("--random-inputs");
+      else
+        args.insert(args.end(), {"-o", (dir / "o.onnx").string()});
       auto r = run_cli(args);
       INFO(model << " " << command << ": " << r.err);
       CHECK(r.exit_code == 1);
@@ -556,7 +606,8 @@ TEST_CASE("shape errors name the node and the tensor: negative Split sizes, a di
   }
 }
 
-TEST_CASE("a NaN reaching a fused activation stays NaN: Conv + Relu, + Clip, + LeakyRelu, optimized and compiled") {
+TEST_CASE(
+    "a NaN reaching a fused activation stays NaN: Conv + Relu, + Clip, + LeakyRelu, optimized and compiled") {
   const fs::path dir = test::scratch_dir("round3-nan-fused");
   test::save_model(test::parse_text_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
@@ -576,10 +627,12 @@ TEST_CASE("a NaN reaching a fused activation stays NaN: Conv + Relu, + Clip, + L
       clip = Clip(c2, lo, hi)
       c3 = Conv <kernel_shape = [1, 1]> (x, w3)
       leaky = LeakyRelu(c3)
-    })"), dir / "conv.onnx");
+    })"),
+                   dir / "conv.onnx");
   Model m = import_onnx(dir / "conv.onnx");
   std::map<std::string, HostTensor> feeds = random_inputs(m, 3);
-  feeds.at("x").mutable_data<float>()[7] = std::numeric_limits<float>::quiet_NaN();  // pixel (1, 1) of channel 0
+  feeds.at("x").mutable_data<float>()[7] =
+      std::numeric_limits<float>::quiet_NaN();  // pixel (1, 1) of channel 0
   auto rules = test::load_rules({test::shipped_rules()});
   ascend::CompileOptions options;
   options.check = false;
@@ -609,7 +662,9 @@ TEST_CASE("a NaN reaching a fused activation stays NaN: Conv + Relu, + Clip, + L
   }
 }
 
-TEST_CASE("review of round 3: outputs onto devices, INT_MIN % -1, unbounded --threads, resealed plans that read before a write") {
+TEST_CASE(
+    "review of round 3: outputs onto devices, INT_MIN % -1, unbounded --threads, resealed plans that read "
+    "before a write") {
   const fs::path dir = test::scratch_dir("round3-review");
   const std::string model = (test::examples_dir() / "resnet18_narrow_op13.onnx").string();
   // An output path that is a pipe (or /dev/null) stays what it is: the write is refused.
@@ -618,7 +673,7 @@ TEST_CASE("review of round 3: outputs onto devices, INT_MIN % -1, unbounded --th
   auto onto = run_cli_limited("", {"compile", model, "-o", fifo.string(), "--no-check"}, 60);
   CHECK(onto.exit_code == 1);
   CHECK(onto.err.find("not a regular file") != std::string::npos);
-  struct stat st{};
+  struct stat st {};
   REQUIRE(::lstat(fifo.c_str(), &st) == 0);
   CHECK(S_ISFIFO(st.st_mode));
 
@@ -630,10 +685,12 @@ TEST_CASE("review of round 3: outputs onto devices, INT_MIN % -1, unbounded --th
       lo = Constant <value = int64[1] {-9223372036854775808}> ()
       m1 = Constant <value = int64[1] {-1}> ()
       folded = Mod(lo, m1)
-    })"), dir / "mod.onnx");
+    })"),
+                   dir / "mod.onnx");
   Model mod = import_onnx(dir / "mod.onnx");
-  const NamedTensors got = Evaluator(mod).run({{"a", HostTensor::from_vector(DType::I32, {2}, std::vector<int32_t>{INT32_MIN, 7})},
-                                                {"b", HostTensor::from_vector(DType::I32, {2}, std::vector<int32_t>{-1, -3})}});
+  const NamedTensors got =
+      Evaluator(mod).run({{"a", HostTensor::from_vector(DType::I32, {2}, std::vector<int32_t>{INT32_MIN, 7})},
+                          {"b", HostTensor::from_vector(DType::I32, {2}, std::vector<int32_t>{-1, -3})}});
   CHECK(got[0].second.to_vector<int32_t>() == std::vector<int32_t>{0, -2});  // Python's 7 % -3 == -2
   CHECK(got[1].second.to_vector<int64_t>() == std::vector<int64_t>{0});
   auto optimized = run_cli({"optimize", (dir / "mod.onnx").string(), "-o", (dir / "mod_o.onnx").string()});
@@ -642,7 +699,9 @@ TEST_CASE("review of round 3: outputs onto devices, INT_MIN % -1, unbounded --th
   // --threads within 1 to 1024; a negative launch overhead is refused, not spun on.
   CHECK(run_cli_limited("", {"run", model, "--random-inputs", "--threads", "100000"}).exit_code == 2);
   CHECK(run_cli_limited("", {"run", model, "--random-inputs", "--threads", "-1"}).exit_code == 2);
-  auto negative = run_cli_limited("", {"optimize", model, "-o", (dir / "n.onnx").string(), "--profile-set", "launch.overhead_us=-0.5"}, 60);
+  auto negative = run_cli_limited(
+      "", {"optimize", model, "-o", (dir / "n.onnx").string(), "--profile-set", "launch.overhead_us=-0.5"},
+      60);
   CHECK(negative.exit_code == 1);
   CHECK(negative.err.find("'launch.overhead_us' is -0.5") != std::string::npos);
 
@@ -664,8 +723,11 @@ TEST_CASE("review of round 3: outputs onto devices, INT_MIN % -1, unbounded --th
          p.set_stream_count(1);
        },
        "which no earlier kernel writes"},
-      {"output-dtype", [](plan::Plan& p) { p.mutable_outputs(1)->set_dtype(static_cast<int32_t>(DType::I32)); }, "another dtype or shape"},
-      {"input-moved", [](plan::Plan& p) { p.mutable_inputs(0)->set_offset(p.inputs(0).offset() + 512); }, "no earlier kernel writes and no input binds"},
+      {"output-dtype",
+       [](plan::Plan& p) { p.mutable_outputs(1)->set_dtype(static_cast<int32_t>(DType::I32)); },
+       "another dtype or shape"},
+      {"input-moved", [](plan::Plan& p) { p.mutable_inputs(0)->set_offset(p.inputs(0).offset() + 512); },
+       "no earlier kernel writes and no input binds"},
   };
   for (const Craft& c : crafted) {
     INFO(c.name);
@@ -682,14 +744,16 @@ TEST_CASE("review of round 3: outputs onto devices, INT_MIN % -1, unbounded --th
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,1,4,4] x) => (float[1,1,N,M] y) {
       y = MaxPool <kernel_shape = [0, 0]> (x)
-    })"), dir / "pool0.onnx");
+    })"),
+                   dir / "pool0.onnx");
   test::save_model(test::parse_text_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float s) => (float[N] y) {
       limit = Constant <value = float {1e19}> ()
       one = Constant <value = float {1.0}> ()
       y = Range(s, limit, one)
-    })"), dir / "range.onnx");
+    })"),
+                   dir / "range.onnx");
   for (const char* m : {"pool0.onnx", "range.onnx"}) {
     auto r = run_cli({"run", (dir / m).string(), "--random-inputs"});
     INFO(m << ": " << r.err);
@@ -716,7 +780,8 @@ void reseal(plan::Plan& p) {
   p.clear_structure_crc();
   p.clear_weights_crc();
   const std::string bytes = p.SerializeAsString();
-  p.set_structure_crc(static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size()))));
+  p.set_structure_crc(static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size()))));
   p.set_weights_crc(w);
   p.mutable_weights()->swap(weights);
 }
@@ -757,7 +822,9 @@ void move_tensor(plan::Plan& p, const std::string& name, uint64_t offset) {
 
 }  // namespace
 
-TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered streams, stray bodies, names that lie") {
+TEST_CASE(
+    "hostile plans, resealed: pool bytes overwritten while read, unordered streams, stray bodies, names that "
+    "lie") {
   const fs::path dir = test::scratch_dir("round3-ordering");
   // Two values live together (both feed the Add), on one stream.
   const plan::Plan pair = plan_of(dir, "pair", R"(
@@ -766,7 +833,8 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
       a = Sigmoid(x)
       b = Tanh(x)
       c = Add(a, b)
-    })", 1);
+    })",
+                                  1);
   // Two branches on two streams, joined by an event.
   const plan::Plan branches = plan_of(dir, "branches", R"(
     <ir_version: 8, opset_import: ["" : 13]>
@@ -774,7 +842,8 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
       a = MatMul(x, x)
       b = Sigmoid(x)
       y = Add(a, b)
-    })", 4);
+    })",
+                                      4);
   REQUIRE(branches.stream_count() > 1);
   // A Loop of 3 trips that stacks a scan output, its trip count a weight.
   const plan::Plan loop = plan_of(dir, "loop", R"(
@@ -787,7 +856,8 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
         s_out = Identity(s)
         part = Identity(s)
       }>
-    })", 1);
+    })",
+                                  1);
   // A Resize (the round's plan carried an opset-18 antialias into one at opset 13).
   const plan::Plan resize = plan_of(dir, "resize", R"(
     <ir_version: 8, opset_import: ["" : 13]>
@@ -795,7 +865,8 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
       roi = Constant <value = float[8] {0, 0, 0, 0, 1, 1, 1, 1}> ()
       scales = Constant <value = float[4] {1.0, 1.0, 2.0, 2.0}> ()
       y = Resize <mode = "nearest"> (x, roi, scales)
-    })", 1);
+    })",
+                                    1);
   for (const plan::Plan* p : {&pair, &branches, &loop, &resize}) {
     plan::Plan copy = *p;
     ascend::write_plan(copy, dir / "good.plan");
@@ -821,7 +892,10 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
       // The Add's result over the Sigmoid's, which it reads itself (in place) but which is
       // also an output of the plan.
       {"overlap-output", &pair,
-       [](plan::Plan& p) { move_tensor(p, p.kernels(kernel_of(p, "Add")).outputs(0).name(), p.kernels(kernel_of(p, "Sigmoid")).outputs(0).offset()); },
+       [](plan::Plan& p) {
+         move_tensor(p, p.kernels(kernel_of(p, "Add")).outputs(0).name(),
+                     p.kernels(kernel_of(p, "Sigmoid")).outputs(0).offset());
+       },
        "as an output of the plan"},
       {"race", &branches,
        [](plan::Plan& p) {
@@ -841,9 +915,13 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
          *k->add_bodies() = k->bodies(0);
        },
        "has two bodies for 'body'"},
-      {"no-body", &loop, [](plan::Plan& p) { p.mutable_kernels(kernel_of(p, "Loop"))->clear_bodies(); }, "lacks its body 'body'"},
-      {"format", &pair, [](plan::Plan& p) { p.mutable_kernels(0)->mutable_outputs(0)->set_format("NCHW\x1b[2J"); }, "is in format 'NCHW\\x1B[2J'"},
-      {"soc-version", &pair, [](plan::Plan& p) { p.set_soc_version("Ascend\n910B1"); }, "its soc_version 'Ascend\\x0A910B1' is no profile name"},
+      {"no-body", &loop, [](plan::Plan& p) { p.mutable_kernels(kernel_of(p, "Loop"))->clear_bodies(); },
+       "lacks its body 'body'"},
+      {"format", &pair,
+       [](plan::Plan& p) { p.mutable_kernels(0)->mutable_outputs(0)->set_format("NCHW\x1b[2J"); },
+       "is in format 'NCHW\\x1B[2J'"},
+      {"soc-version", &pair, [](plan::Plan& p) { p.set_soc_version("Ascend\n910B1"); },
+       "its soc_version 'Ascend\\x0A910B1' is no profile name"},
       {"no-outputs", &pair, [](plan::Plan& p) { p.clear_outputs(); }, "it has no outputs"},
       // The fuzzer's find: a weight at an odd offset was read in place, misaligned.
       {"misaligned-weight", &resize,
@@ -854,11 +932,16 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
        },
        "not a multiple of its 4-byte elements"},
       {"resize-antialias", &resize,
-       [](plan::Plan& p) { p.mutable_kernels(kernel_of(p, "Resize"))->add_attributes(int_attribute("antialias", 1)); },
+       [](plan::Plan& p) {
+         p.mutable_kernels(kernel_of(p, "Resize"))->add_attributes(int_attribute("antialias", 1));
+       },
        "Resize has no attribute 'antialias'"},
-      {"kernel-name", &pair, [](plan::Plan& p) { p.mutable_kernels(0)->set_name("k\x1b[2J"); }, "kernel 0's name 'k\\x1B[2J' is not text"},
+      {"kernel-name", &pair, [](plan::Plan& p) { p.mutable_kernels(0)->set_name("k\x1b[2J"); },
+       "kernel 0's name 'k\\x1B[2J' is not text"},
       // (Bytes that are no UTF-8 protobuf itself refuses as it parses: no valid plan file.)
-      {"tensor-name", &pair, [](plan::Plan& p) { p.mutable_kernels(0)->mutable_outputs(0)->set_name("a\x07"); }, "output 'a\\x07' is not text"},
+      {"tensor-name", &pair,
+       [](plan::Plan& p) { p.mutable_kernels(0)->mutable_outputs(0)->set_name("a\x07"); },
+       "output 'a\\x07' is not text"},
   };
   for (const Craft& c : crafted) {
     INFO(c.name);
@@ -894,8 +977,10 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
     })");
   test::save_model(zero, dir / "zero.onnx");
   Model zero_model = import_onnx(dir / "zero.onnx");
-  const NamedTensors none = Evaluator(zero_model).run({{"x", HostTensor::from_vector(DType::F32, {2}, std::vector<float>{1, 2})},
-                                                        {"m", HostTensor::scalar<int64_t>(DType::I64, 0)}});
+  const NamedTensors none =
+      Evaluator(zero_model)
+          .run({{"x", HostTensor::from_vector(DType::F32, {2}, std::vector<float>{1, 2})},
+                {"m", HostTensor::scalar<int64_t>(DType::I64, 0)}});
   CHECK(none[1].second.dims() == std::vector<int64_t>{0, 2});
 
   // A side weights file named with a NUL or a control byte: refused, the name escaped.
@@ -912,15 +997,18 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
     std::ofstream out(dir / "nul.plan", std::ios::binary);
     out << named.SerializeAsString();
   }
-  check_refused(dir / "nul.plan", "its weights file 'side.plan.weights\\x00x' must be a name beside the plan");
+  check_refused(dir / "nul.plan",
+                "its weights file 'side.plan.weights\\x00x' must be a name beside the plan");
 
   // A gear named for other shapes than it takes (the name picks nothing, the shapes do).
   test::save_model(test::parse_text_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[N,8] x) => (float[N,8] y) {
       y = Relu(x)
-    })"), dir / "dyn.onnx");
-  auto c = run_cli({"compile", (dir / "dyn.onnx").string(), "--input_shape", "x:-1,8", "--dynamic_dims", "2;4", "-o", (dir / "dyn.plan").string()});
+    })"),
+                   dir / "dyn.onnx");
+  auto c = run_cli({"compile", (dir / "dyn.onnx").string(), "--input_shape", "x:-1,8", "--dynamic_dims",
+                    "2;4", "-o", (dir / "dyn.plan").string()});
   REQUIRE_MESSAGE(c.exit_code == 0, c.err);
   plan::Plan geared = ascend::read_plan(dir / "dyn.plan");
   REQUIRE(geared.gears_size() == 2);
@@ -930,7 +1018,8 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
 
   // A range plan whose input's range (and binding) grew past what its kernels were
   // planned for: refused when the inputs reach a kernel, naming the bytes it reads.
-  auto ranged = run_cli({"compile", (dir / "dyn.onnx").string(), "--input_shape_range", "x:[1~8,8]", "-o", (dir / "range.plan").string()});
+  auto ranged = run_cli({"compile", (dir / "dyn.onnx").string(), "--input_shape_range", "x:[1~8,8]", "-o",
+                         (dir / "range.plan").string()});
   REQUIRE_MESSAGE(ranged.exit_code == 0, ranged.err);
   plan::Plan wider = ascend::read_plan(dir / "range.plan");
   REQUIRE(wider.input_ranges_size() == 1);
@@ -942,10 +1031,14 @@ TEST_CASE("hostile plans, resealed: pool bytes overwritten while read, unordered
   ascend::write_plan(wider, dir / "wider.plan");
   auto r = run_cli({"run", (dir / "wider.plan").string(), "--random-inputs"});
   CHECK(r.exit_code == 1);
-  CHECK_MESSAGE(r.err.find("input 'x' came out larger than the 256 bytes this kernel reads") != std::string::npos, r.err);
+  CHECK_MESSAGE(
+      r.err.find("input 'x' came out larger than the 256 bytes this kernel reads") != std::string::npos,
+      r.err);
 }
 
-TEST_CASE("review of round 3, second part: INT64 slice steps, repeated einsum outputs, overflowing tiles, NaN comparisons, unknown --dim") {
+TEST_CASE(
+    "review of round 3, second part: INT64 slice steps, repeated einsum outputs, overflowing tiles, NaN "
+    "comparisons, unknown --dim") {
   const fs::path dir = test::scratch_dir("round3-review2");
   // Slice steps of INT64_MAX and INT64_MIN: one element and none (the count overflowed).
   test::save_model(test::parse_text_model(R"(
@@ -959,14 +1052,17 @@ TEST_CASE("review of round 3, second part: INT64 slice steps, repeated einsum ou
       big = Slice(x, lo, hi, one, hi)
       small = Slice(x, lo, hi, one, lo)
       back = Slice(x, hi, lo, zero, minus)
-    })"), dir / "slice.onnx");
+    })"),
+                   dir / "slice.onnx");
   Model slice = import_onnx(dir / "slice.onnx");
   std::vector<float> values(24);
   std::iota(values.begin(), values.end(), 0.0f);
-  const NamedTensors sliced = Evaluator(slice).run({{"x", HostTensor::from_vector(DType::F32, {4, 6}, values)}});
+  const NamedTensors sliced =
+      Evaluator(slice).run({{"x", HostTensor::from_vector(DType::F32, {4, 6}, values)}});
   CHECK(sliced[0].second.dims() == std::vector<int64_t>{4, 1});  // numpy: x[:, ::2**63-1] is column 0
   CHECK(sliced[0].second.to_vector<float>() == std::vector<float>{0, 6, 12, 18});
-  CHECK(sliced[1].second.dims() == std::vector<int64_t>{4, 0});  // from the end leftwards, starting at 0: nothing
+  CHECK(sliced[1].second.dims() ==
+        std::vector<int64_t>{4, 0});  // from the end leftwards, starting at 0: nothing
   CHECK(sliced[2].second.dims() == std::vector<int64_t>{4, 6});  // all rows, reversed
   CHECK(sliced[2].second.to_vector<float>()[0] == 18);
 
@@ -980,13 +1076,15 @@ TEST_CASE("review of round 3, second part: INT64 slice steps, repeated einsum ou
         <ir_version: 8, opset_import: ["" : 12]>
         g (float[3,3] a) => (float[3,3] y) {
           y = Einsum <equation = "ij->ii"> (a)
-        })", "output label 'i' is given twice"},
+        })",
+       "output label 'i' is given twice"},
       {"tile", R"(
         <ir_version: 8, opset_import: ["" : 13]>
         g (float[4,6] x) => (float[N,M] y) {
           r = Constant <value = int64[2] {4611686018427387904, 4}> ()
           y = Tile(x, r)
-        })", "axis 0 of 4 repeated 4611686018427387904 times is past 2^63"},
+        })",
+       "axis 0 of 4 repeated 4611686018427387904 times is past 2^63"},
   };
   for (const Bad& b : bad) {
     INFO(b.name);
@@ -1001,7 +1099,8 @@ TEST_CASE("review of round 3, second part: INT64 slice steps, repeated einsum ou
     g (float[4,6] x) => (float[N,M] y) {
       p = Constant <value = int64[4] {0, 4611686018427387904, 0, 4611686018427387904}> ()
       y = Pad(x, p)
-    })"), dir / "pad.onnx");
+    })"),
+                   dir / "pad.onnx");
   auto pad = run_cli({"run", (dir / "pad.onnx").string(), "--random-inputs"});
   CHECK(pad.exit_code == 1);
   CHECK_MESSAGE(pad.err.find("a size past 2^63, wrapped negative") != std::string::npos, pad.err);
@@ -1012,20 +1111,24 @@ TEST_CASE("review of round 3, second part: INT64 slice steps, repeated einsum ou
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[64] x) => (float[64] y) {
       y = Log(x)
-    })"), dir / "log.onnx");
+    })"),
+                   dir / "log.onnx");
   test::save_model(test::parse_text_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[64] x) => (float[64] y) {
       a = Abs(x)
       y = Log(a)
-    })"), dir / "log_abs.onnx");
-  auto differ = run_cli({"run", (dir / "log.onnx").string(), "--random-inputs", "--compare", (dir / "log_abs.onnx").string(), "--json"});
+    })"),
+                   dir / "log_abs.onnx");
+  auto differ = run_cli({"run", (dir / "log.onnx").string(), "--random-inputs", "--compare",
+                         (dir / "log_abs.onnx").string(), "--json"});
   CHECK(differ.exit_code == 1);
   const auto d = nlohmann::json::parse(differ.out)["outputs"][0];
   CHECK(d["ok"] == false);
   CHECK(d["cosine"] == 0.0);
   CHECK(d["nan_mismatches"].get<int64_t>() > 0);
-  auto same = run_cli({"run", (dir / "log.onnx").string(), "--random-inputs", "--compare", (dir / "log.onnx").string()});
+  auto same = run_cli(
+      {"run", (dir / "log.onnx").string(), "--random-inputs", "--compare", (dir / "log.onnx").string()});
   CHECK_MESSAGE(same.exit_code == 0, same.err);
   CHECK(same.out.find("(NaN in both: ") != std::string::npos);
 
@@ -1037,7 +1140,8 @@ TEST_CASE("review of round 3, second part: INT64 slice steps, repeated einsum ou
 
   // A resealed plan whose modeled figures are NaN or negative (profile printed them).
   const plan::Plan good = compiled_plan(dir);
-  for (double value : {std::numeric_limits<double>::quiet_NaN(), -1.0, std::numeric_limits<double>::infinity()}) {
+  for (double value :
+       {std::numeric_limits<double>::quiet_NaN(), -1.0, std::numeric_limits<double>::infinity()}) {
     plan::Plan p = good;
     p.mutable_kernels(0)->set_modeled_us(value);
     ascend::write_plan(p, dir / "figures.plan");
@@ -1049,7 +1153,8 @@ TEST_CASE("review of round 3, second part: INT64 slice steps, repeated einsum ou
   check_refused(dir / "rate.plan", "its compile statistics are no figures");
 }
 
-TEST_CASE("quantize: a calibration sample near float's limit is refused, naming it (the model computed NaN)") {
+TEST_CASE(
+    "quantize: a calibration sample near float's limit is refused, naming it (the model computed NaN)") {
   const fs::path dir = test::scratch_dir("round3-quantize-limit");
   const fs::path model = test::examples_dir() / "resnet18_narrow_op13.onnx";
   Model m = import_onnx(model);
@@ -1061,10 +1166,15 @@ TEST_CASE("quantize: a calibration sample near float's limit is refused, naming 
   std::vector<float> values(static_cast<size_t>(n));
   for (size_t i = 0; i < values.size(); ++i) values[i] = i % 2 ? 3e38f : -3e38f;
   fs::create_directories(dir / "huge" / "s0");
-  write_npy(dir / "huge" / "s0" / npy_file_name(input->name()), HostTensor::from_vector(DType::F32, dims, values));
-  auto r = run_cli({"quantize", model.string(), "-o", (dir / "q.onnx").string(), "--calibration", (dir / "huge").string(), "--no-progress"});
+  write_npy(dir / "huge" / "s0" / npy_file_name(input->name()),
+            HostTensor::from_vector(DType::F32, dims, values));
+  auto r = run_cli({"quantize", model.string(), "-o", (dir / "q.onnx").string(), "--calibration",
+                    (dir / "huge").string(), "--no-progress"});
   CHECK(r.exit_code == 1);
-  CHECK_MESSAGE(r.err.find("calibration sample 's0': the float model's output 'logits' is NaN at element 0") != std::string::npos, r.err);
+  CHECK_MESSAGE(
+      r.err.find("calibration sample 's0': the float model's output 'logits' is NaN at element 0") !=
+          std::string::npos,
+      r.err);
   CHECK(!fs::exists(dir / "q.onnx"));
 
   // A model that computes such a sample finitely: the range of its input has no float width.
@@ -1072,11 +1182,14 @@ TEST_CASE("quantize: a calibration sample near float's limit is refused, naming 
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,4] x) => (float[1,2] y) <float[4,2] w = {0.001, 0.002, 0.001, 0.002, 0.001, 0.002, 0.001, 0.002}> {
       y = MatMul(x, w)
-    })"), dir / "matmul.onnx");
+    })"),
+                   dir / "matmul.onnx");
   fs::create_directories(dir / "wide" / "s0");
-  write_npy(dir / "wide" / "s0" / "x.npy", HostTensor::from_vector(DType::F32, {1, 4}, std::vector<float>{3e38f, -3e38f, 1.0f, 2.0f}));
-  auto wide = run_cli({"quantize", (dir / "matmul.onnx").string(), "-o", (dir / "w.onnx").string(), "--calibration", (dir / "wide").string(),
-                       "--no-progress", "--calibration-method", "minmax"});
+  write_npy(dir / "wide" / "s0" / "x.npy",
+            HostTensor::from_vector(DType::F32, {1, 4}, std::vector<float>{3e38f, -3e38f, 1.0f, 2.0f}));
+  auto wide =
+      run_cli({"quantize", (dir / "matmul.onnx").string(), "-o", (dir / "w.onnx").string(), "--calibration",
+               (dir / "wide").string(), "--no-progress", "--calibration-method", "minmax"});
   CHECK(wide.exit_code == 1);
   CHECK_MESSAGE(wide.err.find("calibration: tensor 'x' ranges over [") != std::string::npos, wide.err);
   CHECK(wide.err.find("wider than a float holds") != std::string::npos);
@@ -1129,9 +1242,11 @@ TEST_CASE("plan ordering: a write over one piece of a Split waits for that piece
   plan::Plan over_b = p;
   over_b.mutable_kernels(1)->mutable_outputs(0)->set_offset(16);
   over_b.mutable_outputs(0)->set_offset(16);
-  CHECK_THROWS_WITH_AS(ascend::check_plan(over_b, "split.plan"), doctest::Contains("may still read it (through its view 'b')"), Error);
+  CHECK_THROWS_WITH_AS(ascend::check_plan(over_b, "split.plan"),
+                       doctest::Contains("may still read it (through its view 'b')"), Error);
   // And the plan runs: c = relu(x[0]), d = -x[1].
-  const NamedTensors out = ascend::PlanExecutor(p).run({{"x", HostTensor::from_vector(DType::F32, {2, 4}, std::vector<float>{-1, 2, -3, 4, 5, -6, 7, -8})}});
+  const NamedTensors out = ascend::PlanExecutor(p).run(
+      {{"x", HostTensor::from_vector(DType::F32, {2, 4}, std::vector<float>{-1, 2, -3, 4, 5, -6, 7, -8})}});
   CHECK(out[0].second.to_vector<float>() == std::vector<float>{0, 2, 0, 4});
   CHECK(out[1].second.to_vector<float>() == std::vector<float>{-5, 6, -7, 8});
 }

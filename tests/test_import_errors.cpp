@@ -35,7 +35,8 @@ std::string import_error(const fs::path& p) {
 TEST_CASE("a truncated model is rejected at every cut point") {
   std::string bytes = test::read_file(test::examples_dir() / "bert_tiny_op13.onnx");
   fs::path p = test::scratch_dir("truncated") / "cut.onnx";
-  for (size_t cut : {size_t{1}, size_t{17}, bytes.size() / 7, bytes.size() / 3, bytes.size() / 2, bytes.size() - 1}) {
+  for (size_t cut :
+       {size_t{1}, size_t{17}, bytes.size() / 7, bytes.size() / 3, bytes.size() / 2, bytes.size() - 1}) {
     CAPTURE(cut);
     test::write_file(p, bytes.substr(0, cut));
     std::string msg = import_error(p);
@@ -64,7 +65,8 @@ TEST_CASE("a dangling input names the node and the missing value") {
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2] x) => (float[2] y) {
       y = Add(x, ghost)
-    })", "the_add");
+    })",
+                               "the_add");
   std::string msg = import_error(p);
   CHECK(msg.find("node 'the_add' (Add)") != std::string::npos);
   CHECK(msg.find("input 'ghost' is not a graph input") != std::string::npos);
@@ -75,7 +77,8 @@ TEST_CASE("an unknown op in the default domain names the node, op and opset") {
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2] x) => (float[2] y) {
       y = FancyRelu(x)
-    })", "act");
+    })",
+                               "act");
   std::string msg = import_error(p);
   CHECK(msg.find("node 'act' (FancyRelu): unknown operator 'FancyRelu' in domain 'ai.onnx' at opset 13") !=
         std::string::npos);
@@ -87,7 +90,8 @@ TEST_CASE("an op newer than the model's opset is unknown at that opset") {
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2,4] x, float[4] s) => (float[2,4] y) {
       y = LayerNormalization(x, s)
-    })", "ln");
+    })",
+                               "ln");
   CHECK(import_error(p).find("unknown operator 'LayerNormalization' in domain 'ai.onnx' at opset 13") !=
         std::string::npos);
 }
@@ -97,7 +101,8 @@ TEST_CASE("a type mismatch is reported with the node") {
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2] x, int64[2] z) => (float[2] y) {
       y = Add(x, z)
-    })", "mixed_add");
+    })",
+                               "mixed_add");
   std::string msg = import_error(p);
   CHECK(msg.find("type/shape inference failed") != std::string::npos);
   CHECK(msg.find("mixed_add") != std::string::npos);
@@ -108,7 +113,8 @@ TEST_CASE("a declared output type that contradicts inference is rejected") {
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2] x) => (int64[2] y) {
       y = Relu(x)
-    })", "relu");
+    })",
+                               "relu");
   CHECK(import_error(p).find("type/shape inference failed") != std::string::npos);
 }
 
@@ -117,14 +123,17 @@ TEST_CASE("an output nobody produces, a duplicate definition and a cycle are rej
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2] x) => (float[2] y, float[2] nowhere) {
       y = Relu(x)
-    })")).find("graph output 'nowhere' is not produced") != std::string::npos);
+    })"))
+            .find("graph output 'nowhere' is not produced") != std::string::npos);
 
   CHECK(import_error(save_text_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2] x) => (float[2] y) {
       y = Relu(x)
       y = Neg(x)
-    })", "first")).find("output 'y' is already defined by node 'first' (Relu)") != std::string::npos);
+    })",
+                                     "first"))
+            .find("output 'y' is already defined by node 'first' (Relu)") != std::string::npos);
 
   CHECK(import_error(save_text_model(R"(
     <ir_version: 8, opset_import: ["" : 13]>
@@ -132,7 +141,9 @@ TEST_CASE("an output nobody produces, a duplicate definition and a cycle are rej
       a = Add(x, b)
       b = Relu(a)
       y = Neg(b)
-    })", "loop_add")).find("node 'loop_add' (Add): is part of a cycle") != std::string::npos);
+    })",
+                                     "loop_add"))
+            .find("node 'loop_add' (Add): is part of a cycle") != std::string::npos);
 }
 
 TEST_CASE("nodes out of topological order are reordered, not rejected") {

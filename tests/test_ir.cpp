@@ -90,7 +90,8 @@ TEST_CASE("a second producer for one value is rejected") {
   Value* x = g.add_value("x");
   Value* y = g.add_value("y");
   g.add_node("Relu", "", "a", {x}, {y});
-  CHECK_THROWS_WITH_AS(g.add_node("Relu", "", "b", {x}, {y}), doctest::Contains("already produced by Relu 'a'"), Error);
+  CHECK_THROWS_WITH_AS(g.add_node("Relu", "", "b", {x}, {y}),
+                       doctest::Contains("already produced by Relu 'a'"), Error);
 }
 
 TEST_CASE("topological sort is stable and detects cycles") {
@@ -132,13 +133,20 @@ TEST_CASE("tensors reference their bytes without copying") {
 
 TEST_CASE("attribute identity keys are equal exactly when the values are") {
   std::vector<Attribute> values = {
-      Attribute::make_float("a", 0.0f),          Attribute::make_float("a", -0.0f),
-      Attribute::make_float("a", 1e-5f),         Attribute::make_float("a", std::nextafter(1e-5f, 1.0f)),
-      Attribute::make_int("a", 12),              Attribute::make_int("a", -12),
-      Attribute::make_ints("a", {1, 2}),         Attribute::make_ints("a", {12}),
-      Attribute::make_ints("a", {}),             Attribute::make_floats("a", {}),
-      Attribute::make_floats("a", {1.5f, 2.0f}), Attribute::make_string("a", "1,2"),
-      Attribute::make_string("a", "ab"),         Attribute::make_string("a", ""),
+      Attribute::make_float("a", 0.0f),
+      Attribute::make_float("a", -0.0f),
+      Attribute::make_float("a", 1e-5f),
+      Attribute::make_float("a", std::nextafter(1e-5f, 1.0f)),
+      Attribute::make_int("a", 12),
+      Attribute::make_int("a", -12),
+      Attribute::make_ints("a", {1, 2}),
+      Attribute::make_ints("a", {12}),
+      Attribute::make_ints("a", {}),
+      Attribute::make_floats("a", {}),
+      Attribute::make_floats("a", {1.5f, 2.0f}),
+      Attribute::make_string("a", "1,2"),
+      Attribute::make_string("a", "ab"),
+      Attribute::make_string("a", ""),
   };
   Attribute strings;
   strings.name = "a";
@@ -177,7 +185,8 @@ TEST_CASE("a cloned model computes the same, shares its constants, and changes a
   CHECK(copy.graph->nodes().size() == original.graph->nodes().size());
   CHECK(copy.opsets == original.opsets);
   REQUIRE(copy.graph->initializers().size() == original.graph->initializers().size());
-  CHECK(copy.graph->initializers()[0]->initializer == original.graph->initializers()[0]->initializer);  // the same bytes
+  CHECK(copy.graph->initializers()[0]->initializer ==
+        original.graph->initializers()[0]->initializer);  // the same bytes
   auto feeds = random_inputs(original, 4);
   NamedTensors a = Evaluator(original).run(feeds), b = Evaluator(copy).run(feeds);
   REQUIRE(a.size() == b.size());

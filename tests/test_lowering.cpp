@@ -33,7 +33,8 @@ namespace fs = std::filesystem;
 // What geopt compile lowers, the stream plan kept as planned (the tests
 // below corrupt events and compare stream counts).
 using Lowered = ascend::CompileResult;
-Lowered lower(const Model& m, const dsl::RuleSet* rules = nullptr, bool reuse = true, size_t max_streams = 4) {
+Lowered lower(const Model& m, const dsl::RuleSet* rules = nullptr, bool reuse = true,
+              size_t max_streams = 4) {
   ascend::CompileOptions options;
   options.rules = rules;
   options.memory.reuse = reuse;
@@ -75,7 +76,8 @@ TEST_CASE("every example model compiles, optimized or not, and its plan computes
     // What geopt compile runs, optimized and not: its own check must pass; and with
     // the stream plan kept as planned (up to 4 streams), the plan computes what the
     // model does on threads and in the adversarial order.
-    for (const dsl::RuleSet* with : {static_cast<const dsl::RuleSet*>(nullptr), static_cast<const dsl::RuleSet*>(rules.get())}) {
+    for (const dsl::RuleSet* with :
+         {static_cast<const dsl::RuleSet*>(nullptr), static_cast<const dsl::RuleSet*>(rules.get())}) {
       ascend::CompileOptions co;
       co.rules = with;
       ascend::CompileResult c = ascend::compile(original, profile, co);
@@ -89,7 +91,8 @@ TEST_CASE("every example model compiles, optimized or not, and its plan computes
       ascend::validate_stream_plan(l.streams);
       CHECK(l.memory.pool_bytes >= l.memory.load_bytes);
       CHECK(l.memory.pool_bytes <= l.memory.strategy_pool_bytes.at("greedy by size"));
-      if (l.model.graph->nodes().size() > 2) CHECK(l.memory.pool_bytes < l.memory.no_reuse_bytes);  // the seed case fuses to one kernel
+      if (l.model.graph->nodes().size() > 2)
+        CHECK(l.memory.pool_bytes < l.memory.no_reuse_bytes);  // the seed case fuses to one kernel
       CHECK(plan_error(l.plan, original, ascend::StreamSchedule::in_order) <= 1e-4);
       CHECK(plan_error(l.plan, original, ascend::StreamSchedule::adversarial) <= 1e-4);
       multi_stream += l.streams.stream_count > 1 && !l.streams.events.empty();
@@ -99,7 +102,8 @@ TEST_CASE("every example model compiles, optimized or not, and its plan computes
   CHECK(multi_stream >= 4);  // the transformers and ResNet branch
 }
 
-TEST_CASE("--input_shape fixes symbolic input dims so the shapes downstream are static and the model compiles") {
+TEST_CASE(
+    "--input_shape fixes symbolic input dims so the shapes downstream are static and the model compiles") {
   fs::path dir = test::scratch_dir("input-shape");
   test::save_model(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 17]>
     g (float[N,16] x, float[16,8] w) => (float[N,8] y) {
@@ -107,7 +111,8 @@ TEST_CASE("--input_shape fixes symbolic input dims so the shapes downstream are 
       r = Relu(h)
       s = Sigmoid(h)
       y = Add(r, s)
-    })"), dir / "dyn.onnx");
+    })"),
+                   dir / "dyn.onnx");
   ImportOptions options;
   options.input_shapes = parse_input_shapes("x:4,16;w:16,8");
   Model m = import_onnx(dir / "dyn.onnx", options);
@@ -122,22 +127,27 @@ TEST_CASE("--input_shape fixes symbolic input dims so the shapes downstream are 
 
   auto shapes = parse_input_shapes("input_ids:1,128;attention_mask:1,128");
   CHECK(shapes["attention_mask"] == std::vector<int64_t>{1, 128});
-  CHECK_THROWS_WITH_AS(parse_input_shapes("input_ids:1,x"), doctest::Contains("'x' is not a dimension"), Error);
+  CHECK_THROWS_WITH_AS(parse_input_shapes("input_ids:1,x"), doctest::Contains("'x' is not a dimension"),
+                       Error);
   CHECK_THROWS_WITH_AS(parse_input_shapes("input_ids"), doctest::Contains("expected NAME:D1,D2"), Error);
   ImportOptions wrong;
   wrong.input_shapes = {{"image", {1, 3}}};
-  CHECK_THROWS_WITH_AS(import_onnx(dir / "dyn.onnx", wrong), doctest::Contains("'image', which is not an input of the model"), Error);
+  CHECK_THROWS_WITH_AS(import_onnx(dir / "dyn.onnx", wrong),
+                       doctest::Contains("'image', which is not an input of the model"), Error);
   wrong.input_shapes = {{"x", {1, 2, 3}}};
-  CHECK_THROWS_WITH_AS(import_onnx(dir / "dyn.onnx", wrong), doctest::Contains("gives input 'x' 3 dims, the model declares 2"), Error);
+  CHECK_THROWS_WITH_AS(import_onnx(dir / "dyn.onnx", wrong),
+                       doctest::Contains("gives input 'x' 3 dims, the model declares 2"), Error);
   wrong.input_shapes = {{"x", {4, 17}}};
-  CHECK_THROWS_WITH_AS(import_onnx(dir / "dyn.onnx", wrong), doctest::Contains("the model fixes it at 16"), Error);
+  CHECK_THROWS_WITH_AS(import_onnx(dir / "dyn.onnx", wrong), doctest::Contains("the model fixes it at 16"),
+                       Error);
 
   // Positions computed with Range over Shape stay unknown to ONNX inference; the
   // planner refuses them with a clear message, and geopt compile folds them first.
   ImportOptions bert;
   bert.input_shapes = {{"input_ids", {1, 16}}, {"attention_mask", {1, 16}}};
   Model dynamic = import_onnx(test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx", bert);
-  CHECK_THROWS_WITH_AS(ascend::plan_memory(*dynamic.graph, ascend::memory_aware_order(*dynamic.graph), {}), doctest::Contains("'/Range_output_0' has shape i64[unk__0]"), Error);
+  CHECK_THROWS_WITH_AS(ascend::plan_memory(*dynamic.graph, ascend::memory_aware_order(*dynamic.graph), {}),
+                       doctest::Contains("'/Range_output_0' has shape i64[unk__0]"), Error);
   CHECK(plan_error(lower(dynamic).plan, dynamic, ascend::StreamSchedule::adversarial) <= 1e-4);
   StaticShapeReport report = propagate_static_shapes(dynamic);
   CHECK(report.folded > 0);
@@ -152,7 +162,8 @@ TEST_CASE("the execution order is topological and frees a wide branch before sta
       a2 = ReduceSum(a1)
       b2 = ReduceSum(b1)
       y = Add(a2, b2)
-    })"), "order.onnx");
+    })"),
+                              "order.onnx");
   auto order = ascend::memory_aware_order(*m.graph);
   std::vector<std::string> names;
   for (size_t k : order) names.push_back(m.graph->nodes()[k]->op_type);
@@ -160,7 +171,8 @@ TEST_CASE("the execution order is topological and frees a wide branch before sta
   CHECK(names == std::vector<std::string>{"Relu", "ReduceSum", "Sigmoid", "ReduceSum", "Add"});
 }
 
-TEST_CASE("the memory plan: views share bytes, in-place reuse, no reuse when disabled, validator catches overlap") {
+TEST_CASE(
+    "the memory plan: views share bytes, in-place reuse, no reuse when disabled, validator catches overlap") {
   Model m = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
   Lowered l = lower(m);
   CHECK(l.memory.views > 0);
@@ -183,10 +195,13 @@ TEST_CASE("the memory plan: views share bytes, in-place reuse, no reuse when dis
       }
   REQUIRE(b != 0);
   bufs[b].offset = bufs[a].offset;
-  CHECK_THROWS_WITH_AS(ascend::validate_memory_plan(broken), doctest::Contains("are alive together and share bytes"), Error);
+  CHECK_THROWS_WITH_AS(ascend::validate_memory_plan(broken),
+                       doctest::Contains("are alive together and share bytes"), Error);
 }
 
-TEST_CASE("a FusedConv's output takes its residual's bytes: a ResNet's residual stream stays in one buffer, and the plan computes the model") {
+TEST_CASE(
+    "a FusedConv's output takes its residual's bytes: a ResNet's residual stream stays in one buffer, and "
+    "the plan computes the model") {
   Model m = import_onnx(test::examples_dir() / "resnet18_narrow_op13.onnx");
   auto rules = test::load_rules({test::shipped_rules()});
   Lowered l = lower(m, rules.get());
@@ -202,10 +217,13 @@ TEST_CASE("a FusedConv's output takes its residual's bytes: a ResNet's residual 
   // Every residual dies at its conv in a ResNet's basic blocks.
   CHECK(over_residual == residual_convs);
   CHECK(l.memory.in_place >= static_cast<size_t>(residual_convs));
-  for (auto schedule : {ascend::StreamSchedule::in_order, ascend::StreamSchedule::adversarial}) CHECK(plan_error(l.plan, m, schedule) <= 1e-4);
+  for (auto schedule : {ascend::StreamSchedule::in_order, ascend::StreamSchedule::adversarial})
+    CHECK(plan_error(l.plan, m, schedule) <= 1e-4);
 }
 
-TEST_CASE("a Split along an outer axis is a view: each piece at its offset in the input's bytes, the plan still computes the model") {
+TEST_CASE(
+    "a Split along an outer axis is a view: each piece at its offset in the input's bytes, the plan still "
+    "computes the model") {
   // BERT's Q, K and V as one product [3, S, H] (QKVMergeBiased), split along the first axis.
   auto rules = test::load_rules({test::shipped_rules()});
   Model original = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
@@ -229,7 +247,8 @@ TEST_CASE("a Split along an outer axis is a view: each piece at its offset in th
     g (float[2,6] x) => (float[2,3] a, float[2,3] b) {
       n = Neg(x)
       a, b = Split <axis = 1> (n)
-    })"), "split.onnx", {});
+    })"),
+                                  "split.onnx", {});
   Lowered li = lower(inner);
   size_t inner_splits = 0;
   for (const auto& k : li.plan.kernels())
@@ -241,7 +260,9 @@ TEST_CASE("a Split along an outer axis is a view: each piece at its offset in th
   CHECK(plan_error(li.plan, inner, ascend::StreamSchedule::adversarial) == 0);
 }
 
-TEST_CASE("OP_NO_REUSE_MEM: the named kernels' outputs keep bytes of their own, and the plan still computes the model") {
+TEST_CASE(
+    "OP_NO_REUSE_MEM: the named kernels' outputs keep bytes of their own, and the plan still computes the "
+    "model") {
   Model m = import_onnx(test::examples_dir() / "resnet18_narrow_op13.onnx");
   auto rules = test::load_rules({test::shipped_rules()});
   ascend::CompileOptions options;
@@ -251,7 +272,8 @@ TEST_CASE("OP_NO_REUSE_MEM: the named kernels' outputs keep bytes of their own, 
   options.memory.no_reuse.clear();
   ascend::CompileResult shared = ascend::compile(m, ascend::load_profile("Ascend910B1"), options);
   CHECK(apart.check_ok);
-  CHECK(apart.memory.no_reuse_unmatched == std::set<std::string>{"Add", "NoSuchKernel"});  // Adds all fused into convs
+  CHECK(apart.memory.no_reuse_unmatched ==
+        std::set<std::string>{"Add", "NoSuchKernel"});  // Adds all fused into convs
   REQUIRE(apart.memory.kept_apart == 1);
   CHECK(apart.memory.pool_bytes > shared.memory.pool_bytes);
   size_t checked = 0;
@@ -261,7 +283,9 @@ TEST_CASE("OP_NO_REUSE_MEM: the named kernels' outputs keep bytes of their own, 
     if (!producer || producer->op_type != "MaxPool") continue;
     ++checked;
     for (size_t j = 0; j < bufs.size(); ++j)
-      if (j != i) CHECK((bufs[j].offset >= bufs[i].offset + bufs[i].bytes || bufs[i].offset >= bufs[j].offset + bufs[j].bytes));
+      if (j != i)
+        CHECK((bufs[j].offset >= bufs[i].offset + bufs[i].bytes ||
+               bufs[i].offset >= bufs[j].offset + bufs[j].bytes));
   }
   CHECK(checked == 1);
   for (auto schedule : {ascend::StreamSchedule::in_order, ascend::StreamSchedule::adversarial})
@@ -288,7 +312,8 @@ void move_tensor(plan::Plan& p, const std::string& name, uint64_t offset) {
 
 // The executor computes what the plan says, so these faults once showed as wrong numbers
 // (adversarial order); the loader now refuses them, naming the kernels (plan_ordering.h).
-TEST_CASE("fault injection: a tensor moved onto a live one, or a dropped event, is refused when the plan loads") {
+TEST_CASE(
+    "fault injection: a tensor moved onto a live one, or a dropped event, is refused when the plan loads") {
   auto rules = test::load_rules({test::shipped_rules()});
   Model original = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
   Lowered l = lower(original, rules.get());
@@ -305,12 +330,15 @@ TEST_CASE("fault injection: a tensor moved onto a live one, or a dropped event, 
         bool read_later = false;
         for (int r = k + 1; r < ks.size(); ++r)
           for (const auto& in : ks[r].inputs()) read_later = read_later || in.name() == live.name();
-        if (!read_later || live.region() != plan::ACTIVATION || live.offset() + out.size() > l.plan.activation_bytes()) continue;
+        if (!read_later || live.region() != plan::ACTIVATION ||
+            live.offset() + out.size() > l.plan.activation_bytes())
+          continue;
         // Not a view of it (a Reshape, a piece of a Split): those share its bytes by design.
         if (out.offset() < live.offset() + live.size() && live.offset() < out.offset() + out.size()) continue;
         plan::Plan faulty = l.plan;
         move_tensor(faulty, out.name(), live.offset());
-        CHECK_THROWS_WITH_AS(plan_error(faulty, original, ascend::StreamSchedule::adversarial), doctest::Contains("over bytes"), Error);
+        CHECK_THROWS_WITH_AS(plan_error(faulty, original, ascend::StreamSchedule::adversarial),
+                             doctest::Contains("over bytes"), Error);
         injected = true;
       }
     }
@@ -322,11 +350,13 @@ TEST_CASE("fault injection: a tensor moved onto a live one, or a dropped event, 
     const auto& ev = faulty.events(0);
     auto* waiter = faulty.mutable_kernels(static_cast<int>(ev.to_kernel()))->mutable_wait_events();
     waiter->erase(std::find(waiter->begin(), waiter->end(), ev.id()));
-    CHECK_THROWS_WITH_AS(plan_error(faulty, original, ascend::StreamSchedule::adversarial), doctest::Contains("no stream or event orders"), Error);
+    CHECK_THROWS_WITH_AS(plan_error(faulty, original, ascend::StreamSchedule::adversarial),
+                         doctest::Contains("no stream or event orders"), Error);
 
     ascend::StreamPlan missing = l.streams;
     missing.events.erase(missing.events.begin());
-    CHECK_THROWS_WITH_AS(ascend::validate_stream_plan(missing), doctest::Contains("no event orders them"), Error);
+    CHECK_THROWS_WITH_AS(ascend::validate_stream_plan(missing), doctest::Contains("no event orders them"),
+                         Error);
   }
 }
 
@@ -342,7 +372,9 @@ TEST_CASE("streams: independent branches get their own streams, and --enable-sin
   CHECK(plan_error(one.plan, m, ascend::StreamSchedule::in_order) <= 1e-4);
 }
 
-TEST_CASE("one executor runs a plan on several streams again and again, from two threads at once, and a failing kernel ends a run with its error") {
+TEST_CASE(
+    "one executor runs a plan on several streams again and again, from two threads at once, and a failing "
+    "kernel ends a run with its error") {
   Model m = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
   Lowered l = lower(m);
   REQUIRE(l.plan.stream_count() > 1);
@@ -356,10 +388,13 @@ TEST_CASE("one executor runs a plan on several streams again and again, from two
   REQUIRE(real);
   std::atomic<bool> fail{false};
   KernelRegistry registry = KernelRegistry::builtin();
-  registry.add(off_main->domain(), off_main->op_type(), [real, &fail](KernelContext& ctx) {
-    if (fail) throw Error("injected failure");
-    real->fn(ctx);
-  }, real->half_via_f32);
+  registry.add(
+      off_main->domain(), off_main->op_type(),
+      [real, &fail](KernelContext& ctx) {
+        if (fail) throw Error("injected failure");
+        real->fn(ctx);
+      },
+      real->half_via_f32);
   auto feeds = random_inputs(m, 7);
   auto expected = Evaluator(m).run(feeds);
   // The plan as lowered, and with a stream that has no kernels (a plan file may say so):
@@ -372,7 +407,8 @@ TEST_CASE("one executor runs a plan on several streams again and again, from two
     auto error = [&] { return diff_outputs(executor.run(feeds), expected).error(); };
     for (int i = 0; i < 3; ++i) CHECK(error() <= 1e-4);
     fail = true;
-    for (int i = 0; i < 2; ++i) CHECK_THROWS_WITH_AS(executor.run(feeds), doctest::Contains("injected failure"), Error);
+    for (int i = 0; i < 2; ++i)
+      CHECK_THROWS_WITH_AS(executor.run(feeds), doctest::Contains("injected failure"), Error);
     fail = false;
     CHECK(error() <= 1e-4);
     // Runs at once each take their own pool.
@@ -423,7 +459,8 @@ TEST_CASE("plan files round-trip byte for byte, and corrupt and foreign ones get
   old.set_format_version(0);
   ascend::write_plan(old, dir / "old.plan");
   CHECK_THROWS_WITH_AS(ascend::read_plan(dir / "old.plan"), doctest::Contains("format version 0"), Error);
-  CHECK_THROWS_WITH_AS(ascend::read_plan(test::examples_dir() / "resnet18_narrow_op13.onnx"), doctest::Contains("plan"), Error);
+  CHECK_THROWS_WITH_AS(ascend::read_plan(test::examples_dir() / "resnet18_narrow_op13.onnx"),
+                       doctest::Contains("plan"), Error);
   plan::Plan outside = l.plan;
   outside.mutable_kernels(0)->mutable_outputs(0)->set_offset(outside.activation_bytes());
   CHECK_THROWS_WITH_AS(ascend::PlanExecutor{outside}, doctest::Contains("lies outside its region"), Error);
@@ -451,23 +488,27 @@ TEST_CASE("weights over the inline limit go to a side file that reading loads an
   const std::string short_by_one = "holds " + std::to_string(weights.size() - 1) + " bytes, the plan needs";
   CHECK_THROWS_WITH_AS(ascend::read_plan(dir / "s.plan"), doctest::Contains(short_by_one.c_str()), Error);
   fs::remove(side);
-  CHECK_THROWS_WITH_AS(ascend::read_plan(dir / "s.plan"), doctest::Contains("s.plan.weights cannot be read"), Error);
+  CHECK_THROWS_WITH_AS(ascend::read_plan(dir / "s.plan"), doctest::Contains("s.plan.weights cannot be read"),
+                       Error);
 }
 
-TEST_CASE("the simulated profile: streams overlap within the bounds, and the Chrome trace holds every kernel and event") {
+TEST_CASE(
+    "the simulated profile: streams overlap within the bounds, and the Chrome trace holds every kernel and "
+    "event") {
   Model m = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
   Lowered l = lower(m);
   ascend::PlanProfile p = ascend::simulate_plan(l.plan);
   REQUIRE(l.plan.stream_count() > 1);
   CHECK(p.latency_us > 0);
-  CHECK(p.latency_us < p.one_stream_us);        // parallel branches overlap
+  CHECK(p.latency_us < p.one_stream_us);             // parallel branches overlap
   CHECK(p.latency_us >= p.critical_path_us - 1e-9);  // never faster than the longest chain
   CHECK(p.memory_reuse_rate == doctest::Approx(l.memory.reuse_rate()));
   CHECK(p.cube_utilization > 0);
   CHECK(p.vector_utilization > 0);
   for (const auto& s : p.spans)  // views (Reshape, Unsqueeze) launch nothing and take no time
     CHECK(s.end_us - s.start_us >= l.plan.kernels(static_cast<int>(s.kernel)).modeled_us() - 1e-9);
-  for (const auto& e : l.plan.events()) CHECK(p.spans[e.to_kernel()].start_us >= p.spans[e.from_kernel()].end_us);
+  for (const auto& e : l.plan.events())
+    CHECK(p.spans[e.to_kernel()].start_us >= p.spans[e.from_kernel()].end_us);
 
   auto trace = nlohmann::json::parse(ascend::chrome_trace(l.plan, p));
   size_t complete = 0, flows = 0;

@@ -36,7 +36,9 @@ agraph (float[N, 3, H, W] x) => (float[1, 147] y) {
 
 }  // namespace
 
-TEST_CASE("the check draws open dims at sizes the model runs at: batch 1, the rest the smallest common size that fits") {
+TEST_CASE(
+    "the check draws open dims at sizes the model runs at: batch 1, the rest the smallest common size that "
+    "fits") {
   auto dir = geopt::test::scratch_dir("numerical_check");
   geopt::test::save_model(geopt::test::parse_text_model(kWindowed), dir / "windowed.onnx");
   geopt::Model m = geopt::import_onnx(dir / "windowed.onnx");
@@ -57,16 +59,20 @@ TEST_CASE("the check draws open dims at sizes the model runs at: batch 1, the re
   CHECK(j["check"]["sizes"] == "H=32, N=1, W=32");
   CHECK(j["check"]["ok"] == true);
   // A static shape from --input_shape is what the check runs at.
-  auto fixed = run_cli({"optimize", (dir / "windowed.onnx").string(), "--input_shape", "x:2,3,40,24", "--json"});
+  auto fixed =
+      run_cli({"optimize", (dir / "windowed.onnx").string(), "--input_shape", "x:2,3,40,24", "--json"});
   REQUIRE(fixed.exit_code == 0);
   CHECK(nlohmann::json::parse(fixed.out)["check"]["sizes"] == "");
 }
 
-TEST_CASE("a model that runs at no size tried is refused with the sizes tried, the failure and the --input_shape to pass") {
+TEST_CASE(
+    "a model that runs at no size tried is refused with the sizes tried, the failure and the --input_shape "
+    "to pass") {
   auto dir = geopt::test::scratch_dir("numerical_check_refused");
   geopt::test::save_model(geopt::test::parse_text_model(kOneSize), dir / "one_size.onnx");
   geopt::Model m = geopt::import_onnx(dir / "one_size.onnx");
-  CHECK_THROWS_WITH_AS(geopt::choose_check_inputs(m, 0), doctest::Contains("open dims H, W (16, 32, 64"), geopt::Error);
+  CHECK_THROWS_WITH_AS(geopt::choose_check_inputs(m, 0), doctest::Contains("open dims H, W (16, 32, 64"),
+                       geopt::Error);
   auto r = run_cli({"optimize", (dir / "one_size.onnx").string()});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("at 16: ") != std::string::npos);
@@ -88,7 +94,8 @@ TEST_CASE("unnamed dims are drawn by their position, and a check that only runs 
 <ir_version: 8, opset_import: ["" : 13]>
 g (float[?, ?] input_ids, float[?, ?] token_type_ids) => (float[?, ?] y) {
   y = Concat <axis = 1> (input_ids, token_type_ids)
-})"), dir / "unnamed.onnx");
+})"),
+                          dir / "unnamed.onnx");
   geopt::CheckInputs in = geopt::choose_check_inputs(geopt::import_onnx(dir / "unnamed.onnx"), 0);
   CHECK(in.describe() == "input_ids:0=1, input_ids:1=16, token_type_ids:0=1, token_type_ids:1=16");
   CHECK_FALSE(in.only_at_one);
@@ -99,7 +106,8 @@ g (float[?, ?] input_ids, float[?, ?] token_type_ids) => (float[?, ?] y) {
 g (float[N, S] x) => (float[1, 1] y) {
   s = Constant <value = int64[2] {1, 1}> ()
   y = Reshape(x, s)
-})"), dir / "one.onnx");
+})"),
+                          dir / "one.onnx");
   geopt::CheckInputs one = geopt::choose_check_inputs(geopt::import_onnx(dir / "one.onnx"), 0);
   CHECK(one.only_at_one);
   CHECK(one.describe().find("N=1, S=1 (every larger size failed: checked at 1 only") == 0);

@@ -3,10 +3,10 @@
 // command's rewriting stops at its limits and says which.
 #include <doctest/doctest.h>
 
+#include <onnx/onnx_pb.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <onnx/onnx_pb.h>
 
 #include "ascend/optimizer.h"
 #include "dsl/saturation.h"
@@ -61,11 +61,13 @@ TEST_CASE("a two-root rule matches the same sites in rules match, rules test, ex
   CHECK(nlohmann::json::parse(match.out)["TwoRoots"].size() == 1);
   auto tested = test::run_cli({"rules", "--rules", rules, "test", rules, "--json"});
   CHECK(tested.exit_code == 0);
-  CHECK(nlohmann::json::parse(tested.out)["tests"][0]["passed"] == true);  // its expect matched(TwoRoots) == 1 held
+  CHECK(nlohmann::json::parse(tested.out)["tests"][0]["passed"] ==
+        true);  // its expect matched(TwoRoots) == 1 held
   auto explained = test::run_cli({"explain", model, "--rules", rules, "--json"});
   REQUIRE(explained.exit_code == 0);
   size_t explained_matches = 0;
-  const nlohmann::json explained_json = nlohmann::json::parse(explained.out);  // the range must outlive the loop
+  const nlohmann::json explained_json =
+      nlohmann::json::parse(explained.out);  // the range must outlive the loop
   for (const auto& r : explained_json["rules"])
     for (const auto& s : r["sites"]) explained_matches += s["matched"].get<bool>();
   CHECK(explained_matches == 1);
@@ -74,7 +76,8 @@ TEST_CASE("a two-root rule matches the same sites in rules match, rules test, ex
   CHECK(nlohmann::json::parse(optimized.out)["rules"]["TwoRoots"]["matched"] == 1);
 }
 
-TEST_CASE("a type-changing rewrite is refused by every command, naming the rule, its location and both types") {
+TEST_CASE(
+    "a type-changing rewrite is refused by every command, naming the rule, its location and both types") {
   fs::path dir = test::scratch_dir("refused");
   const std::string rules = rule_file(dir, R"(rule ReluIsShape {
   match %y = Relu(%x)
@@ -86,18 +89,21 @@ TEST_CASE("a type-changing rewrite is refused by every command, naming the rule,
   }
 })");
   const std::string model = write_model(dir, R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[2,3] x) => (float[2,3] y) { y = Relu(x) })").string();
+    g (float[2,3] x) => (float[2,3] y) { y = Relu(x) })")
+                                .string();
   auto names_it = [](const std::string& text) {
-    return text.find("rule ReluIsShape (") != std::string::npos && text.find("r.gerule:1:1) refused at 'y'") != std::string::npos &&
+    return text.find("rule ReluIsShape (") != std::string::npos &&
+           text.find("r.gerule:1:1) refused at 'y'") != std::string::npos &&
            text.find("gives i64") != std::string::npos && text.find("is f32") != std::string::npos;
   };
   auto tested = test::run_cli({"rules", "--rules", rules, "test", rules});
   CHECK(tested.exit_code == 1);  // a refused rewrite fails the rule's test
   CHECK(names_it(tested.out));
-  for (const std::vector<std::string>& cmd : std::vector<std::vector<std::string>>{{"rules", "--rules", rules, "apply", model},
-                                                                                    {"optimize", model, "--rules", rules},
-                                                                                    {"compile", model, "--rules", rules},
-                                                                                    {"explain", model, "--rules", rules}}) {
+  for (const std::vector<std::string>& cmd :
+       std::vector<std::vector<std::string>>{{"rules", "--rules", rules, "apply", model},
+                                             {"optimize", model, "--rules", rules},
+                                             {"compile", model, "--rules", rules},
+                                             {"explain", model, "--rules", rules}}) {
     auto r = test::run_cli(cmd);
     INFO(cmd[0] << ": " << r.err);
     CHECK(r.exit_code == 0);
@@ -119,14 +125,21 @@ TEST_CASE("a rule that grows without end stops every command at its limit, and t
   }
 })");
   const std::string model = write_model(dir, R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[2,3] x) => (float[2,3] y) { y = Relu(x) })").string();
+    g (float[2,3] x) => (float[2,3] y) { y = Relu(x) })")
+                                .string();
   // 30 iterations: the default (256) can meet the 5 s time limit first in a sanitizer build.
   auto tested = test::run_cli({"rules", "--rules", rules, "test", rules, "--iter-limit", "30"});
   CHECK(tested.out.find("saturation stopped at its iteration limit") != std::string::npos);
-  CHECK(test::run_cli({"rules", "--rules", rules, "apply", model, "--iter-limit", "30"}).out.find("stopped at its iteration limit") != std::string::npos);
-  CHECK(test::run_cli({"explain", model, "--rules", rules, "--iter-limit", "30"}).out.find("saturation stopped at its iteration limit") != std::string::npos);
-  CHECK(nlohmann::json::parse(test::run_cli({"optimize", model, "--rules", rules, "--iter-limit", "30", "--json"}).out)["saturation"]["stop"] == "iteration limit");
-  CHECK(nlohmann::json::parse(test::run_cli({"compile", model, "--rules", rules, "--iter-limit", "30", "--json"}).out)["saturation"]["stop"] == "iteration limit");
+  CHECK(test::run_cli({"rules", "--rules", rules, "apply", model, "--iter-limit", "30"})
+            .out.find("stopped at its iteration limit") != std::string::npos);
+  CHECK(test::run_cli({"explain", model, "--rules", rules, "--iter-limit", "30"})
+            .out.find("saturation stopped at its iteration limit") != std::string::npos);
+  CHECK(nlohmann::json::parse(
+            test::run_cli({"optimize", model, "--rules", rules, "--iter-limit", "30", "--json"})
+                .out)["saturation"]["stop"] == "iteration limit");
+  CHECK(nlohmann::json::parse(
+            test::run_cli({"compile", model, "--rules", rules, "--iter-limit", "30", "--json"})
+                .out)["saturation"]["stop"] == "iteration limit");
   auto small = test::run_cli({"optimize", model, "--rules", rules, "--node-limit", "20", "--json"});
   CHECK(nlohmann::json::parse(small.out)["saturation"]["stop"] == "e-node limit");
 }
@@ -171,9 +184,12 @@ TEST_CASE("explain and optimize report the same fusion rate on every example mod
   }
 }
 
-TEST_CASE("incremental search finds exactly what a full search finds, and every rebuild keeps the e-graph's invariants") {
+TEST_CASE(
+    "incremental search finds exactly what a full search finds, and every rebuild keeps the e-graph's "
+    "invariants") {
   auto rules = test::load_rules({test::shipped_rules()});
-  for (const char* name : {"bert_tiny_op13", "gpt2_tiny_op17", "llama_tiny_op13", "resnet18_narrow_op13", "mobilenetv2_half_op13", "vit_tiny_op13"}) {
+  for (const char* name : {"bert_tiny_op13", "gpt2_tiny_op17", "llama_tiny_op13", "resnet18_narrow_op13",
+                           "mobilenetv2_half_op13", "vit_tiny_op13"}) {
     INFO(name);
     Model model = import_onnx(test::examples_dir() / (std::string(name) + ".onnx"));
     dsl::SaturationLimits incremental, full;
@@ -193,22 +209,28 @@ TEST_CASE("incremental search finds exactly what a full search finds, and every 
   }
 }
 
-TEST_CASE("one_use on a graph as written counts every consumer, on the e-graph not the match's own alternatives") {
+TEST_CASE(
+    "one_use on a graph as written counts every consumer, on the e-graph not the match's own alternatives") {
   fs::path dir = test::scratch_dir("one_use");
-  std::ofstream(dir / "r.gerule") << "rule AddRelu { match %y = Add(Relu(%x) as %t, %w) where one_use(%t) rewrite %y => Add(%w, Relu(%x)) }\n";
+  std::ofstream(dir / "r.gerule") << "rule AddRelu { match %y = Add(Relu(%x) as %t, %w) where one_use(%t) "
+                                     "rewrite %y => Add(%w, Relu(%x)) }\n";
   auto rules = test::load_rules({(dir / "r.gerule").string()});
   // t feeds the Add twice over: directly and through the Sigmoid that makes w.
   Model shared = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[2,3] x) => (float[2,3] y) { t = Relu(x) w = Sigmoid(t) y = Add(t, w) })"), "m.onnx");
+    g (float[2,3] x) => (float[2,3] y) { t = Relu(x) w = Sigmoid(t) y = Add(t, w) })"),
+                                   "m.onnx");
   CHECK(test::matches_per_rule(*rules, shared).count("AddRelu") == 0);
   Model alone = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[2,3] x, float[2,3] w) => (float[2,3] y) { t = Relu(x) y = Add(t, w) })"), "m.onnx");
+    g (float[2,3] x, float[2,3] w) => (float[2,3] y) { t = Relu(x) y = Add(t, w) })"),
+                                  "m.onnx");
   CHECK(test::matches_per_rule(*rules, alone).at("AddRelu") == 1);
   // In the e-graph the primitive LayerNorm chain beside the fused LayerNorm reads the
   // residual sum too; it is no second consumer, so the sum still fuses into AddLayerNorm.
   auto shipped = test::load_rules({test::shipped_rules()});
   Model bert = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
-  CHECK(ascend::optimize(bert, *shipped, ascend::load_profile("Ascend910B1")).selected["AddLayerNormFusion"] == 5);
+  CHECK(
+      ascend::optimize(bert, *shipped, ascend::load_profile("Ascend910B1")).selected["AddLayerNormFusion"] ==
+      5);
 }
 
 TEST_CASE("extraction falls back to the input program when the heuristic's choice costs more") {
@@ -218,7 +240,10 @@ TEST_CASE("extraction falls back to the input program when the heuristic's choic
   fs::path dir = test::scratch_dir("fallback");
   std::string text;
   for (const char* act : {"Relu", "Sigmoid", "Tanh"})
-    text += std::string("rule Fused") + act + " { match %y = " + act + "(Add(MatMul(%a, %w), const %b)) rewrite %y => ai.geopt.FusedMatMul(%a, %w, %b) { activation = \"" + act + "\" } }\n";
+    text +=
+        std::string("rule Fused") + act + " { match %y = " + act +
+        "(Add(MatMul(%a, %w), const %b)) rewrite %y => ai.geopt.FusedMatMul(%a, %w, %b) { activation = \"" +
+        act + "\" } }\n";
   std::ofstream(dir / "r.gerule") << text;
   auto rules = test::load_rules({(dir / "r.gerule").string()});
   Model model = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
@@ -229,7 +254,8 @@ TEST_CASE("extraction falls back to the input program when the heuristic's choic
       r = Relu(h)
       s = Sigmoid(h)
       t = Tanh(h)
-    })"), "m.onnx");
+    })"),
+                                  "m.onnx");
   ascend::OptimizeOptions options;
   options.exact_limit = 0;  // the greedy heuristic
   ascend::OptimizeResult r = ascend::optimize(model, *rules, ascend::load_profile("Ascend910B1"), options);
@@ -240,7 +266,8 @@ TEST_CASE("extraction falls back to the input program when the heuristic's choic
   CHECK(r.selected.empty());
   // The exact extractor finds the same program.
   options.exact_limit = 40;
-  ascend::OptimizeResult exact = ascend::optimize(model, *rules, ascend::load_profile("Ascend910B1"), options);
+  ascend::OptimizeResult exact =
+      ascend::optimize(model, *rules, ascend::load_profile("Ascend910B1"), options);
   CHECK(exact.selected.empty());
   CHECK(exact.after.latency_us == doctest::Approx(r.after.latency_us));
 }
@@ -279,11 +306,13 @@ TEST_CASE("a rewrite whose value would change shape is refused, naming both shap
         sm = Add(s, mask)
         p = Softmax <axis = -1> (sm)
         y = MatMul(p, v)
-      })"), "m.onnx");
+      })"),
+                                  "m.onnx");
   ascend::OptimizeResult r = ascend::optimize(model, *rules, ascend::load_profile("Ascend910B1"));
   CHECK(test::count_op(r.model, "FlashAttention") == 0);
   CHECK(test::max_output_error(model, r.model) <= 1e-5);
   const auto& stats = r.saturation.per_rule.at("AttentionFusion");
   CHECK(stats.refused >= 1);
-  CHECK(stats.refusal.find("gives f32[1,2,8,4], the value it would replace ('y') is f32[3,2,8,4]") != std::string::npos);
+  CHECK(stats.refusal.find("gives f32[1,2,8,4], the value it would replace ('y') is f32[3,2,8,4]") !=
+        std::string::npos);
 }

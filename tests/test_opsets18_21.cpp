@@ -36,12 +36,14 @@ std::vector<fs::path> case_dirs() {
 
 // The case's inputs, each as the dtype its model declares.
 std::map<std::string, HostTensor> case_inputs(const fs::path& dir, const Model& m) {
-  std::map<std::string, HostTensor> files = fs::exists(dir / "inputs") ? read_npy_folder(dir / "inputs") : std::map<std::string, HostTensor>{};
+  std::map<std::string, HostTensor> files =
+      fs::exists(dir / "inputs") ? read_npy_folder(dir / "inputs") : std::map<std::string, HostTensor>{};
   std::map<std::string, HostTensor> feeds;
   for (const Value* v : m.graph->inputs()) {
     if (v->initializer) continue;
     auto it = files.find(v->name());
-    REQUIRE_MESSAGE(it != files.end(), dir.filename().string() << ": no input file for '" << v->name() << "'");
+    REQUIRE_MESSAGE(it != files.end(), dir.filename().string()
+                                           << ": no input file for '" << v->name() << "'");
     feeds[v->name()] = as_declared_dtype(it->second, v->type.dtype);
   }
   return feeds;
@@ -51,10 +53,13 @@ std::map<std::string, HostTensor> case_inputs(const fs::path& dir, const Model& 
 // (integers and booleans exactly).
 void check_outputs(const fs::path& dir, const NamedTensors& got, const char* what) {
   const std::map<std::string, HostTensor> expected = read_npy_folder(dir / "expected");
-  REQUIRE_MESSAGE(got.size() == expected.size(), dir.filename().string() << " (" << what << "): " << got.size() << " outputs, ONNX Runtime has " << expected.size());
+  REQUIRE_MESSAGE(got.size() == expected.size(), dir.filename().string()
+                                                     << " (" << what << "): " << got.size()
+                                                     << " outputs, ONNX Runtime has " << expected.size());
   for (const auto& [name, tensor] : got) {
     auto it = expected.find(name);
-    REQUIRE_MESSAGE(it != expected.end(), dir.filename().string() << ": ONNX Runtime has no output '" << name << "'");
+    REQUIRE_MESSAGE(it != expected.end(), dir.filename().string()
+                                              << ": ONNX Runtime has no output '" << name << "'");
     const HostTensor want = as_declared_dtype(it->second, tensor.dtype());
     INFO(dir.filename().string() << " (" << what << ") output '" << name << "'");
     REQUIRE(tensor.dtype() == want.dtype());

@@ -32,7 +32,8 @@ const dsl::RuleSet& rules() {
   return *r;
 }
 
-ascend::Precision precision(ascend::PrecisionMode mode, std::shared_ptr<const ascend::MixList> list = nullptr) {
+ascend::Precision precision(ascend::PrecisionMode mode,
+                            std::shared_ptr<const ascend::MixList> list = nullptr) {
   ascend::Precision p;
   p.mode = mode;
   p.mix_list = std::move(list);
@@ -85,7 +86,9 @@ Model bert() { return import_onnx((test::examples_dir() / "bert_tiny_op17.onnx")
 
 }  // namespace
 
-TEST_CASE("precision: force_fp16 computes BERT in fp16, with the model's interface in fp32, and costs fp16's rounding") {
+TEST_CASE(
+    "precision: force_fp16 computes BERT in fp16, with the model's interface in fp32, and costs fp16's "
+    "rounding") {
   const Model m = bert();
   ascend::OptimizeResult r = optimized(m, precision(ascend::PrecisionMode::ForceFp16));
   // Every float kernel in fp16; Casts only at the outputs and after the attention mask's
@@ -116,8 +119,8 @@ TEST_CASE("precision: allow_mix_precision keeps the black list in fp32 and lands
   const Model m = bert();
   ascend::OptimizeResult mix = optimized(m, precision(ascend::PrecisionMode::AllowMixPrecision));
   ascend::OptimizeResult fp16 = optimized(m, precision(ascend::PrecisionMode::ForceFp16));
-  CHECK(dtypes_of(mix.model, "FusedMatMul") == std::set<DType>{DType::F16});  // white: the Cube's
-  CHECK(dtypes_of(mix.model, "AddLayerNorm") == std::set<DType>{DType::F32});   // black
+  CHECK(dtypes_of(mix.model, "FusedMatMul") == std::set<DType>{DType::F16});   // white: the Cube's
+  CHECK(dtypes_of(mix.model, "AddLayerNorm") == std::set<DType>{DType::F32});  // black
   CHECK(mix.precision.kept_f32.count("AddLayerNorm"));
   CHECK(mix.precision.casts > fp16.precision.casts);  // fp16 <-> fp32 at each black op
   const Figures e_mix = error_of(m, mix.model), e_fp16 = error_of(m, fp16.model);
@@ -126,7 +129,8 @@ TEST_CASE("precision: allow_mix_precision keeps the black list in fp32 and lands
   CHECK(e_mix.max_rel < 1e-2);
 }
 
-TEST_CASE("precision: --modify_mixlist moves ops between the lists, and a bad file is refused with its place") {
+TEST_CASE(
+    "precision: --modify_mixlist moves ops between the lists, and a bad file is refused with its place") {
   const auto dir = test::scratch_dir("mixlist");
   test::write_file(dir / "gray.json", R"({"black-list": {"to-remove": ["AddLayerNorm", "LayerNorm"]}})");
   auto list = std::make_shared<const ascend::MixList>(ascend::load_mix_list((dir / "gray.json").string()));
@@ -147,13 +151,16 @@ TEST_CASE("precision: --modify_mixlist moves ops between the lists, and a bad fi
     }
     return std::string("accepted");
   };
-  CHECK(refused("{\n  \"black-list\": {\"to-add\": [\"Softmax\",]}\n}").find("bad.json:2:") != std::string::npos);
+  CHECK(refused("{\n  \"black-list\": {\"to-add\": [\"Softmax\",]}\n}").find("bad.json:2:") !=
+        std::string::npos);
   CHECK(refused(R"({"black-list": {"to-add": ["Softmaxx"]}})").find("\"Softmaxx\"") != std::string::npos);
   CHECK(refused(R"({"blacklist": {}})").find("unknown list \"blacklist\"") != std::string::npos);
   CHECK(refused(R"({"black-list": {"add": ["Exp"]}})").find("unknown key \"add\"") != std::string::npos);
 }
 
-TEST_CASE("precision: force_fp32 rounds the Cube's inputs to fp16 only, and allow_fp32_to_fp16 runs the Cube in fp16 and the rest in fp32") {
+TEST_CASE(
+    "precision: force_fp32 rounds the Cube's inputs to fp16 only, and allow_fp32_to_fp16 runs the Cube in "
+    "fp16 and the rest in fp32") {
   const Model m = bert();
   ascend::OptimizeResult f32 = optimized(m, precision(ascend::PrecisionMode::ForceFp32));
   CHECK(dtypes_of(f32.model, "FusedMatMul") == std::set<DType>{DType::F32});
@@ -161,7 +168,8 @@ TEST_CASE("precision: force_fp32 rounds the Cube's inputs to fp16 only, and allo
   ascend::OptimizeResult cube = optimized(m, precision(ascend::PrecisionMode::AllowFp32ToFp16));
   CHECK(dtypes_of(cube.model, "FusedMatMul") == std::set<DType>{DType::F16});
   CHECK(dtypes_of(cube.model, "AddLayerNorm") == std::set<DType>{DType::F32});
-  const Figures e32 = error_of(m, f32.model), e16 = error_of(m, optimized(m, precision(ascend::PrecisionMode::ForceFp16)).model);
+  const Figures e32 = error_of(m, f32.model),
+                e16 = error_of(m, optimized(m, precision(ascend::PrecisionMode::ForceFp16)).model);
   CHECK(e32.max_abs > 1e-6);
   CHECK(e32.max_abs < e16.max_abs);
   CHECK(error_of(m, cube.model).max_rel < 3e-2);
@@ -198,7 +206,9 @@ TEST_CASE("precision: an fp16 plan of a CNN keeps fp16 buffers and weights and p
   CHECK(half.memory.weight_bytes * 20 < full.memory.weight_bytes * 11);
 }
 
-TEST_CASE("precision: a mask constant beyond fp16's range saturates at -65504, so a fully masked row stays a number") {
+TEST_CASE(
+    "precision: a mask constant beyond fp16's range saturates at -65504, so a fully masked row stays a "
+    "number") {
   // torch's finfo(float32).min as the mask of padded positions.
   const auto dir = test::scratch_dir("precision_mask");
   test::save_model(test::parse_text_model(R"(
@@ -210,7 +220,8 @@ TEST_CASE("precision: a mask constant beyond fp16's range saturates at -65504, s
       mask = Mul (dropped, low)
       scores = Add (x, mask)
       y = Softmax <axis = -1> (scores)
-    })"), dir / "masked.onnx");
+    })"),
+                   dir / "masked.onnx");
   const Model m = import_onnx((dir / "masked.onnx").string());
   Model half = m.clone();
   ascend::PrecisionReport report = ascend::apply_precision(half, precision(ascend::PrecisionMode::ForceFp16));
@@ -218,20 +229,24 @@ TEST_CASE("precision: a mask constant beyond fp16's range saturates at -65504, s
   Evaluator original(m), lowered(half);
   std::map<std::string, HostTensor> feeds;
   feeds["x"] = HostTensor::from_vector<float>(DType::F32, {2, 4}, {0.5f, -1, 2, 0, 1, 1, 1, 1});
-  feeds["keep"] = HostTensor::from_vector<float>(DType::F32, {2, 4}, {1, 1, 0, 1, 0, 0, 0, 0});  // row 1: all masked
+  feeds["keep"] =
+      HostTensor::from_vector<float>(DType::F32, {2, 4}, {1, 1, 0, 1, 0, 0, 0, 0});  // row 1: all masked
   const OutputsDiff d = diff_outputs(lowered.run(feeds), original.run(feeds), {1e-3, 1e-3});
   CHECK_FALSE(d.nan_mismatch);
   CHECK(d.within());
 }
 
-TEST_CASE("precision: the CLI takes ATC's names, reports the error per output, and refuses bf16 where the Cube has none") {
+TEST_CASE(
+    "precision: the CLI takes ATC's names, reports the error per output, and refuses bf16 where the Cube has "
+    "none") {
   const std::string model = (test::examples_dir() / "bert_tiny_op17.onnx").string();
   auto r = test::run_cli({"optimize", model, "--precision_mode", "allow_mix_precision"});
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("kept in fp32: ") != std::string::npos);
   CHECK(r.out.find("cosine ") != std::string::npos);
   CHECK(r.out.find("tolerance 0.05 + 0.05") != std::string::npos);
-  r = test::run_cli({"optimize", model, "--precision_mode", "allow_mix_precision_bf16", "--soc-version", "Ascend310P3"});
+  r = test::run_cli(
+      {"optimize", model, "--precision_mode", "allow_mix_precision_bf16", "--soc-version", "Ascend310P3"});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("computes no bf16") != std::string::npos);
   r = test::run_cli({"optimize", model, "--precision_mode", "force_fp16", "--modify_mixlist", "x.json"});

@@ -42,7 +42,8 @@ fs::path calibration_folder(const fs::path& model_path, size_t count, uint64_t s
 // The lowest cosine, over the outputs, of `candidate` against `reference` on one random draw.
 double output_cosine(const Model& reference, const Model& candidate, uint64_t seed) {
   const auto inputs = random_inputs(reference, seed);
-  const OutputsDiff d = diff_outputs(Evaluator(candidate).run(inputs), Evaluator(reference).run(inputs), {1e9, 1e9});
+  const OutputsDiff d =
+      diff_outputs(Evaluator(candidate).run(inputs), Evaluator(reference).run(inputs), {1e9, 1e9});
   REQUIRE(d.mismatch.empty());
   double cosine = 1;
   for (const OutputError& e : d.per_output) cosine = std::min(cosine, e.cosine);
@@ -83,14 +84,17 @@ TEST_CASE("calibration: percentile and entropy ranges clip the outliers min-max 
   CHECK(entropy.lo > -20.0f);
 }
 
-TEST_CASE("geopt quantize writes ResNet-18 in QDQ form with int8 per-channel weights, close to the float model") {
+TEST_CASE(
+    "geopt quantize writes ResNet-18 in QDQ form with int8 per-channel weights, close to the float model") {
   const fs::path cal = calibration_folder(kResNet, 6, 100, "quantize-resnet-cal");
   const fs::path out = test::scratch_dir("quantize-resnet") / "int8.onnx";
-  const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", out.string(), "--calibration", cal.string(), "--calibration-method", "entropy"});
+  const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", out.string(), "--calibration",
+                                           cal.string(), "--calibration-method", "entropy"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("21 of 21 quantized (Conv 20, Gemm 1)") != std::string::npos);
-  CHECK(r.err.find("calibrating: 6 sample(s)") != std::string::npos);  // the progress, one line per stage off a terminal
+  CHECK(r.err.find("calibrating: 6 sample(s)") !=
+        std::string::npos);  // the progress, one line per stage off a terminal
 
   const Model original = import_onnx(kResNet);
   const Model q = import_onnx(out);  // the ONNX checker and shape inference accept it
@@ -122,14 +126,17 @@ TEST_CASE("geopt quantize writes ResNet-18 in QDQ form with int8 per-channel wei
 TEST_CASE("optimize fuses a QDQ model into int8 kernels and the plan computes what the QDQ model computes") {
   const fs::path cal = calibration_folder(kResNet, 4, 200, "fuse-resnet-cal");
   const fs::path q8 = test::scratch_dir("fuse-resnet") / "int8.onnx";
-  REQUIRE(test::run_cli({"quantize", kResNet.string(), "-o", q8.string(), "--calibration", cal.string(), "--no-progress"}).exit_code == 0);
+  REQUIRE(test::run_cli({"quantize", kResNet.string(), "-o", q8.string(), "--calibration", cal.string(),
+                         "--no-progress"})
+              .exit_code == 0);
   const Model qdq = import_onnx(q8);
   const ascend::OptimizeResult r = ascend::optimize(qdq, rules(), ascend::load_profile("Ascend910B1"), {});
   CHECK(test::count_op(r.model, "QuantConv") == 20);
   CHECK(test::count_op(r.model, "QuantMatMul") == 1);
   const size_t dq_before = test::count_op(qdq, "DequantizeLinear");
   const size_t dq_after = test::count_op(r.model, "DequantizeLinear");
-  CHECK(dq_before > 21);  // each weight's and each quantized activation's (a block's input is shared by two convs)
+  CHECK(dq_before >
+        21);  // each weight's and each quantized activation's (a block's input is shared by two convs)
   CHECK(dq_after <= dq_before / 5);  // at most 20% of the DequantizeLinears outside int8 kernels
   CHECK(r.after.latency_us < r.before.latency_us);
   // The integer kernels against the QDQ model's float arithmetic: equal but where a value
@@ -148,20 +155,23 @@ TEST_CASE("optimize fuses a QDQ model into int8 kernels and the plan computes wh
 TEST_CASE("BERT quantized with int8 activations: every projection an int8 QuantMatMul") {
   const fs::path cal = calibration_folder(kBert, 4, 300, "quantize-bert-cal");
   const fs::path q8 = test::scratch_dir("quantize-bert") / "int8.onnx";
-  const test::CliResult r = test::run_cli({"quantize", kBert.string(), "-o", q8.string(), "--calibration", cal.string(),
-                                           "--activation-type", "int8", "--calibration-method", "percentile", "--no-progress"});
+  const test::CliResult r =
+      test::run_cli({"quantize", kBert.string(), "-o", q8.string(), "--calibration", cal.string(),
+                     "--activation-type", "int8", "--calibration-method", "percentile", "--no-progress"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const Model original = import_onnx(kBert);
   const Model qdq = import_onnx(q8);
   CHECK(output_cosine(original, qdq, 9) > 0.99);
   for (const auto& n : qdq.graph->nodes())
-    if (n->op_type == "QuantizeLinear") CHECK(qdq.graph->constant_value(n->input(2))->dtype == DType::I8);  // symmetric: int8 zero points
+    if (n->op_type == "QuantizeLinear")
+      CHECK(qdq.graph->constant_value(n->input(2))->dtype == DType::I8);  // symmetric: int8 zero points
   const ascend::OptimizeResult o = ascend::optimize(qdq, rules(), ascend::load_profile("Ascend910B1"), {});
   const size_t layers = test::count_op(original, "MatMul") + test::count_op(original, "Gemm");
   const size_t quantized_weights = [&] {
     size_t n = 0;
-    for (const auto& node : qdq.graph->nodes()) n += node->op_type == "DequantizeLinear" && qdq.graph->constant_value(node->input(0));
+    for (const auto& node : qdq.graph->nodes())
+      n += node->op_type == "DequantizeLinear" && qdq.graph->constant_value(node->input(0));
     return n;
   }();
   CHECK(quantized_weights > 0);
@@ -187,8 +197,9 @@ TEST_CASE("quantize: --skip-layers, the sensitivity report and --accuracy-target
   REQUIRE_FALSE(first_conv.empty());
 
   SUBCASE("a skipped layer keeps its float weight and input") {
-    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", (dir / "skip.onnx").string(), "--calibration", cal.string(),
-                                             "--skip-layers", first_conv, "--no-progress"});
+    const test::CliResult r =
+        test::run_cli({"quantize", kResNet.string(), "-o", (dir / "skip.onnx").string(), "--calibration",
+                       cal.string(), "--skip-layers", first_conv, "--no-progress"});
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("20 of 21 quantized") != std::string::npos);
     CHECK(r.out.find("float: --skip-layers") != std::string::npos);
@@ -199,23 +210,24 @@ TEST_CASE("quantize: --skip-layers, the sensitivity report and --accuracy-target
     CHECK(q.graph->constant_value(conv->input(1))->dtype == DType::F32);
   }
   SUBCASE("an unknown layer is refused by name") {
-    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", (dir / "bad.onnx").string(), "--calibration", cal.string(),
-                                             "--skip-layers", "no_such_conv"});
+    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", (dir / "bad.onnx").string(),
+                                             "--calibration", cal.string(), "--skip-layers", "no_such_conv"});
     CHECK(r.exit_code == 1);
     CHECK(r.err.find("--skip-layers 'no_such_conv' names no quantizable layer") != std::string::npos);
     CHECK(r.err.find(first_conv) != std::string::npos);
     CHECK_FALSE(fs::exists(dir / "bad.onnx"));
   }
   SUBCASE("an accuracy target outside (0, 1] is refused") {
-    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", (dir / "bad.onnx").string(), "--calibration", cal.string(),
-                                             "--accuracy-target", "0"});
+    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", (dir / "bad.onnx").string(),
+                                             "--calibration", cal.string(), "--accuracy-target", "0"});
     CHECK(r.exit_code == 1);
     CHECK(r.err.find("--accuracy-target") != std::string::npos);
     CHECK_FALSE(fs::exists(dir / "bad.onnx"));
   }
   SUBCASE("the accuracy target keeps the most sensitive layers in float until the cosine reaches it") {
-    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", (dir / "target.onnx").string(), "--calibration", cal.string(),
-                                             "--accuracy-target", "0.999995", "--json"});
+    const test::CliResult r =
+        test::run_cli({"quantize", kResNet.string(), "-o", (dir / "target.onnx").string(), "--calibration",
+                       cal.string(), "--accuracy-target", "0.999995", "--json"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     const auto j = nlohmann::json::parse(r.out);
@@ -246,14 +258,16 @@ TEST_CASE("quantize refuses a calibration folder that does not fit the model, na
   const fs::path out = dir / "int8.onnx";
   SUBCASE("no sample folders") {
     fs::create_directories(dir / "empty");
-    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", out.string(), "--calibration", (dir / "empty").string()});
+    const test::CliResult r = test::run_cli(
+        {"quantize", kResNet.string(), "-o", out.string(), "--calibration", (dir / "empty").string()});
     CHECK(r.exit_code == 1);
     CHECK(r.err.find("holds no sample folders") != std::string::npos);
   }
   SUBCASE("a sample without the model's input") {
     fs::create_directories(dir / "cal" / "s0");
     write_npy(dir / "cal" / "s0" / "other.npy", HostTensor(DType::F32, {1, 3, 32, 32}));
-    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", out.string(), "--calibration", (dir / "cal").string()});
+    const test::CliResult r = test::run_cli(
+        {"quantize", kResNet.string(), "-o", out.string(), "--calibration", (dir / "cal").string()});
     CHECK(r.exit_code == 1);
     CHECK(r.err.find((dir / "cal" / "s0").string()) != std::string::npos);
     CHECK(r.err.find("missing") != std::string::npos);
@@ -263,7 +277,8 @@ TEST_CASE("quantize refuses a calibration folder that does not fit the model, na
     const std::string input = m.graph->inputs()[0]->name();
     fs::create_directories(dir / "cal2" / "s0");
     write_npy(dir / "cal2" / "s0" / npy_file_name(input), HostTensor(DType::F32, {1, 3, 8, 8}));
-    const test::CliResult r = test::run_cli({"quantize", kResNet.string(), "-o", out.string(), "--calibration", (dir / "cal2").string()});
+    const test::CliResult r = test::run_cli(
+        {"quantize", kResNet.string(), "-o", out.string(), "--calibration", (dir / "cal2").string()});
     CHECK(r.exit_code == 1);
     CHECK(r.err.find("calibration sample 's0'") != std::string::npos);
   }
@@ -275,11 +290,14 @@ TEST_CASE("the int8 kernels sum exactly where 16-bit pair sums would saturate") 
   // which AVX2's maddubs saturates; the exact sum is 512 x 255 x 127 = 16581120.
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
     g (uint8[2,512] x) => (float[2,3] y) {
-      w = Constant <value = int8[512,3] {)" + [] {
-    std::string v;
-    for (int i = 0; i < 512 * 3; ++i) v += (i ? ", " : "") + std::string(i % 3 == 2 ? "-127" : "127");
-    return v;
-  }() + R"(}> ()
+      w = Constant <value = int8[512,3] {)" +
+                           [] {
+                             std::string v;
+                             for (int i = 0; i < 512 * 3; ++i)
+                               v += (i ? ", " : "") + std::string(i % 3 == 2 ? "-127" : "127");
+                             return v;
+                           }() +
+                           R"(}> ()
       xs = Constant <value = float {0.5}> ()
       xz = Constant <value = uint8 {0}> ()
       ws = Constant <value = float[3] {1.0, 0.25, 2.0}> ()
@@ -290,7 +308,8 @@ TEST_CASE("the int8 kernels sum exactly where 16-bit pair sums would saturate") 
   test::save_model(test::parse_text_model(text.c_str()), path);
   const Model m = import_onnx(path);
   HostTensor x(DType::U8, {2, 512});
-  for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<uint8_t>()[i] = i < 512 ? 255 : static_cast<uint8_t>(i % 7);
+  for (int64_t i = 0; i < x.size(); ++i)
+    x.mutable_data<uint8_t>()[i] = i < 512 ? 255 : static_cast<uint8_t>(i % 7);
   const NamedTensors out = Evaluator(m).run({{"x", x}});
   const float* y = out[0].second.data<float>();
   const double full = 512.0 * 255 * 127 * 0.5;
@@ -321,7 +340,9 @@ TEST_CASE("quantize converts a model below opset 13 with ONNX's version converte
   const fs::path dir = test::scratch_dir("quantize-opset11");
   test::save_model(test::parse_text_model(text), dir / "m.onnx");
   const fs::path cal = calibration_folder(dir / "m.onnx", 3, 500, "quantize-opset11-cal");
-  const test::CliResult r = test::run_cli({"quantize", (dir / "m.onnx").string(), "-o", (dir / "q.onnx").string(), "--calibration", cal.string(), "--no-progress"});
+  const test::CliResult r =
+      test::run_cli({"quantize", (dir / "m.onnx").string(), "-o", (dir / "q.onnx").string(), "--calibration",
+                     cal.string(), "--no-progress"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const Model original = import_onnx(dir / "m.onnx");
@@ -329,14 +350,16 @@ TEST_CASE("quantize converts a model below opset 13 with ONNX's version converte
   CHECK(q.opset_version("") == 13);
   CHECK(test::count_op(q, "QuantizeLinear") == 1);
   for (const auto& n : q.graph->nodes())
-    if (n->op_type == "DequantizeLinear" && q.graph->constant_value(n->input(0))) CHECK(q.graph->constant_value(n->input(1))->dims == std::vector<int64_t>{2});
+    if (n->op_type == "DequantizeLinear" && q.graph->constant_value(n->input(0)))
+      CHECK(q.graph->constant_value(n->input(1))->dims == std::vector<int64_t>{2});
   CHECK(output_cosine(original, q, 3) > 0.999);
 }
 
 namespace {
 
 // The share of `images` a model classifies as `labels` says, and its predictions.
-std::pair<double, std::vector<int64_t>> classify(const Model& m, const HostTensor& images, const HostTensor& labels) {
+std::pair<double, std::vector<int64_t>> classify(const Model& m, const HostTensor& images,
+                                                 const HostTensor& labels) {
   const NamedTensors out = Evaluator(m).run({{"image", images}});
   const HostTensor& logits = out[0].second;
   const int64_t n = logits.dim(0), classes = logits.dim(1);
@@ -358,7 +381,8 @@ double agreement_of(const std::vector<int64_t>& a, const std::vector<int64_t>& b
 
 }  // namespace
 
-TEST_CASE("a trained CNN on real images keeps its accuracy in INT8, in QDQ form and in geopt's int8 kernels") {
+TEST_CASE(
+    "a trained CNN on real images keeps its accuracy in INT8, in QDQ form and in geopt's int8 kernels") {
   // examples/train_shapes.py: a small CNN trained on synthetic shapes, 20 training images
   // to calibrate with and 200 held-out images with their labels.
   const fs::path dir = fs::path(GEOPT_SOURCE_DIR_STR) / "examples" / "trained";
@@ -366,8 +390,10 @@ TEST_CASE("a trained CNN on real images keeps its accuracy in INT8, in QDQ form 
   const fs::path q8 = test::scratch_dir("quantize-trained") / "int8.onnx";
   for (const std::string method : {"minmax", "percentile", "entropy"}) {
     CAPTURE(method);
-    const test::CliResult r = test::run_cli({"quantize", model_path.string(), "-o", q8.string(), "--calibration",
-                                             (dir / "shapes_cnn_op13" / "calibration").string(), "--calibration-method", method, "--no-progress"});
+    const test::CliResult r =
+        test::run_cli({"quantize", model_path.string(), "-o", q8.string(), "--calibration",
+                       (dir / "shapes_cnn_op13" / "calibration").string(), "--calibration-method", method,
+                       "--no-progress"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     const HostTensor images = read_npy(dir / "shapes_cnn_op13" / "test" / "image.npy");

@@ -36,7 +36,8 @@ void check_bit_identical(const Model& a, const Model& b) {
     REQUIRE(an.size() == bn.size());
     for (size_t k = 0; k < an.size(); ++k) {
       REQUIRE(an[k].tensors.size() == bn[k].tensors.size());
-      for (size_t t = 0; t < an[k].tensors.size(); ++t) CHECK(same_bytes(*an[k].tensors[t], *bn[k].tensors[t]));
+      for (size_t t = 0; t < an[k].tensors.size(); ++t)
+        CHECK(same_bytes(*an[k].tensors[t], *bn[k].tensors[t]));
     }
   }
 }
@@ -148,6 +149,7 @@ TEST_CASE("typed data fields import as the same bytes as raw_data") {
   test::save_model(m, p);
   Model ir = import_onnx(p);
   CHECK(ir.graph->find_value("w")->initializer->to_vector<float>() == std::vector<float>{1.5f, -2.0f, 3.25f});
-  CHECK(ir.graph->find_value("h")->initializer->to_vector<uint16_t>() == std::vector<uint16_t>{0x3C00, 0xC000});
+  CHECK(ir.graph->find_value("h")->initializer->to_vector<uint16_t>() ==
+        std::vector<uint16_t>{0x3C00, 0xC000});
   CHECK(ir.graph->find_value("y")->type.to_string() == "f32[3]");
 }

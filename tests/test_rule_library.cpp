@@ -31,7 +31,8 @@ size_t count_in(const Model& m, const std::vector<std::string>& ops) {
 }
 
 // The primitive ops a LayerNorm, a GELU and an attention block are exported as.
-const std::vector<std::string> kNormPrimitives = {"ReduceMean", "Pow", "Sqrt", "LayerNormalization", "LayerNorm"};
+const std::vector<std::string> kNormPrimitives = {"ReduceMean", "Pow", "Sqrt", "LayerNormalization",
+                                                  "LayerNorm"};
 const std::vector<std::string> kGeluPrimitives = {"Erf", "Tanh"};
 const std::vector<std::string> kAttentionPrimitives = {"Softmax", "Where"};
 
@@ -43,13 +44,16 @@ TEST_CASE("BERT: every LayerNorm with its residual Add is an AddLayerNorm, GELUs
     CHECK(count_in(r.model, kNormPrimitives) == 0);
     CHECK(count_op(r.model, "FlashAttention") == 2);
     CHECK(count_in(r.model, kAttentionPrimitives) == 0);
-    CHECK(count_in(r.model, kGeluPrimitives) == 0);  // the pooler's Tanh (no GELU) rides on its FusedMatMul too
-    CHECK(count_op(r.model, "Gelu") == 0);           // both GELUs ride on their FusedMatMul
+    CHECK(count_in(r.model, kGeluPrimitives) ==
+          0);                               // the pooler's Tanh (no GELU) rides on its FusedMatMul too
+    CHECK(count_op(r.model, "Gelu") == 0);  // both GELUs ride on their FusedMatMul
     CHECK(r.selected["FusedMatMulGelu"] == 2);
     CHECK(r.selected["FusedMatMulTanh"] == 1);
-    CHECK(count_op(r.model, "FusedMatMul") == 9);    // Q, K and V merged, output and two FFN layers per layer, and the pooler
+    CHECK(count_op(r.model, "FusedMatMul") ==
+          9);  // Q, K and V merged, output and two FFN layers per layer, and the pooler
     CHECK(r.selected["QKVMergeBiased"] == 2);
-    CHECK(r.selected.count("QKVMerge") == 0);        // built the same input Reshape, but its merged product is not the one kept
+    CHECK(r.selected.count("QKVMerge") ==
+          0);  // built the same input Reshape, but its merged product is not the one kept
     CHECK(count_op(r.model, "Gemm") == 0);
     CHECK(count_op(r.model, "MatMul") == 0);
   }
@@ -72,7 +76,9 @@ TEST_CASE("GPT-2: the same with a causal mask, and pre-LN residuals keep their s
   }
 }
 
-TEST_CASE("ViT (torchvision, nn.MultiheadAttention, pre-LN): every residual is inside an AddLayerNorm that keeps its sum") {
+TEST_CASE(
+    "ViT (torchvision, nn.MultiheadAttention, pre-LN): every residual is inside an AddLayerNorm that keeps "
+    "its sum") {
   // Each sum is both a LayerNorm's input and the next residual's: the extraction must
   // take the tuple's sum for the Add, not drop the tuple for a LayerNorm of the Add.
   static auto rules = test::load_rules({test::shipped_rules()});
@@ -114,15 +120,17 @@ TEST_CASE("ResNet and MobileNetV2: every Conv carries its bias and activation, t
     const char* name;
     size_t convs;
   };
-  for (Case c : {Case{"resnet18_narrow_op13", 20}, Case{"resnet18_narrow_op17", 20}, Case{"mobilenetv2_half_op13", 52},
-                 Case{"mobilenetv2_half_op17", 52}}) {
+  for (Case c : {Case{"resnet18_narrow_op13", 20}, Case{"resnet18_narrow_op17", 20},
+                 Case{"mobilenetv2_half_op13", 52}, Case{"mobilenetv2_half_op17", 52}}) {
     INFO(std::string(c.name));
     ascend::OptimizeResult r = optimize_example(c.name);
     CHECK(count_op(r.model, "Conv") == 0);
     CHECK(count_op(r.model, "FusedConv") == c.convs);
-    CHECK(count_in(r.model, {"Relu", "Clip", "Add"}) == 0);  // activations and residuals are in the FusedConvs
+    CHECK(count_in(r.model, {"Relu", "Clip", "Add"}) ==
+          0);                      // activations and residuals are in the FusedConvs
     size_t runtime_transdata = 0;  // weight layouts (FRACTAL_Z) are computed when the model is compiled
-    for (const auto& n : r.model.graph->nodes()) runtime_transdata += n->op_type == "TransData" && !ascend::is_weight_layout(*n);
+    for (const auto& n : r.model.graph->nodes())
+      runtime_transdata += n->op_type == "TransData" && !ascend::is_weight_layout(*n);
     CHECK(runtime_transdata == 1);  // one out: the first conv reads the NCHW image as given (C04)
     for (const auto& n : r.model.graph->nodes()) {
       INFO(n->name);
@@ -138,7 +146,8 @@ TEST_CASE("ResNet and MobileNetV2: every Conv carries its bias and activation, t
   }
 }
 
-TEST_CASE("the seed case: attention + LayerNorm + Dropout + residual is one kernel at epsilon 1e-5, not at 1e-6") {
+TEST_CASE(
+    "the seed case: attention + LayerNorm + Dropout + residual is one kernel at epsilon 1e-5, not at 1e-6") {
   ascend::OptimizeResult fused = optimize_example("seed_attention_ln_eps1e-5");
   CHECK(fused.model.graph->nodes().size() == 1);
   CHECK(count_op(fused.model, "FlashAttentionLayerNorm") == 1);
@@ -176,7 +185,8 @@ g (float[N,2,4,4] x) => (float[M,3,4,4] y) {
   f = Constant <value = float[2,1,1,1] {1.5, 1.5}> ()
   c = Conv <kernel_shape = [1, 1]> (x, w, b)
   y = Mul(c, f)
-})", R"(
+})",
+                          R"(
 <ir_version: 8, opset_import: ["" : 13]>
 g (float[N,2,4,4] x) => (float[M,3,4,4] y) {
   w = Constant <value = float[3,2,1,1] {1, -2, 3, -4, 5, -6}> ()
@@ -184,7 +194,8 @@ g (float[N,2,4,4] x) => (float[M,3,4,4] y) {
   t = Constant <value = float[2,1,1,1] {0.25, 0.25}> ()
   c = Conv <kernel_shape = [1, 1]> (x, w, b)
   y = Add(c, t)
-})", R"(
+})",
+                          R"(
 <ir_version: 8, opset_import: ["" : 13]>
 g (float[N,8] x) => (float[M,8] y) {
   three = Constant <value = float[2,1] {3, 3}> ()
@@ -198,12 +209,14 @@ g (float[N,8] x) => (float[M,8] y) {
   auto dir = test::scratch_dir("symbolic_batch_rules");
   int i = 0;
   for (const char* text : models) {
-    const auto model = dir / ("m" + std::to_string(i) + ".onnx"), optimized = dir / ("o" + std::to_string(i++) + ".onnx");
+    const auto model = dir / ("m" + std::to_string(i) + ".onnx"),
+               optimized = dir / ("o" + std::to_string(i++) + ".onnx");
     test::save_model(test::parse_text_model(text), model);
     auto r = test::run_cli({"optimize", model.string(), "-o", optimized.string(), "--no-check"});
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     for (const char* n : {"N=1", "N=2"}) {
-      auto run = test::run_cli({"run", optimized.string(), "--random-inputs", "--dim", n, "--compare", model.string()});
+      auto run = test::run_cli(
+          {"run", optimized.string(), "--random-inputs", "--dim", n, "--compare", model.string()});
       CHECK_MESSAGE(run.exit_code == 0, text, " at ", n, ": ", run.out, run.err);
     }
   }

@@ -105,7 +105,8 @@ TEST_CASE("a rule sound only for its test's constants is caught, naming the cons
     if (!c.passed && !failing) failing = &c;
   REQUIRE(failing);
   CHECK(failing->shapes.find("constants drawn: %hi = [") != std::string::npos);
-  CHECK(failing->shapes.find("%lo = [-") != std::string::npos);  // a negative lower bound is what Relu would have clipped
+  CHECK(failing->shapes.find("%lo = [-") !=
+        std::string::npos);  // a negative lower bound is what Relu would have clipped
   // With the guard the rule needs, every draw it still takes is sound.
   std::string text = test::read_file(dir / "clip.gerule");
   text.insert(text.find("  rewrite"), "  where %lo in 0 .. 1e30\n");

@@ -42,17 +42,19 @@ TEST_CASE("saturation finds every starter-rule site in BERT and stops saturated"
   CHECK(r.per_rule["GeluErf"].matched == 2);
   CHECK(r.per_rule["LayerNormFusion"].applied == 5);
   CHECK(r.per_rule["AddLayerNormFusion"].matched == 5);  // on the LayerNorms the first iteration made
-  CHECK(r.per_iteration.back().applied == 0);  // the last iteration found nothing new
+  CHECK(r.per_iteration.back().applied == 0);            // the last iteration found nothing new
   CHECK(r.per_iteration.size() == r.iterations);
 }
 
 TEST_CASE("limits stop a blow-up, and the backoff scheduler throttles the rule") {
   // Associativity (with commutative matching) generates every bracketing of a sum.
-  auto rules = rules_from("rule Assoc { match %y = Add(Add(%a, %b), %c) rewrite %y => Add(%a, Add(%b, %c)) }");
+  auto rules =
+      rules_from("rule Assoc { match %y = Add(Add(%a, %b), %c) rewrite %y => Add(%a, Add(%b, %c)) }");
   Model m = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[2] a, float[2] b, float[2] c, float[2] d, float[2] e, float[2] f, float[2] h) => (float[2] y) {
       s1 = Add(a, b) s2 = Add(s1, c) s3 = Add(s2, d) s4 = Add(s3, e) s5 = Add(s4, f) y = Add(s5, h)
-    })"), "sum.onnx");
+    })"),
+                              "sum.onnx");
   {
     GraphEGraph geg = egraph_from_graph(*m.graph);
     dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, m.opsets, {30, 300, 10.0}, {100000, 5});
@@ -123,10 +125,13 @@ TEST_CASE("a fusion is picked where it fits the UB and refused, with the reason,
     g (float[4,16384] x, float[4,16384] r, float[16384] g, float[16384] b) => (float[4,16384] y) {
       s = Add(x, r)
       y = LayerNormalization <epsilon = 0.00001> (s, g, b)
-    })"), "aln.onnx");
+    })"),
+                              "aln.onnx");
   ascend::OptimizeOptions opts;
-  opts.cost.precision.mode = geopt::ascend::PrecisionMode::MustKeepOriginDtype;  // f32 rows: 512 KiB of working set
-  ascend::OptimizeResult big = ascend::optimize(m, *rules, ascend::load_profile("Ascend910B1", {{"buffers.ub", "1048576"}}), opts);
+  opts.cost.precision.mode =
+      geopt::ascend::PrecisionMode::MustKeepOriginDtype;  // f32 rows: 512 KiB of working set
+  ascend::OptimizeResult big =
+      ascend::optimize(m, *rules, ascend::load_profile("Ascend910B1", {{"buffers.ub", "1048576"}}), opts);
   CHECK(big.selected["AddLayerNormFusion"] == 1);
   CHECK(count_op(big.model, "AddLayerNorm") == 1);
   ascend::OptimizeResult small = ascend::optimize(m, *rules, ascend::load_profile("Ascend910B1"), opts);
@@ -135,14 +140,16 @@ TEST_CASE("a fusion is picked where it fits the UB and refused, with the reason,
   CHECK(count_op(small.model, "AddLayerNorm") == 0);
   CHECK(count_op(small.model, "LayerNormalization") == 1);
   // The reason, from the cost model, on the fused kernel the rule proposed.
-  ascend::KernelCost c = ascend::cost_of(ascend::work_of(*big.model.graph->nodes()[0], opts.cost), ascend::load_profile("Ascend910B1"));
+  ascend::KernelCost c = ascend::cost_of(ascend::work_of(*big.model.graph->nodes()[0], opts.cost),
+                                         ascend::load_profile("Ascend910B1"));
   CHECK(c.reason == "ai.geopt::AddLayerNorm: working set 512 KiB exceeds UB 192 KiB on Ascend910B1");
 }
 
 TEST_CASE("geopt optimize: report, check, fusion_result.json") {
   fs::path dir = test::scratch_dir("optimize-cli");
-  auto r = test::run_cli({"optimize", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "-o", (dir / "out.onnx").string(),
-                          "--export-compile-stat", (dir / "fusion_result.json").string()});
+  auto r = test::run_cli({"optimize", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "-o",
+                          (dir / "out.onnx").string(), "--export-compile-stat",
+                          (dir / "fusion_result.json").string()});
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("stopped: saturated") != std::string::npos);
   CHECK(r.out.find("left unfused: ") != std::string::npos);
@@ -153,8 +160,10 @@ TEST_CASE("geopt optimize: report, check, fusion_result.json") {
   const auto optimized = nlohmann::json::parse(json.out);
   CHECK(optimized["saturation"]["stop"] == "saturated");
   CHECK(optimized["kernels"]["before"] == 110);
-  CHECK(optimized["kernels"]["after"] == 22);  // the two embedding lookups of constants run at compile time; the pooler fused; Q, K and V one product per layer
-  CHECK(!optimized["unfused"].contains("Transpose"));  // the attention heads' split and merge, absorbed by FlashAttention
+  CHECK(optimized["kernels"]["after"] == 22);  // the two embedding lookups of constants run at compile time;
+                                               // the pooler fused; Q, K and V one product per layer
+  CHECK(!optimized["unfused"].contains(
+      "Transpose"));  // the attention heads' split and merge, absorbed by FlashAttention
   CHECK(optimized["check"]["ok"] == true);
   auto stat = nlohmann::json::parse(test::read_file(dir / "fusion_result.json"));
   CHECK(stat["session_and_graph_id_0_0"]["graph_fusion"]["LayerNormFusion"]["match_times"] == "5");
@@ -162,21 +171,27 @@ TEST_CASE("geopt optimize: report, check, fusion_result.json") {
   CHECK(stat["session_and_graph_id_0_0"]["graph_fusion"]["LayerNormFusion"]["effect_times"] == "5");
   CHECK(stat["session_and_graph_id_0_0"]["graph_fusion"]["AddLayerNormFusion"]["effect_times"] == "5");
   CHECK(fs::exists(dir / "out.onnx"));
-  auto slow = test::run_cli({"optimize", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "--json", "--profile-set", "memory.hbm_gbps=100"});
+  auto slow = test::run_cli({"optimize", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "--json",
+                             "--profile-set", "memory.hbm_gbps=100"});
   REQUIRE(slow.exit_code == 0);
   auto fast = test::run_cli({"optimize", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "--json"});
   const auto fast_rules = nlohmann::json::parse(fast.out)["rules"];
   CHECK(fast_rules["AddLayerNormFusion"]["matched"] == 5);
   CHECK(fast_rules["AddLayerNormFusion"]["selected"] == 5);
   CHECK(fast_rules["LayerNormFusion"]["selected"] == 5);
-  CHECK(nlohmann::json::parse(slow.out)["latency_us"]["before"].get<double>() > nlohmann::json::parse(fast.out)["latency_us"]["before"].get<double>());
-  CHECK(test::run_cli({"optimize", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "--profile-set", "memory.nope=1"}).exit_code == 2);
-  auto j = test::run_cli({"optimize", (test::examples_dir() / "gpt2_tiny_op13.onnx").string(), "--json", "--disable", "fusion", "--disable", "folding", "--disable", "canonical",
-                           "--disable", "algebra", "--disable", "layout", "--disable", "elimination"});
+  CHECK(nlohmann::json::parse(slow.out)["latency_us"]["before"].get<double>() >
+        nlohmann::json::parse(fast.out)["latency_us"]["before"].get<double>());
+  CHECK(test::run_cli({"optimize", (test::examples_dir() / "bert_tiny_op13.onnx").string(), "--profile-set",
+                       "memory.nope=1"})
+            .exit_code == 2);
+  auto j = test::run_cli({"optimize", (test::examples_dir() / "gpt2_tiny_op13.onnx").string(), "--json",
+                          "--disable", "fusion", "--disable", "folding", "--disable", "canonical",
+                          "--disable", "algebra", "--disable", "layout", "--disable", "elimination"});
   REQUIRE(j.exit_code == 0);
   auto report = nlohmann::json::parse(j.out);
-  CHECK(report["kernels"]["before"] == 106);  // ops of constants (a shape computation) run at compile time, not counted
-  CHECK(report["kernels"]["after"] == 106);   // no rule ran
+  CHECK(report["kernels"]["before"] ==
+        106);  // ops of constants (a shape computation) run at compile time, not counted
+  CHECK(report["kernels"]["after"] == 106);  // no rule ran
   CHECK(report["check"]["ok"] == true);
   CHECK(test::run_cli({"optimize", "nope.onnx"}).exit_code == 1);
 }
@@ -194,13 +209,16 @@ Model conv_relu_conv() {
     t->name = name;
     t->dtype = DType::F32;
     t->dims = dims;
-    HostTensor h = random_inputs([&] {
-      Model tmp;
-      Value* v = tmp.graph->add_value("w");
-      v->type = {DType::F32, Shape(std::vector<Dim>(dims.begin(), dims.end())), {}};
-      tmp.graph->add_input(v);
-      return tmp;
-    }(), seed).at("w");
+    HostTensor h = random_inputs(
+                       [&] {
+                         Model tmp;
+                         Value* v = tmp.graph->add_value("w");
+                         v->type = {DType::F32, Shape(std::vector<Dim>(dims.begin(), dims.end())), {}};
+                         tmp.graph->add_input(v);
+                         return tmp;
+                       }(),
+                       seed)
+                       .at("w");
     t->data = BufferSlice(std::string(reinterpret_cast<const char*>(h.raw()), h.nbytes()));
     Value* v = g.add_value(name);
     v->type = {DType::F32, Shape(std::vector<Dim>(dims.begin(), dims.end())), {}};
@@ -216,8 +234,9 @@ Model conv_relu_conv() {
   Value* b2 = weights("b2", {24}, 4);
   auto conv = [&](const char* name, Value* in, Value* w, Value* b, Value* out) {
     Node* n = g.add_node("Conv", "", name, {in, w, b}, {out});
-    n->attributes = {Attribute::make_int("group", 1), Attribute::make_ints("strides", {1, 1}), Attribute::make_ints("pads", {1, 1, 1, 1}),
-                     Attribute::make_ints("dilations", {1, 1}), Attribute::make_ints("kernel_shape", {3, 3})};
+    n->attributes = {Attribute::make_int("group", 1), Attribute::make_ints("strides", {1, 1}),
+                     Attribute::make_ints("pads", {1, 1, 1, 1}), Attribute::make_ints("dilations", {1, 1}),
+                     Attribute::make_ints("kernel_shape", {3, 3})};
   };
   Value* c1 = g.add_value("c1");
   c1->type = {DType::F32, Shape{1, 20, 32, 32}, {}};
@@ -234,10 +253,14 @@ Model conv_relu_conv() {
 
 }  // namespace
 
-TEST_CASE("layout: Conv -> Relu -> Conv runs in NC1HWC0, the first conv reading its 3-channel input as given, and converts back once") {
-  auto rules = test::load_rules({test::shipped_rules() + "/conv.gerule", test::shipped_rules() + "/layout.gerule"});
+TEST_CASE(
+    "layout: Conv -> Relu -> Conv runs in NC1HWC0, the first conv reading its 3-channel input as given, and "
+    "converts back once") {
+  auto rules =
+      test::load_rules({test::shipped_rules() + "/conv.gerule", test::shipped_rules() + "/layout.gerule"});
   // The Relu stays a separate kernel here, to show it moving into NC1HWC0.
-  for (const char* r : {"FusedConvRelu", "FusedConvRelu6", "FusedConvResidual", "FusedConvResidualRelu"}) rules->set_enabled(r, false);
+  for (const char* r : {"FusedConvRelu", "FusedConvRelu6", "FusedConvResidual", "FusedConvResidualRelu"})
+    rules->set_enabled(r, false);
   auto profile = ascend::load_profile("Ascend910B1");
   Model m = conv_relu_conv();
   ascend::OptimizeResult best = ascend::optimize(m, *rules, profile);
@@ -246,13 +269,17 @@ TEST_CASE("layout: Conv -> Relu -> Conv runs in NC1HWC0, the first conv reading 
   CHECK(best.selected["ConvReadsNCHWInput"] == 1);
   CHECK(count_op(best.model, "Relu") == 1);
   for (const auto& n : best.model.graph->nodes())
-    if (n->op_type == "FusedConv") CHECK(n->attr("data_format")->s == "NC1HWC0");
-    else if (n->op_type == "Relu") CHECK(n->input(0)->type.shape->rank() == 5);  // the Relu runs in NC1HWC0
+    if (n->op_type == "FusedConv")
+      CHECK(n->attr("data_format")->s == "NC1HWC0");
+    else if (n->op_type == "Relu")
+      CHECK(n->input(0)->type.shape->rank() == 5);  // the Relu runs in NC1HWC0
   CHECK(max_error(m, best.model) <= 1e-4);
 
   // The modeled cost proves it: the plan that converts around every op (each conv
   // rewritten on its own, nothing moved or cancelled) and staying in NCHW both cost more.
-  for (const char* r : {"ReluThroughTransData", "TransDataRoundTrip", "TransDataPairCancels", "ConvReadsNCHWInput"}) rules->set_enabled(r, false);
+  for (const char* r :
+       {"ReluThroughTransData", "TransDataRoundTrip", "TransDataPairCancels", "ConvReadsNCHWInput"})
+    rules->set_enabled(r, false);
   // Each conv rewritten once, alone: a FusedConv (ConvBias), then in NC1HWC0.
   Model per_op = conv_relu_conv();
   for (const char* rule : {"ConvBias", "ConvToNC1HWC0"})

@@ -29,8 +29,10 @@ namespace {
 // A text model: x -> Relu -> `count` times `op` -> y.
 Model chain(const std::string& op, size_t count) {
   std::ostringstream text;
-  text << "<ir_version: 8, opset_import: [\"\" : 13]>\n g (float[4, 8] x) => (float[4, 8] y) {\n t0 = Relu(x)\n";
-  for (size_t i = 1; i <= count; ++i) text << (i == count ? "y" : "t" + std::to_string(i)) << " = " << op << "(t" << i - 1 << ")\n";
+  text << "<ir_version: 8, opset_import: [\"\" : 13]>\n g (float[4, 8] x) => (float[4, 8] y) {\n t0 = "
+          "Relu(x)\n";
+  for (size_t i = 1; i <= count; ++i)
+    text << (i == count ? "y" : "t" + std::to_string(i)) << " = " << op << "(t" << i - 1 << ")\n";
   text << "}";
   return import_onnx_proto(test::parse_text_model(text.str().c_str()), op + "_chain.onnx");
 }
@@ -43,7 +45,9 @@ std::unique_ptr<dsl::RuleSet> rules_from(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("a rule the backoff scheduler bans comes back: 2,400 Identity nodes all go, and the report shows the bans") {
+TEST_CASE(
+    "a rule the backoff scheduler bans comes back: 2,400 Identity nodes all go, and the report shows the "
+    "bans") {
   auto rules = rules_from("rule DropIdentity { match %y = Identity(%x) rewrite %y => %x }");
   Model m = chain("Identity", 2400);
   GraphEGraph geg = egraph_from_graph(*m.graph);
@@ -80,7 +84,8 @@ rule DropIdentity { match %y = Identity(%x) rewrite %y => %x })");
   CHECK(out.graph->nodes().size() == 1);  // the Relu: every Tanh is proved equal to its input
 }
 
-TEST_CASE("pricing a switch incrementally agrees with pricing the whole program anew, before and after switches") {
+TEST_CASE(
+    "pricing a switch incrementally agrees with pricing the whole program anew, before and after switches") {
   auto rules = test::load_rules({test::shipped_rules()});
   auto profile = ascend::load_profile("Ascend910B1");
   NodeCost cost = ascend::egraph_cost(profile, {});
@@ -118,7 +123,8 @@ TEST_CASE("pricing a switch incrementally agrees with pricing the whole program 
           // a switch computes anew are placed below the switched one), then check it
           // against a selection built anew.
           bool computed = true;
-          for (ClassId ch : g.eclass(c).nodes[i].children) computed = computed && (ch == kAbsent || s.computes(ch));
+          for (ClassId ch : g.eclass(c).nodes[i].children)
+            computed = computed && (ch == kAbsent || s.computes(ch));
           if (eligible++ % 2) continue;
           s.switch_to(c, i, &fill.choice);
           ++switched;
@@ -140,19 +146,24 @@ TEST_CASE("pricing a switch incrementally agrees with pricing the whole program 
     CHECK(compared > 20);
     CHECK(switched > 3);
     CHECK(adding > 3);
-    MESSAGE(std::string(name) << ": " << compared << " switches priced (" << cyclic << " cyclic), " << switched << " taken, " << adding
-                              << " of them computing classes anew");
+    MESSAGE(std::string(name) << ": " << compared << " switches priced (" << cyclic << " cyclic), "
+                              << switched << " taken, " << adding << " of them computing classes anew");
   }
 }
 
-TEST_CASE("a 20,000-op chain optimizes, extracts, plans memory and streams, and simulates with no recursion over its depth") {
+TEST_CASE(
+    "a 20,000-op chain optimizes, extracts, plans memory and streams, and simulates with no recursion over "
+    "its depth") {
   auto rules = test::load_rules({test::shipped_rules()});
   auto profile = ascend::load_profile("Ascend910B1");
   // Sigmoid and Tanh alternate: no rule fires, every walk goes the chain's whole length.
   std::ostringstream text;
-  text << "<ir_version: 8, opset_import: [\"\" : 13]>\n g (float[4, 8] x) => (float[4, 8] y) {\n t0 = Relu(x)\n";
+  text << "<ir_version: 8, opset_import: [\"\" : 13]>\n g (float[4, 8] x) => (float[4, 8] y) {\n t0 = "
+          "Relu(x)\n";
   const size_t n = 20000;
-  for (size_t i = 1; i <= n; ++i) text << (i == n ? "y" : "t" + std::to_string(i)) << " = " << (i % 2 ? "Sigmoid" : "Tanh") << "(t" << i - 1 << ")\n";
+  for (size_t i = 1; i <= n; ++i)
+    text << (i == n ? "y" : "t" + std::to_string(i)) << " = " << (i % 2 ? "Sigmoid" : "Tanh") << "(t" << i - 1
+         << ")\n";
   text << "}";
   Model m = import_onnx_proto(test::parse_text_model(text.str().c_str()), "deep_chain.onnx");
   ascend::OptimizeResult r = ascend::optimize(m, *rules, profile);
@@ -167,13 +178,16 @@ TEST_CASE("a 20,000-op chain optimizes, extracts, plans memory and streams, and 
   CHECK(streams.stream_count == 1);  // a chain has no branch to run beside it
 }
 
-TEST_CASE("every reuse of bytes is ordered: each access of a tensor happens before the write of the next tensor on its bytes") {
+TEST_CASE(
+    "every reuse of bytes is ordered: each access of a tensor happens before the write of the next tensor on "
+    "its bytes") {
   // The stream plan keeps only the reuse dependencies on each byte's latest holder; the
   // rest must follow through events. Checked here against every pair of buffers.
   auto rules = test::load_rules({test::shipped_rules()});
   auto profile = ascend::load_profile("Ascend910B1");
   size_t pairs = 0, cross = 0;
-  for (const char* name : {"resnet18_narrow_op13.onnx", "bert_tiny_op13.onnx", "mobilenetv2_half_op17.onnx", "llama_tiny_op13.onnx"}) {
+  for (const char* name : {"resnet18_narrow_op13.onnx", "bert_tiny_op13.onnx", "mobilenetv2_half_op17.onnx",
+                           "llama_tiny_op13.onnx"}) {
     INFO(std::string(name));
     Model m = import_onnx(test::examples_dir() / name);
     propagate_static_shapes(m);
@@ -189,7 +203,8 @@ TEST_CASE("every reuse of bytes is ordered: each access of a tensor happens befo
       for (size_t i = 0; i < k; ++i) index[i] = ++count[sp.stream_of[i]];
       std::vector<std::vector<size_t>> waits(k), after(k);
       for (const auto& e : sp.events) waits[e.to].push_back(e.from);
-      std::vector<std::vector<size_t>> clock_of_stream(sp.stream_count, std::vector<size_t>(sp.stream_count, 0));
+      std::vector<std::vector<size_t>> clock_of_stream(sp.stream_count,
+                                                       std::vector<size_t>(sp.stream_count, 0));
       for (size_t i = 0; i < k; ++i) {
         std::vector<size_t> clock = clock_of_stream[sp.stream_of[i]];
         for (size_t p : waits[i])
@@ -203,7 +218,9 @@ TEST_CASE("every reuse of bytes is ordered: each access of a tensor happens befo
       const auto& bufs = memory.buffers;
       for (const auto& a : bufs)
         for (const auto& b : bufs) {
-          if (a.last_step >= b.first_step || !(a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes)) continue;
+          if (a.last_step >= b.first_step ||
+              !(a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes))
+            continue;
           const Node* writer = b.values.front()->producer();
           if (!writer) continue;
           ++pairs;
@@ -257,20 +274,25 @@ Model decoder(size_t layers) {
     init << (init.tellp() > 0 ? ", " : "") << "float[" << rows << "," << cols << "] " << name << " = {";
     ++weights;
     for (int i = 0; i < rows * cols; ++i)
-      init << (i ? "," : "") << (static_cast<double>((i * 7 + static_cast<int>(layer) * 13 + weights * 5) % 17) - 8.0) / 64.0;
+      init << (i ? "," : "")
+           << (static_cast<double>((i * 7 + static_cast<int>(layer) * 13 + weights * 5) % 17) - 8.0) / 64.0;
     init << "}";
   };
-  text << "<ir_version: 8, opset_import: [\"\" : 13]>\n g (float[1,8," << h << "] x) => (float[1,8," << h << "] y) ";
+  text << "<ir_version: 8, opset_import: [\"\" : 13]>\n g (float[1,8," << h << "] x) => (float[1,8," << h
+       << "] y) ";
   std::ostringstream body;
   body << "{\n eps = Constant <value = float {1e-5}> ()\n scale = Constant <value = float {4.0}> ()\n"
-       << " heads = Constant <value = int64[4] {1, 8, 2, 8}> ()\n flat = Constant <value = int64[3] {1, 8, 16}> ()\n"
+       << " heads = Constant <value = int64[4] {1, 8, 2, 8}> ()\n flat = Constant <value = int64[3] {1, 8, "
+          "16}> ()\n"
        << " half = Constant <value = float {0.5}> ()\n one = Constant <value = float {1.0}> ()\n"
-       << " k0 = Constant <value = float {0.7978845}> ()\n k1 = Constant <value = float {0.044715}> ()\n three = Constant <value = float {3.0}> ()\n";
+       << " k0 = Constant <value = float {0.7978845}> ()\n k1 = Constant <value = float {0.044715}> ()\n "
+          "three = Constant <value = float {3.0}> ()\n";
   std::string in = "x";
   auto layer_norm = [&](const std::string& p, const std::string& x) {
-    body << " " << p << "m = ReduceMean <axes = [-1]> (" << x << ")\n " << p << "d = Sub(" << x << ", " << p << "m)\n " << p << "q = Mul(" << p
-         << "d, " << p << "d)\n " << p << "v = ReduceMean <axes = [-1]> (" << p << "q)\n " << p << "e = Add(" << p << "v, eps)\n " << p << "s = Sqrt("
-         << p << "e)\n " << p << "n = Div(" << p << "d, " << p << "s)\n";
+    body << " " << p << "m = ReduceMean <axes = [-1]> (" << x << ")\n " << p << "d = Sub(" << x << ", " << p
+         << "m)\n " << p << "q = Mul(" << p << "d, " << p << "d)\n " << p << "v = ReduceMean <axes = [-1]> ("
+         << p << "q)\n " << p << "e = Add(" << p << "v, eps)\n " << p << "s = Sqrt(" << p << "e)\n " << p
+         << "n = Div(" << p << "d, " << p << "s)\n";
     return p + "n";
   };
   for (size_t l = 0; l < layers; ++l) {
@@ -279,32 +301,41 @@ Model decoder(size_t layers) {
     weight(L + "w1", h, f, l);
     weight(L + "w2", f, h, l);
     const std::string a = layer_norm(L + "a", in);
-    body << " " << L << "q = MatMul(" << a << ", " << L << "wq)\n " << L << "k = MatMul(" << a << ", " << L << "wk)\n " << L << "v = MatMul(" << a << ", "
-         << L << "wv)\n";
-    body << " " << L << "qr = Reshape(" << L << "q, heads)\n " << L << "qt = Transpose <perm = [0, 2, 1, 3]> (" << L << "qr)\n";
-    body << " " << L << "kr = Reshape(" << L << "k, heads)\n " << L << "kt = Transpose <perm = [0, 2, 3, 1]> (" << L << "kr)\n";
-    body << " " << L << "vr = Reshape(" << L << "v, heads)\n " << L << "vt = Transpose <perm = [0, 2, 1, 3]> (" << L << "vr)\n";
-    body << " " << L << "s = MatMul(" << L << "qt, " << L << "kt)\n " << L << "sd = Div(" << L << "s, scale)\n " << L << "p = Softmax <axis = -1> ("
-         << L << "sd)\n " << L << "c = MatMul(" << L << "p, " << L << "vt)\n " << L << "ct = Transpose <perm = [0, 2, 1, 3]> (" << L << "c)\n " << L
-         << "cf = Reshape(" << L << "ct, flat)\n " << L << "o = MatMul(" << L << "cf, " << L << "wo)\n " << L << "r = Add(" << in << ", " << L << "o)\n";
+    body << " " << L << "q = MatMul(" << a << ", " << L << "wq)\n " << L << "k = MatMul(" << a << ", " << L
+         << "wk)\n " << L << "v = MatMul(" << a << ", " << L << "wv)\n";
+    body << " " << L << "qr = Reshape(" << L << "q, heads)\n " << L
+         << "qt = Transpose <perm = [0, 2, 1, 3]> (" << L << "qr)\n";
+    body << " " << L << "kr = Reshape(" << L << "k, heads)\n " << L
+         << "kt = Transpose <perm = [0, 2, 3, 1]> (" << L << "kr)\n";
+    body << " " << L << "vr = Reshape(" << L << "v, heads)\n " << L
+         << "vt = Transpose <perm = [0, 2, 1, 3]> (" << L << "vr)\n";
+    body << " " << L << "s = MatMul(" << L << "qt, " << L << "kt)\n " << L << "sd = Div(" << L
+         << "s, scale)\n " << L << "p = Softmax <axis = -1> (" << L << "sd)\n " << L << "c = MatMul(" << L
+         << "p, " << L << "vt)\n " << L << "ct = Transpose <perm = [0, 2, 1, 3]> (" << L << "c)\n " << L
+         << "cf = Reshape(" << L << "ct, flat)\n " << L << "o = MatMul(" << L << "cf, " << L << "wo)\n " << L
+         << "r = Add(" << in << ", " << L << "o)\n";
     const std::string b = layer_norm(L + "b", L + "r");
     // GELU, tanh form: 0.5 x (1 + tanh(0.7978845 (x + 0.044715 x^3)))
-    body << " " << L << "u = MatMul(" << b << ", " << L << "w1)\n " << L << "u3 = Pow(" << L << "u, three)\n " << L << "u4 = Mul(" << L << "u3, k1)\n "
-         << L << "u5 = Add(" << L << "u, " << L << "u4)\n " << L << "u6 = Mul(" << L << "u5, k0)\n " << L << "u7 = Tanh(" << L << "u6)\n " << L
-         << "u8 = Add(" << L << "u7, one)\n " << L << "u9 = Mul(" << L << "u, " << L << "u8)\n " << L << "g = Mul(" << L << "u9, half)\n " << L
-         << "dn = MatMul(" << L << "g, " << L << "w2)\n";
+    body << " " << L << "u = MatMul(" << b << ", " << L << "w1)\n " << L << "u3 = Pow(" << L << "u, three)\n "
+         << L << "u4 = Mul(" << L << "u3, k1)\n " << L << "u5 = Add(" << L << "u, " << L << "u4)\n " << L
+         << "u6 = Mul(" << L << "u5, k0)\n " << L << "u7 = Tanh(" << L << "u6)\n " << L << "u8 = Add(" << L
+         << "u7, one)\n " << L << "u9 = Mul(" << L << "u, " << L << "u8)\n " << L << "g = Mul(" << L
+         << "u9, half)\n " << L << "dn = MatMul(" << L << "g, " << L << "w2)\n";
     const std::string out = l + 1 == layers ? "y" : L + "out";
     body << " " << out << " = Add(" << L << "r, " << L << "dn)\n";
     in = out;
   }
   body << "}";
   text << "<" << init.str() << "> " << body.str();
-  return import_onnx_proto(test::parse_text_model(text.str().c_str()), "decoder_" + std::to_string(layers) + ".onnx");
+  return import_onnx_proto(test::parse_text_model(text.str().c_str()),
+                           "decoder_" + std::to_string(layers) + ".onnx");
 }
 
 }  // namespace
 
-TEST_CASE("extraction's work grows with the graph, not faster: a decoder of 4 to 32 blocks, classes visited per e-class") {
+TEST_CASE(
+    "extraction's work grows with the graph, not faster: a decoder of 4 to 32 blocks, classes visited per "
+    "e-class") {
   auto rules = test::load_rules({test::shipped_rules()});
   const auto profile = ascend::load_profile("Ascend910B1");
   std::vector<double> per_class;
@@ -313,27 +344,33 @@ TEST_CASE("extraction's work grows with the graph, not faster: a decoder of 4 to
     ascend::OptimizeOptions options;
     options.limits.seconds = 600;  // the same saturation on a slow machine: iterations and e-nodes bound it
     const ascend::OptimizeResult r = ascend::optimize(m, *rules, profile, options);
-    INFO(layers << " blocks: " << r.eclasses << " e-classes, " << r.extraction_steps << " classes visited (" << r.extraction_method << ")");
+    INFO(layers << " blocks: " << r.eclasses << " e-classes, " << r.extraction_steps << " classes visited ("
+                << r.extraction_method << ")");
     CHECK(r.selected.count("QKVMerge"));  // the sharing share_work looks for is there to find
     REQUIRE(r.eclasses > 0);
     per_class.push_back(static_cast<double>(r.extraction_steps) / static_cast<double>(r.eclasses));
-    MESSAGE(layers << " blocks: " << r.eclasses << " e-classes, " << r.extraction_steps << " steps, " << per_class.back() << " per class");
+    MESSAGE(layers << " blocks: " << r.eclasses << " e-classes, " << r.extraction_steps << " steps, "
+                   << per_class.back() << " per class");
   }
   // Linear: the steps per e-class stay within a band as the decoder grows 8x (quadratic
   // work would grow them 8x). The first point sets the band.
   for (size_t i = 1; i < per_class.size(); ++i) CHECK(per_class[i] <= 1.5 * per_class[0]);
 }
 
-TEST_CASE("a residual CNN of 20 blocks reaches NC1HWC0 end to end: saturation runs until the layout has crossed every block") {
+TEST_CASE(
+    "a residual CNN of 20 blocks reaches NC1HWC0 end to end: saturation runs until the layout has crossed "
+    "every block") {
   // Moving the NC1HWC0 conversion through a residual Add takes an iteration per block, so a
   // deep ResNet needs about one per block and more (ResNet-152: 76); with egg's 30 a third of
   // ResNet-101 stayed in NCHW behind 21 conversions, its Adds and Relus unfused.
   auto rules = test::load_rules({test::shipped_rules()});
   std::ostringstream text;
-  text << "<ir_version: 8, opset_import: [\"\" : 13]>\n g (float[1, 16, 8, 8] x) => (float[1, 16, 8, 8] y) {\n";
+  text << "<ir_version: 8, opset_import: [\"\" : 13]>\n g (float[1, 16, 8, 8] x) => (float[1, 16, 8, 8] y) "
+          "{\n";
   auto weight = [&](const std::string& name, int taps) {
     text << " " << name << " = Constant <value = float[16, 16, " << taps << ", " << taps << "] {";
-    for (int k = 0; k < 256 * taps * taps; ++k) text << (k ? ", " : "") << (k % 17 == 0 ? 0.5 : 0.01 * (k % 3));
+    for (int k = 0; k < 256 * taps * taps; ++k)
+      text << (k ? ", " : "") << (k % 17 == 0 ? 0.5 : 0.01 * (k % 3));
     text << "}> ()\n";
   };
   weight("w0", 3);  // the stem, as in a ResNet: the residual path starts after a conv
@@ -342,7 +379,8 @@ TEST_CASE("a residual CNN of 20 blocks reaches NC1HWC0 end to end: saturation ru
   for (size_t i = 1; i <= blocks; ++i) {
     for (const char* w : {"wa", "wb"}) weight(w + std::to_string(i), 1);
     text << " c" << i << " = Conv(t" << i - 1 << ", wa" << i << ")\n r" << i << " = Relu(c" << i << ")\n";
-    text << " d" << i << " = Conv(r" << i << ", wb" << i << ")\n s" << i << " = Add(d" << i << ", t" << i - 1 << ")\n";
+    text << " d" << i << " = Conv(r" << i << ", wb" << i << ")\n s" << i << " = Add(d" << i << ", t" << i - 1
+         << ")\n";
     text << " " << (i == blocks ? "y" : "t" + std::to_string(i)) << " = Relu(s" << i << ")\n";
   }
   text << "}";

@@ -26,7 +26,8 @@ size_t count_op(const Model& m, const std::string& op) {
   return n;
 }
 
-TEST_CASE("a Shape -> Gather -> Range -> Expand chain folds once the input is fixed, and the result is unchanged") {
+TEST_CASE(
+    "a Shape -> Gather -> Range -> Expand chain folds once the input is fixed, and the result is unchanged") {
   const char* text = R"(<ir_version: 8, opset_import: ["" : 17]>
     g (float[B,S] x) => (float[B,S] y) {
       shape = Shape(x)
@@ -56,12 +57,14 @@ TEST_CASE("a Shape -> Gather -> Range -> Expand chain folds once the input is fi
   CHECK(d.max_abs == 0);
 }
 
-TEST_CASE("without fixed inputs nothing depending on symbolic dims folds, and the dynamic values are listed") {
+TEST_CASE(
+    "without fixed inputs nothing depending on symbolic dims folds, and the dynamic values are listed") {
   Model m = import_text(R"(<ir_version: 8, opset_import: ["" : 17]>
     g (float[B,4] x) => (float[B,4] y) {
       shape = Shape(x)
       y = Reshape(x, shape)
-    })", "symbolic");
+    })",
+                        "symbolic");
   StaticShapeReport report = propagate_static_shapes(m);
   CHECK(report.folded == 0);
   CHECK(count_op(m, "Shape") == 1);
@@ -79,7 +82,8 @@ TEST_CASE("Shape honours start and end, Size folds, graph outputs stay computed"
       nf = Cast <to = 1> (n)
       sum = Add(c, nf)
       y = Add(x, sum)
-    })", "shape_attrs");
+    })",
+                        "shape_attrs");
   StaticShapeReport report = propagate_static_shapes(m);
   CHECK(report.dynamic.empty());
   CHECK(count_op(m, "Shape") == 1);  // `inner` is a graph output
@@ -101,7 +105,8 @@ TEST_CASE("folding is capped: a constant expanded past max_elements stays a node
       shape = Constant <value = int64[2] {1000, 100}> ()
       big = Expand(v, shape)
       y = Mul(x, big)
-    })", "capped");
+    })",
+                        "capped");
   StaticShapeOptions capped;
   capped.max_elements = 50000;
   StaticShapeReport report = propagate_static_shapes(m, capped);

@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <cmath>
 #include <sstream>
 
 #include "eval/compare.h"

@@ -23,7 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
 std::string arch_of(const fs::path& model) {
   const std::string stem = model.stem().string();
   return stem.substr(0, stem.rfind("_op"));
@@ -47,7 +46,9 @@ size_t runtime_ops(const Model& m, const std::string& op) {
   return n;
 }
 
-const std::set<std::string> kTransformers = {"bert", "gpt2", "gpt2_gelu_b", "t5_encoder", "whisper_encoder", "torch_encoder", "llama", "vit_b_16", "clip_text"};
+const std::set<std::string> kTransformers = {
+    "bert",          "gpt2",  "gpt2_gelu_b", "t5_encoder", "whisper_encoder",
+    "torch_encoder", "llama", "vit_b_16",    "clip_text"};
 
 }  // namespace
 
@@ -72,7 +73,9 @@ TEST_CASE("the zoo: every committed model computes torch's outputs") {
   }
 }
 
-TEST_CASE("the zoo: optimize keeps every model's outputs, never raises its modeled latency, fuses every transformer's primitives and keeps every CNN in NC1HWC0") {
+TEST_CASE(
+    "the zoo: optimize keeps every model's outputs, never raises its modeled latency, fuses every "
+    "transformer's primitives and keeps every CNN in NC1HWC0") {
   auto rules = test::load_rules({test::shipped_rules()});
   const auto profile = ascend::load_profile("Ascend910B1");
   size_t transformers = 0;
@@ -95,20 +98,24 @@ TEST_CASE("the zoo: optimize keeps every model's outputs, never raises its model
       // pointwise Linears between NCHW <-> NHWC Transposes (channels_last.gerule).
       CHECK(runtime_ops(r.model, "TransData") == 1);
       CHECK(runtime_ops(r.model, "Conv") == 0);
-      if (arch != "swin_t") CHECK(runtime_ops(r.model, "Transpose") == 0);  // Swin's window partitions move data
+      if (arch != "swin_t")
+        CHECK(runtime_ops(r.model, "Transpose") == 0);  // Swin's window partitions move data
       if (arch == "swin_t") {  // a transformer too: its shifted-window attentions, GELUs and norms fused
-        for (const char* primitive : {"Softmax", "Erf", "Tanh", "Pow", "ReduceMean", "Sqrt", "LayerNormalization"}) {
+        for (const char* primitive :
+             {"Softmax", "Erf", "Tanh", "Pow", "ReduceMean", "Sqrt", "LayerNormalization"}) {
           INFO(primitive);
           CHECK(runtime_ops(r.model, primitive) == 0);
         }
         CHECK(runtime_ops(r.model, "Gather") == 0);  // the packed Q/K/V unbound by one Split (a view)
-        CHECK(runtime_ops(r.model, "Roll") == 2);    // each shifted block's torch.roll, before and after its attention
+        CHECK(runtime_ops(r.model, "Roll") ==
+              2);  // each shifted block's torch.roll, before and after its attention
       }
       continue;
     }
     ++transformers;
     CHECK(r.after.kernels * 2 < r.before.kernels);
-    for (const char* primitive : {"Softmax", "Erf", "Tanh", "Pow", "ReduceMean", "Sqrt", "LayerNormalization"}) {
+    for (const char* primitive :
+         {"Softmax", "Erf", "Tanh", "Pow", "ReduceMean", "Sqrt", "LayerNormalization"}) {
       INFO(primitive);
       CHECK(runtime_ops(r.model, primitive) == 0);
     }

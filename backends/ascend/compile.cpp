@@ -15,9 +15,9 @@
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
 #include "eval/compare.h"
-#include "eval/run_limits.h"
 #include "eval/evaluator.h"
 #include "eval/numerical_check.h"
+#include "eval/run_limits.h"
 #include "onnx/captures.h"
 #include "passes/control_flow_types.h"
 #include "passes/static_shapes.h"
@@ -27,7 +27,9 @@ namespace geopt::ascend {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 struct Lowered {
   std::vector<size_t> order;
@@ -36,9 +38,10 @@ struct Lowered {
   plan::Plan plan;
 };
 
-Lowered lower_graph(const Model& m, const HardwareProfile& profile, const CompileOptions& options, size_t max_streams);
-void lower_body(const Node& n, const Model& parent, const Attribute& a, const HardwareProfile& profile, const CompileOptions& options,
-                plan::Kernel& kernel, double& body_us);
+Lowered lower_graph(const Model& m, const HardwareProfile& profile, const CompileOptions& options,
+                    size_t max_streams);
+void lower_body(const Node& n, const Model& parent, const Attribute& a, const HardwareProfile& profile,
+                const CompileOptions& options, plan::Kernel& kernel, double& body_us);
 
 // Trips a Loop or Scan kernel runs its body: a Loop's constant trip count below 2^31
 // (else the length of its first static scan output, else 1); a Scan's sequence length, from its first
@@ -48,11 +51,13 @@ double trips_of(const Node& n, const Graph& parent) {
     // INT64_MAX (torch's while loops) and other counts past 2^31 bound nothing: the
     // condition ends the loop, so the scan outputs, if static, tell the trips.
     if (const Tensor* m = n.input(0) ? parent.constant_value(n.input(0)) : nullptr;
-        m && m->element_count() == 1 && m->dtype == DType::I64 && m->to_vector<int64_t>()[0] < (int64_t{1} << 31))
+        m && m->element_count() == 1 && m->dtype == DType::I64 &&
+        m->to_vector<int64_t>()[0] < (int64_t{1} << 31))
       return static_cast<double>(std::max<int64_t>(m->to_vector<int64_t>()[0], 0));
     const size_t carried = n.inputs().size() - capture_count(n) - 2;
     for (size_t o = carried; o < n.outputs().size(); ++o)
-      if (const Value* v = n.output(o); v && v->type.shape && v->type.shape->rank() > 0 && (*v->type.shape)[0].is_static())
+      if (const Value* v = n.output(o);
+          v && v->type.shape && v->type.shape->rank() > 0 && (*v->type.shape)[0].is_static())
         return static_cast<double>((*v->type.shape)[0].value());
     return 1;
   }
@@ -76,7 +81,8 @@ double trips_of(const Node& n, const Graph& parent) {
 // body typed as n feeds it, its constants from the enclosing graph made its own, its
 // shapes made static, optimized with the same rules, then lowered as any graph is. The
 // kernel's modeled time becomes its bodies' (If: the slower branch; Loop, Scan: per trip).
-void lower_bodies(const Node& n, const Model& parent, const HardwareProfile& profile, const CompileOptions& options, plan::Kernel& kernel) {
+void lower_bodies(const Node& n, const Model& parent, const HardwareProfile& profile,
+                  const CompileOptions& options, plan::Kernel& kernel) {
   double body_us = 0;
   for (const auto& a : n.attributes) {
     if (a.kind != AttrKind::Graph) continue;
@@ -85,7 +91,8 @@ void lower_bodies(const Node& n, const Model& parent, const HardwareProfile& pro
     } catch (const Error& e) {
       // Only an If may hold a branch that never runs at these shapes; a Loop or Scan body always runs.
       if (n.op_type != "If") throw;
-      spdlog::warn("{}: its {} cannot run at the compiled shapes, so the plan refuses to take it: {}", n.describe(), a.name, e.what());
+      spdlog::warn("{}: its {} cannot run at the compiled shapes, so the plan refuses to take it: {}",
+                   n.describe(), a.name, e.what());
       auto* b = kernel.add_bodies();
       b->set_attribute(a.name);
       b->set_unrunnable(e.what());
@@ -96,31 +103,41 @@ void lower_bodies(const Node& n, const Model& parent, const HardwareProfile& pro
   kernel.set_modeled_us(kernel.launch_us() + body_us * trips);
 }
 
-void lower_body(const Node& n, const Model& parent, const Attribute& a, const HardwareProfile& profile, const CompileOptions& options,
-                plan::Kernel& kernel, double& body_us) {
+void lower_body(const Node& n, const Model& parent, const Attribute& a, const HardwareProfile& profile,
+                const CompileOptions& options, plan::Kernel& kernel, double& body_us) {
   {
     if (n.op_type == "Scan" && parent.opset_version("") < 9)
-      throw Error(n.describe() + ": an opset-8 Scan (batch axis and sequence_lens) is run by the evaluator but not compiled: re-export the model at opset 9 or later");
+      throw Error(n.describe() +
+                  ": an opset-8 Scan (batch axis and sequence_lens) is run by the evaluator but not "
+                  "compiled: re-export the model at opset 9 or later");
     Model body = body_as_model(n, parent, a.name.c_str(), body_input_types(n));
     StaticShapeOptions compile_time;
     compile_time.always_fold = is_weight_layout;
     StaticShapeReport shapes = propagate_static_shapes(body, compile_time);
     if (!shapes.dynamic.empty()) {
       const Value* v = body.graph->find_value(shapes.dynamic.front());
-      throw Error(n.describe() + ": its body '" + a.name + "' has a value whose shape is not static ('" + v->name() + "', " + v->type.to_string() +
-                  "); a plan needs static shapes in bodies too (a Loop's carried values must keep their shape)");
+      throw Error(
+          n.describe() + ": its body '" + a.name + "' has a value whose shape is not static ('" + v->name() +
+          "', " + v->type.to_string() +
+          "); a plan needs static shapes in bodies too (a Loop's carried values must keep their shape)");
     }
     // A Loop's carried values, and a Scan's states, keep their types from trip to trip.
     const size_t first_state = n.op_type == "Loop" ? 2 : 0, first_out = n.op_type == "Loop" ? 1 : 0;
-    const size_t states = n.op_type == "Loop"   ? n.inputs().size() - capture_count(n) - 2
-                          : n.op_type == "Scan" ? body_input_types(n).size() - static_cast<size_t>(n.attr("num_scan_inputs") ? n.attr("num_scan_inputs")->i : 0)
-                                                : 0;
-    for (size_t i = 0; i < states && first_state + i < body.graph->inputs().size() && first_out + i < body.graph->outputs().size(); ++i) {
+    const size_t states =
+        n.op_type == "Loop" ? n.inputs().size() - capture_count(n) - 2
+        : n.op_type == "Scan"
+            ? body_input_types(n).size() -
+                  static_cast<size_t>(n.attr("num_scan_inputs") ? n.attr("num_scan_inputs")->i : 0)
+            : 0;
+    for (size_t i = 0; i < states && first_state + i < body.graph->inputs().size() &&
+                       first_out + i < body.graph->outputs().size();
+         ++i) {
       const Value* in = body.graph->inputs()[first_state + i];
       const Value* out = body.graph->outputs()[first_out + i];
       if (in->type.dtype != out->type.dtype || in->type.shape != out->type.shape)
-        throw Error(n.describe() + ": its body takes '" + in->name() + "' as " + in->type.to_string() + " but gives back '" + out->name() + "' as " +
-                    out->type.to_string() + "; a plan needs carried values that keep their shape");
+        throw Error(n.describe() + ": its body takes '" + in->name() + "' as " + in->type.to_string() +
+                    " but gives back '" + out->name() + "' as " + out->type.to_string() +
+                    "; a plan needs carried values that keep their shape");
     }
     if (options.rules) {
       Model optimized = std::move(optimize(body, *options.rules, profile, options.optimize).model);
@@ -159,10 +176,13 @@ std::set<std::string> bound_branch_shapes(Model& m) {
       if (!v || (v->type.shape && v->type.shape->is_static())) continue;
       const ValueType& a = then_types[i];
       const ValueType& b = else_types[i];
-      if (!a.shape || !b.shape || !a.shape->is_static() || !b.shape->is_static() || a.dtype != b.dtype) continue;
+      if (!a.shape || !b.shape || !a.shape->is_static() || !b.shape->is_static() || a.dtype != b.dtype)
+        continue;
       if (!v->uses().empty() || !outputs.count(v))
-        throw Error(n->describe() + ": its branches give '" + v->name() + "' the shapes " + a.to_string() + " and " + b.to_string() + ", and " +
-                    (v->uses().empty() ? std::string("it is not a graph output") : v->uses().front().node->describe() + " reads it") +
+        throw Error(n->describe() + ": its branches give '" + v->name() + "' the shapes " + a.to_string() +
+                    " and " + b.to_string() + ", and " +
+                    (v->uses().empty() ? std::string("it is not a graph output")
+                                       : v->uses().front().node->describe() + " reads it") +
                     ": a plan holds a value of branch-dependent shape only as a graph output");
       ValueType bound;
       bound.dtype = a.dtype;
@@ -175,17 +195,20 @@ std::set<std::string> bound_branch_shapes(Model& m) {
 }
 
 // Streams, then the plan, for a graph whose order and memory are planned.
-std::pair<StreamPlan, plan::Plan> lower_planned(const Model& m, const std::vector<size_t>& order, const MemoryPlan& memory,
-                                                const HardwareProfile& profile, const CompileOptions& options, size_t max_streams,
-                                                const std::set<std::string>& bounded = {},
-                                                std::map<const Node*, plan::Kernel>* lowered_bodies = nullptr) {
+std::pair<StreamPlan, plan::Plan> lower_planned(
+    const Model& m, const std::vector<size_t>& order, const MemoryPlan& memory,
+    const HardwareProfile& profile, const CompileOptions& options, size_t max_streams,
+    const std::set<std::string>& bounded = {},
+    std::map<const Node*, plan::Kernel>* lowered_bodies = nullptr) {
   const Graph& g = *m.graph;
   std::vector<KernelCost> costs;
-  const CostOptions priced = options.optimize.write_precision ? with_precision_applied(options.optimize.cost) : options.optimize.cost;
+  const CostOptions priced = options.optimize.write_precision ? with_precision_applied(options.optimize.cost)
+                                                              : options.optimize.cost;
   for (size_t k : order) costs.push_back(cost_of(work_of(*g.nodes()[k], priced), profile));
   StreamPlan streams = plan_streams(g, order, memory, {.max_streams = max_streams});
   validate_stream_plan(streams);
-  LoweringInputs in{m, order, memory, streams, profile.soc_version, costs, /*with_weights=*/false, {}, bounded};
+  LoweringInputs in{m,  order,  memory, streams, profile.soc_version, costs, /*with_weights=*/false,
+                    {}, bounded};
   // The bodies do not depend on the enclosing plan's streams: lowered once per compile.
   in.lower_bodies = [&](const Node& n, plan::Kernel& kernel) {
     if (lowered_bodies)
@@ -201,7 +224,8 @@ std::pair<StreamPlan, plan::Plan> lower_planned(const Model& m, const std::vecto
   return {std::move(streams), std::move(p)};
 }
 
-Lowered lower_graph(const Model& m, const HardwareProfile& profile, const CompileOptions& options, size_t max_streams) {
+Lowered lower_graph(const Model& m, const HardwareProfile& profile, const CompileOptions& options,
+                    size_t max_streams) {
   Lowered l;
   l.order = memory_aware_order(*m.graph);
   l.memory = plan_memory(*m.graph, l.order, options.memory);
@@ -217,17 +241,21 @@ namespace {
 // The device must hold the pool and the weights at once (GE reports this at compile
 // time, not as an out-of-memory error at run time).
 void check_fits_hbm(const MemoryPlan& memory, const HardwareProfile& profile) {
-  if (profile.hbm_bytes > 0 && memory.pool_bytes + memory.weight_bytes > static_cast<uint64_t>(profile.hbm_bytes)) {
+  if (profile.hbm_bytes > 0 &&
+      memory.pool_bytes + memory.weight_bytes > static_cast<uint64_t>(profile.hbm_bytes)) {
     auto mib = [](uint64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
-    throw Error("the plan needs " + mib(memory.pool_bytes) + " of activations and " + mib(memory.weight_bytes) + " of weights, more than the " +
+    throw Error("the plan needs " + mib(memory.pool_bytes) + " of activations and " +
+                mib(memory.weight_bytes) + " of weights, more than the " +
                 mib(static_cast<uint64_t>(profile.hbm_bytes)) + " of HBM on " + profile.soc_version +
-                ": fix smaller input dims with --input_shape (a smaller batch or sequence), keep memory reuse on, or compile for a larger part");
+                ": fix smaller input dims with --input_shape (a smaller batch or sequence), keep memory "
+                "reuse on, or compile for a larger part");
   }
 }
 
 }  // namespace
 
-void optimize_for_plan(CompileResult& r, const Model& given, Model prepared, const HardwareProfile& profile, const CompileOptions& options) {
+void optimize_for_plan(CompileResult& r, const Model& given, Model prepared, const HardwareProfile& profile,
+                       const CompileOptions& options) {
   const auto started = Clock::now();
   if (options.rules) {
     r.optimized = optimize(prepared, *options.rules, profile, options.optimize);
@@ -243,12 +271,14 @@ void optimize_for_plan(CompileResult& r, const Model& given, Model prepared, con
     if (options.dump) options.dump("3_saturation_extraction_layout", r.model, {});
   } else {
     r.model = std::move(prepared);
-    if (options.optimize.write_precision) apply_precision(r.model, options.optimize.cost.precision);  // fused or not
+    if (options.optimize.write_precision)
+      apply_precision(r.model, options.optimize.cost.precision);  // fused or not
   }
   r.optimize_ms += ms_since(started);
 }
 
-void lower_for_plan(CompileResult& r, const HardwareProfile& profile, const CompileOptions& options, const std::set<std::string>& bounded) {
+void lower_for_plan(CompileResult& r, const HardwareProfile& profile, const CompileOptions& options,
+                    const std::set<std::string>& bounded) {
   auto phase = Clock::now();
   const Graph& g = *r.model.graph;
   r.order = memory_aware_order(g);
@@ -261,7 +291,8 @@ void lower_for_plan(CompileResult& r, const HardwareProfile& profile, const Comp
   check_fits_hbm(r.memory, profile);
   std::map<const Node*, plan::Kernel> lowered_bodies;
   auto lower_on = [&](size_t max_streams) {
-    auto [sp, p] = lower_planned(r.model, r.order, r.memory, profile, options, max_streams, bounded, &lowered_bodies);
+    auto [sp, p] =
+        lower_planned(r.model, r.order, r.memory, profile, options, max_streams, bounded, &lowered_bodies);
     if (r.optimized) {
       auto* stats = p.mutable_compile();
       stats->set_kernels_before(r.optimized->before.kernels);
@@ -281,8 +312,8 @@ void lower_for_plan(CompileResult& r, const HardwareProfile& profile, const Comp
     PlanProfile one_sim = simulate_plan(one_plan);
     if (one_sim.latency_us < r.profile.latency_us) {
       char text[128];
-      std::snprintf(text, sizeof text, " (%zu streams simulated slower: %.1f us against %.1f us)", r.streams.stream_count, r.profile.latency_us,
-                    one_sim.latency_us);
+      std::snprintf(text, sizeof text, " (%zu streams simulated slower: %.1f us against %.1f us)",
+                    r.streams.stream_count, r.profile.latency_us, one_sim.latency_us);
       r.stream_note = text;
       r.streams = std::move(one_streams);
       r.plan = std::move(one_plan);
@@ -313,7 +344,8 @@ void merge_output_errors(std::vector<OutputError>& into, const std::vector<Outpu
 
 }  // namespace
 
-void check_plan_against(CompileResult& r, const Model& given, const CompileOptions& options, const std::map<std::string, HostTensor>& fixed) {
+void check_plan_against(CompileResult& r, const Model& given, const CompileOptions& options,
+                        const std::map<std::string, HostTensor>& fixed) {
   CheckInputs in = choose_check_inputs(given, 0, size_t{256} << 20, fixed);
   const RunLimitsScope limits(check_run_limits(kCheckSeconds));
   const auto& feeds = in.feeds;
@@ -321,8 +353,11 @@ void check_plan_against(CompileResult& r, const Model& given, const CompileOptio
   PlanExecutor executor(r.plan);
   double worst_ratio = r.checked ? r.check_worst_ratio : -1;
   for (auto schedule : {StreamSchedule::in_order, StreamSchedule::adversarial}) {
-    OutputsDiff d = diff_outputs(executor.run(feeds, schedule), want, options.tolerance(quantizes_activations(given)));
-    if (!d.mismatch.empty()) throw Error("--check: the plan's " + d.mismatch + (in.describe().empty() ? "" : " (at " + in.describe() + ")"));
+    OutputsDiff d =
+        diff_outputs(executor.run(feeds, schedule), want, options.tolerance(quantizes_activations(given)));
+    if (!d.mismatch.empty())
+      throw Error("--check: the plan's " + d.mismatch +
+                  (in.describe().empty() ? "" : " (at " + in.describe() + ")"));
     r.max_abs = std::max(r.max_abs, d.error());
     r.check_ok = r.check_ok && d.within();
     merge_output_errors(r.output_errors, d.per_output);
@@ -347,15 +382,19 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
   compile_time.always_fold = is_weight_layout;
   StaticShapeReport shapes = propagate_static_shapes(prepared, compile_time);
   const std::set<std::string> bounded = bound_branch_shapes(prepared);
-  if (!bounded.empty()) shapes.dynamic.erase(std::remove_if(shapes.dynamic.begin(), shapes.dynamic.end(), [&](const std::string& s) { return bounded.count(s) > 0; }),
-                                              shapes.dynamic.end());
+  if (!bounded.empty())
+    shapes.dynamic.erase(std::remove_if(shapes.dynamic.begin(), shapes.dynamic.end(),
+                                        [&](const std::string& s) { return bounded.count(s) > 0; }),
+                         shapes.dynamic.end());
   if (options.dump) options.dump("2_static_shapes", prepared, {});
   if (!shapes.dynamic.empty()) {
     std::string names;
-    for (size_t i = 0; i < shapes.dynamic.size() && i < 3; ++i) names += (i ? ", '" : "'") + shapes.dynamic[i] + "'";
+    for (size_t i = 0; i < shapes.dynamic.size() && i < 3; ++i)
+      names += (i ? ", '" : "'") + shapes.dynamic[i] + "'";
     const Value* v = prepared.graph->find_value(shapes.dynamic.front());
-    throw Error("a plan needs static shapes, but " + std::to_string(shapes.dynamic.size()) + " value(s) are not (" + names +
-                (shapes.dynamic.size() > 3 ? ", ..." : "") + "; the first is " + v->type.to_string() +
+    throw Error("a plan needs static shapes, but " + std::to_string(shapes.dynamic.size()) +
+                " value(s) are not (" + names + (shapes.dynamic.size() > 3 ? ", ..." : "") +
+                "; the first is " + v->type.to_string() +
                 "): fix the inputs' symbolic dims with --input_shape, e.g. " + example_input_shape(prepared) +
                 ", or compile for several shapes with --dynamic_dims or --input_shape_range");
   }

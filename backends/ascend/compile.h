@@ -11,11 +11,11 @@
 #include <string>
 #include <unordered_map>
 
-#include "eval/compare.h"
 #include "ascend/memory_plan.h"
 #include "ascend/optimizer.h"
 #include "ascend/plan_profile.h"
 #include "ascend/stream_plan.h"
+#include "eval/compare.h"
 #include "plan.pb.h"
 
 namespace geopt::ascend {
@@ -35,11 +35,14 @@ struct CompileOptions {
   std::optional<Tolerance> check_tolerance;
   // `quantized`: the model quantizes activations (quantizes_activations).
   Tolerance tolerance(bool quantized) const {
-    return check_tolerance.value_or(optimize.cost.precision.check_tolerance(optimize.write_precision, quantized));
+    return check_tolerance.value_or(
+        optimize.cost.precision.check_tolerance(optimize.write_precision, quantized));
   }
   std::map<std::string, HostTensor> check_inputs;  // inputs the check takes as given (--check-input)
   // Called with each stage's model (and per-node notes for lowering): --dump-graph.
-  std::function<void(const std::string& stage, Model& model, const std::unordered_map<const Node*, std::string>& notes)> dump;
+  std::function<void(const std::string& stage, Model& model,
+                     const std::unordered_map<const Node*, std::string>& notes)>
+      dump;
 };
 
 struct CompileResult {
@@ -53,7 +56,7 @@ struct CompileResult {
   std::string stream_note;  // why one stream was kept, when it was
   bool checked = false, check_ok = true;
   double max_abs = 0;
-  std::string check_worst;  // the element furthest outside the tolerance (or nearest its edge)
+  std::string check_worst;        // the element furthest outside the tolerance (or nearest its edge)
   double check_worst_ratio = -1;  // its distance against the tolerance (diff_outputs' worst_ratio)
   size_t outputs = 0;
   std::vector<OutputError> output_errors;  // per output, the largest over the check's runs
@@ -66,12 +69,15 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
 
 // The stages of compile, for the dynamic-shape compiles (dynamic_compile.h):
 // the optimize pipeline on the prepared model into r.model (as given when there are no rules);
-void optimize_for_plan(CompileResult& r, const Model& given, Model prepared, const HardwareProfile& profile, const CompileOptions& options);
+void optimize_for_plan(CompileResult& r, const Model& given, Model prepared, const HardwareProfile& profile,
+                       const CompileOptions& options);
 // order, memory, streams and the plan, for r.model whose values all have static types
 // (the `bounded` ones as an upper bound: plan.proto TensorRef.bounded);
-void lower_for_plan(CompileResult& r, const HardwareProfile& profile, const CompileOptions& options, const std::set<std::string>& bounded);
+void lower_for_plan(CompileResult& r, const HardwareProfile& profile, const CompileOptions& options,
+                    const std::set<std::string>& bounded);
 // r.plan against `given` on random inputs at sizes it runs at (or `fixed`), in the in-order
 // and adversarial schedules; each call adds to r's check figures.
-void check_plan_against(CompileResult& r, const Model& given, const CompileOptions& options, const std::map<std::string, HostTensor>& fixed);
+void check_plan_against(CompileResult& r, const Model& given, const CompileOptions& options,
+                        const std::map<std::string, HostTensor>& fixed);
 
 }  // namespace geopt::ascend

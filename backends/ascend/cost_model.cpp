@@ -11,26 +11,58 @@
 namespace geopt::ascend {
 namespace {
 
-const std::set<std::string> kViews = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout",
-                                      "Shape", "Size", "Constant"};
-const std::set<std::string> kDataMovement = {"Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements",
-                                             "Expand", "Tile", "Pad", "Resize", "Cast", "ConstantOfShape", "Range",
-                                             "Trilu", "Where", "TransData"};
+const std::set<std::string> kViews = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity",
+                                      "Dropout", "Shape",   "Size",      "Constant"};
+const std::set<std::string> kDataMovement = {
+    "Transpose", "Concat", "Split", "Slice",           "Gather", "GatherElements", "Expand", "Tile",
+    "Pad",       "Resize", "Cast",  "ConstantOfShape", "Range",  "Trilu",          "Where",  "TransData"};
 // Vector operations per element: transcendentals take several passes of the Vector unit.
 const std::map<std::string, double> kVectorWeight = {
-    {"Exp", 4}, {"Log", 4}, {"Erf", 6}, {"Tanh", 5}, {"Sigmoid", 5}, {"RotaryEmbedding", 4}, {"Softplus", 6}, {"Pow", 4}, {"Sqrt", 2}, {"Rsqrt", 2},
-    {"Reciprocal", 2}, {"Div", 2}, {"HardSwish", 3}, {"Elu", 5}, {"Gelu", 8}, {"LayerNorm", 8},
-    {"LayerNormalization", 8}, {"RMSNorm", 5}, {"AddLayerNorm", 9}, {"Softmax", 6}, {"LogSoftmax", 7},
-    {"BatchNormalization", 2}, {"InstanceNormalization", 8},
+    {"Exp", 4},
+    {"Log", 4},
+    {"Erf", 6},
+    {"Tanh", 5},
+    {"Sigmoid", 5},
+    {"RotaryEmbedding", 4},
+    {"Softplus", 6},
+    {"Pow", 4},
+    {"Sqrt", 2},
+    {"Rsqrt", 2},
+    {"Reciprocal", 2},
+    {"Div", 2},
+    {"HardSwish", 3},
+    {"Elu", 5},
+    {"Gelu", 8},
+    {"LayerNorm", 8},
+    {"LayerNormalization", 8},
+    {"RMSNorm", 5},
+    {"AddLayerNorm", 9},
+    {"Softmax", 6},
+    {"LogSoftmax", 7},
+    {"BatchNormalization", 2},
+    {"InstanceNormalization", 8},
     // ONNX Runtime's contrib ops, priced as the geopt kernel doing the same work, so a
     // graph ONNX Runtime optimized compares under one cost model (bench/kernel_bench.sh).
-    {"SkipLayerNormalization", 9}, {"SimplifiedLayerNormalization", 5}, {"SkipSimplifiedLayerNormalization", 6},
-    {"FastGelu", 8}, {"BiasGelu", 9}, {"QuickGelu", 6}};
+    {"SkipLayerNormalization", 9},
+    {"SimplifiedLayerNormalization", 5},
+    {"SkipSimplifiedLayerNormalization", 6},
+    {"FastGelu", 8},
+    {"BiasGelu", 9},
+    {"QuickGelu", 6}};
 // Ops that need a whole row (the last axis) in UB in one pass.
-const std::set<std::string> kRowOps = {"LayerNorm", "LayerNormalization", "RMSNorm", "AddLayerNorm", "Softmax", "LogSoftmax",
-                                       "SkipLayerNormalization", "SimplifiedLayerNormalization", "SkipSimplifiedLayerNormalization"};
+const std::set<std::string> kRowOps = {"LayerNorm",
+                                       "LayerNormalization",
+                                       "RMSNorm",
+                                       "AddLayerNorm",
+                                       "Softmax",
+                                       "LogSoftmax",
+                                       "SkipLayerNormalization",
+                                       "SimplifiedLayerNormalization",
+                                       "SkipSimplifiedLayerNormalization"};
 
-int64_t dim_value(const Dim& d, const CostOptions& o) { return d.is_static() ? d.value() : o.symbolic_dim_value; }
+int64_t dim_value(const Dim& d, const CostOptions& o) {
+  return d.is_static() ? d.value() : o.symbolic_dim_value;
+}
 
 // Static element count and dims of a value (symbolic dims replaced), read from its
 // shape in place: the extractor prices every e-node, so this allocates nothing.
@@ -72,14 +104,17 @@ const Attribute* find_attr(const KernelDesc& k, const char* name) {
   return nullptr;
 }
 
-const ValueType* at(const std::vector<const ValueType*>& v, size_t i) { return i < v.size() ? v[i] : nullptr; }
+const ValueType* at(const std::vector<const ValueType*>& v, size_t i) {
+  return i < v.size() ? v[i] : nullptr;
+}
 
 }  // namespace
 
 KernelDesc describe(const Node& n) {
   KernelDesc d{n.domain, n.op_type, &n.attributes, {}, {}};
   for (const Value* v : n.inputs()) {
-    const bool constant = v && (v->initializer || (v->producer() && v->producer()->domain.empty() && v->producer()->op_type == "Constant"));
+    const bool constant = v && (v->initializer || (v->producer() && v->producer()->domain.empty() &&
+                                                   v->producer()->op_type == "Constant"));
     if (constant && d.inputs.size() < 64) d.constant_inputs |= uint64_t{1} << d.inputs.size();
     d.inputs.push_back(v ? &v->type : nullptr);
   }
@@ -100,7 +135,8 @@ bool is_view_transpose(const KernelDesc& n) {
   if (!n.domain.empty() || n.op_type != "Transpose") return false;
   const ValueType* in = at(n.inputs, 0);
   const Attribute* perm = find_attr(n, "perm");
-  if (!in || !in->shape || !in->shape->is_static() || !perm || perm->ints.size() != in->shape->rank()) return false;
+  if (!in || !in->shape || !in->shape->is_static() || !perm || perm->ints.size() != in->shape->rank())
+    return false;
   int64_t last = -1;  // the non-unit axes must keep their order
   for (int64_t axis : perm->ints) {
     if (axis < 0 || axis >= static_cast<int64_t>(in->shape->rank())) return false;
@@ -127,7 +163,8 @@ bool is_view_split(const KernelDesc& n) {
   // keeps its alignment; otherwise the pieces are copied.
   for (size_t o = 0; o + 1 < n.outputs.size(); ++o) {
     const ValueType& t = *n.outputs[o];
-    const size_t bytes = static_cast<size_t>(*t.shape->element_count()) * dtype_size(t.dtype == DType::Undefined ? DType::F32 : t.dtype);
+    const size_t bytes = static_cast<size_t>(*t.shape->element_count()) *
+                         dtype_size(t.dtype == DType::Undefined ? DType::F32 : t.dtype);
     if (bytes % kMemoryAlignment) return false;
   }
   return true;
@@ -158,12 +195,14 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   // Memory traffic: every input is read once and every output written once. Constant
   // inputs are weights: read too (they live in device memory). A gather or a slice reads
   // only what it copies out (an embedding lookup reads its rows, not the table).
-  const bool reads_what_it_writes = n.domain.empty() && (op == "Gather" || op == "GatherND" || op == "GatherElements" || op == "Slice");
+  const bool reads_what_it_writes =
+      n.domain.empty() && (op == "Gather" || op == "GatherND" || op == "GatherElements" || op == "Slice");
   for (size_t i = 0; i < n.inputs.size(); ++i)
     if (const ValueType* in = n.inputs[i]) {
       const Extent e = extent(in, o);
       double b = e.elements * compute_bytes(e.dtype, n.op_type, o);
-      if (i == 0 && reads_what_it_writes && out.known) b = std::min(b, out.elements * compute_bytes(e.dtype, n.op_type, o));
+      if (i == 0 && reads_what_it_writes && out.known)
+        b = std::min(b, out.elements * compute_bytes(e.dtype, n.op_type, o));
       move(b, is_constant(i), true);
     }
   for (const ValueType* v : n.outputs)
@@ -180,7 +219,8 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     Extent a = extent(at(n.inputs, 0), o);
     if (a.known && !a.empty() && out.known && !out.empty()) {
       w.cube_macs = 2 * out.elements * static_cast<double>(a.back());  // two products
-      w.products.push_back({2, static_cast<int64_t>(out.elements / static_cast<double>(out.back())), out.back(), a.back()});
+      w.products.push_back(
+          {2, static_cast<int64_t>(out.elements / static_cast<double>(out.back())), out.back(), a.back()});
     }
     w.vector_ops = out.elements * (weight("Sigmoid") + 2);
     w.min_l1_bytes = static_cast<int64_t>(3 * 16 * 16 * bytes);
@@ -196,34 +236,42 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       const double dirs = static_cast<double>(wt.dim(0)), gate_rows = static_cast<double>(wt.dim(1));
       const double input = static_cast<double>(wt.dim(2)), hidden = static_cast<double>(r.dim(2));
       w.cube_macs = steps * dirs * batch * gate_rows * (input + hidden);
-      w.products.push_back({steps * dirs, static_cast<int64_t>(batch), static_cast<int64_t>(gate_rows), static_cast<int64_t>(input + hidden)});
+      w.products.push_back({steps * dirs, static_cast<int64_t>(batch), static_cast<int64_t>(gate_rows),
+                            static_cast<int64_t>(input + hidden)});
       const double per_gate = weight(op == "RNN" ? "Tanh" : "Sigmoid") + 3;
       w.vector_ops = steps * dirs * batch * gate_rows * per_gate;
     }
     w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
-  } else if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm" || op == "QuantMatMul") {
+  } else if (op == "MatMul" || op == "FusedMatMul" || op == "Gemm" || op == "FusedGemm" ||
+             op == "QuantMatMul") {
     Extent a = extent(at(n.inputs, 0), o), b = extent(at(n.inputs, 1), o);
     if (a.known && b.known && !a.empty() && !b.empty()) {
       const Attribute* trans_a = find_attr(n, "transA");
-      double k = (op == "Gemm" || op == "FusedGemm") && trans_a && trans_a->i ? static_cast<double>(a.front()) : static_cast<double>(a.back());
+      double k = (op == "Gemm" || op == "FusedGemm") && trans_a && trans_a->i ? static_cast<double>(a.front())
+                                                                              : static_cast<double>(a.back());
       w.cube_macs = out.elements * k;
       if (out.known && !out.empty()) {
         const int64_t cols = out.back(), rows = out.rank() >= 2 ? out.dim(out.rank() - 2) : 1;
-        w.products.push_back({out.elements / (static_cast<double>(rows) * static_cast<double>(cols)), rows, cols, static_cast<int64_t>(k)});
+        w.products.push_back({out.elements / (static_cast<double>(rows) * static_cast<double>(cols)), rows,
+                              cols, static_cast<int64_t>(k)});
       }
     }
     // Bias and activation on the Vector unit, as the tile leaves the Cube.
     const Attribute* activation = find_attr(n, "activation");
     const bool has_bias = n.inputs.size() > 2 && n.inputs[2];
     if (op == "Gemm" || op == "FusedGemm") w.vector_ops = out.elements * (op == "Gemm" ? 2 : 3);
-    if (op == "FusedMatMul") w.vector_ops = out.elements * ((has_bias ? 1 : 0) + (activation && activation->s != "none" ? 1 : 0));
-    if (op == "QuantMatMul") w.vector_ops = out.elements * (2 + (n.inputs.size() > 6 && n.inputs[6] ? 1 : 0) + (activation && activation->s != "none" ? 1 : 0));
+    if (op == "FusedMatMul")
+      w.vector_ops = out.elements * ((has_bias ? 1 : 0) + (activation && activation->s != "none" ? 1 : 0));
+    if (op == "QuantMatMul")
+      w.vector_ops = out.elements * (2 + (n.inputs.size() > 6 && n.inputs[6] ? 1 : 0) +
+                                     (activation && activation->s != "none" ? 1 : 0));
     // The Cube reads a matrix operand in FRACTAL_NZ: a 2-D one in ND is converted on
     // every call (a TransData kernel: read it, write it) unless it was laid out at compile time.
     const Attribute* b_format = find_attr(n, "b_format");
     // So is a stack of matrices against a 2-D operand (merged projections' weights).
     // (An int8 QuantMatMul's weight is a constant too, laid out when the plan is built.)
-    if (b.known && (b.rank() == 2 || (b.rank() == 3 && a.known && a.rank() == 2)) && !(b_format && b_format->s == "FRACTAL_NZ") && op != "QuantMatMul") {
+    if (b.known && (b.rank() == 2 || (b.rank() == 3 && a.known && a.rank() == 2)) &&
+        !(b_format && b_format->s == "FRACTAL_NZ") && op != "QuantMatMul") {
       const double b_bytes = b.elements * compute_bytes(b.dtype, n.op_type, o);
       move(b_bytes, is_constant(1), true);
       move(b_bytes, false, false);
@@ -246,7 +294,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       const int64_t c0 = dtype_size(w.dtype) == 1 ? 32 : 16;
       const bool small = o.small_channel && x.rank() == 4 && x.dim(1) <= 4;
       if (fractal) {
-        per_output = static_cast<double>(wt.dim(0) * wt.dim(3));  // ceil(C/C0) * kH * kW * C0
+        per_output = static_cast<double>(wt.dim(0) * wt.dim(3));       // ceil(C/C0) * kH * kW * C0
         if (small) per_output = 4.0 * static_cast<double>(wt.dim(0));  // C1 is 1: dim 0 is the window
       } else if (on_cube && wt.dim(1) > 0) {
         const int64_t c = wt.dim(1), block = small ? 4 : c0;
@@ -255,7 +303,8 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       // Group-1 convs run on the Cube, which reads FRACTAL_Z weights: NCHW weights are
       // converted on every call unless laid out at compile time.
       const Attribute* data_format = find_attr(n, "data_format");
-      if (op == "FusedConv" && !fractal && (!group || group->i == 1) && data_format && data_format->s == "NC1HWC0") {
+      if (op == "FusedConv" && !fractal && (!group || group->i == 1) && data_format &&
+          data_format->s == "NC1HWC0") {
         const double w_bytes = wt.elements * compute_bytes(wt.dtype, n.op_type, o);
         move(w_bytes, is_constant(1), true);
         move(w_bytes, false, false);
@@ -271,13 +320,16 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       for (size_t i = 2; i < wt.rank(); ++i) spatial *= static_cast<double>(wt.dim(i));
       if (fractal) spatial = 1;  // FRACTAL_Z: [C1 x kH x kW, N1, 16, C0]; per_output is already the reduction
       if (op == "ConvTranspose") {
-        const double in_channels = static_cast<double>(wt.dim(0)), out_per_group = static_cast<double>(wt.dim(1));
-        w.products.push_back({groups, static_cast<int64_t>(x.elements / std::max(in_channels, 1.0)), static_cast<int64_t>(out_per_group * spatial),
+        const double in_channels = static_cast<double>(wt.dim(0)),
+                     out_per_group = static_cast<double>(wt.dim(1));
+        w.products.push_back({groups, static_cast<int64_t>(x.elements / std::max(in_channels, 1.0)),
+                              static_cast<int64_t>(out_per_group * spatial),
                               static_cast<int64_t>(in_channels / groups)});
       } else if (out.known && !out.empty()) {
-        const double out_channels = fractal ? static_cast<double>(wt.dim(1) * wt.dim(2)) : static_cast<double>(wt.dim(0));
-        w.products.push_back({groups, static_cast<int64_t>(out.elements / std::max(out_channels, 1.0)), static_cast<int64_t>(out_channels / groups),
-                              static_cast<int64_t>(per_output)});
+        const double out_channels =
+            fractal ? static_cast<double>(wt.dim(1) * wt.dim(2)) : static_cast<double>(wt.dim(0));
+        w.products.push_back({groups, static_cast<int64_t>(out.elements / std::max(out_channels, 1.0)),
+                              static_cast<int64_t>(out_channels / groups), static_cast<int64_t>(per_output)});
       }
     }
     if (op == "FusedConv" || op == "QuantConv") w.vector_ops = out.elements * 2;
@@ -288,7 +340,8 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     // ONNX Runtime's NCHWc convs hold blocked activations, as NC1HWC0 does.
     if (x.known && wt.known && !(format && format->s == "NC1HWC0") && n.domain != "com.microsoft.nchwc") {
       // (An int8 conv converts its 8-bit input and its float output.)
-      const double out_bytes = out.elements * (op == "QuantConv" ? compute_bytes(out.dtype, n.op_type, o) : bytes);
+      const double out_bytes =
+          out.elements * (op == "QuantConv" ? compute_bytes(out.dtype, n.op_type, o) : bytes);
       const double in_bytes = x.elements * bytes;
       for (double b : {in_bytes, out_bytes}) {
         move(b, false, true);
@@ -308,7 +361,8 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       w.cube_macs = heads * s * t * (d + dv);
       // Its softmax runs on the Vector units inside the blocked loop, pipelined with the
       // Cube: attention_time prices both.
-      w.attention = {heads, static_cast<int64_t>(s), static_cast<int64_t>(t), static_cast<int64_t>(d), static_cast<int64_t>(dv)};
+      w.attention = {heads, static_cast<int64_t>(s), static_cast<int64_t>(t), static_cast<int64_t>(d),
+                     static_cast<int64_t>(dv)};
       // Smallest tile: 16 query rows against 16 keys. Scores and the output
       // accumulator stay in fp32 in UB; Q/K/V tiles pass through L1.
       w.min_ub_bytes = static_cast<int64_t>(16 * 16 * 4 + 16 * dv * 4 + 2 * 16 * 4);
@@ -342,15 +396,18 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
         const Attribute* axis = find_attr(n, "axis");
         const int64_t rank = static_cast<int64_t>(out.rank());
         const int64_t from = axis ? (axis->i < 0 ? axis->i + rank : axis->i) : rank - 1;
-        for (int64_t d = std::max<int64_t>(from, 0); d < rank; ++d) cols *= static_cast<double>(out.dim(static_cast<size_t>(d)));
-        for (size_t k = 1; k <= 2; ++k)  // Mean and InvStdDev, where the node does not already count them as outputs
+        for (int64_t d = std::max<int64_t>(from, 0); d < rank; ++d)
+          cols *= static_cast<double>(out.dim(static_cast<size_t>(d)));
+        for (size_t k = 1; k <= 2;
+             ++k)  // Mean and InvStdDev, where the node does not already count them as outputs
           if (k >= n.outputs.size() || !n.outputs[k]) move(4 * out.elements / cols, false, false);
       }
     } else {
       w.min_ub_bytes = row_bytes;  // fused kernels are single-pass by design
     }
-  } else if ((n.domain.empty() && kDataMovement.count(op)) || op == "TransData" || op == "ReorderInput" || op == "ReorderOutput" ||
-             op == "ShuffleChannel" || op == "ChannelSlice" || op == "ChannelConcat" || op == "Roll") {
+  } else if ((n.domain.empty() && kDataMovement.count(op)) || op == "TransData" || op == "ReorderInput" ||
+             op == "ReorderOutput" || op == "ShuffleChannel" || op == "ChannelSlice" ||
+             op == "ChannelConcat" || op == "Roll") {
     w.vector_ops = 0;  // moved by the memory transfer engines
     // ...except a Transpose, which the Vector unit permutes element by element through UB
     // (cost_of prices it with the profile's vector.transpose_ops).
@@ -361,7 +418,8 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
     if (const Attribute* k = find_attr(n, "kernel_shape"))
       for (int64_t d : k->ints) window *= static_cast<double>(d);
     w.vector_ops = out.elements * window;
-  } else if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin" || op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+  } else if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin" || op == "GlobalAveragePool" ||
+             op == "GlobalMaxPool") {
     double in = 0;
     for (const ValueType* v : n.inputs)
       if (v) in = std::max(in, extent(v, o).elements);
@@ -380,8 +438,10 @@ KernelCost cost_of(const KernelWork& w, const HardwareProfile& p) {
   }
   const double hz = p.frequency_mhz * 1e6;
   double rate = 1.0;  // relative to fp16 on the Cube
-  if (dtype_size(w.dtype) == 1) rate = 2.0;
-  else if (dtype_size(w.dtype) >= 4) rate = 0.25;
+  if (dtype_size(w.dtype) == 1)
+    rate = 2.0;
+  else if (dtype_size(w.dtype) >= 4)
+    rate = 0.25;
   const double operand_bytes = static_cast<double>(std::max<size_t>(dtype_size(w.dtype), 1));
   if (w.attention.heads > 0) {
     c.cube_us = attention_time(w.attention, p, rate).us;
@@ -390,9 +450,11 @@ KernelCost cost_of(const KernelWork& w, const HardwareProfile& p) {
   } else if (w.cube_macs > 0) {  // no shape to tile: at the sustained rate on every core
     c.cube_us = w.cube_macs / (p.fp16_macs_per_cycle * rate * p.cube_efficiency * p.ai_cores * hz) * 1e6;
   }
-  const double lane_bytes = static_cast<double>(std::max<size_t>(dtype_size(w.dtype) >= 4 ? 4 : dtype_size(w.dtype), 1));
+  const double lane_bytes =
+      static_cast<double>(std::max<size_t>(dtype_size(w.dtype) >= 4 ? 4 : dtype_size(w.dtype), 1));
   const double vector_ops = w.vector_ops + w.permuted_elements * p.vector_transpose_ops;
-  c.vector_us = vector_ops * lane_bytes / (p.vector_bytes_per_cycle * p.vector_efficiency * p.vector_cores * hz) * 1e6;
+  c.vector_us =
+      vector_ops * lane_bytes / (p.vector_bytes_per_cycle * p.vector_efficiency * p.vector_cores * hz) * 1e6;
   // Up to its share of L2, a tensor is still there when its consumer reads it (a larger
   // one, that much of it); weights come from device memory (the previous run evicted
   // them), as does the rest, at the bandwidth streaming kernels reach.
@@ -404,21 +466,28 @@ KernelCost cost_of(const KernelWork& w, const HardwareProfile& p) {
     c.l2_bytes += in_l2;
     c.dram_bytes += b - in_l2;
   }
-  c.memory_us = (c.dram_bytes / (p.hbm_gbps * p.memory_efficiency * 1e9) + c.l2_bytes / (p.l2_gbps * 1e9)) * 1e6;
+  c.memory_us =
+      (c.dram_bytes / (p.hbm_gbps * p.memory_efficiency * 1e9) + c.l2_bytes / (p.l2_gbps * 1e9)) * 1e6;
   c.launch_us = p.launch_overhead_us * (1 + w.extra_launches);
   double busiest = std::max({c.cube_us, c.vector_us, c.memory_us});
-  c.bound = busiest == 0 ? "none" : busiest == c.cube_us ? "cube" : busiest == c.vector_us ? "vector" : "memory";
+  c.bound = busiest == 0             ? "none"
+            : busiest == c.cube_us   ? "cube"
+            : busiest == c.vector_us ? "vector"
+                                     : "memory";
   c.total_us = busiest + c.launch_us;
   auto kib = [](int64_t b) { return std::to_string((b + 1023) / 1024) + " KiB"; };
   if (w.fused_attention && !p.flash_attention) {
     c.feasible = false;
-    c.reason = w.op + ": " + p.soc_version + " has no fused attention kernel (CANN's FlashAttentionScore is an Atlas A2/A3 kernel)";
+    c.reason = w.op + ": " + p.soc_version +
+               " has no fused attention kernel (CANN's FlashAttentionScore is an Atlas A2/A3 kernel)";
   } else if (w.min_ub_bytes > p.ub) {
     c.feasible = false;
-    c.reason = w.op + ": working set " + kib(w.min_ub_bytes) + " exceeds UB " + kib(p.ub) + " on " + p.soc_version;
+    c.reason =
+        w.op + ": working set " + kib(w.min_ub_bytes) + " exceeds UB " + kib(p.ub) + " on " + p.soc_version;
   } else if (w.min_l1_bytes > p.l1) {
     c.feasible = false;
-    c.reason = w.op + ": working set " + kib(w.min_l1_bytes) + " exceeds L1 " + kib(p.l1) + " on " + p.soc_version;
+    c.reason =
+        w.op + ": working set " + kib(w.min_l1_bytes) + " exceeds L1 " + kib(p.l1) + " on " + p.soc_version;
   }
   return c;
 }
@@ -454,7 +523,8 @@ GraphCost cost_of_graph(const Graph& g, const HardwareProfile& p, const CostOpti
 
 GraphCost cost_of_model(const Model& m, const HardwareProfile& p, const CostOptions& o) {
   GraphCost gc = cost_of_graph(*m.graph, p, o);
-  for (const ScopedBody& b : control_flow_bodies(m, BodyShapes::AsGiven)) gc.body_kernels += cost_of_graph(*b.model.graph, p, o).kernels;
+  for (const ScopedBody& b : control_flow_bodies(m, BodyShapes::AsGiven))
+    gc.body_kernels += cost_of_graph(*b.model.graph, p, o).kernels;
   gc.kernels += gc.body_kernels;
   return gc;
 }

@@ -18,22 +18,23 @@ namespace geopt::ascend {
 // What one kernel does, independent of the hardware.
 struct KernelWork {
   std::string op;
-  DType dtype = DType::F32;     // the compute type
-  bool is_kernel = true;        // false for views (Reshape, Squeeze, ...), which launch nothing
+  DType dtype = DType::F32;  // the compute type
+  bool is_kernel = true;     // false for views (Reshape, Squeeze, ...), which launch nothing
   double cube_macs = 0;
-  double vector_ops = 0;        // element operations (a transcendental counts several)
+  double vector_ops = 0;  // element operations (a transcendental counts several)
   double hbm_read_bytes = 0;
   double hbm_write_bytes = 0;
-  int64_t min_ub_bytes = 0;     // working set of the smallest legal tile
+  int64_t min_ub_bytes = 0;  // working set of the smallest legal tile
   int64_t min_l1_bytes = 0;
-  int64_t spills_row = 0;       // standard row kernels: the row's working set; over UB it runs in two passes
-  int extra_launches = 0;       // implicit layout conversions the kernel needs (NCHW convs)
-  double permuted_elements = 0; // elements a Transpose permutes on the Vector unit
+  int64_t spills_row = 0;        // standard row kernels: the row's working set; over UB it runs in two passes
+  int extra_launches = 0;        // implicit layout conversions the kernel needs (NCHW convs)
+  double permuted_elements = 0;  // elements a Transpose permutes on the Vector unit
   // The Cube's work as products (tiled over the cores) or, for FlashAttention, its blocked
   // loop; cube_macs is their sum of useful MACs.
   std::vector<CubeProduct> products;
   AttentionShape attention;
-  bool fused_attention = false;  // FlashAttention and its variants: needs the profile's fused attention kernel
+  bool fused_attention =
+      false;  // FlashAttention and its variants: needs the profile's fused attention kernel
   // Each tensor the kernel reads or writes (the two totals above add them up). Weights
   // come from device memory; an activation small enough stays in L2 between its producer
   // and its consumer.
@@ -48,7 +49,7 @@ struct KernelWork {
 struct KernelCost {
   double cube_us = 0, vector_us = 0, memory_us = 0, launch_us = 0, total_us = 0;
   double dram_bytes = 0, l2_bytes = 0;  // the traffic, split by where it is served from
-  std::string bound;  // "cube", "vector", "memory" or "none"
+  std::string bound;                    // "cube", "vector", "memory" or "none"
   bool feasible = true;
   std::string reason;  // why not, e.g. "working set 288 KiB exceeds UB 192 KiB on Ascend910B1"
 };
@@ -96,10 +97,10 @@ KernelWork work_of(const Node& node, const CostOptions& options = {});
 KernelCost cost_of(const KernelWork& work, const HardwareProfile& profile);
 
 struct GraphCost {
-  double latency_us = 0;     // kernels one after another on one stream
+  double latency_us = 0;  // kernels one after another on one stream
   double hbm_bytes = 0;
-  size_t kernels = 0;        // nodes that launch a kernel
-  size_t body_kernels = 0;   // of those, in control-flow bodies (cost_of_model; once per body, not per trip)
+  size_t kernels = 0;       // nodes that launch a kernel
+  size_t body_kernels = 0;  // of those, in control-flow bodies (cost_of_model; once per body, not per trip)
   size_t infeasible = 0;
   std::map<std::string, std::pair<double, size_t>> by_op;  // op -> (us, kernels)
   struct Kernel {
@@ -107,7 +108,8 @@ struct GraphCost {
     KernelWork work;
     KernelCost cost;
   };
-  std::vector<Kernel> per_kernel;  // every kernel, in graph order (cost_of_graph's own graph; not the bodies')
+  std::vector<Kernel>
+      per_kernel;  // every kernel, in graph order (cost_of_graph's own graph; not the bodies')
 };
 
 GraphCost cost_of_graph(const Graph& graph, const HardwareProfile& profile, const CostOptions& options = {});

@@ -11,11 +11,14 @@ int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
 // The largest tile side worth trying: past the product's own (padded) size a larger
 // tile only pads more.
-int64_t side_limit(int64_t extent, int64_t fractal) { return std::min<int64_t>(256, std::max(fractal, round_up(extent, fractal))); }
+int64_t side_limit(int64_t extent, int64_t fractal) {
+  return std::min<int64_t>(256, std::max(fractal, round_up(extent, fractal)));
+}
 
 // Cycles of one 16x16x16 fractal product at the sustained rate.
 double fractal_cycles(const HardwareProfile& p, double rate) {
-  return static_cast<double>(p.cube_m) * p.cube_n * p.cube_k / (p.fp16_macs_per_cycle * rate * p.cube_efficiency);
+  return static_cast<double>(p.cube_m) * p.cube_n * p.cube_k /
+         (p.fp16_macs_per_cycle * rate * p.cube_efficiency);
 }
 
 }  // namespace
@@ -36,8 +39,10 @@ CubeTime cube_time(const CubeProduct& prod, const HardwareProfile& p, double rat
       if (tm * tn > accumulators && !(tm == p.cube_m && tn == p.cube_n)) continue;
       const double tiles = prod.count * ceil_div(prod.m, tm) * ceil_div(prod.n, tn);
       const double waves = std::ceil(tiles / p.ai_cores);
-      const double compute = static_cast<double>(tm / p.cube_m) * static_cast<double>(tn / p.cube_n) * k_steps * per_fractal;
-      const double load = static_cast<double>(tm + tn) * k_steps * p.cube_k * operand_bytes / load_bytes_per_cycle;
+      const double compute =
+          static_cast<double>(tm / p.cube_m) * static_cast<double>(tn / p.cube_n) * k_steps * per_fractal;
+      const double load =
+          static_cast<double>(tm + tn) * k_steps * p.cube_k * operand_bytes / load_bytes_per_cycle;
       const double cycles = waves * (std::max(compute, load) + p.cube_tile_overhead_cycles);
       if (best_cycles < 0 || cycles < best_cycles) {
         best_cycles = cycles;
@@ -64,7 +69,8 @@ CubeTime attention_time(const AttentionShape& a, const HardwareProfile& p, doubl
   const double vector_share = static_cast<double>(p.vector_cores) / p.ai_cores;
   const double vector = static_cast<double>(bq) * static_cast<double>(bk) * p.attention_vector_ops * 4.0 /
                         (p.vector_bytes_per_cycle * vector_share * p.vector_efficiency);
-  const double cycles = waves * (iterations * (std::max(cube, vector) + p.attention_sync_cycles) + p.cube_tile_overhead_cycles);
+  const double cycles =
+      waves * (iterations * (std::max(cube, vector) + p.attention_sync_cycles) + p.cube_tile_overhead_cycles);
   t.us = cycles / hz * 1e6;
   t.tile_m = bq;
   t.tile_n = bk;

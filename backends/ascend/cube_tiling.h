@@ -37,7 +37,8 @@ struct CubeTime {
 
 // `rate` is the Cube's throughput for the operand type relative to fp16 (int8 2, fp32 1/4);
 // `operand_bytes` the size of one operand element.
-CubeTime cube_time(const CubeProduct& product, const HardwareProfile& profile, double rate, double operand_bytes);
+CubeTime cube_time(const CubeProduct& product, const HardwareProfile& profile, double rate,
+                   double operand_bytes);
 CubeTime attention_time(const AttentionShape& attention, const HardwareProfile& profile, double rate);
 
 }  // namespace geopt::ascend

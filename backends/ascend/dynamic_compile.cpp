@@ -7,12 +7,12 @@
 #include <cstring>
 #include <unordered_map>
 
+#include <zlib.h>
 #include "ascend/execution_order.h"
 #include "ascend/layout.h"
 #include "ascend/plan_file.h"
 #include "passes/static_shapes.h"
 #include "util/error.h"
-#include <zlib.h>
 
 namespace geopt::ascend {
 namespace {
@@ -20,7 +20,8 @@ namespace {
 uint64_t align_up(uint64_t n) { return (n + kMemoryAlignment - 1) / kMemoryAlignment * kMemoryAlignment; }
 
 // The check inputs that fit a gear or size: --check-input feeds are given at one shape.
-std::map<std::string, HostTensor> fixed_for(const std::map<std::string, HostTensor>& fixed, const InputShapes& shapes) {
+std::map<std::string, HostTensor> fixed_for(const std::map<std::string, HostTensor>& fixed,
+                                            const InputShapes& shapes) {
   for (const auto& [name, t] : fixed)
     if (auto it = shapes.find(name); it != shapes.end() && it->second != t.dims()) return {};
   return fixed;
@@ -45,14 +46,16 @@ std::unordered_map<std::string, ValueType> types_at(const Model& model, const In
 
 // The values of `model` whose type is not static, each given its type at `shapes`.
 // Returns their names. Throws naming a value whose type stays open there.
-std::set<std::string> type_open_values_at(Model& model, const Model& source, const InputShapes& shapes, const std::string& where) {
+std::set<std::string> type_open_values_at(Model& model, const Model& source, const InputShapes& shapes,
+                                          const std::string& where) {
   const auto types = types_at(source, shapes);
   std::set<std::string> open;
   auto settle = [&](Value* v) {
     if (!v || v->initializer || (v->type.shape && v->type.shape->is_static())) return;
     auto it = types.find(v->name());
     if (it == types.end() || !it->second.shape || !it->second.shape->is_static())
-      throw Error("a range plan needs every value's shape at the range's bounds, but '" + v->name() + "' (" + v->type.to_string() + ") is " +
+      throw Error("a range plan needs every value's shape at the range's bounds, but '" + v->name() + "' (" +
+                  v->type.to_string() + ") is " +
                   (it == types.end() ? std::string("not known") : it->second.to_string()) + " at " + where +
                   " (its size depends on the data, not only on the input shapes)");
     v->type = it->second;
@@ -85,13 +88,16 @@ plan::Plan share_gear_weights(std::vector<plan::Plan> gears, const std::vector<s
   std::map<std::pair<uint32_t, bool>, std::vector<Stored>> stored;  // (crc, short run) -> runs
   auto key_of = [&](std::string_view bytes) {
     const size_t n = std::min(bytes.size(), kKey);
-    return std::make_pair(static_cast<uint32_t>(crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(n))),
-                          bytes.size() < kKey);
+    return std::make_pair(
+        static_cast<uint32_t>(
+            crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(n))),
+        bytes.size() < kKey);
   };
   // The gear with the most weight bytes first: its tables hold the smaller gears' slices.
   std::vector<size_t> by_size(gears.size());
   for (size_t g = 0; g < gears.size(); ++g) by_size[g] = g;
-  std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) { return gears[a].weights().size() > gears[b].weights().size(); });
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](size_t a, size_t b) { return gears[a].weights().size() > gears[b].weights().size(); });
   for (size_t g : by_size) {
     plan::Plan& gear = gears[g];
     std::vector<plan::TensorRef*> refs;
@@ -102,18 +108,21 @@ plan::Plan share_gear_weights(std::vector<plan::Plan> gears, const std::vector<s
     for (auto& k : *gear.mutable_kernels()) collect(k.mutable_inputs());
     collect(gear.mutable_outputs());
     // Runs of bytes that references overlap (a reference may lie inside another) move together.
-    std::sort(refs.begin(), refs.end(), [](const plan::TensorRef* a, const plan::TensorRef* b) { return a->offset() < b->offset(); });
+    std::sort(refs.begin(), refs.end(),
+              [](const plan::TensorRef* a, const plan::TensorRef* b) { return a->offset() < b->offset(); });
     const std::string& region = gear.weights();
     for (size_t i = 0; i < refs.size();) {
       const uint64_t start = refs[i]->offset();
       uint64_t end = start + refs[i]->size();
       size_t j = i + 1;
-      while (j < refs.size() && refs[j]->offset() < end) end = std::max<uint64_t>(end, refs[j]->offset() + refs[j]->size()), ++j;
+      while (j < refs.size() && refs[j]->offset() < end)
+        end = std::max<uint64_t>(end, refs[j]->offset() + refs[j]->size()), ++j;
       const std::string_view bytes(region.data() + start, end - start);
       auto& candidates = stored[key_of(bytes)];
       uint64_t at = UINT64_MAX;
       for (const Stored& c : candidates)
-        if (c.size >= bytes.size() && std::memcmp(shared.data() + c.offset, bytes.data(), bytes.size()) == 0) {
+        if (c.size >= bytes.size() &&
+            std::memcmp(shared.data() + c.offset, bytes.data(), bytes.size()) == 0) {
           at = c.offset;
           break;
         }
@@ -138,14 +147,15 @@ plan::Plan share_gear_weights(std::vector<plan::Plan> gears, const std::vector<s
   return top;
 }
 
-GearedCompileResult compile_gears(const Model& given, const std::vector<InputShapes>& gears, const HardwareProfile& profile,
-                                  const CompileOptions& options) {
+GearedCompileResult compile_gears(const Model& given, const std::vector<InputShapes>& gears,
+                                  const HardwareProfile& profile, const CompileOptions& options) {
   GearedCompileResult result;
   std::vector<plan::Plan> plans;
   std::vector<std::string> names;
   // --check-input feeds are given at one shape: they must be one gear's.
-  if (!options.check_inputs.empty() &&
-      std::none_of(gears.begin(), gears.end(), [&](const InputShapes& g) { return !fixed_for(options.check_inputs, g).empty(); }))
+  if (!options.check_inputs.empty() && std::none_of(gears.begin(), gears.end(), [&](const InputShapes& g) {
+        return !fixed_for(options.check_inputs, g).empty();
+      }))
     throw Error("--check-input: the inputs' shapes are none of the gears' (the gears are " + [&] {
       std::string listed;
       for (const InputShapes& g : gears) listed += (listed.empty() ? "" : "; ") + input_shapes_text(given, g);
@@ -173,7 +183,8 @@ GearedCompileResult compile_gears(const Model& given, const std::vector<InputSha
   return result;
 }
 
-RangeCompileResult compile_range(const Model& given, const InputRanges& ranges, const HardwareProfile& profile, const CompileOptions& options) {
+RangeCompileResult compile_range(const Model& given, const InputRanges& ranges,
+                                 const HardwareProfile& profile, const CompileOptions& options) {
   RangeCompileResult result;
   result.ranges = ranges;
   // The check runs at each range's minimum, middle and maximum (all inputs at once).
@@ -209,7 +220,8 @@ RangeCompileResult compile_range(const Model& given, const InputRanges& ranges, 
   CompileOptions range_options = options;
   // The cost model prices symbolic dims at the range's upper bound (the size the memory is planned for).
   range_options.optimize.cost.symbolic_dim_value = representative;
-  r.optimize_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  r.optimize_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   optimize_for_plan(r, given, std::move(prepared), profile, range_options);
   const Model symbolic = r.model.clone();
   const std::set<std::string> bounded = type_open_values_at(r.model, symbolic, high, where);
@@ -223,7 +235,8 @@ RangeCompileResult compile_range(const Model& given, const InputRanges& ranges, 
       auto* pd = entry->add_dims();
       pd->set_min(dims[a].min);
       pd->set_max(dims[a].max);
-      if (input && input->type.shape && a < input->type.shape->rank() && (*input->type.shape)[a].is_symbolic())
+      if (input && input->type.shape && a < input->type.shape->rank() &&
+          (*input->type.shape)[a].is_symbolic())
         pd->set_symbol((*input->type.shape)[a].symbol_name());
     }
   }

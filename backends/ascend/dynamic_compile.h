@@ -16,16 +16,16 @@
 namespace geopt::ascend {
 
 struct GearedCompileResult {
-  std::vector<InputShapes> shapes;      // per gear
-  std::vector<CompileResult> gears;     // per gear; their plans moved into `plan`
-  plan::Plan plan;                      // the plan of gears, weights shared
-  uint64_t gear_weight_bytes = 0;       // the gears' weight regions summed, before sharing
+  std::vector<InputShapes> shapes;   // per gear
+  std::vector<CompileResult> gears;  // per gear; their plans moved into `plan`
+  plan::Plan plan;                   // the plan of gears, weights shared
+  uint64_t gear_weight_bytes = 0;    // the gears' weight regions summed, before sharing
 };
 
 // `given` is the model with the gears' dims open (symbolic). Each gear is checked
 // against `given` at its shapes (--check-input feeds only for the gear they fit).
-GearedCompileResult compile_gears(const Model& given, const std::vector<InputShapes>& gears, const HardwareProfile& profile,
-                                  const CompileOptions& options);
+GearedCompileResult compile_gears(const Model& given, const std::vector<InputShapes>& gears,
+                                  const HardwareProfile& profile, const CompileOptions& options);
 
 struct RangeCompileResult {
   CompileResult compiled;
@@ -37,7 +37,8 @@ struct RangeCompileResult {
   std::vector<uint64_t> load_at;
 };
 
-RangeCompileResult compile_range(const Model& given, const InputRanges& ranges, const HardwareProfile& profile, const CompileOptions& options);
+RangeCompileResult compile_range(const Model& given, const InputRanges& ranges,
+                                 const HardwareProfile& profile, const CompileOptions& options);
 
 // The plan of gears from plans compiled each with its own weight region: one region,
 // each distinct run of weight bytes stored once (content compared; a run equal to the

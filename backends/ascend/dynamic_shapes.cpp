@@ -14,9 +14,12 @@ constexpr size_t kMaxGears = 100;  // ATC's limit
 
 const char* option_name(GearKind kind) {
   switch (kind) {
-    case GearKind::batch_size: return "--dynamic_batch_size";
-    case GearKind::image_size: return "--dynamic_image_size";
-    case GearKind::dims: return "--dynamic_dims";
+    case GearKind::batch_size:
+      return "--dynamic_batch_size";
+    case GearKind::image_size:
+      return "--dynamic_image_size";
+    case GearKind::dims:
+      return "--dynamic_dims";
   }
   return "";
 }
@@ -67,7 +70,8 @@ void require_static_rest(const Model& model, const std::set<std::string>& named,
   for (const Value* v : model.graph->inputs()) {
     if (v->initializer || named.count(v->name())) continue;
     if (!v->type.shape || !v->type.shape->is_static())
-      throw Error(option + ": input '" + v->name() + "' is " + v->type.to_string() + ", with dims that are not static; give it in " + option);
+      throw Error(option + ": input '" + v->name() + "' is " + v->type.to_string() +
+                  ", with dims that are not static; give it in " + option);
   }
 }
 
@@ -80,10 +84,13 @@ struct Hole {
 
 }  // namespace
 
-std::vector<InputShapes> parse_gears(const Model& model, const std::string& input_shape, GearKind kind, const std::string& gears) {
+std::vector<InputShapes> parse_gears(const Model& model, const std::string& input_shape, GearKind kind,
+                                     const std::string& gears) {
   const std::string option = option_name(kind);
   if (trimmed(input_shape).empty())
-    throw Error(option + " needs --input_shape with -1 at the dims it sets, e.g. --input_shape \"input_ids:1,-1;attention_mask:1,-1\"");
+    throw Error(option +
+                " needs --input_shape with -1 at the dims it sets, e.g. --input_shape "
+                "\"input_ids:1,-1;attention_mask:1,-1\"");
   InputShapes base;
   std::vector<Hole> holes;
   std::set<std::string> named;
@@ -91,15 +98,16 @@ std::vector<InputShapes> parse_gears(const Model& model, const std::string& inpu
     const Value* v = graph_input(model, name);
     if (!v) throw Error("--input_shape names '" + name + "', which is not an input of the model");
     if (!v->type.shape || v->type.shape->rank() != dims.size())
-      throw Error("--input_shape gives input '" + name + "' " + std::to_string(dims.size()) + " dims, the model declares " + v->type.to_string());
+      throw Error("--input_shape gives input '" + name + "' " + std::to_string(dims.size()) +
+                  " dims, the model declares " + v->type.to_string());
     named.insert(name);
     base[name] = dims;
     for (size_t a = 0; a < dims.size(); ++a)
       if (dims[a] < 0) {
         const Dim& d = (*v->type.shape)[a];
         if (d.is_static())
-          throw Error("--input_shape marks dim " + std::to_string(a) + " of input '" + name + "' dynamic (-1), but the model fixes it at " +
-                      std::to_string(d.value()));
+          throw Error("--input_shape marks dim " + std::to_string(a) + " of input '" + name +
+                      "' dynamic (-1), but the model fixes it at " + std::to_string(d.value()));
         if (kind == GearKind::batch_size && a != 0)
           throw Error(option + ": --input_shape marks dim " + std::to_string(a) + " of input '" + name +
                       "' as -1; a batch size sets dim 0 only (use --dynamic_dims for other dims)");
@@ -107,7 +115,9 @@ std::vector<InputShapes> parse_gears(const Model& model, const std::string& inpu
       }
   }
   require_static_rest(model, named, option);
-  if (holes.empty()) throw Error(option + ": --input_shape marks no dim as dynamic (-1), so there is nothing for the gears to set");
+  if (holes.empty())
+    throw Error(option +
+                ": --input_shape marks no dim as dynamic (-1), so there is nothing for the gears to set");
   std::vector<std::string> symbols;  // distinct, in order of first appearance (an unnamed dim is its own)
   std::vector<size_t> symbol_of;
   for (const Hole& h : holes) {
@@ -124,7 +134,9 @@ std::vector<InputShapes> parse_gears(const Model& model, const std::string& inpu
   if (kind == GearKind::batch_size) {
     for (const std::string& g : split(gears, ',')) {
       auto n = number(g, 1);
-      if (!n) throw Error(option + " '" + gears + "': '" + trimmed(g) + "' is not a batch size (a whole number from 1)");
+      if (!n)
+        throw Error(option + " '" + gears + "': '" + trimmed(g) +
+                    "' is not a batch size (a whole number from 1)");
       values.push_back(std::vector<int64_t>(holes.size(), *n));
     }
   } else {
@@ -132,7 +144,9 @@ std::vector<InputShapes> parse_gears(const Model& model, const std::string& inpu
       std::vector<int64_t> gear;
       for (const std::string& d : split(g, ',')) {
         auto n = number(d, 1);
-        if (!n) throw Error(option + " '" + gears + "': gear '" + trimmed(g) + "': '" + trimmed(d) + "' is not a size (a whole number from 1)");
+        if (!n)
+          throw Error(option + " '" + gears + "': gear '" + trimmed(g) + "': '" + trimmed(d) +
+                      "' is not a size (a whole number from 1)");
         gear.push_back(*n);
       }
       if (kind == GearKind::image_size) {
@@ -140,7 +154,9 @@ std::vector<InputShapes> parse_gears(const Model& model, const std::string& inpu
         std::map<std::string, size_t> per_input;
         for (const Hole& h : holes) ++per_input[h.input];
         for (const auto& [input, n] : per_input)
-          if (n != 2) throw Error(option + ": --input_shape marks " + std::to_string(n) + " dim(s) of '" + input + "' as -1; an image size sets two (H and W)");
+          if (n != 2)
+            throw Error(option + ": --input_shape marks " + std::to_string(n) + " dim(s) of '" + input +
+                        "' as -1; an image size sets two (H and W)");
         std::vector<int64_t> each;
         std::map<std::string, size_t> seen;
         for (const Hole& h : holes) each.push_back(gear[seen[h.input]++]);
@@ -150,9 +166,11 @@ std::vector<InputShapes> parse_gears(const Model& model, const std::string& inpu
         for (size_t i = 0; i < holes.size(); ++i)
           for (size_t j = 0; j < i; ++j)
             if (symbol_of[i] == symbol_of[j] && gear[i] != gear[j])
-              throw Error(option + " '" + gears + "': gear '" + trimmed(g) + "' gives '" + holes[j].input + "' dim " + std::to_string(holes[j].axis) +
-                          " " + std::to_string(gear[j]) + " and '" + holes[i].input + "' dim " + std::to_string(holes[i].axis) + " " +
-                          std::to_string(gear[i]) + ", which the model names alike ('" + symbols[symbol_of[i]] + "'): one size");
+              throw Error(option + " '" + gears + "': gear '" + trimmed(g) + "' gives '" + holes[j].input +
+                          "' dim " + std::to_string(holes[j].axis) + " " + std::to_string(gear[j]) +
+                          " and '" + holes[i].input + "' dim " + std::to_string(holes[i].axis) + " " +
+                          std::to_string(gear[i]) + ", which the model names alike ('" +
+                          symbols[symbol_of[i]] + "'): one size");
         values.push_back(gear);
       } else if (gear.size() == symbols.size()) {
         std::vector<int64_t> each;
@@ -161,14 +179,17 @@ std::vector<InputShapes> parse_gears(const Model& model, const std::string& inpu
       } else {
         std::string listed;
         for (const std::string& s : symbols) listed += (listed.empty() ? "" : ", ") + s;
-        throw Error(option + " '" + gears + "': gear '" + trimmed(g) + "' gives " + std::to_string(gear.size()) + " value(s); --input_shape marks " +
-                    std::to_string(holes.size()) + " dim(s) as -1 (" + std::to_string(symbols.size()) + " distinct: " + listed +
-                    "), so a gear gives one value for each, in order");
+        throw Error(option + " '" + gears + "': gear '" + trimmed(g) + "' gives " +
+                    std::to_string(gear.size()) + " value(s); --input_shape marks " +
+                    std::to_string(holes.size()) + " dim(s) as -1 (" + std::to_string(symbols.size()) +
+                    " distinct: " + listed + "), so a gear gives one value for each, in order");
       }
     }
   }
   if (values.empty()) throw Error(option + " is empty: give at least one gear");
-  if (values.size() > kMaxGears) throw Error(option + ": " + std::to_string(values.size()) + " gears, more than ATC's " + std::to_string(kMaxGears));
+  if (values.size() > kMaxGears)
+    throw Error(option + ": " + std::to_string(values.size()) + " gears, more than ATC's " +
+                std::to_string(kMaxGears));
 
   std::vector<InputShapes> result;
   std::set<InputShapes> distinct;
@@ -181,7 +202,9 @@ std::vector<InputShapes> parse_gears(const Model& model, const std::string& inpu
         for (const Dim& d : v->type.shape->dims()) dims.push_back(d.value());
         shapes[v->name()] = dims;
       }
-    if (!distinct.insert(shapes).second) throw Error(option + " '" + gears + "': the gear " + input_shapes_text(model, shapes) + " is given twice");
+    if (!distinct.insert(shapes).second)
+      throw Error(option + " '" + gears + "': the gear " + input_shapes_text(model, shapes) +
+                  " is given twice");
     result.push_back(std::move(shapes));
   }
   return result;
@@ -197,7 +220,8 @@ InputRanges parse_input_shape_range(const Model& model, const std::string& text)
     const size_t open = entry.find('[');
     const size_t colon = open == std::string::npos ? std::string::npos : entry.rfind(':', open);
     if (colon == std::string::npos || colon == 0 || entry.back() != ']' || colon + 1 != open)
-      throw Error(option + " '" + entry + "': expected NAME:[D1,D2,...], each dim a size or MIN~MAX (e.g. input_ids:[1,1~512])");
+      throw Error(option + " '" + entry +
+                  "': expected NAME:[D1,D2,...], each dim a size or MIN~MAX (e.g. input_ids:[1,1~512])");
     const std::string name = entry.substr(0, colon);
     const Value* v = graph_input(model, name);
     if (!v) throw Error(option + " names '" + name + "', which is not an input of the model");
@@ -209,23 +233,29 @@ InputRanges parse_input_shape_range(const Model& model, const std::string& text)
       auto hi = tilde == std::string::npos ? lo : number(t.substr(tilde + 1), -1);
       if (!lo || !hi) throw Error(option + " '" + entry + "': '" + t + "' is not a size or MIN~MAX");
       if (*lo < 0 || *hi < 0)
-        throw Error(option + " '" + entry + "': '" + t + "' is unbounded; geopt plans memory at the range's upper bound, so give one (e.g. 1~512)");
+        throw Error(
+            option + " '" + entry + "': '" + t +
+            "' is unbounded; geopt plans memory at the range's upper bound, so give one (e.g. 1~512)");
       if (*lo > *hi) throw Error(option + " '" + entry + "': '" + t + "' has its minimum above its maximum");
-      if (*hi > (int64_t{1} << 31)) throw Error(option + " '" + entry + "': '" + t + "' is larger than a dim can be here (2^31)");
+      if (*hi > (int64_t{1} << 31))
+        throw Error(option + " '" + entry + "': '" + t + "' is larger than a dim can be here (2^31)");
       dims.push_back({*lo, *hi});
     }
     if (!v->type.shape || v->type.shape->rank() != dims.size())
-      throw Error(option + " gives input '" + name + "' " + std::to_string(dims.size()) + " dims, the model declares " + v->type.to_string());
+      throw Error(option + " gives input '" + name + "' " + std::to_string(dims.size()) +
+                  " dims, the model declares " + v->type.to_string());
     for (size_t a = 0; a < dims.size(); ++a) {
       const Dim& declared = (*v->type.shape)[a];
       if (declared.is_static() && (dims[a].min != declared.value() || dims[a].max != declared.value()))
-        throw Error(option + " gives dim " + std::to_string(a) + " of input '" + name + "' the range " + std::to_string(dims[a].min) + "~" +
-                    std::to_string(dims[a].max) + ", the model fixes it at " + std::to_string(declared.value()));
+        throw Error(option + " gives dim " + std::to_string(a) + " of input '" + name + "' the range " +
+                    std::to_string(dims[a].min) + "~" + std::to_string(dims[a].max) +
+                    ", the model fixes it at " + std::to_string(declared.value()));
     }
     if (!named.insert(name).second) throw Error(option + " names input '" + name + "' twice");
     ranges[name] = std::move(dims);
   }
-  if (ranges.empty()) throw Error(option + " is empty: give each dynamic input's dims, e.g. input_ids:[1,1~512]");
+  if (ranges.empty())
+    throw Error(option + " is empty: give each dynamic input's dims, e.g. input_ids:[1,1~512]");
   require_static_rest(model, named, option);
   return ranges;
 }
@@ -245,7 +275,8 @@ std::string input_ranges_text(const Model& model, const InputRanges& ranges) {
     if (v->initializer || it == ranges.end()) continue;
     std::string dims;
     for (const DimRange& r : it->second)
-      dims += (dims.empty() ? "" : ",") + std::to_string(r.min) + (r.min == r.max ? "" : "~" + std::to_string(r.max));
+      dims += (dims.empty() ? "" : ",") + std::to_string(r.min) +
+              (r.min == r.max ? "" : "~" + std::to_string(r.max));
     text += (text.empty() ? "" : ";") + v->name() + ":[" + dims + "]";
   }
   return text;
@@ -261,8 +292,9 @@ void set_dim_ranges(Model& model, const InputRanges& ranges) {
       const auto range = std::make_pair(it->second[a].min, it->second[a].max);
       auto [known, fresh] = model.graph->dim_ranges.emplace(d.symbol_name(), range);
       if (!fresh && known->second != range)
-        throw Error("--input_shape_range gives the dim '" + d.symbol_name() + "' two ranges (" + std::to_string(known->second.first) + "~" +
-                    std::to_string(known->second.second) + " and " + std::to_string(range.first) + "~" + std::to_string(range.second) +
+        throw Error("--input_shape_range gives the dim '" + d.symbol_name() + "' two ranges (" +
+                    std::to_string(known->second.first) + "~" + std::to_string(known->second.second) +
+                    " and " + std::to_string(range.first) + "~" + std::to_string(range.second) +
                     "); the model says they are one size");
     }
   }
@@ -274,7 +306,8 @@ Model with_input_dims(const Model& model, const InputShapes& shapes) {
     auto it = shapes.find(v->name());
     if (v->initializer || it == shapes.end()) continue;
     if (v->type.shape && v->type.shape->rank() != it->second.size())
-      throw Error("input '" + v->name() + "' is " + v->type.to_string() + "; it cannot take the dims " + comma_list(it->second));
+      throw Error("input '" + v->name() + "' is " + v->type.to_string() + "; it cannot take the dims " +
+                  comma_list(it->second));
     std::vector<Dim> dims(it->second.begin(), it->second.end());
     v->type.shape = Shape(std::move(dims));
   }

@@ -31,7 +31,8 @@ enum class GearKind {
 // gear may also give one value per distinct symbol behind the -1s (input_ids:1,-1 and
 // attention_mask:1,-1 both at 'seq': "32;64;128"). Throws geopt::Error naming the option and
 // the entry at fault.
-std::vector<InputShapes> parse_gears(const Model& model, const std::string& input_shape, GearKind kind, const std::string& gears);
+std::vector<InputShapes> parse_gears(const Model& model, const std::string& input_shape, GearKind kind,
+                                     const std::string& gears);
 
 // ATC's --input_shape_range: "input_ids:[1,1~512];attention_mask:[1,1~512]". Each dim is a
 // size or MIN~MAX; -1 (or MIN~-1) is unbounded, refused here: the memory plan needs an upper

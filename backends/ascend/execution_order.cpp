@@ -10,12 +10,14 @@ namespace geopt::ascend {
 size_t static_bytes(const Value& v) {
   const ValueType& t = v.type;
   if (!t.is_tensor() || t.dtype == DType::Undefined || t.dtype == DType::String || !t.shape)
-    throw Error("value '" + v.name() + "' (" + t.to_string() + "): a plan needs a numeric tensor of known shape");
+    throw Error("value '" + v.name() + "' (" + t.to_string() +
+                "): a plan needs a numeric tensor of known shape");
   size_t n = dtype_size(t.dtype);
   for (const Dim& d : t.shape->dims()) {
     if (!d.is_static())
       throw Error("value '" + v.name() + "' has shape " + t.to_string() +
-                  ": a plan needs static shapes (fix the inputs' symbolic dims with --input_shape, e.g. input_ids:1,128)");
+                  ": a plan needs static shapes (fix the inputs' symbolic dims with --input_shape, e.g. "
+                  "input_ids:1,128)");
     n *= static_cast<size_t>(d.value());
   }
   return n;
@@ -38,7 +40,7 @@ std::vector<size_t> memory_aware_order(const Graph& graph) {
   std::unordered_map<const Node*, size_t> index;
   for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].get()] = i;
 
-  std::vector<size_t> waiting(nodes.size(), 0);             // producers not yet issued
+  std::vector<size_t> waiting(nodes.size(), 0);           // producers not yet issued
   std::unordered_map<const Value*, size_t> readers_left;  // consumers not yet issued
   std::vector<std::vector<size_t>> consumers(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {

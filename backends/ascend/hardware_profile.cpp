@@ -4,9 +4,9 @@
 
 #include <cmath>
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <filesystem>
-#include <toml++/toml.h>
 
 #include "util/error.h"
 #include "util/input_file.h"
@@ -65,12 +65,15 @@ class Reader {
   double number_in(const char* key, double lo, double hi, bool above) {
     const double v = number(key);
     if (!std::isfinite(v) || v > hi || (above ? !(v > lo) : !(v >= lo)))
-      throw Error(file_ + ": '" + key + "' is " + format(v) + "; it must be " + (above ? "above " : "at least ") + format(lo) + " and at most " + format(hi));
+      throw Error(file_ + ": '" + key + "' is " + format(v) + "; it must be " +
+                  (above ? "above " : "at least ") + format(lo) + " and at most " + format(hi));
     return v;
   }
   int64_t integer_in(const char* key, int64_t lo, int64_t hi) {
     const int64_t v = integer(key);
-    if (v < lo || v > hi) throw Error(file_ + ": '" + key + "' is " + std::to_string(v) + "; it must be " + std::to_string(lo) + " to " + std::to_string(hi));
+    if (v < lo || v > hi)
+      throw Error(file_ + ": '" + key + "' is " + std::to_string(v) + "; it must be " + std::to_string(lo) +
+                  " to " + std::to_string(hi));
     return v;
   }
 
@@ -82,7 +85,6 @@ class Reader {
   }
 
  public:
-
  private:
   toml::table& table_;
   std::string file_;
@@ -90,12 +92,15 @@ class Reader {
 
 void set_override(toml::table& t, const std::string& key, const std::string& value, const std::string& file) {
   auto dot = key.find('.');
-  if (dot == std::string::npos) throw UsageError("--profile-set " + key + ": use SECTION.KEY (e.g. memory.hbm_gbps)");
+  if (dot == std::string::npos)
+    throw UsageError("--profile-set " + key + ": use SECTION.KEY (e.g. memory.hbm_gbps)");
   toml::table* section = t[key.substr(0, dot)].as_table();
   std::string leaf = key.substr(dot + 1);
-  if (!section || !section->contains(leaf)) throw UsageError("--profile-set " + key + ": " + file + " has no such key");
+  if (!section || !section->contains(leaf))
+    throw UsageError("--profile-set " + key + ": " + file + " has no such key");
   if ((*section)[leaf].is_boolean()) {
-    if (value != "true" && value != "false") throw UsageError("--profile-set " + key + "=" + value + ": expected true or false");
+    if (value != "true" && value != "false")
+      throw UsageError("--profile-set " + key + "=" + value + ": expected true or false");
     section->insert_or_assign(leaf, value == "true");
     return;
   }
@@ -104,10 +109,11 @@ void set_override(toml::table& t, const std::string& key, const std::string& val
     double v = std::stod(value, &used);
     if (used != value.size()) throw std::invalid_argument(value);
     if ((*section)[leaf].is_integer()) {
-      if (!(v >= -9.2e18 && v <= 9.2e18) || v != std::floor(v)) throw std::invalid_argument(value);  // no NaN, inf or fraction cast
+      if (!(v >= -9.2e18 && v <= 9.2e18) || v != std::floor(v))
+        throw std::invalid_argument(value);  // no NaN, inf or fraction cast
       section->insert_or_assign(leaf, static_cast<int64_t>(v));
-    }
-    else section->insert_or_assign(leaf, v);
+    } else
+      section->insert_or_assign(leaf, v);
   } catch (const std::exception&) {
     throw UsageError("--profile-set " + key + "=" + value + ": not a number");
   }
@@ -115,21 +121,24 @@ void set_override(toml::table& t, const std::string& key, const std::string& val
 
 }  // namespace
 
-HardwareProfile load_profile(const std::string& name_or_path, const std::map<std::string, std::string>& overrides) {
+HardwareProfile load_profile(const std::string& name_or_path,
+                             const std::map<std::string, std::string>& overrides) {
   fs::path path = name_or_path;
   if (path.extension() != ".toml") {
     path = fs::path(default_profiles_dir()) / (name_or_path + ".toml");
     if (!fs::exists(path)) {
       std::string known;
       for (const auto& p : available_profiles()) known += (known.empty() ? "" : ", ") + p;
-      throw UsageError("unknown --soc-version '" + name_or_path + "' (known: " + known + "; or give a profile .toml)");
+      throw UsageError("unknown --soc-version '" + name_or_path + "' (known: " + known +
+                       "; or give a profile .toml)");
     }
   }
   toml::table t;
   try {
     t = toml::parse(read_regular_file(path, kOptionFileCap, "a hardware profile"), path.string());
   } catch (const toml::parse_error& e) {
-    throw Error(path.string() + ":" + std::to_string(e.source().begin.line) + ":" + std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
+    throw Error(path.string() + ":" + std::to_string(e.source().begin.line) + ":" +
+                std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
   }
   for (const auto& [k, v] : overrides) set_override(t, k, v, path.string());
   Reader r(t, path.string());
@@ -167,7 +176,8 @@ HardwareProfile load_profile(const std::string& name_or_path, const std::map<std
   p.attention_block_q = static_cast<int>(r.integer_in("attention.block_q", p.cube_m, 4096));
   p.attention_block_kv = static_cast<int>(r.integer_in("attention.block_kv", p.cube_n, 4096));
   if (p.attention_block_q % p.cube_m || p.attention_block_kv % p.cube_n)
-    throw Error(p.source + ": 'attention.block_q' and 'attention.block_kv' must be multiples of the cube's m and n");
+    throw Error(p.source +
+                ": 'attention.block_q' and 'attention.block_kv' must be multiples of the cube's m and n");
   p.attention_vector_ops = r.number_in("attention.vector_ops_per_score", 0, 1e4, true);
   p.attention_sync_cycles = r.number_in("attention.sync_cycles", 0, 1e9, false);
   return p;

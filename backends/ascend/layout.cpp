@@ -9,11 +9,16 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 const char* format_name(Format f) {
   switch (f) {
-    case Format::ND: return "ND";
-    case Format::NCHW: return "NCHW";
-    case Format::NC1HWC0: return "NC1HWC0";
-    case Format::FRACTAL_Z: return "FRACTAL_Z";
-    case Format::FRACTAL_NZ: return "FRACTAL_NZ";
+    case Format::ND:
+      return "ND";
+    case Format::NCHW:
+      return "NCHW";
+    case Format::NC1HWC0:
+      return "NC1HWC0";
+    case Format::FRACTAL_Z:
+      return "FRACTAL_Z";
+    case Format::FRACTAL_NZ:
+      return "FRACTAL_NZ";
   }
   return "?";
 }
@@ -24,7 +29,8 @@ std::vector<int64_t> device_shape(const std::vector<int64_t>& dims, Format forma
   const int64_t c0 = c0_for(t);
   switch (format) {
     case Format::ND:
-    case Format::NCHW: return dims;
+    case Format::NCHW:
+      return dims;
     case Format::NC1HWC0:
       if (dims.size() != 4) throw Error("NC1HWC0 needs a 4-D NCHW shape");
       return {dims[0], ceil_div(dims[1], c0), dims[2], dims[3], c0};

@@ -4,8 +4,10 @@
 
 namespace geopt::ascend {
 
-std::unordered_map<const Node*, std::string> lowering_notes(const Graph& graph, const std::vector<size_t>& order,
-                                                            const MemoryPlan& memory, const StreamPlan& streams) {
+std::unordered_map<const Node*, std::string> lowering_notes(const Graph& graph,
+                                                            const std::vector<size_t>& order,
+                                                            const MemoryPlan& memory,
+                                                            const StreamPlan& streams) {
   std::vector<std::string> waits(order.size()), records(order.size());
   for (size_t e = 0; e < streams.events.size(); ++e) {
     const std::string name = " e" + std::to_string(e);
@@ -23,8 +25,10 @@ std::unordered_map<const Node*, std::string> lowering_notes(const Graph& graph, 
       auto it = out ? memory.buffer_of.find(out) : memory.buffer_of.end();
       if (it == memory.buffer_of.end()) continue;
       const PlannedBuffer& b = memory.buffers[it->second];
-      const bool piece = memory.offset_in_buffer.count(out) > 0;  // a view Split's piece: its own bytes within the buffer
-      note += ", " + out->name() + " at pool+" + std::to_string(memory.offset_of(out)) + " (" + std::to_string(piece ? static_bytes(*out) : b.bytes) + " B)";
+      const bool piece =
+          memory.offset_in_buffer.count(out) > 0;  // a view Split's piece: its own bytes within the buffer
+      note += ", " + out->name() + " at pool+" + std::to_string(memory.offset_of(out)) + " (" +
+              std::to_string(piece ? static_bytes(*out) : b.bytes) + " B)";
     }
     notes[&n] = std::move(note);
   }

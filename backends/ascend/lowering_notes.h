@@ -13,7 +13,9 @@
 
 namespace geopt::ascend {
 
-std::unordered_map<const Node*, std::string> lowering_notes(const Graph& graph, const std::vector<size_t>& order,
-                                                            const MemoryPlan& memory, const StreamPlan& streams);
+std::unordered_map<const Node*, std::string> lowering_notes(const Graph& graph,
+                                                            const std::vector<size_t>& order,
+                                                            const MemoryPlan& memory,
+                                                            const StreamPlan& streams);
 
 }  // namespace geopt::ascend

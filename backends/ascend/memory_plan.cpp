@@ -13,16 +13,19 @@
 namespace geopt::ascend {
 namespace {
 
-size_t align_up(size_t n) { return std::max<size_t>(1, (n + kMemoryAlignment - 1) / kMemoryAlignment) * kMemoryAlignment; }
+size_t align_up(size_t n) {
+  return std::max<size_t>(1, (n + kMemoryAlignment - 1) / kMemoryAlignment) * kMemoryAlignment;
+}
 
 // The inputs whose bytes a node's output may take when they die at that node: every
 // input of an elementwise op (its kernel reads each element before writing it), and
 // FusedConv's residual (input 3: the conv adds it where it writes, KernelContext::
 // new_output), which keeps a ResNet's residual stream in one buffer with no copy.
 bool may_run_in_place(const Node& n, size_t input) {
-  static const std::set<std::string> ops = {"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Exp", "Log",
-                                            "Sqrt", "Neg", "Abs", "Erf", "Clip", "LeakyRelu", "Pow", "Max", "Min",
-                                            "HardSigmoid", "HardSwish", "Softplus", "Elu", "Reciprocal", "Where"};
+  static const std::set<std::string> ops = {
+      "Add", "Sub",  "Mul",         "Div",       "Relu",     "Sigmoid", "Tanh",       "Exp",
+      "Log", "Sqrt", "Neg",         "Abs",       "Erf",      "Clip",    "LeakyRelu",  "Pow",
+      "Max", "Min",  "HardSigmoid", "HardSwish", "Softplus", "Elu",     "Reciprocal", "Where"};
   if (n.outputs().size() != 1) return false;
   if (n.domain.empty()) return ops.count(n.op_type) > 0;
   return n.domain == kGeoptDomain && n.op_type == "FusedConv" && input == 3;
@@ -33,7 +36,8 @@ bool may_run_in_place(const Node& n, size_t input) {
 std::vector<std::vector<size_t>> overlapping_lifetimes(const std::vector<PlannedBuffer>& bufs) {
   std::vector<size_t> by_first(bufs.size());
   for (size_t i = 0; i < bufs.size(); ++i) by_first[i] = i;
-  std::stable_sort(by_first.begin(), by_first.end(), [&](size_t a, size_t b) { return bufs[a].first_step < bufs[b].first_step; });
+  std::stable_sort(by_first.begin(), by_first.end(),
+                   [&](size_t a, size_t b) { return bufs[a].first_step < bufs[b].first_step; });
   std::vector<std::vector<size_t>> conflicts(bufs.size());
   std::multimap<int, size_t> alive;  // last step -> buffer
   for (size_t i : by_first) {
@@ -92,8 +96,9 @@ size_t pool_size(const std::vector<PlannedBuffer>& bufs, const Placement& at) {
   return top;
 }
 
-Placement place_in_order(const std::vector<PlannedBuffer>& bufs, const std::vector<std::vector<size_t>>& conflicts,
-                         const std::vector<size_t>& order, bool best_fit) {
+Placement place_in_order(const std::vector<PlannedBuffer>& bufs,
+                         const std::vector<std::vector<size_t>>& conflicts, const std::vector<size_t>& order,
+                         bool best_fit) {
   Placement at(bufs.size(), 0);
   std::vector<bool> placed(bufs.size(), false);
   for (size_t i : order) {
@@ -104,7 +109,8 @@ Placement place_in_order(const std::vector<PlannedBuffer>& bufs, const std::vect
 }
 
 // Moves buffers down into gaps left below them until nothing moves.
-void close_gaps(const std::vector<PlannedBuffer>& bufs, const std::vector<std::vector<size_t>>& conflicts, Placement& at) {
+void close_gaps(const std::vector<PlannedBuffer>& bufs, const std::vector<std::vector<size_t>>& conflicts,
+                Placement& at) {
   std::vector<size_t> by_offset(bufs.size());
   for (size_t i = 0; i < bufs.size(); ++i) by_offset[i] = i;
   std::vector<bool> placed(bufs.size(), true);
@@ -125,10 +131,12 @@ void close_gaps(const std::vector<PlannedBuffer>& bufs, const std::vector<std::v
 
 bool is_view_op(const Node& n) {
   static const std::set<std::string> views = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
-  return (n.domain.empty() && views.count(n.op_type)) || is_view_transpose(describe(n)) || is_view_split(describe(n));
+  return (n.domain.empty() && views.count(n.op_type)) || is_view_transpose(describe(n)) ||
+         is_view_split(describe(n));
 }
 
-MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, const MemoryPlanOptions& options) {
+MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order,
+                       const MemoryPlanOptions& options) {
   MemoryPlan plan;
   const auto& nodes = graph.nodes();
   const int end_step = static_cast<int>(order.size()) + 1;
@@ -173,15 +181,18 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
     const int step = static_cast<int>(k) + 1;
     // Names as plan dump prints them: the node's name, its op type, or domain::op type.
     const std::string qualified = n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type;
-    const bool named = options.no_reuse.count(n.name) || options.no_reuse.count(n.op_type) || options.no_reuse.count(qualified);
-    if (named) plan.no_reuse_unmatched.erase(n.name), plan.no_reuse_unmatched.erase(n.op_type), plan.no_reuse_unmatched.erase(qualified);
+    const bool named = options.no_reuse.count(n.name) || options.no_reuse.count(n.op_type) ||
+                       options.no_reuse.count(qualified);
+    if (named)
+      plan.no_reuse_unmatched.erase(n.name), plan.no_reuse_unmatched.erase(n.op_type),
+          plan.no_reuse_unmatched.erase(qualified);
     const bool apart = options.reuse && named;  // with reuse off every buffer is apart anyway
     const Value* in0 = n.input(0);
     // A Split over a value whose dims are set at run time is no view: its pieces' offsets depend on them.
     const bool is_split = is_view_split(describe(n));
     const bool split_view = is_split && in0 && !options.runtime_shaped.count(in0->name());
     if (split_view && !in0->initializer && !apart) {  // pieces aligned: is_view_split checks
-      size_t delta = 0;  // the pieces lie one after another
+      size_t delta = 0;                               // the pieces lie one after another
       for (const Value* out : n.outputs()) {
         if (out) join(out, in0, step, delta), ++plan.views;
         delta += out ? static_bytes(*out) : 0;
@@ -203,10 +214,12 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
       const Value* host = nullptr;
       if (options.reuse && !apart)
         for (size_t i = 0; i < n.inputs().size(); ++i)
-          if (const Value* in = n.inputs()[i]; in && may_run_in_place(n, i) && !in->initializer && plan.buffer_of.count(in) &&
+          if (const Value* in = n.inputs()[i];
+              in && may_run_in_place(n, i) && !in->initializer && plan.buffer_of.count(in) &&
               static_bytes(*in) == static_bytes(*out) &&
               plan.buffers[plan.buffer_of.at(in)].last_step == step &&
-              (!host || plan.buffers[plan.buffer_of.at(in)].first_step < plan.buffers[plan.buffer_of.at(host)].first_step))
+              (!host || plan.buffers[plan.buffer_of.at(in)].first_step <
+                            plan.buffers[plan.buffer_of.at(host)].first_step))
             host = in;
       if (host) {
         join(out, host, step);
@@ -248,7 +261,8 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
     const RangeMax most_alive(alive);
     std::vector<int64_t> breadth(bufs.size(), 0);
     for (size_t i = 0; i < bufs.size(); ++i)
-      breadth[i] = most_alive.over(static_cast<size_t>(bufs[i].first_step), static_cast<size_t>(bufs[i].last_step));
+      breadth[i] =
+          most_alive.over(static_cast<size_t>(bufs[i].first_step), static_cast<size_t>(bufs[i].last_step));
     struct Strategy {
       std::string name;
       std::vector<size_t> order;
@@ -258,11 +272,13 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, con
         {"greedy by size", sorted([&](size_t a, size_t b) { return bufs[a].bytes > bufs[b].bytes; }), false},
         {"greedy by breadth", sorted([&](size_t a, size_t b) {
            return breadth[a] != breadth[b] ? breadth[a] > breadth[b] : bufs[a].bytes > bufs[b].bytes;
-         }), false},
+         }),
+         false},
         {"lifetime best fit", sorted([&](size_t a, size_t b) {
            return bufs[a].first_step != bufs[b].first_step ? bufs[a].first_step < bufs[b].first_step
                                                            : bufs[a].bytes > bufs[b].bytes;
-         }), true},
+         }),
+         true},
     };
     size_t best_pool = SIZE_MAX;
     for (const auto& s : strategies) {
@@ -288,13 +304,15 @@ void validate_memory_plan(const MemoryPlan& plan) {
   const auto& bufs = plan.buffers;
   for (size_t i = 0; i < bufs.size(); ++i)
     if (bufs[i].offset + bufs[i].bytes > plan.pool_bytes || bufs[i].offset % kMemoryAlignment)
-      throw Error("memory plan: '" + bufs[i].values.front()->name() + "' lies outside the pool or is misaligned");
+      throw Error("memory plan: '" + bufs[i].values.front()->name() +
+                  "' lies outside the pool or is misaligned");
   // A piece of a view Split lies inside its buffer, aligned.
   for (const auto& [v, delta] : plan.offset_in_buffer) {
     const PlannedBuffer& b = bufs.at(plan.buffer_of.at(v));
     if (delta % kMemoryAlignment || delta + static_bytes(*v) > b.bytes)
-      throw Error("memory plan: '" + v->name() + "' at +" + std::to_string(delta) + " lies outside its buffer ('" + b.values.front()->name() +
-                  "', " + std::to_string(b.bytes) + " bytes) or is misaligned");
+      throw Error("memory plan: '" + v->name() + "' at +" + std::to_string(delta) +
+                  " lies outside its buffer ('" + b.values.front()->name() + "', " + std::to_string(b.bytes) +
+                  " bytes) or is misaligned");
   }
   const std::vector<std::vector<size_t>> conflicts = overlapping_lifetimes(bufs);
   for (size_t i = 0; i < bufs.size(); ++i)
@@ -304,10 +322,11 @@ void validate_memory_plan(const MemoryPlan& plan) {
       const auto& b = bufs[j];
       bool bytes_overlap = a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
       if (bytes_overlap)
-        throw Error("memory plan: '" + a.values.front()->name() + "' (steps " + std::to_string(a.first_step) + "-" +
-                    std::to_string(a.last_step) + ", bytes " + std::to_string(a.offset) + "+" + std::to_string(a.bytes) +
-                    ") and '" + b.values.front()->name() + "' (steps " + std::to_string(b.first_step) + "-" +
-                    std::to_string(b.last_step) + ", bytes " + std::to_string(b.offset) + "+" + std::to_string(b.bytes) +
+        throw Error("memory plan: '" + a.values.front()->name() + "' (steps " + std::to_string(a.first_step) +
+                    "-" + std::to_string(a.last_step) + ", bytes " + std::to_string(a.offset) + "+" +
+                    std::to_string(a.bytes) + ") and '" + b.values.front()->name() + "' (steps " +
+                    std::to_string(b.first_step) + "-" + std::to_string(b.last_step) + ", bytes " +
+                    std::to_string(b.offset) + "+" + std::to_string(b.bytes) +
                     ") are alive together and share bytes");
     }
 }

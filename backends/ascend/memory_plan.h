@@ -2,8 +2,8 @@
 // Lifetime-based memory planning, as GE's memory assigner does it: every
 // activation gets an offset in ONE pool (512-byte aligned), tensors whose
 // lifetimes do not overlap share bytes, views (Reshape, Squeeze, Unsqueeze,
-// Flatten; a Split along an outer axis, piece by piece) share their input's bytes, and elementwise ops write in place over
-// an input that dies there. Weights live in their own region.
+// Flatten; a Split along an outer axis, piece by piece) share their input's bytes, and elementwise ops write
+// in place over an input that dies there. Weights live in their own region.
 #include <cstddef>
 #include <map>
 #include <set>
@@ -39,8 +39,9 @@ struct MemoryPlanOptions {
 
 struct MemoryPlan {
   std::vector<PlannedBuffer> buffers;
-  std::unordered_map<const Value*, size_t> buffer_of;    // activation value -> buffers index
-  std::unordered_map<const Value*, size_t> offset_in_buffer;  // a piece of a view Split (and its views): bytes from the buffer's start
+  std::unordered_map<const Value*, size_t> buffer_of;  // activation value -> buffers index
+  std::unordered_map<const Value*, size_t>
+      offset_in_buffer;  // a piece of a view Split (and its views): bytes from the buffer's start
   std::unordered_map<const Value*, size_t> weight_offset;  // initializer -> offset in the weight region
   size_t pool_bytes = 0;
   size_t weight_bytes = 0;
@@ -49,7 +50,7 @@ struct MemoryPlan {
   std::string strategy;       // the one kept
   std::map<std::string, size_t> strategy_pool_bytes;
   size_t views = 0, in_place = 0;
-  size_t kept_apart = 0;            // buffers given their own bytes by MemoryPlanOptions::no_reuse
+  size_t kept_apart = 0;                     // buffers given their own bytes by MemoryPlanOptions::no_reuse
   std::set<std::string> no_reuse_unmatched;  // entries of no_reuse that name no node
 
   // Where an activation value's bytes start in the pool.
@@ -59,7 +60,9 @@ struct MemoryPlan {
   }
 
   // 1 - pool / sum of activation sizes (the seed's memory-reuse rate).
-  double reuse_rate() const { return no_reuse_bytes ? 1.0 - double(pool_bytes) / double(no_reuse_bytes) : 0.0; }
+  double reuse_rate() const {
+    return no_reuse_bytes ? 1.0 - double(pool_bytes) / double(no_reuse_bytes) : 0.0;
+  }
 };
 
 // Ops whose output shares its input's bytes (Reshape, Squeeze, Unsqueeze,
@@ -68,7 +71,8 @@ struct MemoryPlan {
 bool is_view_op(const Node& n);
 
 // `order` indexes graph.nodes() (see memory_aware_order).
-MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order, const MemoryPlanOptions& options = {});
+MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order,
+                       const MemoryPlanOptions& options = {});
 
 // Throws geopt::Error naming both values when two buffers with overlapping
 // lifetimes share bytes, or a buffer leaves the pool.

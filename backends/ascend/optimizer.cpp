@@ -1,8 +1,8 @@
 #include "optimizer.h"
 
 #include <cmath>
-#include <functional>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -26,7 +26,8 @@ KernelDesc describe(const EGraph& g, ClassId cls, const ENode& n) {
   const OpSignature& s = g.signature(n.op);
   KernelDesc d{s.domain, s.op_type, &s.attributes, {}, {}};
   for (ClassId c : n.children) {
-    if (c != kAbsent && d.inputs.size() < 64 && g.eclass(c).data.is_constant()) d.constant_inputs |= uint64_t{1} << d.inputs.size();
+    if (c != kAbsent && d.inputs.size() < 64 && g.eclass(c).data.is_constant())
+      d.constant_inputs |= uint64_t{1} << d.inputs.size();
     d.inputs.push_back(c == kAbsent ? nullptr : &g.eclass(c).data.type);
   }
   if (s.num_outputs == 1) {
@@ -49,7 +50,8 @@ NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options)
     // Cube, too large to fold while exploring) is computed when the model is compiled:
     // no kernel at run time. Where the class holds the folded constant, that is taken.
     bool of_constants = !n.children.empty() && !g.eclass(cls).data.constant;
-    for (ClassId c : n.children) of_constants = of_constants && (c == kAbsent || g.eclass(c).data.is_constant());
+    for (ClassId c : n.children)
+      of_constants = of_constants && (c == kAbsent || g.eclass(c).data.is_constant());
     if (of_constants) return 0.0;
     const KernelDesc d = describe(g, cls, n);
     // A Transpose that moves only axes of size 1 is a view, free at run time; the
@@ -73,7 +75,8 @@ namespace {
 // read before). A body that cannot be written back as it is optimized (an output of
 // unknown type, or a new name the enclosing graph has: ONNX's single assignment spans
 // nested graphs) stays as it was. Returns the results of the bodies that changed.
-std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules, const HardwareProfile& profile, const OptimizeOptions& options) {
+std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules,
+                                            const HardwareProfile& profile, const OptimizeOptions& options) {
   std::vector<OptimizeResult> changed;
   for (const auto& np : m.graph->nodes()) {
     Node& n = *np;
@@ -87,18 +90,21 @@ std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules,
         std::set<std::string> captured_constants;
         if (captures)
           for (const auto& name : captures->strings)
-            if (const Value* v = body.graph->find_value(name); v && v->initializer) captured_constants.insert(name);
+            if (const Value* v = body.graph->find_value(name); v && v->initializer)
+              captured_constants.insert(name);
         OptimizeResult r = optimize(body, rules, profile, options);
         onnx::GraphProto gp = graph_to_proto(r.model);
         while (gp.input_size() > static_cast<int>(own_inputs)) gp.mutable_input()->RemoveLast();
         for (int i = gp.initializer_size(); i-- > 0;)
-          if (captured_constants.count(gp.initializer(i).name())) gp.mutable_initializer()->DeleteSubrange(i, 1);
+          if (captured_constants.count(gp.initializer(i).name()))
+            gp.mutable_initializer()->DeleteSubrange(i, 1);
         bool clash = false;
         for (const auto& node : gp.node())
           for (const auto& out : node.output()) clash = clash || (m.graph->find_value(out) != nullptr);
         for (const auto& t : gp.initializer()) clash = clash || (m.graph->find_value(t.name()) != nullptr);
         if (clash) {
-          spdlog::debug("optimize: {} {} stays as it was: a name of the optimized body is taken outside it", n.describe(), a.name);
+          spdlog::debug("optimize: {} {} stays as it was: a name of the optimized body is taken outside it",
+                        n.describe(), a.name);
           continue;
         }
         std::string bytes = gp.SerializeAsString();
@@ -127,7 +133,8 @@ Model shapes_for_rules(const Model& model) {
   return shaped;
 }
 
-OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const HardwareProfile& profile, const OptimizeOptions& options) {
+OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const HardwareProfile& profile,
+                        const OptimizeOptions& options) {
   OptimizeResult r;
   // The report's "before" is the model as given; shape computations on static shapes
   // fold first (GE's graph prepare), so rules see the shapes they read.
@@ -138,7 +145,8 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   std::vector<OptimizeResult> bodies = optimize_bodies(shaped, rules, profile, options);
   if (!bodies.empty()) spdlog::info("optimize: {} control-flow bodies optimized", bodies.size());
   const Model& input = shaped;
-  dsl::RuleRun run = dsl::run_rules(input, rules, egraph_cost(profile, options.cost), {options.limits, options.backoff, options.exact_limit});
+  dsl::RuleRun run = dsl::run_rules(input, rules, egraph_cost(profile, options.cost),
+                                    {options.limits, options.backoff, options.exact_limit});
   r.saturation = std::move(run.saturation);
   r.egraph_ms = run.egraph_ms;
   r.saturate_ms = run.saturate_ms;
@@ -153,7 +161,8 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   r.extraction_optimal = x.optimal;
   r.model = std::move(run.model);
   r.selected = run.selected;
-  for (const auto& [rule, n] : r.selected) (rules.find(rule)->ast->has_tag("fusion") ? r.fused : r.rewritten)[rule] = n;
+  for (const auto& [rule, n] : r.selected)
+    (rules.find(rule)->ast->has_tag("fusion") ? r.fused : r.rewritten)[rule] = n;
   const auto& sites = run.kept_sites;
   const auto& origins = run.origins;
   const Selection kept(geg.egraph, geg.roots, cost, x.choice);
@@ -162,7 +171,9 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   // program: the chosen one with that class switched to the site's e-node (classes it
   // newly needs take their cheapest tree choice).
   const Extraction fill = extract_greedy_tree(geg.egraph, geg.roots, cost);
-  auto program_with = [&](ClassId c, size_t node_index) { return kept.cost_with(c, node_index, &fill.choice); };
+  auto program_with = [&](ClassId c, size_t node_index) {
+    return kept.cost_with(c, node_index, &fill.choice);
+  };
   auto is_fusion = [&](const std::string& rule) {
     const dsl::CompiledRule* cr = rules.find(rule);
     return cr && cr->ast->has_tag("fusion");
@@ -203,13 +214,16 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
       } else if (!mine) {
         o.reason = "the extraction kept the input's form of this value";
       } else if (const ENode& further = geg.egraph.eclass(c).nodes.at(chosen);
-                 further.origin >= 0 && further.origin != rec.rule && records.count({further.origin, further.site}) &&
+                 further.origin >= 0 && further.origin != rec.rule &&
+                 records.count({further.origin, further.site}) &&
                  std::all_of(rec.replaced.begin(), rec.replaced.end(), [&](const std::string& name) {
                    const auto& covered_further = records.at({further.origin, further.site})->replaced;
-                   return std::find(covered_further.begin(), covered_further.end(), name) != covered_further.end();
+                   return std::find(covered_further.begin(), covered_further.end(), name) !=
+                          covered_further.end();
                  })) {
         const std::string& later = rules.rules()[static_cast<size_t>(further.origin)].ast->name;
-        o.reason = "superseded: " + later + " fused these nodes further, into " + geg.egraph.signature(further.op).op_type;
+        o.reason = "superseded: " + later + " fused these nodes further, into " +
+                   geg.egraph.signature(further.op).op_type;
       } else {
         const ENode& kept_node = geg.egraph.eclass(c).nodes.at(chosen);
         const OpSignature& s = geg.egraph.signature(mine->op);
@@ -217,17 +231,25 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
         if (!kc.feasible) {
           o.reason = "infeasible: " + kc.reason;
         } else {
-          const std::string kept_op = kept_node.kind == ENode::Kind::Op ? geg.egraph.signature(kept_node.op).op_type : "a constant or input";
+          const std::string kept_op = kept_node.kind == ENode::Kind::Op
+                                          ? geg.egraph.signature(kept_node.op).op_type
+                                          : "a constant or input";
           const double with_it = program_with(c, mine_index);
           char buf[320];
           if (with_it == kInfeasible)
-            std::snprintf(buf, sizeof buf, "rejected: taking its %s here would make the program cyclic (the e-graph proved it equal to a value it uses)",
+            std::snprintf(buf, sizeof buf,
+                          "rejected: taking its %s here would make the program cyclic (the e-graph proved it "
+                          "equal to a value it uses)",
                           s.op_type.c_str());
           else if (with_it > x.cost + 1e-9)
-            std::snprintf(buf, sizeof buf, "rejected by cost: the program with its %s models %.2f us, the chosen program (with %s here) %.2f us",
+            std::snprintf(buf, sizeof buf,
+                          "rejected by cost: the program with its %s models %.2f us, the chosen program "
+                          "(with %s here) %.2f us",
                           s.op_type.c_str(), with_it, kept_op.c_str(), x.cost);
           else
-            std::snprintf(buf, sizeof buf, "a tie: the program with its %s models %.2f us, as does the chosen program (with %s here); ties keep the input's form",
+            std::snprintf(buf, sizeof buf,
+                          "a tie: the program with its %s models %.2f us, as does the chosen program (with "
+                          "%s here); ties keep the input's form",
                           s.op_type.c_str(), with_it, kept_op.c_str());
           o.reason = buf;
         }
@@ -244,11 +266,13 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
     if (it == origins.end()) continue;
     auto rec = records.find(it->second);
     const std::string rule = rules.rules()[static_cast<size_t>(it->second.first)].ast->name;
-    std::vector<std::string> replaced = rec == records.end() ? std::vector<std::string>{} : rec->second->replaced;
+    std::vector<std::string> replaced =
+        rec == records.end() ? std::vector<std::string>{} : rec->second->replaced;
     auto scope_of = [](const std::string& name) {
       std::vector<std::string> parts;
       size_t start = 0;
-      for (size_t slash; (slash = name.find('/', start)) != std::string::npos; start = slash + 1) parts.push_back(name.substr(start, slash - start));
+      for (size_t slash; (slash = name.find('/', start)) != std::string::npos; start = slash + 1)
+        parts.push_back(name.substr(start, slash - start));
       return parts;
     };
     std::vector<std::string> scope_parts;
@@ -270,7 +294,8 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
     std::string scope;
     for (size_t i = 0; i < scope_parts.size(); ++i) scope += (i ? "/" : "") + scope_parts[i];
     std::string wanted = (scope.empty() ? "" : scope + "/") + node->op_type;
-    if (wanted != node->name && !r.model.graph->find_node(wanted)) r.model.graph->rename_node(node.get(), wanted);
+    if (wanted != node->name && !r.model.graph->find_node(wanted))
+      r.model.graph->rename_node(node.get(), wanted);
     node->doc_string = "geopt: rule " + rule;
     provenance[node->name] = {{"rule", rule}, {"replaced", replaced}};
   }
@@ -285,7 +310,8 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
     if (!s.selected || !is_fusion(s.rule)) continue;
     size_t kernels_replaced = 0;
     for (const auto& name : std::set<std::string>(s.replaced.begin(), s.replaced.end()))
-      if (const Node* n = input.graph->find_node(name)) kernels_replaced += work_of(*n, options.cost).is_kernel;
+      if (const Node* n = input.graph->find_node(name))
+        kernels_replaced += work_of(*n, options.cost).is_kernel;
     if (kernels_replaced >= 2) covered.insert(s.replaced.begin(), s.replaced.end());
   }
   // A fused node may inherit the name of the input node it grew from (the Conv of a
@@ -320,7 +346,8 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   // every fused kernel gets the dtype its class computes in.
   if (options.write_precision) r.precision = apply_precision(r.model, options.cost.precision);
   r.nodes_after = r.model.graph->nodes().size();
-  r.after = cost_of_model(r.model, profile, options.write_precision ? with_precision_applied(options.cost) : options.cost);
+  r.after = cost_of_model(r.model, profile,
+                          options.write_precision ? with_precision_applied(options.cost) : options.cost);
   return r;
 }
 

@@ -32,7 +32,7 @@ struct SiteOutcome {
   std::string scope;                  // the control-flow body it sits in (body_scope), empty in the graph
   std::vector<std::string> replaced;  // every input node its pattern covered
   bool selected = false;
-  std::string reason;                 // why the extraction did not keep it
+  std::string reason;  // why the extraction did not keep it
 };
 
 struct OptimizeResult {
@@ -45,14 +45,15 @@ struct OptimizeResult {
   size_t enodes = 0, eclasses = 0;
   GraphCost before, after;
   size_t nodes_before = 0, nodes_after = 0;
-  std::map<std::string, size_t> selected;  // per rule: sites whose rewrite the result kept (GE's effect_times)
+  std::map<std::string, size_t>
+      selected;  // per rule: sites whose rewrite the result kept (GE's effect_times)
   // The same, split: rules tagged `fusion`, and the rest (layouts, algebra, eliminations).
   std::map<std::string, size_t> fused, rewritten;
   std::vector<SiteOutcome> sites;
   // The share of the input's kernels absorbed into fused kernels, and what is left unfused.
   double fusion_rate = 0;
   std::map<std::string, size_t> unfused;  // op type -> kernels of the input still in the result
-  PrecisionReport precision;  // what the precision mode changed in the result
+  PrecisionReport precision;              // what the precision mode changed in the result
   double egraph_ms = 0, saturate_ms = 0, extract_ms = 0;
 };
 
@@ -62,7 +63,8 @@ NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options)
 // The whole optimize pipeline, as geopt optimize, compile and explain run it: static
 // shapes folded, saturation, extraction under the profile's cost, the report.
 // `before` is the cost of the model as given.
-OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const HardwareProfile& profile, const OptimizeOptions& options = {});
+OptimizeResult optimize(const Model& input, const dsl::RuleSet& rules, const HardwareProfile& profile,
+                        const OptimizeOptions& options = {});
 
 // The model as the rules see it in optimize: a copy with its shape computations folded
 // and its symbolic shapes followed (propagate_static_shapes), for explain.

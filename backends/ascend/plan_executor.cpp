@@ -17,7 +17,9 @@
 namespace geopt::ascend {
 namespace {
 
-std::shared_ptr<std::byte> aligned_bytes(size_t n, int fill, const char* what) { return allocate_filled(n, 512, fill, what); }
+std::shared_ptr<std::byte> aligned_bytes(size_t n, int fill, const char* what) {
+  return allocate_filled(n, 512, fill, what);
+}
 
 std::vector<int64_t> dims_of(const plan::TensorRef& r) { return {r.dims().begin(), r.dims().end()}; }
 
@@ -39,7 +41,7 @@ struct PlanExecutor::Compiled {
   // Per kernel, the branches it cannot take (plan.proto Body.unrunnable), by attribute.
   std::map<size_t, std::map<std::string, std::string>> unrunnable;
   const KernelRegistry* registry = nullptr;
-  std::vector<std::unique_ptr<PlanExecutor>> gears;  // a plan of gears: one executor per gear
+  std::vector<std::unique_ptr<PlanExecutor>> gears;       // a plan of gears: one executor per gear
   std::map<std::string, const plan::InputRange*> ranges;  // a range plan's inputs, by name
   // Activation pools of finished runs, for the next: a fresh one is page-faulted in,
   // a few ms a run on ResNet-50 (7 MB).
@@ -57,9 +59,16 @@ namespace {
 // The values a body reads from this plan are the kernel's captured inputs, fed by name.
 class SubPlanScope final : public Scope {
  public:
-  SubPlanScope(const Model& model, const KernelRegistry& kernels, const std::map<std::string, std::unique_ptr<PlanExecutor>>& bodies,
-               const std::map<std::string, std::string>& unrunnable, std::map<std::string, const HostTensor*> captured, StreamSchedule schedule)
-      : model_(model), kernels_(kernels), bodies_(bodies), unrunnable_(unrunnable), captured_(std::move(captured)), schedule_(schedule) {}
+  SubPlanScope(const Model& model, const KernelRegistry& kernels,
+               const std::map<std::string, std::unique_ptr<PlanExecutor>>& bodies,
+               const std::map<std::string, std::string>& unrunnable,
+               std::map<std::string, const HostTensor*> captured, StreamSchedule schedule)
+      : model_(model),
+        kernels_(kernels),
+        bodies_(bodies),
+        unrunnable_(unrunnable),
+        captured_(std::move(captured)),
+        schedule_(schedule) {}
   const Model& model() const override { return model_; }
   const KernelRegistry& kernels() const override { return kernels_; }
   const HostTensor* find(std::string_view name) const override {
@@ -69,9 +78,11 @@ class SubPlanScope final : public Scope {
   std::optional<std::vector<HostTensor>> run_body(const Node& node, const std::string& attribute,
                                                   const std::vector<HostTensor>& inputs) const override {
     if (auto why = unrunnable_.find(attribute); why != unrunnable_.end())
-      throw Error("plan: " + node.describe() + ": its " + attribute + " was not compiled, as it cannot run at the compiled shapes: " + why->second);
+      throw Error("plan: " + node.describe() + ": its " + attribute +
+                  " was not compiled, as it cannot run at the compiled shapes: " + why->second);
     auto it = bodies_.find(attribute);
-    if (it == bodies_.end()) throw Error("plan: " + node.describe() + ": the plan has no body '" + attribute + "'");
+    if (it == bodies_.end())
+      throw Error("plan: " + node.describe() + ": the plan has no body '" + attribute + "'");
     const plan::Plan& body = it->second->plan();
     std::map<std::string, HostTensor> feeds;
     for (int i = 0; i < body.inputs_size(); ++i) {
@@ -81,7 +92,8 @@ class SubPlanScope final : public Scope {
       } else if (const HostTensor* t = find(name)) {
         feeds[name] = *t;
       } else {
-        throw Error("plan: " + node.describe() + ": body '" + attribute + "' reads '" + name + "', which the kernel does not capture");
+        throw Error("plan: " + node.describe() + ": body '" + attribute + "' reads '" + name +
+                    "', which the kernel does not capture");
       }
     }
     std::vector<HostTensor> outs;
@@ -107,13 +119,16 @@ PlanExecutor::PlanExecutor(const plan::Plan& plan, const KernelRegistry& registr
   if (!plan.weights().empty()) std::memcpy(weights.get(), plan.weights().data(), plan.weights().size());
   if (plan.gears_size()) {
     compiled_->registry = &registry;
-    for (const auto& g : plan.gears()) compiled_->gears.push_back(std::unique_ptr<PlanExecutor>(new PlanExecutor(g.plan(), registry, weights)));
+    for (const auto& g : plan.gears())
+      compiled_->gears.push_back(
+          std::unique_ptr<PlanExecutor>(new PlanExecutor(g.plan(), registry, weights)));
     return;
   }
   build(registry, std::move(weights));
 }
 
-PlanExecutor::PlanExecutor(const plan::Plan& gear, const KernelRegistry& registry, std::shared_ptr<std::byte> shared_weights)
+PlanExecutor::PlanExecutor(const plan::Plan& gear, const KernelRegistry& registry,
+                           std::shared_ptr<std::byte> shared_weights)
     : plan_(gear), compiled_(std::make_unique<Compiled>()) {
   build(registry, std::move(shared_weights));
 }
@@ -136,14 +151,17 @@ void PlanExecutor::build(const KernelRegistry& registry, std::shared_ptr<std::by
     std::vector<Value*> ins, outs;
     for (const auto& r : pk.inputs()) ins.push_back(value(r));
     for (const auto& r : pk.outputs()) {
-      Value* v = r.absent() ? nullptr : g.add_value(g.find_value(r.name()) ? g.unique_name(r.name()) : r.name());
+      Value* v =
+          r.absent() ? nullptr : g.add_value(g.find_value(r.name()) ? g.unique_name(r.name()) : r.name());
       outs.push_back(v);
     }
     Node* n = g.add_node(pk.op_type(), pk.domain(), pk.name(), ins, outs);
     for (const auto& bytes : pk.attributes()) {
       onnx::AttributeProto ap;
-      if (!ap.ParseFromString(bytes)) throw Error("plan: " + describe(pk, static_cast<size_t>(k)) + ": an attribute does not decode");
-      n->attributes.push_back(import_attribute(std::move(ap), "plan: " + describe(pk, static_cast<size_t>(k))));
+      if (!ap.ParseFromString(bytes))
+        throw Error("plan: " + describe(pk, static_cast<size_t>(k)) + ": an attribute does not decode");
+      n->attributes.push_back(
+          import_attribute(std::move(ap), "plan: " + describe(pk, static_cast<size_t>(k))));
     }
     // The rebuilt values carry the planned types (a Loop that runs no trip shapes its
     // empty scan outputs from them); a bounded value's dims are known only at run time.
@@ -152,14 +170,18 @@ void PlanExecutor::build(const KernelRegistry& registry, std::shared_ptr<std::by
         const auto& r = pk.outputs(o);
         v->type.dtype = static_cast<DType>(r.dtype());
         std::vector<Dim> dims;
-        if (r.bounded()) dims.resize(static_cast<size_t>(r.dims_size()));
-        else dims.assign(r.dims().begin(), r.dims().end());
+        if (r.bounded())
+          dims.resize(static_cast<size_t>(r.dims_size()));
+        else
+          dims.assign(r.dims().begin(), r.dims().end());
         v->type.shape = Shape(std::move(dims));
       }
     auto& bodies = c.bodies.emplace_back();
     for (const auto& b : pk.bodies())
-      if (b.unrunnable().empty()) bodies[b.attribute()] = std::make_unique<PlanExecutor>(b.plan(), registry);
-      else c.unrunnable[static_cast<size_t>(k)][b.attribute()] = b.unrunnable();
+      if (b.unrunnable().empty())
+        bodies[b.attribute()] = std::make_unique<PlanExecutor>(b.plan(), registry);
+      else
+        c.unrunnable[static_cast<size_t>(k)][b.attribute()] = b.unrunnable();
     const KernelInfo* info = registry.find(pk.domain(), pk.op_type());
     if (!info) throw Error("plan: " + describe(pk, static_cast<size_t>(k)) + ": no host kernel for this op");
     c.nodes.push_back(n);
@@ -198,15 +220,20 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
     if (r.bounded()) {
       bounded_input = true;
       auto it = dims.by_name.find(r.name());
-      if (it == dims.by_name.end()) throw Error("plan: " + describe(pk, k) + ": input '" + r.name() + "' has bounded dims that no kernel set");
+      if (it == dims.by_name.end())
+        throw Error("plan: " + describe(pk, k) + ": input '" + r.name() +
+                    "' has bounded dims that no kernel set");
       in_dims = it->second;
       // The bytes at these dims must lie in the ones the plan gave this reference.
       int64_t elements = 1;
       for (int64_t d : in_dims) elements = d < 0 || (d && elements > INT64_MAX / d) ? -1 : elements * d;
-      if (elements < 0 || static_cast<uint64_t>(elements) * dtype_size(static_cast<DType>(r.dtype())) > r.size())
-        throw Error("plan: " + describe(pk, k) + ": input '" + r.name() + "' came out larger than the " + std::to_string(r.size()) + " bytes this kernel reads");
+      if (elements < 0 ||
+          static_cast<uint64_t>(elements) * dtype_size(static_cast<DType>(r.dtype())) > r.size())
+        throw Error("plan: " + describe(pk, k) + ": input '" + r.name() + "' came out larger than the " +
+                    std::to_string(r.size()) + " bytes this kernel reads");
     }
-    views.push_back(HostTensor::borrowed(static_cast<DType>(r.dtype()), std::move(in_dims), at, std::move(keep), weight));
+    views.push_back(
+        HostTensor::borrowed(static_cast<DType>(r.dtype()), std::move(in_dims), at, std::move(keep), weight));
     ptrs.push_back(&views.back());
   }
   // Kernels may write their outputs where the plan keeps them (no copy afterwards). Not
@@ -215,7 +242,8 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
   std::vector<OutputPlacement> placements(static_cast<size_t>(pk.outputs_size()));
   for (int o = 0; o < pk.outputs_size() && !bounded_input; ++o) {
     const auto& r = pk.outputs(o);
-    if (!r.absent() && !r.bounded()) placements[static_cast<size_t>(o)] = {pool + r.offset(), static_cast<DType>(r.dtype()), dims_of(r)};
+    if (!r.absent() && !r.bounded())
+      placements[static_cast<size_t>(o)] = {pool + r.offset(), static_cast<DType>(r.dtype()), dims_of(r)};
   }
   std::vector<HostTensor> results;
   if (!c.bodies[k].empty() || c.unrunnable.count(k)) {
@@ -227,10 +255,12 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
     }
     static const std::map<std::string, std::string> none;
     auto it = c.unrunnable.find(k);
-    const SubPlanScope scope(c.model, *c.registry, c.bodies[k], it == c.unrunnable.end() ? none : it->second, std::move(captured), schedule);
+    const SubPlanScope scope(c.model, *c.registry, c.bodies[k], it == c.unrunnable.end() ? none : it->second,
+                             std::move(captured), schedule);
     results = call_kernel(*c.kernels[k], n, c.opsets[k], std::move(ptrs), &scope);
   } else {
-    results = call_kernel(*c.kernels[k], *c.nodes[k], c.opsets[k], std::move(ptrs), nullptr, std::move(placements));
+    results =
+        call_kernel(*c.kernels[k], *c.nodes[k], c.opsets[k], std::move(ptrs), nullptr, std::move(placements));
   }
   for (int o = 0; o < pk.outputs_size(); ++o) {
     const auto& r = pk.outputs(o);
@@ -240,18 +270,21 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
                                   : static_cast<int32_t>(t.dtype()) == r.dtype() && t.dims() == dims_of(r);
     if (!fits)
       throw Error("plan: " + describe(pk, k) + ": output '" + r.name() + "' came out as " + t.shape_string() +
-                  ", the plan reserved " + std::to_string(r.size()) + " bytes for " + (r.bounded() ? "at most that" : "another shape"));
+                  ", the plan reserved " + std::to_string(r.size()) + " bytes for " +
+                  (r.bounded() ? "at most that" : "another shape"));
     if (r.bounded()) dims.by_name[r.name()] = t.dims();
     std::byte* dst = pool + r.offset();
     if (t.raw() != dst && t.nbytes()) std::memmove(dst, t.raw(), t.nbytes());
   }
 }
 
-void PlanExecutor::timed_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims, OpProfile* profile) const {
+void PlanExecutor::timed_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims,
+                                OpProfile* profile) const {
   if (!profile) return run_kernel(k, pool, schedule, dims);
   const auto started = std::chrono::steady_clock::now();
   run_kernel(k, pool, schedule, dims);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   const Node& n = *compiled_->nodes[k];
   auto& [total, calls] = profile->by_op[(n.domain.empty() ? "" : n.domain + "::") + n.op_type];
   total += ms;
@@ -261,7 +294,8 @@ void PlanExecutor::timed_kernel(size_t k, std::byte* pool, StreamSchedule schedu
 namespace {
 
 std::string type_text(const plan::TensorRef& r) {
-  return HostTensor::borrowed(static_cast<DType>(r.dtype()), dims_of(r), nullptr, nullptr, false).shape_string();
+  return HostTensor::borrowed(static_cast<DType>(r.dtype()), dims_of(r), nullptr, nullptr, false)
+      .shape_string();
 }
 
 // The feeds name exactly the plan's inputs.
@@ -270,11 +304,14 @@ void check_input_names(const plan::Plan& p, const std::map<std::string, HostTens
   for (const auto& r : p.inputs()) known += (known.empty() ? "" : ", ") + r.name();
   for (const auto& entry : inputs) {
     const std::string& name = entry.first;  // a plain reference: the lambda captures it (clang 14)
-    auto it = std::find_if(p.inputs().begin(), p.inputs().end(), [&](const auto& r) { return r.name() == name; });
-    if (it == p.inputs().end()) throw Error("input '" + name + "' is not an input of the plan (its inputs: " + known + ")");
+    auto it =
+        std::find_if(p.inputs().begin(), p.inputs().end(), [&](const auto& r) { return r.name() == name; });
+    if (it == p.inputs().end())
+      throw Error("input '" + name + "' is not an input of the plan (its inputs: " + known + ")");
   }
   for (const auto& r : p.inputs())
-    if (!inputs.count(r.name())) throw Error("input '" + r.name() + "' is missing (the plan needs: " + known + ")");
+    if (!inputs.count(r.name()))
+      throw Error("input '" + r.name() + "' is missing (the plan needs: " + known + ")");
 }
 
 }  // namespace
@@ -294,11 +331,13 @@ size_t PlanExecutor::gear_for(const std::map<std::string, HostTensor>& inputs) c
     if (fits) return g;
     listed += (g ? "; " : "") + std::to_string(g) + ") " + plan_.gears(static_cast<int>(g)).name();
   }
-  for (const auto& r : plan_.gears(0).plan().inputs()) given += (given.empty() ? "" : ", ") + r.name() + " " + inputs.at(r.name()).shape_string();
+  for (const auto& r : plan_.gears(0).plan().inputs())
+    given += (given.empty() ? "" : ", ") + r.name() + " " + inputs.at(r.name()).shape_string();
   throw Error("the inputs (" + given + ") match no gear of the plan; its gears: " + listed);
 }
 
-NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, StreamSchedule schedule, OpProfile* profile) const {
+NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, StreamSchedule schedule,
+                               OpProfile* profile) const {
   Compiled& c = *compiled_;  // its pools change; the rest is read only
   if (!c.gears.empty()) return c.gears[gear_for(inputs)]->run(inputs, schedule, profile);
   // Poisoned with NaN bytes, so reading bytes no kernel wrote shows in the numbers: a
@@ -314,8 +353,10 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       c.free_pools.pop_back();
     }
   }
-  if (!pool) pool = aligned_bytes(plan_.activation_bytes(), 0xFF, "the plan's activation pool");
-  else if (schedule == StreamSchedule::adversarial) std::memset(pool.get(), 0xFF, std::max<size_t>(plan_.activation_bytes(), 1));
+  if (!pool)
+    pool = aligned_bytes(plan_.activation_bytes(), 0xFF, "the plan's activation pool");
+  else if (schedule == StreamSchedule::adversarial)
+    std::memset(pool.get(), 0xFF, std::max<size_t>(plan_.activation_bytes(), 1));
   // Handed back however the run ends; a few are kept for runs at once.
   struct ReturnPool {
     Compiled& c;
@@ -335,19 +376,23 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       // A range plan's input: any dims in its range (the plan checked that each range's
       // upper bound is the input's planned dims, so the bytes fit).
       const plan::InputRange& range = *c.ranges.at(r.name());
-      bool in_range = static_cast<int32_t>(t.dtype()) == r.dtype() && static_cast<int>(t.rank()) == range.dims_size();
+      bool in_range =
+          static_cast<int32_t>(t.dtype()) == r.dtype() && static_cast<int>(t.rank()) == range.dims_size();
       for (int d = 0; in_range && d < range.dims_size(); ++d)
         in_range = t.dim(d) >= range.dims(d).min() && t.dim(d) <= range.dims(d).max();
       if (!in_range)
-        throw Error("input '" + r.name() + "': got " + t.shape_string() + ", outside the range the plan was compiled for (" + range_text(range) + ", " +
+        throw Error("input '" + r.name() + "': got " + t.shape_string() +
+                    ", outside the range the plan was compiled for (" + range_text(range) + ", " +
                     dtype_name(static_cast<DType>(r.dtype())) + ")");
       for (int d = 0; d < range.dims_size(); ++d) {
         const std::string& symbol = range.dims(d).symbol();
         if (symbol.empty()) continue;
         auto [it, first] = symbols.emplace(symbol, std::make_pair(t.dim(d), r.name()));
         if (!first && it->second.first != t.dim(d))
-          throw Error("input '" + r.name() + "': dim " + std::to_string(d) + " is " + std::to_string(t.dim(d)) + ", but '" + symbol + "' is " +
-                      std::to_string(it->second.first) + " in input '" + it->second.second + "'; the plan was compiled for one size of '" + symbol + "'");
+          throw Error("input '" + r.name() + "': dim " + std::to_string(d) + " is " +
+                      std::to_string(t.dim(d)) + ", but '" + symbol + "' is " +
+                      std::to_string(it->second.first) + " in input '" + it->second.second +
+                      "'; the plan was compiled for one size of '" + symbol + "'");
       }
       runtime_dims.by_name[r.name()] = t.dims();
       if (t.nbytes()) std::memcpy(pool.get() + r.offset(), t.raw(), t.nbytes());
@@ -398,13 +443,15 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
     std::vector<int64_t> out_dims = dims_of(r);
     if (r.bounded()) {
       auto it = runtime_dims.by_name.find(r.name());
-      if (it == runtime_dims.by_name.end()) throw Error("plan: output '" + r.name() + "' has bounded dims that no kernel set");
+      if (it == runtime_dims.by_name.end())
+        throw Error("plan: output '" + r.name() + "' has bounded dims that no kernel set");
       out_dims = it->second;
     }
     HostTensor t(static_cast<DType>(r.dtype()), out_dims);
     // The bytes at the dims set at run time must lie in the ones the output was given.
     if (t.nbytes() > r.size())
-      throw Error("plan: output '" + r.name() + "' came out as " + t.shape_string() + ", larger than the " + std::to_string(r.size()) + " bytes the plan gives it");
+      throw Error("plan: output '" + r.name() + "' came out as " + t.shape_string() + ", larger than the " +
+                  std::to_string(r.size()) + " bytes the plan gives it");
     // An output may be a constant (a branch that returns one of its weights).
     const std::byte* base = r.region() == plan::WEIGHT ? c.weights.get() : pool.get();
     if (t.nbytes()) std::memcpy(t.mutable_raw(), base + r.offset(), t.nbytes());

@@ -45,7 +45,8 @@ class PlanExecutor {
 
  private:
   // A gear: its plan, reading the weights of the plan of gears (already checked).
-  PlanExecutor(const plan::Plan& gear, const KernelRegistry& kernels, std::shared_ptr<std::byte> shared_weights);
+  PlanExecutor(const plan::Plan& gear, const KernelRegistry& kernels,
+               std::shared_ptr<std::byte> shared_weights);
   void build(const KernelRegistry& kernels, std::shared_ptr<std::byte> shared_weights);
 
   struct Compiled;
@@ -56,7 +57,8 @@ class PlanExecutor {
   };
   void run_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims) const;
   // run_kernel, its time added to `profile` when there is one.
-  void timed_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims, OpProfile* profile) const;
+  void timed_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims,
+                    OpProfile* profile) const;
 
   const plan::Plan& plan_;
   std::unique_ptr<Compiled> compiled_;

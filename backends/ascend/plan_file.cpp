@@ -1,25 +1,25 @@
 #include "plan_file.h"
 
+#include <sys/stat.h>
 #include <algorithm>
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <new>
 #include <optional>
-#include <sys/stat.h>
-#include <map>
 #include <set>
 #include <unordered_map>
 
-#include "execution_order.h"
-#include "memory_plan.h"
-#include "plan_ordering.h"
-#include "onnx/proto_types.h"
-#include "onnx/validate.h"
-#include "util/input_file.h"
-#include "util/memory.h"
 #include <onnx/defs/schema.h>
 #include <zlib.h>
+#include "execution_order.h"
+#include "memory_plan.h"
+#include "onnx/proto_types.h"
+#include "onnx/validate.h"
+#include "plan_ordering.h"
+#include "util/input_file.h"
+#include "util/memory.h"
 
 #include "util/atomic_file.h"
 #include "util/checked_size.h"
@@ -34,7 +34,8 @@ namespace {
 std::string format_of(const Value& v) {
   const Node* p = v.producer();
   if (p && p->domain == kGeoptDomain) {
-    if (p->op_type == "ShuffleChannel" || p->op_type == "ChannelSlice" || p->op_type == "ChannelConcat") return "NC1HWC0";
+    if (p->op_type == "ShuffleChannel" || p->op_type == "ChannelSlice" || p->op_type == "ChannelConcat")
+      return "NC1HWC0";
     const Attribute* a = p->attr(p->op_type == "TransData" ? "dst_format" : "data_format");
     if (a && a->s == "NC1HWC0") return "NC1HWC0";
   }
@@ -181,7 +182,8 @@ void write_plan_file(plan::Plan& plan, const std::filesystem::path& path) {
   std::string head;
   const bool serialized = plan.SerializeToString(&head);
   plan.mutable_weights()->swap(weights);
-  if (!serialized) throw Error(path.string() + ": the plan cannot be serialized (a protobuf message cannot exceed 2 GB)");
+  if (!serialized)
+    throw Error(path.string() + ": the plan cannot be serialized (a protobuf message cannot exceed 2 GB)");
   AtomicFile file(path);
   file.write(head);
   const std::string& region = plan.weights();
@@ -203,7 +205,8 @@ void write_plan_file(plan::Plan& plan, const std::filesystem::path& path) {
 
 }  // namespace
 
-std::filesystem::path write_plan(plan::Plan& plan, const std::filesystem::path& path, const PlanWriteOptions& options) {
+std::filesystem::path write_plan(plan::Plan& plan, const std::filesystem::path& path,
+                                 const PlanWriteOptions& options) {
   // The file carries the checksums; the caller's plan is left as it was.
   struct Restore {
     plan::Plan& p;
@@ -243,17 +246,20 @@ namespace {
 void check_header(const plan::Plan& p, const std::string& where) {
   if (p.magic() != kPlanMagic) throw Error(where + ": not a geopt plan file");
   if (p.format_version() < kOldestPlanFormatVersion || p.format_version() > kPlanFormatVersion)
-    throw Error(where + ": plan format version " + std::to_string(p.format_version()) + ", this geopt reads versions " +
-                std::to_string(kOldestPlanFormatVersion) + " to " + std::to_string(kPlanFormatVersion) + "; recompile the model with `geopt compile`");
+    throw Error(where + ": plan format version " + std::to_string(p.format_version()) +
+                ", this geopt reads versions " + std::to_string(kOldestPlanFormatVersion) + " to " +
+                std::to_string(kPlanFormatVersion) + "; recompile the model with `geopt compile`");
   // A profile's name, shown in reports and traces as it is.
   if (p.soc_version().size() > 128 || escaped(p.soc_version()) != p.soc_version())
-    throw Error(where + ": its soc_version '" + escaped(p.soc_version().substr(0, 128)) + "' is no profile name (printable, at most 128 bytes)");
+    throw Error(where + ": its soc_version '" + escaped(p.soc_version().substr(0, 128)) +
+                "' is no profile name (printable, at most 128 bytes)");
 }
-
 
 // Names and messages a plan carries are printed as they are: text, no control bytes.
 void check_text(const std::string& s, const std::string& what, bool lines = false) {
-  auto control = [&](char c) { return (static_cast<unsigned char>(c) < 0x20 && !(lines && c == '\n')) || c == 0x7f; };
+  auto control = [&](char c) {
+    return (static_cast<unsigned char>(c) < 0x20 && !(lines && c == '\n')) || c == 0x7f;
+  };
   if (!valid_utf8(s) || std::any_of(s.begin(), s.end(), control))
     throw Error(what + " '" + escaped(s.substr(0, 256)) + "' is not text (UTF-8 without control bytes)");
 }
@@ -261,24 +267,33 @@ void check_text(const std::string& s, const std::string& what, bool lines = fals
 void check_input_ranges(const plan::Plan& p, const std::string& where) {
   std::set<std::string> seen;
   for (const auto& range : p.input_ranges()) {
-    for (const auto& d : range.dims()) check_text(d.symbol(), where + ": input '" + range.name() + "' has a dim symbol");
-    auto it = std::find_if(p.inputs().begin(), p.inputs().end(), [&](const plan::TensorRef& r) { return r.name() == range.name(); });
-    if (it == p.inputs().end()) throw Error(where + ": it gives a range for '" + range.name() + "', which is not one of its inputs");
-    if (!seen.insert(range.name()).second) throw Error(where + ": it gives input '" + range.name() + "' two ranges");
+    for (const auto& d : range.dims())
+      check_text(d.symbol(), where + ": input '" + range.name() + "' has a dim symbol");
+    auto it = std::find_if(p.inputs().begin(), p.inputs().end(),
+                           [&](const plan::TensorRef& r) { return r.name() == range.name(); });
+    if (it == p.inputs().end())
+      throw Error(where + ": it gives a range for '" + range.name() + "', which is not one of its inputs");
+    if (!seen.insert(range.name()).second)
+      throw Error(where + ": it gives input '" + range.name() + "' two ranges");
     if (!it->bounded() || range.dims_size() != it->dims_size())
-      throw Error(where + ": input '" + range.name() + "' has a range of rank " + std::to_string(range.dims_size()) + " but is planned as " +
+      throw Error(where + ": input '" + range.name() + "' has a range of rank " +
+                  std::to_string(range.dims_size()) + " but is planned as " +
                   (it->bounded() ? "rank " + std::to_string(it->dims_size()) : std::string("static dims")));
     for (int d = 0; d < range.dims_size(); ++d)
-      if (range.dims(d).min() < 0 || range.dims(d).min() > range.dims(d).max() || range.dims(d).max() != it->dims(d))
-        throw Error(where + ": input '" + range.name() + "' dim " + std::to_string(d) + " has the range " + std::to_string(range.dims(d).min()) + "~" +
-                    std::to_string(range.dims(d).max()) + ", planned at " + std::to_string(it->dims(d)));
+      if (range.dims(d).min() < 0 || range.dims(d).min() > range.dims(d).max() ||
+          range.dims(d).max() != it->dims(d))
+        throw Error(where + ": input '" + range.name() + "' dim " + std::to_string(d) + " has the range " +
+                    std::to_string(range.dims(d).min()) + "~" + std::to_string(range.dims(d).max()) +
+                    ", planned at " + std::to_string(it->dims(d)));
   }
   for (const auto& r : p.inputs())
-    if (r.bounded() && !seen.count(r.name())) throw Error(where + ": input '" + r.name() + "' is bounded but has no range");
+    if (r.bounded() && !seen.count(r.name()))
+      throw Error(where + ": input '" + r.name() + "' is bounded but has no range");
 }
 
 // The opset a plan imports for `domain` ("" and "ai.onnx" are one); 0 when none.
-int64_t opset_of(const google::protobuf::RepeatedPtrField<plan::OpsetImport>& opsets, const std::string& domain) {
+int64_t opset_of(const google::protobuf::RepeatedPtrField<plan::OpsetImport>& opsets,
+                 const std::string& domain) {
   auto canonical = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
   for (const auto& o : opsets)
     if (canonical(o.domain()) == canonical(domain)) return o.version();
@@ -290,30 +305,41 @@ int64_t opset_of(const google::protobuf::RepeatedPtrField<plan::OpsetImport>& op
 // is one the op has, of the op's type. A plan's kernel is built from these alone, so a
 // kernel that writes an output the plan omits, or reads a string as a permutation, is
 // refused here rather than run.
-void check_kernel_schema(const plan::Kernel& kernel, const google::protobuf::RepeatedPtrField<plan::OpsetImport>& opsets,
+void check_kernel_schema(const plan::Kernel& kernel,
+                         const google::protobuf::RepeatedPtrField<plan::OpsetImport>& opsets,
                          const std::string& what) {
   onnx_io::register_geopt_schemas();
   const std::string domain = kernel.domain() == "ai.onnx" ? std::string() : kernel.domain();
   // geopt's own domains are versioned by the plan format, not by an import.
   const int64_t imported = opset_of(opsets, domain);
   const int64_t opset = imported > 0 ? imported : domain.empty() ? 0 : INT_MAX;
-  if (opset <= 0 || opset > INT_MAX) throw Error(what + ": the plan imports no opset for domain '" + domain + "'");
-  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(kernel.op_type(), static_cast<int>(opset), domain);
-  if (!schema) throw Error(what + ": no op " + kernel.op_type() + " in domain '" + domain + "' at opset " + std::to_string(opset));
+  if (opset <= 0 || opset > INT_MAX)
+    throw Error(what + ": the plan imports no opset for domain '" + domain + "'");
+  const onnx::OpSchema* schema =
+      onnx::OpSchemaRegistry::Schema(kernel.op_type(), static_cast<int>(opset), domain);
+  if (!schema)
+    throw Error(what + ": no op " + kernel.op_type() + " in domain '" + domain + "' at opset " +
+                std::to_string(opset));
   auto count_range = [&](const char* side, int n, int lo, int hi) {
     if (n < lo || n > hi)
-      throw Error(what + ": has " + std::to_string(n) + " " + side + "s; " + kernel.op_type() + " takes " + std::to_string(lo) +
-                  (hi == lo ? "" : hi == INT_MAX ? " or more" : " to " + std::to_string(hi)));
+      throw Error(what + ": has " + std::to_string(n) + " " + side + "s; " + kernel.op_type() + " takes " +
+                  std::to_string(lo) +
+                  (hi == lo        ? ""
+                   : hi == INT_MAX ? " or more"
+                                   : " to " + std::to_string(hi)));
   };
   // A control-flow kernel's inputs end with the values its bodies capture from outside.
-  count_range("input", kernel.inputs_size(), schema->min_input(), kernel.bodies_size() ? INT_MAX : schema->max_input());
+  count_range("input", kernel.inputs_size(), schema->min_input(),
+              kernel.bodies_size() ? INT_MAX : schema->max_input());
   count_range("output", kernel.outputs_size(), schema->min_output(), schema->max_output());
-  auto required_present = [&](const char* side, const google::protobuf::RepeatedPtrField<plan::TensorRef>& refs,
+  auto required_present = [&](const char* side,
+                              const google::protobuf::RepeatedPtrField<plan::TensorRef>& refs,
                               const std::vector<onnx::OpSchema::FormalParameter>& formal) {
     for (int i = 0; i < refs.size(); ++i) {
       const size_t f = std::min(static_cast<size_t>(i), formal.empty() ? 0 : formal.size() - 1);
       if (!formal.empty() && formal[f].GetOption() == onnx::OpSchema::Single && refs[i].absent())
-        throw Error(what + ": " + side + " " + std::to_string(i) + " (" + formal[f].GetName() + ") is required but absent");
+        throw Error(what + ": " + side + " " + std::to_string(i) + " (" + formal[f].GetName() +
+                    ") is required but absent");
     }
   };
   required_present("input", kernel.inputs(), schema->inputs());
@@ -321,31 +347,39 @@ void check_kernel_schema(const plan::Kernel& kernel, const google::protobuf::Rep
   std::set<std::string> seen;
   for (int i = 0; i < kernel.attributes_size(); ++i) {
     onnx::AttributeProto a;
-    if (!a.ParseFromString(kernel.attributes(i))) throw Error(what + ": attribute " + std::to_string(i) + " is not an AttributeProto");
+    if (!a.ParseFromString(kernel.attributes(i)))
+      throw Error(what + ": attribute " + std::to_string(i) + " is not an AttributeProto");
     if (!seen.insert(a.name()).second) throw Error(what + ": attribute '" + a.name() + "' is given twice");
     const auto& declared = schema->attributes();
     auto it = declared.find(a.name());
     if (it == declared.end()) {
-      if (a.name().rfind("geopt.", 0) == 0) continue;  // geopt's own annotations (a body's captures), not the op's
+      if (a.name().rfind("geopt.", 0) == 0)
+        continue;  // geopt's own annotations (a body's captures), not the op's
       throw Error(what + ": " + kernel.op_type() + " has no attribute '" + a.name() + "'");
     }
     if (a.type() != static_cast<onnx::AttributeProto::AttributeType>(it->second.type))
-      throw Error(what + ": attribute '" + a.name() + "' is of type " + onnx::AttributeProto::AttributeType_Name(a.type()) + ", " +
-                  kernel.op_type() + " takes " + onnx::AttributeProto::AttributeType_Name(static_cast<onnx::AttributeProto::AttributeType>(it->second.type)));
+      throw Error(what + ": attribute '" + a.name() + "' is of type " +
+                  onnx::AttributeProto::AttributeType_Name(a.type()) + ", " + kernel.op_type() + " takes " +
+                  onnx::AttributeProto::AttributeType_Name(
+                      static_cast<onnx::AttributeProto::AttributeType>(it->second.type)));
   }
   for (const auto& [name, attr] : schema->attributes())
-    if (attr.required && !seen.count(name) && attr.type != onnx::AttributeProto::GRAPH && attr.type != onnx::AttributeProto::GRAPHS)
+    if (attr.required && !seen.count(name) && attr.type != onnx::AttributeProto::GRAPH &&
+        attr.type != onnx::AttributeProto::GRAPHS)
       throw Error(what + ": lacks the required attribute '" + name + "'");
   // Bodies stand for the op's graph attributes: one each, and none for an op without them.
   std::set<std::string> bodies;
   for (const auto& body : kernel.bodies()) {
     auto it = schema->attributes().find(body.attribute());
     if (it == schema->attributes().end() || it->second.type != onnx::AttributeProto::GRAPH)
-      throw Error(what + ": has a body for '" + escaped(body.attribute()) + "', which is no graph attribute of " + kernel.op_type());
-    if (!bodies.insert(body.attribute()).second) throw Error(what + ": has two bodies for '" + body.attribute() + "'");
+      throw Error(what + ": has a body for '" + escaped(body.attribute()) +
+                  "', which is no graph attribute of " + kernel.op_type());
+    if (!bodies.insert(body.attribute()).second)
+      throw Error(what + ": has two bodies for '" + body.attribute() + "'");
   }
   for (const auto& [name, attr] : schema->attributes())
-    if (attr.type == onnx::AttributeProto::GRAPH && !bodies.count(name)) throw Error(what + ": lacks its body '" + name + "'");
+    if (attr.type == onnx::AttributeProto::GRAPH && !bodies.count(name))
+      throw Error(what + ": lacks its body '" + name + "'");
 }
 
 // The end of the furthest tensor a plan places in `region` (its gears' too), rounded up
@@ -353,7 +387,8 @@ void check_kernel_schema(const plan::Kernel& kernel, const google::protobuf::Rep
 uint64_t referenced_extent(const plan::Plan& p, plan::Region region) {
   uint64_t end = 0;
   auto see = [&](const plan::TensorRef& r) {
-    if (!r.absent() && r.region() == region && r.offset() <= UINT64_MAX - r.size()) end = std::max(end, r.offset() + r.size());
+    if (!r.absent() && r.region() == region && r.offset() <= UINT64_MAX - r.size())
+      end = std::max(end, r.offset() + r.size());
   };
   for (const auto& k : p.kernels()) {
     for (const auto& r : k.inputs()) see(r);
@@ -362,25 +397,30 @@ uint64_t referenced_extent(const plan::Plan& p, plan::Region region) {
   for (const auto& r : p.inputs()) see(r);
   for (const auto& r : p.outputs()) see(r);
   for (const auto& g : p.gears()) end = std::max(end, referenced_extent(g.plan(), region));
-  return end > UINT64_MAX - kMemoryAlignment ? end : (end + kMemoryAlignment - 1) / kMemoryAlignment * kMemoryAlignment;
+  return end > UINT64_MAX - kMemoryAlignment
+             ? end
+             : (end + kMemoryAlignment - 1) / kMemoryAlignment * kMemoryAlignment;
 }
 
 // Sizes against what the plan places there: a pool or region larger than its furthest
 // tensor is a claim nothing needs (a plan of a few hundred bytes asking for gigabytes).
 void check_extents(const plan::Plan& p, const std::string& where, const uint64_t* shared_weights) {
   if (!shared_weights && p.weight_bytes() > referenced_extent(p, plan::WEIGHT))
-    throw Error(where + ": weight_bytes is " + std::to_string(p.weight_bytes()) + " but its tensors reach only " +
-                std::to_string(referenced_extent(p, plan::WEIGHT)) + " bytes of the weight region");
+    throw Error(where + ": weight_bytes is " + std::to_string(p.weight_bytes()) +
+                " but its tensors reach only " + std::to_string(referenced_extent(p, plan::WEIGHT)) +
+                " bytes of the weight region");
   if (p.activation_bytes() > referenced_extent(p, plan::ACTIVATION))
-    throw Error(where + ": activation_bytes is " + std::to_string(p.activation_bytes()) + " but its tensors reach only " +
-                std::to_string(referenced_extent(p, plan::ACTIVATION)) + " bytes of the pool");
+    throw Error(where + ": activation_bytes is " + std::to_string(p.activation_bytes()) +
+                " but its tensors reach only " + std::to_string(referenced_extent(p, plan::ACTIVATION)) +
+                " bytes of the pool");
 }
 
 // The checks that differ between a plan read from a file and one built in memory.
 struct PlanChecks {
   const uint64_t* shared_weights = nullptr;  // the enclosing plan's weight region's size, for a gear
   bool weights_loaded = true;                // false while a side file is not read yet
-  const google::protobuf::RepeatedPtrField<plan::OpsetImport>* opsets = nullptr;  // an enclosing plan's, for a body
+  const google::protobuf::RepeatedPtrField<plan::OpsetImport>* opsets =
+      nullptr;  // an enclosing plan's, for a body
 };
 
 void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChecks& checks);
@@ -397,24 +437,29 @@ void check_gears(const plan::Plan& p, const std::string& where, const PlanChecks
     const plan::Plan& first = p.gears(0).plan();
     bool same = gear.inputs_size() == first.inputs_size() && gear.outputs_size() == first.outputs_size();
     for (int k = 0; same && k < gear.inputs_size(); ++k)
-      same = gear.inputs(k).name() == first.inputs(k).name() && gear.inputs(k).dtype() == first.inputs(k).dtype();
+      same = gear.inputs(k).name() == first.inputs(k).name() &&
+             gear.inputs(k).dtype() == first.inputs(k).dtype();
     for (int k = 0; same && k < gear.outputs_size(); ++k)
-      same = gear.outputs(k).name() == first.outputs(k).name() && gear.outputs(k).dtype() == first.outputs(k).dtype();
+      same = gear.outputs(k).name() == first.outputs(k).name() &&
+             gear.outputs(k).dtype() == first.outputs(k).dtype();
     if (!same) throw Error(what + " binds other inputs or outputs than gear 0");
     PlanChecks gear_checks = checks;
     gear_checks.shared_weights = &shared;
-    if (!gear_checks.opsets || gear.opsets_size()) gear_checks.opsets = gear.opsets_size() ? &gear.opsets() : &p.opsets();
+    if (!gear_checks.opsets || gear.opsets_size())
+      gear_checks.opsets = gear.opsets_size() ? &gear.opsets() : &p.opsets();
     check_plan_in(gear, what, gear_checks);
     if (p.gears(i).name() != gear_name(gear))
       throw Error(what + " is named for other input shapes than its inputs have (" + gear_name(gear) + ")");
-    if (!names.insert(gear_name(gear)).second) throw Error(what + " takes the same input shapes as an earlier gear");
+    if (!names.insert(gear_name(gear)).second)
+      throw Error(what + " takes the same input shapes as an earlier gear");
   }
 }
 
 void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChecks& checks) {
   const uint64_t* shared_weights = checks.shared_weights;
   check_header(p, where);
-  if (checks.weights_loaded && p.weights().size() != p.weight_bytes()) throw Error(where + ": the weight region is truncated");
+  if (checks.weights_loaded && p.weights().size() != p.weight_bytes())
+    throw Error(where + ": the weight region is truncated");
   if (shared_weights && p.weight_bytes()) throw Error(where + ": a gear has a weight region of its own");
   const auto& opsets = p.opsets_size() || !checks.opsets ? p.opsets() : *checks.opsets;
   if (p.gears_size()) {
@@ -428,19 +473,26 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
   check_input_ranges(p, where);
   if (p.outputs_size() == 0) throw Error(where + ": it has no outputs");
   const auto& stats = p.compile();
-  if (!(stats.fusion_rate() >= 0 && stats.fusion_rate() <= 1) || !(stats.latency_before_us() >= 0 && stats.latency_before_us() <= 1e18) ||
+  if (!(stats.fusion_rate() >= 0 && stats.fusion_rate() <= 1) ||
+      !(stats.latency_before_us() >= 0 && stats.latency_before_us() <= 1e18) ||
       !(stats.latency_after_us() >= 0 && stats.latency_after_us() <= 1e18))
-    throw Error(where + ": its compile statistics are no figures (fusion rate 0 to 1, latencies finite and not negative)");
+    throw Error(
+        where +
+        ": its compile statistics are no figures (fusion rate 0 to 1, latencies finite and not negative)");
   const uint64_t weight_limit = shared_weights ? *shared_weights : p.weight_bytes();
-  if (p.stream_count() == 0 && p.kernels_size() > 0) throw Error(where + ": the plan has kernels but no stream");
+  if (p.stream_count() == 0 && p.kernels_size() > 0)
+    throw Error(where + ": the plan has kernels but no stream");
   if (p.stream_count() > static_cast<uint64_t>(std::max(p.kernels_size(), 1)))
-    throw Error(where + ": it claims " + std::to_string(p.stream_count()) + " streams for " + std::to_string(p.kernels_size()) + " kernels");
+    throw Error(where + ": it claims " + std::to_string(p.stream_count()) + " streams for " +
+                std::to_string(p.kernels_size()) + " kernels");
   auto check_ref = [&](const plan::TensorRef& r, const std::string& what) {
     if (r.absent()) return;
     check_text(r.name(), where + ": " + what);
-    static const std::set<std::string> formats = {"", "ND", "NCHW", "NC1HWC0"};  // what lowering writes (format_of)
+    static const std::set<std::string> formats = {"", "ND", "NCHW",
+                                                  "NC1HWC0"};  // what lowering writes (format_of)
     if (!formats.count(r.format()))
-      throw Error(where + ": " + what + " '" + r.name() + "' is in format '" + escaped(r.format()) + "', which is none of ND, NCHW, NC1HWC0");
+      throw Error(where + ": " + what + " '" + r.name() + "' is in format '" + escaped(r.format()) +
+                  "', which is none of ND, NCHW, NC1HWC0");
     uint64_t limit = r.region() == plan::WEIGHT ? weight_limit : p.activation_bytes();
     const std::string tensor = where + ": " + what + " '" + r.name() + "'";
     const int64_t elements = checked_element_count({r.dims().begin(), r.dims().end()}, tensor);
@@ -451,32 +503,42 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
       throw Error(where + ": " + what + " '" + r.name() + "' lies outside its region");
     // Kernels read elements in place: a float at an odd offset is a misaligned load.
     if (r.offset() % elem)
-      throw Error(where + ": " + what + " '" + r.name() + "' lies at offset " + std::to_string(r.offset()) + ", not a multiple of its " +
-                  std::to_string(elem) + "-byte elements");
+      throw Error(where + ": " + what + " '" + r.name() + "' lies at offset " + std::to_string(r.offset()) +
+                  ", not a multiple of its " + std::to_string(elem) + "-byte elements");
   };
-  std::vector<uint32_t> records(static_cast<size_t>(p.events_size()), 0), waits(static_cast<size_t>(p.events_size()), 0);
+  std::vector<uint32_t> records(static_cast<size_t>(p.events_size()), 0),
+      waits(static_cast<size_t>(p.events_size()), 0);
   for (int k = 0; k < p.kernels_size(); ++k) {
     const auto& kernel = p.kernels(k);
     check_text(kernel.name(), where + ": kernel " + std::to_string(k) + "'s name");
     check_text(kernel.op_type(), where + ": kernel " + std::to_string(k) + "'s op type");
     check_text(kernel.domain(), where + ": kernel " + std::to_string(k) + "'s domain");
-    for (const auto& body : kernel.bodies()) check_text(body.unrunnable(), where + ": kernel " + std::to_string(k) + "'s message for a body it cannot run", true);
-    const std::string what = "kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() + "')";
-    if (kernel.stream() >= p.stream_count()) throw Error(where + ": " + what + " is on a stream the plan lacks");
+    for (const auto& body : kernel.bodies())
+      check_text(body.unrunnable(),
+                 where + ": kernel " + std::to_string(k) + "'s message for a body it cannot run", true);
+    const std::string what =
+        "kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() + "')";
+    if (kernel.stream() >= p.stream_count())
+      throw Error(where + ": " + what + " is on a stream the plan lacks");
     for (const auto& r : kernel.inputs()) check_ref(r, what + " input");
     for (const auto& r : kernel.outputs()) {
       check_ref(r, what + " output");
       if (r.region() == plan::WEIGHT) throw Error(where + ": " + what + " writes into the weight region");
     }
-    if (std::none_of(kernel.outputs().begin(), kernel.outputs().end(), [](const plan::TensorRef& r) { return !r.absent(); }))
+    if (std::none_of(kernel.outputs().begin(), kernel.outputs().end(),
+                     [](const plan::TensorRef& r) { return !r.absent(); }))
       throw Error(where + ": " + what + " has no output");
     check_kernel_schema(kernel, opsets, where + ": " + what);
     // Modeled figures are printed and summed by profile: finite and not negative.
-    for (const auto& [field, value] : {std::pair<const char*, double>{"modeled_us", kernel.modeled_us()}, {"cube_us", kernel.cube_us()},
-                                       {"vector_us", kernel.vector_us()}, {"memory_us", kernel.memory_us()}, {"launch_us", kernel.launch_us()},
+    for (const auto& [field, value] : {std::pair<const char*, double>{"modeled_us", kernel.modeled_us()},
+                                       {"cube_us", kernel.cube_us()},
+                                       {"vector_us", kernel.vector_us()},
+                                       {"memory_us", kernel.memory_us()},
+                                       {"launch_us", kernel.launch_us()},
                                        {"trips", kernel.trips()}})
       if (!(value >= 0 && value <= 1e18))
-        throw Error(where + ": " + what + " has " + field + " " + std::to_string(value) + " (a modeled figure is finite, 0 to 1e18)");
+        throw Error(where + ": " + what + " has " + field + " " + std::to_string(value) +
+                    " (a modeled figure is finite, 0 to 1e18)");
     for (const auto& body : kernel.bodies()) {
       if (!body.unrunnable().empty()) continue;
       PlanChecks body_checks;
@@ -484,13 +546,19 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
       check_plan_in(body.plan(), where + ": " + what + " body '" + body.attribute() + "'", body_checks);
     }
     for (uint32_t e : kernel.wait_events()) {
-      if (e >= static_cast<uint64_t>(p.events_size())) throw Error(where + ": " + what + " waits on a missing event " + std::to_string(e));
-      if (p.events(static_cast<int>(e)).to_kernel() != static_cast<uint32_t>(k)) throw Error(where + ": " + what + " waits on event " + std::to_string(e) + ", which is another kernel's");
+      if (e >= static_cast<uint64_t>(p.events_size()))
+        throw Error(where + ": " + what + " waits on a missing event " + std::to_string(e));
+      if (p.events(static_cast<int>(e)).to_kernel() != static_cast<uint32_t>(k))
+        throw Error(where + ": " + what + " waits on event " + std::to_string(e) +
+                    ", which is another kernel's");
       ++waits[e];
     }
     for (uint32_t e : kernel.record_events()) {
-      if (e >= static_cast<uint64_t>(p.events_size())) throw Error(where + ": " + what + " records a missing event " + std::to_string(e));
-      if (p.events(static_cast<int>(e)).from_kernel() != static_cast<uint32_t>(k)) throw Error(where + ": " + what + " records event " + std::to_string(e) + ", which is another kernel's");
+      if (e >= static_cast<uint64_t>(p.events_size()))
+        throw Error(where + ": " + what + " records a missing event " + std::to_string(e));
+      if (p.events(static_cast<int>(e)).from_kernel() != static_cast<uint32_t>(k))
+        throw Error(where + ": " + what + " records event " + std::to_string(e) +
+                    ", which is another kernel's");
       ++records[e];
     }
   }
@@ -500,20 +568,25 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
   // nothing; a wait dropped from a plan is a race, which the fault-injection tests show.)
   for (int i = 0; i < p.events_size(); ++i) {
     const auto& e = p.events(i);
-    if (e.id() != static_cast<uint32_t>(i)) throw Error(where + ": event " + std::to_string(i) + " carries id " + std::to_string(e.id()));
+    if (e.id() != static_cast<uint32_t>(i))
+      throw Error(where + ": event " + std::to_string(i) + " carries id " + std::to_string(e.id()));
     if (e.to_kernel() >= static_cast<uint64_t>(p.kernels_size()) || e.from_kernel() >= e.to_kernel())
       throw Error(where + ": event " + std::to_string(e.id()) + " does not point forward between kernels");
     const uint32_t recorded = records[static_cast<size_t>(i)], waited = waits[static_cast<size_t>(i)];
     if (recorded > 1 || waited > 1 || (waited == 1 && recorded == 0))
-      throw Error(where + ": event " + std::to_string(i) + " is recorded " + std::to_string(recorded) + " time(s) and waited on " + std::to_string(waited) +
+      throw Error(where + ": event " + std::to_string(i) + " is recorded " + std::to_string(recorded) +
+                  " time(s) and waited on " + std::to_string(waited) +
                   " time(s) (a wait needs exactly one record)");
   }
   std::set<std::string> input_names;
   for (const auto& r : p.inputs()) {
     check_ref(r, "input");
     if (r.absent()) continue;
-    if (!input_names.insert(r.name()).second) throw Error(where + ": input '" + r.name() + "' is bound twice");
-    if (r.region() != plan::ACTIVATION) throw Error(where + ": input '" + r.name() + "' lies in the weight region (inputs are copied into the pool)");
+    if (!input_names.insert(r.name()).second)
+      throw Error(where + ": input '" + r.name() + "' is bound twice");
+    if (r.region() != plan::ACTIVATION)
+      throw Error(where + ": input '" + r.name() +
+                  "' lies in the weight region (inputs are copied into the pool)");
   }
   // Dataflow, in kernel order (every event points forward, so a kernel's writers come
   // before it): each pool tensor a kernel reads was written by an earlier kernel or bound
@@ -528,37 +601,45 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
   };
   std::map<std::pair<std::string, uint64_t>, Written> written;
   auto same = [](const Written& w, const plan::TensorRef& r) {
-    return w.dtype == r.dtype() && (w.bounded || r.bounded() || std::equal(w.dims.begin(), w.dims.end(), r.dims().begin(), r.dims().end()));
+    return w.dtype == r.dtype() &&
+           (w.bounded || r.bounded() ||
+            std::equal(w.dims.begin(), w.dims.end(), r.dims().begin(), r.dims().end()));
   };
   auto describe_ref = [](const plan::TensorRef& r) {
     std::string dims;
     for (int64_t d : r.dims()) dims += (dims.empty() ? "" : ",") + std::to_string(d);
-    return "'" + r.name() + "' (" + dtype_name(static_cast<DType>(r.dtype())) + "[" + dims + "] at offset " + std::to_string(r.offset()) + ")";
+    return "'" + r.name() + "' (" + dtype_name(static_cast<DType>(r.dtype())) + "[" + dims + "] at offset " +
+           std::to_string(r.offset()) + ")";
   };
   for (const auto& r : p.inputs())
-    if (!r.absent()) written[{r.name(), r.offset()}] = {r.dtype(), {r.dims().begin(), r.dims().end()}, r.bounded()};
+    if (!r.absent())
+      written[{r.name(), r.offset()}] = {r.dtype(), {r.dims().begin(), r.dims().end()}, r.bounded()};
   for (int k = 0; k < p.kernels_size(); ++k) {
     const auto& kernel = p.kernels(k);
     for (const auto& r : kernel.inputs()) {
       if (r.absent() || r.region() != plan::ACTIVATION) continue;
       auto it = written.find({r.name(), r.offset()});
       if (it == written.end())
-        throw Error(where + ": kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() + "') reads " + describe_ref(r) +
-                    ", which no earlier kernel writes and no input binds");
+        throw Error(where + ": kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() +
+                    "') reads " + describe_ref(r) + ", which no earlier kernel writes and no input binds");
       if (!same(it->second, r))
-        throw Error(where + ": kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() + "') reads " + describe_ref(r) +
-                    " with another dtype or shape than it was written with");
+        throw Error(where + ": kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() +
+                    "') reads " + describe_ref(r) + " with another dtype or shape than it was written with");
     }
     for (const auto& r : kernel.outputs())
-      if (!r.absent()) written[{r.name(), r.offset()}] = {r.dtype(), {r.dims().begin(), r.dims().end()}, r.bounded()};
+      if (!r.absent())
+        written[{r.name(), r.offset()}] = {r.dtype(), {r.dims().begin(), r.dims().end()}, r.bounded()};
   }
   for (const auto& r : p.outputs()) {
     check_ref(r, "output");
     if (r.absent() || r.name().empty()) throw Error(where + ": an output binding names no tensor");
     if (r.region() != plan::ACTIVATION) continue;
     auto it = written.find({r.name(), r.offset()});
-    if (it == written.end()) throw Error(where + ": output '" + r.name() + "' is no tensor a kernel writes or an input binds");
-    if (!same(it->second, r)) throw Error(where + ": output " + describe_ref(r) + " has another dtype or shape than the kernel that writes it gives it");
+    if (it == written.end())
+      throw Error(where + ": output '" + r.name() + "' is no tensor a kernel writes or an input binds");
+    if (!same(it->second, r))
+      throw Error(where + ": output " + describe_ref(r) +
+                  " has another dtype or shape than the kernel that writes it gives it");
   }
   check_plan_ordering(p, where);
 }
@@ -578,7 +659,9 @@ std::string gear_name(const plan::Plan& gear) {
 
 std::string range_text(const plan::InputRange& range) {
   std::string dims;
-  for (const auto& d : range.dims()) dims += (dims.empty() ? "" : ",") + std::to_string(d.min()) + (d.min() == d.max() ? "" : "~" + std::to_string(d.max()));
+  for (const auto& d : range.dims())
+    dims += (dims.empty() ? "" : ",") + std::to_string(d.min()) +
+            (d.min() == d.max() ? "" : "~" + std::to_string(d.max()));
   return range.name() + ":[" + dims + "]";
 }
 
@@ -595,7 +678,9 @@ plan::Plan read_plan(const std::filesystem::path& path) {
   // The structure is checked before the weights are read: the sizes it claims decide
   // what is read and allocated, so they must be the plan's own first.
   if (structure_crc(p) != p.structure_crc())
-    throw Error(where + ": its kernels, tensors and events do not match their checksum: the file is corrupt (compile the model again)");
+    throw Error(where +
+                ": its kernels, tensors and events do not match their checksum: the file is corrupt (compile "
+                "the model again)");
   const bool side = !p.weights_file().empty();
   if (side && !p.weights().empty()) throw Error(where + ": it has inline weights and a weights file");
   PlanChecks checks;
@@ -603,12 +688,16 @@ plan::Plan read_plan(const std::filesystem::path& path) {
   check_plan_in(p, where, checks);
   const uint64_t needed = p.weight_bytes() + p.activation_bytes();
   if (p.weight_bytes() > physical_memory_bytes() || needed > physical_memory_bytes())
-    throw Error(where + ": its weights (" + std::to_string(p.weight_bytes()) + " bytes) and activation pool (" + std::to_string(p.activation_bytes()) +
-                " bytes) need more than this machine's memory (" + std::to_string(physical_memory_bytes()) + " bytes)");
+    throw Error(where + ": its weights (" + std::to_string(p.weight_bytes()) +
+                " bytes) and activation pool (" + std::to_string(p.activation_bytes()) +
+                " bytes) need more than this machine's memory (" + std::to_string(physical_memory_bytes()) +
+                " bytes)");
   if (side) {
     const std::string& name = p.weights_file();
-    if (name.find('/') != std::string::npos || name == ".." || name == "." || name.size() > 255 || escaped(name) != name)
-      throw Error(where + ": its weights file '" + escaped(name) + "' must be a name beside the plan (printable, at most 255 bytes)");
+    if (name.find('/') != std::string::npos || name == ".." || name == "." || name.size() > 255 ||
+        escaped(name) != name)
+      throw Error(where + ": its weights file '" + escaped(name) +
+                  "' must be a name beside the plan (printable, at most 255 bytes)");
     const std::filesystem::path file = path.parent_path() / p.weights_file();
     std::optional<InputFile> opened;
     try {
@@ -617,23 +706,27 @@ plan::Plan read_plan(const std::filesystem::path& path) {
       throw Error(where + ": its weights file " + file.string() + " cannot be read (" + e.what() + ")");
     }
     InputFile& weights = *opened;
-    struct stat st{};
+    struct stat st {};
     if (::fstat(weights.fd(), &st) != 0 || !S_ISREG(st.st_mode))
       throw Error(where + ": its weights file " + file.string() + " cannot be read (not a regular file)");
     const auto size = static_cast<uint64_t>(st.st_size);
     if (size != p.weight_bytes())
-      throw Error(where + ": its weights file " + file.string() + " holds " + std::to_string(size) + " bytes, the plan needs " +
-                  std::to_string(p.weight_bytes()));
+      throw Error(where + ": its weights file " + file.string() + " holds " + std::to_string(size) +
+                  " bytes, the plan needs " + std::to_string(p.weight_bytes()));
     std::string* region = p.mutable_weights();
     try {
       region->resize(size);
     } catch (const std::bad_alloc&) {
-      throw Error(where + ": cannot allocate " + std::to_string(size) + " bytes for its weights (out of memory)");
+      throw Error(where + ": cannot allocate " + std::to_string(size) +
+                  " bytes for its weights (out of memory)");
     }
-    if (weights.read(region->data(), size) != size) throw Error(where + ": its weights file " + file.string() + " is shorter than it was");
+    if (weights.read(region->data(), size) != size)
+      throw Error(where + ": its weights file " + file.string() + " is shorter than it was");
   }
   if (crc_of(p.weights()) != p.weights_crc())
-    throw Error(where + ": its weight region does not match its checksum: the file is corrupt (compile the model again)");
+    throw Error(
+        where +
+        ": its weight region does not match its checksum: the file is corrupt (compile the model again)");
   return p;
 }
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/graph.h"
 #include "cost_model.h"
+#include "ir/graph.h"
 #include "memory_plan.h"
 #include "plan.pb.h"
 #include "stream_plan.h"
@@ -16,7 +16,7 @@
 namespace geopt::ascend {
 
 inline constexpr const char* kPlanMagic = "geopt.plan";
-inline constexpr uint32_t kPlanFormatVersion = 3;  // 2: checksums; 3: gears and shape ranges
+inline constexpr uint32_t kPlanFormatVersion = 3;        // 2: checksums; 3: gears and shape ranges
 inline constexpr uint32_t kOldestPlanFormatVersion = 2;  // read as well: it has neither
 
 struct LoweringInputs {
@@ -51,7 +51,8 @@ struct PlanWriteOptions {
 // into a second copy. Reading checks magic, version and
 // internal consistency, loads a side file, and throws geopt::Error naming the file.
 // Returns the side file written, or an empty path when the weights are inline.
-std::filesystem::path write_plan(plan::Plan& plan, const std::filesystem::path& path, const PlanWriteOptions& options = {});
+std::filesystem::path write_plan(plan::Plan& plan, const std::filesystem::path& path,
+                                 const PlanWriteOptions& options = {});
 plan::Plan read_plan(const std::filesystem::path& path);
 // The consistency checks read_plan applies (also for plans built in memory): every
 // tensor inside its region with dims, dtype and size agreeing; every event recorded by

@@ -46,7 +46,8 @@ class Ordering {
         for (size_t i = 0; i < streams_; ++i) mine[i] = std::max(mine[i], theirs[i]);
       };
       if (previous[s] >= 0) join(static_cast<size_t>(previous[s]));
-      for (uint32_t e : kernel.wait_events()) join(p.events(static_cast<int>(e)).from_kernel());  // check_plan: e < k
+      for (uint32_t e : kernel.wait_events())
+        join(p.events(static_cast<int>(e)).from_kernel());  // check_plan: e < k
       mine[s] = position_[k];
       previous[s] = static_cast<int64_t>(k);
     }
@@ -57,7 +58,8 @@ class Ordering {
   bool finished_by(int64_t before, int64_t after) const {
     if (before < 0) return true;
     if (after < 0) return false;
-    return position_[static_cast<size_t>(before)] <= clock_[static_cast<size_t>(after) * streams_ + stream_[static_cast<size_t>(before)]];
+    return position_[static_cast<size_t>(before)] <=
+           clock_[static_cast<size_t>(after) * streams_ + stream_[static_cast<size_t>(before)]];
   }
   uint32_t stream(size_t k) const { return stream_[k]; }
   uint32_t position(size_t k) const { return position_[k]; }
@@ -77,7 +79,9 @@ std::optional<onnx::AttributeProto> attribute(const plan::Kernel& k, const std::
   return std::nullopt;
 }
 
-bool same_place(const plan::TensorRef& a, const plan::TensorRef& b) { return a.offset() == b.offset() && a.size() == b.size(); }
+bool same_place(const plan::TensorRef& a, const plan::TensorRef& b) {
+  return a.offset() == b.offset() && a.size() == b.size();
+}
 
 // The input whose bytes output `o` of `k` leaves as they are (it lies where its input's
 // bytes are, and a view writes them unchanged), or none: then the output is a write.
@@ -91,7 +95,8 @@ std::optional<int> viewed_input(const plan::Kernel& k, int o) {
   const int64_t rank = in.dims_size();
   if (k.op_type() == "Transpose") {
     std::vector<int64_t> perm;
-    if (auto a = attribute(k, "perm")) perm.assign(a->ints().begin(), a->ints().end());
+    if (auto a = attribute(k, "perm"))
+      perm.assign(a->ints().begin(), a->ints().end());
     else
       for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
     if (static_cast<int64_t>(perm.size()) != rank || !same_place(in, out)) return std::nullopt;
@@ -119,7 +124,8 @@ std::optional<int> viewed_input(const plan::Kernel& k, int o) {
       start += k.outputs(j).size();
     }
     const uint64_t in_end = in.offset() + in.size();  // check_plan: inside the pool, no overflow
-    return out.offset() == start && start <= in_end && out.size() <= in_end - start ? std::optional<int>(0) : std::nullopt;
+    return out.offset() == start && start <= in_end && out.size() <= in_end - start ? std::optional<int>(0)
+                                                                                    : std::nullopt;
   }
   return std::nullopt;
 }
@@ -127,7 +133,8 @@ std::optional<int> viewed_input(const plan::Kernel& k, int o) {
 std::string kernel_text(const plan::Plan& p, int64_t k) {
   if (k < 0) return "the caller (an input)";
   const auto& kernel = p.kernels(static_cast<int>(k));
-  return "kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() + "', stream " + std::to_string(kernel.stream()) + ")";
+  return "kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() + "', stream " +
+         std::to_string(kernel.stream()) + ")";
 }
 
 // One write of a pool tensor, or a view of one, and who reads it.
@@ -135,7 +142,7 @@ struct Tensor {
   std::string name;
   int64_t writer;  // -1: an input the caller binds
   uint64_t begin, end;
-  size_t root;     // the write whose bytes a view reads; itself for a write
+  size_t root;  // the write whose bytes a view reads; itself for a write
   std::vector<std::pair<uint32_t, int64_t>> last_read;  // per stream: the last reader (position, kernel)
   bool read_by_caller = false;                          // an output of the plan
   std::vector<size_t> views;                            // a write's: itself and every view of its bytes
@@ -149,7 +156,8 @@ void check_plan_ordering(const plan::Plan& p, const std::string& where) {
   std::map<std::pair<std::string, uint64_t>, size_t> latest;  // as the dataflow check binds reads
   auto add = [&](const plan::TensorRef& r, int64_t writer, std::optional<size_t> root) {
     const size_t id = tensors.size();
-    tensors.push_back({r.name(), writer, r.offset(), r.offset() + r.size(), root.value_or(id), {}, false, {}});
+    tensors.push_back(
+        {r.name(), writer, r.offset(), r.offset() + r.size(), root.value_or(id), {}, false, {}});
     tensors[root.value_or(id)].views.push_back(id);
     latest[{r.name(), r.offset()}] = id;
     return id;
@@ -169,14 +177,19 @@ void check_plan_ordering(const plan::Plan& p, const std::string& where) {
       if (!reads.back()) continue;
       const Tensor& t = tensors[*reads.back()];
       if (!order.finished_by(t.writer, k))
-        throw Error(where + ": " + kernel_text(p, k) + " reads '" + r.name() + "', which " + kernel_text(p, t.writer) +
+        throw Error(where + ": " + kernel_text(p, k) + " reads '" + r.name() + "', which " +
+                    kernel_text(p, t.writer) +
                     " writes, but no stream or event orders the write first (a race)");
       // Recorded on the view read: a write over another piece of a Split need not wait for it.
       Tensor& read = tensors[*reads.back()];
       const uint32_t s = order.stream(static_cast<size_t>(k));
-      auto seen = std::find_if(read.last_read.begin(), read.last_read.end(), [&](const auto& e) { return order.stream(static_cast<size_t>(e.second)) == s; });
-      if (seen == read.last_read.end()) read.last_read.emplace_back(order.position(static_cast<size_t>(k)), k);
-      else *seen = {order.position(static_cast<size_t>(k)), k};  // kernel order is each stream's order
+      auto seen = std::find_if(read.last_read.begin(), read.last_read.end(), [&](const auto& e) {
+        return order.stream(static_cast<size_t>(e.second)) == s;
+      });
+      if (seen == read.last_read.end())
+        read.last_read.emplace_back(order.position(static_cast<size_t>(k)), k);
+      else
+        *seen = {order.position(static_cast<size_t>(k)), k};  // kernel order is each stream's order
     }
     for (int o = 0; o < kernel.outputs_size(); ++o) {
       const auto& r = kernel.outputs(o);
@@ -207,8 +220,9 @@ void check_plan_ordering(const plan::Plan& p, const std::string& where) {
       }
       const Tensor& t = tensors[over];
       const uint64_t from = std::max(begin, w.begin), to = std::min(end, w.end);
-      const std::string clash = where + ": " + kernel_text(p, w.writer) + " writes '" + w.name + "' over bytes " + std::to_string(from) + "-" +
-                                std::to_string(to) + " of '" + t.name + "', which " + kernel_text(p, t.writer) + " writes";
+      const std::string clash = where + ": " + kernel_text(p, w.writer) + " writes '" + w.name +
+                                "' over bytes " + std::to_string(from) + "-" + std::to_string(to) + " of '" +
+                                t.name + "', which " + kernel_text(p, t.writer) + " writes";
       if (!(t.writer < w.writer && order.finished_by(t.writer, w.writer)))
         throw Error(clash + ", and no stream or event orders the two writes");
       for (size_t v : t.views) {  // the write itself and its views that hold these bytes
@@ -216,8 +230,10 @@ void check_plan_ordering(const plan::Plan& p, const std::string& where) {
         if (view.end <= from || to <= view.begin) continue;
         const std::string what = v == over ? std::string() : " (through its view '" + view.name + "')";
         for (const auto& [position, reader] : view.last_read)
-          if (position > order.clock(static_cast<size_t>(w.writer), order.stream(static_cast<size_t>(reader))))
-            throw Error(clash + ", while " + kernel_text(p, reader) + " may still read it" + what + ": no stream or event orders the read first");
+          if (position >
+              order.clock(static_cast<size_t>(w.writer), order.stream(static_cast<size_t>(reader))))
+            throw Error(clash + ", while " + kernel_text(p, reader) + " may still read it" + what +
+                        ": no stream or event orders the read first");
         if (view.read_by_caller) throw Error(clash + " as an output of the plan" + what);
       }
       if (begin < w.begin) kept.push_back({begin, {w.begin, over}});

@@ -6,7 +6,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-
 namespace geopt::ascend {
 namespace {
 
@@ -85,8 +84,9 @@ PlanProfile simulate_plan(const plan::Plan& plan) {
     // each stream at most one (its spans follow one another), found by bisection.
     int cube_users = 1, vector_users = 1, memory_users = 1;
     for (const std::vector<int>& placed : on_stream) {
-      auto after = std::upper_bound(placed.begin(), placed.end(), start,
-                                    [&](double t, int j) { return t < p.spans[static_cast<size_t>(j)].start_us; });
+      auto after = std::upper_bound(placed.begin(), placed.end(), start, [&](double t, int j) {
+        return t < p.spans[static_cast<size_t>(j)].start_us;
+      });
       if (after == placed.begin()) continue;
       const int j = *std::prev(after);
       if (p.spans[static_cast<size_t>(j)].end_us <= start) continue;
@@ -95,7 +95,8 @@ PlanProfile simulate_plan(const plan::Plan& plan) {
       vector_users += other.vector_us() > 0;
       memory_users += other.memory_us() > 0;
     }
-    double busy = std::max({k.cube_us() * cube_users, k.vector_us() * vector_users, k.memory_us() * memory_users, body_time[static_cast<size_t>(i)]});
+    double busy = std::max({k.cube_us() * cube_users, k.vector_us() * vector_users,
+                            k.memory_us() * memory_users, body_time[static_cast<size_t>(i)]});
     double end = start + k.launch_us() + busy;
     p.spans[static_cast<size_t>(i)] = {static_cast<size_t>(i), k.stream(), start, end};
     on_stream[k.stream()].push_back(i);
@@ -147,32 +148,58 @@ struct TraceWriter {
     const uint32_t first = next_track;
     next_track += plan.stream_count();
     for (uint32_t s = 0; s < plan.stream_count(); ++s)
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", first + s},
-                        {"args", {{"name", (where.empty() ? "" : where + ", ") + "stream " + std::to_string(s)}}}});
+      events.push_back(
+          {{"name", "thread_name"},
+           {"ph", "M"},
+           {"pid", 0},
+           {"tid", first + s},
+           {"args", {{"name", (where.empty() ? "" : where + ", ") + "stream " + std::to_string(s)}}}});
     for (const auto& span : profile.spans) {
       const auto& k = plan.kernels(static_cast<int>(span.kernel));
-      nlohmann::ordered_json args{{"kernel", span.kernel}, {"name", k.name()}, {"cube_us", k.cube_us()}, {"vector_us", k.vector_us()},
+      nlohmann::ordered_json args{{"kernel", span.kernel},
+                                  {"name", k.name()},
+                                  {"cube_us", k.cube_us()},
+                                  {"vector_us", k.vector_us()},
                                   {"memory_us", k.memory_us()}};
       if (k.bodies_size() && k.op_type() != "If") args["trips"] = modeled_trips(k);
-      events.push_back({{"name", k.op_type()}, {"cat", k.domain().empty() ? "onnx" : k.domain()}, {"ph", "X"}, {"pid", 0},
-                        {"tid", first + span.stream}, {"ts", at + span.start_us}, {"dur", span.end_us - span.start_us}, {"args", args}});
+      events.push_back({{"name", k.op_type()},
+                        {"cat", k.domain().empty() ? "onnx" : k.domain()},
+                        {"ph", "X"},
+                        {"pid", 0},
+                        {"tid", first + span.stream},
+                        {"ts", at + span.start_us},
+                        {"dur", span.end_us - span.start_us},
+                        {"args", args}});
     }
     const uint32_t flow = next_flow;
     next_flow += static_cast<uint32_t>(plan.events_size());
     for (const auto& e : plan.events()) {  // flow arrows: record -> wait
       const auto& from = profile.spans[e.from_kernel()];
       const auto& to = profile.spans[e.to_kernel()];
-      events.push_back({{"name", "event " + std::to_string(e.id())}, {"cat", "event"}, {"ph", "s"}, {"id", flow + e.id()}, {"pid", 0},
-                        {"tid", first + from.stream}, {"ts", at + from.end_us}});
-      events.push_back({{"name", "event " + std::to_string(e.id())}, {"cat", "event"}, {"ph", "f"}, {"bp", "e"}, {"id", flow + e.id()},
-                        {"pid", 0}, {"tid", first + to.stream}, {"ts", at + to.start_us}});
+      events.push_back({{"name", "event " + std::to_string(e.id())},
+                        {"cat", "event"},
+                        {"ph", "s"},
+                        {"id", flow + e.id()},
+                        {"pid", 0},
+                        {"tid", first + from.stream},
+                        {"ts", at + from.end_us}});
+      events.push_back({{"name", "event " + std::to_string(e.id())},
+                        {"cat", "event"},
+                        {"ph", "f"},
+                        {"bp", "e"},
+                        {"id", flow + e.id()},
+                        {"pid", 0},
+                        {"tid", first + to.stream},
+                        {"ts", at + to.start_us}});
     }
     for (const BodyProfile& b : profile.bodies) {
       if (!b.plan || b.trips == 0) continue;  // no run to show
       const auto& k = plan.kernels(static_cast<int>(b.kernel));
-      const std::string label = k.op_type() + (k.name().empty() ? "" : " '" + k.name() + "'") + " " + b.attribute +
+      const std::string label = k.op_type() + (k.name().empty() ? "" : " '" + k.name() + "'") + " " +
+                                b.attribute +
                                 (b.trips > 1 ? " (first of " + trips_text(b.trips) + " trips)" : "");
-      this->plan(*b.plan, b.profile, at + profile.spans[b.kernel].start_us + k.launch_us(), where.empty() ? label : where + " > " + label);
+      this->plan(*b.plan, b.profile, at + profile.spans[b.kernel].start_us + k.launch_us(),
+                 where.empty() ? label : where + " > " + label);
     }
   }
 };
@@ -181,7 +208,10 @@ struct TraceWriter {
 
 std::string chrome_trace(const plan::Plan& plan, const PlanProfile& profile) {
   TraceWriter w;
-  w.events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", plan.soc_version() + " (simulated)"}}}});
+  w.events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"args", {{"name", plan.soc_version() + " (simulated)"}}}});
   w.plan(plan, profile, 0, "");
   nlohmann::ordered_json& events = w.events;
   nlohmann::ordered_json trace;

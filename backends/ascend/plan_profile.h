@@ -34,12 +34,12 @@ struct PlanProfile {
 };
 
 struct BodyProfile {
-  size_t kernel = 0;        // the control-flow kernel of the enclosing plan
-  std::string attribute;    // then_branch, else_branch, body
-  std::string unrunnable;   // an If branch that cannot run at the compiled shapes: why
+  size_t kernel = 0;                 // the control-flow kernel of the enclosing plan
+  std::string attribute;             // then_branch, else_branch, body
+  std::string unrunnable;            // an If branch that cannot run at the compiled shapes: why
   const plan::Plan* plan = nullptr;  // its plan, inside the plan simulated (null when unrunnable)
-  double trips = 1;         // runs per run of the kernel (If: 1)
-  PlanProfile profile;      // one run of the body
+  double trips = 1;                  // runs per run of the kernel (If: 1)
+  PlanProfile profile;               // one run of the body
 };
 
 PlanProfile simulate_plan(const plan::Plan& plan);

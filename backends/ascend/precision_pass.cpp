@@ -1,8 +1,8 @@
 #include "ascend/precision_pass.h"
 
+#include <onnx/defs/schema.h>
 #include <climits>
 #include <cmath>
-#include <onnx/defs/schema.h>
 #include <set>
 #include <unordered_map>
 
@@ -23,17 +23,24 @@ bool is_movable(DType t) { return t == DType::F32 || is_half(t); }
 
 std::string onnx_type_string(DType t) {
   switch (t) {
-    case DType::F16: return "tensor(float16)";
-    case DType::BF16: return "tensor(bfloat16)";
-    default: return "tensor(float)";
+    case DType::F16:
+      return "tensor(float16)";
+    case DType::BF16:
+      return "tensor(bfloat16)";
+    default:
+      return "tensor(float)";
   }
 }
 
 float read_element(const std::byte* p, DType t) {
   uint16_t h;
   switch (t) {
-    case DType::F16: std::memcpy(&h, p, 2); return half_to_float(h);
-    case DType::BF16: std::memcpy(&h, p, 2); return bf16_to_float(h);
+    case DType::F16:
+      std::memcpy(&h, p, 2);
+      return half_to_float(h);
+    case DType::BF16:
+      std::memcpy(&h, p, 2);
+      return bf16_to_float(h);
     default: {
       float f;
       std::memcpy(&f, p, 4);
@@ -45,7 +52,8 @@ float read_element(const std::byte* p, DType t) {
 // A constant's elements in dtype `to`, rounded to nearest even. Finite values beyond
 // fp16's range saturate at +-65504 instead of becoming infinite (an attention mask of
 // -3.4e38 stays a large negative number, not -inf that turns a masked row into NaN).
-std::shared_ptr<const Tensor> convert_constant(const Tensor& t, DType to, std::string name, size_t& saturated) {
+std::shared_ptr<const Tensor> convert_constant(const Tensor& t, DType to, std::string name,
+                                               size_t& saturated) {
   const size_t n = static_cast<size_t>(t.element_count());
   const size_t from_size = dtype_size(t.dtype), to_size = dtype_size(to);
   std::string bytes(n * to_size, '\0');
@@ -148,11 +156,15 @@ class PrecisionPass {
   DType decide(const Node& n, DType o) const {
     const bool cube = is_cube_op(n.op_type);
     switch (p_.mode) {
-      case PrecisionMode::MustKeepOriginDtype: return o;
-      case PrecisionMode::ForceFp16: return DType::F16;
-      case PrecisionMode::ForceFp32: return DType::F32;  // Cube ops read fp16: visit()
+      case PrecisionMode::MustKeepOriginDtype:
+        return o;
+      case PrecisionMode::ForceFp16:
+        return DType::F16;
+      case PrecisionMode::ForceFp32:
+        return DType::F32;  // Cube ops read fp16: visit()
       case PrecisionMode::AllowFp32ToFp16:
-      case PrecisionMode::AllowFp32ToBf16: return cube && o == DType::F32 ? p_.low() : o;
+      case PrecisionMode::AllowFp32ToBf16:
+        return cube && o == DType::F32 ? p_.low() : o;
       case PrecisionMode::AllowMixPrecision:
       case PrecisionMode::AllowMixPrecisionBf16: {
         const MixClass c = p_.list().classify(n.op_type);
@@ -160,7 +172,8 @@ class PrecisionPass {
         if (c == MixClass::Black) return DType::F32;
         // Gray follows what it reads: low when every computed float input is.
         for (const Value* x : n.inputs())
-          if (x && x->type.is_tensor() && is_movable(x->type.dtype) && !is_constant(x) && x->type.dtype != p_.low())
+          if (x && x->type.is_tensor() && is_movable(x->type.dtype) && !is_constant(x) &&
+              x->type.dtype != p_.low())
             return DType::F32;
         return p_.low();
       }
@@ -218,7 +231,8 @@ class PrecisionPass {
         outputs_of[formal_type(schema->outputs(), i)].push_back(i);
     std::map<std::string, std::set<std::string>> allowed;
     for (const auto& c : schema->typeConstraintParams())
-      allowed[c.type_param_str] = std::set<std::string>(c.allowed_type_strs.begin(), c.allowed_type_strs.end());
+      allowed[c.type_param_str] =
+          std::set<std::string>(c.allowed_type_strs.begin(), c.allowed_type_strs.end());
 
     const bool round_cube_inputs = p_.mode == PrecisionMode::ForceFp32 && is_cube_op(n.op_type);
     std::set<std::string> params;
@@ -247,7 +261,7 @@ class PrecisionPass {
         want = bound ? n.output(outputs_of[t].front())->type.dtype : origin(n.input(inputs_of[t].front()));
       for (size_t i : inputs_of[t]) {
         if (round_cube_inputs) set_input(n, i, DType::F16);  // the Cube reads fp16 ...
-        set_input(n, i, want);                                // ... and writes fp32
+        set_input(n, i, want);                               // ... and writes fp32
       }
       for (size_t i : outputs_of[t]) n.output(i)->type.dtype = want;
     }
@@ -282,10 +296,13 @@ class PrecisionPass {
         }
       if (!y || n->op_type == "Cast" || !work_of(*n, real).is_kernel) continue;
       ++report_.by_dtype[dtype_name(y->type.dtype)];
-      const bool mixed = p_.mode == PrecisionMode::AllowMixPrecision || p_.mode == PrecisionMode::AllowMixPrecisionBf16;
-      const bool lowers = p_.mode != PrecisionMode::MustKeepOriginDtype && p_.mode != PrecisionMode::ForceFp32;
+      const bool mixed =
+          p_.mode == PrecisionMode::AllowMixPrecision || p_.mode == PrecisionMode::AllowMixPrecisionBf16;
+      const bool lowers =
+          p_.mode != PrecisionMode::MustKeepOriginDtype && p_.mode != PrecisionMode::ForceFp32;
       // In fp32 by the black list, or because its schema has no half type.
-      if (y->type.dtype == DType::F32 && lowers && (mixed || p_.planned(n->op_type, DType::F32) != DType::F32))
+      if (y->type.dtype == DType::F32 && lowers &&
+          (mixed || p_.planned(n->op_type, DType::F32) != DType::F32))
         ++report_.kept_f32[n->op_type];
     }
   }

@@ -61,7 +61,8 @@ std::vector<std::pair<size_t, size_t>> dependencies(const Graph& graph, const st
   std::map<size_t, std::pair<size_t, size_t>> holder;
   std::vector<size_t> by_first(bufs.size());
   for (size_t i = 0; i < bufs.size(); ++i) by_first[i] = i;
-  std::stable_sort(by_first.begin(), by_first.end(), [&](size_t a, size_t b) { return bufs[a].first_step < bufs[b].first_step; });
+  std::stable_sort(by_first.begin(), by_first.end(),
+                   [&](size_t a, size_t b) { return bufs[a].first_step < bufs[b].first_step; });
   for (size_t j : by_first) {
     const auto& b = bufs[j];
     const size_t lo = b.offset, hi = b.offset + b.bytes;
@@ -96,7 +97,9 @@ std::vector<std::pair<size_t, size_t>> dependencies(const Graph& graph, const st
 // A view the memory plan aliases: its output lies in its data input's bytes. (A view op
 // whose output was kept apart copies, and is a kernel like any other.)
 bool aliases_input(const Node& node, const MemoryPlan& memory) {
-  if (!is_view_op(node) || node.inputs().empty() || node.outputs().empty() || !node.inputs()[0] || !node.outputs()[0]) return false;
+  if (!is_view_op(node) || node.inputs().empty() || node.outputs().empty() || !node.inputs()[0] ||
+      !node.outputs()[0])
+    return false;
   auto in = memory.buffer_of.find(node.inputs()[0]), out = memory.buffer_of.find(node.outputs()[0]);
   return in != memory.buffer_of.end() && out != memory.buffer_of.end() && in->second == out->second;
 }
@@ -182,8 +185,9 @@ StreamPlan plan_streams(const Graph& graph, const std::vector<size_t>& order, co
     after[k] = clock;
     stream_clock[s] = clock;
   }
-  std::sort(plan.events.begin(), plan.events.end(),
-            [](const StreamEvent& a, const StreamEvent& b) { return a.to != b.to ? a.to < b.to : a.from < b.from; });
+  std::sort(plan.events.begin(), plan.events.end(), [](const StreamEvent& a, const StreamEvent& b) {
+    return a.to != b.to ? a.to < b.to : a.from < b.from;
+  });
   return plan;
 }
 
@@ -192,7 +196,8 @@ void validate_stream_plan(const StreamPlan& plan) {
   std::vector<std::vector<size_t>> waits(n);
   for (const auto& e : plan.events) {
     if (e.from >= e.to || e.to >= n)
-      throw Error("stream plan: event from kernel " + std::to_string(e.from) + " to kernel " + std::to_string(e.to) +
+      throw Error("stream plan: event from kernel " + std::to_string(e.from) + " to kernel " +
+                  std::to_string(e.to) +
                   " does not point forward in the order, so the event graph may have a cycle");
     waits[e.to].push_back(e.from);
   }
@@ -208,8 +213,9 @@ void validate_stream_plan(const StreamPlan& plan) {
   }
   for (const auto& [a, b] : plan.dependencies)
     if (after[b][plan.stream_of[a]] < index_in_stream[a])
-      throw Error("stream plan: kernel " + std::to_string(b) + " (stream " + std::to_string(plan.stream_of[b]) +
-                  ") may start before kernel " + std::to_string(a) + " (stream " + std::to_string(plan.stream_of[a]) +
+      throw Error("stream plan: kernel " + std::to_string(b) + " (stream " +
+                  std::to_string(plan.stream_of[b]) + ") may start before kernel " + std::to_string(a) +
+                  " (stream " + std::to_string(plan.stream_of[a]) +
                   ") it depends on finishes: no event orders them");
 }
 

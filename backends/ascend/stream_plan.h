@@ -22,10 +22,10 @@ struct StreamEvent {
 
 struct StreamPlan {
   size_t stream_count = 1;
-  std::vector<size_t> stream_of;              // per position in the order
-  std::vector<StreamEvent> events;            // sorted by (to, from)
+  std::vector<size_t> stream_of;                        // per position in the order
+  std::vector<StreamEvent> events;                      // sorted by (to, from)
   std::vector<std::pair<size_t, size_t>> dependencies;  // (before, after) the events must honour
-  size_t cross_stream_dependencies = 0;       // before redundancy removal
+  size_t cross_stream_dependencies = 0;                 // before redundancy removal
 };
 
 struct StreamPlanOptions {

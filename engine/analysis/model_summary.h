@@ -27,7 +27,7 @@ struct ModelSummary {
   int64_t parameter_count = 0;  // elements of initializers and Constant-node tensors
   int64_t parameter_bytes = 0;
   size_t initializer_count = 0;
-  int64_t external_bytes = 0;  // of parameter_bytes, how many live in external-data files
+  int64_t external_bytes = 0;              // of parameter_bytes, how many live in external-data files
   std::vector<std::string> symbolic_dims;  // distinct, sorted
 };
 

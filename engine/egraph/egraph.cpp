@@ -15,7 +15,8 @@ size_t ENodeHash::operator()(const ENode& n) const {
   return h ^ std::hash<const void*>()(n.constant);
 }
 
-std::string op_signature_key(const std::string& domain, const std::string& op_type, const std::vector<Attribute>& attrs, size_t outputs) {
+std::string op_signature_key(const std::string& domain, const std::string& op_type,
+                             const std::vector<Attribute>& attrs, size_t outputs) {
   std::vector<std::string> parts;
   for (const auto& a : attrs) parts.push_back(a.name + "=" + a.identity_key());
   std::sort(parts.begin(), parts.end());  // attribute order does not change the op
@@ -25,7 +26,8 @@ std::string op_signature_key(const std::string& domain, const std::string& op_ty
 }
 
 uint32_t EGraph::intern(const OpSignature& sig) {
-  std::string key = sig.key.empty() ? op_signature_key(sig.domain, sig.op_type, sig.attributes, sig.num_outputs) : sig.key;
+  std::string key =
+      sig.key.empty() ? op_signature_key(sig.domain, sig.op_type, sig.attributes, sig.num_outputs) : sig.key;
   if (auto it = signature_index_.find(key); it != signature_index_.end()) return it->second;
   OpSignature s = sig;  // copied only when new
   s.key = key;
@@ -153,9 +155,11 @@ ClassId EGraph::merge(ClassId a, ClassId b) {
   r.nodes.insert(r.nodes.end(), o.nodes.begin(), o.nodes.end());
   r.parents.insert(r.parents.end(), o.parents.begin(), o.parents.end());
   // Analysis merge: the dtype must agree; keep the more complete shape, the constant, the older name.
-  if (r.data.type.dtype == DType::Undefined) r.data.type.dtype = o.data.type.dtype;
+  if (r.data.type.dtype == DType::Undefined)
+    r.data.type.dtype = o.data.type.dtype;
   else if (o.data.type.dtype != DType::Undefined && o.data.type.dtype != r.data.type.dtype)
-    throw InternalError("merging classes of different dtypes (" + dtype_name(r.data.type.dtype) + ", " + dtype_name(o.data.type.dtype) + ")");
+    throw InternalError("merging classes of different dtypes (" + dtype_name(r.data.type.dtype) + ", " +
+                        dtype_name(o.data.type.dtype) + ")");
   if (!r.data.type.shape && o.data.type.shape) r.data.type.shape = o.data.type.shape;
   if (!r.data.constant) r.data.constant = o.data.constant;
   r.data.compile_time = r.data.compile_time || o.data.compile_time;
@@ -219,16 +223,20 @@ void EGraph::check_invariants() const {
     const EClass& c = classes_[id];
     if (find(id) != id) throw InternalError(where(id) + " is stored but not canonical");
     for (const ENode& n : c.nodes) {
-      if (!(canonical(n) == n)) throw InternalError(where(id) + " holds an e-node with non-canonical children");
+      if (!(canonical(n) == n))
+        throw InternalError(where(id) + " holds an e-node with non-canonical children");
       auto [it, fresh] = owner.emplace(n, id);
       if (!fresh) throw InternalError("congruence: one e-node in " + where(it->second) + " and " + where(id));
       auto memo = memo_.find(n);
-      if (memo == memo_.end() || find(memo->second) != id) throw InternalError("hash-cons: an e-node of " + where(id) + " is not mapped to it");
-      if (n.kind == ENode::Kind::Const && c.data.constant == nullptr) throw InternalError(where(id) + " holds a constant its data does not");
+      if (memo == memo_.end() || find(memo->second) != id)
+        throw InternalError("hash-cons: an e-node of " + where(id) + " is not mapped to it");
+      if (n.kind == ENode::Kind::Const && c.data.constant == nullptr)
+        throw InternalError(where(id) + " holds a constant its data does not");
     }
     for (const auto& [n, user] : c.parents) {
       const ClassId owner_id = find(user);
-      if (owner_id >= classes_.size() || !is_live_[owner_id]) throw InternalError(where(id) + " has a parent in a dead class");
+      if (owner_id >= classes_.size() || !is_live_[owner_id])
+        throw InternalError(where(id) + " has a parent in a dead class");
       const EClass& owner_class = classes_[owner_id];
       const ENode canon = canonical(n);
       if (std::find(owner_class.nodes.begin(), owner_class.nodes.end(), canon) == owner_class.nodes.end())
@@ -236,7 +244,8 @@ void EGraph::check_invariants() const {
     }
   }
   for (const auto& [n, c] : memo_)
-    if (canonical(n) == n && owner.count(n) && owner.at(n) != find(c)) throw InternalError("hash-cons maps an e-node to a class that does not hold it");
+    if (canonical(n) == n && owner.count(n) && owner.at(n) != find(c))
+      throw InternalError("hash-cons maps an e-node to a class that does not hold it");
 }
 
 std::shared_ptr<const Tensor> EGraph::constant_ptr(const Tensor* t) const {
@@ -245,7 +254,8 @@ std::shared_ptr<const Tensor> EGraph::constant_ptr(const Tensor* t) const {
 }
 
 const EClass& EGraph::live(ClassId id) const {
-  if (id >= classes_.size() || !is_live_[id]) throw InternalError("e-class " + std::to_string(id) + " is not a live class");
+  if (id >= classes_.size() || !is_live_[id])
+    throw InternalError("e-class " + std::to_string(id) + " is not a live class");
   return classes_[id];
 }
 
@@ -271,7 +281,9 @@ GraphEGraph egraph_from_graph(const Graph& g) {
   EGraph& eg = out.egraph;
   eg.dim_ranges = g.dim_ranges;
   std::unordered_map<const Value*, ClassId> cls;
-  auto data_of = [](const Value* v) { return ClassData{v->type, nullptr, v->name(), v->producer() ? v->producer()->name : ""}; };
+  auto data_of = [](const Value* v) {
+    return ClassData{v->type, nullptr, v->name(), v->producer() ? v->producer()->name : ""};
+  };
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const Value* v = g.inputs()[i];
     ClassId c = eg.add_input(static_cast<uint32_t>(i), data_of(v));
@@ -292,7 +304,8 @@ GraphEGraph egraph_from_graph(const Graph& g) {
     OpSignature sig{n->domain, n->op_type, n->attributes, n->outputs().size(), ""};
     // Two draws of a random op are two values, however alike: never hash-consed into one.
     if (n->is_nondeterministic())
-      sig.key = op_signature_key(sig.domain, sig.op_type, sig.attributes, sig.num_outputs) + "|draw=" + std::to_string(eg.class_count());
+      sig.key = op_signature_key(sig.domain, sig.op_type, sig.attributes, sig.num_outputs) +
+                "|draw=" + std::to_string(eg.class_count());
     if (n->outputs().size() == 1) {
       if (const Value* out_v = n->output(0)) cls[out_v] = eg.add_op(sig, std::move(children), data_of(out_v));
       continue;

@@ -32,13 +32,15 @@ struct OpSignature {
 struct ENode {
   enum class Kind : uint8_t { Op, Input, Const, Proj };
   Kind kind = Kind::Op;
-  uint32_t op = 0;  // Op: signature index; Input: graph input index; Proj: output index
-  std::vector<ClassId> children;  // Op: inputs; Proj: {the tuple class}
+  uint32_t op = 0;                   // Op: signature index; Input: graph input index; Proj: output index
+  std::vector<ClassId> children;     // Op: inputs; Proj: {the tuple class}
   const Tensor* constant = nullptr;  // Const
   int32_t origin = -1;  // the rule that created it (-1: the input graph); not part of its identity
   int32_t site = -1;    // which application of that rule (to count sites, not e-nodes)
 
-  bool operator==(const ENode& o) const { return kind == o.kind && op == o.op && children == o.children && constant == o.constant; }
+  bool operator==(const ENode& o) const {
+    return kind == o.kind && op == o.op && children == o.children && constant == o.constant;
+  }
 };
 
 struct ENodeHash {
@@ -48,8 +50,8 @@ struct ENodeHash {
 struct ClassData {
   ValueType type;
   const Tensor* constant = nullptr;  // set when the class holds a Const e-node
-  std::string name;                   // the first IR value name it came from
-  std::string node_name;              // the IR node that produced it, if any
+  std::string name;                  // the first IR value name it came from
+  std::string node_name;             // the IR node that produced it, if any
   // A constant not computed yet: an op of constants too large to fold while exploring,
   // folded at compile time once extraction keeps it (patterns see it as `const`).
   bool compile_time = false;
@@ -148,6 +150,7 @@ struct GraphEGraph {
 GraphEGraph egraph_from_graph(const Graph& graph);
 
 // A canonical rendering of an op's identity: "domain::op|attr=..|attr=..".
-std::string op_signature_key(const std::string& domain, const std::string& op_type, const std::vector<Attribute>& attrs, size_t outputs);
+std::string op_signature_key(const std::string& domain, const std::string& op_type,
+                             const std::vector<Attribute>& attrs, size_t outputs);
 
 }  // namespace geopt

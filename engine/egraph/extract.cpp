@@ -84,7 +84,8 @@ std::vector<ClassId> children_first(const EGraph& g) {
 // highest rank among its children: a topological order of the chosen e-nodes), and
 // whether the program below it costs anything.
 struct GreedyState {
-  explicit GreedyState(size_t classes) : choice(classes, kNoChoice), own(classes, 0), rank(classes, 0), costly(classes, false) {}
+  explicit GreedyState(size_t classes)
+      : choice(classes, kNoChoice), own(classes, 0), rank(classes, 0), costly(classes, false) {}
   Choice choice;
   std::vector<double> own;
   std::vector<uint32_t> rank;
@@ -94,12 +95,17 @@ struct GreedyState {
 class DifferenceWalk {
  public:
   DifferenceWalk(const EGraph& g, const GreedyState& state)
-      : g_(g), state_(state), stamp_(g.id_bound(), 0), mask_(g.id_bound(), 0), in_heap_(g.id_bound(), false) {}
+      : g_(g),
+        state_(state),
+        stamp_(g.id_bound(), 0),
+        mask_(g.id_bound(), 0),
+        in_heap_(g.id_bound(), false) {}
 
   // The index into `candidates` (e-nodes of class c, with their costs in `node_costs`)
   // of the cheapest acyclic alternative (`current`, the class's present choice or
   // kNoChoice, wins ties), or kNoChoice when none is.
-  size_t cheapest(ClassId c, const std::vector<size_t>& candidates, const std::vector<double>& node_costs, size_t current) {
+  size_t cheapest(ClassId c, const std::vector<size_t>& candidates, const std::vector<double>& node_costs,
+                  size_t current) {
     const EGraph& g = g_;
     // References, not a structured binding: lambdas below capture them (clang 14).
     const Choice& choice = state_.choice;
@@ -172,7 +178,8 @@ class DifferenceWalk {
         if (ch != kAbsent) mark(g.find(ch), m);
     }
     // A walk cut short cannot rule out a cycle: keep what is there.
-    if (truncated && current != kNoChoice) return std::find(candidates.begin(), candidates.end(), current) - candidates.begin();
+    if (truncated && current != kNoChoice)
+      return std::find(candidates.begin(), candidates.end(), current) - candidates.begin();
     std::vector<double> total(k);
     for (size_t i = 0; i < k; ++i) total[i] = node_costs[candidates[i]];
     for (ClassId x : touched_) {
@@ -227,13 +234,15 @@ void reuse_selected(const EGraph& g, const std::vector<ClassId>& roots, const No
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (i == s.choice()[c]) continue;
         bool computed_already = true;
-        for (ClassId ch : nodes[i].children) computed_already = computed_already && (ch == kAbsent || s.computes(ch));
+        for (ClassId ch : nodes[i].children)
+          computed_already = computed_already && (ch == kAbsent || s.computes(ch));
         if (!computed_already) continue;
         const double with = s.cost_with(c, i);  // infinite when it closes a cycle
         if (with < s.cost() - 1e-9) paying.push_back({s.cost() - with, c, i});
       }
     }
-    std::stable_sort(paying.begin(), paying.end(), [](const Switch& a, const Switch& b) { return a.saving > b.saving; });
+    std::stable_sort(paying.begin(), paying.end(),
+                     [](const Switch& a, const Switch& b) { return a.saving > b.saving; });
     bool improved = false;
     for (const Switch& w : paying)
       if (s.computes(w.c) && s.choice()[w.c] != w.node && s.cost_with(w.c, w.node) < s.cost() - 1e-9) {
@@ -249,9 +258,9 @@ void reuse_selected(const EGraph& g, const std::vector<ClassId>& roots, const No
 void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, Extraction& x) {
   Selection s(g, roots, cost, x.choice);
   if (!s.feasible()) return;
-  constexpr size_t kFreshLimit = 64;   // classes a candidate may add
-  constexpr size_t kTryLimit = 4096;   // candidates walked in all: bounded work whatever the model
-  constexpr int kLevelsUp = 3;         // from the added work to the classes that could read it
+  constexpr size_t kFreshLimit = 64;  // classes a candidate may add
+  constexpr size_t kTryLimit = 4096;  // candidates walked in all: bounded work whatever the model
+  constexpr int kLevelsUp = 3;        // from the added work to the classes that could read it
   // A class read by more e-nodes than this is no work near the switch but a value many
   // share (a shape constant every layer reshapes by): walking up from it would visit the
   // whole model for each candidate, quadratic in its depth.
@@ -287,7 +296,8 @@ void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCo
         ++extraction_steps();
         fresh.push_back(f);
         const auto& parents = g.eclass(f).parents;  // read by e-nodes of two classes or more?
-        for (size_t p = 1; p < parents.size() && !shared; ++p) shared = g.find(parents[p].second) != g.find(parents[0].second);
+        for (size_t p = 1; p < parents.size() && !shared; ++p)
+          shared = g.find(parents[p].second) != g.find(parents[0].second);
         const size_t k = s.choice()[f];
         if (k != kNoChoice)
           for (ClassId ch : g.eclass(f).nodes[k].children) visit(ch);
@@ -333,10 +343,12 @@ void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCo
     }
   }
   x.choice = s.choice();
-  x.cost = dag_cost(g, roots, x.choice, cost);  // once, exact: thousands of switches and undos add rounding to s.cost()
+  x.cost = dag_cost(g, roots, x.choice,
+                    cost);  // once, exact: thousands of switches and undos add rounding to s.cost()
 }
 
-double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const Choice& choice, const NodeCost& cost) {
+double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const Choice& choice,
+                const NodeCost& cost) {
   return Selection(g, roots, cost, choice).cost();
 }
 
@@ -385,7 +397,8 @@ Extraction extract_greedy_dag(const EGraph& g, const std::vector<ClassId>& roots
         node_costs.push_back(cost(g, c, nodes[i]));
         if (node_costs[i] == kInfeasible) continue;
         bool ready = true;
-        for (ClassId ch : nodes[i].children) ready = ready && (ch == kAbsent || state.choice[g.find(ch)] != kNoChoice);
+        for (ClassId ch : nodes[i].children)
+          ready = ready && (ch == kAbsent || state.choice[g.find(ch)] != kNoChoice);
         if (ready) candidates.push_back(i);
       }
       if (candidates.empty()) continue;
@@ -442,9 +455,11 @@ Extraction extract_original(const EGraph& g, const std::vector<ClassId>& roots, 
   return x;
 }
 
-Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, size_t budget) {
+Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost,
+                         size_t budget) {
   Extraction seed = extract_greedy_dag(g, roots, cost);
-  if (Extraction input = extract_original(g, roots, cost); input.cost < seed.cost) seed = input;  // the better bound
+  if (Extraction input = extract_original(g, roots, cost); input.cost < seed.cost)
+    seed = input;  // the better bound
   Extraction best = seed;
   best.method = "exact (branch and bound)";
   std::map<ClassId, double> min_cost;
@@ -484,7 +499,8 @@ Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, con
     const auto& nodes = g.eclass(next).nodes;
     std::vector<size_t> order(nodes.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cost(g, next, nodes[a]) < cost(g, next, nodes[b]); });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return cost(g, next, nodes[a]) < cost(g, next, nodes[b]); });
     for (size_t i : order) {
       double c = cost(g, next, nodes[i]);
       if (c == kInfeasible) continue;
@@ -507,7 +523,8 @@ Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, con
 
 namespace {
 
-Extraction best_extraction(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& node_cost, size_t exact_limit) {
+Extraction best_extraction(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& node_cost,
+                           size_t exact_limit) {
   const NodeCost cost = remember_costs(node_cost);  // every extractor below prices the same e-nodes
   size_t with_choice = 0;
   const std::vector<ClassId> live = reachable(g, roots);
@@ -521,11 +538,12 @@ Extraction best_extraction(const EGraph& g, const std::vector<ClassId>& roots, c
   Extraction x = extract_greedy_dag(g, roots, cost);
   reuse_selected(g, roots, cost, x);
   share_work(g, roots, cost, x);
-  x.method = "greedy DAG (" + std::to_string(with_choice) + " classes with a choice; gap to the optimum unknown)";
+  x.method =
+      "greedy DAG (" + std::to_string(with_choice) + " classes with a choice; gap to the optimum unknown)";
   Extraction input = extract_original(g, roots, cost);
   if (input.cost <= x.cost) {
-    input.method = "the input program (the greedy DAG heuristic found nothing cheaper; " + std::to_string(with_choice) +
-                   " classes with a choice)";
+    input.method = "the input program (the greedy DAG heuristic found nothing cheaper; " +
+                   std::to_string(with_choice) + " classes with a choice)";
     return input;
   }
   return x;
@@ -533,7 +551,8 @@ Extraction best_extraction(const EGraph& g, const std::vector<ClassId>& roots, c
 
 }  // namespace
 
-Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& node_cost, size_t exact_limit) {
+Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& node_cost,
+                        size_t exact_limit) {
   const size_t steps_before = extraction_steps();
   Extraction x = best_extraction(g, roots, node_cost, exact_limit);
   x.steps = extraction_steps() - steps_before;
@@ -558,7 +577,8 @@ Model extraction_to_model(const Model& original, const GraphEGraph& geg, const E
   }
   // Output names are reserved for the classes of the graph outputs.
   std::map<ClassId, std::string> reserved;
-  for (size_t i = 0; i < geg.roots.size(); ++i) reserved.emplace(g.find(geg.roots[i]), src.outputs()[i]->name());
+  for (size_t i = 0; i < geg.roots.size(); ++i)
+    reserved.emplace(g.find(geg.roots[i]), src.outputs()[i]->name());
   std::unordered_map<std::string, ClassId> reserved_by_name;
   for (const auto& [rc, rn] : reserved) reserved_by_name.emplace(rn, rc);
   auto name_for = [&](ClassId c, const std::string& fallback) {
@@ -603,23 +623,28 @@ Model extraction_to_model(const Model& original, const GraphEGraph& geg, const E
       case ENode::Kind::Op: {
         const OpSignature& sig = g.signature(n.op);
         std::vector<Value*> inputs;
-        for (ClassId child : n.children) inputs.push_back(child == kAbsent ? nullptr : values.at(g.find(child)));
+        for (ClassId child : n.children)
+          inputs.push_back(child == kAbsent ? nullptr : values.at(g.find(child)));
         std::string node_name = ec.data.node_name.empty() ? "" : ec.data.node_name;
         if (!node_name.empty() && out.find_node(node_name)) node_name = out.unique_name(node_name);
         std::vector<Value*> outs;
         if (sig.num_outputs == 1) {
-          outs.push_back(out.add_value(name_for(c, (node_name.empty() ? sig.op_type : node_name) + "_output")));
+          outs.push_back(
+              out.add_value(name_for(c, (node_name.empty() ? sig.op_type : node_name) + "_output")));
           outs.back()->type = ec.data.type;
         } else {
           for (size_t k = 0; k < sig.num_outputs; ++k)
-            outs.push_back(out.add_value(out.unique_name((node_name.empty() ? sig.op_type : node_name) + "_output_" + std::to_string(k))));
+            outs.push_back(out.add_value(out.unique_name((node_name.empty() ? sig.op_type : node_name) +
+                                                         "_output_" + std::to_string(k))));
         }
         if (node_name.empty() && n.origin >= 0) node_name = out.unique_name(sig.op_type);
         Node* node = out.add_node(sig.op_type, sig.domain, node_name, inputs, outs);
         node->attributes = sig.attributes;
         if (origins && n.origin >= 0) (*origins)[node->name] = {n.origin, n.site};
-        if (sig.num_outputs == 1) values[c] = outs[0];
-        else tuple_nodes[c] = node;  // a tuple has no single value
+        if (sig.num_outputs == 1)
+          values[c] = outs[0];
+        else
+          tuple_nodes[c] = node;  // a tuple has no single value
         return;
       }
     }

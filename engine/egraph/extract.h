@@ -19,12 +19,12 @@
 namespace geopt {
 
 struct Extraction {
-  Choice choice;                     // class id -> index of the chosen e-node in eclass(c).nodes (kNoChoice: none)
-  double cost = kInfeasible;         // DAG cost: every chosen node reachable from the roots, once
+  Choice choice;              // class id -> index of the chosen e-node in eclass(c).nodes (kNoChoice: none)
+  double cost = kInfeasible;  // DAG cost: every chosen node reachable from the roots, once
   std::string method;
-  bool optimal = false;              // proven (exact search finished)
-  size_t explored = 0;               // search states (exact)
-  size_t steps = 0;                  // classes visited (extraction_steps) by extract_best
+  bool optimal = false;  // proven (exact search finished)
+  size_t explored = 0;   // search states (exact)
+  size_t steps = 0;      // classes visited (extraction_steps) by extract_best
 };
 
 Extraction extract_greedy_tree(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);
@@ -43,15 +43,18 @@ void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCo
 // The input program: in every class, the e-node that came from the input graph.
 Extraction extract_original(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);
 // Exact; gives up (optimal = false, the seed returned) past `budget` search states.
-Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, size_t budget = 200000);
+Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost,
+                         size_t budget = 200000);
 // Exact when the reachable e-graph is small (at most `exact_limit` classes with a
 // choice and 8 times as many classes in all), else the better of the DAG heuristic
 // and the input program (the heuristic can pick both layouts of one value and so
 // compute it twice; the input program is always there to fall back on).
-Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, size_t exact_limit = 40);
+Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost,
+                        size_t exact_limit = 40);
 
 // The DAG cost of a selection (infinite when it is cyclic or incomplete).
-double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const Choice& choice, const NodeCost& cost);
+double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const Choice& choice,
+                const NodeCost& cost);
 
 // Builds the extracted program as an IR model: the original's inputs, outputs and
 // metadata, with names kept where a class came from a named value or node.

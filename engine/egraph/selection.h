@@ -70,8 +70,8 @@ class Selection {
   std::vector<ClassId> roots_;
   NodeCost cost_fn_;
   Choice choice_;
-  std::vector<uint32_t> uses_;     // chosen e-nodes and roots using each class
-  std::vector<double> own_;        // cost of each computed class's chosen e-node
+  std::vector<uint32_t> uses_;  // chosen e-nodes and roots using each class
+  std::vector<double> own_;     // cost of each computed class's chosen e-node
   // Each placed class's label: labels rise children first, with gaps, so a switch that
   // computes new classes gives them labels below the switched class without moving the
   // rest (they are relabelled only when a gap runs out).

@@ -56,7 +56,10 @@ TensorDiff diff(const HostTensor& got, const HostTensor& ref, const Tolerance& t
     na += a * a;
     nb += b * b;
   }
-  d.cosine = d.nan_mismatches ? 0.0 : (na == 0 && nb == 0) ? 1.0 : (na == 0 || nb == 0) ? 0.0 : dot / std::sqrt(na * nb);
+  d.cosine = d.nan_mismatches       ? 0.0
+             : (na == 0 && nb == 0) ? 1.0
+             : (na == 0 || nb == 0) ? 0.0
+                                    : dot / std::sqrt(na * nb);
   if (worst_at >= 0) {
     char values[96];
     std::snprintf(values, sizeof values, ": %.9g against %.9g", got.real_at(worst_at), ref.real_at(worst_at));
@@ -68,10 +71,12 @@ TensorDiff diff(const HostTensor& got, const HostTensor& ref, const Tolerance& t
 double OutputsDiff::error() const { return mismatch.empty() && !nan_mismatch ? max_abs : INFINITY; }
 
 OutputsDiff diff_outputs(const std::vector<std::pair<std::string, HostTensor>>& got,
-                         const std::vector<std::pair<std::string, HostTensor>>& reference, const Tolerance& tolerance) {
+                         const std::vector<std::pair<std::string, HostTensor>>& reference,
+                         const Tolerance& tolerance) {
   OutputsDiff out;
   if (got.size() != reference.size()) {
-    out.mismatch = std::to_string(got.size()) + " outputs vs " + std::to_string(reference.size()) + " in the reference";
+    out.mismatch =
+        std::to_string(got.size()) + " outputs vs " + std::to_string(reference.size()) + " in the reference";
     return out;
   }
   for (size_t i = 0; i < reference.size(); ++i) {

@@ -24,7 +24,7 @@ struct TensorDiff {
   bool comparable = true;  // same dtype class and shape
   std::string mismatch;    // why not, when not comparable
   double max_abs = 0;
-  double max_rel = 0;      // max |a-b| / |b| over elements where |b| > 1e-6
+  double max_rel = 0;        // max |a-b| / |b| over elements where |b| > 1e-6
   double max_reference = 0;  // max |b|: max_abs against it is the error relative to the output's scale
   // Of the flattened tensors over the elements neither has NaN at; 1 when both are zero
   // there; 0 when one has NaN where the other has not (they disagree, whatever the rest).
@@ -36,7 +36,10 @@ struct TensorDiff {
   double worst_ratio = 0;
   std::string worst;
   double min_cosine = 0;  // the tolerance's
-  bool within() const { return comparable && nan_mismatches == 0 && (worst_ratio <= 1 || (min_cosine > 0 && cosine >= min_cosine)); }
+  bool within() const {
+    return comparable && nan_mismatches == 0 &&
+           (worst_ratio <= 1 || (min_cosine > 0 && cosine >= min_cosine));
+  }
 };
 
 TensorDiff diff(const HostTensor& got, const HostTensor& reference, const Tolerance& tolerance = {});
@@ -54,18 +57,19 @@ struct OutputError {
 // compile, the tests).
 struct OutputsDiff {
   std::vector<OutputError> per_output;  // in the reference's order
-  double max_abs = 0;         // over every output
-  bool nan_mismatch = false;  // a NaN on one side only
-  std::string mismatch;       // "output 'y': shape ... vs reference ...", when one is not comparable
-  double worst_ratio = 0;     // as TensorDiff's, over every output
-  bool outputs_within = true; // every output within the tolerance (TensorDiff::within)
-  std::string worst;          // "output 'logits' [0, 3, 17]: 12.3456 against 12.3441"
+  double max_abs = 0;                   // over every output
+  bool nan_mismatch = false;            // a NaN on one side only
+  std::string mismatch;        // "output 'y': shape ... vs reference ...", when one is not comparable
+  double worst_ratio = 0;      // as TensorDiff's, over every output
+  bool outputs_within = true;  // every output within the tolerance (TensorDiff::within)
+  std::string worst;           // "output 'logits' [0, 3, 17]: 12.3456 against 12.3441"
   // The figure a tolerance is checked against: infinite on a mismatch or a one-sided NaN.
   double error() const;
   bool within() const { return mismatch.empty() && !nan_mismatch && outputs_within; }
 };
 
 OutputsDiff diff_outputs(const std::vector<std::pair<std::string, HostTensor>>& got,
-                         const std::vector<std::pair<std::string, HostTensor>>& reference, const Tolerance& tolerance = {});
+                         const std::vector<std::pair<std::string, HostTensor>>& reference,
+                         const Tolerance& tolerance = {});
 
 }  // namespace geopt

@@ -24,14 +24,16 @@ Cache& cache() {
 
 }  // namespace
 
-std::shared_ptr<const void> derived_constant(const void* address, const std::shared_ptr<const void>& owner, const std::string& key,
+std::shared_ptr<const void> derived_constant(const void* address, const std::shared_ptr<const void>& owner,
+                                             const std::string& key,
                                              const std::function<std::shared_ptr<const void>()>& make) {
   Cache& c = cache();
   std::pair<const void*, std::string> at{address, key};
   {
     std::lock_guard lock(c.mutex);
     auto it = c.entries.find(at);
-    if (it != c.entries.end() && !it->second.owner.expired() && it->second.owner.lock() == owner) return it->second.value;
+    if (it != c.entries.end() && !it->second.owner.expired() && it->second.owner.lock() == owner)
+      return it->second.value;
   }
   // Made outside the lock: a reorder of a large weight must not stall other kernels.
   std::shared_ptr<const void> value = make();

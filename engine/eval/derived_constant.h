@@ -16,14 +16,17 @@ namespace geopt {
 
 // The value make() returns for (address, key) while `owner` lives, made on the first
 // call. Two threads asking at once may both make it; one copy is kept.
-std::shared_ptr<const void> derived_constant(const void* address, const std::shared_ptr<const void>& owner, const std::string& key,
+std::shared_ptr<const void> derived_constant(const void* address, const std::shared_ptr<const void>& owner,
+                                             const std::string& key,
                                              const std::function<std::shared_ptr<const void>()>& make);
 
 // The same for a whole constant tensor: its bytes, its owner. The tensor must be
 // constant (HostTensor::is_constant) and owned (storage() set).
 template <class T>
-std::shared_ptr<const T> derived_constant(const HostTensor& constant, const std::string& key, const std::function<std::shared_ptr<const T>()>& make) {
-  return std::static_pointer_cast<const T>(derived_constant(constant.raw(), constant.storage(), key, [&] { return std::shared_ptr<const void>(make()); }));
+std::shared_ptr<const T> derived_constant(const HostTensor& constant, const std::string& key,
+                                          const std::function<std::shared_ptr<const T>()>& make) {
+  return std::static_pointer_cast<const T>(derived_constant(
+      constant.raw(), constant.storage(), key, [&] { return std::shared_ptr<const void>(make()); }));
 }
 
 // Whether a tensor's derived work may be cached: constant and owned.

@@ -18,7 +18,8 @@ namespace geopt {
 namespace {
 
 // Ops without a kernel in a control-flow body and the bodies nested in it.
-void missing_in_body(const onnx::GraphProto& g, const KernelRegistry& kernels, const std::string& holder, std::set<std::string>& missing) {
+void missing_in_body(const onnx::GraphProto& g, const KernelRegistry& kernels, const std::string& holder,
+                     std::set<std::string>& missing) {
   for (const auto& n : g.node()) {
     const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
     if (!kernels.find(domain, n.op_type()))
@@ -36,7 +37,9 @@ Evaluator::Evaluator(const Model& model, const KernelRegistry& kernels) : model_
   std::set<std::string> missing;
   for (const auto& n : model.graph->nodes()) {
     const KernelInfo* k = kernels.find(n->domain, n->op_type);
-    if (!k) missing.insert((n->domain.empty() ? "" : n->domain + "::") + n->op_type + " (e.g. " + n->describe() + ")");
+    if (!k)
+      missing.insert((n->domain.empty() ? "" : n->domain + "::") + n->op_type + " (e.g. " + n->describe() +
+                     ")");
     for (const auto& a : n->attributes)
       if (a.kind == AttrKind::Graph || a.kind == AttrKind::Graphs)
         for (const auto& bytes : a.opaque) {
@@ -65,16 +68,19 @@ void Evaluator::check_inputs(const std::map<std::string, HostTensor>& inputs) co
     const Value* v = model_.graph->find_value(name);
     bool is_input = false;
     for (const Value* in : model_.graph->inputs()) is_input = is_input || in == v;
-    if (!is_input) throw Error("input '" + name + "' is not an input of the model (its inputs: " + known + ")");
+    if (!is_input)
+      throw Error("input '" + name + "' is not an input of the model (its inputs: " + known + ")");
   }
   std::map<std::string, std::pair<int64_t, std::string>> symbols;  // symbol -> (value, input that set it)
   for (const Value* v : required_inputs()) {
     auto it = inputs.find(v->name());
-    if (it == inputs.end()) throw Error("input '" + v->name() + "' is missing (the model needs: " + known + ")");
+    if (it == inputs.end())
+      throw Error("input '" + v->name() + "' is missing (the model needs: " + known + ")");
     const HostTensor& t = it->second;
     const ValueType& want = v->type;
     if (want.dtype != DType::Undefined && t.dtype() != want.dtype)
-      throw Error("input '" + v->name() + "': expected dtype " + dtype_name(want.dtype) + ", got " + dtype_name(t.dtype()));
+      throw Error("input '" + v->name() + "': expected dtype " + dtype_name(want.dtype) + ", got " +
+                  dtype_name(t.dtype()));
     if (!want.shape) continue;
     const Shape& s = *want.shape;
     bool ok = s.rank() == t.rank();
@@ -84,9 +90,9 @@ void Evaluator::check_inputs(const std::map<std::string, HostTensor>& inputs) co
       } else if (s[d].is_symbolic()) {
         auto [sym, inserted] = symbols.emplace(s[d].symbol_name(), std::make_pair(t.dims()[d], v->name()));
         if (!inserted && sym->second.first != t.dims()[d])
-          throw Error("input '" + v->name() + "': dim " + std::to_string(d) + " ('" + s[d].symbol_name() + "') is " +
-                      std::to_string(t.dims()[d]) + ", but input '" + sym->second.second + "' set it to " +
-                      std::to_string(sym->second.first));
+          throw Error("input '" + v->name() + "': dim " + std::to_string(d) + " ('" + s[d].symbol_name() +
+                      "') is " + std::to_string(t.dims()[d]) + ", but input '" + sym->second.second +
+                      "' set it to " + std::to_string(sym->second.first));
       }
     }
     if (!ok)
@@ -125,8 +131,8 @@ class GraphScope final : public Scope {
 // of this graph is an input of the node that holds it: onnx/captures.h).
 // `precomputed` values are not computed again (their nodes are skipped).
 NamedTensors run_graph(const Model& model, const KernelRegistry& kernels, const Graph& g,
-                       std::unordered_map<const Value*, HostTensor> env, const Scope* outer, OpProfile* profile,
-                       const PrecomputedValues& precomputed = {}) {
+                       std::unordered_map<const Value*, HostTensor> env, const Scope* outer,
+                       OpProfile* profile, const PrecomputedValues& precomputed = {}) {
   // An input with an initializer takes the fed value when there is one (env holds the feeds).
   for (const Value* v : g.initializers()) env.try_emplace(v, HostTensor::view(*v->initializer));
   for (const auto& [v, t] : precomputed.values) env.try_emplace(v, t);
@@ -142,7 +148,9 @@ NamedTensors run_graph(const Model& model, const KernelRegistry& kernels, const 
     const Node& n = *g.nodes()[i];
     if (precomputed.nodes.count(&n)) continue;
     const KernelInfo* k = kernels.find(n.domain, n.op_type);
-    if (!k) throw Error(n.describe() + ": the reference evaluator has no kernel for " + (n.domain.empty() ? "" : n.domain + "::") + n.op_type);
+    if (!k)
+      throw Error(n.describe() + ": the reference evaluator has no kernel for " +
+                  (n.domain.empty() ? "" : n.domain + "::") + n.op_type);
     std::vector<const HostTensor*> ptrs;
     for (const Value* in : n.inputs()) {
       if (!in) {
@@ -156,7 +164,8 @@ NamedTensors run_graph(const Model& model, const KernelRegistry& kernels, const 
       ptrs.push_back(t);
     }
     auto started = std::chrono::steady_clock::now();
-    std::vector<HostTensor> results = call_kernel(*k, n, model.opset_version(n.domain), std::move(ptrs), &scope);
+    std::vector<HostTensor> results =
+        call_kernel(*k, n, model.opset_version(n.domain), std::move(ptrs), &scope);
     if (profile) {
       auto& [ms, calls] = profile->by_op[(n.domain.empty() ? "" : n.domain + "::") + n.op_type];
       ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
@@ -196,7 +205,8 @@ void Evaluator::precompute_constants() const {
   for (const auto& node : g.nodes()) {
     const Node& n = *node;
     bool foldable = !n.is_nondeterministic() && !n.outputs().empty();
-    for (const auto& a : n.attributes) foldable = foldable && a.kind != AttrKind::Graph && a.kind != AttrKind::Graphs;
+    for (const auto& a : n.attributes)
+      foldable = foldable && a.kind != AttrKind::Graph && a.kind != AttrKind::Graphs;
     std::vector<const HostTensor*> ptrs;
     for (const Value* in : n.inputs()) {
       if (!foldable) break;
@@ -205,7 +215,8 @@ void Evaluator::precompute_constants() const {
       if (foldable) ptrs.push_back(in ? &it->second : nullptr);
     }
     if (!foldable) continue;
-    std::vector<HostTensor> results = call_kernel(*kernels_.find(n.domain, n.op_type), n, model_.opset_version(n.domain), std::move(ptrs));
+    std::vector<HostTensor> results =
+        call_kernel(*kernels_.find(n.domain, n.op_type), n, model_.opset_version(n.domain), std::move(ptrs));
     for (size_t o = 0; o < n.outputs().size(); ++o)
       if (const Value* out = n.outputs()[o]) constants.emplace(out, results[o].frozen());
     done.nodes.insert(&n);
@@ -231,9 +242,11 @@ NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs, OpP
   return run_graph(model_, kernels_, g, std::move(env), nullptr, profile, precomputed_);
 }
 
-std::vector<HostTensor> run_body(const Graph& body, const std::vector<HostTensor>& inputs, const Scope& outer) {
+std::vector<HostTensor> run_body(const Graph& body, const std::vector<HostTensor>& inputs,
+                                 const Scope& outer) {
   if (inputs.size() > body.inputs().size())
-    throw Error("the body takes " + std::to_string(body.inputs().size()) + " inputs, not " + std::to_string(inputs.size()));
+    throw Error("the body takes " + std::to_string(body.inputs().size()) + " inputs, not " +
+                std::to_string(inputs.size()));
   std::unordered_map<const Value*, HostTensor> env;
   for (size_t i = 0; i < inputs.size(); ++i) env[body.inputs()[i]] = inputs[i];
   NamedTensors outs = run_graph(outer.model(), outer.kernels(), body, std::move(env), &outer, nullptr);
@@ -273,7 +286,8 @@ std::set<std::string> open_dim_keys(const Model& model) {
   return keys;
 }
 
-std::map<std::string, std::vector<int64_t>> input_dims(const Model& model, const std::map<std::string, int64_t>& symbol_values) {
+std::map<std::string, std::vector<int64_t>> input_dims(const Model& model,
+                                                       const std::map<std::string, int64_t>& symbol_values) {
   std::map<std::string, std::vector<int64_t>> all;
   for (const Value* v : model.graph->inputs()) {
     if (v->initializer) continue;
@@ -292,7 +306,8 @@ std::map<std::string, std::vector<int64_t>> input_dims(const Model& model, const
   return all;
 }
 
-std::map<std::string, HostTensor> random_inputs_of(const Model& model, uint64_t seed, const std::map<std::string, std::vector<int64_t>>& dims) {
+std::map<std::string, HostTensor> random_inputs_of(const Model& model, uint64_t seed,
+                                                   const std::map<std::string, std::vector<int64_t>>& dims) {
   std::mt19937_64 rng(seed);
   std::map<std::string, HostTensor> feeds;
   for (const Value* v : model.graph->inputs()) {

@@ -2,12 +2,12 @@
 // The reference evaluator: runs an IR graph on the host, node by node in
 // topological order, with the built-in kernels. No hardware knowledge.
 #include <map>
-#include <set>
 #include <mutex>
 #include <random>
+#include <set>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
-#include <string>
 #include <utility>
 #include <vector>
 
@@ -58,7 +58,8 @@ class Evaluator {
 // Runs a control-flow body (If branch, Loop or Scan body): `inputs` bind its graph
 // inputs in order (trailing ones may be left out); names it does not define resolve in
 // `outer`. Returns its outputs in their declared order.
-std::vector<HostTensor> run_body(const Graph& body, const std::vector<HostTensor>& inputs, const Scope& outer);
+std::vector<HostTensor> run_body(const Graph& body, const std::vector<HostTensor>& inputs,
+                                 const Scope& outer);
 
 // A random tensor as random_inputs makes them.
 HostTensor random_tensor(DType dtype, const std::vector<int64_t>& dims, std::mt19937_64& rng);
@@ -71,11 +72,13 @@ std::set<std::string> open_dim_keys(const Model& model);
 
 // Every required input's dims: static ones as declared, the others from `symbol_values`
 // by open_dim_key (default 1).
-std::map<std::string, std::vector<int64_t>> input_dims(const Model& model, const std::map<std::string, int64_t>& symbol_values = {});
+std::map<std::string, std::vector<int64_t>> input_dims(
+    const Model& model, const std::map<std::string, int64_t>& symbol_values = {});
 
 // Random inputs of the given dims for every required graph input, in the graph's input
 // order from one generator (uniform [-1,1) floats; small non-negative integers).
-std::map<std::string, HostTensor> random_inputs_of(const Model& model, uint64_t seed, const std::map<std::string, std::vector<int64_t>>& dims);
+std::map<std::string, HostTensor> random_inputs_of(const Model& model, uint64_t seed,
+                                                   const std::map<std::string, std::vector<int64_t>>& dims);
 
 // random_inputs_of at input_dims(model, symbol_values).
 std::map<std::string, HostTensor> random_inputs(const Model& model, uint64_t seed,

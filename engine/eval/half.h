@@ -34,7 +34,7 @@ inline uint16_t float_to_half(float f) {
   uint32_t abs = x & 0x7FFFFFFFu;
   if (abs >= 0x7F800000u) return sign | (abs > 0x7F800000u ? 0x7E00u : 0x7C00u);  // nan / inf
   if (abs >= 0x477FF000u) return sign | 0x7C00u;                                  // overflow to inf
-  if (abs < 0x38800000u) {                                                          // subnormal or zero
+  if (abs < 0x38800000u) {                                                        // subnormal or zero
     if (abs < 0x33000000u) return sign;
     uint32_t mant = (abs & 0x7FFFFFu) | 0x800000u;
     int shift = 126 - static_cast<int>(abs >> 23);  // 14..24

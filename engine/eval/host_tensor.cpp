@@ -23,11 +23,14 @@ constexpr size_t kAlignment = 64;
 std::shared_ptr<std::byte> allocate(size_t nbytes, bool zero) {
   size_t n = nbytes == 0 ? kAlignment : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
   if (n > physical_memory_bytes())
-    throw Error("a tensor of " + std::to_string(n) + " bytes is larger than this machine's memory (" + std::to_string(physical_memory_bytes()) +
+    throw Error("a tensor of " + std::to_string(n) + " bytes is larger than this machine's memory (" +
+                std::to_string(physical_memory_bytes()) +
                 " bytes): the model's or the inputs' shapes ask for more than it can hold");
   std::byte* p = allocate_aligned(n, kAlignment);
   if (!p)  // a shape from the input asks for more than the machine has
-    throw Error("cannot allocate " + std::to_string(n) + " bytes for a tensor (the model's or the inputs' shapes ask for more memory than this machine has)");
+    throw Error(
+        "cannot allocate " + std::to_string(n) +
+        " bytes for a tensor (the model's or the inputs' shapes ask for more memory than this machine has)");
   if (zero) std::memset(p, 0, n);
   return std::shared_ptr<std::byte>(p, [](std::byte* q) { std::free(q); });
 }
@@ -102,7 +105,8 @@ HostTensor HostTensor::borrowed(DType dtype, std::vector<int64_t> dims, const st
   return t;
 }
 
-HostTensor HostTensor::placed(DType dtype, std::vector<int64_t> dims, std::byte* data, std::shared_ptr<const void> keep) {
+HostTensor HostTensor::placed(DType dtype, std::vector<int64_t> dims, std::byte* data,
+                              std::shared_ptr<const void> keep) {
   HostTensor t = borrowed(dtype, std::move(dims), data, std::move(keep), false);
   t.writable_ = true;
   return t;
@@ -124,16 +128,26 @@ std::byte* HostTensor::mutable_raw() {
 
 int64_t HostTensor::int_at(int64_t i) const {
   switch (dtype_) {
-    case DType::I64: return data<int64_t>()[i];
-    case DType::I32: return data<int32_t>()[i];
-    case DType::I16: return data<int16_t>()[i];
-    case DType::I8: return data<int8_t>()[i];
-    case DType::U8: return data<uint8_t>()[i];
-    case DType::U16: return data<uint16_t>()[i];
-    case DType::U32: return data<uint32_t>()[i];
-    case DType::U64: return static_cast<int64_t>(data<uint64_t>()[i]);
-    case DType::Bool: return data<uint8_t>()[i];
-    default: throw Error("expected an integer tensor, got " + dtype_name(dtype_));
+    case DType::I64:
+      return data<int64_t>()[i];
+    case DType::I32:
+      return data<int32_t>()[i];
+    case DType::I16:
+      return data<int16_t>()[i];
+    case DType::I8:
+      return data<int8_t>()[i];
+    case DType::U8:
+      return data<uint8_t>()[i];
+    case DType::U16:
+      return data<uint16_t>()[i];
+    case DType::U32:
+      return data<uint32_t>()[i];
+    case DType::U64:
+      return static_cast<int64_t>(data<uint64_t>()[i]);
+    case DType::Bool:
+      return data<uint8_t>()[i];
+    default:
+      throw Error("expected an integer tensor, got " + dtype_name(dtype_));
   }
 }
 
@@ -145,11 +159,16 @@ std::vector<int64_t> HostTensor::ints() const {
 
 double HostTensor::real_at(int64_t i) const {
   switch (dtype_) {
-    case DType::F32: return data<float>()[i];
-    case DType::F64: return data<double>()[i];
-    case DType::F16: return half_to_float(data<uint16_t>()[i]);
-    case DType::BF16: return bf16_to_float(data<uint16_t>()[i]);
-    default: return static_cast<double>(int_at(i));
+    case DType::F32:
+      return data<float>()[i];
+    case DType::F64:
+      return data<double>()[i];
+    case DType::F16:
+      return half_to_float(data<uint16_t>()[i]);
+    case DType::BF16:
+      return bf16_to_float(data<uint16_t>()[i]);
+    default:
+      return static_cast<double>(int_at(i));
   }
 }
 

@@ -28,7 +28,8 @@ class HostTensor {
                              std::shared_ptr<const void> keep, bool constant);
   // Writable bytes another owner keeps, for a kernel to write its output in place (the
   // plan executor's pool at the output's planned offset). Never constant.
-  static HostTensor placed(DType dtype, std::vector<int64_t> dims, std::byte* data, std::shared_ptr<const void> keep);
+  static HostTensor placed(DType dtype, std::vector<int64_t> dims, std::byte* data,
+                           std::shared_ptr<const void> keep);
   template <class T>
   static HostTensor scalar(DType dtype, T value) {
     HostTensor t(dtype, {});
@@ -41,7 +42,9 @@ class HostTensor {
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& dims() const { return dims_; }
   size_t rank() const { return dims_.size(); }
-  int64_t dim(int64_t i) const { return dims_[static_cast<size_t>(i < 0 ? i + static_cast<int64_t>(rank()) : i)]; }
+  int64_t dim(int64_t i) const {
+    return dims_[static_cast<size_t>(i < 0 ? i + static_cast<int64_t>(rank()) : i)];
+  }
   int64_t size() const;  // element count
   size_t nbytes() const { return nbytes_; }
   bool defined() const { return dtype_ != DType::Undefined; }
@@ -52,11 +55,17 @@ class HostTensor {
   const std::shared_ptr<const void>& storage() const { return keep_; }
   std::byte* mutable_raw();
   template <class T>
-  const T* data() const { return reinterpret_cast<const T*>(data_); }
+  const T* data() const {
+    return reinterpret_cast<const T*>(data_);
+  }
   template <class T>
-  T* mutable_data() { return reinterpret_cast<T*>(mutable_raw()); }
+  T* mutable_data() {
+    return reinterpret_cast<T*>(mutable_raw());
+  }
   template <class T>
-  std::vector<T> to_vector() const { return std::vector<T>(data<T>(), data<T>() + size()); }
+  std::vector<T> to_vector() const {
+    return std::vector<T>(data<T>(), data<T>() + size());
+  }
   // Reads element i of an integer tensor as int64 (for shape-like inputs).
   int64_t int_at(int64_t i) const;
   std::vector<int64_t> ints() const;  // all elements of an integer tensor
@@ -91,7 +100,8 @@ class HostTensor {
 template <class T>
 HostTensor HostTensor::from_vector(DType dtype, std::vector<int64_t> dims, const std::vector<T>& values) {
   HostTensor t(dtype, std::move(dims));
-  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t.size()); ++i) t.mutable_data<T>()[i] = values[i];
+  for (size_t i = 0; i < values.size() && i < static_cast<size_t>(t.size()); ++i)
+    t.mutable_data<T>()[i] = values[i];
   return t;
 }
 

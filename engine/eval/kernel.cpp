@@ -44,20 +44,25 @@ void KernelContext::check_planned_dims(size_t i, const std::vector<int64_t>& dim
     std::string want, got;
     for (int64_t d : placements_[i].dims) want += (want.empty() ? "" : ",") + std::to_string(d);
     for (int64_t d : dims) got += (got.empty() ? "" : ",") + std::to_string(d);
-    fail("output " + std::to_string(i) + " would be [" + got + "], where the plan keeps it at [" + want + "]");
+    fail("output " + std::to_string(i) + " would be [" + got + "], where the plan keeps it at [" + want +
+         "]");
   }
 }
 
-HostTensor KernelContext::new_output(size_t i, DType dtype, const std::vector<int64_t>& dims, std::optional<size_t> in_place_input) const {
-  if (i < placements_.size() && placements_[i].at && placements_[i].dtype == dtype && placements_[i].dims == dims) {
+HostTensor KernelContext::new_output(size_t i, DType dtype, const std::vector<int64_t>& dims,
+                                     std::optional<size_t> in_place_input) const {
+  if (i < placements_.size() && placements_[i].at && placements_[i].dtype == dtype &&
+      placements_[i].dims == dims) {
     HostTensor placed = HostTensor::placed(dtype, dims, placements_[i].at, nullptr);
     const std::byte* begin = placed.raw();
     const std::byte* end = begin + placed.nbytes();
     bool shared = false;
     for (size_t j = 0; j < inputs_.size(); ++j) {
       const HostTensor* in = inputs_[j];
-      const bool exactly_over = in_place_input == j && in && in->raw() == begin && in->nbytes() == placed.nbytes();
-      shared = shared || (in && in->nbytes() && !exactly_over && in->raw() < end && begin < in->raw() + in->nbytes());
+      const bool exactly_over =
+          in_place_input == j && in && in->raw() == begin && in->nbytes() == placed.nbytes();
+      shared = shared ||
+               (in && in->nbytes() && !exactly_over && in->raw() < end && begin < in->raw() + in->nbytes());
     }
     if (!shared) return placed;
   }

@@ -47,9 +47,13 @@ struct OutputPlacement {
 
 class KernelContext {
  public:
-  KernelContext(const Node& node, int64_t opset, std::vector<const HostTensor*> inputs, const Scope* scope = nullptr,
-                std::vector<OutputPlacement> placements = {})
-      : outputs(node.outputs().size()), node_(node), opset_(opset), inputs_(std::move(inputs)), scope_(scope),
+  KernelContext(const Node& node, int64_t opset, std::vector<const HostTensor*> inputs,
+                const Scope* scope = nullptr, std::vector<OutputPlacement> placements = {})
+      : outputs(node.outputs().size()),
+        node_(node),
+        opset_(opset),
+        inputs_(std::move(inputs)),
+        scope_(scope),
         placements_(std::move(placements)) {}
 
   const Node& node() const { return node_; }
@@ -72,7 +76,8 @@ class KernelContext {
   // has one of this dtype and dims whose bytes no input shares, else new storage.
   // `in_place_input`: an input the kernel reads element by element at the position it
   // writes (a residual it adds), so the output may lie exactly over it.
-  HostTensor new_output(size_t i, DType dtype, const std::vector<int64_t>& dims, std::optional<size_t> in_place_input = std::nullopt) const;
+  HostTensor new_output(size_t i, DType dtype, const std::vector<int64_t>& dims,
+                        std::optional<size_t> in_place_input = std::nullopt) const;
 
   bool has_attr(std::string_view name) const { return node_.attr(name) != nullptr; }
   int64_t attr_int(std::string_view name, int64_t fallback) const;

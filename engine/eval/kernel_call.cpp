@@ -15,7 +15,8 @@ namespace {
 HostTensor widened_constant(const HostTensor& t) {
   std::string key = "f32 of " + dtype_name(t.dtype());
   for (int64_t d : t.dims()) key += ' ' + std::to_string(d);
-  return *derived_constant<HostTensor>(t, key, [&] { return std::make_shared<const HostTensor>(cast_tensor(t, DType::F32).frozen()); });
+  return *derived_constant<HostTensor>(
+      t, key, [&] { return std::make_shared<const HostTensor>(cast_tensor(t, DType::F32).frozen()); });
 }
 
 }  // namespace
@@ -61,7 +62,8 @@ std::vector<HostTensor> call_kernel(const KernelInfo& kernel, const Node& node, 
     // f32 output: a Pow with a half exponent); to the inputs' half type where unknown.
     const DType declared = node.outputs()[o]->type.dtype;
     const DType narrow_to = declared == DType::Undefined ? half : declared;
-    if (kernel.half_via_f32 && half != DType::Undefined && t.dtype() == DType::F32 && narrow_to != DType::F32) t = cast_tensor(t, narrow_to);
+    if (kernel.half_via_f32 && half != DType::Undefined && t.dtype() == DType::F32 && narrow_to != DType::F32)
+      t = cast_tensor(t, narrow_to);
   }
   return std::move(ctx.outputs);
 }

@@ -14,7 +14,8 @@ namespace geopt {
 bool quantizes_activations(const Model& model) {
   const Graph& g = *model.graph;
   for (const auto& n : g.nodes())
-    if (n->domain.empty() && n->op_type == "QuantizeLinear" && n->input(0) && !g.constant_value(n->input(0))) return true;
+    if (n->domain.empty() && n->op_type == "QuantizeLinear" && n->input(0) && !g.constant_value(n->input(0)))
+      return true;
   return false;
 }
 namespace {
@@ -31,7 +32,8 @@ std::string lower(std::string s) {
 }
 
 bool contains_any(const std::string& s, std::initializer_list<const char*> words) {
-  return std::any_of(words.begin(), words.end(), [&](const char* w) { return s.find(w) != std::string::npos; });
+  return std::any_of(words.begin(), words.end(),
+                     [&](const char* w) { return s.find(w) != std::string::npos; });
 }
 
 // A batch is 1 in deployment as in the check; anything else (sequence, height, width) is
@@ -43,9 +45,11 @@ bool batch_like(const std::string& name, const OpenDim& d) {
   if (d.named) {
     const std::string n = lower(name);
     if (n == "n" || n == "b" || n == "bs" || contains_any(n, {"batch"})) return true;
-    if (contains_any(n, {"seq", "len", "token", "height", "width", "time", "frame", "pos", "past", "total"})) return false;
+    if (contains_any(n, {"seq", "len", "token", "height", "width", "time", "frame", "pos", "past", "total"}))
+      return false;
   }
-  return std::all_of(d.uses.begin(), d.uses.end(), [](const auto& u) { return u.second == 0 && u.first >= 2; });
+  return std::all_of(d.uses.begin(), d.uses.end(),
+                     [](const auto& u) { return u.second == 0 && u.first >= 2; });
 }
 
 // The inputs' bytes at these dims; SIZE_MAX past 2^62 (too big to try, not an error).
@@ -54,7 +58,8 @@ size_t input_bytes(const Model& model, const std::map<std::string, std::vector<i
   for (const Value* v : model.graph->inputs()) {
     if (v->initializer) continue;
     try {
-      const size_t bytes = checked_byte_count(checked_element_count(dims.at(v->name()), v->name()), std::max<size_t>(1, dtype_size(v->type.dtype)), v->name());
+      const size_t bytes = checked_byte_count(checked_element_count(dims.at(v->name()), v->name()),
+                                              std::max<size_t>(1, dtype_size(v->type.dtype)), v->name());
       if (__builtin_add_overflow(total, bytes, &total)) return SIZE_MAX;
     } catch (const Error&) {
       return SIZE_MAX;
@@ -75,9 +80,12 @@ std::string example_input_shape(const Model& model, const std::map<std::string, 
       const Dim& d = declared[a];
       const std::string key = open_dim_key(*v, a);
       text += a ? "," : "";
-      if (d.is_static()) text += std::to_string(d.value());
-      else if (known.count(key)) text += std::to_string(known.at(key));
-      else text += "<" + (d.is_symbolic() ? d.symbol_name() : std::string("size")) + ">";
+      if (d.is_static())
+        text += std::to_string(d.value());
+      else if (known.count(key))
+        text += std::to_string(known.at(key));
+      else
+        text += "<" + (d.is_symbolic() ? d.symbol_name() : std::string("size")) + ">";
     }
   }
   return "\"" + text + "\"";
@@ -85,8 +93,12 @@ std::string example_input_shape(const Model& model, const std::map<std::string, 
 
 std::string CheckInputs::describe() const {
   std::string text;
-  for (const auto& [name, size] : sizes) text += (text.empty() ? "" : ", ") + name + "=" + std::to_string(size);
-  if (only_at_one) text += " (every larger size failed: checked at 1 only, where a Softmax or a norm over one element cannot tell a wrong fusion)";
+  for (const auto& [name, size] : sizes)
+    text += (text.empty() ? "" : ", ") + name + "=" + std::to_string(size);
+  if (only_at_one)
+    text +=
+        " (every larger size failed: checked at 1 only, where a Softmax or a norm over one element cannot "
+        "tell a wrong fusion)";
   return text;
 }
 
@@ -131,12 +143,14 @@ std::string branch_hint(const Model& model, const std::map<std::string, HostTens
     if (first.empty()) first = i;
   }
   return "; the check drew input " + names + " at random, and it picks the branch of " + node +
-         ": if that branch cannot run here, give the value users feed with --check-input " + first + "=FILE.npy";
+         ": if that branch cannot run here, give the value users feed with --check-input " + first +
+         "=FILE.npy";
 }
 
 }  // namespace
 
-CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_input_bytes, const std::map<std::string, HostTensor>& fixed) {
+CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_input_bytes,
+                                const std::map<std::string, HostTensor>& fixed) {
   const RunLimitsScope limits(check_run_limits(kCheckSeconds));
   std::map<std::string, OpenDim> open;
   // A given input's open dims take its sizes (a rank that does not match is the
@@ -144,13 +158,15 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
   std::map<std::string, int64_t> pinned;
   for (const Value* v : model.graph->inputs()) {
     auto it = fixed.find(v->name());
-    if (v->initializer || it == fixed.end() || !v->type.shape || v->type.shape->rank() != it->second.rank()) continue;
+    if (v->initializer || it == fixed.end() || !v->type.shape || v->type.shape->rank() != it->second.rank())
+      continue;
     for (size_t a = 0; a < v->type.shape->rank(); ++a)
       if (!(*v->type.shape)[a].is_static()) pinned[open_dim_key(*v, a)] = it->second.dims()[a];
   }
   for (const Value* v : model.graph->inputs()) {
     if (v->initializer) continue;
-    if (!v->type.shape) throw Error("input '" + v->name() + "' has unknown rank: the check cannot draw it (pass --no-check)");
+    if (!v->type.shape)
+      throw Error("input '" + v->name() + "' has unknown rank: the check cannot draw it (pass --no-check)");
     const auto& declared = v->type.shape->dims();
     for (size_t a = 0; a < declared.size(); ++a)
       if (!declared[a].is_static()) {
@@ -162,9 +178,12 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
   std::map<std::string, int64_t> sizes, batch;
   std::vector<std::string> drawn;  // the dims the candidates set
   for (auto& [name, d] : open) {
-    if (pinned.count(name)) batch[name] = pinned[name];
-    else if (batch_like(name, d)) batch[name] = 1;
-    else drawn.push_back(name);
+    if (pinned.count(name))
+      batch[name] = pinned[name];
+    else if (batch_like(name, d))
+      batch[name] = 1;
+    else
+      drawn.push_back(name);
   }
   auto draw = [&](const std::map<std::string, std::vector<int64_t>>& dims) {
     auto feeds = random_inputs_of(model, seed, dims);
@@ -208,18 +227,21 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
   }
   std::string names;
   for (const auto& name : drawn) names += (names.empty() ? "" : ", ") + name;
-  throw Error("the model does not run at any size tried for its open dims " + names + " (" + (tried.empty() ? "none fit in memory" : tried) + "; " +
+  throw Error("the model does not run at any size tried for its open dims " + names + " (" +
+              (tried.empty() ? "none fit in memory" : tried) + "; " +
               (first_failure.empty() ? std::string("no size was small enough") : first_failure) +
-              "): fix them with --input_shape, e.g. " + example_input_shape(model, batch) + ", or pass --no-check" + branch_hint(model, fixed));
+              "): fix them with --input_shape, e.g. " + example_input_shape(model, batch) +
+              ", or pass --no-check" + branch_hint(model, fixed));
 }
 
-NumericalCheck check_same_outputs(const Model& original, const Model& changed, const Tolerance& tolerance, uint64_t seed,
-                                  const std::map<std::string, HostTensor>& fixed) {
+NumericalCheck check_same_outputs(const Model& original, const Model& changed, const Tolerance& tolerance,
+                                  uint64_t seed, const std::map<std::string, HostTensor>& fixed) {
   CheckInputs in = choose_check_inputs(original, seed, size_t{256} << 20, fixed);
   const RunLimitsScope limits(check_run_limits(kCheckSeconds));
   NumericalCheck c;
   c.diff = diff_outputs(Evaluator(changed).run(in.feeds), in.reference, tolerance);
-  if (!c.diff.mismatch.empty()) throw Error("--check: " + c.diff.mismatch + " (the optimized model changed it)");
+  if (!c.diff.mismatch.empty())
+    throw Error("--check: " + c.diff.mismatch + " (the optimized model changed it)");
   c.outputs = in.reference.size();
   c.sizes = in.describe();
   return c;

@@ -65,7 +65,7 @@ struct NumericalCheck {
 
 // `changed` against `original` on choose_check_inputs(original, seed). Throws
 // geopt::Error when an output's dtype or shape differs (the change broke the interface).
-NumericalCheck check_same_outputs(const Model& original, const Model& changed, const Tolerance& tolerance, uint64_t seed = 0,
-                                  const std::map<std::string, HostTensor>& fixed = {});
+NumericalCheck check_same_outputs(const Model& original, const Model& changed, const Tolerance& tolerance,
+                                  uint64_t seed = 0, const std::map<std::string, HostTensor>& fixed = {});
 
 }  // namespace geopt

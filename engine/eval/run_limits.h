@@ -20,7 +20,7 @@ namespace geopt {
 uint64_t default_accumulated_bytes();
 
 struct RunLimits {
-  uint64_t loop_trips = uint64_t{1} << 22;                        // per Loop node, per run of it
+  uint64_t loop_trips = uint64_t{1} << 22;                   // per Loop node, per run of it
   uint64_t accumulated_bytes = default_accumulated_bytes();  // a Loop's or Scan's scan outputs together
   std::optional<std::chrono::steady_clock::time_point> deadline;
   std::string what;  // who set them, for the message: "the numerical check"

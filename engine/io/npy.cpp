@@ -1,16 +1,16 @@
 #include "io/npy.h"
 
-#include <cstdlib>
-#include <cerrno>
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
 #include "util/atomic_file.h"
-#include "util/input_file.h"
 #include "util/checked_size.h"
 #include "util/error.h"
+#include "util/input_file.h"
 
 namespace geopt {
 namespace {
@@ -21,13 +21,23 @@ struct NpyType {
 };
 
 constexpr NpyType kTypes[] = {
-    {"<f4", DType::F32}, {"<f8", DType::F64}, {"<f2", DType::F16}, {"<i8", DType::I64}, {"<i4", DType::I32},
-    {"<i2", DType::I16}, {"|i1", DType::I8},  {"|u1", DType::U8},  {"<u2", DType::U16}, {"<u4", DType::U32},
-    {"<u8", DType::U64}, {"|b1", DType::Bool},
+    {"<f4", DType::F32},
+    {"<f8", DType::F64},
+    {"<f2", DType::F16},
+    {"<i8", DType::I64},
+    {"<i4", DType::I32},
+    {"<i2", DType::I16},
+    {"|i1", DType::I8},
+    {"|u1", DType::U8},
+    {"<u2", DType::U16},
+    {"<u4", DType::U32},
+    {"<u8", DType::U64},
+    {"|b1", DType::Bool},
     // NumPy has no bfloat16: bf16 is written as its bit patterns, '<u2' (view them as
     // ml_dtypes.bfloat16), and read from '<u2' where bf16 is expected (as_declared_dtype)
     // or from a 2-byte void array ('<V2', '|V2'), as array libraries without the type save it.
-    {"<V2", DType::BF16}, {"|V2", DType::BF16},
+    {"<V2", DType::BF16},
+    {"|V2", DType::BF16},
 };
 
 // The header's dict literal, as NumPy writes it: {'descr': '<f4', 'fortran_order':
@@ -60,8 +70,10 @@ class HeaderParser {
         fail("unexpected key '" + key + "' (a .npy header holds descr, fortran_order and shape)");
       }
       skip();
-      if (peek() == ',') ++i_;
-      else if (peek() != '}') fail("expected ',' or '}'");
+      if (peek() == ',')
+        ++i_;
+      else if (peek() != '}')
+        fail("expected ',' or '}'");
     }
     if (!has_descr) fail("no 'descr'");
     if (!has_shape) fail("no 'shape'");
@@ -102,13 +114,17 @@ class HeaderParser {
       if (peek() < '0' || peek() > '9') fail("expected a dimension (a non-negative integer)");
       int64_t v = 0;
       while (peek() >= '0' && peek() <= '9') {
-        if (__builtin_mul_overflow(v, int64_t{10}, &v) || __builtin_add_overflow(v, int64_t{peek() - '0'}, &v)) fail("a dimension does not fit in 64 bits");
+        if (__builtin_mul_overflow(v, int64_t{10}, &v) ||
+            __builtin_add_overflow(v, int64_t{peek() - '0'}, &v))
+          fail("a dimension does not fit in 64 bits");
         ++i_;
       }
       dims.push_back(v);
       skip();
-      if (peek() == ',') ++i_;
-      else if (peek() != ')') fail("expected ',' or ')' in 'shape'");
+      if (peek() == ',')
+        ++i_;
+      else if (peek() != ')')
+        fail("expected ',' or ')' in 'shape'");
     }
     ++i_;
     return dims;
@@ -128,20 +144,24 @@ HostTensor read_npy(const std::filesystem::path& path) {
   const std::string where = path.string() + ": ";
   InputFile in(path);
   char prefix[12] = {};
-  if (in.read(prefix, 10) < 10 || std::memcmp(prefix, "\x93NUMPY", 6) != 0) throw Error(where + "not a .npy file (bad magic)");
+  if (in.read(prefix, 10) < 10 || std::memcmp(prefix, "\x93NUMPY", 6) != 0)
+    throw Error(where + "not a .npy file (bad magic)");
   const int major = static_cast<unsigned char>(prefix[6]);
   size_t header_len = 0, header_start = 10;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(prefix[8]) | (static_cast<size_t>(static_cast<unsigned char>(prefix[9])) << 8);
+    header_len = static_cast<unsigned char>(prefix[8]) |
+                 (static_cast<size_t>(static_cast<unsigned char>(prefix[9])) << 8);
   } else if (major == 2 || major == 3) {
     if (in.read(prefix + 10, 2) < 2) throw Error(where + "truncated header");
-    for (int i = 3; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(prefix[8 + static_cast<size_t>(i)]);
+    for (int i = 3; i >= 0; --i)
+      header_len = (header_len << 8) | static_cast<unsigned char>(prefix[8 + static_cast<size_t>(i)]);
     header_start = 12;
   } else {
     throw Error(where + "unsupported .npy version " + std::to_string(major));
   }
   if (header_len > kMaxHeaderBytes)
-    throw Error(where + "its header claims " + std::to_string(header_len) + " bytes, more than geopt reads (" + std::to_string(kMaxHeaderBytes) + ")");
+    throw Error(where + "its header claims " + std::to_string(header_len) +
+                " bytes, more than geopt reads (" + std::to_string(kMaxHeaderBytes) + ")");
   std::string header(header_len, '\0');
   if (in.read(header.data(), header_len) != header_len) throw Error(where + "truncated header");
   std::string descr;
@@ -154,13 +174,15 @@ HostTensor read_npy(const std::filesystem::path& path) {
     if (descr == t.descr) dtype = t.dtype;
   if (dtype == DType::Undefined) throw Error(where + "unsupported dtype '" + descr + "'");
   // Sizes checked before anything is allocated: the file must hold exactly that many bytes.
-  const size_t want = checked_byte_count(checked_element_count(dims, where + "its shape"), dtype_size(dtype), where + "its shape " + dims_text(dims));
+  const size_t want = checked_byte_count(checked_element_count(dims, where + "its shape"), dtype_size(dtype),
+                                         where + "its shape " + dims_text(dims));
   std::error_code ec;
   const uintmax_t file_size = std::filesystem::file_size(path, ec);
   const uintmax_t data_start = header_start + header_len;
   if (ec || file_size < data_start || file_size - data_start != want)
-    throw Error(where + "holds " + std::to_string(ec || file_size < data_start ? 0 : file_size - data_start) + " data bytes, " + std::to_string(want) +
-                " expected for shape " + dims_text(dims) + " of " + dtype_name(dtype));
+    throw Error(where + "holds " + std::to_string(ec || file_size < data_start ? 0 : file_size - data_start) +
+                " data bytes, " + std::to_string(want) + " expected for shape " + dims_text(dims) + " of " +
+                dtype_name(dtype));
   HostTensor t(dtype, dims);
   if (t.nbytes() && in.read(t.mutable_raw(), t.nbytes()) != t.nbytes())
     throw Error(where + "cannot read its data");
@@ -169,7 +191,8 @@ HostTensor read_npy(const std::filesystem::path& path) {
 
 std::string npy_file_name(const std::string& value_name) {
   std::string s;
-  for (char c : value_name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
+  for (char c : value_name)
+    s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
   return s + ".npy";
 }
 
@@ -187,27 +210,32 @@ std::map<std::string, std::string> npy_file_names(const std::vector<std::string>
   return out;
 }
 
-std::vector<std::string> write_npy_folder(const std::filesystem::path& folder,
-                                          const std::vector<std::pair<std::string, const HostTensor*>>& tensors) {
+std::vector<std::string> write_npy_folder(
+    const std::filesystem::path& folder,
+    const std::vector<std::pair<std::string, const HostTensor*>>& tensors) {
   namespace fs = std::filesystem;
   std::vector<std::string> names;
   for (const auto& [name, t] : tensors) names.push_back(name);
   const auto files = npy_file_names(names);
   std::vector<std::string> renamed;
   for (const auto& [name, file] : files)
-    if (file != npy_file_name(name)) renamed.push_back("'" + name + "' is written as " + file + " (" + npy_file_name(name) + " is another value's)");
+    if (file != npy_file_name(name))
+      renamed.push_back("'" + name + "' is written as " + file + " (" + npy_file_name(name) +
+                        " is another value's)");
   std::error_code ec;
   // A target that cannot be replaced (a folder of that name) is found before anything is
   // written: the renames below then only fail where the file system itself fails.
   for (const auto& [name, file] : files) {
     const auto st = fs::symlink_status(folder / file, ec);
     if (!ec && fs::exists(st) && !fs::is_regular_file(st))
-      throw Error((folder / file).string() + ": cannot write output '" + name + "' there (not a regular file); nothing was written");
+      throw Error((folder / file).string() + ": cannot write output '" + name +
+                  "' there (not a regular file); nothing was written");
   }
   fs::create_directories(folder, ec);
   if (ec) throw Error(folder.string() + ": cannot create the folder: " + ec.message());
   std::string pattern = (folder / ".geopt-XXXXXX").string();
-  if (!::mkdtemp(pattern.data())) throw Error(folder.string() + ": cannot write into the folder: " + std::strerror(errno));
+  if (!::mkdtemp(pattern.data()))
+    throw Error(folder.string() + ": cannot write into the folder: " + std::strerror(errno));
   const fs::path staging = pattern;
   struct RemoveStaging {
     fs::path p;
@@ -248,9 +276,11 @@ void write_npy(const std::filesystem::path& path, const HostTensor& t) {
     if (!descr && k.dtype == t.dtype()) descr = k.descr;
   if (!descr) throw Error(path.string() + ": cannot write dtype " + dtype_name(t.dtype()) + " as .npy");
   std::string shape = "(";
-  for (size_t i = 0; i < t.rank(); ++i) shape += std::to_string(t.dims()[i]) + (t.rank() == 1 || i + 1 < t.rank() ? "," : "");
+  for (size_t i = 0; i < t.rank(); ++i)
+    shape += std::to_string(t.dims()[i]) + (t.rank() == 1 || i + 1 < t.rank() ? "," : "");
   shape += ")";
-  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');  // pad so the data starts 64-byte aligned
   header += '\n';

@@ -3,9 +3,9 @@
 // outputs and reference data.
 #include <filesystem>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
-#include <string>
 
 #include "eval/host_tensor.h"
 
@@ -32,8 +32,9 @@ std::map<std::string, std::string> npy_file_names(const std::vector<std::string>
 // Writes each (value name, tensor) as FOLDER/<npy_file_names>, all of them or none: into a
 // temporary folder inside FOLDER first, then each renamed into place. Returns a line per
 // value whose file name had to be made unique, for the caller to say so.
-std::vector<std::string> write_npy_folder(const std::filesystem::path& folder,
-                                          const std::vector<std::pair<std::string, const HostTensor*>>& tensors);
+std::vector<std::string> write_npy_folder(
+    const std::filesystem::path& folder,
+    const std::vector<std::pair<std::string, const HostTensor*>>& tensors);
 
 // Every FOLDER/<stem>.npy, by stem (other files are ignored). Throws geopt::Error naming
 // the folder when it is not one.

@@ -11,21 +11,36 @@ namespace geopt {
 
 const char* attr_kind_name(AttrKind k) {
   switch (k) {
-    case AttrKind::Float: return "float";
-    case AttrKind::Int: return "int";
-    case AttrKind::String: return "string";
-    case AttrKind::Tensor: return "tensor";
-    case AttrKind::Graph: return "graph";
-    case AttrKind::Floats: return "floats";
-    case AttrKind::Ints: return "ints";
-    case AttrKind::Strings: return "strings";
-    case AttrKind::Tensors: return "tensors";
-    case AttrKind::Graphs: return "graphs";
-    case AttrKind::SparseTensor: return "sparse_tensor";
-    case AttrKind::SparseTensors: return "sparse_tensors";
-    case AttrKind::TypeProto: return "type_proto";
-    case AttrKind::TypeProtos: return "type_protos";
-    case AttrKind::Undefined: break;
+    case AttrKind::Float:
+      return "float";
+    case AttrKind::Int:
+      return "int";
+    case AttrKind::String:
+      return "string";
+    case AttrKind::Tensor:
+      return "tensor";
+    case AttrKind::Graph:
+      return "graph";
+    case AttrKind::Floats:
+      return "floats";
+    case AttrKind::Ints:
+      return "ints";
+    case AttrKind::Strings:
+      return "strings";
+    case AttrKind::Tensors:
+      return "tensors";
+    case AttrKind::Graphs:
+      return "graphs";
+    case AttrKind::SparseTensor:
+      return "sparse_tensor";
+    case AttrKind::SparseTensors:
+      return "sparse_tensors";
+    case AttrKind::TypeProto:
+      return "type_proto";
+    case AttrKind::TypeProtos:
+      return "type_protos";
+    case AttrKind::Undefined:
+      break;
   }
   return "undefined";
 }
@@ -100,11 +115,21 @@ std::string Attribute::to_string() const {
   os.precision(9);
   os << name << "=";
   switch (kind) {
-    case AttrKind::Float: os << f; break;
-    case AttrKind::Int: os << i; break;
-    case AttrKind::String: os << '"' << s << '"'; break;
-    case AttrKind::Floats: join(os, floats); break;
-    case AttrKind::Ints: join(os, ints); break;
+    case AttrKind::Float:
+      os << f;
+      break;
+    case AttrKind::Int:
+      os << i;
+      break;
+    case AttrKind::String:
+      os << '"' << s << '"';
+      break;
+    case AttrKind::Floats:
+      join(os, floats);
+      break;
+    case AttrKind::Ints:
+      join(os, ints);
+      break;
     case AttrKind::Strings: {
       os << "[";
       for (size_t k = 0; k < strings.size(); ++k) os << (k ? "," : "") << '"' << strings[k] << '"';
@@ -118,7 +143,9 @@ std::string Attribute::to_string() const {
       os << (kind == AttrKind::Tensors ? "]" : "");
       break;
     }
-    default: os << "<" << attr_kind_name(kind) << " x" << opaque.size() << ">"; break;
+    default:
+      os << "<" << attr_kind_name(kind) << " x" << opaque.size() << ">";
+      break;
   }
   if (!ref_attr_name.empty()) os << " (ref " << ref_attr_name << ")";
   return os.str();
@@ -159,24 +186,39 @@ std::string Attribute::identity_key() const {
     key += v;
   };
   switch (kind) {
-    case AttrKind::Float: put_float(f); break;
-    case AttrKind::Int: put_int(i); break;
-    case AttrKind::String: put_string(s); break;
-    case AttrKind::Floats: for (float v : floats) put_float(v); break;
-    case AttrKind::Ints: for (int64_t v : ints) put_int(v); break;
-    case AttrKind::Strings: for (const auto& v : strings) put_string(v); break;
-    default: break;
+    case AttrKind::Float:
+      put_float(f);
+      break;
+    case AttrKind::Int:
+      put_int(i);
+      break;
+    case AttrKind::String:
+      put_string(s);
+      break;
+    case AttrKind::Floats:
+      for (float v : floats) put_float(v);
+      break;
+    case AttrKind::Ints:
+      for (int64_t v : ints) put_int(v);
+      break;
+    case AttrKind::Strings:
+      for (const auto& v : strings) put_string(v);
+      break;
+    default:
+      break;
   }
   if (!ref_attr_name.empty()) key += "@" + ref_attr_name;
   return key;
 }
 
 bool Attribute::same_value(const Attribute& o) const {
-  if (kind != o.kind || i != o.i || s != o.s || ints != o.ints || strings != o.strings || opaque != o.opaque || ref_attr_name != o.ref_attr_name)
+  if (kind != o.kind || i != o.i || s != o.s || ints != o.ints || strings != o.strings ||
+      opaque != o.opaque || ref_attr_name != o.ref_attr_name)
     return false;
   // Bitwise for floats: NaN equals itself, and -0 is not 0 (an attribute is data, not arithmetic).
   auto same_float = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
-  if (!same_float(f, o.f) || floats.size() != o.floats.size() || tensors.size() != o.tensors.size()) return false;
+  if (!same_float(f, o.f) || floats.size() != o.floats.size() || tensors.size() != o.tensors.size())
+    return false;
   for (size_t k = 0; k < floats.size(); ++k)
     if (!same_float(floats[k], o.floats[k])) return false;
   for (size_t k = 0; k < tensors.size(); ++k)

@@ -31,7 +31,8 @@ class StringBuffer final : public Buffer {
 // Bytes another owner keeps alive (a computed tensor's storage handed over, not copied).
 class SharedBytes final : public Buffer {
  public:
-  SharedBytes(std::shared_ptr<const void> keep, const std::byte* data, size_t size) : keep_(std::move(keep)), data_(data), size_(size) {}
+  SharedBytes(std::shared_ptr<const void> keep, const std::byte* data, size_t size)
+      : keep_(std::move(keep)), data_(data), size_(size) {}
   std::span<const std::byte> bytes() const override { return {data_, size_}; }
 
  private:

@@ -55,14 +55,18 @@ std::optional<DType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_float(DType t) {
-  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64;
-}
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64; }
 
 bool is_integer(DType t) {
   switch (t) {
-    case DType::U8: case DType::I8: case DType::U16: case DType::I16:
-    case DType::I32: case DType::I64: case DType::U32: case DType::U64:
+    case DType::U8:
+    case DType::I8:
+    case DType::U16:
+    case DType::I16:
+    case DType::I32:
+    case DType::I64:
+    case DType::U32:
+    case DType::U64:
       return true;
     default:
       return false;

@@ -154,7 +154,8 @@ size_t Graph::remove_dead_code() {
     return unused;
   });
   std::erase_if(values_, [&](const std::unique_ptr<Value>& v) {
-    bool dead = !v->producer_ && v->uses_.empty() && !v->initializer && !outputs.count(v.get()) && !inputs.count(v.get());
+    bool dead = !v->producer_ && v->uses_.empty() && !v->initializer && !outputs.count(v.get()) &&
+                !inputs.count(v.get());
     if (dead) by_name_.erase(v->name_);
     return dead;
   });
@@ -201,7 +202,8 @@ bool Graph::topological_sort() {
 
 const Tensor* Graph::constant_value(const Value* v) const {
   if (!v) return nullptr;
-  if (v->initializer) return std::find(inputs_.begin(), inputs_.end(), v) == inputs_.end() ? v->initializer.get() : nullptr;
+  if (v->initializer)
+    return std::find(inputs_.begin(), inputs_.end(), v) == inputs_.end() ? v->initializer.get() : nullptr;
   const Node* p = v->producer();
   if (p && p->op_type == "Constant" && p->domain.empty())
     if (const Attribute* a = p->attr("value"); a && !a->tensors.empty()) return a->tensors[0].get();

@@ -81,7 +81,7 @@ class Graph {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Value>> values_;
   std::unordered_map<std::string, Value*> by_name_;
-  std::unordered_multimap<std::string, Node*> node_by_name_;  // named nodes only
+  std::unordered_multimap<std::string, Node*> node_by_name_;     // named nodes only
   mutable std::unordered_map<std::string, size_t> next_suffix_;  // unique_name's counter per prefix
   std::vector<Value*> inputs_;
   std::vector<Value*> outputs_;

@@ -51,7 +51,8 @@ std::string value_ref(const Value* v) { return v ? v->name() : "<none>"; }
 std::string to_text(const Model& m) {
   std::ostringstream os;
   os << "ir_version " << m.ir_version << "\n";
-  for (const auto& o : m.opsets) os << "opset " << (o.domain.empty() ? "ai.onnx" : o.domain) << " " << o.version << "\n";
+  for (const auto& o : m.opsets)
+    os << "opset " << (o.domain.empty() ? "ai.onnx" : o.domain) << " " << o.version << "\n";
   os << "producer \"" << m.producer_name << "\" \"" << m.producer_version << "\"\n";
   for (const auto& [k, v] : m.metadata) os << "metadata " << k << " = \"" << v << "\"\n";
   os << "functions " << m.opaque_functions.size() << "\n";

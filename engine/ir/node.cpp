@@ -13,8 +13,8 @@ const Attribute* Node::attr(std::string_view attr_name) const {
 namespace {
 
 bool is_random_op(const std::string& op) {
-  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" || op == "RandomUniformLike" || op == "Bernoulli" ||
-         op == "Multinomial";
+  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" ||
+         op == "RandomUniformLike" || op == "Bernoulli" || op == "Multinomial";
 }
 
 // Whether a body draws random values: a random op (or a Dropout in training mode) in it

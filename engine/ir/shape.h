@@ -11,9 +11,13 @@ namespace geopt {
 
 class Dim {
  public:
-  Dim() = default;  // unknown
+  Dim() = default;                   // unknown
   Dim(int64_t value) : v_(value) {}  // NOLINT: a static dim reads naturally as a number
-  static Dim symbol(std::string name) { Dim d; d.v_ = std::move(name); return d; }
+  static Dim symbol(std::string name) {
+    Dim d;
+    d.v_ = std::move(name);
+    return d;
+  }
 
   bool is_static() const { return std::holds_alternative<int64_t>(v_); }
   bool is_symbolic() const { return std::holds_alternative<std::string>(v_); }
@@ -30,7 +34,7 @@ class Dim {
 
 class Shape {
  public:
-  Shape() = default;  // rank 0 (a scalar)
+  Shape() = default;                                        // rank 0 (a scalar)
   Shape(std::vector<Dim> dims) : dims_(std::move(dims)) {}  // NOLINT
   Shape(std::initializer_list<Dim> dims) : dims_(dims) {}
 
@@ -52,6 +56,7 @@ class Shape {
 // ceil with ceil_mode. A symbolic `in` gives a symbol named by the formula
 // ("floor((height-1)/2)+1"; at stride 1, "height" or "height-2"), so two branches that
 // stride one dim alike agree. Unknown for an unknown `in` or a placeholder (unk__N).
-Dim window_output(const Dim& in, int64_t kernel, int64_t stride, int64_t dilation, int64_t pads, bool ceil_mode = false);
+Dim window_output(const Dim& in, int64_t kernel, int64_t stride, int64_t dilation, int64_t pads,
+                  bool ceil_mode = false);
 
 }  // namespace geopt

@@ -6,7 +6,9 @@
 
 namespace geopt {
 
-int64_t Tensor::element_count() const { return checked_element_count(dims, name.empty() ? "a constant" : "constant '" + name + "'"); }
+int64_t Tensor::element_count() const {
+  return checked_element_count(dims, name.empty() ? "a constant" : "constant '" + name + "'");
+}
 
 bool Tensor::same_contents(const Tensor& o) const {
   return dtype == o.dtype && dims == o.dims && strings == o.strings && bytes().size() == o.bytes().size() &&

@@ -12,10 +12,12 @@ void gelu_in_place(HostTensor& y, bool tanh_approximation) {
   const int64_t n = y.size();
   constexpr int64_t kChunk = 4096;
 #pragma omp parallel for if (n > (1 << 16))
-  for (int64_t first = 0; first < n; first += kChunk) gelu_row(p + first, std::min(kChunk, n - first), tanh_approximation);
+  for (int64_t first = 0; first < n; first += kChunk)
+    gelu_row(p + first, std::min(kChunk, n - first), tanh_approximation);
 }
 
-void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string& name, const std::vector<float>& params) {
+void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string& name,
+                      const std::vector<float>& params) {
   if (name == "none" || name.empty()) return;
   float* p = y.mutable_data<float>();
   const int64_t n = y.size();
@@ -38,7 +40,8 @@ void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string
     each([](float v) { return 1.0f / (1.0f + std::exp(-v)); });
   } else if (name == "SiLU") {
     each([](float v) { return v / (1.0f + std::exp(-v)); });
-  } else if (name == "Mish") {  // x * tanh(softplus(x)); softplus is x itself past 20, as ONNX's Softplus kernel has it
+  } else if (name == "Mish") {  // x * tanh(softplus(x)); softplus is x itself past 20, as ONNX's Softplus
+                                // kernel has it
     each([](float v) { return v * std::tanh(v > 20.0f ? v : std::log1p(std::exp(v))); });
   } else if (name == "QuickGelu") {  // x * sigmoid(alpha x), CLIP's GELU approximation
     const float a = params.empty() ? 1.702f : params[0];

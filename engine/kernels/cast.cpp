@@ -55,10 +55,14 @@ void narrow_bf16(const uint32_t* in, uint16_t* out, int64_t n) {
 void convert_half(const HostTensor& x, HostTensor& y) {
   const int64_t n = x.size();
   const DType from = x.dtype(), to = y.dtype();
-  if (from == DType::F16 && to == DType::F32) widen_f16(x.data<F16Bits>(), y.mutable_data<float>(), n);
-  else if (from == DType::F32 && to == DType::F16) narrow_f16(x.data<float>(), y.mutable_data<F16Bits>(), n);
-  else if (from == DType::BF16 && to == DType::F32) widen_bf16(x.data<uint16_t>(), y.mutable_data<uint32_t>(), n);
-  else if (from == DType::F32 && to == DType::BF16) narrow_bf16(x.data<uint32_t>(), y.mutable_data<uint16_t>(), n);
+  if (from == DType::F16 && to == DType::F32)
+    widen_f16(x.data<F16Bits>(), y.mutable_data<float>(), n);
+  else if (from == DType::F32 && to == DType::F16)
+    narrow_f16(x.data<float>(), y.mutable_data<F16Bits>(), n);
+  else if (from == DType::BF16 && to == DType::F32)
+    widen_bf16(x.data<uint16_t>(), y.mutable_data<uint32_t>(), n);
+  else if (from == DType::F32 && to == DType::BF16)
+    narrow_bf16(x.data<uint32_t>(), y.mutable_data<uint16_t>(), n);
 }
 
 }  // namespace
@@ -74,13 +78,19 @@ HostTensor cast_tensor(const HostTensor& x, DType to) {
   }
   HostTensor y(to, x.dims());
   const int64_t n = x.size();
-  dispatch_all(x.dtype(), [&]<class S>() {
-    dispatch_all(to, [&]<class D>() {
-      const S* in = x.data<S>();
-      D* out = y.mutable_data<D>();
-      for (int64_t i = 0; i < n; ++i) out[i] = convert_value<D>(in[i]);
-    }, "Cast");
-  }, "Cast");
+  dispatch_all(
+      x.dtype(),
+      [&]<class S>() {
+        dispatch_all(
+            to,
+            [&]<class D>() {
+              const S* in = x.data<S>();
+              D* out = y.mutable_data<D>();
+              for (int64_t i = 0; i < n; ++i) out[i] = convert_value<D>(in[i]);
+            },
+            "Cast");
+      },
+      "Cast");
   return y;
 }
 

@@ -25,8 +25,8 @@ Blocked blocked_dims(const KernelContext& ctx, const HostTensor& x, int64_t chan
   Blocked b{x.dim(0), x.dim(1), x.dim(2), x.dim(3), x.dim(4)};
   // channels in (c1 - 1) * c0 + 1 .. c1 * c0: compared against the (small) tensor dims, no overflow.
   if (channels <= 0 || b.c0 <= 0 || b.c1 <= 0 || channels > b.c1 * b.c0 || channels <= (b.c1 - 1) * b.c0)
-    ctx.fail(std::string(what) + " " + x.shape_string() + " does not hold " + std::to_string(channels) + " channels in blocks of " +
-             std::to_string(b.c0));
+    ctx.fail(std::string(what) + " " + x.shape_string() + " does not hold " + std::to_string(channels) +
+             " channels in blocks of " + std::to_string(b.c0));
   return b;
 }
 
@@ -34,8 +34,8 @@ Blocked blocked_dims(const KernelContext& ctx, const HostTensor& x, int64_t chan
 // position. Lanes that come from consecutive lanes of one input block form a run (a
 // concatenation or a slice moves runs of up to C0 lanes; a shuffle, runs of one), and
 // each position copies its runs: C0 lanes apart in both tensors.
-void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int64_t count, const std::function<int64_t(int64_t)>& pick,
-                   int64_t first_out = 0) {
+void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int64_t count,
+                   const std::function<int64_t(int64_t)>& pick, int64_t first_out = 0) {
   struct Run {
     int64_t src_block, src_lane, dst_block, dst_lane, len;
   };
@@ -45,8 +45,8 @@ void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int6
     Run next{c / in.c0, c % in.c0, ko / in.c0, ko % in.c0, 1};
     if (!runs.empty()) {
       Run& last = runs.back();
-      if (last.src_block == next.src_block && last.dst_block == next.dst_block && last.src_lane + last.len == next.src_lane &&
-          last.dst_lane + last.len == next.dst_lane) {
+      if (last.src_block == next.src_block && last.dst_block == next.dst_block &&
+          last.src_lane + last.len == next.src_lane && last.dst_lane + last.len == next.dst_lane) {
         ++last.len;
         continue;
       }
@@ -57,7 +57,8 @@ void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int6
   // order and each position's source lanes are read together (run by run over the whole
   // plane, a shuffle's runs of one lane would sweep the tensor once per channel). The
   // blocks of all images are shared among the threads.
-  std::stable_sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.dst_block < b.dst_block; });
+  std::stable_sort(runs.begin(), runs.end(),
+                   [](const Run& a, const Run& b) { return a.dst_block < b.dst_block; });
   std::vector<std::pair<size_t, size_t>> groups;  // [first, end) of each output block's runs
   for (size_t first = 0, end; first < runs.size(); first = end) {
     for (end = first; end < runs.size() && runs[end].dst_block == runs[first].dst_block;) ++end;
@@ -74,8 +75,10 @@ void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int6
     const auto [first, end] = groups[static_cast<size_t>(task % static_cast<int64_t>(groups.size()))];
     std::byte* block = dst + (n * out_c1 + runs[first].dst_block) * plane * c0 * elem;
     const std::byte* image = src + n * in.c1 * plane * c0 * elem;
-    if (end == first + 1 && runs[first].len == c0) {  // a whole block (DenseNet's 32-channel features): one copy
-      std::memcpy(block, image + runs[first].src_block * plane * c0 * elem, static_cast<size_t>(plane * c0 * elem));
+    if (end == first + 1 &&
+        runs[first].len == c0) {  // a whole block (DenseNet's 32-channel features): one copy
+      std::memcpy(block, image + runs[first].src_block * plane * c0 * elem,
+                  static_cast<size_t>(plane * c0 * elem));
       continue;
     }
     if (elem == 4) {  // f32, i32: each lane from its own source, copied as words
@@ -94,25 +97,29 @@ void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int6
     }
     for (int64_t p = 0; p < plane; ++p)
       for (size_t r = first; r < end; ++r)
-        std::memcpy(block + (p * c0 + runs[r].dst_lane) * elem, image + ((runs[r].src_block * plane + p) * c0 + runs[r].src_lane) * elem,
+        std::memcpy(block + (p * c0 + runs[r].dst_lane) * elem,
+                    image + ((runs[r].src_block * plane + p) * c0 + runs[r].src_lane) * elem,
                     static_cast<size_t>(runs[r].len * elem));
   }
 }
 
 // Zeroes the lanes past `channels` in the last block of every image and position.
 void zero_padding(HostTensor& y, int64_t channels) {
-  const int64_t n = y.dim(0), c1 = y.dim(1), plane = y.dim(2) * y.dim(3), c0 = y.dim(4), real = channels - (c1 - 1) * c0;
+  const int64_t n = y.dim(0), c1 = y.dim(1), plane = y.dim(2) * y.dim(3), c0 = y.dim(4),
+                real = channels - (c1 - 1) * c0;
   if (real >= c0) return;
   const size_t elem = dtype_size(y.dtype());
   std::byte* base = y.mutable_raw();
   for (int64_t b = 0; b < n; ++b) {
     std::byte* block = base + ((b * c1 + c1 - 1) * plane * c0 + real) * static_cast<int64_t>(elem);
-    for (int64_t p = 0; p < plane; ++p) std::memset(block + p * c0 * static_cast<int64_t>(elem), 0, static_cast<size_t>(c0 - real) * elem);
+    for (int64_t p = 0; p < plane; ++p)
+      std::memset(block + p * c0 * static_cast<int64_t>(elem), 0, static_cast<size_t>(c0 - real) * elem);
   }
 }
 
 // Every lane is written: the real channels by the kernel, the padding by zero_padding.
-HostTensor blocked_output(const KernelContext& ctx, const HostTensor& like, const Blocked& b, int64_t channels) {
+HostTensor blocked_output(const KernelContext& ctx, const HostTensor& like, const Blocked& b,
+                          int64_t channels) {
   HostTensor y = ctx.new_output(0, like.dtype(), {b.n, (channels + b.c0 - 1) / b.c0, b.h, b.w, b.c0});
   zero_padding(y, channels);
   return y;
@@ -123,7 +130,8 @@ void shuffle_channel(KernelContext& ctx) {
   const int64_t channels = ctx.attr_int("channels", 0), group = ctx.attr_int("group", 0);
   const HostTensor& x = ctx.input(0);
   const Blocked b = blocked_dims(ctx, x, channels, "X");
-  if (group <= 0 || channels % group != 0) ctx.fail("group " + std::to_string(group) + " does not divide " + std::to_string(channels) + " channels");
+  if (group <= 0 || channels % group != 0)
+    ctx.fail("group " + std::to_string(group) + " does not divide " + std::to_string(channels) + " channels");
   const int64_t per_group = channels / group;
   HostTensor y = blocked_output(ctx, x, b, channels);
   move_channels(x, b, y, channels, [&](int64_t k) { return (k % group) * per_group + k / group; });
@@ -132,11 +140,13 @@ void shuffle_channel(KernelContext& ctx) {
 
 // Channels [start, start + count) of X.
 void channel_slice(KernelContext& ctx) {
-  const int64_t channels = ctx.attr_int("channels", 0), start = ctx.attr_int("start", 0), count = ctx.attr_int("count", 0);
+  const int64_t channels = ctx.attr_int("channels", 0), start = ctx.attr_int("start", 0),
+                count = ctx.attr_int("count", 0);
   const HostTensor& x = ctx.input(0);
   const Blocked b = blocked_dims(ctx, x, channels, "X");
   if (start < 0 || count <= 0 || start > channels - count)
-    ctx.fail("channels [" + std::to_string(start) + ", " + std::to_string(start + count) + ") are not within the input's " + std::to_string(channels));
+    ctx.fail("channels [" + std::to_string(start) + ", " + std::to_string(start + count) +
+             ") are not within the input's " + std::to_string(channels));
   HostTensor y = blocked_output(ctx, x, b, count);
   move_channels(x, b, y, count, [&](int64_t k) { return start + k; });
   ctx.outputs[0] = std::move(y);
@@ -145,22 +155,27 @@ void channel_slice(KernelContext& ctx) {
 // The inputs' channels one after another (input i holds channels[i]).
 void channel_concat(KernelContext& ctx) {
   const std::vector<int64_t> channels = ctx.attr_ints("channels", {});
-  if (channels.size() != ctx.input_count()) ctx.fail("`channels` lists " + std::to_string(channels.size()) + " counts for " + std::to_string(ctx.input_count()) + " inputs");
+  if (channels.size() != ctx.input_count())
+    ctx.fail("`channels` lists " + std::to_string(channels.size()) + " counts for " +
+             std::to_string(ctx.input_count()) + " inputs");
   int64_t total = 0;
   std::vector<Blocked> dims;
   for (size_t i = 0; i < channels.size(); ++i) {
     dims.push_back(blocked_dims(ctx, ctx.input(i), channels[i], ("input " + std::to_string(i)).c_str()));
     const Blocked& a = dims.front();
     const Blocked& d = dims.back();
-    if (d.n != a.n || d.h != a.h || d.w != a.w || d.c0 != a.c0 || ctx.input(i).dtype() != ctx.input(0).dtype())
-      ctx.fail("input " + std::to_string(i) + " " + ctx.input(i).shape_string() + " does not fit input 0 " + ctx.input(0).shape_string());
+    if (d.n != a.n || d.h != a.h || d.w != a.w || d.c0 != a.c0 ||
+        ctx.input(i).dtype() != ctx.input(0).dtype())
+      ctx.fail("input " + std::to_string(i) + " " + ctx.input(i).shape_string() + " does not fit input 0 " +
+               ctx.input(0).shape_string());
     total += channels[i];
   }
   if (dims.empty()) ctx.fail("needs at least one input");
   HostTensor y = blocked_output(ctx, ctx.input(0), dims.front(), total);
   int64_t at = 0;
   for (size_t i = 0; i < channels.size(); ++i) {
-    move_channels(ctx.input(i), dims[i], y, channels[i], [](int64_t k) { return k; }, at);
+    move_channels(
+        ctx.input(i), dims[i], y, channels[i], [](int64_t k) { return k; }, at);
     at += channels[i];
   }
   ctx.outputs[0] = std::move(y);

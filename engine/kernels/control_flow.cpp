@@ -21,7 +21,8 @@ namespace {
 
 const Graph& body_of(const KernelContext& ctx, const char* attr) {
   const Attribute* a = ctx.node().attr(attr);
-  if (!a || a->kind != AttrKind::Graph || a->opaque.size() != 1) ctx.fail(std::string("needs the graph attribute '") + attr + "'");
+  if (!a || a->kind != AttrKind::Graph || a->opaque.size() != 1)
+    ctx.fail(std::string("needs the graph attribute '") + attr + "'");
   static std::mutex mutex;
   static std::unordered_map<std::string, std::unique_ptr<Graph>> bodies;
   std::lock_guard<std::mutex> lock(mutex);
@@ -44,7 +45,9 @@ class CaptureScope final : public Scope {
         if (ctx.has_input(first + i)) captured_[names->strings[i]] = &ctx.input(first + i);
   }
   const Model& model() const override { return outer_ ? outer_->model() : own_model_; }
-  const KernelRegistry& kernels() const override { return outer_ ? outer_->kernels() : KernelRegistry::builtin(); }
+  const KernelRegistry& kernels() const override {
+    return outer_ ? outer_->kernels() : KernelRegistry::builtin();
+  }
   const HostTensor* find(std::string_view name) const override {
     auto it = captured_.find(std::string(name));
     if (it != captured_.end()) return it->second;
@@ -59,14 +62,17 @@ class CaptureScope final : public Scope {
 
 // Runs body `attr`: as a sub-plan where the enclosing run has them (the plan executor),
 // else its graph with the reference evaluator.
-std::vector<HostTensor> run_named_body(const KernelContext& ctx, const CaptureScope& scope, const char* attr, const std::vector<HostTensor>& in) {
+std::vector<HostTensor> run_named_body(const KernelContext& ctx, const CaptureScope& scope, const char* attr,
+                                       const std::vector<HostTensor>& in) {
   if (ctx.scope())
     if (auto outs = ctx.scope()->run_body(ctx.node(), attr, in)) return std::move(*outs);
   return run_body(body_of(ctx, attr), in, scope);
 }
 
 // The node's own inputs, captures left out.
-size_t own_inputs(const KernelContext& ctx) { return ctx.input_count() - std::min(capture_count(ctx.node()), ctx.input_count()); }
+size_t own_inputs(const KernelContext& ctx) {
+  return ctx.input_count() - std::min(capture_count(ctx.node()), ctx.input_count());
+}
 
 bool truth(const KernelContext& ctx, const HostTensor& t, const char* what) {
   if (t.size() != 1) ctx.fail(std::string(what) + " must hold one element, not " + t.shape_string());
@@ -85,8 +91,8 @@ HostTensor slice_along(const HostTensor& x, int64_t axis, int64_t i) {
   HostTensor y(x.dtype(), dims);
   const size_t esz = dtype_size(x.dtype());
   for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(y.mutable_raw() + static_cast<size_t>(o * inner) * esz, x.raw() + static_cast<size_t>((o * len + i) * inner) * esz,
-                static_cast<size_t>(inner) * esz);
+    std::memcpy(y.mutable_raw() + static_cast<size_t>(o * inner) * esz,
+                x.raw() + static_cast<size_t>((o * len + i) * inner) * esz, static_cast<size_t>(inner) * esz);
   return y;
 }
 
@@ -95,7 +101,8 @@ HostTensor stack(const KernelContext& ctx, const std::vector<HostTensor>& parts,
   std::vector<int64_t> dims = parts[0].dims();
   for (const auto& p : parts)
     if (p.dims() != parts[0].dims() || p.dtype() != parts[0].dtype())
-      ctx.fail("scan outputs differ between iterations: " + parts[0].shape_string() + " and " + p.shape_string());
+      ctx.fail("scan outputs differ between iterations: " + parts[0].shape_string() + " and " +
+               p.shape_string());
   int64_t outer = 1, inner = 1;
   for (int64_t a = 0; a < axis; ++a) outer *= dims[static_cast<size_t>(a)];
   for (size_t a = static_cast<size_t>(axis); a < dims.size(); ++a) inner *= dims[a];
@@ -105,7 +112,8 @@ HostTensor stack(const KernelContext& ctx, const std::vector<HostTensor>& parts,
   const size_t esz = dtype_size(y.dtype());
   for (int64_t k = 0; k < n; ++k)
     for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(y.mutable_raw() + static_cast<size_t>((o * n + k) * inner) * esz, parts[static_cast<size_t>(k)].raw() + static_cast<size_t>(o * inner) * esz,
+      std::memcpy(y.mutable_raw() + static_cast<size_t>((o * n + k) * inner) * esz,
+                  parts[static_cast<size_t>(k)].raw() + static_cast<size_t>(o * inner) * esz,
                   static_cast<size_t>(inner) * esz);
   return y;
 }
@@ -114,12 +122,14 @@ HostTensor stack(const KernelContext& ctx, const std::vector<HostTensor>& parts,
 // (`axis`, counted in the output's rank when negative). Its other dims come from the
 // node output's type, else from the body's declaration of the slice. (The node's type
 // may give another length: a plan's says the trips it was compiled with.)
-HostTensor empty_scan_output(const KernelContext& ctx, size_t output, const char* attr, size_t body_output, int64_t axis) {
+HostTensor empty_scan_output(const KernelContext& ctx, size_t output, const char* attr, size_t body_output,
+                             int64_t axis) {
   const Value* v = ctx.node().output(output);
   std::vector<int64_t> dims;
   DType dtype;
   int64_t length_at = -1;  // where dims has the length, which moves to `axis`
-  if (v && v->type.shape && v->type.shape->is_static() && v->type.shape->rank() > 0 && v->type.dtype != DType::Undefined) {
+  if (v && v->type.shape && v->type.shape->is_static() && v->type.shape->rank() > 0 &&
+      v->type.dtype != DType::Undefined) {
     for (const Dim& d : v->type.shape->dims()) dims.push_back(d.value());
     dtype = v->type.dtype;
   } else {
@@ -134,7 +144,9 @@ HostTensor empty_scan_output(const KernelContext& ctx, size_t output, const char
   }
   const int64_t rank = static_cast<int64_t>(dims.size());
   const int64_t at = axis < 0 ? axis + rank : axis;
-  if (at < 0 || at >= rank) ctx.fail("scan output axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (at < 0 || at >= rank)
+    ctx.fail("scan output axis " + std::to_string(axis) + " is out of range for rank " +
+             std::to_string(rank));
   if (length_at == 0) std::rotate(dims.begin(), dims.begin() + 1, dims.begin() + at + 1);
   dims[static_cast<size_t>(at)] = 0;
   return HostTensor(dtype, dims);
@@ -142,9 +154,11 @@ HostTensor empty_scan_output(const KernelContext& ctx, size_t output, const char
 
 void if_kernel(KernelContext& ctx) {
   const bool cond = truth(ctx, ctx.input(0), "the condition");
-  std::vector<HostTensor> outs = run_named_body(ctx, CaptureScope(ctx), cond ? "then_branch" : "else_branch", {});
+  std::vector<HostTensor> outs =
+      run_named_body(ctx, CaptureScope(ctx), cond ? "then_branch" : "else_branch", {});
   if (outs.size() != ctx.outputs.size())
-    ctx.fail(std::string(cond ? "then" : "else") + "_branch has " + std::to_string(outs.size()) + " outputs for the node's " + std::to_string(ctx.outputs.size()));
+    ctx.fail(std::string(cond ? "then" : "else") + "_branch has " + std::to_string(outs.size()) +
+             " outputs for the node's " + std::to_string(ctx.outputs.size()));
   for (size_t i = 0; i < outs.size(); ++i) ctx.outputs[i] = std::move(outs[i]);
 }
 
@@ -167,10 +181,13 @@ void loop_kernel(KernelContext& ctx) {
   uint64_t grown = 0;  // bytes of scan outputs so far
   for (int64_t trip = 0; (!has_max || trip < max_trips) && cond; ++trip) {
     check_run_limits(ctx.node().describe(), static_cast<uint64_t>(trip) + 1, grown);
-    std::vector<HostTensor> in{HostTensor::scalar<int64_t>(DType::I64, trip), HostTensor::scalar<bool>(DType::Bool, cond)};
+    std::vector<HostTensor> in{HostTensor::scalar<int64_t>(DType::I64, trip),
+                               HostTensor::scalar<bool>(DType::Bool, cond)};
     in.insert(in.end(), state.begin(), state.end());
     std::vector<HostTensor> out = run_named_body(ctx, scope, "body", in);
-    if (out.size() != 1 + carried + scans) ctx.fail("the body gives " + std::to_string(out.size()) + " outputs, not " + std::to_string(1 + carried + scans));
+    if (out.size() != 1 + carried + scans)
+      ctx.fail("the body gives " + std::to_string(out.size()) + " outputs, not " +
+               std::to_string(1 + carried + scans));
     cond = truth(ctx, out[0], "the body's condition output");
     for (size_t i = 0; i < carried; ++i) state[i] = std::move(out[1 + i]);
     for (size_t k = 0; k < scans; ++k) {
@@ -180,7 +197,9 @@ void loop_kernel(KernelContext& ctx) {
   }
   for (size_t i = 0; i < carried && i < ctx.outputs.size(); ++i) ctx.outputs[i] = std::move(state[i]);
   for (size_t k = 0; k < scans && carried + k < ctx.outputs.size(); ++k)
-    ctx.outputs[carried + k] = scan_parts[k].empty() ? empty_scan_output(ctx, carried + k, "body", 1 + carried + k, 0) : stack(ctx, scan_parts[k], 0);
+    ctx.outputs[carried + k] = scan_parts[k].empty()
+                                   ? empty_scan_output(ctx, carried + k, "body", 1 + carried + k, 0)
+                                   : stack(ctx, scan_parts[k], 0);
 }
 
 // One scan over `length` steps: states carried, scan inputs sliced along their axes
@@ -189,8 +208,9 @@ struct ScanLayout {
   std::vector<int64_t> in_axes, in_reverse, out_axes, out_reverse;
 };
 
-std::vector<HostTensor> run_scan(const KernelContext& ctx, const CaptureScope& scope, std::vector<HostTensor> state,
-                                 const std::vector<HostTensor>& scan_in, const ScanLayout& layout, int64_t length) {
+std::vector<HostTensor> run_scan(const KernelContext& ctx, const CaptureScope& scope,
+                                 std::vector<HostTensor> state, const std::vector<HostTensor>& scan_in,
+                                 const ScanLayout& layout, int64_t length) {
   const size_t n_state = state.size();
   const size_t n_out = layout.out_axes.size();
   std::vector<std::vector<HostTensor>> parts(n_out);
@@ -202,7 +222,9 @@ std::vector<HostTensor> run_scan(const KernelContext& ctx, const CaptureScope& s
     }
     check_run_limits(ctx.node().describe(), 0, 0);  // a Scan's length is its inputs', but its time is not
     std::vector<HostTensor> out = run_named_body(ctx, scope, "body", in);
-    if (out.size() != n_state + n_out) ctx.fail("the body gives " + std::to_string(out.size()) + " outputs, not " + std::to_string(n_state + n_out));
+    if (out.size() != n_state + n_out)
+      ctx.fail("the body gives " + std::to_string(out.size()) + " outputs, not " +
+               std::to_string(n_state + n_out));
     for (size_t i = 0; i < n_state; ++i) state[i] = std::move(out[i]);
     for (size_t k = 0; k < n_out; ++k) parts[k].push_back(std::move(out[n_state + k]));
   }
@@ -215,18 +237,21 @@ std::vector<HostTensor> run_scan(const KernelContext& ctx, const CaptureScope& s
     if (layout.out_reverse[k]) std::reverse(parts[k].begin(), parts[k].end());
     const int64_t slice_rank = static_cast<int64_t>(parts[k][0].rank());
     const int64_t axis = layout.out_axes[k] < 0 ? layout.out_axes[k] + slice_rank + 1 : layout.out_axes[k];
-    if (axis < 0 || axis > slice_rank) ctx.fail("scan_output_axes entry " + std::to_string(layout.out_axes[k]) + " is out of range");
+    if (axis < 0 || axis > slice_rank)
+      ctx.fail("scan_output_axes entry " + std::to_string(layout.out_axes[k]) + " is out of range");
     results.push_back(stack(ctx, parts[k], axis));
   }
   return results;
 }
 
-std::vector<int64_t> per_entry(const KernelContext& ctx, const char* attr, size_t count, const std::vector<int64_t>& ranks) {
+std::vector<int64_t> per_entry(const KernelContext& ctx, const char* attr, size_t count,
+                               const std::vector<int64_t>& ranks) {
   std::vector<int64_t> v = ctx.attr_ints(attr, std::vector<int64_t>(count, 0));
   if (v.size() != count) ctx.fail(std::string(attr) + " needs " + std::to_string(count) + " entries");
   for (size_t i = 0; i < count && i < ranks.size(); ++i) {
     if (ranks[i] < 1) ctx.fail("a scan input must have rank >= 1");
-    if (v[i] < -ranks[i] || v[i] >= ranks[i]) ctx.fail(std::string(attr) + " entry " + std::to_string(v[i]) + " is out of range");
+    if (v[i] < -ranks[i] || v[i] >= ranks[i])
+      ctx.fail(std::string(attr) + " entry " + std::to_string(v[i]) + " is out of range");
     v[i] = v[i] < 0 ? v[i] + ranks[i] : v[i];
   }
   return v;
@@ -237,7 +262,8 @@ void scan_kernel(KernelContext& ctx) {
   const int64_t n_scan = ctx.attr_int("num_scan_inputs", 0);
   const bool v8 = ctx.opset() < 9;  // opset 8: a leading sequence_lens input and batch axis 0
   const size_t first = v8 ? 1 : 0;
-  if (n_scan < 1 || static_cast<size_t>(n_scan) + first > own_inputs(ctx)) ctx.fail("num_scan_inputs is out of range");
+  if (n_scan < 1 || static_cast<size_t>(n_scan) + first > own_inputs(ctx))
+    ctx.fail("num_scan_inputs is out of range");
   const size_t n_state = own_inputs(ctx) - first - static_cast<size_t>(n_scan);
   if (ctx.outputs.size() < n_state) ctx.fail("has fewer outputs than states");
   const size_t n_out = ctx.outputs.size() - n_state;
@@ -261,7 +287,8 @@ void scan_kernel(KernelContext& ctx) {
       length = len;
     }
     auto results = run_scan(ctx, scope, std::move(state), scan_in, layout, length);
-    for (size_t i = 0; i < results.size() && i < ctx.outputs.size(); ++i) ctx.outputs[i] = std::move(results[i]);
+    for (size_t i = 0; i < results.size() && i < ctx.outputs.size(); ++i)
+      ctx.outputs[i] = std::move(results[i]);
     return;
   }
   // Opset 8: every input has the batch as axis 0 and scans along axis 1; each batch entry
@@ -275,10 +302,12 @@ void scan_kernel(KernelContext& ctx) {
   const int64_t batch = scan_in[0].dims()[0], steps = scan_in[0].dims()[1];
   if (batch < 1) ctx.fail("an opset-8 Scan needs a batch of at least one");
   for (const auto& t : scan_in)
-    if (t.dims()[0] != batch || t.dims()[1] != steps) ctx.fail("the scan inputs differ in batch or sequence length");
+    if (t.dims()[0] != batch || t.dims()[1] != steps)
+      ctx.fail("the scan inputs differ in batch or sequence length");
   for (const auto& t : state)
     if (t.rank() < 1 || t.dims()[0] != batch) ctx.fail("a state must have the batch as its first axis");
-  if (ctx.has_input(0) && ctx.input(0).size() && ctx.input(0).size() != batch) ctx.fail("sequence_lens needs one entry per batch entry");
+  if (ctx.has_input(0) && ctx.input(0).size() && ctx.input(0).size() != batch)
+    ctx.fail("sequence_lens needs one entry per batch entry");
   std::vector<std::vector<HostTensor>> per_output(n_state + n_out);
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t len = ctx.has_input(0) && ctx.input(0).size() ? ctx.input(0).int_at(b) : steps;
@@ -290,7 +319,13 @@ void scan_kernel(KernelContext& ctx) {
       if (len < steps) {  // only the first len steps take part
         std::vector<HostTensor> kept;
         for (int64_t t = 0; t < len; ++t) kept.push_back(slice_along(entry, 0, t));
-        entry = kept.empty() ? HostTensor(entry.dtype(), [&] { auto d = entry.dims(); d[0] = 0; return d; }()) : stack(ctx, kept, 0);
+        entry = kept.empty() ? HostTensor(entry.dtype(),
+                                          [&] {
+                                            auto d = entry.dims();
+                                            d[0] = 0;
+                                            return d;
+                                          }())
+                             : stack(ctx, kept, 0);
       }
       in.push_back(std::move(entry));
     }
@@ -305,7 +340,8 @@ void scan_kernel(KernelContext& ctx) {
       }
     for (size_t k = 0; k < results.size(); ++k) per_output[k].push_back(std::move(results[k]));
   }
-  for (size_t k = 0; k < per_output.size() && k < ctx.outputs.size(); ++k) ctx.outputs[k] = stack(ctx, per_output[k], 0);
+  for (size_t k = 0; k < per_output.size() && k < ctx.outputs.size(); ++k)
+    ctx.outputs[k] = stack(ctx, per_output[k], 0);
 }
 
 }  // namespace

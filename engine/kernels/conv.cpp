@@ -25,11 +25,14 @@ WindowGeometry window_geometry(const KernelContext& ctx, const std::vector<int64
   WindowGeometry g;
   g.in.assign(x_dims.begin() + 2, x_dims.end());
   g.kernel = kernel;
-  if (g.kernel.size() != sp) ctx.fail("kernel has " + std::to_string(g.kernel.size()) + " spatial dims, input has " + std::to_string(sp));
+  if (g.kernel.size() != sp)
+    ctx.fail("kernel has " + std::to_string(g.kernel.size()) + " spatial dims, input has " +
+             std::to_string(sp));
   g.strides = ctx.attr_ints("strides", std::vector<int64_t>(sp, 1));
   g.dilations = ctx.attr_ints("dilations", std::vector<int64_t>(sp, 1));
   std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
-  if (g.strides.size() != sp || g.dilations.size() != sp || pads.size() != 2 * sp) ctx.fail("strides, dilations or pads have the wrong length");
+  if (g.strides.size() != sp || g.dilations.size() != sp || pads.size() != 2 * sp)
+    ctx.fail("strides, dilations or pads have the wrong length");
   g.pad_begin.assign(pads.begin(), pads.begin() + static_cast<int64_t>(sp));
   g.pad_end.assign(pads.begin() + static_cast<int64_t>(sp), pads.end());
   const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
@@ -74,7 +77,8 @@ struct ConvPlan {
 // runs of 8 floats, so a loop of copies beats the generic reorder. Returns false for
 // any other pair of layouts (the caller reorders with oneDNN). Padding lanes and a
 // missing half block come out zero.
-bool copy_channel_blocks(const dnnl::memory::desc& from, const void* src, const dnnl::memory::desc& to, void* dst) {
+bool copy_channel_blocks(const dnnl::memory::desc& from, const void* src, const dnnl::memory::desc& to,
+                         void* dst) {
   using dnnl::memory;
   const memory::dims dims = from.dims();
   if (dims.size() != 4 || to.dims() != dims) return false;
@@ -108,34 +112,41 @@ bool copy_channel_blocks(const dnnl::memory::desc& from, const void* src, const 
 
 }  // namespace
 
-HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const HostTensor* b,
-                             const ConvFusion& fusion) {
+HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,
+                             const HostTensor* b, const ConvFusion& fusion) {
   using namespace dnnl;
   using dt = memory::data_type;
   using tag = memory::format_tag;
   const size_t rank = fusion.x_blocked ? x.rank() - 1 : x.rank();
   if (rank < 3 || rank > 5) ctx.fail("Conv supports 1-D, 2-D and 3-D inputs");
   if (w.rank() != rank) ctx.fail("weights rank differs from input rank");
-  if (x.dtype() != DType::F32 || w.dtype() != DType::F32) ctx.fail("Conv runs on f32 (got " + dtype_name(x.dtype()) + ")");
+  if (x.dtype() != DType::F32 || w.dtype() != DType::F32)
+    ctx.fail("Conv runs on f32 (got " + dtype_name(x.dtype()) + ")");
   if ((fusion.x_blocked || fusion.y_blocked) && rank != 4) ctx.fail("NC1HWC0 needs a 2-D convolution");
   const int64_t group = ctx.attr_int("group", 1);
   const int64_t m = w.dims()[0];
-  if (group <= 0 || m % group != 0) ctx.fail("weights " + w.shape_string() + " do not match group " + std::to_string(group));
+  if (group <= 0 || m % group != 0)
+    ctx.fail("weights " + w.shape_string() + " do not match group " + std::to_string(group));
   const int64_t n = x.dims()[0], c = fusion.x_blocked ? w.dims()[1] * group : x.dims()[1];
   if (fusion.x_blocked && (x.dims()[4] != 16 || (c + 15) / 16 != x.dims()[1]))
-    ctx.fail("input " + x.shape_string() + " is not NC1HWC0 (C0 16) of the weights' " + std::to_string(c) + " channels");
+    ctx.fail("input " + x.shape_string() + " is not NC1HWC0 (C0 16) of the weights' " + std::to_string(c) +
+             " channels");
   if (c % group != 0 || w.dims()[1] * group != c)
-    ctx.fail("channels " + std::to_string(c) + " and weights " + w.shape_string() + " do not match group " + std::to_string(group));
+    ctx.fail("channels " + std::to_string(c) + " and weights " + w.shape_string() + " do not match group " +
+             std::to_string(group));
   std::vector<int64_t> plain_x(x.dims().begin(), x.dims().begin() + static_cast<int64_t>(rank));
   plain_x[1] = c;
-  std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape", std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
+  std::vector<int64_t> kernel =
+      ctx.attr_ints("kernel_shape", std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
   WindowGeometry g = window_geometry(ctx, plain_x, kernel, false);
 
   memory::dims src_dims{n, c}, dst_dims{n, m}, wei_dims, dil, strides(g.strides.begin(), g.strides.end());
   src_dims.insert(src_dims.end(), g.in.begin(), g.in.end());
   dst_dims.insert(dst_dims.end(), g.out.begin(), g.out.end());
-  if (group > 1) wei_dims = {group, m / group, c / group};
-  else wei_dims = {m, c};
+  if (group > 1)
+    wei_dims = {group, m / group, c / group};
+  else
+    wei_dims = {m, c};
   wei_dims.insert(wei_dims.end(), w.dims().begin() + 2, w.dims().end());
   for (int64_t d : g.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
   memory::dims pl(g.pad_begin.begin(), g.pad_begin.end()), pr(g.pad_end.begin(), g.pad_end.end());
@@ -147,7 +158,8 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   }
   if (fusion.residual) {
     if (fusion.residual->dtype() != DType::F32 || fusion.residual->dims() != out_dims)
-      ctx.fail("the residual " + fusion.residual->shape_string() + " must match the output, f32" + dims_text(out_dims));
+      ctx.fail("the residual " + fusion.residual->shape_string() + " must match the output, f32" +
+               dims_text(out_dims));
   }
   // The primitive (or its reorder) writes every byte. The sum post-op reads the residual
   // where it writes, so the output may be planned over it (no copy of it into dst).
@@ -176,7 +188,8 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   key += fusion.residual ? "sum;" : ";";
   key += activation_key(fusion.activation, fusion.activation_params);
   if (affine) key += ";affine " + activation_key("", {fusion.post_scale, fusion.post_shift});
-  key += ";threads " + std::to_string(omp_get_max_threads());  // a primitive runs the thread count it was made for
+  key += ";threads " +
+         std::to_string(omp_get_max_threads());  // a primitive runs the thread count it was made for
   std::shared_ptr<const ConvPlan> plan = cached_plan<ConvPlan>(key, [&] {
     primitive_attr attr;
     attr.set_scratchpad_mode(scratchpad_mode::user);
@@ -186,12 +199,16 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
     // (its transforms dominate). Its error is that of a reordered fp32 sum (about 1e-6
     // of an output of magnitude 1). Where the machine has no Winograd kernel (AVX2),
     // creating it throws and the direct conv is used.
-    const bool winograd_shape = rank == 4 && group == 1 && wei_dims[2] == 3 && wei_dims[3] == 3 && strides == memory::dims{1, 1} &&
-                                dil == memory::dims{0, 0} && std::min(c, m) >= 48;
-    auto is_reference = [](const convolution_forward::primitive_desc& pd) { return std::string_view(pd.impl_info_str()).starts_with("ref"); };
+    const bool winograd_shape = rank == 4 && group == 1 && wei_dims[2] == 3 && wei_dims[3] == 3 &&
+                                strides == memory::dims{1, 1} && dil == memory::dims{0, 0} &&
+                                std::min(c, m) >= 48;
+    auto is_reference = [](const convolution_forward::primitive_desc& pd) {
+      return std::string_view(pd.impl_info_str()).starts_with("ref");
+    };
     auto make = [&](const memory::desc& src_md, const memory::desc& dst_md) {
       auto with = [&](algorithm alg) {
-        convolution_forward::desc desc(prop_kind::forward_inference, alg, src_md, any(wei_dims), bias_md, dst_md, strides, dil, pl, pr);
+        convolution_forward::desc desc(prop_kind::forward_inference, alg, src_md, any(wei_dims), bias_md,
+                                       dst_md, strides, dil, pl, pr);
         return convolution_forward::primitive_desc(desc, attr, eng);
       };
       if (winograd_shape) try {
@@ -207,16 +224,19 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
     // has no nChw16c kernel, only the reference loop) oneDNN picks.
     std::optional<convolution_forward::primitive_desc> made;
     if (fusion.x_blocked || fusion.y_blocked) {
-      auto in_place = make(fusion.x_blocked ? src_user_md : any(src_dims), fusion.y_blocked ? dst_user_md : any(dst_dims));
+      auto in_place = make(fusion.x_blocked ? src_user_md : any(src_dims),
+                           fusion.y_blocked ? dst_user_md : any(dst_dims));
       if (!is_reference(in_place)) made = in_place;
     }
     if (!made) made = make(any(src_dims), any(dst_dims));
-    return std::make_shared<const ConvPlan>(ConvPlan{*made, convolution_forward(*made), made->src_desc(), made->weights_desc(), made->dst_desc(),
-                                                     made->scratchpad_desc(), "conv " + desc_bytes(made->weights_desc())});
+    return std::make_shared<const ConvPlan>(
+        ConvPlan{*made, convolution_forward(*made), made->src_desc(), made->weights_desc(), made->dst_desc(),
+                 made->scratchpad_desc(), "conv " + desc_bytes(made->weights_desc())});
   });
 
   auto convert = [&](memory from, memory to) {
-    if (!copy_channel_blocks(from.get_desc(), from.get_data_handle(), to.get_desc(), to.get_data_handle())) reorder_memory(from, to);
+    if (!copy_channel_blocks(from.get_desc(), from.get_data_handle(), to.get_desc(), to.get_data_handle()))
+      reorder_memory(from, to);
   };
   memory src = input_in_layout(plan->src, src_user_md, x.raw(), convert);
   memory wei = weights_in_layout(w, plan->weights_key, plan->weights, wei_user_md, convert);
@@ -224,12 +244,15 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   memory dst = plan->dst == dst_user_md ? dst_user : thread_operand(ThreadOperand::destination, plan->dst);
   if (fusion.residual) {  // the sum post-op adds what dst holds
     memory r(dst_user_md, eng, const_cast<std::byte*>(fusion.residual->raw()));
-    if (dst != dst_user) convert(r, dst);
-    else if (y.raw() != fusion.residual->raw()) std::memcpy(y.mutable_raw(), fusion.residual->raw(), y.nbytes());
+    if (dst != dst_user)
+      convert(r, dst);
+    else if (y.raw() != fusion.residual->raw())
+      std::memcpy(y.mutable_raw(), fusion.residual->raw(), y.nbytes());
   }
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
   if (b) {
-    if (b->size() != m) ctx.fail("bias has " + std::to_string(b->size()) + " values for " + std::to_string(m) + " channels");
+    if (b->size() != m)
+      ctx.fail("bias has " + std::to_string(b->size()) + " values for " + std::to_string(m) + " channels");
     args[DNNL_ARG_BIAS] = memory(bias_md, eng, const_cast<std::byte*>(b->raw()));
   }
   memory scratchpad = thread_scratchpad(plan->scratchpad);
@@ -243,7 +266,8 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   return y;
 }
 
-HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const HostTensor* b) {
+HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,
+                       const HostTensor* b) {
   return fused_convolution(ctx, x, w, b, ConvFusion{});
 }
 

@@ -19,7 +19,8 @@ WindowGeometry window_geometry(const KernelContext& ctx, const std::vector<int64
                                const std::vector<int64_t>& kernel, bool ceil_mode);
 
 // y = Conv(x, w) + b (b may be null); x [N, C, spatial...], w [M, C/group, k...].
-HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const HostTensor* b);
+HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,
+                       const HostTensor* b);
 
 // What a fused convolution adds to Conv, all computed by the one oneDNN primitive:
 // tensors in NC1HWC0 (C0 = 16: oneDNN's nChw16c) instead of NCHW, a residual summed
@@ -36,7 +37,7 @@ struct ConvFusion {
 
 // y = act(Conv(x, w) + b + residual) * post_scale + post_shift. Blocked outputs keep their
 // padding channels 0.
-HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const HostTensor* b,
-                             const ConvFusion& fusion);
+HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,
+                             const HostTensor* b, const ConvFusion& fusion);
 
 }  // namespace geopt

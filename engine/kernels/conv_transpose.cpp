@@ -36,26 +36,33 @@ TransposedGeometry transposed_geometry(const KernelContext& ctx, const HostTenso
   std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
   const std::vector<int64_t> output_shape = ctx.attr_ints("output_shape");
   const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
-  if (g.kernel.size() != sp || g.strides.size() != sp || g.dilations.size() != sp || out_pad.size() != sp || pads.size() != 2 * sp)
-    ctx.fail("kernel_shape, strides, dilations, output_padding or pads have the wrong length for " + std::to_string(sp) + " spatial axes");
-  if (!output_shape.empty() && output_shape.size() < sp) ctx.fail("output_shape has fewer than " + std::to_string(sp) + " entries");
+  if (g.kernel.size() != sp || g.strides.size() != sp || g.dilations.size() != sp || out_pad.size() != sp ||
+      pads.size() != 2 * sp)
+    ctx.fail("kernel_shape, strides, dilations, output_padding or pads have the wrong length for " +
+             std::to_string(sp) + " spatial axes");
+  if (!output_shape.empty() && output_shape.size() < sp)
+    ctx.fail("output_shape has fewer than " + std::to_string(sp) + " entries");
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
     ctx.fail("unknown auto_pad '" + auto_pad + "'");
-  if (static_cast<size_t>(w.rank()) != sp + 2) ctx.fail("weights " + w.shape_string() + " do not match the input's rank");
+  if (static_cast<size_t>(w.rank()) != sp + 2)
+    ctx.fail("weights " + w.shape_string() + " do not match the input's rank");
   g.pad_begin.resize(sp);
   g.pad_end.resize(sp);
   g.out.resize(sp);
   for (size_t i = 0; i < sp; ++i) {
-    if (g.strides[i] <= 0 || g.dilations[i] <= 0 || g.kernel[i] <= 0) ctx.fail("strides, dilations and kernel_shape must be positive");
+    if (g.strides[i] <= 0 || g.dilations[i] <= 0 || g.kernel[i] <= 0)
+      ctx.fail("strides, dilations and kernel_shape must be positive");
     if (g.kernel[i] != w.dims()[2 + i]) ctx.fail("kernel_shape differs from the weights " + w.shape_string());
     const int64_t full = g.strides[i] * (g.in[i] - 1) + out_pad[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
     const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
     if (!output_shape.empty() || same) {
       // ONNX: total padding makes the output the requested (or input * stride) size;
       // SAME_UPPER puts the smaller half first, everything else the larger half.
-      const int64_t want = output_shape.empty() ? g.in[i] * g.strides[i] : output_shape[output_shape.size() - sp + i];
+      const int64_t want =
+          output_shape.empty() ? g.in[i] * g.strides[i] : output_shape[output_shape.size() - sp + i];
       const int64_t total = full - want;
-      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division: total may be negative
+      const int64_t half =
+          total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division: total may be negative
       pads[i] = auto_pad == "SAME_UPPER" ? half : total - half;
       pads[sp + i] = total - pads[i];
     } else if (auto_pad == "VALID") {
@@ -71,9 +78,11 @@ TransposedGeometry transposed_geometry(const KernelContext& ctx, const HostTenso
 
 // Every input pixel scatters its kernel-weighted contribution.
 template <class T>
-void scatter(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const TransposedGeometry& g, int64_t group, HostTensor& y) {
+void scatter(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, const TransposedGeometry& g,
+             int64_t group, HostTensor& y) {
   const size_t sp = g.in.size();
-  const int64_t n = x.dims()[0], c = x.dims()[1], c_per_group = c / group, m_per_group = w.dims()[1], m = m_per_group * group;
+  const int64_t n = x.dims()[0], c = x.dims()[1], c_per_group = c / group, m_per_group = w.dims()[1],
+                m = m_per_group * group;
   int64_t in_px = 1, out_px = 1, k_px = 1;
   for (size_t i = 0; i < sp; ++i) {
     in_px *= g.in[i];
@@ -123,7 +132,7 @@ void scatter(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,
 struct DeconvPlan {
   dnnl::deconvolution_forward primitive;
   dnnl::memory::desc src, weights, dst, scratchpad;  // queried once (each query copies a kilobyte)
-  std::string weights_key;                           // derived_constant's key for the weights in `weights`' layout
+  std::string weights_key;  // derived_constant's key for the weights in `weights`' layout
 };
 
 // The part of the output some input pixel reaches: a negative pad adds positions the
@@ -195,14 +204,15 @@ bool deconvolution(const HostTensor& x, const HostTensor& w, const HostTensor* b
     key += ';';
   }
   key += b ? "bias;" : ";";
-  key += "threads " + std::to_string(omp_get_max_threads());  // a primitive runs the thread count it was made for
+  key += "threads " +
+         std::to_string(omp_get_max_threads());  // a primitive runs the thread count it was made for
   std::shared_ptr<const DeconvPlan> plan = cached_plan<DeconvPlan>(key, [&] {
     primitive_attr attr;
     attr.set_scratchpad_mode(scratchpad_mode::user);
     auto any = [](const memory::dims& d) { return memory::desc(d, dt::f32, tag::any); };
     auto make = [&](const memory::desc& src_md, const memory::desc& dst_md) {
-      deconvolution_forward::desc desc(prop_kind::forward_inference, algorithm::deconvolution_direct, src_md, any(wei_dims), bias_md, dst_md,
-                                       strides, dil, pl, pr);
+      deconvolution_forward::desc desc(prop_kind::forward_inference, algorithm::deconvolution_direct, src_md,
+                                       any(wei_dims), bias_md, dst_md, strides, dil, pl, pr);
       return deconvolution_forward::primitive_desc(desc, attr, cpu_engine());
     };
     // Left to choose, oneDNN blocks the channels by 16. With 8 output channels or fewer
@@ -222,7 +232,8 @@ bool deconvolution(const HostTensor& x, const HostTensor& w, const HostTensor* b
       }
     const deconvolution_forward::primitive_desc& pd = *made;
     return std::make_shared<const DeconvPlan>(
-        DeconvPlan{deconvolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc(), "deconv " + desc_bytes(pd.weights_desc())});
+        DeconvPlan{deconvolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(),
+                   pd.scratchpad_desc(), "deconv " + desc_bytes(pd.weights_desc())});
   });
 
   if (!plan) return false;
@@ -231,13 +242,17 @@ bool deconvolution(const HostTensor& x, const HostTensor& w, const HostTensor* b
   if (!reached.whole) {  // positions no input reaches hold the bias
     float* py = y.mutable_data<float>();
     const int64_t per_channel = y.size() / (n * m);
-    for (int64_t i = 0; i < n * m; ++i) std::fill_n(py + i * per_channel, per_channel, b ? b->data<float>()[i % m] : 0.0f);
+    for (int64_t i = 0; i < n * m; ++i)
+      std::fill_n(py + i * per_channel, per_channel, b ? b->data<float>()[i % m] : 0.0f);
   }
   memory src = input_in_layout(plan->src, src_user_md, x.raw());
   memory wei = weights_in_layout(w, plan->weights_key, plan->weights, wei_user_md);
   memory dst_user(dst_user_md, eng, y.mutable_raw());
   memory dst = plan->dst == dst_user_md ? dst_user : thread_operand(ThreadOperand::destination, plan->dst);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, thread_scratchpad(plan->scratchpad)}};
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src},
+                                       {DNNL_ARG_WEIGHTS, wei},
+                                       {DNNL_ARG_DST, dst},
+                                       {DNNL_ARG_SCRATCHPAD, thread_scratchpad(plan->scratchpad)}};
   if (b) args[DNNL_ARG_BIAS] = memory(bias_md, eng, const_cast<std::byte*>(b->raw()));
   plan->primitive.execute(s, args);
   if (dst != dst_user) reorder(dst, dst_user).execute(s, dst, dst_user);
@@ -252,16 +267,20 @@ void conv_transpose(KernelContext& ctx) {
   const int64_t group = ctx.attr_int("group", 1);
   const int64_t n = x.dims()[0], c = x.dims()[1];
   if (group <= 0 || c % group != 0 || w.rank() < 3 || w.dims()[0] != c)
-    ctx.fail("weights " + w.shape_string() + " do not match " + std::to_string(c) + " channels in " + std::to_string(group) + " groups");
-  if (w.dtype() != x.dtype()) ctx.fail("weights are " + dtype_name(w.dtype()) + ", the input " + dtype_name(x.dtype()));
+    ctx.fail("weights " + w.shape_string() + " do not match " + std::to_string(c) + " channels in " +
+             std::to_string(group) + " groups");
+  if (w.dtype() != x.dtype())
+    ctx.fail("weights are " + dtype_name(w.dtype()) + ", the input " + dtype_name(x.dtype()));
   const TransposedGeometry g = transposed_geometry(ctx, x, w);
   const int64_t m = w.dims()[1] * group;
   const HostTensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  if (b && (b->dtype() != x.dtype() || b->size() != m)) ctx.fail("bias " + b->shape_string() + " must hold " + std::to_string(m) + " values of the input's type");
+  if (b && (b->dtype() != x.dtype() || b->size() != m))
+    ctx.fail("bias " + b->shape_string() + " must hold " + std::to_string(m) + " values of the input's type");
   std::vector<int64_t> ydims{n, m};
   ydims.insert(ydims.end(), g.out.begin(), g.out.end());
   const Reached reached = reached_region(g);
-  const bool some_reached = std::all_of(reached.dims.begin(), reached.dims.end(), [](int64_t d) { return d > 0; });
+  const bool some_reached =
+      std::all_of(reached.dims.begin(), reached.dims.end(), [](int64_t d) { return d > 0; });
   if (x.dtype() == DType::F32 && x.rank() <= 5 && some_reached && x.size() > 0 && w.size() > 0) {
     HostTensor y = ctx.new_output(0, DType::F32, ydims);
     if (deconvolution(x, w, b, g, group, reached, y)) {
@@ -270,7 +289,8 @@ void conv_transpose(KernelContext& ctx) {
     }
   }
   HostTensor y(x.dtype(), ydims);
-  dispatch_float(x.dtype(), [&]<class T>() { scatter<T>(ctx, x, w, g, group, y); }, "ConvTranspose");
+  dispatch_float(
+      x.dtype(), [&]<class T>() { scatter<T>(ctx, x, w, g, group, y); }, "ConvTranspose");
   ctx.outputs[0] = std::move(y);
 }
 

@@ -38,17 +38,28 @@ inline constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, B
 template <class F>
 decltype(auto) dispatch_real(DType t, F&& f, const char* what = "kernel") {
   switch (t) {
-    case DType::F32: return f.template operator()<float>();
-    case DType::F64: return f.template operator()<double>();
-    case DType::I64: return f.template operator()<int64_t>();
-    case DType::I32: return f.template operator()<int32_t>();
-    case DType::I16: return f.template operator()<int16_t>();
-    case DType::I8: return f.template operator()<int8_t>();
-    case DType::U8: return f.template operator()<uint8_t>();
-    case DType::U16: return f.template operator()<uint16_t>();
-    case DType::U32: return f.template operator()<uint32_t>();
-    case DType::U64: return f.template operator()<uint64_t>();
-    default: unsupported_dtype(t, what);
+    case DType::F32:
+      return f.template operator()<float>();
+    case DType::F64:
+      return f.template operator()<double>();
+    case DType::I64:
+      return f.template operator()<int64_t>();
+    case DType::I32:
+      return f.template operator()<int32_t>();
+    case DType::I16:
+      return f.template operator()<int16_t>();
+    case DType::I8:
+      return f.template operator()<int8_t>();
+    case DType::U8:
+      return f.template operator()<uint8_t>();
+    case DType::U16:
+      return f.template operator()<uint16_t>();
+    case DType::U32:
+      return f.template operator()<uint32_t>();
+    case DType::U64:
+      return f.template operator()<uint64_t>();
+    default:
+      unsupported_dtype(t, what);
   }
 }
 
@@ -56,19 +67,26 @@ decltype(auto) dispatch_real(DType t, F&& f, const char* what = "kernel") {
 template <class F>
 decltype(auto) dispatch_all(DType t, F&& f, const char* what = "kernel") {
   switch (t) {
-    case DType::Bool: return f.template operator()<bool>();
-    case DType::F16: return f.template operator()<Half>();
-    case DType::BF16: return f.template operator()<BFloat16>();
-    default: return dispatch_real(t, std::forward<F>(f), what);
+    case DType::Bool:
+      return f.template operator()<bool>();
+    case DType::F16:
+      return f.template operator()<Half>();
+    case DType::BF16:
+      return f.template operator()<BFloat16>();
+    default:
+      return dispatch_real(t, std::forward<F>(f), what);
   }
 }
 
 template <class F>
 decltype(auto) dispatch_float(DType t, F&& f, const char* what = "kernel") {
   switch (t) {
-    case DType::F32: return f.template operator()<float>();
-    case DType::F64: return f.template operator()<double>();
-    default: unsupported_dtype(t, what);
+    case DType::F32:
+      return f.template operator()<float>();
+    case DType::F64:
+      return f.template operator()<double>();
+    default:
+      unsupported_dtype(t, what);
   }
 }
 

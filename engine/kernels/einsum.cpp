@@ -20,19 +20,22 @@ struct Term {
   std::vector<int> labels;  // one per axis of the operand
 };
 
-std::vector<int> parse_term(const KernelContext& ctx, const std::string& text, int64_t rank, int ellipsis_rank, bool operand) {
+std::vector<int> parse_term(const KernelContext& ctx, const std::string& text, int64_t rank,
+                            int ellipsis_rank, bool operand) {
   std::vector<int> letters_before, letters_after;
   bool seen_ellipsis = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == ' ') continue;
     if (c == '.') {
-      if (text.compare(i, 3, "...") != 0 || seen_ellipsis) ctx.fail("malformed ellipsis in equation term '" + text + "'");
+      if (text.compare(i, 3, "...") != 0 || seen_ellipsis)
+        ctx.fail("malformed ellipsis in equation term '" + text + "'");
       seen_ellipsis = true;
       i += 2;
       continue;
     }
-    if (!std::isalpha(static_cast<unsigned char>(c))) ctx.fail("equation term '" + text + "' has '" + std::string(1, c) + "', not a letter");
+    if (!std::isalpha(static_cast<unsigned char>(c)))
+      ctx.fail("equation term '" + text + "' has '" + std::string(1, c) + "', not a letter");
     (seen_ellipsis ? letters_after : letters_before).push_back(c);
   }
   const int letters = static_cast<int>(letters_before.size() + letters_after.size());
@@ -40,7 +43,8 @@ std::vector<int> parse_term(const KernelContext& ctx, const std::string& text, i
   if (operand) {
     own_ellipsis = static_cast<int>(rank) - letters;
     if (own_ellipsis < 0 || (!seen_ellipsis && own_ellipsis != 0))
-      ctx.fail("equation term '" + text + "' has " + std::to_string(letters) + " labels for an operand of rank " + std::to_string(rank));
+      ctx.fail("equation term '" + text + "' has " + std::to_string(letters) +
+               " labels for an operand of rank " + std::to_string(rank));
   } else {
     own_ellipsis = seen_ellipsis ? ellipsis_rank : 0;
   }
@@ -62,14 +66,17 @@ void einsum(KernelContext& ctx) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (texts.size() != ctx.input_count()) ctx.fail("the equation has " + std::to_string(texts.size()) + " terms for " + std::to_string(ctx.input_count()) + " operands");
+  if (texts.size() != ctx.input_count())
+    ctx.fail("the equation has " + std::to_string(texts.size()) + " terms for " +
+             std::to_string(ctx.input_count()) + " operands");
   const DType dtype = ctx.input(0).dtype();
   int ellipsis_rank = 0;
   for (size_t k = 0; k < texts.size(); ++k) {
     if (ctx.input(k).dtype() != dtype) ctx.fail("operands differ in dtype");
     int letters = 0;
     for (char c : texts[k]) letters += std::isalpha(static_cast<unsigned char>(c)) ? 1 : 0;
-    if (texts[k].find("...") != std::string::npos) ellipsis_rank = std::max(ellipsis_rank, static_cast<int>(ctx.input(k).rank()) - letters);
+    if (texts[k].find("...") != std::string::npos)
+      ellipsis_rank = std::max(ellipsis_rank, static_cast<int>(ctx.input(k).rank()) - letters);
   }
   std::vector<Term> terms;
   std::map<int, int64_t> extent;  // label -> dim
@@ -82,8 +89,11 @@ void einsum(KernelContext& ctx) {
       const int64_t d = x.dims()[a];
       auto [it, fresh] = extent.emplace(l, d);
       if (!fresh && it->second != d) {
-        if (l >= kEllipsisLabel && it->second == 1) it->second = d;  // a 1 broadcasts (to 0 as well)
-        else if (!(l >= kEllipsisLabel && d == 1)) ctx.fail("label '" + std::string(1, static_cast<char>(l)) + "' has dims " + std::to_string(it->second) + " and " + std::to_string(d));
+        if (l >= kEllipsisLabel && it->second == 1)
+          it->second = d;  // a 1 broadcasts (to 0 as well)
+        else if (!(l >= kEllipsisLabel && d == 1))
+          ctx.fail("label '" + std::string(1, static_cast<char>(l)) + "' has dims " +
+                   std::to_string(it->second) + " and " + std::to_string(d));
       }
       ++uses[l];
     }
@@ -94,9 +104,11 @@ void einsum(KernelContext& ctx) {
     out_labels = parse_term(ctx, eq.substr(arrow + 2), 0, ellipsis_rank, false);
     std::set<int> once;
     for (int l : out_labels) {
-      if (!extent.count(l)) ctx.fail("output label '" + std::string(1, static_cast<char>(l)) + "' is in no operand");
+      if (!extent.count(l))
+        ctx.fail("output label '" + std::string(1, static_cast<char>(l)) + "' is in no operand");
       // "ij->ii" names no tensor (numpy refuses it too): an output axis per label.
-      if (!once.insert(l).second) ctx.fail("output label '" + std::string(1, static_cast<char>(l)) + "' is given twice");
+      if (!once.insert(l).second)
+        ctx.fail("output label '" + std::string(1, static_cast<char>(l)) + "' is given twice");
     }
   } else {
     for (int e = 0; e < ellipsis_rank; ++e) out_labels.push_back(kEllipsisLabel + e);
@@ -129,39 +141,43 @@ void einsum(KernelContext& ctx) {
   for (int64_t d : sum_dims) sum_count *= d;
 
   HostTensor y(dtype, out_dims);
-  dispatch_real(dtype, [&]<class T>() {
-    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-    std::vector<const T*> in;
-    for (size_t k = 0; k < terms.size(); ++k) in.push_back(ctx.input(k).data<T>());
-    T* py = y.mutable_data<T>();
-    std::vector<int64_t> oc(out_dims.size(), 0), sc(sum_dims.size(), 0), base(terms.size()), off(terms.size());
-    for (int64_t i = 0; i < y.size(); ++i) {
-      for (size_t k = 0; k < terms.size(); ++k) {
-        base[k] = 0;
-        for (size_t a = 0; a < oc.size(); ++a) base[k] += oc[a] * out_strides[k][a];
-      }
-      Acc acc = 0;
-      std::fill(sc.begin(), sc.end(), 0);
-      for (int64_t s = 0; s < sum_count; ++s) {
-        Acc prod = 1;
-        for (size_t k = 0; k < terms.size(); ++k) {
-          int64_t o = base[k];
-          for (size_t a = 0; a < sc.size(); ++a) o += sc[a] * sum_strides[k][a];
-          prod *= static_cast<Acc>(in[k][o]);
+  dispatch_real(
+      dtype,
+      [&]<class T>() {
+        using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+        std::vector<const T*> in;
+        for (size_t k = 0; k < terms.size(); ++k) in.push_back(ctx.input(k).data<T>());
+        T* py = y.mutable_data<T>();
+        std::vector<int64_t> oc(out_dims.size(), 0), sc(sum_dims.size(), 0), base(terms.size()),
+            off(terms.size());
+        for (int64_t i = 0; i < y.size(); ++i) {
+          for (size_t k = 0; k < terms.size(); ++k) {
+            base[k] = 0;
+            for (size_t a = 0; a < oc.size(); ++a) base[k] += oc[a] * out_strides[k][a];
+          }
+          Acc acc = 0;
+          std::fill(sc.begin(), sc.end(), 0);
+          for (int64_t s = 0; s < sum_count; ++s) {
+            Acc prod = 1;
+            for (size_t k = 0; k < terms.size(); ++k) {
+              int64_t o = base[k];
+              for (size_t a = 0; a < sc.size(); ++a) o += sc[a] * sum_strides[k][a];
+              prod *= static_cast<Acc>(in[k][o]);
+            }
+            acc += prod;
+            for (size_t a = sc.size(); a-- > 0;) {
+              if (++sc[a] < sum_dims[a]) break;
+              sc[a] = 0;
+            }
+          }
+          py[i] = static_cast<T>(acc);
+          for (size_t a = oc.size(); a-- > 0;) {
+            if (++oc[a] < out_dims[a]) break;
+            oc[a] = 0;
+          }
         }
-        acc += prod;
-        for (size_t a = sc.size(); a-- > 0;) {
-          if (++sc[a] < sum_dims[a]) break;
-          sc[a] = 0;
-        }
-      }
-      py[i] = static_cast<T>(acc);
-      for (size_t a = oc.size(); a-- > 0;) {
-        if (++oc[a] < out_dims[a]) break;
-        oc[a] = 0;
-      }
-    }
-  }, "Einsum");
+      },
+      "Einsum");
   ctx.outputs[0] = std::move(y);
 }
 

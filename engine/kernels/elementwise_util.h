@@ -78,7 +78,8 @@ void apply_broadcast_tiles(const BroadcastPlan<N>& p, Tile&& tile) {
   if (total == 0) return;
   const int64_t outer = total / (inner * mid);
   const int64_t cols = std::min(inner, kTile), col_chunks = (inner + cols - 1) / cols;
-  const int64_t rows = col_chunks > 1 ? 1 : std::clamp<int64_t>(kTile / inner, 1, mid), row_chunks = (mid + rows - 1) / rows;
+  const int64_t rows = col_chunks > 1 ? 1 : std::clamp<int64_t>(kTile / inner, 1, mid),
+                row_chunks = (mid + rows - 1) / rows;
   int64_t steps[N], row_steps[N];
   for (size_t k = 0; k < N; ++k) {
     steps[k] = p.loop_strides[k][rank - 1];
@@ -86,7 +87,8 @@ void apply_broadcast_tiles(const BroadcastPlan<N>& p, Tile&& tile) {
   }
 #pragma omp parallel for if (total > (1 << 16))
   for (int64_t t = 0; t < outer * row_chunks * col_chunks; ++t) {
-    const int64_t first_col = t % col_chunks * cols, first_row = t / col_chunks % row_chunks * rows, o = t / col_chunks / row_chunks;
+    const int64_t first_col = t % col_chunks * cols, first_row = t / col_chunks % row_chunks * rows,
+                  o = t / col_chunks / row_chunks;
     int64_t base[N];
     for (size_t k = 0; k < N; ++k) base[k] = first_row * row_steps[k] + first_col * steps[k];
     for (size_t d = rank >= 2 ? rank - 2 : 0, rest = static_cast<size_t>(o); d-- > 0;) {
@@ -94,8 +96,9 @@ void apply_broadcast_tiles(const BroadcastPlan<N>& p, Tile&& tile) {
       rest /= static_cast<size_t>(p.loop_dims[d]);
       for (size_t k = 0; k < N; ++k) base[k] += c * p.loop_strides[k][d];
     }
-    tile((o * mid + first_row) * inner + first_col, static_cast<const int64_t*>(base), static_cast<const int64_t*>(steps),
-         std::min(cols, inner - first_col), std::min(rows, mid - first_row), static_cast<const int64_t*>(row_steps));
+    tile((o * mid + first_row) * inner + first_col, static_cast<const int64_t*>(base),
+         static_cast<const int64_t*>(steps), std::min(cols, inner - first_col),
+         std::min(rows, mid - first_row), static_cast<const int64_t*>(row_steps));
   }
 }
 
@@ -103,7 +106,8 @@ void apply_broadcast_tiles(const BroadcastPlan<N>& p, Tile&& tile) {
 // f must only write the element it is given).
 template <size_t N, class F>
 void apply_broadcast(const BroadcastPlan<N>& p, F&& f) {
-  apply_broadcast_tiles(p, [&](int64_t i, const int64_t* base, const int64_t* steps, int64_t count, int64_t rows, const int64_t* row_steps) {
+  apply_broadcast_tiles(p, [&](int64_t i, const int64_t* base, const int64_t* steps, int64_t count,
+                               int64_t rows, const int64_t* row_steps) {
     for (int64_t r = 0; r < rows; ++r) {
       int64_t offs[N];
       for (size_t k = 0; k < N; ++k) offs[k] = base[k] + r * row_steps[k];

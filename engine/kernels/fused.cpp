@@ -8,8 +8,8 @@
 #include "kernels/activation.h"
 #include "kernels/broadcast.h"
 #include "kernels/conv.h"
-#include "kernels/layout.h"
 #include "kernels/elementwise_util.h"
+#include "kernels/layout.h"
 #include "kernels/linalg.h"
 #include "kernels/norm.h"
 #include "kernels/row_math.h"
@@ -42,7 +42,8 @@ void rsqrt(KernelContext& ctx) {
 void add_broadcast(const KernelContext& ctx, HostTensor& y, const HostTensor& bias) {
   require_f32(ctx, bias);
   auto plan = plan_broadcast<2>(ctx, {&y, &bias});
-  if (plan.dims != y.dims()) ctx.fail("bias " + bias.shape_string() + " does not broadcast to " + y.shape_string());
+  if (plan.dims != y.dims())
+    ctx.fail("bias " + bias.shape_string() + " does not broadcast to " + y.shape_string());
   float* py = y.mutable_data<float>();
   const float* pb = bias.data<float>();
   apply_broadcast(plan, [&](int64_t, const int64_t* o) { py[o[0]] += pb[o[1]]; });
@@ -53,8 +54,10 @@ void fused_matmul(KernelContext& ctx) {
   const std::string b_format = ctx.attr_string("b_format", "ND");
   if (b_format != "ND" && b_format != "FRACTAL_NZ") ctx.fail("b_format must be ND or FRACTAL_NZ");
   const HostTensor& a = ctx.input(0);
-  if (b_format == "FRACTAL_NZ" && (a.rank() < 1 || ctx.attr_int("n", 0) <= 0)) ctx.fail("a FRACTAL_NZ operand needs `n` (its columns)");
-  HostTensor b = b_format == "ND" ? ctx.input(1) : unpacked_weight(ctx.input(1), {a.dim(-1), ctx.attr_int("n", 0)}, true);
+  if (b_format == "FRACTAL_NZ" && (a.rank() < 1 || ctx.attr_int("n", 0) <= 0))
+    ctx.fail("a FRACTAL_NZ operand needs `n` (its columns)");
+  HostTensor b = b_format == "ND" ? ctx.input(1)
+                                  : unpacked_weight(ctx.input(1), {a.dim(-1), ctx.attr_int("n", 0)}, true);
   const std::string activation = ctx.attr_string("activation", "none");
   const std::vector<float> params = ctx.attr_floats("activation_params");
   if (auto y = fused_matmul_f32(ctx, a, b, ctx.has_input(2) ? &ctx.input(2) : nullptr, activation, params)) {
@@ -75,9 +78,11 @@ void fused_conv(KernelContext& ctx) {
   if (format != "NCHW" && format != "NC1HWC0") ctx.fail("data_format must be NCHW or NC1HWC0");
   const bool blocked = format == "NC1HWC0";
   const std::string weight_format = ctx.attr_string("weight_format", "NCHW");
-  if (weight_format != "NCHW" && weight_format != "FRACTAL_Z") ctx.fail("weight_format must be NCHW or FRACTAL_Z");
+  if (weight_format != "NCHW" && weight_format != "FRACTAL_Z")
+    ctx.fail("weight_format must be NCHW or FRACTAL_Z");
   const std::string input_format = ctx.attr_string("input_format", "");
-  if (!input_format.empty() && (input_format != "NCHW" || !blocked)) ctx.fail("input_format must be empty, or NCHW with data_format NC1HWC0");
+  if (!input_format.empty() && (input_format != "NCHW" || !blocked))
+    ctx.fail("input_format must be empty, or NCHW with data_format NC1HWC0");
   const HostTensor& x_in = ctx.input(0);
   HostTensor w = ctx.input(1);
   if (weight_format == "FRACTAL_Z") {
@@ -85,7 +90,8 @@ void fused_conv(KernelContext& ctx) {
     const int64_t m = ctx.attr_int("channels", 0);
     if (!blocked || ctx.attr_int("group", 1) != 1 || k.size() != 2 || m <= 0)
       ctx.fail("FRACTAL_Z weights need data_format NC1HWC0, group 1, a 2-D kernel_shape and `channels`");
-    if (x_in.rank() != (input_format == "NCHW" ? 4 : 5)) ctx.fail("the input " + x_in.shape_string() + " is not in its format");
+    if (x_in.rank() != (input_format == "NCHW" ? 4 : 5))
+      ctx.fail("the input " + x_in.shape_string() + " is not in its format");
     // An NC1HWC0 input's padding channels meet zero weights.
     const int64_t channels_in = x_in.rank() == 5 ? x_in.dim(1) * x_in.dim(4) : x_in.dim(1);
     w = unpacked_weight(w, {m, channels_in, k[0], k[1]}, false);
@@ -104,11 +110,17 @@ void fused_conv(KernelContext& ctx) {
 
 void trans_data(KernelContext& ctx) {
   const std::string src = ctx.attr_string("src_format", ""), dst = ctx.attr_string("dst_format", "");
-  if (src == "NCHW" && dst == "NC1HWC0") ctx.outputs[0] = to_nc1hwc0(ctx.input(0));
-  else if (src == "NC1HWC0" && dst == "NCHW") ctx.outputs[0] = from_nc1hwc0(ctx.input(0), ctx.attr_int("channels", 0));
-  else if (src == "NCHW" && dst == "FRACTAL_Z") ctx.outputs[0] = to_fractal_z(ctx.input(0));
-  else if (src == "ND" && dst == "FRACTAL_NZ") ctx.outputs[0] = to_fractal_nz(ctx.input(0));
-  else ctx.fail("TransData supports NCHW <-> NC1HWC0, NCHW -> FRACTAL_Z and ND -> FRACTAL_NZ, not " + src + " -> " + dst);
+  if (src == "NCHW" && dst == "NC1HWC0")
+    ctx.outputs[0] = to_nc1hwc0(ctx.input(0));
+  else if (src == "NC1HWC0" && dst == "NCHW")
+    ctx.outputs[0] = from_nc1hwc0(ctx.input(0), ctx.attr_int("channels", 0));
+  else if (src == "NCHW" && dst == "FRACTAL_Z")
+    ctx.outputs[0] = to_fractal_z(ctx.input(0));
+  else if (src == "ND" && dst == "FRACTAL_NZ")
+    ctx.outputs[0] = to_fractal_nz(ctx.input(0));
+  else
+    ctx.fail("TransData supports NCHW <-> NC1HWC0, NCHW -> FRACTAL_Z and ND -> FRACTAL_NZ, not " + src +
+             " -> " + dst);
   if (dst == "FRACTAL_Z" || dst == "FRACTAL_NZ") remember_plain(ctx.outputs[0], ctx.input(0));
 }
 
@@ -163,17 +175,21 @@ std::vector<int64_t> batch_strides(const AttentionMatrices& m, const std::vector
 // FlashAttention's loop: blocks of queries against tiles of keys, the softmax kept
 // online (running max and sum per query row, the output rescaled when the max grows),
 // so no score matrix larger than one tile exists, and BSND is read where it lies.
-HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTensor& k, const HostTensor& v, const HostTensor* mask,
-                     bool bsnd, bool is_output) {
+HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTensor& k, const HostTensor& v,
+                     const HostTensor* mask, bool bsnd, bool is_output) {
   for (const HostTensor* t : {&q, &k, &v}) {
     require_f32(ctx, *t);
-    if (t->rank() < (bsnd ? 3u : 2u)) ctx.fail(bsnd ? "input_layout BSND needs Q, K and V of rank >= 3" : "Q, K and V need rank >= 2");
+    if (t->rank() < (bsnd ? 3u : 2u))
+      ctx.fail(bsnd ? "input_layout BSND needs Q, K and V of rank >= 3" : "Q, K and V need rank >= 2");
   }
-  const AttentionMatrices mq = matrices_of(q.dims(), bsnd), mk = matrices_of(k.dims(), bsnd), mv = matrices_of(v.dims(), bsnd);
+  const AttentionMatrices mq = matrices_of(q.dims(), bsnd), mk = matrices_of(k.dims(), bsnd),
+                          mv = matrices_of(v.dims(), bsnd);
   const int64_t s = mq.rows, d = mq.cols, t = mk.rows, dv = mv.cols;
-  if (mk.cols != d || mv.rows != t) ctx.fail("Q " + q.shape_string() + ", K " + k.shape_string() + ", V " + v.shape_string() + " do not fit");
+  if (mk.cols != d || mv.rows != t)
+    ctx.fail("Q " + q.shape_string() + ", K " + k.shape_string() + ", V " + v.shape_string() + " do not fit");
   std::vector<int64_t> batch;
-  if (!broadcast_shape({mq.lead, mk.lead, mv.lead}, batch)) ctx.fail("batch dims of Q, K, V do not broadcast");
+  if (!broadcast_shape({mq.lead, mk.lead, mv.lead}, batch))
+    ctx.fail("batch dims of Q, K, V do not broadcast");
   float scale = ctx.attr_float("scale", 0.0f);
   if (scale == 0.0f) scale = 1.0f / std::sqrt(static_cast<float>(d));
   const bool causal = ctx.attr_int("causal", 0) != 0;
@@ -185,19 +201,24 @@ HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTe
   if (mask) {
     require_f32(ctx, *mask);
     std::vector<int64_t> md;
-    if (!broadcast_shape({mask->dims(), score_dims}, md) || md != score_dims) ctx.fail("mask " + mask->shape_string() + " does not broadcast to the scores");
+    if (!broadcast_shape({mask->dims(), score_dims}, md) || md != score_dims)
+      ctx.fail("mask " + mask->shape_string() + " does not broadcast to the scores");
     mask_strides = broadcast_strides(mask->dims(), score_dims);
   }
   std::vector<int64_t> out_dims = batch;
-  if (bsnd) out_dims.insert(out_dims.end() - 1, s);
-  else out_dims.push_back(s);
+  if (bsnd)
+    out_dims.insert(out_dims.end() - 1, s);
+  else
+    out_dims.push_back(s);
   out_dims.push_back(dv);
   // Each block fills its rows.
-  HostTensor y = is_output ? ctx.new_output(0, DType::F32, out_dims) : HostTensor::uninitialized(DType::F32, out_dims);
+  HostTensor y =
+      is_output ? ctx.new_output(0, DType::F32, out_dims) : HostTensor::uninitialized(DType::F32, out_dims);
   const AttentionMatrices my = matrices_of(out_dims, bsnd);
   int64_t batches = 1;
   for (int64_t b : batch) batches *= b;
-  const auto sq = batch_strides(mq, batch), sk = batch_strides(mk, batch), sv = batch_strides(mv, batch), sy = batch_strides(my, batch);
+  const auto sq = batch_strides(mq, batch), sk = batch_strides(mk, batch), sv = batch_strides(mv, batch),
+             sy = batch_strides(my, batch);
   const size_t nb = batch.size();
   constexpr int64_t kQueryBlock = 128, kKeyTile = 256;
   const int64_t query_blocks = (s + kQueryBlock - 1) / kQueryBlock;
@@ -207,7 +228,8 @@ HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTe
   float* py = y.mutable_data<float>();
 #pragma omp parallel for if (batches * query_blocks > 1)
   for (int64_t task = 0; task < batches * query_blocks; ++task) {
-    const int64_t bi = task / query_blocks, q0 = (task % query_blocks) * kQueryBlock, rows = std::min(kQueryBlock, s - q0);
+    const int64_t bi = task / query_blocks, q0 = (task % query_blocks) * kQueryBlock,
+                  rows = std::min(kQueryBlock, s - q0);
     int64_t oq = 0, ok = 0, ov = 0, oy = 0, om = 0, r = bi;
     for (size_t i = nb; i-- > 0;) {
       const int64_t c = r % batch[i];
@@ -226,14 +248,17 @@ HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTe
     for (int64_t i = 0; i < rows; ++i) std::fill(out + i * my.row_stride, out + i * my.row_stride + dv, 0.0f);
     for (int64_t k0 = 0; k0 < t; k0 += kKeyTile) {
       const int64_t cols = std::min(kKeyTile, t - k0);
-      gemm_f32(false, true, rows, cols, d, scale, qb, mq.row_stride, pk + ok + k0 * mk.row_stride, mk.row_stride, 0.0f, tile.data(), cols);
+      gemm_f32(false, true, rows, cols, d, scale, qb, mq.row_stride, pk + ok + k0 * mk.row_stride,
+               mk.row_stride, 0.0f, tile.data(), cols);
       for (int64_t i = 0; i < rows; ++i) {
         float* row = tile.data() + i * cols;
         const int64_t qi = q0 + i;
         if (mask)
-          for (int64_t j = 0; j < cols; ++j) row[j] += mask->data<float>()[om + qi * mask_strides[nb] + (k0 + j) * mask_strides[nb + 1]];
+          for (int64_t j = 0; j < cols; ++j)
+            row[j] += mask->data<float>()[om + qi * mask_strides[nb] + (k0 + j) * mask_strides[nb + 1]];
         if (causal)
-          for (int64_t j = std::max<int64_t>(0, qi + (t - s) + 1 - k0); j < cols; ++j) row[j] = -std::numeric_limits<float>::infinity();
+          for (int64_t j = std::max<int64_t>(0, qi + (t - s) + 1 - k0); j < cols; ++j)
+            row[j] = -std::numeric_limits<float>::infinity();
         const size_t at = static_cast<size_t>(i);
         const float new_max = std::max(running_max[at], row_max(row, cols));
         if (new_max == -std::numeric_limits<float>::infinity()) {  // all masked so far: nothing to add
@@ -245,10 +270,12 @@ HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTe
         running_max[at] = new_max;
         if (rescale != 1.0f) scale_row(out + i * my.row_stride, dv, rescale);
       }
-      gemm_f32(false, false, rows, dv, cols, 1.0f, tile.data(), cols, pv + ov + k0 * mv.row_stride, mv.row_stride, 1.0f, out, my.row_stride);
+      gemm_f32(false, false, rows, dv, cols, 1.0f, tile.data(), cols, pv + ov + k0 * mv.row_stride,
+               mv.row_stride, 1.0f, out, my.row_stride);
     }
     if (t > 0)  // a row masked everywhere divides 0 by 0, as the unfused softmax does
-      for (int64_t i = 0; i < rows; ++i) scale_row(out + i * my.row_stride, dv, 1.0f / running_sum[static_cast<size_t>(i)]);
+      for (int64_t i = 0; i < rows; ++i)
+        scale_row(out + i * my.row_stride, dv, 1.0f / running_sum[static_cast<size_t>(i)]);
   }
   return y;
 }
@@ -260,14 +287,17 @@ void flash_attention(KernelContext& ctx) {
   const HostTensor* mask = ctx.has_input(3) ? &ctx.input(3) : nullptr;
   const std::string layout = ctx.attr_string("input_layout", "BNSD");
   if (layout != "BNSD" && layout != "BSND") ctx.fail("input_layout must be BNSD or BSND, not " + layout);
-  ctx.outputs[0] = attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2), mask, layout == "BSND", /*is_output=*/true);
+  ctx.outputs[0] =
+      attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2), mask, layout == "BSND", /*is_output=*/true);
 }
 
 // Residual + LayerNorm(attention) over the last axis: the seed's fused kernel
 // (the Dropout between them is the identity at inference).
 void flash_attention_layer_norm(KernelContext& ctx) {
-  HostTensor a = attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2), ctx.has_input(6) ? &ctx.input(6) : nullptr, false, false);
-  HostTensor y = layer_norm_rows(ctx, a, -1, ctx.attr_float("epsilon", 1e-5f), ctx.input(3), ctx.has_input(4) ? &ctx.input(4) : nullptr);
+  HostTensor a = attention(ctx, ctx.input(0), ctx.input(1), ctx.input(2),
+                           ctx.has_input(6) ? &ctx.input(6) : nullptr, false, false);
+  HostTensor y = layer_norm_rows(ctx, a, -1, ctx.attr_float("epsilon", 1e-5f), ctx.input(3),
+                                 ctx.has_input(4) ? &ctx.input(4) : nullptr);
   const HostTensor& residual = ctx.input(5);
   if (residual.dims() != y.dims() || residual.dtype() != DType::F32)
     ctx.fail("Residual " + residual.shape_string() + " must match the attention output " + y.shape_string());
@@ -289,7 +319,8 @@ void swiglu(KernelContext& ctx) {
     gate = std::move(g);
     up = matmul(ctx, ctx.input(0), ctx.input(2));
   }
-  if (gate->dims() != up->dims()) ctx.fail("W1 and W3 give different shapes: " + gate->shape_string() + ", " + up->shape_string());
+  if (gate->dims() != up->dims())
+    ctx.fail("W1 and W3 give different shapes: " + gate->shape_string() + ", " + up->shape_string());
   mul_rows(gate->data<float>(), up->data<float>(), gate->mutable_data<float>(), gate->size());
   ctx.outputs[0] = std::move(*gate);
 }
@@ -304,7 +335,8 @@ void rotary_embedding(KernelContext& ctx) {
   const int64_t d = x.dim(-1);
   int64_t split = ctx.attr_int("split", 0);
   if (split == 0) split = d / 2;  // the schema's "0 means half", written or not
-  if (split < 0 || split > d) ctx.fail("split " + std::to_string(split) + " is outside the last axis (" + std::to_string(d) + ")");
+  if (split < 0 || split > d)
+    ctx.fail("split " + std::to_string(split) + " is outside the last axis (" + std::to_string(d) + ")");
   auto plan = plan_broadcast<3>(ctx, {&x, &cos, &sin});
   if (plan.dims != x.dims()) ctx.fail("Cos and Sin must broadcast to X " + x.shape_string());
   HostTensor y = ctx.new_output(0, DType::F32, x.dims());
@@ -344,7 +376,8 @@ void rotary_embedding(KernelContext& ctx) {
     for (int64_t j = 0; j < d - split; ++j) out[j] = -in[split + j];
     for (int64_t j = 0; j < split; ++j) out[d - split + j] = in[j];
   }
-  apply_broadcast(plan, [&](int64_t, const int64_t* o) { py[o[0]] = px[o[0]] * pc[o[1]] + pr[o[0]] * ps[o[2]]; });
+  apply_broadcast(plan,
+                  [&](int64_t, const int64_t* o) { py[o[0]] = px[o[0]] * pc[o[1]] + pr[o[0]] * ps[o[2]]; });
   ctx.outputs[0] = std::move(y);
 }
 

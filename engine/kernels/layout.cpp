@@ -25,7 +25,8 @@ int64_t normalize_axis(int64_t axis, int64_t rank) {
 namespace {
 
 template <class E>
-void permute_copy(const E* in, E* out, const std::vector<int64_t>& out_dims, const std::vector<int64_t>& in_strides) {
+void permute_copy(const E* in, E* out, const std::vector<int64_t>& out_dims,
+                  const std::vector<int64_t>& in_strides) {
   const size_t rank = out_dims.size();
   int64_t total = 1;
   for (int64_t d : out_dims) total *= d;
@@ -65,18 +66,30 @@ struct Bytes16 {
 template <class F>
 void by_element_size(DType dtype, F&& f) {
   switch (dtype_size(dtype)) {
-    case 1: f.template operator()<uint8_t>(); break;
-    case 2: f.template operator()<uint16_t>(); break;
-    case 4: f.template operator()<uint32_t>(); break;
-    case 8: f.template operator()<uint64_t>(); break;
-    case 16: f.template operator()<Bytes16>(); break;  // complex128
-    default: throw Error("layout conversion: unsupported element size");
+    case 1:
+      f.template operator()<uint8_t>();
+      break;
+    case 2:
+      f.template operator()<uint16_t>();
+      break;
+    case 4:
+      f.template operator()<uint32_t>();
+      break;
+    case 8:
+      f.template operator()<uint64_t>();
+      break;
+    case 16:
+      f.template operator()<Bytes16>();
+      break;  // complex128
+    default:
+      throw Error("layout conversion: unsupported element size");
   }
 }
 
 // Copies between the two layouts (`to5` picks the direction), one (batch, C1 block,
 // position) run of C0 channels at a time; channels past C are left as they are (zero).
-void convert_5hd(const HostTensor& src, HostTensor& dst, const std::vector<int64_t>& nchw, int64_t c0, bool to5) {
+void convert_5hd(const HostTensor& src, HostTensor& dst, const std::vector<int64_t>& nchw, int64_t c0,
+                 bool to5) {
   const int64_t n = nchw[0], c = nchw[1], hw = nchw[2] * nchw[3], c1 = (c + c0 - 1) / c0;
   by_element_size(src.dtype(), [&]<class T>() {
     const T* in = reinterpret_cast<const T*>(src.raw());
@@ -88,8 +101,10 @@ void convert_5hd(const HostTensor& src, HostTensor& dst, const std::vector<int64
         for (int64_t p = 0; p < hw; ++p) {
           const int64_t blocked = ((b * c1 + blk) * hw + p) * c0, plain = (b * c + blk * c0) * hw + p;
           for (int64_t l = 0; l < lanes; ++l) {
-            if (to5) out[blocked + l] = in[plain + l * hw];
-            else out[plain + l * hw] = in[blocked + l];
+            if (to5)
+              out[blocked + l] = in[plain + l * hw];
+            else
+              out[plain + l * hw] = in[blocked + l];
           }
         }
       }
@@ -101,7 +116,8 @@ void convert_5hd(const HostTensor& src, HostTensor& dst, const std::vector<int64
 HostTensor to_nc1hwc0(const HostTensor& x) {
   if (x.rank() != 4) throw Error("NCHW -> NC1HWC0 needs a 4-D tensor, got " + x.shape_string());
   const int64_t c0 = nc1hwc0_c0(x.dtype());
-  HostTensor y(x.dtype(), {x.dims()[0], (x.dims()[1] + c0 - 1) / c0, x.dims()[2], x.dims()[3], c0});  // zero padding
+  HostTensor y(x.dtype(),
+               {x.dims()[0], (x.dims()[1] + c0 - 1) / c0, x.dims()[2], x.dims()[3], c0});  // zero padding
   convert_5hd(x, y, x.dims(), c0, true);
   return y;
 }
@@ -109,7 +125,8 @@ HostTensor to_nc1hwc0(const HostTensor& x) {
 HostTensor from_nc1hwc0(const HostTensor& x, int64_t channels) {
   const int64_t c0 = nc1hwc0_c0(x.dtype());
   if (x.rank() != 5 || x.dims()[4] != c0 || channels <= 0 || (channels + c0 - 1) / c0 != x.dims()[1])
-    throw Error("NC1HWC0 -> NCHW: " + x.shape_string() + " does not hold " + std::to_string(channels) + " channels");
+    throw Error("NC1HWC0 -> NCHW: " + x.shape_string() + " does not hold " + std::to_string(channels) +
+                " channels");
   std::vector<int64_t> nchw{x.dims()[0], channels, x.dims()[2], x.dims()[3]};
   HostTensor y = HostTensor::uninitialized(x.dtype(), nchw);
   convert_5hd(x, y, nchw, c0, false);
@@ -131,15 +148,25 @@ HostTensor transpose(const HostTensor& x, const std::vector<int64_t>& perm) {
     HostTensor idx(DType::I64, x.dims());
     for (int64_t i = 0; i < idx.size(); ++i) idx.mutable_data<int64_t>()[i] = i;
     HostTensor p = transpose(idx, perm);
-    for (int64_t i = 0; i < p.size(); ++i) y.strings[static_cast<size_t>(i)] = src[static_cast<size_t>(p.data<int64_t>()[i])];
+    for (int64_t i = 0; i < p.size(); ++i)
+      y.strings[static_cast<size_t>(i)] = src[static_cast<size_t>(p.data<int64_t>()[i])];
     return y;
   }
   switch (dtype_size(x.dtype())) {
-    case 1: permute_copy(x.data<uint8_t>(), y.mutable_data<uint8_t>(), out_dims, in_strides); break;
-    case 2: permute_copy(x.data<uint16_t>(), y.mutable_data<uint16_t>(), out_dims, in_strides); break;
-    case 4: permute_copy(x.data<uint32_t>(), y.mutable_data<uint32_t>(), out_dims, in_strides); break;
-    case 8: permute_copy(x.data<uint64_t>(), y.mutable_data<uint64_t>(), out_dims, in_strides); break;
-    default: throw Error("transpose: unsupported element size");
+    case 1:
+      permute_copy(x.data<uint8_t>(), y.mutable_data<uint8_t>(), out_dims, in_strides);
+      break;
+    case 2:
+      permute_copy(x.data<uint16_t>(), y.mutable_data<uint16_t>(), out_dims, in_strides);
+      break;
+    case 4:
+      permute_copy(x.data<uint32_t>(), y.mutable_data<uint32_t>(), out_dims, in_strides);
+      break;
+    case 8:
+      permute_copy(x.data<uint64_t>(), y.mutable_data<uint64_t>(), out_dims, in_strides);
+      break;
+    default:
+      throw Error("transpose: unsupported element size");
   }
   return y;
 }
@@ -162,7 +189,8 @@ struct FractalZ {
 
 // Copies between the plain and the FRACTAL_Z tensor (`to_z` picks the direction), one
 // row (C1 block, h, w) at a time: for each output channel, C0 input channels.
-void convert_fractal_z(const HostTensor& src, HostTensor& dst, const FractalZ& f, int64_t channels, bool to_z) {
+void convert_fractal_z(const HostTensor& src, HostTensor& dst, const FractalZ& f, int64_t channels,
+                       bool to_z) {
   const int64_t kernel = f.h * f.w, rows = ceil_div(channels, f.c0) * kernel;
   by_element_size(src.dtype(), [&]<class T>() {
     const T* in = reinterpret_cast<const T*>(src.raw());
@@ -171,10 +199,13 @@ void convert_fractal_z(const HostTensor& src, HostTensor& dst, const FractalZ& f
     for (int64_t row = 0; row < rows; ++row) {
       const int64_t blk = row / kernel, k = row % kernel, lanes = std::min(f.c0, channels - blk * f.c0);
       for (int64_t on = 0; on < f.n; ++on) {
-        const int64_t blocked = ((row * f.n1 + on / 16) * 16 + on % 16) * f.c0, plain = (on * channels + blk * f.c0) * kernel + k;
+        const int64_t blocked = ((row * f.n1 + on / 16) * 16 + on % 16) * f.c0,
+                      plain = (on * channels + blk * f.c0) * kernel + k;
         for (int64_t l = 0; l < lanes; ++l) {
-          if (to_z) out[blocked + l] = in[plain + l * kernel];
-          else out[plain + l * kernel] = in[blocked + l];
+          if (to_z)
+            out[blocked + l] = in[plain + l * kernel];
+          else
+            out[plain + l * kernel] = in[blocked + l];
         }
       }
     }
@@ -182,7 +213,8 @@ void convert_fractal_z(const HostTensor& src, HostTensor& dst, const FractalZ& f
 }
 
 // FRACTAL_NZ: each run of C0 columns of one row is contiguous on both sides.
-void convert_fractal_nz(const HostTensor& src, HostTensor& dst, int64_t batches, int64_t rows, int64_t cols, int64_t c0, bool to_nz) {
+void convert_fractal_nz(const HostTensor& src, HostTensor& dst, int64_t batches, int64_t rows, int64_t cols,
+                        int64_t c0, bool to_nz) {
   const size_t esz = dtype_size(src.dtype());
   const int64_t w1 = ceil_div(cols, c0), h1 = ceil_div(rows, 16);
   const int64_t plain_size = rows * cols, blocked_size = w1 * h1 * 16 * c0;
@@ -193,8 +225,8 @@ void convert_fractal_nz(const HostTensor& src, HostTensor& dst, int64_t batches,
         const int64_t plain = b * plain_size + r * cols + j * c0;
         const int64_t blocked = b * blocked_size + ((j * h1 + r / 16) * 16 + r % 16) * c0;
         const int64_t from = to_nz ? plain : blocked, to = to_nz ? blocked : plain;
-        std::memcpy(dst.mutable_raw() + to * static_cast<int64_t>(esz), src.raw() + from * static_cast<int64_t>(esz),
-                    static_cast<size_t>(run) * esz);
+        std::memcpy(dst.mutable_raw() + to * static_cast<int64_t>(esz),
+                    src.raw() + from * static_cast<int64_t>(esz), static_cast<size_t>(run) * esz);
       }
 }
 
@@ -213,8 +245,10 @@ HostTensor from_fractal_z(const HostTensor& z, const std::vector<int64_t>& oihw)
   const int64_t c0 = nc1hwc0_c0(z.dtype());
   // The plain channels may include padding (up to ceil(C/C0) * C0): those read as zero.
   FractalZ f({oihw[0], oihw[1], oihw[2], oihw[3]}, c0);
-  if (z.dims() != f.dims()) throw Error("FRACTAL_Z " + z.shape_string() + " does not hold weights [" + std::to_string(oihw[0]) + "," +
-                                        std::to_string(oihw[1]) + "," + std::to_string(oihw[2]) + "," + std::to_string(oihw[3]) + "]");
+  if (z.dims() != f.dims())
+    throw Error("FRACTAL_Z " + z.shape_string() + " does not hold weights [" + std::to_string(oihw[0]) + "," +
+                std::to_string(oihw[1]) + "," + std::to_string(oihw[2]) + "," + std::to_string(oihw[3]) +
+                "]");
   HostTensor y(z.dtype(), oihw);
   convert_fractal_z(z, y, f, oihw[1], false);
   return y;
@@ -234,8 +268,10 @@ HostTensor to_fractal_nz(const HostTensor& x) {
 
 HostTensor from_fractal_nz(const HostTensor& z, int64_t rows, int64_t cols) {
   const int64_t c0 = nc1hwc0_c0(z.dtype());
-  if (z.rank() < 4 || z.dim(-1) != c0 || z.dim(-2) != 16 || z.dim(-3) != ceil_div(rows, 16) || z.dim(-4) != ceil_div(cols, c0))
-    throw Error("FRACTAL_NZ " + z.shape_string() + " does not hold a " + std::to_string(rows) + "x" + std::to_string(cols) + " matrix");
+  if (z.rank() < 4 || z.dim(-1) != c0 || z.dim(-2) != 16 || z.dim(-3) != ceil_div(rows, 16) ||
+      z.dim(-4) != ceil_div(cols, c0))
+    throw Error("FRACTAL_NZ " + z.shape_string() + " does not hold a " + std::to_string(rows) + "x" +
+                std::to_string(cols) + " matrix");
   std::vector<int64_t> dims(z.dims().begin(), z.dims().end() - 4);
   int64_t batches = 1;
   for (int64_t d : dims) batches *= d;
@@ -253,9 +289,9 @@ namespace {
 // held weakly, so the cache keeps no model's weights alive.
 struct PlainEntry {
   std::weak_ptr<const void> owner;
-  HostTensor plain;                          // without a keep-alive of its own
-  std::shared_ptr<const void> strong;        // an unpacked copy's storage
-  std::weak_ptr<const void> weak;            // a remembered source's owner
+  HostTensor plain;                    // without a keep-alive of its own
+  std::shared_ptr<const void> strong;  // an unpacked copy's storage
+  std::weak_ptr<const void> weak;      // a remembered source's owner
   std::shared_ptr<const void> alive() const { return strong ? strong : weak.lock(); }
 };
 using PlainKey = std::pair<const std::byte*, std::vector<int64_t>>;
@@ -274,7 +310,9 @@ void sweep(std::map<PlainKey, PlainEntry>& cache) {
   std::erase_if(cache, [](const auto& kv) { return kv.second.owner.expired() || !kv.second.alive(); });
 }
 
-HostTensor without_keep(const HostTensor& t) { return HostTensor::borrowed(t.dtype(), t.dims(), t.raw(), nullptr, true); }
+HostTensor without_keep(const HostTensor& t) {
+  return HostTensor::borrowed(t.dtype(), t.dims(), t.raw(), nullptr, true);
+}
 
 }  // namespace
 
@@ -283,11 +321,14 @@ void remember_plain(const HostTensor& packed, const HostTensor& plain) {
   std::lock_guard lock(plain_mutex());
   auto& cache = plain_cache();
   sweep(cache);  // weights freed since
-  cache.insert_or_assign(PlainKey{packed.raw(), plain.dims()}, PlainEntry{packed.storage(), without_keep(plain), nullptr, plain.storage()});
+  cache.insert_or_assign(PlainKey{packed.raw(), plain.dims()},
+                         PlainEntry{packed.storage(), without_keep(plain), nullptr, plain.storage()});
 }
 
 HostTensor unpacked_weight(const HostTensor& packed, const std::vector<int64_t>& plain, bool nz) {
-  auto unpack = [&] { return nz ? from_fractal_nz(packed, plain[0], plain[1]) : from_fractal_z(packed, plain); };
+  auto unpack = [&] {
+    return nz ? from_fractal_nz(packed, plain[0], plain[1]) : from_fractal_z(packed, plain);
+  };
   if (!packed.is_constant()) return unpack();
   std::vector<int64_t> dims = plain;  // FRACTAL_NZ keeps its batch dims in front
   if (nz && packed.rank() >= 4) dims.insert(dims.begin(), packed.dims().begin(), packed.dims().end() - 4);
@@ -295,7 +336,8 @@ HostTensor unpacked_weight(const HostTensor& packed, const std::vector<int64_t>&
   auto& cache = plain_cache();
   const PlainKey key{packed.raw(), dims};
   auto it = cache.find(key);
-  std::shared_ptr<const void> keep = it == cache.end() || it->second.owner.lock() != packed.storage() ? nullptr : it->second.alive();
+  std::shared_ptr<const void> keep =
+      it == cache.end() || it->second.owner.lock() != packed.storage() ? nullptr : it->second.alive();
   if (!keep) {
     sweep(cache);
     HostTensor fresh = unpack();

@@ -46,12 +46,13 @@ std::string dims_key(const memory::dims& d) {
   return s + ';';
 }
 
-std::shared_ptr<const MatMulPlan> plan_for(const KernelContext& ctx, const Product& p, const std::string& activation,
-                                     const std::vector<float>& params) {
+std::shared_ptr<const MatMulPlan> plan_for(const KernelContext& ctx, const Product& p,
+                                           const std::string& activation, const std::vector<float>& params) {
   const size_t rank = p.dst.size();
   const bool packed = p.weight_owner != nullptr;
-  const std::string key = dims_key(p.src) + dims_key(p.wei) + dims_key(p.dst) + dims_key(p.bias) + (packed ? "packed;" : ";") +
-                          activation_key(activation, params) + ";threads " + std::to_string(omp_get_max_threads());
+  const std::string key = dims_key(p.src) + dims_key(p.wei) + dims_key(p.dst) + dims_key(p.bias) +
+                          (packed ? "packed;" : ";") + activation_key(activation, params) + ";threads " +
+                          std::to_string(omp_get_max_threads());
   return cached_plan<MatMulPlan>(key, [&] {
     dnnl::post_ops ops;
     append_activation(ctx, ops, activation, params);
@@ -59,11 +60,14 @@ std::shared_ptr<const MatMulPlan> plan_for(const KernelContext& ctx, const Produ
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // the calling thread's: streams run at once
     attr.set_post_ops(ops);
     const memory::desc wei_md(p.wei, dt::f32, packed ? memory::format_tag::any : row_major_tag(rank));
-    const memory::desc bias_md = p.bias.empty() ? memory::desc() : memory::desc(p.bias, dt::f32, row_major_tag(rank));
-    dnnl::matmul::desc desc(memory::desc(p.src, dt::f32, row_major_tag(rank)), wei_md, bias_md, memory::desc(p.dst, dt::f32, row_major_tag(rank)));
+    const memory::desc bias_md =
+        p.bias.empty() ? memory::desc() : memory::desc(p.bias, dt::f32, row_major_tag(rank));
+    dnnl::matmul::desc desc(memory::desc(p.src, dt::f32, row_major_tag(rank)), wei_md, bias_md,
+                            memory::desc(p.dst, dt::f32, row_major_tag(rank)));
     dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
-    return std::make_shared<const MatMulPlan>(MatMulPlan{pd, dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc(),
-                                                         "matmul " + dims_key(p.wei) + desc_bytes(pd.weights_desc())});
+    return std::make_shared<const MatMulPlan>(
+        MatMulPlan{pd, dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc(),
+                   "matmul " + dims_key(p.wei) + desc_bytes(pd.weights_desc())});
   });
 }
 
@@ -72,13 +76,16 @@ struct UseCount {
   mutable std::atomic<int64_t> uses{0};
 };
 
-void run(const KernelContext& ctx, const Product& p, const std::string& activation, const std::vector<float>& params) {
+void run(const KernelContext& ctx, const Product& p, const std::string& activation,
+         const std::vector<float>& params) {
   if (p.weight_owner) {
     // A weight is packed from its second product on: a run made once (optimize's and
     // compile's check) would pay for the packing and not get it back (BERT-base's
     // first run: about 200 ms more).
-    auto count = std::static_pointer_cast<const UseCount>(
-        derived_constant(p.b, p.weight_owner, "matmul uses", [] { return std::shared_ptr<const void>(std::make_shared<const UseCount>()); }));
+    auto count =
+        std::static_pointer_cast<const UseCount>(derived_constant(p.b, p.weight_owner, "matmul uses", [] {
+          return std::shared_ptr<const void>(std::make_shared<const UseCount>());
+        }));
     if (count->uses.fetch_add(1) == 0) {
       Product plain = p;
       plain.weight_owner = nullptr;
@@ -95,33 +102,41 @@ void run(const KernelContext& ctx, const Product& p, const std::string& activati
   std::shared_ptr<const memory> packed;
   if (p.weight_owner && plan->weights != plain_wei) {
     // One packed copy per weight and layout, shared by every row count that wants it.
-    packed = std::static_pointer_cast<const memory>(derived_constant(p.b, p.weight_owner, plan->packed_key, [&] {
-      auto to = std::make_shared<memory>(plan->weights, eng);
-      dnnl::reorder(wei, *to).execute(s, wei, *to);
-      s.wait();
-      return std::shared_ptr<const void>(to);
-    }));
+    packed =
+        std::static_pointer_cast<const memory>(derived_constant(p.b, p.weight_owner, plan->packed_key, [&] {
+          auto to = std::make_shared<memory>(plan->weights, eng);
+          dnnl::reorder(wei, *to).execute(s, wei, *to);
+          s.wait();
+          return std::shared_ptr<const void>(to);
+        }));
     wei = *packed;
   }
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory({p.src, dt::f32, row_major_tag(rank)}, eng, const_cast<std::byte*>(p.a))},
-                                       {DNNL_ARG_WEIGHTS, wei},
-                                       {DNNL_ARG_DST, memory({p.dst, dt::f32, row_major_tag(rank)}, eng, p.y)},
-                                       {DNNL_ARG_SCRATCHPAD, thread_scratchpad(plan->scratchpad)}};
-  if (!p.bias.empty()) args[DNNL_ARG_BIAS] = memory({p.bias, dt::f32, row_major_tag(rank)}, eng, const_cast<std::byte*>(p.bias_data));
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, memory({p.src, dt::f32, row_major_tag(rank)}, eng, const_cast<std::byte*>(p.a))},
+      {DNNL_ARG_WEIGHTS, wei},
+      {DNNL_ARG_DST, memory({p.dst, dt::f32, row_major_tag(rank)}, eng, p.y)},
+      {DNNL_ARG_SCRATCHPAD, thread_scratchpad(plan->scratchpad)}};
+  if (!p.bias.empty())
+    args[DNNL_ARG_BIAS] =
+        memory({p.bias, dt::f32, row_major_tag(rank)}, eng, const_cast<std::byte*>(p.bias_data));
   plan->primitive.execute(s, args);
   s.wait();
 }
 
 }  // namespace
 
-std::optional<HostTensor> fused_matmul_f32(const KernelContext& ctx, const HostTensor& a, const HostTensor& b, const HostTensor* bias,
-                                           const std::string& activation, const std::vector<float>& params, bool is_output) {
-  if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || (bias && bias->dtype() != DType::F32)) return std::nullopt;
-  if (a.rank() < 2 || b.rank() < 2 || a.rank() > 6 || b.rank() > 6) return std::nullopt;  // vectors: numpy's promotion
+std::optional<HostTensor> fused_matmul_f32(const KernelContext& ctx, const HostTensor& a, const HostTensor& b,
+                                           const HostTensor* bias, const std::string& activation,
+                                           const std::vector<float>& params, bool is_output) {
+  if (a.dtype() != DType::F32 || b.dtype() != DType::F32 || (bias && bias->dtype() != DType::F32))
+    return std::nullopt;
+  if (a.rank() < 2 || b.rank() < 2 || a.rank() > 6 || b.rank() > 6)
+    return std::nullopt;  // vectors: numpy's promotion
   const int64_t m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
   if (b.dim(-2) != k) ctx.fail("MatMul inner dims differ: " + a.shape_string() + " x " + b.shape_string());
   std::vector<int64_t> batch;
-  if (!broadcast_shape({{a.dims().begin(), a.dims().end() - 2}, {b.dims().begin(), b.dims().end() - 2}}, batch))
+  if (!broadcast_shape({{a.dims().begin(), a.dims().end() - 2}, {b.dims().begin(), b.dims().end() - 2}},
+                       batch))
     ctx.fail("MatMul batch dims do not broadcast");
   std::vector<int64_t> out = batch;
   out.push_back(m);
@@ -171,10 +186,12 @@ std::optional<HostTensor> fused_matmul_f32(const KernelContext& ctx, const HostT
     p.dst = {rows, n};
     if (bias) p.bias = {1, n};
     const int64_t slices = b_batches == 1 ? 1 : b_batches;
-    if (b_batches == 1 && bias_per_batch && batches > 1) return std::nullopt;  // a bias per batch over one tall product: the plain path
+    if (b_batches == 1 && bias_per_batch && batches > 1)
+      return std::nullopt;  // a bias per batch over one tall product: the plain path
     for (int64_t i = 0; i < slices; ++i) {
       p.b = b.raw() + i * k * n * static_cast<int64_t>(sizeof(float));
-      p.bias_data = bias ? bias->raw() + (bias_per_batch ? i * n * static_cast<int64_t>(sizeof(float)) : 0) : nullptr;
+      p.bias_data =
+          bias ? bias->raw() + (bias_per_batch ? i * n * static_cast<int64_t>(sizeof(float)) : 0) : nullptr;
       p.y = y.mutable_raw() + i * rows * n * static_cast<int64_t>(sizeof(float));
       run(ctx, p, activation, params);
     }

@@ -14,30 +14,38 @@ void tfidf_vectorizer(KernelContext& ctx) {
   const int64_t min_n = ctx.attr_int("min_gram_length", 0), max_n = ctx.attr_int("max_gram_length", 0);
   const int64_t max_skip = ctx.attr_int("max_skip_count", 0);
   const std::string mode = ctx.attr_string("mode", "");
-  if (mode != "TF" && mode != "IDF" && mode != "TFIDF") ctx.fail("mode must be TF, IDF or TFIDF, not '" + mode + "'");
-  if (min_n < 1 || max_n < min_n || max_skip < 0) ctx.fail("needs 1 <= min_gram_length <= max_gram_length and max_skip_count >= 0");
+  if (mode != "TF" && mode != "IDF" && mode != "TFIDF")
+    ctx.fail("mode must be TF, IDF or TFIDF, not '" + mode + "'");
+  if (min_n < 1 || max_n < min_n || max_skip < 0)
+    ctx.fail("needs 1 <= min_gram_length <= max_gram_length and max_skip_count >= 0");
   const auto counts = ctx.attr_ints("ngram_counts"), indexes = ctx.attr_ints("ngram_indexes");
   const auto weights = ctx.attr_floats("weights");
   const bool strings = x.dtype() == DType::String;
   const Attribute* pool_attr = ctx.node().attr(strings ? "pool_strings" : "pool_int64s");
   if (!pool_attr) ctx.fail(strings ? "string input needs pool_strings" : "integer input needs pool_int64s");
   // Tokens as keys: strings as they are, integers by value.
-  auto token = [&](int64_t i) { return strings ? x.strings[static_cast<size_t>(i)] : std::to_string(x.int_at(i)); };
+  auto token = [&](int64_t i) {
+    return strings ? x.strings[static_cast<size_t>(i)] : std::to_string(x.int_at(i));
+  };
   std::vector<std::string> pool;
-  if (strings) pool = pool_attr->strings;
+  if (strings)
+    pool = pool_attr->strings;
   else
     for (int64_t v : pool_attr->ints) pool.push_back(std::to_string(v));
-  if (counts.empty() || static_cast<int64_t>(counts.size()) < max_n) ctx.fail("ngram_counts needs a start for every gram length up to max_gram_length");
+  if (counts.empty() || static_cast<int64_t>(counts.size()) < max_n)
+    ctx.fail("ngram_counts needs a start for every gram length up to max_gram_length");
   std::map<std::vector<std::string>, int64_t> slot;  // n-gram -> output index
   size_t gram = 0;
   for (size_t len = 1; len <= counts.size(); ++len) {
     const int64_t start = counts[len - 1];
     const int64_t end = len < counts.size() ? counts[len] : static_cast<int64_t>(pool.size());
-    if (start < 0 || end < start || end > static_cast<int64_t>(pool.size()) || (end - start) % static_cast<int64_t>(len) != 0)
+    if (start < 0 || end < start || end > static_cast<int64_t>(pool.size()) ||
+        (end - start) % static_cast<int64_t>(len) != 0)
       ctx.fail("ngram_counts does not split the pool into whole grams");
     for (int64_t at = start; at < end; at += static_cast<int64_t>(len), ++gram) {
       if (gram >= indexes.size()) ctx.fail("ngram_indexes needs one entry per gram in the pool");
-      slot[std::vector<std::string>(pool.begin() + at, pool.begin() + at + static_cast<int64_t>(len))] = indexes[gram];
+      slot[std::vector<std::string>(pool.begin() + at, pool.begin() + at + static_cast<int64_t>(len))] =
+          indexes[gram];
     }
   }
   if (gram != indexes.size()) ctx.fail("ngram_indexes has more entries than the pool has grams");
@@ -68,8 +76,10 @@ void tfidf_vectorizer(KernelContext& ctx) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < width; ++j) {
       float& v = out[static_cast<size_t>(r * width + j)];
-      if (mode == "IDF") v = v > 0 ? weight_of[static_cast<size_t>(j)] : 0.0f;
-      else if (mode == "TFIDF") v *= weight_of[static_cast<size_t>(j)];
+      if (mode == "IDF")
+        v = v > 0 ? weight_of[static_cast<size_t>(j)] : 0.0f;
+      else if (mode == "TFIDF")
+        v *= weight_of[static_cast<size_t>(j)];
     }
   std::vector<int64_t> dims = x.rank() == 2 ? std::vector<int64_t>{rows, width} : std::vector<int64_t>{width};
   ctx.outputs[0] = HostTensor::from_vector(DType::F32, dims, out);
@@ -77,6 +87,8 @@ void tfidf_vectorizer(KernelContext& ctx) {
 
 }  // namespace
 
-void register_ngram_kernel(KernelRegistry& r) { r.add("", "TfIdfVectorizer", tfidf_vectorizer, /*half_via_f32=*/false); }
+void register_ngram_kernel(KernelRegistry& r) {
+  r.add("", "TfIdfVectorizer", tfidf_vectorizer, /*half_via_f32=*/false);
+}
 
 }  // namespace geopt

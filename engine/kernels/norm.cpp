@@ -14,15 +14,17 @@ namespace geopt {
 namespace {
 
 // Scale/bias broadcast over the normalized dims, as one value per normalized element.
-std::vector<float> expand_param(const KernelContext& ctx, const HostTensor* p, const std::vector<int64_t>& norm_dims,
-                                int64_t cols, float fallback) {
+std::vector<float> expand_param(const KernelContext& ctx, const HostTensor* p,
+                                const std::vector<int64_t>& norm_dims, int64_t cols, float fallback) {
   std::vector<float> out(static_cast<size_t>(cols), fallback);
   if (!p) return out;
   std::vector<int64_t> dims;
   if (!broadcast_shape({p->dims(), norm_dims}, dims) || dims != norm_dims)
     ctx.fail("scale/bias " + p->shape_string() + " does not broadcast to the normalized shape");
   std::vector<int64_t> strides[1] = {broadcast_strides(p->dims(), norm_dims)};
-  for_each_broadcast(norm_dims, strides, [&](int64_t i, const int64_t* o) { out[static_cast<size_t>(i)] = static_cast<float>(p->real_at(o[0])); });
+  for_each_broadcast(norm_dims, strides, [&](int64_t i, const int64_t* o) {
+    out[static_cast<size_t>(i)] = static_cast<float>(p->real_at(o[0]));
+  });
   return out;
 }
 
@@ -54,16 +56,19 @@ RowNorm split_rows(const KernelContext& ctx, const HostTensor& x, int64_t axis_a
 // y = (x - mean) * invstd * scale + bias per row; rms: no mean subtraction. x and y may
 // be the same rows. Single pass over memory: the statistics (Welford, row_math.h) and
 // the normalization read each row while it is in cache.
-void normalize_rows(const float* x, float* y, const RowNorm& r, const std::vector<float>& scale, const std::vector<float>& bias,
-                    float eps, bool rms, float* mean_out, float* invstd_out) {
+void normalize_rows(const float* x, float* y, const RowNorm& r, const std::vector<float>& scale,
+                    const std::vector<float>& bias, float eps, bool rms, float* mean_out, float* invstd_out) {
 #pragma omp parallel for if (r.rows * r.cols > (1 << 15))
   for (int64_t row = 0; row < r.rows; ++row) {
     const float* in = x + row * r.cols;
     float mean = 0, variance = 0;
-    if (rms) variance = row_mean_square(in, r.cols);
-    else row_moments(in, r.cols, mean, variance);
+    if (rms)
+      variance = row_mean_square(in, r.cols);
+    else
+      row_moments(in, r.cols, mean, variance);
     const float inv = 1.0f / std::sqrt(variance + eps);
-    normalize_row(in, y + row * r.cols, r.cols, mean, inv, scale.data(), bias.empty() ? nullptr : bias.data());
+    normalize_row(in, y + row * r.cols, r.cols, mean, inv, scale.data(),
+                  bias.empty() ? nullptr : bias.data());
     if (mean_out) mean_out[row] = mean;
     if (invstd_out) invstd_out[row] = inv;
   }
@@ -73,7 +78,8 @@ void require_f32(const KernelContext& ctx, const HostTensor& x) {
   if (x.dtype() != DType::F32) ctx.fail("runs on f32 (got " + dtype_name(x.dtype()) + ")");
 }
 
-void layer_norm(KernelContext& ctx, const HostTensor& x, const HostTensor* scale, const HostTensor* bias, bool rms, bool in_place = false) {
+void layer_norm(KernelContext& ctx, const HostTensor& x, const HostTensor* scale, const HostTensor* bias,
+                bool rms, bool in_place = false) {
   require_f32(ctx, x);
   RowNorm r = split_rows(ctx, x, ctx.attr_int("axis", -1));
   float eps = ctx.attr_float("epsilon", rms ? 1e-6f : 1e-5f);
@@ -82,11 +88,14 @@ void layer_norm(KernelContext& ctx, const HostTensor& x, const HostTensor* scale
   if (!bias) b.clear();  // normalize_row skips a null bias
   // LayerNormalization's Mean and InvStdDev, when asked for.
   const bool stats = !rms && ctx.node().domain.empty();
-  HostTensor mean = stats && ctx.wants_output(1) ? HostTensor::uninitialized(DType::F32, r.stat_dims) : HostTensor{};
-  HostTensor inv = stats && ctx.wants_output(2) ? HostTensor::uninitialized(DType::F32, r.stat_dims) : HostTensor{};
+  HostTensor mean =
+      stats && ctx.wants_output(1) ? HostTensor::uninitialized(DType::F32, r.stat_dims) : HostTensor{};
+  HostTensor inv =
+      stats && ctx.wants_output(2) ? HostTensor::uninitialized(DType::F32, r.stat_dims) : HostTensor{};
   // x's own storage when the kernel owns it (AddLayerNorm's sum): normalized in place.
   HostTensor y = in_place ? x : ctx.new_output(0, DType::F32, x.dims());
-  normalize_rows(x.data<float>(), y.mutable_data<float>(), r, s, b, eps, rms, mean.defined() ? mean.mutable_data<float>() : nullptr,
+  normalize_rows(x.data<float>(), y.mutable_data<float>(), r, s, b, eps, rms,
+                 mean.defined() ? mean.mutable_data<float>() : nullptr,
                  inv.defined() ? inv.mutable_data<float>() : nullptr);
   ctx.outputs[0] = std::move(y);
   if (mean.defined()) ctx.set_output(1, std::move(mean));
@@ -102,19 +111,26 @@ void channel_layer_norm(KernelContext& ctx, bool blocked) {
   require_f32(ctx, x);
   const HostTensor& scale = ctx.input(1);
   const HostTensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  if (blocked ? x.rank() != 5 : x.rank() < 2) ctx.fail("X " + x.shape_string() + (blocked ? " is not NC1HWC0 (rank 5)" : " has no channel axis"));
+  if (blocked ? x.rank() != 5 : x.rank() < 2)
+    ctx.fail("X " + x.shape_string() + (blocked ? " is not NC1HWC0 (rank 5)" : " has no channel axis"));
   const int64_t n = x.dims()[0], blocks = blocked ? x.dims()[1] : 1, c0 = blocked ? x.dims()[4] : 1;
   const int64_t channels = blocked ? ctx.attr_int("channels", -1) : x.dims()[1];
   if (blocked && (channels <= (blocks - 1) * c0 || channels > blocks * c0))
-    ctx.fail("channels = " + std::to_string(channels) + " does not fit " + std::to_string(blocks) + " blocks of " + std::to_string(c0));
-  const int64_t positions = blocked ? x.dims()[2] * x.dims()[3] : (channels ? x.size() / std::max<int64_t>(n * channels, 1) : 0);
+    ctx.fail("channels = " + std::to_string(channels) + " does not fit " + std::to_string(blocks) +
+             " blocks of " + std::to_string(c0));
+  const int64_t positions =
+      blocked ? x.dims()[2] * x.dims()[3] : (channels ? x.size() / std::max<int64_t>(n * channels, 1) : 0);
   for (const HostTensor* p : {&scale, bias})
-    if (p && p->size() != channels) ctx.fail("scale/bias " + p->shape_string() + " needs one value per channel (" + std::to_string(channels) + ")");
+    if (p && p->size() != channels)
+      ctx.fail("scale/bias " + p->shape_string() + " needs one value per channel (" +
+               std::to_string(channels) + ")");
   const float eps = ctx.attr_float("epsilon", 1e-5f);
   // Channel c at position s of batch b: blocked [b][c / C0][s][c % C0], else [b][c][s].
   const int64_t block_stride = positions * c0;
-  auto at = [&](int64_t b, int64_t c) { return blocked ? (b * blocks + c / c0) * block_stride + c % c0 : (b * channels + c) * positions; };
-  const int64_t step = c0;  // distance between positions
+  auto at = [&](int64_t b, int64_t c) {
+    return blocked ? (b * blocks + c / c0) * block_stride + c % c0 : (b * channels + c) * positions;
+  };
+  const int64_t step = c0;             // distance between positions
   HostTensor y(DType::F32, x.dims());  // zero-filled: the padding channels stay 0
   const float* px = x.data<float>();
   float* py = y.mutable_data<float>();
@@ -139,12 +155,15 @@ void channel_layer_norm(KernelContext& ctx, bool blocked) {
         var[s] += d * d;
       }
     }
-    for (int64_t s = 0; s < count; ++s) var[s] = 1.0 / std::sqrt(var[s] / static_cast<double>(channels) + eps);
+    for (int64_t s = 0; s < count; ++s)
+      var[s] = 1.0 / std::sqrt(var[s] / static_cast<double>(channels) + eps);
     for (int64_t c = 0; c < channels; ++c) {
       const float* in = px + at(b, c) + first * step;
       float* out = py + at(b, c) + first * step;
-      const float g = static_cast<float>(scale.real_at(c)), t = bias ? static_cast<float>(bias->real_at(c)) : 0.0f;
-      for (int64_t s = 0; s < count; ++s) out[s * step] = static_cast<float>((in[s * step] - mean[s]) * var[s]) * g + t;
+      const float g = static_cast<float>(scale.real_at(c)),
+                  t = bias ? static_cast<float>(bias->real_at(c)) : 0.0f;
+      for (int64_t s = 0; s < count; ++s)
+        out[s * step] = static_cast<float>((in[s * step] - mean[s]) * var[s]) * g + t;
     }
   }
   ctx.outputs[0] = std::move(y);
@@ -152,25 +171,29 @@ void channel_layer_norm(KernelContext& ctx, bool blocked) {
 
 void batch_norm(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
-  if (ctx.attr_int("training_mode", 0) != 0) ctx.fail("training-mode BatchNormalization is not supported (inference only)");
+  if (ctx.attr_int("training_mode", 0) != 0)
+    ctx.fail("training-mode BatchNormalization is not supported (inference only)");
   if (x.rank() < 2) ctx.fail("input needs a channel axis");
   const int64_t n = x.dims()[0], c = x.dims()[1];
   const int64_t inner = c ? x.size() / (n * c) : 0;
   const double eps = ctx.attr_float("epsilon", 1e-5f);
-  dispatch_float(x.dtype(), [&]<class T>() {
-    HostTensor y(x.dtype(), x.dims());
-    const T* px = x.data<T>();
-    T* py = y.mutable_data<T>();
-    for (int64_t ch = 0; ch < c; ++ch) {
-      double scale = ctx.input(1).real_at(ch) / std::sqrt(ctx.input(4).real_at(ch) + eps);
-      double shift = ctx.input(2).real_at(ch) - ctx.input(3).real_at(ch) * scale;
-      for (int64_t b = 0; b < n; ++b) {
-        const int64_t base = (b * c + ch) * inner;
-        for (int64_t i = 0; i < inner; ++i) py[base + i] = static_cast<T>(px[base + i] * scale + shift);
-      }
-    }
-    ctx.outputs[0] = std::move(y);
-  }, "BatchNormalization");
+  dispatch_float(
+      x.dtype(),
+      [&]<class T>() {
+        HostTensor y(x.dtype(), x.dims());
+        const T* px = x.data<T>();
+        T* py = y.mutable_data<T>();
+        for (int64_t ch = 0; ch < c; ++ch) {
+          double scale = ctx.input(1).real_at(ch) / std::sqrt(ctx.input(4).real_at(ch) + eps);
+          double shift = ctx.input(2).real_at(ch) - ctx.input(3).real_at(ch) * scale;
+          for (int64_t b = 0; b < n; ++b) {
+            const int64_t base = (b * c + ch) * inner;
+            for (int64_t i = 0; i < inner; ++i) py[base + i] = static_cast<T>(px[base + i] * scale + shift);
+          }
+        }
+        ctx.outputs[0] = std::move(y);
+      },
+      "BatchNormalization");
 }
 
 void instance_norm(KernelContext& ctx) {
@@ -190,7 +213,8 @@ void instance_norm(KernelContext& ctx) {
     one.rows = 1;
     for (int64_t bi = 0; bi < n; ++bi) {
       const int64_t off = (bi * c + ch) * r.cols;
-      normalize_rows(x.data<float>() + off, y.mutable_data<float>() + off, one, s, b, eps, false, nullptr, nullptr);
+      normalize_rows(x.data<float>() + off, y.mutable_data<float>() + off, one, s, b, eps, false, nullptr,
+                     nullptr);
     }
   }
   ctx.outputs[0] = std::move(y);
@@ -203,12 +227,15 @@ void group_norm(KernelContext& ctx) {
   require_f32(ctx, x);
   if (x.rank() < 2) ctx.fail("input needs a channel axis");
   const int64_t n = x.dims()[0], c = x.dims()[1], groups = ctx.attr_int("num_groups", 0);
-  if (groups <= 0 || c % groups != 0) ctx.fail("num_groups " + std::to_string(groups) + " must be positive and divide the " + std::to_string(c) + " channels");
+  if (groups <= 0 || c % groups != 0)
+    ctx.fail("num_groups " + std::to_string(groups) + " must be positive and divide the " +
+             std::to_string(c) + " channels");
   const bool per_channel = ctx.opset() >= 21;
   const int64_t params = per_channel ? c : groups;
   for (size_t k : {size_t{1}, size_t{2}})
     if (ctx.input(k).size() != params)
-      ctx.fail(std::string(k == 1 ? "scale" : "bias") + " must have " + std::to_string(params) + (per_channel ? " values (one per channel)" : " values (one per group)"));
+      ctx.fail(std::string(k == 1 ? "scale" : "bias") + " must have " + std::to_string(params) +
+               (per_channel ? " values (one per channel)" : " values (one per group)"));
   const int64_t per_group = c / groups, spatial = c ? x.size() / (n * c) : 0;
   RowNorm one;
   one.rows = 1;
@@ -224,7 +251,8 @@ void group_norm(KernelContext& ctx) {
     }
     for (int64_t bi = 0; bi < n; ++bi) {
       const int64_t off = (bi * c + g * per_group) * spatial;
-      normalize_rows(x.data<float>() + off, y.mutable_data<float>() + off, one, s, b, eps, false, nullptr, nullptr);
+      normalize_rows(x.data<float>() + off, y.mutable_data<float>() + off, one, s, b, eps, false, nullptr,
+                     nullptr);
     }
   }
   ctx.outputs[0] = std::move(y);
@@ -235,30 +263,36 @@ void add_layer_norm(KernelContext& ctx) {
   const HostTensor& res = ctx.input(1);
   require_f32(ctx, x);
   // The residual is X's shape, or its trailing dims (a position table added to every batch row).
-  const bool trailing = res.rank() <= x.rank() && std::equal(res.dims().begin(), res.dims().end(), x.dims().end() - static_cast<std::ptrdiff_t>(res.rank()));
+  const bool trailing =
+      res.rank() <= x.rank() && std::equal(res.dims().begin(), res.dims().end(),
+                                           x.dims().end() - static_cast<std::ptrdiff_t>(res.rank()));
   if (!trailing || res.dtype() != x.dtype() || (res.size() == 0 && x.size() > 0))
-    ctx.fail("Residual " + res.shape_string() + " must match X " + x.shape_string() + " or its trailing dims");
+    ctx.fail("Residual " + res.shape_string() + " must match X " + x.shape_string() +
+             " or its trailing dims");
   const bool keep_sum = ctx.wants_output(1);
   // Without the sum as an output, it is summed where Y goes and normalized in place.
-  HostTensor sum = keep_sum ? ctx.new_output(1, DType::F32, x.dims()) : ctx.new_output(0, DType::F32, x.dims());
+  HostTensor sum =
+      keep_sum ? ctx.new_output(1, DType::F32, x.dims()) : ctx.new_output(0, DType::F32, x.dims());
   const float* a = x.data<float>();
   const float* b = res.data<float>();
   float* s = sum.mutable_data<float>();
   const int64_t period = res.size(), cols = x.rank() ? x.dim(-1) : 1;
   if (cols > 0 && period % cols == 0) {  // whole rows: one vector add per row
 #pragma omp parallel for if (x.size() > (1 << 15))
-    for (int64_t row = 0; row < x.size() / cols; ++row) add_rows(a + row * cols, b + (row * cols) % period, s + row * cols, cols);
+    for (int64_t row = 0; row < x.size() / cols; ++row)
+      add_rows(a + row * cols, b + (row * cols) % period, s + row * cols, cols);
   } else {
     for (int64_t i = 0; i < x.size(); ++i) s[i] = a[i] + b[i % period];  // period > 0 whenever x has elements
   }
-  layer_norm(ctx, sum, &ctx.input(2), ctx.has_input(3) ? &ctx.input(3) : nullptr, false, /*in_place=*/!keep_sum);
+  layer_norm(ctx, sum, &ctx.input(2), ctx.has_input(3) ? &ctx.input(3) : nullptr, false,
+             /*in_place=*/!keep_sum);
   if (keep_sum) ctx.set_output(1, std::move(sum));
 }
 
 }  // namespace
 
-HostTensor layer_norm_rows(const KernelContext& ctx, const HostTensor& x, int64_t axis, float epsilon, const HostTensor& scale,
-                           const HostTensor* bias) {
+HostTensor layer_norm_rows(const KernelContext& ctx, const HostTensor& x, int64_t axis, float epsilon,
+                           const HostTensor& scale, const HostTensor* bias) {
   require_f32(ctx, x);
   RowNorm r = split_rows(ctx, x, axis);
   auto s = expand_param(ctx, &scale, r.norm_dims, r.cols, 1.0f);
@@ -282,7 +316,8 @@ void register_norm_kernels(KernelRegistry& r) {
     if (format != "ND") ctx.fail("data_format '" + format + "' is not ND, NCHW or NC1HWC0");
     layer_norm(ctx, ctx.input(0), &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, false);
   });
-  r.add(kGeoptDomain, "RMSNorm", [](KernelContext& ctx) { layer_norm(ctx, ctx.input(0), &ctx.input(1), nullptr, true); });
+  r.add(kGeoptDomain, "RMSNorm",
+        [](KernelContext& ctx) { layer_norm(ctx, ctx.input(0), &ctx.input(1), nullptr, true); });
   r.add(kGeoptDomain, "AddLayerNorm", add_layer_norm);
 }
 

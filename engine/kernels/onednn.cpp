@@ -60,7 +60,8 @@ void reorder_memory(dnnl::memory from, dnnl::memory to) {
   cpu_stream().wait();
 }
 
-dnnl::memory input_in_layout(const dnnl::memory::desc& want, const dnnl::memory::desc& user, const void* data, const MemoryConvert& convert) {
+dnnl::memory input_in_layout(const dnnl::memory::desc& want, const dnnl::memory::desc& user, const void* data,
+                             const MemoryConvert& convert) {
   dnnl::memory given(user, cpu_engine(), const_cast<void*>(data));
   if (want == user) return given;
   dnnl::memory converted = thread_operand(ThreadOperand::source, want);
@@ -68,8 +69,8 @@ dnnl::memory input_in_layout(const dnnl::memory::desc& want, const dnnl::memory:
   return converted;
 }
 
-dnnl::memory weights_in_layout(const HostTensor& w, const std::string& key, const dnnl::memory::desc& want, const dnnl::memory::desc& user,
-                               const MemoryConvert& convert) {
+dnnl::memory weights_in_layout(const HostTensor& w, const std::string& key, const dnnl::memory::desc& want,
+                               const dnnl::memory::desc& user, const MemoryConvert& convert) {
   dnnl::memory given(user, cpu_engine(), const_cast<std::byte*>(w.raw()));
   if (want == user) return given;
   auto converted = [&] {
@@ -78,7 +79,8 @@ dnnl::memory weights_in_layout(const HostTensor& w, const std::string& key, cons
     return m;
   };
   if (!cacheable_constant(w)) return converted();
-  return *derived_constant<dnnl::memory>(w, key, [&] { return std::make_shared<const dnnl::memory>(converted()); });
+  return *derived_constant<dnnl::memory>(w, key,
+                                         [&] { return std::make_shared<const dnnl::memory>(converted()); });
 }
 
 dnnl::memory::format_tag row_major_tag(size_t rank) {
@@ -87,9 +89,12 @@ dnnl::memory::format_tag row_major_tag(size_t rank) {
   return tags[rank - 1];
 }
 
-void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std::string& name, const std::vector<float>& params) {
+void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std::string& name,
+                       const std::vector<float>& params) {
   using dnnl::algorithm;
-  auto add = [&](algorithm a, float alpha = 0.0f, float beta = 0.0f) { ops.append_eltwise(1.0f, a, alpha, beta); };
+  auto add = [&](algorithm a, float alpha = 0.0f, float beta = 0.0f) {
+    ops.append_eltwise(1.0f, a, alpha, beta);
+  };
   if (name == "none" || name.empty()) return;
   if (name == "Relu") {
     add(algorithm::eltwise_relu);
@@ -99,7 +104,8 @@ void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std:
   } else if (name == "LeakyRelu") {
     add(algorithm::eltwise_relu, params.empty() ? 0.01f : params[0]);
   } else if (name == "HardSwish") {
-    add(algorithm::eltwise_hardswish, 1.0f / 6.0f, 0.5f);  // x * max(0, min(1, x/6 + 1/2)); 2.6 ignores the two
+    add(algorithm::eltwise_hardswish, 1.0f / 6.0f,
+        0.5f);  // x * max(0, min(1, x/6 + 1/2)); 2.6 ignores the two
   } else if (name == "Sigmoid") {
     add(algorithm::eltwise_logistic);
   } else if (name == "SiLU") {
@@ -119,7 +125,9 @@ void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std:
   }
 }
 
-std::string desc_bytes(const dnnl::memory::desc& d) { return std::string(reinterpret_cast<const char*>(&d.data), sizeof(d.data)); }
+std::string desc_bytes(const dnnl::memory::desc& d) {
+  return std::string(reinterpret_cast<const char*>(&d.data), sizeof(d.data));
+}
 
 std::string activation_key(const std::string& name, const std::vector<float>& params) {
   std::string key = name;

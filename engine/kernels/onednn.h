@@ -56,8 +56,8 @@ dnnl::memory input_in_layout(const dnnl::memory::desc& want, const dnnl::memory:
                              const MemoryConvert& convert = reorder_memory);
 // Weights in the layout a primitive wants: converted once per weight and layout while a
 // constant weight lives (derived_constant, under `key`), on every call otherwise.
-dnnl::memory weights_in_layout(const HostTensor& w, const std::string& key, const dnnl::memory::desc& want, const dnnl::memory::desc& user,
-                               const MemoryConvert& convert = reorder_memory);
+dnnl::memory weights_in_layout(const HostTensor& w, const std::string& key, const dnnl::memory::desc& want,
+                               const dnnl::memory::desc& user, const MemoryConvert& convert = reorder_memory);
 
 // The dense row-major layout of a tensor of `rank` dims (1 to 6): ab, abc, ... (a grouped
 // conv's goihw is abcde).
@@ -65,7 +65,8 @@ dnnl::memory::format_tag row_major_tag(size_t rank);
 
 // A fused kernel's activation (docs/OPS.md) as a oneDNN eltwise post-op; "none" adds
 // nothing. Unknown names and wrong parameter counts fail as the kernel's error.
-void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std::string& name, const std::vector<float>& params);
+void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std::string& name,
+                       const std::vector<float>& params);
 // The bytes of a memory descriptor (a plain C struct in oneDNN 2.x), for cache keys: two
 // descriptors with the same bytes describe the same layout.
 std::string desc_bytes(const dnnl::memory::desc& d);

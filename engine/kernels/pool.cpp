@@ -23,7 +23,8 @@ enum class Pool { Max, Average, Lp };
 // contiguous values pool side by side: 1 for NCHW; C0 for NC1HWC0, which comes as a
 // 3-D pool with a kernel of 1 over its last axis. `pi` may be null (no Indices).
 template <Pool kind, class T>
-void pool_2d(const T* px, T* py, int64_t* pi, int64_t planes, int64_t lanes, const WindowGeometry& g, bool include_pad) {
+void pool_2d(const T* px, T* py, int64_t* pi, int64_t planes, int64_t lanes, const WindowGeometry& g,
+             bool include_pad) {
   const int64_t ih = g.in[0], iw = g.in[1], oh = g.out[0], ow = g.out[1];
   const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
   const int64_t dh = g.dilations[0], dw = g.dilations[1], ph = g.pad_begin[0], pw = g.pad_begin[1];
@@ -105,7 +106,8 @@ bool onednn_pool(Pool kind, const float* px, float* py, int64_t n, int64_t c, in
                         : include_pad     ? algorithm::pooling_avg_include_padding
                                           : algorithm::pooling_avg_exclude_padding;
   std::ostringstream key;
-  key << n << ',' << channels << ',' << g.in[0] << ',' << g.in[1] << ',' << lanes << ',' << static_cast<int>(alg);
+  key << n << ',' << channels << ',' << g.in[0] << ',' << g.in[1] << ',' << lanes << ','
+      << static_cast<int>(alg);
   for (const auto* v : {&strides, &kernel, &pad_l, &pad_r})
     for (auto d : *v) key << ',' << d;
   key << ";threads " << omp_get_max_threads();
@@ -116,7 +118,8 @@ bool onednn_pool(Pool kind, const float* px, float* py, int64_t n, int64_t c, in
   std::shared_ptr<const Plan> plan = cached_plan<Plan>(key.str(), [&]() -> std::shared_ptr<const Plan> {
     primitive_attr attr;
     attr.set_scratchpad_mode(scratchpad_mode::user);
-    pooling_forward::desc desc(prop_kind::forward_inference, alg, src_md, dst_md, strides, kernel, pad_l, pad_r);
+    pooling_forward::desc desc(prop_kind::forward_inference, alg, src_md, dst_md, strides, kernel, pad_l,
+                               pad_r);
     pooling_forward::primitive_desc pd(desc, attr, cpu_engine());
     // oneDNN's reference pooling is no faster than the caller's loop.
     if (std::string_view(pd.impl_info_str()).starts_with("ref")) return nullptr;
@@ -125,7 +128,8 @@ bool onednn_pool(Pool kind, const float* px, float* py, int64_t n, int64_t c, in
   if (!plan) return false;
   engine& eng = cpu_engine();
   stream& s = cpu_stream();
-  memory src(src_md, eng, const_cast<float*>(px)), dst(dst_md, eng, py), scratchpad = thread_scratchpad(plan->pd.scratchpad_desc());
+  memory src(src_md, eng, const_cast<float*>(px)), dst(dst_md, eng, py),
+      scratchpad = thread_scratchpad(plan->pd.scratchpad_desc());
   plan->primitive.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
   s.wait();
   return true;
@@ -156,76 +160,86 @@ void pool(KernelContext& ctx, Pool kind) {
     out_px *= g.out[i];
     k_px *= g.kernel[i];
   }
-  dispatch_real(x.dtype(), [&]<class T>() {
-    const T* px = x.data<T>();
-    T* py = y.mutable_data<T>();
-    int64_t* pi = want_indices ? indices.mutable_data<int64_t>() : nullptr;
-    // The last of three spatial axes with a window of 1 that moves by 1: NC1HWC0's C0.
-    const bool lanes_axis = sp == 3 && g.kernel[2] == 1 && g.strides[2] == 1 && g.dilations[2] == 1 && g.pad_begin[2] == 0 &&
-                            g.pad_end[2] == 0;
-    if ((sp == 2 || lanes_axis) && !column_major && kind != Pool::Lp) {
-      WindowGeometry g2 = g;
-      for (auto* v : {&g2.in, &g2.kernel, &g2.strides, &g2.dilations, &g2.pad_begin, &g2.pad_end, &g2.out}) v->resize(2);
-      const int64_t lanes = sp == 3 ? g.in[2] : 1;
-      if constexpr (std::is_same_v<T, float>)
-        if (!pi && onednn_pool(kind, px, py, n, c, lanes, g2, include_pad)) return;
-      if (kind == Pool::Max) pool_2d<Pool::Max>(px, py, pi, n * c, lanes, g2, include_pad);
-      else pool_2d<Pool::Average>(px, py, pi, n * c, lanes, g2, include_pad);
-      return;
-    }
-#pragma omp parallel for if (n * c * out_px > (1 << 14))
-    for (int64_t plane = 0; plane < n * c; ++plane) {
-      std::vector<int64_t> oc(sp), kc(sp), pos(sp);
-      for (int64_t o = 0; o < out_px; ++o) {
-        for (size_t i = sp, r = static_cast<size_t>(o); i-- > 0;) {
-          oc[i] = static_cast<int64_t>(r) % g.out[i];
-          r /= static_cast<size_t>(g.out[i]);
+  dispatch_real(
+      x.dtype(),
+      [&]<class T>() {
+        const T* px = x.data<T>();
+        T* py = y.mutable_data<T>();
+        int64_t* pi = want_indices ? indices.mutable_data<int64_t>() : nullptr;
+        // The last of three spatial axes with a window of 1 that moves by 1: NC1HWC0's C0.
+        const bool lanes_axis = sp == 3 && g.kernel[2] == 1 && g.strides[2] == 1 && g.dilations[2] == 1 &&
+                                g.pad_begin[2] == 0 && g.pad_end[2] == 0;
+        if ((sp == 2 || lanes_axis) && !column_major && kind != Pool::Lp) {
+          WindowGeometry g2 = g;
+          for (auto* v :
+               {&g2.in, &g2.kernel, &g2.strides, &g2.dilations, &g2.pad_begin, &g2.pad_end, &g2.out})
+            v->resize(2);
+          const int64_t lanes = sp == 3 ? g.in[2] : 1;
+          if constexpr (std::is_same_v<T, float>)
+            if (!pi && onednn_pool(kind, px, py, n, c, lanes, g2, include_pad)) return;
+          if (kind == Pool::Max)
+            pool_2d<Pool::Max>(px, py, pi, n * c, lanes, g2, include_pad);
+          else
+            pool_2d<Pool::Average>(px, py, pi, n * c, lanes, g2, include_pad);
+          return;
         }
-        double sum = 0;
-        T best = std::numeric_limits<T>::lowest();
-        int64_t best_at = -1, valid = 0, padded_count = 0;
-        for (int64_t kp = 0; kp < k_px; ++kp) {
-          int64_t r = kp;
-          for (size_t i = sp; i-- > 0;) {
-            kc[i] = r % g.kernel[i];
-            r /= g.kernel[i];
-          }
-          bool inside = true, within_pads = true;
-          for (size_t i = 0; i < sp; ++i) {
-            pos[i] = oc[i] * g.strides[i] + kc[i] * g.dilations[i] - g.pad_begin[i];
-            inside = inside && pos[i] >= 0 && pos[i] < g.in[i];
-            within_pads = within_pads && pos[i] < g.in[i] + g.pad_end[i];
-          }
-          if (within_pads) ++padded_count;
-          if (!inside) continue;
-          int64_t flat = 0;
-          for (size_t i = 0; i < sp; ++i) flat = flat * g.in[i] + pos[i];
-          T v = px[plane * in_px + flat];
-          ++valid;
-          sum += kind == Pool::Lp ? std::pow(std::fabs(static_cast<double>(v)), p) : static_cast<double>(v);
-          if (best_at < 0 || v > best) {
-            best = v;
-            if (column_major) {  // index in column-major spatial order
-              int64_t cm = 0;
-              for (size_t i = sp; i-- > 0;) cm = cm * g.in[i] + pos[i];
-              best_at = plane * in_px + cm;
+#pragma omp parallel for if (n * c * out_px > (1 << 14))
+        for (int64_t plane = 0; plane < n * c; ++plane) {
+          std::vector<int64_t> oc(sp), kc(sp), pos(sp);
+          for (int64_t o = 0; o < out_px; ++o) {
+            for (size_t i = sp, r = static_cast<size_t>(o); i-- > 0;) {
+              oc[i] = static_cast<int64_t>(r) % g.out[i];
+              r /= static_cast<size_t>(g.out[i]);
+            }
+            double sum = 0;
+            T best = std::numeric_limits<T>::lowest();
+            int64_t best_at = -1, valid = 0, padded_count = 0;
+            for (int64_t kp = 0; kp < k_px; ++kp) {
+              int64_t r = kp;
+              for (size_t i = sp; i-- > 0;) {
+                kc[i] = r % g.kernel[i];
+                r /= g.kernel[i];
+              }
+              bool inside = true, within_pads = true;
+              for (size_t i = 0; i < sp; ++i) {
+                pos[i] = oc[i] * g.strides[i] + kc[i] * g.dilations[i] - g.pad_begin[i];
+                inside = inside && pos[i] >= 0 && pos[i] < g.in[i];
+                within_pads = within_pads && pos[i] < g.in[i] + g.pad_end[i];
+              }
+              if (within_pads) ++padded_count;
+              if (!inside) continue;
+              int64_t flat = 0;
+              for (size_t i = 0; i < sp; ++i) flat = flat * g.in[i] + pos[i];
+              T v = px[plane * in_px + flat];
+              ++valid;
+              sum +=
+                  kind == Pool::Lp ? std::pow(std::fabs(static_cast<double>(v)), p) : static_cast<double>(v);
+              if (best_at < 0 || v > best) {
+                best = v;
+                if (column_major) {  // index in column-major spatial order
+                  int64_t cm = 0;
+                  for (size_t i = sp; i-- > 0;) cm = cm * g.in[i] + pos[i];
+                  best_at = plane * in_px + cm;
+                } else {
+                  best_at = plane * in_px + flat;
+                }
+              }
+            }
+            if (kind == Pool::Max) {
+              py[plane * out_px + o] = best;
+              if (pi) pi[plane * out_px + o] = best_at;
+            } else if (kind == Pool::Lp) {
+              py[plane * out_px + o] = static_cast<T>(std::pow(sum, 1.0 / p));
             } else {
-              best_at = plane * in_px + flat;
+              int64_t divisor = include_pad ? padded_count : valid;
+              py[plane * out_px + o] = static_cast<T>(divisor ? sum / static_cast<double>(divisor) : 0.0);
             }
           }
         }
-        if (kind == Pool::Max) {
-          py[plane * out_px + o] = best;
-          if (pi) pi[plane * out_px + o] = best_at;
-        } else if (kind == Pool::Lp) {
-          py[plane * out_px + o] = static_cast<T>(std::pow(sum, 1.0 / p));
-        } else {
-          int64_t divisor = include_pad ? padded_count : valid;
-          py[plane * out_px + o] = static_cast<T>(divisor ? sum / static_cast<double>(divisor) : 0.0);
-        }
-      }
-    }
-  }, kind == Pool::Max ? "MaxPool" : kind == Pool::Lp ? "LpPool" : "AveragePool");
+      },
+      kind == Pool::Max  ? "MaxPool"
+      : kind == Pool::Lp ? "LpPool"
+                         : "AveragePool");
   ctx.outputs[0] = std::move(y);
   if (kind == Pool::Max && ctx.wants_output(1)) ctx.outputs[1] = std::move(indices);
 }
@@ -241,18 +255,25 @@ void global_pool(KernelContext& ctx, Pool kind) {
   const int64_t px_count = planes ? x.size() / planes : 0;
   const double p = static_cast<double>(ctx.attr_int("p", 2));
   if (kind == Pool::Lp && p <= 0) ctx.fail("p must be positive");
-  dispatch_float(x.dtype(), [&]<class T>() {
-    const T* px = x.data<T>();
-    T* py = y.mutable_data<T>();
-    for (int64_t plane = 0; plane < planes; ++plane) {
-      double acc = kind == Pool::Max ? -std::numeric_limits<double>::infinity() : 0.0;
-      for (int64_t i = 0; i < px_count; ++i) {
-        double v = static_cast<double>(px[plane * px_count + i]);
-        acc = kind == Pool::Max ? std::max(acc, v) : kind == Pool::Lp ? acc + std::pow(std::fabs(v), p) : acc + v;
-      }
-      py[plane] = static_cast<T>(kind == Pool::Max ? acc : kind == Pool::Lp ? std::pow(acc, 1.0 / p) : acc / static_cast<double>(px_count));
-    }
-  }, "GlobalPool");
+  dispatch_float(
+      x.dtype(),
+      [&]<class T>() {
+        const T* px = x.data<T>();
+        T* py = y.mutable_data<T>();
+        for (int64_t plane = 0; plane < planes; ++plane) {
+          double acc = kind == Pool::Max ? -std::numeric_limits<double>::infinity() : 0.0;
+          for (int64_t i = 0; i < px_count; ++i) {
+            double v = static_cast<double>(px[plane * px_count + i]);
+            acc = kind == Pool::Max  ? std::max(acc, v)
+                  : kind == Pool::Lp ? acc + std::pow(std::fabs(v), p)
+                                     : acc + v;
+          }
+          py[plane] = static_cast<T>(kind == Pool::Max  ? acc
+                                     : kind == Pool::Lp ? std::pow(acc, 1.0 / p)
+                                                        : acc / static_cast<double>(px_count));
+        }
+      },
+      "GlobalPool");
   ctx.outputs[0] = std::move(y);
 }
 

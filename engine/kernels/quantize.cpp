@@ -26,20 +26,29 @@ int64_t saturate_round(double v, int64_t lo, int64_t hi) {
 
 std::pair<int64_t, int64_t> int_range(const KernelContext& ctx, DType t) {
   switch (t) {
-    case DType::U8: return {0, 255};
-    case DType::I8: return {-128, 127};
-    case DType::U16: return {0, 65535};
-    case DType::I16: return {-32768, 32767};
-    case DType::I32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
-    default: ctx.fail("quantized type must be uint8, int8, uint16, int16 or int32, not " + dtype_name(t));
+    case DType::U8:
+      return {0, 255};
+    case DType::I8:
+      return {-128, 127};
+    case DType::U16:
+      return {0, 65535};
+    case DType::I16:
+      return {-32768, 32767};
+    case DType::I32:
+      return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    default:
+      ctx.fail("quantized type must be uint8, int8, uint16, int16 or int32, not " + dtype_name(t));
   }
 }
 
 HostTensor integer_tensor(DType t, const std::vector<int64_t>& dims, const std::vector<int64_t>& values) {
   HostTensor y(t, dims);
-  dispatch_real(t, [&]<class T>() {
-    for (size_t i = 0; i < values.size(); ++i) y.mutable_data<T>()[i] = static_cast<T>(values[i]);
-  }, "quantized output");
+  dispatch_real(
+      t,
+      [&]<class T>() {
+        for (size_t i = 0; i < values.size(); ++i) y.mutable_data<T>()[i] = static_cast<T>(values[i]);
+      },
+      "quantized output");
   return y;
 }
 
@@ -53,7 +62,8 @@ struct QuantParams {
   int64_t axis = 0, axis_len = 1, inner = 1, block = 0, blocks = 1;
   bool per_axis = false;
 
-  QuantParams(const KernelContext& ctx, const HostTensor& x, const HostTensor& s, const HostTensor* z) : scale(&s), zero(z) {
+  QuantParams(const KernelContext& ctx, const HostTensor& x, const HostTensor& s, const HostTensor* z)
+      : scale(&s), zero(z) {
     block = ctx.opset() >= 21 ? ctx.attr_int("block_size", 0) : 0;
     if (block < 0) ctx.fail("block_size must not be negative");
     if (s.size() != 1 || block > 0) {
@@ -66,15 +76,18 @@ struct QuantParams {
         std::vector<int64_t> want = x.dims();
         want[static_cast<size_t>(axis)] = blocks;
         if (s.dims() != want)
-          ctx.fail("a blocked scale must be " + HostTensor(s.dtype(), want).shape_string() + " (block_size " + std::to_string(block) + " on axis " +
-                   std::to_string(axis) + "), not " + s.shape_string());
+          ctx.fail("a blocked scale must be " + HostTensor(s.dtype(), want).shape_string() + " (block_size " +
+                   std::to_string(block) + " on axis " + std::to_string(axis) + "), not " + s.shape_string());
       } else {
         if (s.rank() != 1) ctx.fail("a per-axis scale must be 1-D (or set block_size for a blocked one)");
-        if (s.size() != axis_len) ctx.fail("the scale has " + std::to_string(s.size()) + " entries for an axis of " + std::to_string(axis_len));
+        if (s.size() != axis_len)
+          ctx.fail("the scale has " + std::to_string(s.size()) + " entries for an axis of " +
+                   std::to_string(axis_len));
       }
     }
     if (s.size() < 1 && x.size() > 0) ctx.fail("the scale is empty");
-    if (z && z->dims() != s.dims() && z->size() != s.size()) ctx.fail("the zero point and the scale differ in shape");
+    if (z && z->dims() != s.dims() && z->size() != s.size())
+      ctx.fail("the zero point and the scale differ in shape");
   }
   int64_t slot(int64_t i) const {
     if (!per_axis) return 0;
@@ -92,13 +105,15 @@ void quantize_linear(KernelContext& ctx) {
   QuantParams q(ctx, x, ctx.input(1), zero);
   const int64_t output_dtype = ctx.opset() >= 21 ? ctx.attr_int("output_dtype", 0) : 0;
   const DType out = zero ? zero->dtype() : output_dtype != 0 ? static_cast<DType>(output_dtype) : DType::U8;
-  if (zero && output_dtype != 0 && static_cast<DType>(output_dtype) != zero->dtype()) ctx.fail("output_dtype differs from the zero point's type");
+  if (zero && output_dtype != 0 && static_cast<DType>(output_dtype) != zero->dtype())
+    ctx.fail("output_dtype differs from the zero point's type");
   const auto [lo, hi] = int_range(ctx, out);
   std::vector<int64_t> v(static_cast<size_t>(x.size()));
   for (int64_t i = 0; i < x.size(); ++i) {
     // ONNX divides by the scale in the scale's precision before rounding.
     const float scaled = static_cast<float>(x.real_at(i)) / static_cast<float>(q.scale_at(i));
-    v[static_cast<size_t>(i)] = saturate_round(static_cast<double>(std::nearbyint(scaled)) + static_cast<double>(q.zero_at(i)), lo, hi);
+    v[static_cast<size_t>(i)] = saturate_round(
+        static_cast<double>(std::nearbyint(scaled)) + static_cast<double>(q.zero_at(i)), lo, hi);
   }
   ctx.outputs[0] = integer_tensor(out, x.dims(), v);
 }
@@ -109,11 +124,14 @@ void dequantize_linear(KernelContext& ctx) {
   const HostTensor* zero = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   QuantParams q(ctx, x, scale, zero);
   HostTensor y(scale.dtype() == DType::F16 ? DType::F32 : scale.dtype(), x.dims());
-  dispatch_float(y.dtype(), [&]<class T>() {
-    T* py = y.mutable_data<T>();
-    for (int64_t i = 0; i < x.size(); ++i)
-      py[i] = static_cast<T>(static_cast<T>(x.int_at(i) - q.zero_at(i)) * static_cast<T>(q.scale_at(i)));
-  }, "DequantizeLinear");
+  dispatch_float(
+      y.dtype(),
+      [&]<class T>() {
+        T* py = y.mutable_data<T>();
+        for (int64_t i = 0; i < x.size(); ++i)
+          py[i] = static_cast<T>(static_cast<T>(x.int_at(i) - q.zero_at(i)) * static_cast<T>(q.scale_at(i)));
+      },
+      "DequantizeLinear");
   ctx.outputs[0] = std::move(y);
 }
 
@@ -129,7 +147,11 @@ void dynamic_quantize_linear(KernelContext& ctx) {
   const int64_t zero = scale == 0.0f ? 0 : saturate_round(std::nearbyint(-lo / scale), 0, 255);
   std::vector<int64_t> v(static_cast<size_t>(x.size()));
   for (int64_t i = 0; i < x.size(); ++i)
-    v[static_cast<size_t>(i)] = scale == 0.0f ? zero : saturate_round(std::nearbyint(static_cast<float>(x.real_at(i)) / scale) + static_cast<double>(zero), 0, 255);
+    v[static_cast<size_t>(i)] =
+        scale == 0.0f ? zero
+                      : saturate_round(std::nearbyint(static_cast<float>(x.real_at(i)) / scale) +
+                                           static_cast<double>(zero),
+                                       0, 255);
   ctx.outputs[0] = integer_tensor(DType::U8, x.dims(), v);
   ctx.set_output(1, HostTensor::scalar<float>(DType::F32, scale));
   ctx.set_output(2, HostTensor::scalar<uint8_t>(DType::U8, static_cast<uint8_t>(zero)));
@@ -145,7 +167,9 @@ HostTensor centered(const KernelContext& ctx, const HostTensor& x, const HostTen
   if (per_axis) {
     axis = tensor_axis(ctx, axis, x);
     len = x.dims()[static_cast<size_t>(axis)];
-    if (zero->size() != len) ctx.fail("a zero point has " + std::to_string(zero->size()) + " entries for an axis of " + std::to_string(len));
+    if (zero->size() != len)
+      ctx.fail("a zero point has " + std::to_string(zero->size()) + " entries for an axis of " +
+               std::to_string(len));
     for (size_t a = static_cast<size_t>(axis) + 1; a < x.rank(); ++a) inner *= x.dims()[a];
   }
   for (int64_t i = 0; i < x.size(); ++i) {
@@ -155,7 +179,9 @@ HostTensor centered(const KernelContext& ctx, const HostTensor& x, const HostTen
   return y;
 }
 
-const HostTensor* optional_input(const KernelContext& ctx, size_t i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; }
+const HostTensor* optional_input(const KernelContext& ctx, size_t i) {
+  return ctx.has_input(i) ? &ctx.input(i) : nullptr;
+}
 
 HostTensor cast_to_i64(const HostTensor& x) {
   HostTensor y(DType::I64, x.dims());
@@ -174,24 +200,31 @@ void matmul_integer(KernelContext& ctx) {
   const HostTensor& a = ctx.input(0);
   const HostTensor& b = ctx.input(1);
   if (a.rank() < 1 || b.rank() < 1) ctx.fail("operands must have rank >= 1");
-  HostTensor ac = centered(ctx, a, optional_input(ctx, 2), std::max<int64_t>(static_cast<int64_t>(a.rank()) - 2, 0));
+  HostTensor ac =
+      centered(ctx, a, optional_input(ctx, 2), std::max<int64_t>(static_cast<int64_t>(a.rank()) - 2, 0));
   HostTensor bc = centered(ctx, b, optional_input(ctx, 3), -1);
   HostTensor acc = integer_matmul(ctx, ac, bc);
   HostTensor y(DType::I32, acc.dims());
   for (int64_t i = 0; i < acc.size(); ++i)  // int32 arithmetic wraps; so does this, without UB
-    y.mutable_data<int32_t>()[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc.data<int64_t>()[i])));
+    y.mutable_data<int32_t>()[i] =
+        static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc.data<int64_t>()[i])));
   ctx.outputs[0] = std::move(y);
 }
 
 // Direct integer convolution: x [N, C, spatial...] and w [M, C/group, k...], both already
 // centred, accumulated in int64.
-std::vector<int64_t> conv_integer(const KernelContext& ctx, const HostTensor& x, const HostTensor& w, std::vector<int64_t>& out_dims) {
-  if (x.rank() < 3 || w.rank() != x.rank()) ctx.fail("needs x [N, C, spatial...] and weights of the same rank");
+std::vector<int64_t> conv_integer(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,
+                                  std::vector<int64_t>& out_dims) {
+  if (x.rank() < 3 || w.rank() != x.rank())
+    ctx.fail("needs x [N, C, spatial...] and weights of the same rank");
   const int64_t group = ctx.attr_int("group", 1);
   const int64_t n = x.dims()[0], c = x.dims()[1], m = w.dims()[0];
-  if (group <= 0 || c % group != 0 || m % group != 0 || w.dims()[1] * group != c) ctx.fail("channels do not match the weights and group");
-  std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape", std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
-  if (kernel != std::vector<int64_t>(w.dims().begin() + 2, w.dims().end())) ctx.fail("kernel_shape does not match the weights " + w.shape_string());
+  if (group <= 0 || c % group != 0 || m % group != 0 || w.dims()[1] * group != c)
+    ctx.fail("channels do not match the weights and group");
+  std::vector<int64_t> kernel =
+      ctx.attr_ints("kernel_shape", std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()));
+  if (kernel != std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()))
+    ctx.fail("kernel_shape does not match the weights " + w.shape_string());
   WindowGeometry g = window_geometry(ctx, x.dims(), kernel, false);
   const size_t sp = g.in.size();
   out_dims = {n, m};
@@ -230,7 +263,8 @@ std::vector<int64_t> conv_integer(const KernelContext& ctx, const HostTensor& x,
           }
           if (!inside) continue;
           for (int64_t ic = 0; ic < cg; ++ic)
-            sum += static_cast<int64_t>(px[(b * c + gi * cg + ic) * in_spatial + in_off]) * pw[(oc * cg + ic) * k_spatial + ks];
+            sum += static_cast<int64_t>(px[(b * c + gi * cg + ic) * in_spatial + in_off]) *
+                   pw[(oc * cg + ic) * k_spatial + ks];
         }
         acc[static_cast<size_t>((b * m + oc) * out_spatial + os)] = sum;
       }
@@ -247,15 +281,20 @@ void conv_integer_kernel(KernelContext& ctx) {
 }
 
 // Requantizes int accumulators: y = saturate(round(acc * real_scale(i) / y_scale) + y_zero).
-HostTensor requantize(const KernelContext& ctx, const std::vector<int64_t>& acc, const std::vector<int64_t>& dims,
-                      const std::function<double(int64_t)>& real_scale, const HostTensor& y_scale, const HostTensor& y_zero) {
+HostTensor requantize(const KernelContext& ctx, const std::vector<int64_t>& acc,
+                      const std::vector<int64_t>& dims, const std::function<double(int64_t)>& real_scale,
+                      const HostTensor& y_scale, const HostTensor& y_zero) {
   const auto [lo, hi] = int_range(ctx, y_zero.dtype());
-  if (y_scale.size() != 1 || y_zero.size() != 1) ctx.fail("y_scale and y_zero_point must hold one value each");
+  if (y_scale.size() != 1 || y_zero.size() != 1)
+    ctx.fail("y_scale and y_zero_point must hold one value each");
   const double ys = y_scale.real_at(0);
   const int64_t yz = y_zero.int_at(0);
   std::vector<int64_t> v(acc.size());
   for (size_t i = 0; i < acc.size(); ++i)
-    v[i] = saturate_round(std::nearbyint(static_cast<double>(acc[i]) * real_scale(static_cast<int64_t>(i)) / ys) + static_cast<double>(yz), lo, hi);
+    v[i] = saturate_round(
+        std::nearbyint(static_cast<double>(acc[i]) * real_scale(static_cast<int64_t>(i)) / ys) +
+            static_cast<double>(yz),
+        lo, hi);
   return integer_tensor(y_zero.dtype(), dims, v);
 }
 
@@ -299,8 +338,11 @@ void qlinear_conv(KernelContext& ctx) {
   const HostTensor& x_scale = ctx.input(1);
   const HostTensor& w_scale = ctx.input(4);
   if (x_scale.size() != 1) ctx.fail("x_scale must hold one value");
-  if (w_scale.size() != 1 && w_scale.size() != m) ctx.fail("w_scale must hold 1 or one value per output channel");
-  auto scale = [&](int64_t i) { return x_scale.real_at(0) * (w_scale.size() > 1 ? w_scale.real_at(i / spatial % m) : w_scale.real_at(0)); };
+  if (w_scale.size() != 1 && w_scale.size() != m)
+    ctx.fail("w_scale must hold 1 or one value per output channel");
+  auto scale = [&](int64_t i) {
+    return x_scale.real_at(0) * (w_scale.size() > 1 ? w_scale.real_at(i / spatial % m) : w_scale.real_at(0));
+  };
   ctx.outputs[0] = requantize(ctx, acc, dims, scale, ctx.input(6), ctx.input(7));
 }
 

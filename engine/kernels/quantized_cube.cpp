@@ -21,30 +21,40 @@ namespace {
 constexpr int64_t kMaxDepth = INT32_MAX / (255 * 255);
 
 void require_8bit(const KernelContext& ctx, const HostTensor& t, const char* what) {
-  if (t.dtype() != DType::U8 && t.dtype() != DType::I8) ctx.fail(std::string(what) + " must be uint8 or int8, not " + dtype_name(t.dtype()));
+  if (t.dtype() != DType::U8 && t.dtype() != DType::I8)
+    ctx.fail(std::string(what) + " must be uint8 or int8, not " + dtype_name(t.dtype()));
 }
 
 // One value per channel from a per-tensor (one element) or per-channel (`channels`) parameter.
-std::vector<double> per_channel_reals(const KernelContext& ctx, const HostTensor& p, int64_t channels, const char* what) {
+std::vector<double> per_channel_reals(const KernelContext& ctx, const HostTensor& p, int64_t channels,
+                                      const char* what) {
   if (p.size() != 1 && p.size() != channels)
-    ctx.fail(std::string(what) + " holds " + std::to_string(p.size()) + " values: 1 or one per output channel (" + std::to_string(channels) + ")");
+    ctx.fail(std::string(what) + " holds " + std::to_string(p.size()) +
+             " values: 1 or one per output channel (" + std::to_string(channels) + ")");
   std::vector<double> v(static_cast<size_t>(channels));
   for (int64_t c = 0; c < channels; ++c) v[static_cast<size_t>(c)] = p.real_at(p.size() == 1 ? 0 : c);
   return v;
 }
 
-std::vector<int32_t> per_channel_ints(const KernelContext& ctx, const HostTensor& p, int64_t channels, const char* what) {
+std::vector<int32_t> per_channel_ints(const KernelContext& ctx, const HostTensor& p, int64_t channels,
+                                      const char* what) {
   if (p.size() != 1 && p.size() != channels)
-    ctx.fail(std::string(what) + " holds " + std::to_string(p.size()) + " values: 1 or one per output channel (" + std::to_string(channels) + ")");
+    ctx.fail(std::string(what) + " holds " + std::to_string(p.size()) +
+             " values: 1 or one per output channel (" + std::to_string(channels) + ")");
   std::vector<int32_t> v(static_cast<size_t>(channels));
-  for (int64_t c = 0; c < channels; ++c) v[static_cast<size_t>(c)] = static_cast<int32_t>(p.int_at(p.size() == 1 ? 0 : c));
+  for (int64_t c = 0; c < channels; ++c)
+    v[static_cast<size_t>(c)] = static_cast<int32_t>(p.int_at(p.size() == 1 ? 0 : c));
   return v;
 }
 
 // The activation's single scale and zero point.
-std::pair<double, int32_t> activation_params(const KernelContext& ctx, const HostTensor& scale, const HostTensor& zero, const HostTensor& x) {
-  if (scale.size() != 1 || zero.size() != 1) ctx.fail("the activation's scale and zero point must hold one value each");
-  if (zero.dtype() != x.dtype()) ctx.fail("the activation's zero point is " + dtype_name(zero.dtype()) + ", the activation " + dtype_name(x.dtype()));
+std::pair<double, int32_t> activation_params(const KernelContext& ctx, const HostTensor& scale,
+                                             const HostTensor& zero, const HostTensor& x) {
+  if (scale.size() != 1 || zero.size() != 1)
+    ctx.fail("the activation's scale and zero point must hold one value each");
+  if (zero.dtype() != x.dtype())
+    ctx.fail("the activation's zero point is " + dtype_name(zero.dtype()) + ", the activation " +
+             dtype_name(x.dtype()));
   return {scale.real_at(0), static_cast<int32_t>(zero.int_at(0))};
 }
 
@@ -63,15 +73,18 @@ std::vector<int16_t> centred(const HostTensor& x, int32_t zero) {
 
 // Weight element i as an integer.
 int32_t weight_at(const HostTensor& w, int64_t i) {
-  return w.dtype() == DType::U8 ? static_cast<int32_t>(w.data<uint8_t>()[i]) : static_cast<int32_t>(w.data<int8_t>()[i]);
+  return w.dtype() == DType::U8 ? static_cast<int32_t>(w.data<uint8_t>()[i])
+                                : static_cast<int32_t>(w.data<int8_t>()[i]);
 }
 
 // y[i, c] = float(acc[i, c] * scale[c]) + bias[c], over rows of `channels`.
-void dequantize_rows(float* y, const int32_t* acc, int64_t rows, int64_t channels, const std::vector<double>& scale, const std::vector<float>& bias) {
+void dequantize_rows(float* y, const int32_t* acc, int64_t rows, int64_t channels,
+                     const std::vector<double>& scale, const std::vector<float>& bias) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < channels; ++c) {
       const int64_t i = r * channels + c;
-      y[i] = static_cast<float>(static_cast<double>(acc[i]) * scale[static_cast<size_t>(c)]) + bias[static_cast<size_t>(c)];
+      y[i] = static_cast<float>(static_cast<double>(acc[i]) * scale[static_cast<size_t>(c)]) +
+             bias[static_cast<size_t>(c)];
     }
 }
 
@@ -80,7 +93,9 @@ std::vector<float> float_bias(const KernelContext& ctx, size_t index, int64_t ch
   std::vector<float> v(static_cast<size_t>(channels), 0.0f);
   if (!ctx.has_input(index)) return v;
   const HostTensor& b = ctx.input(index);
-  if (b.size() != channels) ctx.fail("the bias holds " + std::to_string(b.size()) + " values, one per output channel (" + std::to_string(channels) + ")");
+  if (b.size() != channels)
+    ctx.fail("the bias holds " + std::to_string(b.size()) + " values, one per output channel (" +
+             std::to_string(channels) + ")");
   for (int64_t c = 0; c < channels; ++c) v[static_cast<size_t>(c)] = static_cast<float>(b.real_at(c));
   return v;
 }
@@ -91,10 +106,13 @@ void quant_matmul(KernelContext& ctx) {
   const HostTensor& b = ctx.input(1);
   require_8bit(ctx, a, "A");
   require_8bit(ctx, b, "B");
-  if (a.rank() < 1 || b.rank() != 2) ctx.fail("needs A of rank >= 1 and a 2-D B, not " + a.shape_string() + " and " + b.shape_string());
+  if (a.rank() < 1 || b.rank() != 2)
+    ctx.fail("needs A of rank >= 1 and a 2-D B, not " + a.shape_string() + " and " + b.shape_string());
   const int64_t k = a.dims().back(), n = b.dim(1);
   if (b.dim(0) != k) ctx.fail("A " + a.shape_string() + " and B " + b.shape_string() + " differ in K");
-  if (k > kMaxDepth) ctx.fail("K = " + std::to_string(k) + " is past what int32 accumulation holds exactly (" + std::to_string(kMaxDepth) + ")");
+  if (k > kMaxDepth)
+    ctx.fail("K = " + std::to_string(k) + " is past what int32 accumulation holds exactly (" +
+             std::to_string(kMaxDepth) + ")");
   const int64_t m = k == 0 ? 0 : a.size() / k;
   const auto [a_scale, a_zero] = activation_params(ctx, ctx.input(2), ctx.input(3), a);
   std::vector<double> scale = per_channel_reals(ctx, ctx.input(4), n, "B's scale");
@@ -106,7 +124,9 @@ void quant_matmul(KernelContext& ctx) {
   // lives (keyed by the zero points too), once per call for a B computed at run time.
   auto centre_b = [&] {
     auto c = std::make_shared<std::vector<int16_t>>(static_cast<size_t>(k * n));
-    for (int64_t i = 0; i < k * n; ++i) (*c)[static_cast<size_t>(i)] = static_cast<int16_t>(weight_at(b, i) - b_zero[static_cast<size_t>(i % n)]);
+    for (int64_t i = 0; i < k * n; ++i)
+      (*c)[static_cast<size_t>(i)] =
+          static_cast<int16_t>(weight_at(b, i) - b_zero[static_cast<size_t>(i % n)]);
     return std::shared_ptr<const std::vector<int16_t>>(std::move(c));
   };
   std::shared_ptr<const std::vector<int16_t>> centred_b;
@@ -137,21 +157,27 @@ void quant_matmul(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
-// Y = activation(Conv((X - zx) sx, (W - zw) sw) + B [+ Z]): X [N, C, H, W] 8-bit, W [M, C/group, kH, kW] 8-bit.
+// Y = activation(Conv((X - zx) sx, (W - zw) sw) + B [+ Z]): X [N, C, H, W] 8-bit, W [M, C/group, kH, kW]
+// 8-bit.
 void quant_conv(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const HostTensor& w = ctx.input(1);
   require_8bit(ctx, x, "X");
   require_8bit(ctx, w, "W");
-  if (x.rank() != 4 || w.rank() != 4) ctx.fail("needs a 4-D X and 4-D W, not " + x.shape_string() + " and " + w.shape_string());
+  if (x.rank() != 4 || w.rank() != 4)
+    ctx.fail("needs a 4-D X and 4-D W, not " + x.shape_string() + " and " + w.shape_string());
   const int64_t group = ctx.attr_int("group", 1);
   const int64_t batch = x.dim(0), c = x.dim(1), m = w.dim(0);
-  if (group <= 0 || c % group != 0 || m % group != 0 || w.dim(1) * group != c) ctx.fail("channels do not match the weights and group");
+  if (group <= 0 || c % group != 0 || m % group != 0 || w.dim(1) * group != c)
+    ctx.fail("channels do not match the weights and group");
   const std::vector<int64_t> kernel = {w.dim(2), w.dim(3)};
-  if (ctx.attr_ints("kernel_shape", kernel) != kernel) ctx.fail("kernel_shape does not match the weights " + w.shape_string());
+  if (ctx.attr_ints("kernel_shape", kernel) != kernel)
+    ctx.fail("kernel_shape does not match the weights " + w.shape_string());
   const WindowGeometry g = window_geometry(ctx, x.dims(), kernel, false);
   const int64_t cg = c / group, mg = m / group, depth = cg * kernel[0] * kernel[1];
-  if (depth > kMaxDepth) ctx.fail("C/group x kH x kW = " + std::to_string(depth) + " is past what int32 accumulation holds exactly");
+  if (depth > kMaxDepth)
+    ctx.fail("C/group x kH x kW = " + std::to_string(depth) +
+             " is past what int32 accumulation holds exactly");
   const int64_t oh = g.out[0], ow = g.out[1], spatial = oh * ow, ih = g.in[0], iw = g.in[1];
   const auto [x_scale, x_zero] = activation_params(ctx, ctx.input(2), ctx.input(3), x);
   std::vector<double> scale = per_channel_reals(ctx, ctx.input(4), m, "W's scale");
@@ -159,9 +185,10 @@ void quant_conv(KernelContext& ctx) {
   const std::vector<int32_t> w_zero = per_channel_ints(ctx, ctx.input(5), m, "W's zero point");
   const std::vector<float> bias = float_bias(ctx, 6, m);
   const HostTensor* residual = ctx.has_input(7) ? &ctx.input(7) : nullptr;
-  if (residual && (residual->dtype() != DType::F32 || residual->dims() != std::vector<int64_t>{batch, m, oh, ow}))
-    ctx.fail("the residual Z is " + residual->shape_string() + ", the output f32[" + std::to_string(batch) + "," + std::to_string(m) + "," +
-             std::to_string(oh) + "," + std::to_string(ow) + "]");
+  if (residual &&
+      (residual->dtype() != DType::F32 || residual->dims() != std::vector<int64_t>{batch, m, oh, ow}))
+    ctx.fail("the residual Z is " + residual->shape_string() + ", the output f32[" + std::to_string(batch) +
+             "," + std::to_string(m) + "," + std::to_string(oh) + "," + std::to_string(ow) + "]");
   const std::vector<int16_t> xc = centred(x, x_zero);
   HostTensor y = HostTensor::uninitialized(DType::F32, {batch, m, oh, ow});
   float* py = y.mutable_data<float>();
@@ -173,7 +200,8 @@ void quant_conv(KernelContext& ctx) {
       // zero point, 0 once centred.
 #pragma omp parallel for if (depth * spatial > (1 << 16))
       for (int64_t row = 0; row < depth; ++row) {
-        const int64_t ic = row / (kernel[0] * kernel[1]), ky = row / kernel[1] % kernel[0], kx = row % kernel[1];
+        const int64_t ic = row / (kernel[0] * kernel[1]), ky = row / kernel[1] % kernel[0],
+                      kx = row % kernel[1];
         const int16_t* plane = xc.data() + (b * c + gi * cg + ic) * ih * iw;
         int16_t* out = cols.data() + row * spatial;
         for (int64_t oy = 0; oy < oh; ++oy) {

@@ -31,11 +31,15 @@ HostTensor fill(const KernelContext& ctx, DType dtype, const std::vector<int64_t
   if (!is_float(dtype)) ctx.fail("the output dtype must be a float type, not " + dtype_name(dtype));
   HostTensor values(DType::F64, dims);
   for (int64_t i = 0; i < values.size(); ++i) values.mutable_data<double>()[i] = draw(i);
-  return dispatch_all(dtype, [&]<class T>() {
-    HostTensor y(dtype, dims);
-    for (int64_t i = 0; i < y.size(); ++i) y.mutable_data<T>()[i] = convert_value<T>(values.data<double>()[i]);
-    return y;
-  }, "random");
+  return dispatch_all(
+      dtype,
+      [&]<class T>() {
+        HostTensor y(dtype, dims);
+        for (int64_t i = 0; i < y.size(); ++i)
+          y.mutable_data<T>()[i] = convert_value<T>(values.data<double>()[i]);
+        return y;
+      },
+      "random");
 }
 
 DType output_dtype(const KernelContext& ctx, DType fallback) {
@@ -53,11 +57,15 @@ void random_tensor_op(KernelContext& ctx, bool like, Distribution distribution) 
 }
 
 void random_uniform(KernelContext& ctx, bool like) {
-  random_tensor_op(ctx, like, std::uniform_real_distribution<double>(ctx.attr_float("low", 0.0f), ctx.attr_float("high", 1.0f)));
+  random_tensor_op(
+      ctx, like,
+      std::uniform_real_distribution<double>(ctx.attr_float("low", 0.0f), ctx.attr_float("high", 1.0f)));
 }
 
 void random_normal(KernelContext& ctx, bool like) {
-  random_tensor_op(ctx, like, std::normal_distribution<double>(ctx.attr_float("mean", 0.0f), ctx.attr_float("scale", 1.0f)));
+  random_tensor_op(
+      ctx, like,
+      std::normal_distribution<double>(ctx.attr_float("mean", 0.0f), ctx.attr_float("scale", 1.0f)));
 }
 
 // Bernoulli: 1 with probability p (the input), else 0, in the input's dtype or `dtype`.
@@ -72,11 +80,15 @@ void bernoulli(KernelContext& ctx) {
     if (!(prob >= 0.0 && prob <= 1.0)) ctx.fail("probability " + std::to_string(prob) + " is outside [0, 1]");
     draws.mutable_data<double>()[i] = u(rng) < prob ? 1.0 : 0.0;
   }
-  ctx.outputs[0] = dispatch_all(dtype, [&]<class T>() {
-    HostTensor y(dtype, p.dims());
-    for (int64_t i = 0; i < y.size(); ++i) y.mutable_data<T>()[i] = convert_value<T>(draws.data<double>()[i]);
-    return y;
-  }, "Bernoulli");
+  ctx.outputs[0] = dispatch_all(
+      dtype,
+      [&]<class T>() {
+        HostTensor y(dtype, p.dims());
+        for (int64_t i = 0; i < y.size(); ++i)
+          y.mutable_data<T>()[i] = convert_value<T>(draws.data<double>()[i]);
+        return y;
+      },
+      "Bernoulli");
 }
 
 // Multinomial: sample_size class indices per batch row from unnormalized log-probabilities.
@@ -94,12 +106,15 @@ void multinomial(KernelContext& ctx) {
   for (int64_t b = 0; b < batch; ++b) {
     double top = -INFINITY;
     for (int64_t c = 0; c < classes; ++c) top = std::max(top, logits.real_at(b * classes + c));
-    for (int64_t c = 0; c < classes; ++c) weights[static_cast<size_t>(c)] = std::exp(logits.real_at(b * classes + c) - top);
+    for (int64_t c = 0; c < classes; ++c)
+      weights[static_cast<size_t>(c)] = std::exp(logits.real_at(b * classes + c) - top);
     std::discrete_distribution<int64_t> d(weights.begin(), weights.end());
     for (int64_t s = 0; s < samples; ++s) {
       const int64_t v = d(rng);
-      if (dtype == DType::I32) y.mutable_data<int32_t>()[b * samples + s] = static_cast<int32_t>(v);
-      else y.mutable_data<int64_t>()[b * samples + s] = v;
+      if (dtype == DType::I32)
+        y.mutable_data<int32_t>()[b * samples + s] = static_cast<int32_t>(v);
+      else
+        y.mutable_data<int64_t>()[b * samples + s] = v;
     }
   }
   ctx.outputs[0] = std::move(y);
@@ -108,10 +123,14 @@ void multinomial(KernelContext& ctx) {
 }  // namespace
 
 void register_random_kernels(KernelRegistry& r) {
-  r.add("", "RandomUniform", [](KernelContext& ctx) { random_uniform(ctx, false); }, false);
-  r.add("", "RandomUniformLike", [](KernelContext& ctx) { random_uniform(ctx, true); }, false);
-  r.add("", "RandomNormal", [](KernelContext& ctx) { random_normal(ctx, false); }, false);
-  r.add("", "RandomNormalLike", [](KernelContext& ctx) { random_normal(ctx, true); }, false);
+  r.add(
+      "", "RandomUniform", [](KernelContext& ctx) { random_uniform(ctx, false); }, false);
+  r.add(
+      "", "RandomUniformLike", [](KernelContext& ctx) { random_uniform(ctx, true); }, false);
+  r.add(
+      "", "RandomNormal", [](KernelContext& ctx) { random_normal(ctx, false); }, false);
+  r.add(
+      "", "RandomNormalLike", [](KernelContext& ctx) { random_normal(ctx, true); }, false);
   r.add("", "Bernoulli", bernoulli, false);
   r.add("", "Multinomial", multinomial, false);
 }

@@ -12,8 +12,8 @@
 #include <functional>
 #include <optional>
 
-#include <oneapi/dnnl/dnnl.hpp>
 #include <spdlog/spdlog.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "kernels/layout.h"
 #include "kernels/linalg.h"
@@ -34,7 +34,8 @@ Activation make_activation(const KernelContext& ctx, const ActivationSpec& spec)
   if (name == "LeakyRelu") return [al = a(0.01f)](float x) { return x >= 0 ? x : al * x; };
   if (name == "ThresholdedRelu") return [al = a(1.0f)](float x) { return x > al ? x : 0.0f; };
   if (name == "ScaledTanh") return [al = a(1.0f), be = b(1.0f)](float x) { return al * std::tanh(be * x); };
-  if (name == "HardSigmoid") return [al = a(0.2f), be = b(0.5f)](float x) { return std::clamp(al * x + be, 0.0f, 1.0f); };
+  if (name == "HardSigmoid")
+    return [al = a(0.2f), be = b(0.5f)](float x) { return std::clamp(al * x + be, 0.0f, 1.0f); };
   if (name == "Elu") return [al = a(1.0f)](float x) { return x >= 0 ? x : al * (std::exp(x) - 1.0f); };
   if (name == "Softsign") return [](float x) { return x / (1.0f + std::fabs(x)); };
   if (name == "Softplus") return [](float x) { return std::log1p(std::exp(x)); };
@@ -48,12 +49,16 @@ struct RecurrentSpec {
 };
 
 // The activations of direction d (the list names every direction's in turn).
-std::vector<ActivationSpec> activations_of(const KernelContext& ctx, const RecurrentSpec& spec, int directions, int d) {
+std::vector<ActivationSpec> activations_of(const KernelContext& ctx, const RecurrentSpec& spec,
+                                           int directions, int d) {
   const size_t per = spec.default_activations.size();
   std::vector<std::string> names;
-  for (const auto& s : ctx.node().attr("activations") ? ctx.node().attr("activations")->strings : std::vector<std::string>{}) names.push_back(s);
+  for (const auto& s :
+       ctx.node().attr("activations") ? ctx.node().attr("activations")->strings : std::vector<std::string>{})
+    names.push_back(s);
   if (names.empty())
-    for (int k = 0; k < directions; ++k) names.insert(names.end(), spec.default_activations.begin(), spec.default_activations.end());
+    for (int k = 0; k < directions; ++k)
+      names.insert(names.end(), spec.default_activations.begin(), spec.default_activations.end());
   if (names.size() == per && directions == 2) {  // one direction's list serves both
     const std::vector<std::string> once = names;
     names.insert(names.end(), once.begin(), once.end());
@@ -64,7 +69,8 @@ std::vector<ActivationSpec> activations_of(const KernelContext& ctx, const Recur
   std::vector<ActivationSpec> out;
   for (size_t k = 0; k < per; ++k) {
     const size_t i = static_cast<size_t>(d) * per + k;
-    ActivationSpec a{names[i], i < alphas.size() ? alphas[i] : 0.0f, i < betas.size() ? betas[i] : 0.0f, i < alphas.size(), i < betas.size()};
+    ActivationSpec a{names[i], i < alphas.size() ? alphas[i] : 0.0f, i < betas.size() ? betas[i] : 0.0f,
+                     i < alphas.size(), i < betas.size()};
     make_activation(ctx, a);  // an unknown name fails here, whichever path runs
     out.push_back(std::move(a));
   }
@@ -79,11 +85,13 @@ RecurrentProblem problem_of(const KernelContext& ctx, const RecurrentSpec& spec)
   p.w = &ctx.input(1);
   p.r = &ctx.input(2);
   const HostTensor &w = *p.w, &r = *p.r;
-  if (x_in.dtype() != DType::F32 || w.dtype() != DType::F32 || r.dtype() != DType::F32) ctx.fail("runs on f32");
+  if (x_in.dtype() != DType::F32 || w.dtype() != DType::F32 || r.dtype() != DType::F32)
+    ctx.fail("runs on f32");
   if (x_in.rank() != 3 || w.rank() != 3 || r.rank() != 3) ctx.fail("X, W and R must be 3-D");
   const bool batch_first = ctx.attr_int("layout", 0) != 0;
   const std::string direction = ctx.attr_string("direction", "forward");
-  if (direction != "forward" && direction != "reverse" && direction != "bidirectional") ctx.fail("unknown direction '" + direction + "'");
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+    ctx.fail("unknown direction '" + direction + "'");
   p.dirs = direction == "bidirectional" ? 2 : 1;
   p.reverse_only = direction == "reverse";
   const int dirs = p.dirs;
@@ -93,16 +101,22 @@ RecurrentProblem problem_of(const KernelContext& ctx, const RecurrentSpec& spec)
   p.input = p.x.dims()[2];
   p.hidden = ctx.has_attr("hidden_size") ? ctx.attr_int("hidden_size", 0) : r.dims()[2];
   const int64_t batch = p.batch, hidden = p.hidden, gh = p.gates * hidden;
-  if (w.dims() != std::vector<int64_t>{dirs, gh, p.input}) ctx.fail("W must be [" + std::to_string(dirs) + ", " + std::to_string(gh) + ", " + std::to_string(p.input) + "], not " + w.shape_string());
-  if (r.dims() != std::vector<int64_t>{dirs, gh, hidden}) ctx.fail("R must be [" + std::to_string(dirs) + ", " + std::to_string(gh) + ", " + std::to_string(hidden) + "], not " + r.shape_string());
+  if (w.dims() != std::vector<int64_t>{dirs, gh, p.input})
+    ctx.fail("W must be [" + std::to_string(dirs) + ", " + std::to_string(gh) + ", " +
+             std::to_string(p.input) + "], not " + w.shape_string());
+  if (r.dims() != std::vector<int64_t>{dirs, gh, hidden})
+    ctx.fail("R must be [" + std::to_string(dirs) + ", " + std::to_string(gh) + ", " +
+             std::to_string(hidden) + "], not " + r.shape_string());
   p.bias = ctx.has_input(3) && ctx.input(3).size() ? &ctx.input(3) : nullptr;
-  if (p.bias && (p.bias->dtype() != DType::F32 || p.bias->dims() != std::vector<int64_t>{dirs, 2 * gh})) ctx.fail("B must be f32 [directions, 2 * gates * hidden]");
+  if (p.bias && (p.bias->dtype() != DType::F32 || p.bias->dims() != std::vector<int64_t>{dirs, 2 * gh}))
+    ctx.fail("B must be f32 [directions, 2 * gates * hidden]");
   p.lens.assign(static_cast<size_t>(batch), p.steps);
   if (ctx.has_input(4) && ctx.input(4).size()) {
     if (ctx.input(4).size() != batch) ctx.fail("sequence_lens needs one entry per batch entry");
     for (int64_t b = 0; b < batch; ++b) {
       p.lens[static_cast<size_t>(b)] = ctx.input(4).int_at(b);
-      if (p.lens[static_cast<size_t>(b)] < 0 || p.lens[static_cast<size_t>(b)] > p.steps) ctx.fail("a sequence length is out of range");
+      if (p.lens[static_cast<size_t>(b)] < 0 || p.lens[static_cast<size_t>(b)] > p.steps)
+        ctx.fail("a sequence length is out of range");
     }
   }
   // States come [dirs, B, H] (sequence-first) or [B, dirs, H] (batch-first).
@@ -111,14 +125,16 @@ RecurrentProblem problem_of(const KernelContext& ctx, const RecurrentSpec& spec)
     const HostTensor& s = ctx.input(i);
     if (s.dtype() != DType::F32) ctx.fail("an initial state must be f32");
     HostTensor t = batch_first ? transpose(s, {1, 0, 2}) : s.clone();
-    if (t.dims() != std::vector<int64_t>{dirs, batch, hidden}) ctx.fail("an initial state has shape " + s.shape_string());
+    if (t.dims() != std::vector<int64_t>{dirs, batch, hidden})
+      ctx.fail("an initial state has shape " + s.shape_string());
     return t;
   };
   const bool lstm = spec.cell == Cell::Lstm;
   p.h0 = state_input(5);
   if (lstm) p.c0 = state_input(6);
   p.peep = lstm && ctx.has_input(7) && ctx.input(7).size() ? &ctx.input(7) : nullptr;
-  if (p.peep && (p.peep->dtype() != DType::F32 || p.peep->dims() != std::vector<int64_t>{dirs, 3 * hidden})) ctx.fail("P must be f32 [directions, 3 * hidden]");
+  if (p.peep && (p.peep->dtype() != DType::F32 || p.peep->dims() != std::vector<int64_t>{dirs, 3 * hidden}))
+    ctx.fail("P must be f32 [directions, 3 * hidden]");
   p.has_clip = ctx.has_attr("clip");
   p.clip = ctx.attr_float("clip", 0.0f);
   if (p.has_clip && !(p.clip >= 0.0f)) ctx.fail("clip must not be negative");
@@ -133,14 +149,17 @@ RecurrentResult run_recurrent_loop(const KernelContext& ctx, const RecurrentProb
   const int dirs = p.dirs;
   const int64_t steps = p.steps, batch = p.batch, input = p.input, hidden = p.hidden, gh = p.gates * hidden;
   const bool lstm = p.cell == Cell::Lstm;
-  const bool has_clip = p.has_clip, linear_before_reset = p.linear_before_reset, input_forget = p.input_forget;
+  const bool has_clip = p.has_clip, linear_before_reset = p.linear_before_reset,
+             input_forget = p.input_forget;
   const float clip = p.clip;
   const std::vector<int64_t>& lens = p.lens;
-  RecurrentResult out{HostTensor(DType::F32, {steps, dirs, batch, hidden}), HostTensor(DType::F32, {dirs, batch, hidden}),
+  RecurrentResult out{HostTensor(DType::F32, {steps, dirs, batch, hidden}),
+                      HostTensor(DType::F32, {dirs, batch, hidden}),
                       HostTensor(DType::F32, {dirs, batch, hidden})};
   float* py = out.y.mutable_data<float>();
   std::vector<float> xw(static_cast<size_t>(steps * batch * gh)), hr(static_cast<size_t>(batch * gh));
-  std::vector<float> h(static_cast<size_t>(batch * hidden)), c(static_cast<size_t>(batch * hidden)), rh(static_cast<size_t>(batch * hidden));
+  std::vector<float> h(static_cast<size_t>(batch * hidden)), c(static_cast<size_t>(batch * hidden)),
+      rh(static_cast<size_t>(batch * hidden));
   auto clipped = [&](float v) { return has_clip ? std::clamp(v, -clip, clip) : v; };
   for (int d = 0; d < dirs; ++d) {
     const bool reverse = p.reverse_only || d == 1;
@@ -172,7 +191,8 @@ RecurrentResult run_recurrent_loop(const KernelContext& ctx, const RecurrentProb
         if (p.cell == Cell::Rnn) {
           for (int64_t j = 0; j < hidden; ++j) hb[j] = act[0](clipped(pre(0, j)));
         } else if (p.cell == Cell::Gru) {  // gates z, r, h
-          std::vector<float> z(static_cast<size_t>(hidden)), rr(static_cast<size_t>(hidden)), hh(static_cast<size_t>(hidden));
+          std::vector<float> z(static_cast<size_t>(hidden)), rr(static_cast<size_t>(hidden)),
+              hh(static_cast<size_t>(hidden));
           for (int64_t j = 0; j < hidden; ++j) {
             z[static_cast<size_t>(j)] = act[0](clipped(pre(0, j)));
             rr[static_cast<size_t>(j)] = act[0](clipped(pre(1, j)));
@@ -181,10 +201,12 @@ RecurrentResult run_recurrent_loop(const KernelContext& ctx, const RecurrentProb
             for (int64_t j = 0; j < hidden; ++j) {
               const int64_t k = 2 * hidden + j;
               const float rec = gr[k] + (rb ? rb[k] : 0.0f);
-              hh[static_cast<size_t>(j)] = act[1](clipped(gx[k] + (wb ? wb[k] : 0.0f) + rr[static_cast<size_t>(j)] * rec));
+              hh[static_cast<size_t>(j)] =
+                  act[1](clipped(gx[k] + (wb ? wb[k] : 0.0f) + rr[static_cast<size_t>(j)] * rec));
             }
           } else {
-            for (int64_t j = 0; j < hidden; ++j) rh[static_cast<size_t>(j)] = rr[static_cast<size_t>(j)] * hb[j];
+            for (int64_t j = 0; j < hidden; ++j)
+              rh[static_cast<size_t>(j)] = rr[static_cast<size_t>(j)] * hb[j];
             for (int64_t j = 0; j < hidden; ++j) {
               const int64_t k = 2 * hidden + j;
               float rec = 0;
@@ -201,7 +223,9 @@ RecurrentResult run_recurrent_loop(const KernelContext& ctx, const RecurrentProb
           for (int64_t j = 0; j < hidden; ++j) {
             const float c_prev = cb[j];
             const float i_gate = act[0](clipped(pre(0, j) + (pd ? pd[j] * c_prev : 0.0f)));
-            const float f_gate = input_forget ? 1.0f - i_gate : act[0](clipped(pre(2, j) + (pd ? pd[2 * hidden + j] * c_prev : 0.0f)));
+            const float f_gate = input_forget
+                                     ? 1.0f - i_gate
+                                     : act[0](clipped(pre(2, j) + (pd ? pd[2 * hidden + j] * c_prev : 0.0f)));
             const float cand = act[1](clipped(pre(3, j)));
             const float c_new = f_gate * c_prev + i_gate * cand;
             const float o_gate = act[0](clipped(pre(1, j) + (pd ? pd[hidden + j] * c_new : 0.0f)));
@@ -224,8 +248,10 @@ void recurrent(KernelContext& ctx, const RecurrentSpec& spec) {
   if (recurrent_primitive_fits(p)) {
     try {
       fast = run_recurrent_primitive(p);
-    } catch (const dnnl::error& e) {  // a problem this oneDNN build has no implementation for: the loop computes it
-      spdlog::debug("{}: oneDNN's RNN primitive failed ({}); running the step loop", ctx.node().describe(), e.what());
+    } catch (const dnnl::error&
+                 e) {  // a problem this oneDNN build has no implementation for: the loop computes it
+      spdlog::debug("{}: oneDNN's RNN primitive failed ({}); running the step loop", ctx.node().describe(),
+                    e.what());
     }
   }
   RecurrentResult out = fast ? std::move(*fast) : run_recurrent_loop(ctx, p);

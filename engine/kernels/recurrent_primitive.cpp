@@ -81,7 +81,8 @@ memory::desc any_desc(const memory::dims& d) { return memory::desc(d, dt::f32, t
 std::shared_ptr<RecurrentPlan> make_plan(const RecurrentProblem& p, int d) {
   const int64_t T = p.steps, N = p.batch, I = p.input, H = p.hidden, G = p.gates;
   const bool lbr = p.cell == Cell::Gru && p.linear_before_reset;
-  const rnn_direction dir = p.reverse_only || d == 1 ? rnn_direction::unidirectional_right2left : rnn_direction::unidirectional_left2right;
+  const rnn_direction dir = p.reverse_only || d == 1 ? rnn_direction::unidirectional_right2left
+                                                     : rnn_direction::unidirectional_left2right;
   const memory::desc src_layer({T, N, I}, dt::f32, tag::tnc), dst_layer({T, N, H}, dt::f32, tag::tnc);
   const memory::desc state({1, 1, N, H}, dt::f32, tag::ldnc);
   const memory::desc wl = any_desc({1, 1, I, G, H}), wi = any_desc({1, 1, H, G, H});
@@ -100,7 +101,8 @@ std::shared_ptr<RecurrentPlan> make_plan(const RecurrentProblem& p, int d) {
     plan->weights_iter = pd.weights_iter_desc();
   };
   if (p.cell == Cell::Lstm) {
-    lstm_forward::desc desc(inference, dir, src_layer, state, state, wl, wi, peep, bias, dst_layer, state, state);
+    lstm_forward::desc desc(inference, dir, src_layer, state, state, wl, wi, peep, bias, dst_layer, state,
+                            state);
     lstm_forward::primitive_desc pd(desc, attr, eng);
     adopt(pd, lstm_forward(pd));
     plan->peephole = pd.weights_peephole_desc();
@@ -113,8 +115,8 @@ std::shared_ptr<RecurrentPlan> make_plan(const RecurrentProblem& p, int d) {
     gru_forward::primitive_desc pd(desc, attr, eng);
     adopt(pd, gru_forward(pd));
   } else {
-    vanilla_rnn_forward::desc desc(inference, rnn_activation(p.activations[static_cast<size_t>(d)][0]), dir, src_layer, state, wl, wi,
-                                   bias, dst_layer, state);
+    vanilla_rnn_forward::desc desc(inference, rnn_activation(p.activations[static_cast<size_t>(d)][0]), dir,
+                                   src_layer, state, wl, wi, bias, dst_layer, state);
     vanilla_rnn_forward::primitive_desc pd(desc, attr, eng);
     adopt(pd, vanilla_rnn_forward(pd));
   }
@@ -133,7 +135,8 @@ DirectionWeights prepare_weights(const RecurrentProblem& p, int d, const Recurre
     memory plain(memory::desc({1, 1, k, G, H}, dt::f32, tag::ldgoi), eng);
     const float* src = t.data<float>() + d * G * H * k;
     float* dst = static_cast<float*>(plain.get_data_handle());
-    for (int64_t g = 0; g < G; ++g) std::copy_n(src + order[static_cast<size_t>(g)] * H * k, H * k, dst + g * H * k);
+    for (int64_t g = 0; g < G; ++g)
+      std::copy_n(src + order[static_cast<size_t>(g)] * H * k, H * k, dst + g * H * k);
     if (want == plain.get_desc()) return plain;
     memory packed(want, eng);
     reorder(plain, packed).execute(s, plain, packed);
@@ -169,7 +172,8 @@ DirectionWeights prepare_weights(const RecurrentProblem& p, int d, const Recurre
 }
 
 bool all_constant(const RecurrentProblem& p) {
-  return p.w->is_constant() && p.r->is_constant() && (!p.bias || p.bias->is_constant()) && (!p.peep || p.peep->is_constant());
+  return p.w->is_constant() && p.r->is_constant() && (!p.bias || p.bias->is_constant()) &&
+         (!p.peep || p.peep->is_constant());
 }
 
 }  // namespace
@@ -182,7 +186,9 @@ bool recurrent_primitive_fits(const RecurrentProblem& p) {
   for (const auto& acts : p.activations) {
     if (p.cell == Cell::Lstm && !is_default(acts, {"Sigmoid", "Tanh", "Tanh"})) return false;
     if (p.cell == Cell::Gru && !is_default(acts, {"Sigmoid", "Tanh"})) return false;
-    if (p.cell == Cell::Rnn && !(is_default(acts, {"Tanh"}) || is_default(acts, {"Relu"}) || is_default(acts, {"Sigmoid"}))) return false;
+    if (p.cell == Cell::Rnn &&
+        !(is_default(acts, {"Tanh"}) || is_default(acts, {"Relu"}) || is_default(acts, {"Sigmoid"})))
+      return false;
   }
   return true;
 }
@@ -193,14 +199,16 @@ RecurrentResult run_recurrent_primitive(const RecurrentProblem& p) {
   const bool lstm = p.cell == Cell::Lstm;
   engine& eng = cpu_engine();
   thread_local stream s(eng);
-  RecurrentResult out{HostTensor::uninitialized(DType::F32, {T, dirs, N, H}), HostTensor::uninitialized(DType::F32, {dirs, N, H}),
+  RecurrentResult out{HostTensor::uninitialized(DType::F32, {T, dirs, N, H}),
+                      HostTensor::uninitialized(DType::F32, {dirs, N, H}),
                       HostTensor::uninitialized(DType::F32, {dirs, N, H})};
   RecurrentCache& cache = recurrent_cache();
   const bool cacheable = all_constant(p);
   for (int d = 0; d < dirs; ++d) {
     std::ostringstream key_stream;
-    key_stream << static_cast<int>(p.cell) << ',' << p.linear_before_reset << ',' << p.activations[static_cast<size_t>(d)][0].name << ','
-               << (p.reverse_only || d == 1) << ',' << (p.peep != nullptr) << ';' << T << ',' << N << ',' << p.input << ',' << H;
+    key_stream << static_cast<int>(p.cell) << ',' << p.linear_before_reset << ','
+               << p.activations[static_cast<size_t>(d)][0].name << ',' << (p.reverse_only || d == 1) << ','
+               << (p.peep != nullptr) << ';' << T << ',' << N << ',' << p.input << ',' << H;
     const std::string key = key_stream.str();
     std::shared_ptr<RecurrentPlan> plan;
     {
@@ -217,15 +225,18 @@ RecurrentResult run_recurrent_primitive(const RecurrentProblem& p) {
       if (p.peep) live.push_back(p.peep->storage());
       std::ostringstream weight_key;
       weight_key << static_cast<const void*>(p.w->raw()) << ',' << static_cast<const void*>(p.r->raw()) << ','
-                 << static_cast<const void*>(p.bias ? p.bias->raw() : nullptr) << ',' << static_cast<const void*>(p.peep ? p.peep->raw() : nullptr)
-                 << ';' << d << ',' << static_cast<int>(p.cell) << ',' << p.linear_before_reset << ';';
-      const std::string wkey = weight_key.str() + desc_bytes(plan->weights_layer) + desc_bytes(plan->weights_iter);
+                 << static_cast<const void*>(p.bias ? p.bias->raw() : nullptr) << ','
+                 << static_cast<const void*>(p.peep ? p.peep->raw() : nullptr) << ';' << d << ','
+                 << static_cast<int>(p.cell) << ',' << p.linear_before_reset << ';';
+      const std::string wkey =
+          weight_key.str() + desc_bytes(plan->weights_layer) + desc_bytes(plan->weights_iter);
       auto it = cache.weights.find(wkey);
       bool hit = it != cache.weights.end() && it->second.owners.size() == live.size();
       for (size_t i = 0; hit && i < live.size(); ++i) hit = it->second.owners[i].lock() == live[i];
       if (!hit) {
         std::erase_if(cache.weights, [](const auto& kv) {
-          return std::any_of(kv.second.owners.begin(), kv.second.owners.end(), [](const auto& o) { return o.expired(); });
+          return std::any_of(kv.second.owners.begin(), kv.second.owners.end(),
+                             [](const auto& o) { return o.expired(); });
         });
         CachedWeights fresh{{live.begin(), live.end()}, prepare_weights(p, d, *plan, s)};
         it = cache.weights.insert_or_assign(wkey, fresh).first;
@@ -243,7 +254,8 @@ RecurrentResult run_recurrent_primitive(const RecurrentProblem& p) {
     float* yh = out.yh.mutable_data<float>() + d * N * H;
     float* yc = out.yc.mutable_data<float>() + d * N * H;
     std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC_LAYER, memory(memory::desc({T, N, p.input}, dt::f32, tag::tnc), eng, const_cast<std::byte*>(p.x.raw()))},
+        {DNNL_ARG_SRC_LAYER,
+         memory(memory::desc({T, N, p.input}, dt::f32, tag::tnc), eng, const_cast<std::byte*>(p.x.raw()))},
         {DNNL_ARG_SRC_ITER, memory(state, eng, h0.mutable_raw())},
         {DNNL_ARG_WEIGHTS_LAYER, weights.layer},
         {DNNL_ARG_WEIGHTS_ITER, weights.iter},

@@ -15,12 +15,13 @@ enum class Reduce { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSum
 
 struct ReducePlan {
   std::vector<bool> reduced;
-  std::vector<int64_t> out_dims;       // with keepdims applied
-  std::vector<int64_t> kept_dims;      // rank-preserving shape (reduced axes = 1)
-  int64_t group = 1;                   // elements reduced into each output
+  std::vector<int64_t> out_dims;   // with keepdims applied
+  std::vector<int64_t> kept_dims;  // rank-preserving shape (reduced axes = 1)
+  int64_t group = 1;               // elements reduced into each output
 };
 
-ReducePlan plan_reduce(const KernelContext& ctx, const HostTensor& x, std::vector<int64_t> axes, bool keepdims, bool noop_empty) {
+ReducePlan plan_reduce(const KernelContext& ctx, const HostTensor& x, std::vector<int64_t> axes,
+                       bool keepdims, bool noop_empty) {
   const int64_t rank = static_cast<int64_t>(x.rank());
   ReducePlan p;
   p.reduced.assign(x.rank(), axes.empty() && !noop_empty);
@@ -79,14 +80,21 @@ void reduce_typed(KernelContext& ctx, Reduce kind, const HostTensor& x, const Re
   const bool extremum = kind == Reduce::Max || kind == Reduce::Min;
   std::vector<double> acc(static_cast<size_t>(n_out), kind == Reduce::Prod ? 1.0 : 0.0);
   if (extremum)
-    std::fill(acc.begin(), acc.end(), kind == Reduce::Max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity());
+    std::fill(acc.begin(), acc.end(),
+              kind == Reduce::Max ? -std::numeric_limits<double>::infinity()
+                                  : std::numeric_limits<double>::infinity());
   if (kind == Reduce::LogSumExp) {  // subtract the max for stability
     std::vector<double> mx(static_cast<size_t>(n_out), -std::numeric_limits<double>::infinity());
     const T* px = x.data<T>();
-    for_each_reduction(x, p, [&](int64_t i, int64_t o) { mx[static_cast<size_t>(o)] = std::max(mx[static_cast<size_t>(o)], static_cast<double>(px[i])); });
-    for_each_reduction(x, p, [&](int64_t i, int64_t o) { acc[static_cast<size_t>(o)] += std::exp(static_cast<double>(px[i]) - mx[static_cast<size_t>(o)]); });
+    for_each_reduction(x, p, [&](int64_t i, int64_t o) {
+      mx[static_cast<size_t>(o)] = std::max(mx[static_cast<size_t>(o)], static_cast<double>(px[i]));
+    });
+    for_each_reduction(x, p, [&](int64_t i, int64_t o) {
+      acc[static_cast<size_t>(o)] += std::exp(static_cast<double>(px[i]) - mx[static_cast<size_t>(o)]);
+    });
     T* py = y.mutable_data<T>();
-    for (int64_t o = 0; o < n_out; ++o) py[o] = static_cast<T>(std::log(acc[static_cast<size_t>(o)]) + mx[static_cast<size_t>(o)]);
+    for (int64_t o = 0; o < n_out; ++o)
+      py[o] = static_cast<T>(std::log(acc[static_cast<size_t>(o)]) + mx[static_cast<size_t>(o)]);
     ctx.outputs[0] = std::move(y);
     return;
   }
@@ -95,26 +103,51 @@ void reduce_typed(KernelContext& ctx, Reduce kind, const HostTensor& x, const Re
     double v = static_cast<double>(px[i]);
     double& a = acc[static_cast<size_t>(o)];
     switch (kind) {
-      case Reduce::Sum: case Reduce::Mean: case Reduce::LogSum: a += v; break;
-      case Reduce::Max: a = std::isnan(v) || v > a ? v : a; break;
-      case Reduce::Min: a = std::isnan(v) || v < a ? v : a; break;
-      case Reduce::Prod: a *= v; break;
-      case Reduce::L1: a += std::fabs(v); break;
-      case Reduce::L2: case Reduce::SumSquare: a += v * v; break;
-      case Reduce::LogSumExp: break;
+      case Reduce::Sum:
+      case Reduce::Mean:
+      case Reduce::LogSum:
+        a += v;
+        break;
+      case Reduce::Max:
+        a = std::isnan(v) || v > a ? v : a;
+        break;
+      case Reduce::Min:
+        a = std::isnan(v) || v < a ? v : a;
+        break;
+      case Reduce::Prod:
+        a *= v;
+        break;
+      case Reduce::L1:
+        a += std::fabs(v);
+        break;
+      case Reduce::L2:
+      case Reduce::SumSquare:
+        a += v * v;
+        break;
+      case Reduce::LogSumExp:
+        break;
     }
   });
   T* py = y.mutable_data<T>();
   for (int64_t o = 0; o < n_out; ++o) {
     double a = acc[static_cast<size_t>(o)];
     switch (kind) {
-      case Reduce::Mean: a = p.group ? a / static_cast<double>(p.group) : std::numeric_limits<double>::quiet_NaN(); break;
-      case Reduce::L2: a = std::sqrt(a); break;
-      case Reduce::LogSum: a = std::log(a); break;
-      default: break;
+      case Reduce::Mean:
+        a = p.group ? a / static_cast<double>(p.group) : std::numeric_limits<double>::quiet_NaN();
+        break;
+      case Reduce::L2:
+        a = std::sqrt(a);
+        break;
+      case Reduce::LogSum:
+        a = std::log(a);
+        break;
+      default:
+        break;
     }
     if constexpr (std::is_integral_v<T>) {
-      if (extremum && p.group == 0) a = kind == Reduce::Max ? static_cast<double>(std::numeric_limits<T>::lowest()) : static_cast<double>(std::numeric_limits<T>::max());
+      if (extremum && p.group == 0)
+        a = kind == Reduce::Max ? static_cast<double>(std::numeric_limits<T>::lowest())
+                                : static_cast<double>(std::numeric_limits<T>::max());
       py[o] = convert_value<T>(a);
     } else {
       py[o] = static_cast<T>(a);
@@ -127,8 +160,9 @@ void add_reduce(KernelRegistry& r, const char* name, Reduce kind) {
   r.add("", name, [kind, name](KernelContext& ctx) {
     const HostTensor& x = ctx.input(0);
     const int64_t axes_input_since = std::string(name) == "ReduceSum" ? 13 : 18;
-    std::vector<int64_t> axes = ctx.opset() < axes_input_since ? ctx.attr_ints("axes")
-                                                               : (ctx.has_input(1) ? ctx.input(1).ints() : std::vector<int64_t>{});
+    std::vector<int64_t> axes = ctx.opset() < axes_input_since
+                                    ? ctx.attr_ints("axes")
+                                    : (ctx.has_input(1) ? ctx.input(1).ints() : std::vector<int64_t>{});
     // noop_with_empty_axes with no axes reduces nothing: each output is its one element
     // through the reduction's arithmetic (ReduceL2 gives |x|, ReduceSumSquare x^2), as ONNX has it.
     const bool noop = ctx.attr_int("noop_with_empty_axes", 0) != 0;
@@ -137,7 +171,8 @@ void add_reduce(KernelRegistry& r, const char* name, Reduce kind) {
       reduce_typed<bool>(ctx, kind, x, p);  // any / all
       return;
     }
-    dispatch_real(x.dtype(), [&]<class T>() { reduce_typed<T>(ctx, kind, x, p); }, name);
+    dispatch_real(
+        x.dtype(), [&]<class T>() { reduce_typed<T>(ctx, kind, x, p); }, name);
   });
 }
 
@@ -152,19 +187,23 @@ void add_arg(KernelRegistry& r, const char* name, bool is_max) {
     std::vector<bool> seen(static_cast<size_t>(y.size()), false);
     auto xs = strides_of(x.dims());
     int64_t* py = y.mutable_data<int64_t>();
-    dispatch_real(x.dtype(), [&]<class T>() {
-      const T* px = x.data<T>();
-      for_each_reduction(x, p, [&](int64_t i, int64_t o) {
-        double v = static_cast<double>(px[i]);
-        size_t so = static_cast<size_t>(o);
-        bool better = !seen[so] || (is_max ? (v > best[so] || (last && v == best[so])) : (v < best[so] || (last && v == best[so])));
-        if (better) {
-          best[so] = v;
-          seen[so] = true;
-          py[o] = (i / xs[static_cast<size_t>(axis)]) % x.dims()[static_cast<size_t>(axis)];
-        }
-      });
-    }, name);
+    dispatch_real(
+        x.dtype(),
+        [&]<class T>() {
+          const T* px = x.data<T>();
+          for_each_reduction(x, p, [&](int64_t i, int64_t o) {
+            double v = static_cast<double>(px[i]);
+            size_t so = static_cast<size_t>(o);
+            bool better = !seen[so] || (is_max ? (v > best[so] || (last && v == best[so]))
+                                               : (v < best[so] || (last && v == best[so])));
+            if (better) {
+              best[so] = v;
+              seen[so] = true;
+              py[o] = (i / xs[static_cast<size_t>(axis)]) % x.dims()[static_cast<size_t>(axis)];
+            }
+          });
+        },
+        name);
     ctx.outputs[0] = std::move(y);
   });
 }

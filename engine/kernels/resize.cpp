@@ -1,19 +1,19 @@
 // Resize (opset 10-19): nearest, linear and cubic over any set of axes, with every
 // coordinate_transformation_mode, and opset 18's antialias, axes and
 // keep_aspect_ratio_policy. Each axis is reduced to a list of taps (input index,
-// weight) per output coordinate; an output element sums the product of its axes' taps. f32 (what models resize) takes separable passes
-// over contiguous rows; other types and extrapolated samples the general loop.
+// weight) per output coordinate; an output element sums the product of its axes' taps. f32 (what models
+// resize) takes separable passes over contiguous rows; other types and extrapolated samples the general loop.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include <omp.h>
 
-#include "util/checked_size.h"
-#include "util/memory.h"
 #include "kernels/dispatch.h"
 #include "kernels/elementwise_util.h"
 #include "kernels/layout.h"
+#include "util/checked_size.h"
+#include "util/memory.h"
 
 namespace geopt {
 namespace {
@@ -35,8 +35,8 @@ struct ResizeParams {
 
 // `out` is the resized length: the output size when sizes are given, else in * scale
 // (unfloored, as ONNX's reference implementation has it).
-double original_coordinate(const ResizeParams& p, double x, double scale, int64_t in, double out, double roi_start,
-                           double roi_end) {
+double original_coordinate(const ResizeParams& p, double x, double scale, int64_t in, double out,
+                           double roi_start, double roi_end) {
   const std::string& t = p.transform;
   if (t == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (t == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
@@ -44,7 +44,8 @@ double original_coordinate(const ResizeParams& p, double x, double scale, int64_
   if (t == "asymmetric") return x / scale;
   if (t == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
   if (t == "tf_crop_and_resize")
-    return out > 1 ? roi_start * static_cast<double>(in - 1) + x * (roi_end - roi_start) * static_cast<double>(in - 1) / (out - 1)
+    return out > 1 ? roi_start * static_cast<double>(in - 1) +
+                         x * (roi_end - roi_start) * static_cast<double>(in - 1) / (out - 1)
                    : 0.5 * (roi_start + roi_end) * static_cast<double>(in - 1);
   throw Error("unknown coordinate_transformation_mode '" + t + "'");
 }
@@ -81,8 +82,9 @@ Taps axis_taps(const ResizeParams& p, int64_t x, double scale, int64_t in, doubl
     double f = std::floor(xo);
     double s = xo - f;
     const double A = p.cubic_a;
-    double c[4] = {((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A, ((A + 2) * s - (A + 3)) * s * s + 1,
-                   ((A + 2) * (1 - s) - (A + 3)) * (1 - s) * (1 - s) + 1, 0};
+    double c[4] = {((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A,
+                   ((A + 2) * s - (A + 3)) * s * s + 1, ((A + 2) * (1 - s) - (A + 3)) * (1 - s) * (1 - s) + 1,
+                   0};
     c[3] = 1 - c[0] - c[1] - c[2];
     double total = 0;
     t.index.resize(4);
@@ -106,20 +108,24 @@ Taps axis_taps(const ResizeParams& p, int64_t x, double scale, int64_t in, doubl
 // downscaling, so every input sample under it contributes; taps past the input's ends
 // fold onto its edge samples (or, with exclude_outside, drop out), and the weights are
 // normalized to sum to 1.
-Taps antialias_taps(const ResizeParams& p, int64_t x, double scale, int64_t in, double out, double rs, double re) {
+Taps antialias_taps(const ResizeParams& p, int64_t x, double scale, int64_t in, double out, double rs,
+                    double re) {
   Taps t;
-  const double xo = scale == 1.0 ? static_cast<double>(x) : original_coordinate(p, static_cast<double>(x), scale, in, out, rs, re);
+  const double xo = scale == 1.0 ? static_cast<double>(x)
+                                 : original_coordinate(p, static_cast<double>(x), scale, in, out, rs, re);
   if (p.transform == "tf_crop_and_resize" && (xo < 0 || xo > static_cast<double>(in - 1))) {
     t.outside = true;
     return t;
   }
   const bool cubic = p.mode == "cubic";
-  const double stretch = std::max(1.0 / scale, 1.0);      // the filter's width factor
+  const double stretch = std::max(1.0 / scale, 1.0);     // the filter's width factor
   const double support = (cubic ? 2.0 : 1.0) * stretch;  // half-width in input samples
   const double center = xo + 0.5;
   const int64_t window = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
   const int64_t first = static_cast<int64_t>(std::floor(center - support + 0.5));
-  const int64_t last = first + std::clamp<int64_t>(static_cast<int64_t>(std::floor(center + support + 0.5)) - first, 0, window);
+  const int64_t last =
+      first +
+      std::clamp<int64_t>(static_cast<int64_t>(std::floor(center + support + 0.5)) - first, 0, window);
   const double A = p.cubic_a;
   auto filter = [cubic, A](double v) {
     v = std::fabs(v);
@@ -174,7 +180,8 @@ AxisTaps compact_taps(const std::vector<Taps>& taps, int64_t in) {
       a.weight[o * width + static_cast<size_t>(count)] = static_cast<float>(taps[o].weight[k]);
       ++count;
     }
-    a.identity = a.identity && count == 1 && a.index[o * width] == static_cast<int64_t>(o) && a.weight[o * width] == 1.0f;
+    a.identity = a.identity && count == 1 && a.index[o * width] == static_cast<int64_t>(o) &&
+                 a.weight[o * width] == 1.0f;
   }
   return a;
 }
@@ -182,8 +189,8 @@ AxisTaps compact_taps(const std::vector<Taps>& taps, int64_t in) {
 // Nearest: every output element copies one input element. The axes after the innermost
 // resized one are copied whole (an NC1HWC0 tensor's C0 lanes, or the rest of a row), so
 // each output row of that axis gathers blocks of `inner` elements through its index table.
-void resize_nearest_f32(const float* x, const std::vector<int64_t>& in_dims, const std::vector<AxisTaps>& axes,
-                        const std::vector<int64_t>& out_dims, float* y) {
+void resize_nearest_f32(const float* x, const std::vector<int64_t>& in_dims,
+                        const std::vector<AxisTaps>& axes, const std::vector<int64_t>& out_dims, float* y) {
   const size_t rank = out_dims.size();
   size_t last = rank - 1;  // the innermost resized axis
   while (last > 0 && axes[last].identity) --last;
@@ -218,7 +225,8 @@ void resize_nearest_f32(const float* x, const std::vector<int64_t>& in_dims, con
 
 // One linear or cubic pass along `axis`: out[o, j, i] = sum_k w[j][k] x[o, index[j][k], i],
 // a weighted sum of a few input rows over the contiguous inner axes.
-void resize_axis_f32(const float* x, const std::vector<int64_t>& dims, size_t axis, const AxisTaps& taps, float* y) {
+void resize_axis_f32(const float* x, const std::vector<int64_t>& dims, size_t axis, const AxisTaps& taps,
+                     float* y) {
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < axis; ++d) outer *= dims[d];
   for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
@@ -232,7 +240,8 @@ void resize_axis_f32(const float* x, const std::vector<int64_t>& dims, size_t ax
     const float* base = x + o * in * inner;
     if (inner == 1) {
       float acc = 0;
-      for (int k = 0; k < count; ++k) acc += taps.weight[t + static_cast<size_t>(k)] * base[taps.index[t + static_cast<size_t>(k)]];
+      for (int k = 0; k < count; ++k)
+        acc += taps.weight[t + static_cast<size_t>(k)] * base[taps.index[t + static_cast<size_t>(k)]];
       out_row[0] = acc;
       continue;
     }
@@ -252,7 +261,8 @@ void resize_axis_f32(const float* x, const std::vector<int64_t>& dims, size_t ax
 // gather per element; the other axes weigh whole contiguous rows, which vectorize). A
 // bilinear 8x upsampling of NCHW resizes W first, at the small size, then H over rows of
 // the full width: 4.3 ms the other way round, 1 ms this way (DeepLabV3's 28 -> 224).
-std::vector<size_t> pass_order(const std::vector<int64_t>& in_dims, const std::vector<int64_t>& out_dims, const std::vector<AxisTaps>& axes) {
+std::vector<size_t> pass_order(const std::vector<int64_t>& in_dims, const std::vector<int64_t>& out_dims,
+                               const std::vector<AxisTaps>& axes) {
   std::vector<size_t> order;
   for (size_t d = 0; d < in_dims.size(); ++d)
     if (!axes[d].identity) order.push_back(d);
@@ -283,7 +293,8 @@ std::vector<size_t> pass_order(const std::vector<int64_t>& in_dims, const std::v
 
 // Resizes f32 `x` into `y` (out_dims) one axis at a time (pass_order). The taps have no
 // extrapolated sample.
-void resize_f32(const HostTensor& x, const std::vector<std::vector<Taps>>& taps, bool nearest, HostTensor& y) {
+void resize_f32(const HostTensor& x, const std::vector<std::vector<Taps>>& taps, bool nearest,
+                HostTensor& y) {
   const size_t rank = x.rank();
   std::vector<AxisTaps> axes;
   for (size_t d = 0; d < rank; ++d) axes.push_back(compact_taps(taps[d], x.dims()[d]));
@@ -321,7 +332,8 @@ void resize(KernelContext& ctx) {
   const size_t rank = x.rank();
   ResizeParams p;
   p.mode = ctx.attr_string("mode", "nearest");
-  p.transform = ctx.opset() < 11 ? "asymmetric" : ctx.attr_string("coordinate_transformation_mode", "half_pixel");
+  p.transform =
+      ctx.opset() < 11 ? "asymmetric" : ctx.attr_string("coordinate_transformation_mode", "half_pixel");
   p.nearest_mode = ctx.opset() < 11 ? "floor" : ctx.attr_string("nearest_mode", "round_prefer_floor");
   p.cubic_a = ctx.attr_float("cubic_coeff_a", -0.75f);
   p.exclude_outside = ctx.attr_int("exclude_outside", 0) != 0;
@@ -333,9 +345,11 @@ void resize(KernelContext& ctx) {
   std::vector<size_t> axes;
   for (int64_t a : ctx.opset() >= 18 ? ctx.attr_ints("axes") : std::vector<int64_t>{}) {
     const int64_t r = static_cast<int64_t>(rank);
-    if (a < -r || a >= r) ctx.fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+    if (a < -r || a >= r)
+      ctx.fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
     const size_t axis = static_cast<size_t>(a < 0 ? a + r : a);
-    if (std::find(axes.begin(), axes.end(), axis) != axes.end()) ctx.fail("axis " + std::to_string(a) + " is listed twice");
+    if (std::find(axes.begin(), axes.end(), axis) != axes.end())
+      ctx.fail("axis " + std::to_string(a) + " is listed twice");
     axes.push_back(axis);
   }
   if (axes.empty())
@@ -354,7 +368,8 @@ void resize(KernelContext& ctx) {
     }
   if (have_sizes) {
     auto sizes = ctx.input(3).ints();
-    if (sizes.size() != given) ctx.fail("sizes must have one entry per axis" + std::string(given == rank ? "" : " in axes"));
+    if (sizes.size() != given)
+      ctx.fail("sizes must have one entry per axis" + std::string(given == rank ? "" : " in axes"));
     for (size_t k = 0; k < given; ++k) {
       const size_t d = axes[k];
       out_dims[d] = sizes[k];
@@ -362,12 +377,14 @@ void resize(KernelContext& ctx) {
     }
     // keep_aspect_ratio_policy: one scale for every listed axis, the least (not_larger) or
     // the greatest (not_smaller) of sizes / input; each size is then that scale, rounded.
-    const std::string policy = ctx.opset() >= 18 ? ctx.attr_string("keep_aspect_ratio_policy", "stretch") : "stretch";
+    const std::string policy =
+        ctx.opset() >= 18 ? ctx.attr_string("keep_aspect_ratio_policy", "stretch") : "stretch";
     if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
       ctx.fail("keep_aspect_ratio_policy must be stretch, not_larger or not_smaller, not '" + policy + "'");
     if (policy != "stretch") {
       double common = scales[axes[0]];
-      for (size_t d : axes) common = policy == "not_larger" ? std::min(common, scales[d]) : std::max(common, scales[d]);
+      for (size_t d : axes)
+        common = policy == "not_larger" ? std::min(common, scales[d]) : std::max(common, scales[d]);
       for (size_t d : axes) {
         scales[d] = common;
         out_dims[d] = static_cast<int64_t>(std::round(common * static_cast<double>(x.dims()[d])));
@@ -375,42 +392,56 @@ void resize(KernelContext& ctx) {
     }
   } else {
     // Upsample before opset 9 gives the scales as an attribute.
-    const std::vector<float> attr_scales = ctx.has_input(scales_input) ? std::vector<float>{} : ctx.attr_floats("scales");
-    if (attr_scales.empty() && (!ctx.has_input(scales_input) || ctx.input(scales_input).size() != static_cast<int64_t>(given)))
-      ctx.fail("needs scales or sizes with one entry per axis" + std::string(given == rank ? "" : " in axes"));
+    const std::vector<float> attr_scales =
+        ctx.has_input(scales_input) ? std::vector<float>{} : ctx.attr_floats("scales");
+    if (attr_scales.empty() &&
+        (!ctx.has_input(scales_input) || ctx.input(scales_input).size() != static_cast<int64_t>(given)))
+      ctx.fail("needs scales or sizes with one entry per axis" +
+               std::string(given == rank ? "" : " in axes"));
     if (!attr_scales.empty() && attr_scales.size() != rank) ctx.fail("scales must have one entry per axis");
     for (size_t k = 0; k < given; ++k) {
       const size_t d = axes[k];
-      scales[d] = attr_scales.empty() ? static_cast<float>(ctx.input(scales_input).real_at(static_cast<int64_t>(k))) : attr_scales[d];
+      scales[d] = attr_scales.empty()
+                      ? static_cast<float>(ctx.input(scales_input).real_at(static_cast<int64_t>(k)))
+                      : attr_scales[d];
       if (!(scales[d] > 0) || !std::isfinite(scales[d])) ctx.fail("scales must be positive and finite");
       const double size = std::floor(static_cast<double>(x.dims()[d]) * scales[d]);
-      if (size > 9.0e18) ctx.fail("scale " + std::to_string(scales[d]) + " makes axis " + std::to_string(d) + " larger than a dim can be");
+      if (size > 9.0e18)
+        ctx.fail("scale " + std::to_string(scales[d]) + " makes axis " + std::to_string(d) +
+                 " larger than a dim can be");
       out_dims[d] = static_cast<int64_t>(size);
     }
   }
 
   for (size_t d = 0; d < rank; ++d) {
-    if (out_dims[d] < 0) ctx.fail("sizes gives axis " + std::to_string(d) + " the negative size " + std::to_string(out_dims[d]));
-    if (x.dims()[d] == 0 && out_dims[d] > 0) ctx.fail("axis " + std::to_string(d) + " is empty: there is nothing to resize to " + std::to_string(out_dims[d]));
+    if (out_dims[d] < 0)
+      ctx.fail("sizes gives axis " + std::to_string(d) + " the negative size " + std::to_string(out_dims[d]));
+    if (x.dims()[d] == 0 && out_dims[d] > 0)
+      ctx.fail("axis " + std::to_string(d) + " is empty: there is nothing to resize to " +
+               std::to_string(out_dims[d]));
   }
   // The output's size before its taps: a sizes input of 2^40 would otherwise spend hours
   // on taps for an output no machine holds.
-  const size_t out_bytes = checked_byte_count(checked_element_count(out_dims, ctx.node().describe() + " output"), dtype_size(x.dtype()),
-                                              ctx.node().describe() + " output");
+  const size_t out_bytes =
+      checked_byte_count(checked_element_count(out_dims, ctx.node().describe() + " output"),
+                         dtype_size(x.dtype()), ctx.node().describe() + " output");
   if (out_bytes > physical_memory_bytes())
-    ctx.fail("its output " + dims_text(out_dims) + " needs " + std::to_string(out_bytes) + " bytes, more than this machine's memory");
+    ctx.fail("its output " + dims_text(out_dims) + " needs " + std::to_string(out_bytes) +
+             " bytes, more than this machine's memory");
   ctx.check_planned_dims(0, out_dims);
   // The taps grow with the sum of the output's dims, which an output of few elements
   // (an axis of 2^28 beside an axis of 0 or 1) does not bound.
   size_t tap_count = 0;
   for (int64_t d : out_dims) tap_count += static_cast<size_t>(d);
   if (tap_count > physical_memory_bytes() / sizeof(Taps) / 4)
-    ctx.fail("its output " + dims_text(out_dims) + " needs " + std::to_string(tap_count) + " sampling positions, more than this machine can hold");
+    ctx.fail("its output " + dims_text(out_dims) + " needs " + std::to_string(tap_count) +
+             " sampling positions, more than this machine can hold");
   std::vector<std::vector<Taps>> taps(rank);
   for (size_t d = 0; d < rank; ++d)
     for (int64_t i = 0; i < out_dims[d]; ++i)
       taps[d].push_back((p.antialias ? antialias_taps : axis_taps)(
-          p, i, scales[d], x.dims()[d], have_sizes ? static_cast<double>(out_dims[d]) : static_cast<double>(x.dims()[d]) * scales[d],
+          p, i, scales[d], x.dims()[d],
+          have_sizes ? static_cast<double>(out_dims[d]) : static_cast<double>(x.dims()[d]) * scales[d],
           roi[d], roi[rank + d]));
 
   const bool extrapolated = std::any_of(taps.begin(), taps.end(), [](const std::vector<Taps>& axis) {
@@ -423,50 +454,55 @@ void resize(KernelContext& ctx) {
     return;
   }
   auto xs = strides_of(x.dims());
-  dispatch_all(x.dtype(), [&]<class T>() {
-    if constexpr (std::is_same_v<T, bool> || is_half_v<T>) {
-      ctx.fail("Resize supports real dtypes only");
-    } else {
-      HostTensor y(x.dtype(), out_dims);
-      const T* px = x.data<T>();
-      T* py = y.mutable_data<T>();
-      std::vector<int64_t> c(rank, 0), k(rank, 0);
-      const int64_t total = y.size();
-      for (int64_t i = 0; i < total; ++i) {
-        bool outside = false;
-        for (size_t d = 0; d < rank; ++d) outside = outside || taps[d][static_cast<size_t>(c[d])].outside;
-        double acc = 0;
-        if (outside) {
-          acc = p.extrapolation;
+  dispatch_all(
+      x.dtype(),
+      [&]<class T>() {
+        if constexpr (std::is_same_v<T, bool> || is_half_v<T>) {
+          ctx.fail("Resize supports real dtypes only");
         } else {
-          std::fill(k.begin(), k.end(), 0);
-          while (true) {  // every combination of taps across axes
-            double w = 1;
-            int64_t src = 0;
-            for (size_t d = 0; d < rank; ++d) {
-              const Taps& t = taps[d][static_cast<size_t>(c[d])];
-              w *= t.weight[k[d]];
-              src += t.index[k[d]] * xs[d];
+          HostTensor y(x.dtype(), out_dims);
+          const T* px = x.data<T>();
+          T* py = y.mutable_data<T>();
+          std::vector<int64_t> c(rank, 0), k(rank, 0);
+          const int64_t total = y.size();
+          for (int64_t i = 0; i < total; ++i) {
+            bool outside = false;
+            for (size_t d = 0; d < rank; ++d) outside = outside || taps[d][static_cast<size_t>(c[d])].outside;
+            double acc = 0;
+            if (outside) {
+              acc = p.extrapolation;
+            } else {
+              std::fill(k.begin(), k.end(), 0);
+              while (true) {  // every combination of taps across axes
+                double w = 1;
+                int64_t src = 0;
+                for (size_t d = 0; d < rank; ++d) {
+                  const Taps& t = taps[d][static_cast<size_t>(c[d])];
+                  w *= t.weight[k[d]];
+                  src += t.index[k[d]] * xs[d];
+                }
+                if (w != 0) acc += w * static_cast<double>(px[src]);
+                size_t d = rank;
+                while (d-- > 0) {
+                  if (++k[d] < taps[d][static_cast<size_t>(c[d])].count) break;
+                  k[d] = 0;
+                }
+                if (d == SIZE_MAX) break;
+              }
             }
-            if (w != 0) acc += w * static_cast<double>(px[src]);
-            size_t d = rank;
-            while (d-- > 0) {
-              if (++k[d] < taps[d][static_cast<size_t>(c[d])].count) break;
-              k[d] = 0;
+            if constexpr (std::is_integral_v<T>)
+              py[i] = convert_value<T>(std::nearbyint(acc));
+            else
+              py[i] = static_cast<T>(acc);
+            for (size_t d = rank; d-- > 0;) {
+              if (++c[d] < out_dims[d]) break;
+              c[d] = 0;
             }
-            if (d == SIZE_MAX) break;
           }
+          ctx.outputs[0] = std::move(y);
         }
-        if constexpr (std::is_integral_v<T>) py[i] = convert_value<T>(std::nearbyint(acc));
-        else py[i] = static_cast<T>(acc);
-        for (size_t d = rank; d-- > 0;) {
-          if (++c[d] < out_dims[d]) break;
-          c[d] = 0;
-        }
-      }
-      ctx.outputs[0] = std::move(y);
-    }
-  }, "Resize");
+      },
+      "Resize");
 }
 
 }  // namespace

@@ -19,7 +19,8 @@ void roll(KernelContext& ctx) {
   std::vector<int64_t> start(static_cast<size_t>(rank), 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     const int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
-    if (a < 0 || a >= rank) ctx.fail("axis " + std::to_string(axes[i]) + " is out of range for " + x.shape_string());
+    if (a < 0 || a >= rank)
+      ctx.fail("axis " + std::to_string(axes[i]) + " is out of range for " + x.shape_string());
     const int64_t n = x.dims()[static_cast<size_t>(a)];
     if (n <= 0) continue;
     int64_t shift = starts[i] % n;  // in (-n, n): no overflow, whatever the attribute holds
@@ -37,7 +38,9 @@ void roll(KernelContext& ctx) {
   const int64_t s_inner = rank ? start.back() : 0;
   const int64_t rows = x.size() / inner;
   std::vector<int64_t> stride(static_cast<size_t>(rank), 1);
-  for (int64_t d = rank - 2; d >= 0; --d) stride[static_cast<size_t>(d)] = stride[static_cast<size_t>(d) + 1] * x.dims()[static_cast<size_t>(d) + 1];
+  for (int64_t d = rank - 2; d >= 0; --d)
+    stride[static_cast<size_t>(d)] =
+        stride[static_cast<size_t>(d) + 1] * x.dims()[static_cast<size_t>(d) + 1];
   const std::byte* src = x.raw();
   std::byte* dst = y.mutable_raw();
   for (int64_t row = 0; row < rows; ++row) {

@@ -12,7 +12,8 @@ namespace {
 // polynomial (error below float's half ulp there); 2^k is built in the exponent bits.
 // Branch-free, so loops of it vectorize.
 inline float exp_inline(float x) {
-  const float clamped = x > -87.3f ? (x < 88.3f ? x : 88.3f) : -87.3f;  // NaN to a finite value, selected away below
+  const float clamped =
+      x > -87.3f ? (x < 88.3f ? x : 88.3f) : -87.3f;  // NaN to a finite value, selected away below
   // Round to nearest by adding and taking away 1.5 * 2^23 (plain arithmetic, which
   // vectorizes without a rounding instruction).
   const float k = (clamped * 1.44269504f + 12582912.0f) - 12582912.0f;
@@ -94,7 +95,8 @@ float row_mean_square(const float* x, int64_t n) {
 }
 
 GEOPT_VECTOR_CLONES
-void normalize_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale, const float* bias) {
+void normalize_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale,
+                   const float* bias) {
   if (bias) {
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * inv * scale[i] + bias[i];

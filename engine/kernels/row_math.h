@@ -13,7 +13,8 @@ void row_moments(const float* x, int64_t n, float& mean, float& variance);
 // Mean of squares (RMSNorm's statistic).
 float row_mean_square(const float* x, int64_t n);
 // y = (x - mean) * inv * scale + bias; bias may be null.
-void normalize_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale, const float* bias);
+void normalize_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale,
+                   const float* bias);
 // out = a + b; out = a * b.
 void add_rows(const float* a, const float* b, float* out, int64_t n);
 void mul_rows(const float* a, const float* b, float* out, int64_t n);

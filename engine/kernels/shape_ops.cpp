@@ -17,8 +17,8 @@ namespace {
 int64_t product(const std::vector<int64_t>& dims, size_t from = 0, size_t to = SIZE_MAX) {
   to = std::min(to, dims.size());
   from = std::min(from, to);
-  return std::accumulate(dims.begin() + static_cast<std::ptrdiff_t>(from), dims.begin() + static_cast<std::ptrdiff_t>(to),
-                         int64_t{1}, std::multiplies<>());
+  return std::accumulate(dims.begin() + static_cast<std::ptrdiff_t>(from),
+                         dims.begin() + static_cast<std::ptrdiff_t>(to), int64_t{1}, std::multiplies<>());
 }
 
 // Axes from an attribute (before `input_since`) or from input `index` (from it on).
@@ -34,8 +34,11 @@ struct ElementCopier {
   size_t esz;
   ElementCopier(const HostTensor& in, HostTensor& out) : x(in), y(out), esz(dtype_size(in.dtype())) {}
   void operator()(int64_t dst, int64_t src) {
-    if (x.dtype() == DType::String) y.strings[static_cast<size_t>(dst)] = x.strings[static_cast<size_t>(src)];
-    else std::memcpy(y.mutable_raw() + dst * static_cast<int64_t>(esz), x.raw() + src * static_cast<int64_t>(esz), esz);
+    if (x.dtype() == DType::String)
+      y.strings[static_cast<size_t>(dst)] = x.strings[static_cast<size_t>(src)];
+    else
+      std::memcpy(y.mutable_raw() + dst * static_cast<int64_t>(esz),
+                  x.raw() + src * static_cast<int64_t>(esz), esz);
   }
 };
 
@@ -55,7 +58,8 @@ void for_each_index(const std::vector<int64_t>& dims, F&& f) {
 
 HostTensor broadcast_to(const KernelContext& ctx, const HostTensor& x, const std::vector<int64_t>& target) {
   std::vector<int64_t> dims;
-  if (!broadcast_shape({x.dims(), target}, dims)) ctx.fail("cannot expand " + x.shape_string() + " to the requested shape");
+  if (!broadcast_shape({x.dims(), target}, dims))
+    ctx.fail("cannot expand " + x.shape_string() + " to the requested shape");
   ctx.check_planned_dims(0, dims);
   HostTensor y(x.dtype(), dims);
   std::vector<int64_t> strides[1] = {broadcast_strides(x.dims(), dims)};
@@ -68,8 +72,10 @@ void identity(KernelContext& ctx) { ctx.outputs[0] = ctx.input(0); }
 
 void dropout(KernelContext& ctx) {
   bool training = ctx.has_input(2) && ctx.input(2).int_at(0) != 0;
-  float ratio = ctx.has_input(1) ? static_cast<float>(ctx.input(1).real_at(0)) : ctx.attr_float("ratio", 0.5f);
-  if (training && ratio != 0.0f) ctx.fail("training-mode Dropout is random; the reference evaluator runs inference only");
+  float ratio =
+      ctx.has_input(1) ? static_cast<float>(ctx.input(1).real_at(0)) : ctx.attr_float("ratio", 0.5f);
+  if (training && ratio != 0.0f)
+    ctx.fail("training-mode Dropout is random; the reference evaluator runs inference only");
   ctx.outputs[0] = ctx.input(0);
   if (ctx.wants_output(1)) {
     HostTensor mask(DType::Bool, ctx.input(0).dims());
@@ -85,7 +91,8 @@ void reshape(KernelContext& ctx) {
   int64_t infer = -1, known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0 && !allow_zero) {
-      if (i >= x.rank()) ctx.fail("shape entry 0 at position " + std::to_string(i) + " has no input dim to copy");
+      if (i >= x.rank())
+        ctx.fail("shape entry 0 at position " + std::to_string(i) + " has no input dim to copy");
       shape[i] = x.dims()[i];
     }
     if (shape[i] == -1) {
@@ -99,7 +106,8 @@ void reshape(KernelContext& ctx) {
     if (known == 0 || x.size() % known != 0) ctx.fail("cannot infer -1 when reshaping " + x.shape_string());
     shape[static_cast<size_t>(infer)] = x.size() / known;
   }
-  if (product(shape) != x.size()) ctx.fail("cannot reshape " + x.shape_string() + " to " + std::to_string(product(shape)) + " elements");
+  if (product(shape) != x.size())
+    ctx.fail("cannot reshape " + x.shape_string() + " to " + std::to_string(product(shape)) + " elements");
   ctx.outputs[0] = x.reshaped(shape);
 }
 
@@ -109,7 +117,8 @@ void flatten(KernelContext& ctx) {
   int64_t axis = ctx.attr_int("axis", 1);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis > rank) ctx.fail("axis out of range");
-  ctx.outputs[0] = x.reshaped({product(x.dims(), 0, static_cast<size_t>(axis)), product(x.dims(), static_cast<size_t>(axis))});
+  ctx.outputs[0] = x.reshaped(
+      {product(x.dims(), 0, static_cast<size_t>(axis)), product(x.dims(), static_cast<size_t>(axis))});
 }
 
 void squeeze(KernelContext& ctx) {
@@ -121,7 +130,8 @@ void squeeze(KernelContext& ctx) {
   } else {
     for (int64_t a : axes) {
       int64_t n = normalize_axis(a, static_cast<int64_t>(x.rank()));
-      if (x.dims()[static_cast<size_t>(n)] != 1) ctx.fail("cannot squeeze axis " + std::to_string(a) + " of " + x.shape_string());
+      if (x.dims()[static_cast<size_t>(n)] != 1)
+        ctx.fail("cannot squeeze axis " + std::to_string(a) + " of " + x.shape_string());
       drop[static_cast<size_t>(n)] = true;
     }
   }
@@ -154,7 +164,8 @@ void transpose_kernel(KernelContext& ctx) {
     perm.resize(x.rank());
     std::iota(perm.rbegin(), perm.rend(), 0);
   }
-  if (perm.size() != x.rank()) ctx.fail("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(x.rank()));
+  if (perm.size() != x.rank())
+    ctx.fail("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(x.rank()));
   std::vector<bool> seen(x.rank(), false);
   for (int64_t& p : perm) {
     p = normalize_axis(p, static_cast<int64_t>(x.rank()));
@@ -175,7 +186,8 @@ void concat(KernelContext& ctx) {
     if (t.rank() != first.rank() || t.dtype() != first.dtype()) ctx.fail("inputs differ in rank or dtype");
     for (int64_t d = 0; d < rank; ++d)
       if (d != axis && t.dims()[static_cast<size_t>(d)] != first.dims()[static_cast<size_t>(d)])
-        ctx.fail("input " + std::to_string(k) + " " + t.shape_string() + " does not match " + first.shape_string());
+        ctx.fail("input " + std::to_string(k) + " " + t.shape_string() + " does not match " +
+                 first.shape_string());
     dims[static_cast<size_t>(axis)] += t.dims()[static_cast<size_t>(axis)];
   }
   HostTensor y(first.dtype(), dims);
@@ -191,7 +203,8 @@ void concat(KernelContext& ctx) {
         for (int64_t j = 0; j < chunk; ++j) copy(o * row + offset + j, o * chunk + j);
       } else {
         std::memcpy(y.mutable_raw() + (o * row + offset) * static_cast<int64_t>(copy.esz),
-                    t.raw() + o * chunk * static_cast<int64_t>(copy.esz), static_cast<size_t>(chunk) * copy.esz);
+                    t.raw() + o * chunk * static_cast<int64_t>(copy.esz),
+                    static_cast<size_t>(chunk) * copy.esz);
       }
     }
     offset += chunk;
@@ -203,13 +216,16 @@ void split(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   int64_t axis = normalize_axis(ctx.attr_int("axis", 0), static_cast<int64_t>(x.rank()));
   const int64_t dim = x.dims()[static_cast<size_t>(axis)];
-  std::vector<int64_t> sizes = ctx.opset() < 13 ? ctx.attr_ints("split") : (ctx.has_input(1) ? ctx.input(1).ints() : std::vector<int64_t>{});
+  std::vector<int64_t> sizes = ctx.opset() < 13
+                                   ? ctx.attr_ints("split")
+                                   : (ctx.has_input(1) ? ctx.input(1).ints() : std::vector<int64_t>{});
   const int64_t parts = static_cast<int64_t>(ctx.outputs.size());
   if (sizes.empty()) {
     int64_t each = (dim + parts - 1) / parts;  // the last part may be smaller
     for (int64_t k = 0; k < parts; ++k) sizes.push_back(std::max<int64_t>(0, std::min(each, dim - k * each)));
   }
-  if (static_cast<int64_t>(sizes.size()) != parts || std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != dim)
+  if (static_cast<int64_t>(sizes.size()) != parts ||
+      std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != dim)
     ctx.fail("split sizes do not add up to dim " + std::to_string(dim));
   const int64_t outer = product(x.dims(), 0, static_cast<size_t>(axis));
   const int64_t inner = product(x.dims(), static_cast<size_t>(axis) + 1);
@@ -222,7 +238,8 @@ void split(KernelContext& ctx) {
     const int64_t chunk = sizes[static_cast<size_t>(k)] * inner;
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(y.mutable_raw() + o * chunk * static_cast<int64_t>(esz),
-                  x.raw() + (o * dim * inner + start * inner) * static_cast<int64_t>(esz), static_cast<size_t>(chunk) * esz);
+                  x.raw() + (o * dim * inner + start * inner) * static_cast<int64_t>(esz),
+                  static_cast<size_t>(chunk) * esz);
     start += sizes[static_cast<size_t>(k)];
     ctx.outputs[static_cast<size_t>(k)] = std::move(y);
   }
@@ -249,7 +266,8 @@ void slice(KernelContext& ctx) {
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     ctx.fail("starts, ends, axes and steps differ in length");
-  std::vector<int64_t> begin(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1), dims = x.dims();
+  std::vector<int64_t> begin(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1),
+      dims = x.dims();
   for (size_t i = 0; i < starts.size(); ++i) {
     size_t a = static_cast<size_t>(normalize_axis(axes[i], rank));
     const int64_t dim = x.dims()[a];
@@ -261,11 +279,16 @@ void slice(KernelContext& ctx) {
     if (st > 0) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      dims[a] = e > s ? static_cast<int64_t>((static_cast<uint64_t>(e - s) - 1) / static_cast<uint64_t>(st) + 1) : 0;
+      dims[a] = e > s
+                    ? static_cast<int64_t>((static_cast<uint64_t>(e - s) - 1) / static_cast<uint64_t>(st) + 1)
+                    : 0;
     } else {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      dims[a] = s > e ? static_cast<int64_t>((static_cast<uint64_t>(s - e) - 1) / (uint64_t{0} - static_cast<uint64_t>(st)) + 1) : 0;
+      dims[a] = s > e
+                    ? static_cast<int64_t>(
+                          (static_cast<uint64_t>(s - e) - 1) / (uint64_t{0} - static_cast<uint64_t>(st)) + 1)
+                    : 0;
     }
     begin[a] = s;
     step[a] = st;
@@ -296,15 +319,16 @@ void gather(KernelContext& ctx) {
   ElementCopier copy(x, y);
   for (int64_t k = 0; k < n; ++k) {
     int64_t j = idx.int_at(k);
-    if (j < -dim || j >= dim) ctx.fail("index " + std::to_string(j) + " is out of range for dim " + std::to_string(dim));
+    if (j < -dim || j >= dim)
+      ctx.fail("index " + std::to_string(j) + " is out of range for dim " + std::to_string(dim));
     if (j < 0) j += dim;
     for (int64_t o = 0; o < outer; ++o) {
       int64_t dst = (o * n + k) * inner, src = (o * dim + j) * inner;
       if (x.dtype() == DType::String) {
         for (int64_t e = 0; e < inner; ++e) copy(dst + e, src + e);
       } else {
-        std::memcpy(y.mutable_raw() + dst * static_cast<int64_t>(copy.esz), x.raw() + src * static_cast<int64_t>(copy.esz),
-                    static_cast<size_t>(inner) * copy.esz);
+        std::memcpy(y.mutable_raw() + dst * static_cast<int64_t>(copy.esz),
+                    x.raw() + src * static_cast<int64_t>(copy.esz), static_cast<size_t>(inner) * copy.esz);
       }
     }
   }
@@ -346,7 +370,9 @@ void shape(KernelContext& ctx) {
   ctx.outputs[0] = HostTensor::from_vector(DType::I64, {static_cast<int64_t>(out.size())}, out);
 }
 
-void size(KernelContext& ctx) { ctx.outputs[0] = HostTensor::scalar<int64_t>(DType::I64, ctx.input(0).size()); }
+void size(KernelContext& ctx) {
+  ctx.outputs[0] = HostTensor::scalar<int64_t>(DType::I64, ctx.input(0).size());
+}
 
 void constant(KernelContext& ctx) {
   if (const Tensor* t = ctx.attr_tensor("value")) {
@@ -383,38 +409,49 @@ void constant_of_shape(KernelContext& ctx) {
   if (v) {
     HostTensor value = HostTensor::view(*v);
     const size_t esz = dtype_size(y.dtype());
-    for (int64_t i = 0; i < y.size(); ++i) std::memcpy(y.mutable_raw() + i * static_cast<int64_t>(esz), value.raw(), esz);
+    for (int64_t i = 0; i < y.size(); ++i)
+      std::memcpy(y.mutable_raw() + i * static_cast<int64_t>(esz), value.raw(), esz);
   }
   ctx.outputs[0] = std::move(y);
 }
 
 void range(KernelContext& ctx) {
   const HostTensor& s = ctx.input(0);
-  dispatch_real(s.dtype(), [&]<class T>() {
-    T start = s.data<T>()[0], limit = ctx.input(1).data<T>()[0], delta = ctx.input(2).data<T>()[0];
-    if (delta == T(0)) ctx.fail("delta is 0");
-    double n = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
-    if (std::isnan(n)) ctx.fail("start, limit and delta give no number of elements (NaN)");
-    // Checked as a double: a cast of 1e19 to int64 is undefined (it read as 0 elements).
-    if (n > 9.0e18) ctx.fail("start, limit and delta ask for " + std::to_string(n) + " elements, more than a tensor can hold");
-    int64_t count = std::max<int64_t>(0, static_cast<int64_t>(n));
-    ctx.check_planned_dims(0, {count});
-    HostTensor y(s.dtype(), {count});
-    T* p = y.mutable_data<T>();
-    for (int64_t i = 0; i < count; ++i) p[i] = static_cast<T>(start + static_cast<T>(i) * delta);
-    ctx.outputs[0] = std::move(y);
-  }, "Range");
+  dispatch_real(
+      s.dtype(),
+      [&]<class T>() {
+        T start = s.data<T>()[0], limit = ctx.input(1).data<T>()[0], delta = ctx.input(2).data<T>()[0];
+        if (delta == T(0)) ctx.fail("delta is 0");
+        double n =
+            std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
+        if (std::isnan(n)) ctx.fail("start, limit and delta give no number of elements (NaN)");
+        // Checked as a double: a cast of 1e19 to int64 is undefined (it read as 0 elements).
+        if (n > 9.0e18)
+          ctx.fail("start, limit and delta ask for " + std::to_string(n) +
+                   " elements, more than a tensor can hold");
+        int64_t count = std::max<int64_t>(0, static_cast<int64_t>(n));
+        ctx.check_planned_dims(0, {count});
+        HostTensor y(s.dtype(), {count});
+        T* p = y.mutable_data<T>();
+        for (int64_t i = 0; i < count; ++i) p[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+        ctx.outputs[0] = std::move(y);
+      },
+      "Range");
 }
 
 void tile(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   std::vector<int64_t> reps = ctx.input(1).ints();
-  if (reps.size() != x.rank()) ctx.fail("repeats has " + std::to_string(reps.size()) + " entries for rank " + std::to_string(x.rank()));
+  if (reps.size() != x.rank())
+    ctx.fail("repeats has " + std::to_string(reps.size()) + " entries for rank " + std::to_string(x.rank()));
   std::vector<int64_t> dims = x.dims();
   for (size_t i = 0; i < dims.size(); ++i) {
-    if (reps[i] < 0) ctx.fail("repeats[" + std::to_string(i) + "] is " + std::to_string(reps[i]) + "; a repeat count is at least 0");
+    if (reps[i] < 0)
+      ctx.fail("repeats[" + std::to_string(i) + "] is " + std::to_string(reps[i]) +
+               "; a repeat count is at least 0");
     if (__builtin_mul_overflow(dims[i], reps[i], &dims[i]))
-      ctx.fail("axis " + std::to_string(i) + " of " + std::to_string(x.dims()[i]) + " repeated " + std::to_string(reps[i]) + " times is past 2^63");
+      ctx.fail("axis " + std::to_string(i) + " of " + std::to_string(x.dims()[i]) + " repeated " +
+               std::to_string(reps[i]) + " times is past 2^63");
   }
   ctx.check_planned_dims(0, dims);
   HostTensor y(x.dtype(), dims);
@@ -439,11 +476,15 @@ void center_crop_pad(KernelContext& ctx) {
     axes.resize(static_cast<size_t>(rank));
     std::iota(axes.begin(), axes.end(), 0);
   }
-  if (shape.size() != axes.size()) ctx.fail("shape has " + std::to_string(shape.size()) + " sizes for " + std::to_string(axes.size()) + " axes");
-  std::vector<int64_t> dims = x.dims(), offset(static_cast<size_t>(rank), 0);  // output index - offset = input index
+  if (shape.size() != axes.size())
+    ctx.fail("shape has " + std::to_string(shape.size()) + " sizes for " + std::to_string(axes.size()) +
+             " axes");
+  std::vector<int64_t> dims = x.dims(),
+                       offset(static_cast<size_t>(rank), 0);  // output index - offset = input index
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (size_t k = 0; k < axes.size(); ++k) {
-    if (axes[k] < -rank || axes[k] >= rank) ctx.fail("axis " + std::to_string(axes[k]) + " is out of range for rank " + std::to_string(rank));
+    if (axes[k] < -rank || axes[k] >= rank)
+      ctx.fail("axis " + std::to_string(axes[k]) + " is out of range for rank " + std::to_string(rank));
     const size_t a = static_cast<size_t>(axes[k] < 0 ? axes[k] + rank : axes[k]);
     if (seen[a]) ctx.fail("axis " + std::to_string(axes[k]) + " is listed twice");
     seen[a] = true;
@@ -474,11 +515,13 @@ void pad(KernelContext& ctx) {
   std::string mode = ctx.attr_string("mode", "constant");
   if (ctx.opset() >= 18 && ctx.has_input(3)) {  // pads for the listed axes only; the others get none
     const std::vector<int64_t> axes = ctx.input(3).ints();
-    if (pads.size() != 2 * axes.size()) ctx.fail("pads must have 2 entries per axis in axes (" + std::to_string(axes.size()) + ")");
+    if (pads.size() != 2 * axes.size())
+      ctx.fail("pads must have 2 entries per axis in axes (" + std::to_string(axes.size()) + ")");
     std::vector<int64_t> full(static_cast<size_t>(2 * rank), 0);
     std::vector<bool> seen(static_cast<size_t>(rank), false);
     for (size_t k = 0; k < axes.size(); ++k) {
-      if (axes[k] < -rank || axes[k] >= rank) ctx.fail("axis " + std::to_string(axes[k]) + " is out of range for rank " + std::to_string(rank));
+      if (axes[k] < -rank || axes[k] >= rank)
+        ctx.fail("axis " + std::to_string(axes[k]) + " is out of range for rank " + std::to_string(rank));
       const size_t a = static_cast<size_t>(axes[k] < 0 ? axes[k] + rank : axes[k]);
       if (seen[a]) ctx.fail("axis " + std::to_string(axes[k]) + " is listed twice");
       seen[a] = true;
@@ -492,12 +535,14 @@ void pad(KernelContext& ctx) {
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t before = pads[static_cast<size_t>(d)], after = pads[static_cast<size_t>(d + rank)];
     int64_t& out = dims[static_cast<size_t>(d)];
-    if (__builtin_add_overflow(x.dims()[static_cast<size_t>(d)], before, &out) || __builtin_add_overflow(out, after, &out))
-      ctx.fail("axis " + std::to_string(d) + " of " + std::to_string(x.dims()[static_cast<size_t>(d)]) + " padded by " + std::to_string(before) +
-               " and " + std::to_string(after) + " is past 2^63");
+    if (__builtin_add_overflow(x.dims()[static_cast<size_t>(d)], before, &out) ||
+        __builtin_add_overflow(out, after, &out))
+      ctx.fail("axis " + std::to_string(d) + " of " + std::to_string(x.dims()[static_cast<size_t>(d)]) +
+               " padded by " + std::to_string(before) + " and " + std::to_string(after) + " is past 2^63");
     if (out < 0)
-      ctx.fail("axis " + std::to_string(d) + " of " + std::to_string(x.dims()[static_cast<size_t>(d)]) + " padded by " + std::to_string(before) +
-               " and " + std::to_string(after) + ": negative padding removes more than the whole axis");
+      ctx.fail("axis " + std::to_string(d) + " of " + std::to_string(x.dims()[static_cast<size_t>(d)]) +
+               " padded by " + std::to_string(before) + " and " + std::to_string(after) +
+               ": negative padding removes more than the whole axis");
     if (mode != "constant" && x.dims()[static_cast<size_t>(d)] == 0 && dims[static_cast<size_t>(d)] > 0)
       ctx.fail(mode + " padding of an empty axis");
   }
@@ -506,7 +551,9 @@ void pad(KernelContext& ctx) {
   HostTensor fill(x.dtype(), {});
   if (mode == "constant") {
     if (ctx.opset() < 11) {
-      dispatch_real(x.dtype(), [&]<class T>() { *fill.mutable_data<T>() = static_cast<T>(ctx.attr_float("value", 0)); }, "Pad");
+      dispatch_real(
+          x.dtype(), [&]<class T>() { *fill.mutable_data<T>() = static_cast<T>(ctx.attr_float("value", 0)); },
+          "Pad");
     } else if (ctx.has_input(2) && ctx.input(2).size() > 0) {
       std::memcpy(fill.mutable_raw(), ctx.input(2).raw(), dtype_size(x.dtype()));
     }
@@ -567,18 +614,28 @@ void register_resize_kernel(KernelRegistry& r);
 
 void register_shape_kernels(KernelRegistry& r) {
   const std::pair<const char*, void (*)(KernelContext&)> kernels[] = {
-      {"Identity", identity},   {"Dropout", dropout},
-      {"Reshape", reshape},     {"Flatten", flatten},
-      {"Squeeze", squeeze},     {"Unsqueeze", unsqueeze},
+      {"Identity", identity},
+      {"Dropout", dropout},
+      {"Reshape", reshape},
+      {"Flatten", flatten},
+      {"Squeeze", squeeze},
+      {"Unsqueeze", unsqueeze},
       {"Transpose", transpose_kernel},
-      {"Concat", concat},       {"Split", split},
-      {"Slice", slice},         {"Gather", gather},
+      {"Concat", concat},
+      {"Split", split},
+      {"Slice", slice},
+      {"Gather", gather},
       {"GatherElements", gather_elements},
-      {"Expand", expand},       {"Shape", shape},
-      {"Size", size},           {"Constant", constant},
+      {"Expand", expand},
+      {"Shape", shape},
+      {"Size", size},
+      {"Constant", constant},
       {"ConstantOfShape", constant_of_shape},
-      {"Range", range},         {"Tile", tile},
-      {"Pad", pad},             {"CenterCropPad", center_crop_pad},             {"Trilu", trilu},
+      {"Range", range},
+      {"Tile", tile},
+      {"Pad", pad},
+      {"CenterCropPad", center_crop_pad},
+      {"Trilu", trilu},
   };
   for (const auto& [name, fn] : kernels) r.add("", name, fn, /*half_via_f32=*/false);
   register_resize_kernel(r);

@@ -17,14 +17,16 @@ namespace {
 using Complex = std::complex<double>;
 
 // Transforms `n_in` samples (zero-padded or cut to `length`) into `n_out` bins.
-void dft_line(const std::vector<Complex>& in, int64_t length, int64_t n_out, bool inverse, std::vector<Complex>& out) {
+void dft_line(const std::vector<Complex>& in, int64_t length, int64_t n_out, bool inverse,
+              std::vector<Complex>& out) {
   out.assign(static_cast<size_t>(n_out), Complex(0, 0));
   const double sign = inverse ? 1.0 : -1.0;
   const int64_t used = std::min<int64_t>(length, static_cast<int64_t>(in.size()));
   for (int64_t k = 0; k < n_out; ++k) {
     Complex acc(0, 0);
     for (int64_t t = 0; t < used; ++t) {
-      const double angle = sign * 2.0 * std::numbers::pi * static_cast<double>((k * t) % length) / static_cast<double>(length);
+      const double angle =
+          sign * 2.0 * std::numbers::pi * static_cast<double>((k * t) % length) / static_cast<double>(length);
       acc += in[static_cast<size_t>(t)] * Complex(std::cos(angle), std::sin(angle));
     }
     out[static_cast<size_t>(k)] = inverse ? acc / static_cast<double>(length) : acc;
@@ -39,13 +41,17 @@ HostTensor as_float_output(const KernelContext& ctx, DType t, std::vector<int64_
 // DFT (opset 17): input [batch, n_1, ..., 1 or 2]; the transform runs along `axis`.
 void dft(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
-  if (x.rank() < 2 || (x.dim(-1) != 1 && x.dim(-1) != 2)) ctx.fail("the input needs a last axis of 1 (real) or 2 (complex)");
+  if (x.rank() < 2 || (x.dim(-1) != 1 && x.dim(-1) != 2))
+    ctx.fail("the input needs a last axis of 1 (real) or 2 (complex)");
   const int64_t rank = static_cast<int64_t>(x.rank());
   // Opset 17: an attribute (default 1), never the batch axis; since 20: a scalar input
   // (default -2) that may name any axis but the complex one.
   const bool axis_input = ctx.opset() >= 20;
-  const int64_t axis = normalize_axis(axis_input ? (ctx.has_input(2) ? scalar_int_input(ctx, 2, "axis") : -2) : ctx.attr_int("axis", 1), rank);
-  if (axis == rank - 1 || (axis == 0 && !axis_input)) ctx.fail("axis must be a signal axis (neither the batch nor the complex axis)");
+  const int64_t axis = normalize_axis(
+      axis_input ? (ctx.has_input(2) ? scalar_int_input(ctx, 2, "axis") : -2) : ctx.attr_int("axis", 1),
+      rank);
+  if (axis == rank - 1 || (axis == 0 && !axis_input))
+    ctx.fail("axis must be a signal axis (neither the batch nor the complex axis)");
   const bool inverse = ctx.attr_int("inverse", 0) != 0, onesided = ctx.attr_int("onesided", 0) != 0;
   const int64_t n = x.dims()[static_cast<size_t>(axis)];
   const int64_t length = ctx.has_input(1) && ctx.input(1).size() ? scalar_int_input(ctx, 1, "dft_length") : n;
@@ -63,30 +69,33 @@ void dft(KernelContext& ctx) {
   int64_t lines = 1;
   for (int64_t d : lead) lines *= d;
   std::vector<Complex> line, result;
-  dispatch_float(x.dtype(), [&]<class T>() {
-    const T* px = x.data<T>();
-    T* py = y.mutable_data<T>();
-    for (int64_t l = 0; l < lines; ++l) {
-      int64_t xo = 0, yo = 0;
-      for (size_t a = lead.size(), rest = static_cast<size_t>(l); a-- > 0;) {
-        const int64_t c = static_cast<int64_t>(rest) % lead[a];
-        rest /= static_cast<size_t>(lead[a]);
-        xo += c * xs[a];
-        yo += c * ys[a];
-      }
-      line.assign(static_cast<size_t>(n), Complex(0, 0));
-      for (int64_t t = 0; t < n; ++t) {
-        const int64_t at = xo + t * xs[static_cast<size_t>(axis)];
-        line[static_cast<size_t>(t)] = Complex(px[at], complex_in ? px[at + 1] : 0.0);
-      }
-      dft_line(line, length, bins, inverse, result);
-      for (int64_t k = 0; k < bins; ++k) {
-        const int64_t at = yo + k * ys[static_cast<size_t>(axis)];
-        py[at] = static_cast<T>(result[static_cast<size_t>(k)].real());
-        py[at + 1] = static_cast<T>(result[static_cast<size_t>(k)].imag());
-      }
-    }
-  }, "DFT");
+  dispatch_float(
+      x.dtype(),
+      [&]<class T>() {
+        const T* px = x.data<T>();
+        T* py = y.mutable_data<T>();
+        for (int64_t l = 0; l < lines; ++l) {
+          int64_t xo = 0, yo = 0;
+          for (size_t a = lead.size(), rest = static_cast<size_t>(l); a-- > 0;) {
+            const int64_t c = static_cast<int64_t>(rest) % lead[a];
+            rest /= static_cast<size_t>(lead[a]);
+            xo += c * xs[a];
+            yo += c * ys[a];
+          }
+          line.assign(static_cast<size_t>(n), Complex(0, 0));
+          for (int64_t t = 0; t < n; ++t) {
+            const int64_t at = xo + t * xs[static_cast<size_t>(axis)];
+            line[static_cast<size_t>(t)] = Complex(px[at], complex_in ? px[at + 1] : 0.0);
+          }
+          dft_line(line, length, bins, inverse, result);
+          for (int64_t k = 0; k < bins; ++k) {
+            const int64_t at = yo + k * ys[static_cast<size_t>(axis)];
+            py[at] = static_cast<T>(result[static_cast<size_t>(k)].real());
+            py[at + 1] = static_cast<T>(result[static_cast<size_t>(k)].imag());
+          }
+        }
+      },
+      "DFT");
   ctx.outputs[0] = std::move(y);
 }
 
@@ -94,13 +103,18 @@ void dft(KernelContext& ctx) {
 // output [batch, frames, bins, 2].
 void stft(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
-  if (x.rank() != 3 || (x.dim(-1) != 1 && x.dim(-1) != 2)) ctx.fail("the signal must be [batch, length, 1 or 2]");
+  if (x.rank() != 3 || (x.dim(-1) != 1 && x.dim(-1) != 2))
+    ctx.fail("the signal must be [batch, length, 1 or 2]");
   const int64_t step = scalar_int_input(ctx, 1, "frame_step");
   const HostTensor* window = ctx.has_input(2) && ctx.input(2).size() ? &ctx.input(2) : nullptr;
-  int64_t frame = ctx.has_input(3) && ctx.input(3).size() ? scalar_int_input(ctx, 3, "frame_length") : (window ? window->size() : 0);
+  int64_t frame = ctx.has_input(3) && ctx.input(3).size() ? scalar_int_input(ctx, 3, "frame_length")
+                                                          : (window ? window->size() : 0);
   if (frame > (int64_t{1} << 20)) ctx.fail("frame_length must be at most 2^20");
-  if (frame < 1 || step < 1) ctx.fail("frame_step and the frame length (frame_length or the window's) must be positive");
-  if (window && window->size() != frame) ctx.fail("the window has " + std::to_string(window->size()) + " samples for frames of " + std::to_string(frame));
+  if (frame < 1 || step < 1)
+    ctx.fail("frame_step and the frame length (frame_length or the window's) must be positive");
+  if (window && window->size() != frame)
+    ctx.fail("the window has " + std::to_string(window->size()) + " samples for frames of " +
+             std::to_string(frame));
   const bool onesided = ctx.attr_int("onesided", 1) != 0;
   const int64_t batch = x.dims()[0], len = x.dims()[1];
   if (len < frame) ctx.fail("the signal is shorter than one frame");
@@ -108,24 +122,27 @@ void stft(KernelContext& ctx) {
   HostTensor y = as_float_output(ctx, x.dtype(), {batch, frames, bins, 2});
   const bool complex_in = x.dim(-1) == 2;
   std::vector<Complex> line(static_cast<size_t>(frame)), result;
-  dispatch_float(x.dtype(), [&]<class T>() {
-    const T* px = x.data<T>();
-    T* py = y.mutable_data<T>();
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t f = 0; f < frames; ++f) {
-        for (int64_t t = 0; t < frame; ++t) {
-          const int64_t at = (b * len + f * step + t) * x.dim(-1);
-          const double w = window ? window->real_at(t) : 1.0;
-          line[static_cast<size_t>(t)] = Complex(px[at] * w, complex_in ? px[at + 1] * w : 0.0);
-        }
-        dft_line(line, frame, bins, false, result);
-        for (int64_t k = 0; k < bins; ++k) {
-          const int64_t at = ((b * frames + f) * bins + k) * 2;
-          py[at] = static_cast<T>(result[static_cast<size_t>(k)].real());
-          py[at + 1] = static_cast<T>(result[static_cast<size_t>(k)].imag());
-        }
-      }
-  }, "STFT");
+  dispatch_float(
+      x.dtype(),
+      [&]<class T>() {
+        const T* px = x.data<T>();
+        T* py = y.mutable_data<T>();
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t f = 0; f < frames; ++f) {
+            for (int64_t t = 0; t < frame; ++t) {
+              const int64_t at = (b * len + f * step + t) * x.dim(-1);
+              const double w = window ? window->real_at(t) : 1.0;
+              line[static_cast<size_t>(t)] = Complex(px[at] * w, complex_in ? px[at + 1] * w : 0.0);
+            }
+            dft_line(line, frame, bins, false, result);
+            for (int64_t k = 0; k < bins; ++k) {
+              const int64_t at = ((b * frames + f) * bins + k) * 2;
+              py[at] = static_cast<T>(result[static_cast<size_t>(k)].real());
+              py[at + 1] = static_cast<T>(result[static_cast<size_t>(k)].imag());
+            }
+          }
+      },
+      "STFT");
   ctx.outputs[0] = std::move(y);
 }
 
@@ -139,26 +156,35 @@ void cosine_window(KernelContext& ctx, const std::vector<double>& a) {
   HostTensor values(DType::F64, {size});
   for (int64_t i = 0; i < size; ++i) {
     double v = 0;
-    for (size_t k = 0; k < a.size(); ++k) v += a[k] * std::cos(2.0 * std::numbers::pi * static_cast<double>(k) * static_cast<double>(i) / period);
+    for (size_t k = 0; k < a.size(); ++k)
+      v += a[k] * std::cos(2.0 * std::numbers::pi * static_cast<double>(k) * static_cast<double>(i) / period);
     values.mutable_data<double>()[i] = v;
   }
-  ctx.outputs[0] = dispatch_all(out, [&]<class T>() {
-    HostTensor y(out, {size});
-    for (int64_t i = 0; i < size; ++i) y.mutable_data<T>()[i] = convert_value<T>(values.data<double>()[i]);
-    return y;
-  }, "window");
+  ctx.outputs[0] = dispatch_all(
+      out,
+      [&]<class T>() {
+        HostTensor y(out, {size});
+        for (int64_t i = 0; i < size; ++i)
+          y.mutable_data<T>()[i] = convert_value<T>(values.data<double>()[i]);
+        return y;
+      },
+      "window");
 }
 
 // MelWeightMatrix [dft_length / 2 + 1, num_mel_bins]: triangular filters spaced on the mel scale.
 void mel_weight_matrix(KernelContext& ctx) {
-  const int64_t mel_bins = scalar_int_input(ctx, 0, "num_mel_bins"), dft_length = scalar_int_input(ctx, 1, "dft_length");
+  const int64_t mel_bins = scalar_int_input(ctx, 0, "num_mel_bins"),
+                dft_length = scalar_int_input(ctx, 1, "dft_length");
   const int64_t rate = scalar_int_input(ctx, 2, "sample_rate");
-  const float lower = static_cast<float>(scalar_real_input(ctx, 3, "lower_edge_hertz")), upper = static_cast<float>(scalar_real_input(ctx, 4, "upper_edge_hertz"));
+  const float lower = static_cast<float>(scalar_real_input(ctx, 3, "lower_edge_hertz")),
+              upper = static_cast<float>(scalar_real_input(ctx, 4, "upper_edge_hertz"));
   if (mel_bins < 1 || dft_length < 1 || rate < 1 || mel_bins > 65536 || dft_length > (int64_t{1} << 20))
     ctx.fail("num_mel_bins (at most 65536), dft_length (at most 2^20) and sample_rate must be positive");
-  if (!std::isfinite(lower) || !std::isfinite(upper) || lower < 0 || upper < lower) ctx.fail("the edges must be finite with 0 <= lower <= upper");
+  if (!std::isfinite(lower) || !std::isfinite(upper) || lower < 0 || upper < lower)
+    ctx.fail("the edges must be finite with 0 <= lower <= upper");
   const int64_t spectrum_bins = dft_length / 2 + 1;
-  const double low_mel = 2595.0 * std::log10(1.0 + lower / 700.0), high_mel = 2595.0 * std::log10(1.0 + upper / 700.0);
+  const double low_mel = 2595.0 * std::log10(1.0 + lower / 700.0),
+               high_mel = 2595.0 * std::log10(1.0 + upper / 700.0);
   const double step = (high_mel - low_mel) / static_cast<double>(mel_bins + 2);
   std::vector<int64_t> edge(static_cast<size_t>(mel_bins + 2));
   for (int64_t i = 0; i < mel_bins + 2; ++i) {
@@ -170,23 +196,31 @@ void mel_weight_matrix(KernelContext& ctx) {
   HostTensor w(DType::F64, {spectrum_bins, mel_bins});
   double* pw = w.mutable_data<double>();
   auto set = [&](int64_t row, int64_t col, double v) {
-    if (row < 0 || row >= spectrum_bins) ctx.fail("a filter edge falls outside the spectrum (upper_edge_hertz above sample_rate / 2?)");
+    if (row < 0 || row >= spectrum_bins)
+      ctx.fail("a filter edge falls outside the spectrum (upper_edge_hertz above sample_rate / 2?)");
     pw[row * mel_bins + col] = v;
   };
   for (int64_t i = 0; i < mel_bins; ++i) {
-    const int64_t lo = edge[static_cast<size_t>(i)], mid = edge[static_cast<size_t>(i + 1)], hi = edge[static_cast<size_t>(i + 2)];
-    if (mid == lo) set(mid, i, 1.0);
+    const int64_t lo = edge[static_cast<size_t>(i)], mid = edge[static_cast<size_t>(i + 1)],
+                  hi = edge[static_cast<size_t>(i + 2)];
+    if (mid == lo)
+      set(mid, i, 1.0);
     else
-      for (int64_t j = lo; j <= mid; ++j) set(j, i, static_cast<double>(j - lo) / static_cast<double>(mid - lo));
+      for (int64_t j = lo; j <= mid; ++j)
+        set(j, i, static_cast<double>(j - lo) / static_cast<double>(mid - lo));
     if (hi > mid)
-      for (int64_t j = mid; j < hi; ++j) set(j, i, static_cast<double>(hi - j) / static_cast<double>(hi - mid));
+      for (int64_t j = mid; j < hi; ++j)
+        set(j, i, static_cast<double>(hi - j) / static_cast<double>(hi - mid));
   }
   const DType out = static_cast<DType>(ctx.attr_int("output_datatype", 1));
-  ctx.outputs[0] = dispatch_all(out, [&]<class T>() {
-    HostTensor y(out, w.dims());
-    for (int64_t i = 0; i < w.size(); ++i) y.mutable_data<T>()[i] = convert_value<T>(pw[i]);
-    return y;
-  }, "MelWeightMatrix");
+  ctx.outputs[0] = dispatch_all(
+      out,
+      [&]<class T>() {
+        HostTensor y(out, w.dims());
+        for (int64_t i = 0; i < w.size(); ++i) y.mutable_data<T>()[i] = convert_value<T>(pw[i]);
+        return y;
+      },
+      "MelWeightMatrix");
 }
 
 }  // namespace
@@ -194,9 +228,24 @@ void mel_weight_matrix(KernelContext& ctx) {
 void register_signal_kernels(KernelRegistry& r) {
   r.add("", "DFT", dft);
   r.add("", "STFT", stft);
-  r.add("", "HannWindow", [](KernelContext& ctx) { cosine_window(ctx, {0.5, -0.5}); }, false);
-  r.add("", "HammingWindow", [](KernelContext& ctx) { cosine_window(ctx, {25.0 / 46.0, -21.0 / 46.0}); }, false);
-  r.add("", "BlackmanWindow", [](KernelContext& ctx) { cosine_window(ctx, {0.42, -0.5, 0.08}); }, false);
+  r.add(
+      "", "HannWindow",
+      [](KernelContext& ctx) {
+        cosine_window(ctx, {0.5, -0.5});
+      },
+      false);
+  r.add(
+      "", "HammingWindow",
+      [](KernelContext& ctx) {
+        cosine_window(ctx, {25.0 / 46.0, -21.0 / 46.0});
+      },
+      false);
+  r.add(
+      "", "BlackmanWindow",
+      [](KernelContext& ctx) {
+        cosine_window(ctx, {0.42, -0.5, 0.08});
+      },
+      false);
   r.add("", "MelWeightMatrix", mel_weight_matrix, false);
 }
 

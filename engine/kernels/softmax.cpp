@@ -81,13 +81,18 @@ void lane(const T* x, T* y, int64_t stride, int64_t n, Kind kind) {
 void add(KernelRegistry& r, const char* name, Kind kind) {
   r.add("", name, [kind, name](KernelContext& ctx) {
     const HostTensor& x = ctx.input(0);
-    dispatch_float(x.dtype(), [&]<class T>() {
-      HostTensor y = ctx.new_output(0, x.dtype(), x.dims());  // every lane is written
-      const T* px = x.data<T>();
-      T* py = y.mutable_data<T>();
-      for_each_lane(x, ctx, [&](int64_t base, int64_t stride, int64_t n) { lane(px + base, py + base, stride, n, kind); });
-      ctx.outputs[0] = std::move(y);
-    }, name);
+    dispatch_float(
+        x.dtype(),
+        [&]<class T>() {
+          HostTensor y = ctx.new_output(0, x.dtype(), x.dims());  // every lane is written
+          const T* px = x.data<T>();
+          T* py = y.mutable_data<T>();
+          for_each_lane(x, ctx, [&](int64_t base, int64_t stride, int64_t n) {
+            lane(px + base, py + base, stride, n, kind);
+          });
+          ctx.outputs[0] = std::move(y);
+        },
+        name);
   });
 }
 

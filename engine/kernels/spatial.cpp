@@ -18,13 +18,16 @@ void need_rank(const KernelContext& ctx, const HostTensor& x, size_t rank) {
   if (x.rank() != rank) ctx.fail("the input must be " + std::to_string(rank) + "-D, not " + x.shape_string());
 }
 
-// DepthToSpace: channel blocks become b x b pixel blocks (DCR: depth, column, row order; CRD: column, row, depth).
+// DepthToSpace: channel blocks become b x b pixel blocks (DCR: depth, column, row order; CRD: column, row,
+// depth).
 void depth_to_space(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   need_rank(ctx, x, 4);
   const int64_t b = ctx.attr_int("blocksize", 0);
   const int64_t n = x.dims()[0], c = x.dims()[1], h = x.dims()[2], w = x.dims()[3];
-  if (b < 1 || b > c || c % (b * b) != 0) ctx.fail("channels " + std::to_string(c) + " are not a multiple of blocksize^2 (blocksize " + std::to_string(b) + ")");
+  if (b < 1 || b > c || c % (b * b) != 0)
+    ctx.fail("channels " + std::to_string(c) + " are not a multiple of blocksize^2 (blocksize " +
+             std::to_string(b) + ")");
   const bool crd = ctx.attr_string("mode", "DCR") == "CRD";
   HostTensor y = crd ? transpose(x.reshaped({n, c / (b * b), b, b, h, w}), {0, 1, 4, 2, 5, 3})
                      : transpose(x.reshaped({n, b, b, c / (b * b), h, w}), {0, 3, 4, 1, 5, 2});
@@ -36,7 +39,8 @@ void space_to_depth(KernelContext& ctx) {
   need_rank(ctx, x, 4);
   const int64_t b = ctx.attr_int("blocksize", 0);
   const int64_t n = x.dims()[0], c = x.dims()[1], h = x.dims()[2], w = x.dims()[3];
-  if (b < 1 || b > std::max<int64_t>(h, 1) || b > std::max<int64_t>(w, 1) || h % b != 0 || w % b != 0) ctx.fail("H and W must be multiples of blocksize");
+  if (b < 1 || b > std::max<int64_t>(h, 1) || b > std::max<int64_t>(w, 1) || h % b != 0 || w % b != 0)
+    ctx.fail("H and W must be multiples of blocksize");
   HostTensor y = transpose(x.reshaped({n, c, h / b, b, w / b, b}), {0, 3, 5, 1, 2, 4});
   ctx.outputs[0] = y.reshaped({n, c * b * b, h / b, w / b});
 }
@@ -47,35 +51,41 @@ void lrn(KernelContext& ctx) {
   if (x.rank() < 3) ctx.fail("the input must be [N, C, ...]");
   const int64_t size = ctx.attr_int("size", 0);
   if (size < 1) ctx.fail("size must be positive");
-  const double alpha = ctx.attr_float("alpha", 1e-4f), beta = ctx.attr_float("beta", 0.75f), bias = ctx.attr_float("bias", 1.0f);
+  const double alpha = ctx.attr_float("alpha", 1e-4f), beta = ctx.attr_float("beta", 0.75f),
+               bias = ctx.attr_float("bias", 1.0f);
   const int64_t n = x.dims()[0], c = x.dims()[1], inner = x.size() / std::max<int64_t>(n * c, 1);
   const int64_t before = (size - 1) / 2, after = size - 1 - before;
   HostTensor y(x.dtype(), x.dims());
-  dispatch_float(x.dtype(), [&]<class T>() {
-    const T* px = x.data<T>();
-    T* py = y.mutable_data<T>();
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t ch = 0; ch < c; ++ch)
-        for (int64_t i = 0; i < inner; ++i) {
-          double sq = 0;
-          for (int64_t k = std::max<int64_t>(0, ch - before); k <= std::min(c - 1, ch + after); ++k) {
-            const double v = px[(b * c + k) * inner + i];
-            sq += v * v;
-          }
-          const int64_t at = (b * c + ch) * inner + i;
-          py[at] = static_cast<T>(px[at] / std::pow(bias + alpha / static_cast<double>(size) * sq, beta));
-        }
-  }, "LRN");
+  dispatch_float(
+      x.dtype(),
+      [&]<class T>() {
+        const T* px = x.data<T>();
+        T* py = y.mutable_data<T>();
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t ch = 0; ch < c; ++ch)
+            for (int64_t i = 0; i < inner; ++i) {
+              double sq = 0;
+              for (int64_t k = std::max<int64_t>(0, ch - before); k <= std::min(c - 1, ch + after); ++k) {
+                const double v = px[(b * c + k) * inner + i];
+                sq += v * v;
+              }
+              const int64_t at = (b * c + ch) * inner + i;
+              py[at] = static_cast<T>(px[at] / std::pow(bias + alpha / static_cast<double>(size) * sq, beta));
+            }
+      },
+      "LRN");
   ctx.outputs[0] = std::move(y);
 }
 
-// MeanVarianceNormalization: (x - mean) / (sqrt(E[x^2] - mean^2) + 1e-9) over `axes`, as ONNX's function body.
+// MeanVarianceNormalization: (x - mean) / (sqrt(E[x^2] - mean^2) + 1e-9) over `axes`, as ONNX's function
+// body.
 void mean_variance_normalization(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const int64_t rank = static_cast<int64_t>(x.rank());
   if (rank < 1) ctx.fail("the input must have rank >= 1");
   std::vector<bool> reduced(x.rank(), false);
-  for (int64_t a : ctx.attr_ints("axes", {0, 2, 3})) reduced[static_cast<size_t>(normalize_axis(a, rank))] = true;
+  for (int64_t a : ctx.attr_ints("axes", {0, 2, 3}))
+    reduced[static_cast<size_t>(normalize_axis(a, rank))] = true;
   const auto strides = strides_of(x.dims());
   // Group key: the coordinates of the kept axes.
   auto group_of = [&](int64_t i) {
@@ -89,22 +99,25 @@ void mean_variance_normalization(KernelContext& ctx) {
     if (!reduced[a]) groups *= x.dims()[a];
   const int64_t per_group = groups ? x.size() / groups : 0;
   HostTensor y(x.dtype(), x.dims());
-  dispatch_float(x.dtype(), [&]<class T>() {
-    const T* px = x.data<T>();
-    std::vector<T> sum(static_cast<size_t>(groups), 0), sq(static_cast<size_t>(groups), 0);
-    for (int64_t i = 0; i < x.size(); ++i) {
-      const size_t g = static_cast<size_t>(group_of(i));
-      sum[g] += px[i];
-      sq[g] += px[i] * px[i];
-    }
-    T* py = y.mutable_data<T>();
-    for (int64_t i = 0; i < x.size(); ++i) {
-      const size_t g = static_cast<size_t>(group_of(i));
-      const T mean = sum[g] / static_cast<T>(per_group);
-      const T var = sq[g] / static_cast<T>(per_group) - mean * mean;
-      py[i] = (px[i] - mean) / (std::sqrt(var) + static_cast<T>(1e-9));
-    }
-  }, "MeanVarianceNormalization");
+  dispatch_float(
+      x.dtype(),
+      [&]<class T>() {
+        const T* px = x.data<T>();
+        std::vector<T> sum(static_cast<size_t>(groups), 0), sq(static_cast<size_t>(groups), 0);
+        for (int64_t i = 0; i < x.size(); ++i) {
+          const size_t g = static_cast<size_t>(group_of(i));
+          sum[g] += px[i];
+          sq[g] += px[i] * px[i];
+        }
+        T* py = y.mutable_data<T>();
+        for (int64_t i = 0; i < x.size(); ++i) {
+          const size_t g = static_cast<size_t>(group_of(i));
+          const T mean = sum[g] / static_cast<T>(per_group);
+          const T var = sq[g] / static_cast<T>(per_group) - mean * mean;
+          py[i] = (px[i] - mean) / (std::sqrt(var) + static_cast<T>(1e-9));
+        }
+      },
+      "MeanVarianceNormalization");
   ctx.outputs[0] = std::move(y);
 }
 
@@ -120,10 +133,12 @@ void max_unpool(KernelContext& ctx) {
   if (kernel.size() != sp) ctx.fail("kernel_shape needs one entry per spatial axis");
   const auto strides = ctx.attr_ints("strides", std::vector<int64_t>(sp, 1));
   const auto pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
-  if (strides.size() != sp || pads.size() != 2 * sp) ctx.fail("strides and pads need one (two) entries per spatial axis");
+  if (strides.size() != sp || pads.size() != 2 * sp)
+    ctx.fail("strides and pads need one (two) entries per spatial axis");
   std::vector<int64_t> natural = {x.dims()[0], x.dims()[1]};
   for (size_t d = 0; d < sp; ++d) {
-    if (kernel[d] < 1 || kernel[d] > 4096 || strides[d] < 1 || strides[d] > 4096 || pads[d] < 0 || pads[sp + d] < 0)
+    if (kernel[d] < 1 || kernel[d] > 4096 || strides[d] < 1 || strides[d] > 4096 || pads[d] < 0 ||
+        pads[sp + d] < 0)
       ctx.fail("kernel_shape and strides must be in 1..4096 and pads not negative");
     natural.push_back((x.dims()[2 + d] - 1) * strides[d] + kernel[d] - pads[d] - pads[sp + d]);
     if (natural.back() < 1) ctx.fail("the pads leave no output along spatial axis " + std::to_string(d));
@@ -131,7 +146,8 @@ void max_unpool(KernelContext& ctx) {
   std::vector<int64_t> out = natural;
   if (ctx.has_input(2) && ctx.input(2).size() > 0) {
     out = ctx.input(2).ints();
-    if (out.size() != x.rank() || out[0] != natural[0] || out[1] != natural[1]) ctx.fail("output_shape must be [N, C, spatial...] of X's N and C");
+    if (out.size() != x.rank() || out[0] != natural[0] || out[1] != natural[1])
+      ctx.fail("output_shape must be [N, C, spatial...] of X's N and C");
     for (size_t d = 0; d < sp; ++d)
       if (out[2 + d] < natural[2 + d]) ctx.fail("output_shape is smaller than the unpooled shape");
   }
@@ -142,7 +158,8 @@ void max_unpool(KernelContext& ctx) {
   const int64_t esz = static_cast<int64_t>(dtype_size(x.dtype()));
   for (int64_t i = 0; i < x.size(); ++i) {
     const int64_t at = indices.int_at(i);
-    if (at < 0 || at >= natural_size) ctx.fail("index " + std::to_string(at) + " is outside the unpooled shape");
+    if (at < 0 || at >= natural_size)
+      ctx.fail("index " + std::to_string(at) + " is outside the unpooled shape");
     int64_t dst = 0;
     for (size_t a = 0; a < natural.size(); ++a) dst += at / natural_strides[a] % natural[a] * out_strides[a];
     std::copy_n(x.raw() + i * esz, esz, y.mutable_raw() + dst * esz);
@@ -157,9 +174,14 @@ struct GridSampler {
   std::vector<int64_t> dims;  // spatial dims of X
   bool align;
   std::string padding;
-  double denormalize(double v, int64_t len) const { return align ? (v + 1) / 2.0 * static_cast<double>(len - 1) : ((v + 1) * static_cast<double>(len) - 1) / 2.0; }
+  double denormalize(double v, int64_t len) const {
+    return align ? (v + 1) / 2.0 * static_cast<double>(len - 1)
+                 : ((v + 1) * static_cast<double>(len) - 1) / 2.0;
+  }
   double lo() const { return align ? 0.0 : -0.5; }
-  double hi(int64_t len) const { return align ? static_cast<double>(len - 1) : static_cast<double>(len) - 0.5; }
+  double hi(int64_t len) const {
+    return align ? static_cast<double>(len - 1) : static_cast<double>(len) - 0.5;
+  }
   static double reflect(double x, double x_min, double x_max) {
     const double range = x_max - x_min;
     if (range <= 0) return x_min;
@@ -185,7 +207,8 @@ struct GridSampler {
       if (padding == "zeros") {
         if (i < 0 || i >= dims[k]) return 0.0;
       } else {
-        if (padding == "reflection") i = static_cast<int64_t>(reflect(static_cast<double>(i), lo(), hi(dims[k])));
+        if (padding == "reflection")
+          i = static_cast<int64_t>(reflect(static_cast<double>(i), lo(), hi(dims[k])));
         i = std::clamp<int64_t>(i, 0, dims[k] - 1);
       }
       offset = offset * dims[k] + i;
@@ -206,7 +229,9 @@ void grid_sample(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const HostTensor& grid = ctx.input(1);
   const bool opset20 = ctx.opset() >= 20;
-  if (opset20 ? x.rank() < 3 : x.rank() != 4) ctx.fail(std::string("the input must be ") + (opset20 ? "at least 3-D" : "4-D") + ", not " + x.shape_string());
+  if (opset20 ? x.rank() < 3 : x.rank() != 4)
+    ctx.fail(std::string("the input must be ") + (opset20 ? "at least 3-D" : "4-D") + ", not " +
+             x.shape_string());
   if (x.dtype() != DType::F32 || grid.dtype() != DType::F32) ctx.fail("runs on f32");
   const size_t r = x.rank() - 2;
   const int64_t n = x.dims()[0], c = x.dims()[1];
@@ -214,9 +239,13 @@ void grid_sample(KernelContext& ctx) {
     ctx.fail("grid must be [N, out spatial..., " + std::to_string(r) + "], not " + grid.shape_string());
   const std::string linear = opset20 ? "linear" : "bilinear", cubic = opset20 ? "cubic" : "bicubic";
   const std::string mode = ctx.attr_string("mode", linear);
-  GridSampler s{{x.dims().begin() + 2, x.dims().end()}, ctx.attr_int("align_corners", 0) != 0, ctx.attr_string("padding_mode", "zeros")};
-  if (mode != linear && mode != "nearest" && mode != cubic) ctx.fail("unknown mode '" + mode + "' (this opset has " + linear + ", nearest and " + cubic + ")");
-  if (s.padding != "zeros" && s.padding != "border" && s.padding != "reflection") ctx.fail("unknown padding_mode '" + s.padding + "'");
+  GridSampler s{{x.dims().begin() + 2, x.dims().end()},
+                ctx.attr_int("align_corners", 0) != 0,
+                ctx.attr_string("padding_mode", "zeros")};
+  if (mode != linear && mode != "nearest" && mode != cubic)
+    ctx.fail("unknown mode '" + mode + "' (this opset has " + linear + ", nearest and " + cubic + ")");
+  if (s.padding != "zeros" && s.padding != "border" && s.padding != "reflection")
+    ctx.fail("unknown padding_mode '" + s.padding + "'");
   int64_t in_points = 1, out_points = 1;
   std::vector<int64_t> out_dims = {n, c};
   for (size_t k = 0; k < r; ++k) {
@@ -251,8 +280,10 @@ void grid_sample(KernelContext& ctx) {
       // A sample outside the input moves inside (border, reflection) for nearest and linear;
       // cubic keeps its position and pads each of its taps instead, as ONNX Runtime does.
       for (size_t k = 0; k < r && outside && mode != cubic; ++k) {
-        if (s.padding == "border") f[k] = std::clamp(f[k], 0.0, static_cast<double>(s.dims[k] - 1));
-        else if (s.padding == "reflection") f[k] = GridSampler::reflect(f[k], s.lo(), s.hi(s.dims[k]));
+        if (s.padding == "border")
+          f[k] = std::clamp(f[k], 0.0, static_cast<double>(s.dims[k] - 1));
+        else if (s.padding == "reflection")
+          f[k] = GridSampler::reflect(f[k], s.lo(), s.hi(s.dims[k]));
       }
       for (size_t k = 0; k < r; ++k) {
         if (mode == "nearest") {
@@ -294,17 +325,20 @@ void col2im(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const std::vector<int64_t> image = ctx.input(1).ints(), block = ctx.input(2).ints();
   const size_t r = image.size();
-  if (r == 0 || block.size() != r) ctx.fail("image_shape and block_shape must be non-empty and of one length");
+  if (r == 0 || block.size() != r)
+    ctx.fail("image_shape and block_shape must be non-empty and of one length");
   if (x.rank() != 3) ctx.fail("the input must be [N, C x prod(block_shape), L], not " + x.shape_string());
   if (x.dtype() != DType::F32 && x.dtype() != DType::F64) ctx.fail("runs on f32 and f64");
   const std::vector<int64_t> strides = ctx.attr_ints("strides", std::vector<int64_t>(r, 1));
   const std::vector<int64_t> dilations = ctx.attr_ints("dilations", std::vector<int64_t>(r, 1));
   const std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * r, 0));
-  if (strides.size() != r || dilations.size() != r || pads.size() != 2 * r) ctx.fail("strides, dilations and pads must match image_shape's length");
+  if (strides.size() != r || dilations.size() != r || pads.size() != 2 * r)
+    ctx.fail("strides, dilations and pads must match image_shape's length");
   int64_t block_size = 1, blocks = 1, image_size = 1;
   std::vector<int64_t> grid(r);  // sliding positions along each axis
   for (size_t k = 0; k < r; ++k) {
-    if (image[k] < 1 || block[k] < 1 || strides[k] < 1 || dilations[k] < 1) ctx.fail("image_shape, block_shape, strides and dilations must be positive");
+    if (image[k] < 1 || block[k] < 1 || strides[k] < 1 || dilations[k] < 1)
+      ctx.fail("image_shape, block_shape, strides and dilations must be positive");
     const int64_t span = dilations[k] * (block[k] - 1) + 1, padded = image[k] + pads[k] + pads[k + r];
     if (padded < span) ctx.fail("a block is larger than the padded image on axis " + std::to_string(k));
     grid[k] = (padded - span) / strides[k] + 1;
@@ -313,8 +347,12 @@ void col2im(KernelContext& ctx) {
     image_size *= image[k];
   }
   const int64_t n = x.dims()[0];
-  if (x.dims()[1] % block_size != 0) ctx.fail("dim 1 (" + std::to_string(x.dims()[1]) + ") is not a multiple of prod(block_shape) = " + std::to_string(block_size));
-  if (x.dims()[2] != blocks) ctx.fail("dim 2 (" + std::to_string(x.dims()[2]) + ") is not the " + std::to_string(blocks) + " blocks the image, block, strides, pads and dilations make");
+  if (x.dims()[1] % block_size != 0)
+    ctx.fail("dim 1 (" + std::to_string(x.dims()[1]) +
+             ") is not a multiple of prod(block_shape) = " + std::to_string(block_size));
+  if (x.dims()[2] != blocks)
+    ctx.fail("dim 2 (" + std::to_string(x.dims()[2]) + ") is not the " + std::to_string(blocks) +
+             " blocks the image, block, strides, pads and dilations make");
   const int64_t c = x.dims()[1] / block_size;
   std::vector<int64_t> out_dims = {n, c};
   out_dims.insert(out_dims.end(), image.begin(), image.end());
@@ -326,29 +364,32 @@ void col2im(KernelContext& ctx) {
       flat /= extents[a];
     }
   };
-  dispatch_float(x.dtype(), [&]<class T>() {
-    const T* px = x.data<T>();
-    T* py = y.mutable_data<T>();
-    std::vector<int64_t> kpos(r), lpos(r);
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t ch = 0; ch < c; ++ch)
-        for (int64_t k = 0; k < block_size; ++k) {
-          unravel(k, block, kpos);
-          const T* row = px + ((b * c + ch) * block_size + k) * blocks;
-          T* img = py + (b * c + ch) * image_size;
-          for (int64_t l = 0; l < blocks; ++l) {
-            unravel(l, grid, lpos);
-            int64_t offset = 0;
-            bool inside = true;
-            for (size_t a = 0; a < r && inside; ++a) {
-              const int64_t at = lpos[a] * strides[a] - pads[a] + kpos[a] * dilations[a];
-              inside = at >= 0 && at < image[a];
-              offset = offset * image[a] + at;
+  dispatch_float(
+      x.dtype(),
+      [&]<class T>() {
+        const T* px = x.data<T>();
+        T* py = y.mutable_data<T>();
+        std::vector<int64_t> kpos(r), lpos(r);
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t ch = 0; ch < c; ++ch)
+            for (int64_t k = 0; k < block_size; ++k) {
+              unravel(k, block, kpos);
+              const T* row = px + ((b * c + ch) * block_size + k) * blocks;
+              T* img = py + (b * c + ch) * image_size;
+              for (int64_t l = 0; l < blocks; ++l) {
+                unravel(l, grid, lpos);
+                int64_t offset = 0;
+                bool inside = true;
+                for (size_t a = 0; a < r && inside; ++a) {
+                  const int64_t at = lpos[a] * strides[a] - pads[a] + kpos[a] * dilations[a];
+                  inside = at >= 0 && at < image[a];
+                  offset = offset * image[a] + at;
+                }
+                if (inside) img[offset] += row[l];
+              }
             }
-            if (inside) img[offset] += row[l];
-          }
-        }
-  }, "Col2Im");
+      },
+      "Col2Im");
   ctx.outputs[0] = std::move(y);
 }
 
@@ -361,7 +402,8 @@ void affine_grid(KernelContext& ctx) {
   const int64_t r = static_cast<int64_t>(size.size()) - 2, n = size[0];
   if (theta.dtype() != DType::F32) ctx.fail("runs on f32");
   if (theta.rank() != 3 || theta.dims()[0] != n || theta.dims()[1] != r || theta.dims()[2] != r + 1)
-    ctx.fail("theta must be [" + std::to_string(n) + ", " + std::to_string(r) + ", " + std::to_string(r + 1) + "], not " + theta.shape_string());
+    ctx.fail("theta must be [" + std::to_string(n) + ", " + std::to_string(r) + ", " + std::to_string(r + 1) +
+             "], not " + theta.shape_string());
   const bool align = ctx.attr_int("align_corners", 0) != 0;
   std::vector<int64_t> out_dims = {n};
   int64_t points = 1;
@@ -391,7 +433,8 @@ void affine_grid(KernelContext& ctx) {
       }
       for (int64_t row = 0; row < r; ++row) {
         double v = 0;
-        for (int64_t col = 0; col <= r; ++col) v += static_cast<double>(t[(b * r + row) * (r + 1) + col]) * source[static_cast<size_t>(col)];
+        for (int64_t col = 0; col <= r; ++col)
+          v += static_cast<double>(t[(b * r + row) * (r + 1) + col]) * source[static_cast<size_t>(col)];
         py[(b * points + p) * r + row] = static_cast<float>(v);
       }
     }
@@ -405,16 +448,20 @@ void roi_align(KernelContext& ctx) {
   const HostTensor& batch_index = ctx.input(2);
   need_rank(ctx, x, 4);
   if (x.dtype() != DType::F32) ctx.fail("runs on f32");
-  if (rois.rank() != 2 || rois.dims()[1] != 4 || batch_index.size() != rois.dims()[0]) ctx.fail("rois must be [R, 4] with one batch index each");
+  if (rois.rank() != 2 || rois.dims()[1] != 4 || batch_index.size() != rois.dims()[0])
+    ctx.fail("rois must be [R, 4] with one batch index each");
   const int64_t c = x.dims()[1], h = x.dims()[2], w = x.dims()[3], r_count = rois.dims()[0];
   const int64_t out_h = ctx.attr_int("output_height", 1), out_w = ctx.attr_int("output_width", 1);
   if (h < 1 || w < 1) ctx.fail("the input has no pixels to sample");
-  if (out_h < 1 || out_w < 1 || out_h > 4096 || out_w > 4096) ctx.fail("output_height and output_width must be in 1..4096");
-  if (ctx.attr_int("sampling_ratio", 0) < 0 || ctx.attr_int("sampling_ratio", 0) > 64) ctx.fail("sampling_ratio must be in 0..64");
+  if (out_h < 1 || out_w < 1 || out_h > 4096 || out_w > 4096)
+    ctx.fail("output_height and output_width must be in 1..4096");
+  if (ctx.attr_int("sampling_ratio", 0) < 0 || ctx.attr_int("sampling_ratio", 0) > 64)
+    ctx.fail("sampling_ratio must be in 0..64");
   const int64_t ratio = ctx.attr_int("sampling_ratio", 0);
   const double scale = ctx.attr_float("spatial_scale", 1.0f);
   const bool max_mode = ctx.attr_string("mode", "avg") == "max";
-  const bool half_pixel = ctx.opset() >= 16 && ctx.attr_string("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  const bool half_pixel =
+      ctx.opset() >= 16 && ctx.attr_string("coordinate_transformation_mode", "half_pixel") == "half_pixel";
   const double offset = half_pixel ? 0.5 : 0.0;
   HostTensor y(DType::F32, {r_count, c, out_h, out_w});
   float* py = y.mutable_data<float>();
@@ -429,9 +476,14 @@ void roi_align(KernelContext& ctx) {
       roi_h = std::max(roi_h, 1.0);
     }
     const double bin_h = roi_h / static_cast<double>(out_h), bin_w = roi_w / static_cast<double>(out_w);
-    if (!std::isfinite(roi_h) || !std::isfinite(roi_w) || roi_h > 1e6 || roi_w > 1e6) ctx.fail("region " + std::to_string(r) + " is not a finite box of at most 1e6 pixels");
-    const int64_t grid_h = ratio > 0 ? ratio : std::max<int64_t>(0, static_cast<int64_t>(std::ceil(roi_h / static_cast<double>(out_h))));
-    const int64_t grid_w = ratio > 0 ? ratio : std::max<int64_t>(0, static_cast<int64_t>(std::ceil(roi_w / static_cast<double>(out_w))));
+    if (!std::isfinite(roi_h) || !std::isfinite(roi_w) || roi_h > 1e6 || roi_w > 1e6)
+      ctx.fail("region " + std::to_string(r) + " is not a finite box of at most 1e6 pixels");
+    const int64_t grid_h =
+        ratio > 0 ? ratio
+                  : std::max<int64_t>(0, static_cast<int64_t>(std::ceil(roi_h / static_cast<double>(out_h))));
+    const int64_t grid_w =
+        ratio > 0 ? ratio
+                  : std::max<int64_t>(0, static_cast<int64_t>(std::ceil(roi_w / static_cast<double>(out_w))));
     const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
     for (int64_t ch = 0; ch < c; ++ch) {
       const float* img = x.data<float>() + (b * c + ch) * h * w;
@@ -441,8 +493,10 @@ void roi_align(KernelContext& ctx) {
           bool first = true;
           for (int64_t iy = 0; iy < grid_h; ++iy)
             for (int64_t ix = 0; ix < grid_w; ++ix) {
-              double sy = y1 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
-              double sx = x1 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+              double sy = y1 + static_cast<double>(ph) * bin_h +
+                          (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+              double sx = x1 + static_cast<double>(pw) * bin_w +
+                          (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
               double v[4] = {0, 0, 0, 0}, wt[4] = {0, 0, 0, 0};
               if (!(sy < -1.0 || sy > static_cast<double>(h) || sx < -1.0 || sx > static_cast<double>(w))) {
                 sy = std::max(sy, 0.0);
@@ -491,8 +545,8 @@ void roi_align(KernelContext& ctx) {
 void non_max_suppression(KernelContext& ctx) {
   const HostTensor& boxes = ctx.input(0);
   const HostTensor& scores = ctx.input(1);
-  if (boxes.rank() != 3 || boxes.dims()[2] != 4 || scores.rank() != 3 || scores.dims()[0] != boxes.dims()[0] ||
-      scores.dims()[2] != boxes.dims()[1])
+  if (boxes.rank() != 3 || boxes.dims()[2] != 4 || scores.rank() != 3 ||
+      scores.dims()[0] != boxes.dims()[0] || scores.dims()[2] != boxes.dims()[1])
     ctx.fail("boxes must be [B, N, 4] and scores [B, C, N]");
   const int64_t max_out = ctx.has_input(2) && ctx.input(2).size() ? ctx.input(2).int_at(0) : 0;
   const double iou_threshold = ctx.has_input(3) && ctx.input(3).size() ? ctx.input(3).real_at(0) : 0.0;
@@ -505,7 +559,8 @@ void non_max_suppression(KernelContext& ctx) {
   };
   auto box_at = [&](int64_t b, int64_t i) {
     const int64_t o = (b * n + i) * 4;
-    double a = boxes.real_at(o), bb = boxes.real_at(o + 1), c = boxes.real_at(o + 2), d = boxes.real_at(o + 3);
+    double a = boxes.real_at(o), bb = boxes.real_at(o + 1), c = boxes.real_at(o + 2),
+           d = boxes.real_at(o + 3);
     if (center) return Box{bb - d / 2, a - c / 2, bb + d / 2, a + c / 2};
     return Box{std::min(a, c), std::min(bb, d), std::max(a, c), std::max(bb, d)};
   };
@@ -521,7 +576,8 @@ void non_max_suppression(KernelContext& ctx) {
     for (int64_t cl = 0; cl < classes; ++cl) {
       std::vector<int64_t> order;
       for (int64_t i = 0; i < n; ++i)
-        if (!has_score_threshold || scores.real_at((b * classes + cl) * n + i) > score_threshold) order.push_back(i);
+        if (!has_score_threshold || scores.real_at((b * classes + cl) * n + i) > score_threshold)
+          order.push_back(i);
       std::stable_sort(order.begin(), order.end(), [&](int64_t p, int64_t q) {
         return scores.real_at((b * classes + cl) * n + p) > scores.real_at((b * classes + cl) * n + q);
       });
@@ -536,7 +592,8 @@ void non_max_suppression(KernelContext& ctx) {
         selected.insert(selected.end(), {b, cl, i});
       }
     }
-  ctx.outputs[0] = HostTensor::from_vector(DType::I64, {static_cast<int64_t>(selected.size() / 3), 3}, selected);
+  ctx.outputs[0] =
+      HostTensor::from_vector(DType::I64, {static_cast<int64_t>(selected.size() / 3), 3}, selected);
 }
 
 }  // namespace

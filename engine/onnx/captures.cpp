@@ -64,7 +64,8 @@ void make_captures_explicit(Graph& g, bool outer_refs) {
       has_body = true;
       for (const auto& bytes : a.opaque) {
         onnx::GraphProto body;
-        if (!body.ParseFromString(bytes)) throw Error(n->describe() + ": attribute '" + a.name + "' is not a serialized graph");
+        if (!body.ParseFromString(bytes))
+          throw Error(n->describe() + ": attribute '" + a.name + "' is not a serialized graph");
         names.merge(outer_names(body));
       }
     }
@@ -109,7 +110,8 @@ std::set<std::string> names_defined(const std::string& serialized_body) {
   return out;
 }
 
-std::string rename_outer_references(const std::string& serialized_body, const std::map<std::string, std::string>& renames) {
+std::string rename_outer_references(const std::string& serialized_body,
+                                    const std::map<std::string, std::string>& renames) {
   onnx::GraphProto g;
   if (!g.ParseFromString(serialized_body)) throw Error("a control-flow body is not a serialized graph");
   rename_in(g, renames);

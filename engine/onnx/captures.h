@@ -31,6 +31,7 @@ size_t capture_count(const Node& n);
 std::set<std::string> names_defined(const std::string& serialized_body);
 // A serialized body with its references to the enclosing graph renamed (old -> new);
 // names the body defines itself shadow outer ones and are left alone.
-std::string rename_outer_references(const std::string& serialized_body, const std::map<std::string, std::string>& renames);
+std::string rename_outer_references(const std::string& serialized_body,
+                                    const std::map<std::string, std::string>& renames);
 
 }  // namespace geopt

@@ -5,8 +5,8 @@
 
 #include <climits>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -68,8 +68,10 @@ onnx::ModelProto model_skeleton(const Model& m) {
   // ONNX's checker requires a dtype and a shape (of known rank) on graph inputs and outputs.
   auto require_type = [](const Value* v, const char* what) {
     if (!v->type.is_tensor()) return;
-    if (v->type.dtype == DType::Undefined) throw Error(std::string(what) + " '" + v->name() + "' has no type");
-    if (!v->type.shape) throw Error(std::string(what) + " '" + v->name() + "' has no shape (not even a rank)");
+    if (v->type.dtype == DType::Undefined)
+      throw Error(std::string(what) + " '" + v->name() + "' has no type");
+    if (!v->type.shape)
+      throw Error(std::string(what) + " '" + v->name() + "' has no shape (not even a rank)");
   };
   for (const Value* v : g.inputs()) {
     require_type(v, "graph input");
@@ -139,16 +141,18 @@ onnx::ModelProto model_skeleton(const Model& m) {
     }
   }
   for (const auto& s : g.opaque_sparse_initializers) gp->add_sparse_initializer()->ParseFromString(s);
-  for (const auto& q : g.opaque_quantization_annotations) gp->add_quantization_annotation()->ParseFromString(q);
+  for (const auto& q : g.opaque_quantization_annotations)
+    gp->add_quantization_annotation()->ParseFromString(q);
   return mp;
 }
 
 struct InitializerEntry {
-  std::string header;                     // serialized TensorProto without its payload
+  std::string header;                      // serialized TensorProto without its payload
   std::span<const std::byte> inline_data;  // written as raw_data after the header
   size_t size() const {
     size_t n = header.size();
-    if (!inline_data.empty()) n += 1 /* raw_data tag */ + CodedOutputStream::VarintSize64(inline_data.size()) + inline_data.size();
+    if (!inline_data.empty())
+      n += 1 /* raw_data tag */ + CodedOutputStream::VarintSize64(inline_data.size()) + inline_data.size();
     return n;
   }
 };
@@ -163,7 +167,8 @@ onnx::ModelProto model_to_proto(const Model& model) {
     onnx::TensorProto* tp = gp.add_initializer();
     onnx_io::tensor_header_to_proto(t, tp);
     tp->set_name(v->name());
-    if (t.dtype != DType::String) tp->set_raw_data(std::string(reinterpret_cast<const char*>(t.bytes().data()), t.byte_size()));
+    if (t.dtype != DType::String)
+      tp->set_raw_data(std::string(reinterpret_cast<const char*>(t.bytes().data()), t.byte_size()));
   }
   return mp;
 }
@@ -186,7 +191,8 @@ void export_onnx(const Model& model, const fs::path& path, const ExportOptions& 
   if (!options.external_data.empty()) {
     fs::path loc(options.external_data);
     if (loc.is_absolute() || loc.has_parent_path())
-      throw Error(path.string() + ": external data location '" + options.external_data + "' must be a plain file name");
+      throw Error(path.string() + ": external data location '" + options.external_data +
+                  "' must be a plain file name");
     side.emplace(path.parent_path() / loc);
   }
 
@@ -232,7 +238,8 @@ void export_onnx(const Model& model, const fs::path& path, const ExportOptions& 
   const uint32_t graph_tag = length_delimited_tag(onnx::ModelProto::kGraphFieldNumber);
   uint64_t graph_size = graph_bytes.size();
   for (const auto& e : entries)
-    graph_size += CodedOutputStream::VarintSize32(init_tag) + CodedOutputStream::VarintSize64(e.size()) + e.size();
+    graph_size +=
+        CodedOutputStream::VarintSize32(init_tag) + CodedOutputStream::VarintSize64(e.size()) + e.size();
   uint64_t total = model_bytes.size() + CodedOutputStream::VarintSize32(graph_tag) +
                    CodedOutputStream::VarintSize64(graph_size) + graph_size;
   if (total > static_cast<uint64_t>(INT_MAX))

@@ -1,10 +1,10 @@
 #include "onnx/import.h"
 
-#include <cctype>
 #include <fcntl.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <cctype>
 
 #include <algorithm>
 #include <bit>
@@ -12,9 +12,9 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
-#include <sstream>
 #include <map>
 #include <queue>
+#include <sstream>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -23,8 +23,8 @@
 #include "onnx/proto_types.h"
 #include "onnx/validate.h"
 #include "util/error.h"
-#include "util/text.h"
 #include "util/input_file.h"
+#include "util/text.h"
 
 static_assert(std::endian::native == std::endian::little, "geopt stores tensors as little-endian bytes");
 
@@ -33,7 +33,8 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string node_label(const onnx::NodeProto& n, int index) {
-  std::string op = n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "::" + n.op_type();
+  std::string op =
+      n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "::" + n.op_type();
   if (!n.name().empty()) return "node '" + n.name() + "' (" + op + ")";
   return "node #" + std::to_string(index) + " (" + op + ", unnamed)";
 }
@@ -47,9 +48,11 @@ class ExternalData {
   static void check_location(const std::string& location, const std::string& where) {
     if (location.empty()) throw Error(where + ": external data has no 'location'");
     fs::path rel(location);
-    if (rel.is_absolute()) throw Error(where + ": external data location '" + location + "' must be relative to the model");
+    if (rel.is_absolute())
+      throw Error(where + ": external data location '" + location + "' must be relative to the model");
     for (const auto& part : rel)
-      if (part == "..") throw Error(where + ": external data location '" + location + "' leaves the model's folder");
+      if (part == "..")
+        throw Error(where + ": external data location '" + location + "' leaves the model's folder");
   }
 
   BufferSlice slice(const onnx::TensorProto& t, size_t expected, const std::string& where) {
@@ -57,9 +60,12 @@ class ExternalData {
     uint64_t offset = 0;
     std::optional<uint64_t> length;
     for (const auto& kv : t.external_data()) {
-      if (kv.key() == "location") location = kv.value();
-      else if (kv.key() == "offset") offset = parse_u64(kv.value(), where, "offset");
-      else if (kv.key() == "length") length = parse_u64(kv.value(), where, "length");
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        offset = parse_u64(kv.value(), where, "offset");
+      else if (kv.key() == "length")
+        length = parse_u64(kv.value(), where, "length");
     }
     check_location(location, where);
     // The text stays inside the folder; the file must too, once links are followed (a
@@ -70,8 +76,10 @@ class ExternalData {
     const fs::path folder = fs::canonical(dir_.empty() ? fs::path(".") : dir_, ec);
     const auto [end, at] = std::mismatch(folder.begin(), folder.end(), full.begin(), full.end());
     if (ec || end != folder.end())
-      throw Error(where + ": external data '" + location + "' resolves to " + full.string() + ", outside the model's folder " + folder.string());
-    if (!fs::is_regular_file(full, ec)) throw Error(where + ": external data '" + location + "' is not a regular file");
+      throw Error(where + ": external data '" + location + "' resolves to " + full.string() +
+                  ", outside the model's folder " + folder.string());
+    if (!fs::is_regular_file(full, ec))
+      throw Error(where + ": external data '" + location + "' is not a regular file");
     auto& file = files_[full];
     if (!file) {
       try {
@@ -119,24 +127,41 @@ std::string pack(const Field& field) {
 // Element bytes from the typed repeated fields ONNX allows instead of raw_data.
 std::string typed_field_bytes(onnx::TensorProto& t) {
   switch (static_cast<DType>(t.data_type())) {
-    case DType::F32: return pack<float>(t.float_data());
-    case DType::C64: return pack<float>(t.float_data());
-    case DType::F64: return pack<double>(t.double_data());
-    case DType::C128: return pack<double>(t.double_data());
-    case DType::I64: return pack<int64_t>(t.int64_data());
-    case DType::U32: return pack<uint32_t>(t.uint64_data());
-    case DType::U64: return pack<uint64_t>(t.uint64_data());
-    case DType::I32: return pack<int32_t>(t.int32_data());
-    case DType::I16: return pack<int16_t>(t.int32_data());
-    case DType::U16: case DType::F16: case DType::BF16: return pack<uint16_t>(t.int32_data());
-    case DType::I8: return pack<int8_t>(t.int32_data());
-    case DType::U8: case DType::Bool: return pack<uint8_t>(t.int32_data());
-    default: return {};
+    case DType::F32:
+      return pack<float>(t.float_data());
+    case DType::C64:
+      return pack<float>(t.float_data());
+    case DType::F64:
+      return pack<double>(t.double_data());
+    case DType::C128:
+      return pack<double>(t.double_data());
+    case DType::I64:
+      return pack<int64_t>(t.int64_data());
+    case DType::U32:
+      return pack<uint32_t>(t.uint64_data());
+    case DType::U64:
+      return pack<uint64_t>(t.uint64_data());
+    case DType::I32:
+      return pack<int32_t>(t.int32_data());
+    case DType::I16:
+      return pack<int16_t>(t.int32_data());
+    case DType::U16:
+    case DType::F16:
+    case DType::BF16:
+      return pack<uint16_t>(t.int32_data());
+    case DType::I8:
+      return pack<int8_t>(t.int32_data());
+    case DType::U8:
+    case DType::Bool:
+      return pack<uint8_t>(t.int32_data());
+    default:
+      return {};
   }
 }
 
 // Moves a TensorProto's payload into an IR tensor without copying raw bytes.
-std::shared_ptr<const Tensor> take_tensor(onnx::TensorProto& tp, ExternalData& ext, const std::string& where) {
+std::shared_ptr<const Tensor> take_tensor(onnx::TensorProto& tp, ExternalData& ext,
+                                          const std::string& where) {
   auto t = std::make_shared<Tensor>();
   t->name = tp.name();
   t->dtype = static_cast<DType>(tp.data_type());
@@ -161,8 +186,8 @@ std::shared_ptr<const Tensor> take_tensor(onnx::TensorProto& tp, ExternalData& e
   }
   std::string bytes = tp.has_raw_data() ? std::move(*tp.mutable_raw_data()) : typed_field_bytes(tp);
   if (bytes.size() != expected)
-    throw Error(where + ": holds " + std::to_string(bytes.size()) + " bytes of data, its dims and dtype need " +
-                std::to_string(expected));
+    throw Error(where + ": holds " + std::to_string(bytes.size()) +
+                " bytes of data, its dims and dtype need " + std::to_string(expected));
   t->data = BufferSlice(std::move(bytes));
   return t;
 }
@@ -175,29 +200,50 @@ Attribute take_attribute(onnx::AttributeProto& ap, ExternalData& ext, const std:
   a.doc_string = ap.doc_string();
   const std::string at = where + " attribute '" + ap.name() + "'";
   switch (a.kind) {
-    case AttrKind::Float: a.f = ap.f(); break;
-    case AttrKind::Int: a.i = ap.i(); break;
-    case AttrKind::String: a.s = ap.s(); break;
-    case AttrKind::Floats: a.floats.assign(ap.floats().begin(), ap.floats().end()); break;
-    case AttrKind::Ints: a.ints.assign(ap.ints().begin(), ap.ints().end()); break;
-    case AttrKind::Strings: a.strings.assign(ap.strings().begin(), ap.strings().end()); break;
-    case AttrKind::Tensor: a.tensors.push_back(take_tensor(*ap.mutable_t(), ext, at)); break;
+    case AttrKind::Float:
+      a.f = ap.f();
+      break;
+    case AttrKind::Int:
+      a.i = ap.i();
+      break;
+    case AttrKind::String:
+      a.s = ap.s();
+      break;
+    case AttrKind::Floats:
+      a.floats.assign(ap.floats().begin(), ap.floats().end());
+      break;
+    case AttrKind::Ints:
+      a.ints.assign(ap.ints().begin(), ap.ints().end());
+      break;
+    case AttrKind::Strings:
+      a.strings.assign(ap.strings().begin(), ap.strings().end());
+      break;
+    case AttrKind::Tensor:
+      a.tensors.push_back(take_tensor(*ap.mutable_t(), ext, at));
+      break;
     case AttrKind::Tensors:
       for (auto& t : *ap.mutable_tensors()) a.tensors.push_back(take_tensor(t, ext, at));
       break;
-    case AttrKind::Graph: a.opaque.push_back(ap.g().SerializeAsString()); break;
+    case AttrKind::Graph:
+      a.opaque.push_back(ap.g().SerializeAsString());
+      break;
     case AttrKind::Graphs:
       for (const auto& g : ap.graphs()) a.opaque.push_back(g.SerializeAsString());
       break;
-    case AttrKind::SparseTensor: a.opaque.push_back(ap.sparse_tensor().SerializeAsString()); break;
+    case AttrKind::SparseTensor:
+      a.opaque.push_back(ap.sparse_tensor().SerializeAsString());
+      break;
     case AttrKind::SparseTensors:
       for (const auto& s : ap.sparse_tensors()) a.opaque.push_back(s.SerializeAsString());
       break;
-    case AttrKind::TypeProto: a.opaque.push_back(ap.tp().SerializeAsString()); break;
+    case AttrKind::TypeProto:
+      a.opaque.push_back(ap.tp().SerializeAsString());
+      break;
     case AttrKind::TypeProtos:
       for (const auto& t : ap.type_protos()) a.opaque.push_back(t.SerializeAsString());
       break;
-    case AttrKind::Undefined: throw Error(at + ": has no type");
+    case AttrKind::Undefined:
+      throw Error(at + ": has no type");
   }
   return a;
 }
@@ -208,7 +254,8 @@ onnx::ModelProto read_model_proto(const fs::path& path) {
   std::error_code ec;
   auto size = fs::file_size(path, ec);
   if (!ec && size > static_cast<uintmax_t>(INT_MAX))
-    throw Error(path.string() + ": a protobuf file cannot exceed 2 GB; store the weights as ONNX external data");
+    throw Error(path.string() +
+                ": a protobuf file cannot exceed 2 GB; store the weights as ONNX external data");
   onnx::ModelProto model;
   bool ok;
   {
@@ -216,9 +263,12 @@ onnx::ModelProto read_model_proto(const fs::path& path) {
     google::protobuf::io::FileInputStream stream(fd, 1 << 20);
     ok = model.ParseFromZeroCopyStream(&stream) && stream.GetErrno() == 0;
   }
-  if (!ok) throw Error(path.string() + ": not a valid ONNX model (protobuf parse failed: truncated or corrupt file)");
+  if (!ok)
+    throw Error(path.string() +
+                ": not a valid ONNX model (protobuf parse failed: truncated or corrupt file)");
   if (!model.has_graph()) throw Error(path.string() + ": not a valid ONNX model (it has no graph)");
-  if (model.ir_version() <= 0) throw Error(path.string() + ": not a valid ONNX model (ir_version is missing)");
+  if (model.ir_version() <= 0)
+    throw Error(path.string() + ": not a valid ONNX model (ir_version is missing)");
   return model;
 }
 
@@ -226,21 +276,30 @@ onnx::ModelProto read_model_proto(const fs::path& path) {
 // float4 (opset 23). geopt has no kernels for them; a model using one is refused by name.
 const char* unsupported_element_type(int32_t t) {
   switch (t) {
-    case 17: return "float8e4m3fn";
-    case 18: return "float8e4m3fnuz";
-    case 19: return "float8e5m2";
-    case 20: return "float8e5m2fnuz";
-    case 21: return "uint4";
-    case 22: return "int4";
-    case 23: return "float4e2m1";
-    default: return t > 23 ? "an element type newer than ONNX 1.17" : nullptr;
+    case 17:
+      return "float8e4m3fn";
+    case 18:
+      return "float8e4m3fnuz";
+    case 19:
+      return "float8e5m2";
+    case 20:
+      return "float8e5m2fnuz";
+    case 21:
+      return "uint4";
+    case 22:
+      return "int4";
+    case 23:
+      return "float4e2m1";
+    default:
+      return t > 23 ? "an element type newer than ONNX 1.17" : nullptr;
   }
 }
 
 void check_element_types(const onnx::GraphProto& g, const std::string& file) {
   auto refuse = [&](int32_t t, const std::string& what) {
     if (const char* name = unsupported_element_type(t))
-      throw Error(file + what + " has type " + name + " (" + std::to_string(t) + "), which geopt does not support: float8, int4, uint4 and float4 tensors are refused");
+      throw Error(file + what + " has type " + name + " (" + std::to_string(t) +
+                  "), which geopt does not support: float8, int4, uint4 and float4 tensors are refused");
   };
   auto check_type = [&](const onnx::TypeProto& type, const std::string& what) {
     if (type.has_tensor_type()) refuse(type.tensor_type().elem_type(), what);
@@ -254,7 +313,8 @@ void check_element_types(const onnx::GraphProto& g, const std::string& file) {
     for (const auto& a : n.attribute()) {
       const std::string what = node_label(n, i) + ": attribute '" + a.name() + "'";
       if (a.has_t()) refuse(a.t().data_type(), what);
-      if (a.type() == onnx::AttributeProto::INT && (a.name() == "to" || a.name() == "output_dtype")) refuse(static_cast<int32_t>(a.i()), what);
+      if (a.type() == onnx::AttributeProto::INT && (a.name() == "to" || a.name() == "output_dtype"))
+        refuse(static_cast<int32_t>(a.i()), what);
       if (a.has_g()) check_element_types(a.g(), file);
       for (const auto& sub : a.graphs()) check_element_types(sub, file);
     }
@@ -299,7 +359,8 @@ void check_structure_and_sort(onnx::ModelProto& model, const fs::path& path) {
   for (const auto& init : g.initializer()) {
     producer.emplace(init.name(), -1);
     for (const auto& kv : init.external_data())
-      if (kv.key() == "location") ExternalData::check_location(kv.value(), file + "initializer '" + init.name() + "'");
+      if (kv.key() == "location")
+        ExternalData::check_location(kv.value(), file + "initializer '" + init.name() + "'");
   }
   for (const auto& sp : g.sparse_initializer()) producer.emplace(sp.values().name(), -1);
   for (int i = 0; i < g.node_size(); ++i)
@@ -317,19 +378,23 @@ void check_structure_and_sort(onnx::ModelProto& model, const fs::path& path) {
       std::string domain = d.empty() ? "ai.onnx" : d;
       int64_t version = 0;
       for (const auto& o : model.opset_import())
-        if (o.domain() == d || (d.empty() && o.domain() == "ai.onnx") || (d == "ai.onnx" && o.domain().empty()))
+        if (o.domain() == d || (d.empty() && o.domain() == "ai.onnx") ||
+            (d == "ai.onnx" && o.domain().empty()))
           version = o.version();
       if (version == 0)
-        throw Error(file + node_label(n, i) + ": domain '" + domain + "' is not in the model's opset imports");
+        throw Error(file + node_label(n, i) + ": domain '" + domain +
+                    "' is not in the model's opset imports");
       if (standard)
-        throw Error(file + node_label(n, i) + ": unknown operator '" + n.op_type() + "' in domain '" + domain +
-                    "' at opset " + std::to_string(version));
-      spdlog::warn("{}{}: no schema for domain '{}'; its output types stay unknown", file, node_label(n, i), domain);
+        throw Error(file + node_label(n, i) + ": unknown operator '" + n.op_type() + "' in domain '" +
+                    domain + "' at opset " + std::to_string(version));
+      spdlog::warn("{}{}: no schema for domain '{}'; its output types stay unknown", file, node_label(n, i),
+                   domain);
     }
   }
   for (const auto& out : g.output())
     if (!producer.count(out.name()))
-      throw Error(file + "graph output '" + out.name() + "' is not produced by any node, input or initializer");
+      throw Error(file + "graph output '" + out.name() +
+                  "' is not produced by any node, input or initializer");
 
   // Kahn's algorithm over node indices, earliest first, so sorted graphs keep their order.
   const int count = g.node_size();
@@ -386,7 +451,8 @@ std::string produced_by(const onnx::GraphProto& gp, const std::string& value) {
     std::string inputs;
     for (const auto& in : n.input())
       if (!in.empty()) inputs += (inputs.empty() ? "'" : ", '") + escaped(in) + "'";
-    return ", computed by " + n.op_type() + " node #" + std::to_string(i) + (n.name().empty() ? "" : " '" + escaped(n.name()) + "'") +
+    return ", computed by " + n.op_type() + " node #" + std::to_string(i) +
+           (n.name().empty() ? "" : " '" + escaped(n.name()) + "'") +
            (inputs.empty() ? "" : " from " + inputs);
   }
   return {};
@@ -394,7 +460,8 @@ std::string produced_by(const onnx::GraphProto& gp, const std::string& value) {
 
 // The graph part of a model or of a control-flow body. With `outer_refs`, names the
 // body uses but does not define become values with no producer (outer-scope references).
-void graph_from_proto(onnx::GraphProto& gp, ExternalData& ext, const std::string& file, Graph& g, bool outer_refs) {
+void graph_from_proto(onnx::GraphProto& gp, ExternalData& ext, const std::string& file, Graph& g,
+                      bool outer_refs) {
   g.name = gp.name();
   g.doc_string = gp.doc_string();
   auto checked_add = [&](const std::string& name, const std::string& what) {
@@ -411,14 +478,19 @@ void graph_from_proto(onnx::GraphProto& gp, ExternalData& ext, const std::string
     if (t.shape)
       for (const Dim& d : t.shape->dims())
         if (d.is_static() && d.value() < 0)
-          throw Error(file + what + " '" + vi.name() + "' has the negative dimension " + std::to_string(d.value()) + " in " + t.to_string() +
+          throw Error(file + what + " '" + vi.name() + "' has the negative dimension " +
+                      std::to_string(d.value()) + " in " + t.to_string() +
                       // ONNX's inference adds and multiplies dims in int64 without a check
-                      (d.value() < -(int64_t{1} << 62) ? " (a size past 2^63, wrapped negative by shape inference)" : "") + produced_by(gp, vi.name()));
+                      (d.value() < -(int64_t{1} << 62)
+                           ? " (a size past 2^63, wrapped negative by shape inference)"
+                           : "") +
+                      produced_by(gp, vi.name()));
     if (t.shape) {  // a size no tensor can have is refused here, where the value has a name
       int64_t n = 1;
       for (const Dim& d : t.shape->dims())
         if (d.is_static() && __builtin_mul_overflow(n, d.value(), &n))
-          throw Error(file + what + " '" + vi.name() + "' would have more elements than 2^63 in " + t.to_string() + produced_by(gp, vi.name()));
+          throw Error(file + what + " '" + vi.name() + "' would have more elements than 2^63 in " +
+                      t.to_string() + produced_by(gp, vi.name()));
     }
     return t;
   };
@@ -444,7 +516,8 @@ void graph_from_proto(onnx::GraphProto& gp, ExternalData& ext, const std::string
     g.opaque_sparse_initializers.push_back(sp.SerializeAsString());
     if (!g.find_value(sp.values().name())) checked_add(sp.values().name(), "sparse initializer");
   }
-  for (const auto& qa : gp.quantization_annotation()) g.opaque_quantization_annotations.push_back(qa.SerializeAsString());
+  for (const auto& qa : gp.quantization_annotation())
+    g.opaque_quantization_annotations.push_back(qa.SerializeAsString());
 
   for (int i = 0; i < gp.node_size(); ++i) {
     auto& np = *gp.mutable_node(i);
@@ -457,7 +530,8 @@ void graph_from_proto(onnx::GraphProto& gp, ExternalData& ext, const std::string
       if (!v && !in.empty() && outer_refs) v = checked_add(in, "outer-scope value");
       inputs.push_back(v);
     }
-    for (const auto& out : np.output()) outputs.push_back(out.empty() ? nullptr : checked_add(out, node_label(np, i)));
+    for (const auto& out : np.output())
+      outputs.push_back(out.empty() ? nullptr : checked_add(out, node_label(np, i)));
     Node* n = g.add_node(np.op_type(), np.domain(), np.name(), inputs, outputs);
     n->doc_string = np.doc_string();
     for (auto& ap : *np.mutable_attribute()) n->attributes.push_back(take_attribute(ap, ext, where));
@@ -535,7 +609,8 @@ Attribute import_attribute(onnx::AttributeProto proto, const std::string& where)
 std::map<std::string, std::vector<int64_t>> parse_input_shapes(const std::string& text) {
   std::map<std::string, std::vector<int64_t>> shapes;
   for (auto& [name, dims] : parse_input_shape_entries(text))
-    if (!shapes.emplace(name, std::move(dims)).second) throw UsageError("--input_shape names input '" + name + "' twice");
+    if (!shapes.emplace(name, std::move(dims)).second)
+      throw UsageError("--input_shape names input '" + name + "' twice");
   return shapes;
 }
 
@@ -553,17 +628,21 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> parse_input_shape_entr
     std::string d;
     const std::string dims_text = entry.substr(colon + 1);
     if (!dims_text.empty() && dims_text.back() == ',')  // "x:" alone is a scalar
-      throw UsageError("--input_shape '" + entry + "': a dimension is empty (give a size, or -1 for a dynamic one)");
+      throw UsageError("--input_shape '" + entry +
+                       "': a dimension is empty (give a size, or -1 for a dynamic one)");
     while (std::getline(list, d, ',')) {
       if (d.empty() || std::isspace(static_cast<unsigned char>(d.front())))
-        throw UsageError("--input_shape '" + entry + "': a dimension is empty (give a size, or -1 for a dynamic one)");
+        throw UsageError("--input_shape '" + entry +
+                         "': a dimension is empty (give a size, or -1 for a dynamic one)");
       size_t used = 0;
       long long v = -1;
       try {
         v = std::stoll(d, &used);
       } catch (const std::exception&) {
       }
-      if (used != d.size() || v < -1) throw UsageError("--input_shape '" + entry + "': '" + d + "' is not a dimension (a size, or -1 for a dynamic one)");
+      if (used != d.size() || v < -1)
+        throw UsageError("--input_shape '" + entry + "': '" + d +
+                         "' is not a dimension (a size, or -1 for a dynamic one)");
       dims.push_back(v);
     }
     shapes.emplace_back(entry.substr(0, colon), std::move(dims));
@@ -573,24 +652,29 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> parse_input_shape_entr
 
 namespace {
 
-void fix_input_shapes(onnx::ModelProto& proto, const std::map<std::string, std::vector<int64_t>>& shapes, const fs::path& path) {
+void fix_input_shapes(onnx::ModelProto& proto, const std::map<std::string, std::vector<int64_t>>& shapes,
+                      const fs::path& path) {
   auto& g = *proto.mutable_graph();
   for (const auto& [name, dims] : shapes) {
     onnx::ValueInfoProto* input = nullptr;
     for (auto& in : *g.mutable_input())
       if (in.name() == name) input = &in;
-    if (!input) throw Error(path.string() + ": --input_shape names '" + name + "', which is not an input of the model");
-    if (!input->type().has_tensor_type()) throw Error(path.string() + ": input '" + name + "' is not a tensor");
+    if (!input)
+      throw Error(path.string() + ": --input_shape names '" + name + "', which is not an input of the model");
+    if (!input->type().has_tensor_type())
+      throw Error(path.string() + ": input '" + name + "' is not a tensor");
     auto* shape = input->mutable_type()->mutable_tensor_type()->mutable_shape();
     if (shape->dim_size() != static_cast<int>(dims.size()))
-      throw Error(path.string() + ": --input_shape gives input '" + name + "' " + std::to_string(dims.size()) +
-                  " dims, the model declares " + std::to_string(shape->dim_size()));
+      throw Error(path.string() + ": --input_shape gives input '" + name + "' " +
+                  std::to_string(dims.size()) + " dims, the model declares " +
+                  std::to_string(shape->dim_size()));
     for (int i = 0; i < shape->dim_size(); ++i) {
       auto* d = shape->mutable_dim(i);
       if (dims[static_cast<size_t>(i)] < 0) continue;  // -1: dynamic, as declared
       if (d->has_dim_value() && d->dim_value() != dims[static_cast<size_t>(i)])
-        throw Error(path.string() + ": --input_shape sets dim " + std::to_string(i) + " of input '" + name + "' to " +
-                    std::to_string(dims[static_cast<size_t>(i)]) + ", the model fixes it at " + std::to_string(d->dim_value()));
+        throw Error(path.string() + ": --input_shape sets dim " + std::to_string(i) + " of input '" + name +
+                    "' to " + std::to_string(dims[static_cast<size_t>(i)]) + ", the model fixes it at " +
+                    std::to_string(d->dim_value()));
       d->set_dim_value(dims[static_cast<size_t>(i)]);
     }
   }
@@ -606,7 +690,8 @@ void fix_input_shapes(onnx::ModelProto& proto, const std::map<std::string, std::
 
 Model import_onnx_proto(onnx::ModelProto proto, const fs::path& path, const ImportOptions& options) {
   if (!proto.has_graph()) throw Error(path.string() + ": not a valid ONNX model (it has no graph)");
-  if (proto.ir_version() <= 0) throw Error(path.string() + ": not a valid ONNX model (ir_version is missing)");
+  if (proto.ir_version() <= 0)
+    throw Error(path.string() + ": not a valid ONNX model (ir_version is missing)");
   if (!options.input_shapes.empty()) fix_input_shapes(proto, options.input_shapes, path);
   check_structure_and_sort(proto, path);
   onnx_io::run_checker(proto, path);

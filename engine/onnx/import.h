@@ -33,7 +33,8 @@ Model import_onnx(const std::filesystem::path& path, const ImportOptions& option
 
 // The same, from a protobuf already in memory (consumed). `where` names it in
 // messages; external data resolves against its parent folder.
-Model import_onnx_proto(onnx::ModelProto proto, const std::filesystem::path& where, const ImportOptions& options = {});
+Model import_onnx_proto(onnx::ModelProto proto, const std::filesystem::path& where,
+                        const ImportOptions& options = {});
 
 // A control-flow body (an If branch, a Loop or Scan body) from its serialized
 // GraphProto. Names it uses without defining become values with no producer and no

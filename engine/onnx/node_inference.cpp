@@ -12,10 +12,10 @@
 namespace geopt::onnx_io {
 
 InferredTypes infer_output_types(const std::string& domain, const std::string& op_type,
-                                                         const std::vector<Attribute>& attributes,
-                                                         const std::vector<const ValueType*>& input_types,
-                                                         const std::vector<const Tensor*>& input_constants, size_t num_outputs,
-                                                         int64_t opset) {
+                                 const std::vector<Attribute>& attributes,
+                                 const std::vector<const ValueType*>& input_types,
+                                 const std::vector<const Tensor*>& input_constants, size_t num_outputs,
+                                 int64_t opset) {
   // Captured values (trailing inputs named by kCapturesAttr) are geopt's, not ONNX's.
   for (const auto& a : attributes)
     if (a.name == kCapturesAttr && a.strings.size() <= input_types.size()) {
@@ -23,15 +23,18 @@ InferredTypes infer_output_types(const std::string& domain, const std::string& o
       for (const auto& b : attributes)
         if (b.name != kCapturesAttr) own.push_back(b);
       const size_t n = input_types.size() - a.strings.size();
-      return infer_output_types(domain, op_type, own, {input_types.begin(), input_types.begin() + static_cast<std::ptrdiff_t>(n)},
-                                {input_constants.begin(), input_constants.begin() + static_cast<std::ptrdiff_t>(std::min(n, input_constants.size()))},
-                                num_outputs, opset);
+      return infer_output_types(
+          domain, op_type, own, {input_types.begin(), input_types.begin() + static_cast<std::ptrdiff_t>(n)},
+          {input_constants.begin(),
+           input_constants.begin() + static_cast<std::ptrdiff_t>(std::min(n, input_constants.size()))},
+          num_outputs, opset);
     }
   InferredTypes result;
   result.types.resize(num_outputs);
   auto& out = result.types;
   register_geopt_schemas();
-  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op_type, static_cast<int>(opset > 0 ? opset : INT_MAX), domain);
+  const onnx::OpSchema* schema =
+      onnx::OpSchemaRegistry::Schema(op_type, static_cast<int>(opset > 0 ? opset : INT_MAX), domain);
   if (!schema || !schema->GetTypeAndShapeInferenceFunction()) return result;
   onnx::NodeProto node;
   node.set_op_type(op_type);

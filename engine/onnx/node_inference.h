@@ -19,9 +19,9 @@ struct InferredTypes {
 };
 
 InferredTypes infer_output_types(const std::string& domain, const std::string& op_type,
-                                                         const std::vector<Attribute>& attributes,
-                                                         const std::vector<const ValueType*>& input_types,
-                                                         const std::vector<const Tensor*>& input_constants, size_t num_outputs,
-                                                         int64_t opset);
+                                 const std::vector<Attribute>& attributes,
+                                 const std::vector<const ValueType*>& input_types,
+                                 const std::vector<const Tensor*>& input_constants, size_t num_outputs,
+                                 int64_t opset);
 
 }  // namespace geopt::onnx_io

@@ -19,8 +19,8 @@ Model upgrade_opset(const Model& model, int64_t target, const std::filesystem::p
   try {
     converted = onnx::version_conversion::ConvertVersion(proto, static_cast<int>(target));
   } catch (const std::exception& e) {
-    throw Error(where.string() + ": cannot convert the model from opset " + std::to_string(from) + " to " + std::to_string(target) +
-                " (ONNX's version converter: " + e.what() + ")");
+    throw Error(where.string() + ": cannot convert the model from opset " + std::to_string(from) + " to " +
+                std::to_string(target) + " (ONNX's version converter: " + e.what() + ")");
   }
   spdlog::info("{}: converted from opset {} to {}", where.string(), from, target);
   return import_onnx_proto(std::move(converted), where);

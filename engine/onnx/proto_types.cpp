@@ -16,9 +16,12 @@ ValueType value_type_from_proto(const onnx::TypeProto& t) {
     std::vector<Dim> dims;
     dims.reserve(tt.shape().dim_size());
     for (const auto& d : tt.shape().dim()) {
-      if (d.has_dim_value()) dims.emplace_back(d.dim_value());
-      else if (d.has_dim_param() && !d.dim_param().empty()) dims.push_back(Dim::symbol(d.dim_param()));
-      else dims.emplace_back();
+      if (d.has_dim_value())
+        dims.emplace_back(d.dim_value());
+      else if (d.has_dim_param() && !d.dim_param().empty())
+        dims.push_back(Dim::symbol(d.dim_param()));
+      else
+        dims.emplace_back();
     }
     vt.shape = Shape(std::move(dims));
   }
@@ -34,8 +37,10 @@ bool value_type_to_proto(const ValueType& vt, onnx::TypeProto* out) {
     auto* shape = tt->mutable_shape();
     for (const Dim& d : vt.shape->dims()) {
       auto* pd = shape->add_dim();
-      if (d.is_static()) pd->set_dim_value(d.value());
-      else if (d.is_symbolic()) pd->set_dim_param(d.symbol_name());
+      if (d.is_static())
+        pd->set_dim_value(d.value());
+      else if (d.is_symbolic())
+        pd->set_dim_param(d.symbol_name());
     }
   }
   return true;
@@ -60,24 +65,54 @@ void attribute_to_proto(const Attribute& a, onnx::AttributeProto* out) {
   if (!a.ref_attr_name.empty()) out->set_ref_attr_name(a.ref_attr_name);
   if (!a.doc_string.empty()) out->set_doc_string(a.doc_string);
   auto parse = [&](auto* msg, const std::string& bytes) {
-    if (!msg->ParseFromString(bytes)) throw InternalError("attribute '" + a.name + "' holds a corrupt subgraph");
+    if (!msg->ParseFromString(bytes))
+      throw InternalError("attribute '" + a.name + "' holds a corrupt subgraph");
   };
   switch (a.kind) {
-    case AttrKind::Float: out->set_f(a.f); break;
-    case AttrKind::Int: out->set_i(a.i); break;
-    case AttrKind::String: out->set_s(a.s); break;
-    case AttrKind::Floats: for (float f : a.floats) out->add_floats(f); break;
-    case AttrKind::Ints: for (int64_t i : a.ints) out->add_ints(i); break;
-    case AttrKind::Strings: for (const auto& s : a.strings) out->add_strings(s); break;
-    case AttrKind::Tensor: tensor_to_proto(*a.tensors.at(0), out->mutable_t()); break;
-    case AttrKind::Tensors: for (const auto& t : a.tensors) tensor_to_proto(*t, out->add_tensors()); break;
-    case AttrKind::Graph: parse(out->mutable_g(), a.opaque.at(0)); break;
-    case AttrKind::Graphs: for (const auto& g : a.opaque) parse(out->add_graphs(), g); break;
-    case AttrKind::SparseTensor: parse(out->mutable_sparse_tensor(), a.opaque.at(0)); break;
-    case AttrKind::SparseTensors: for (const auto& s : a.opaque) parse(out->add_sparse_tensors(), s); break;
-    case AttrKind::TypeProto: parse(out->mutable_tp(), a.opaque.at(0)); break;
-    case AttrKind::TypeProtos: for (const auto& t : a.opaque) parse(out->add_type_protos(), t); break;
-    case AttrKind::Undefined: throw InternalError("attribute '" + a.name + "' has no type");
+    case AttrKind::Float:
+      out->set_f(a.f);
+      break;
+    case AttrKind::Int:
+      out->set_i(a.i);
+      break;
+    case AttrKind::String:
+      out->set_s(a.s);
+      break;
+    case AttrKind::Floats:
+      for (float f : a.floats) out->add_floats(f);
+      break;
+    case AttrKind::Ints:
+      for (int64_t i : a.ints) out->add_ints(i);
+      break;
+    case AttrKind::Strings:
+      for (const auto& s : a.strings) out->add_strings(s);
+      break;
+    case AttrKind::Tensor:
+      tensor_to_proto(*a.tensors.at(0), out->mutable_t());
+      break;
+    case AttrKind::Tensors:
+      for (const auto& t : a.tensors) tensor_to_proto(*t, out->add_tensors());
+      break;
+    case AttrKind::Graph:
+      parse(out->mutable_g(), a.opaque.at(0));
+      break;
+    case AttrKind::Graphs:
+      for (const auto& g : a.opaque) parse(out->add_graphs(), g);
+      break;
+    case AttrKind::SparseTensor:
+      parse(out->mutable_sparse_tensor(), a.opaque.at(0));
+      break;
+    case AttrKind::SparseTensors:
+      for (const auto& s : a.opaque) parse(out->add_sparse_tensors(), s);
+      break;
+    case AttrKind::TypeProto:
+      parse(out->mutable_tp(), a.opaque.at(0));
+      break;
+    case AttrKind::TypeProtos:
+      for (const auto& t : a.opaque) parse(out->add_type_protos(), t);
+      break;
+    case AttrKind::Undefined:
+      throw InternalError("attribute '" + a.name + "' has no type");
   }
 }
 

@@ -28,7 +28,8 @@ using onnx::TensorShapeProto;
 
 constexpr int kNewestOpset = 21;
 
-const std::vector<std::string> kFloat = {"tensor(float16)", "tensor(float)", "tensor(double)", "tensor(bfloat16)"};
+const std::vector<std::string> kFloat = {"tensor(float16)", "tensor(float)", "tensor(double)",
+                                         "tensor(bfloat16)"};
 const std::vector<std::string> kInts = {"tensor(uint8)", "tensor(uint16)", "tensor(uint32)", "tensor(uint64)",
                                         "tensor(int8)",  "tensor(int16)",  "tensor(int32)",  "tensor(int64)"};
 
@@ -37,7 +38,8 @@ std::vector<std::string> join(std::vector<std::string> a, const std::vector<std:
   return a;
 }
 const std::vector<std::string> kNumeric = join(kFloat, kInts);
-const std::vector<std::string> kAll = join(kNumeric, {"tensor(bool)", "tensor(complex64)", "tensor(complex128)"});
+const std::vector<std::string> kAll =
+    join(kNumeric, {"tensor(bool)", "tensor(complex64)", "tensor(complex128)"});
 
 // onnx 1.12 registers the standard domain up to opset 17 and refuses a schema past its
 // range; the range is raised once, before the first schema of 18-21 is registered.
@@ -74,7 +76,9 @@ std::optional<std::vector<int64_t>> constant_ints(InferenceContext& ctx, size_t 
   return std::nullopt;
 }
 
-bool has_input(InferenceContext& ctx, size_t i) { return i < ctx.getNumInputs() && ctx.getInputType(i) != nullptr; }
+bool has_input(InferenceContext& ctx, size_t i) {
+  return i < ctx.getNumInputs() && ctx.getInputType(i) != nullptr;
+}
 
 // Axes given as data, normalised to [0, rank) and checked.
 std::vector<int64_t> normalised_axes(const std::vector<int64_t>& axes, int64_t rank, const char* what) {
@@ -82,7 +86,8 @@ std::vector<int64_t> normalised_axes(const std::vector<int64_t>& axes, int64_t r
   for (int64_t a : axes) {
     if (a < -rank || a >= rank) fail_shape_inference(what, " axis ", a, " is out of range for rank ", rank);
     int64_t n = a < 0 ? a + rank : a;
-    if (std::find(out.begin(), out.end(), n) != out.end()) fail_shape_inference(what, " axis ", a, " is repeated");
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      fail_shape_inference(what, " axis ", a, " is repeated");
     out.push_back(n);
   }
   return out;
@@ -93,24 +98,31 @@ void set_dim(TensorShapeProto::Dimension* d, int64_t value) {
 }
 
 // The first input's shape with each dimension mapped by `dim` (-1: unknown).
-void shape_from_first(InferenceContext& ctx, size_t output, const std::function<int64_t(int64_t axis, const TensorShapeProto::Dimension&)>& dim) {
+void shape_from_first(InferenceContext& ctx, size_t output,
+                      const std::function<int64_t(int64_t axis, const TensorShapeProto::Dimension&)>& dim) {
   if (!onnx::hasInputShape(ctx, 0)) return;
   const auto& in = onnx::getInputShape(ctx, 0);
   auto* out = ctx.getOutputType(output)->mutable_tensor_type()->mutable_shape();
   for (int i = 0; i < in.dim_size(); ++i) {
     int64_t v = dim(i, in.dim(i));
     auto* d = out->add_dim();
-    if (v >= 0) d->set_dim_value(v);
-    else if (v == -2) *d = in.dim(i);  // unchanged, symbol kept
+    if (v >= 0)
+      d->set_dim_value(v);
+    else if (v == -2)
+      *d = in.dim(i);  // unchanged, symbol kept
   }
 }
 
 void register_split() {
-  OpSchema s = schema("Split", 18, "Splits a tensor along `axis`: by the `split` sizes, or into `num_outputs` chunks of ceil(dim / n), the last smaller.");
-  s.Input(0, "input", "The tensor to split.", "T").Input(1, "split", "Sizes of the outputs along axis.", "tensor(int64)", OpSchema::Optional);
+  OpSchema s = schema("Split", 18,
+                      "Splits a tensor along `axis`: by the `split` sizes, or into `num_outputs` chunks of "
+                      "ceil(dim / n), the last smaller.");
+  s.Input(0, "input", "The tensor to split.", "T")
+      .Input(1, "split", "Sizes of the outputs along axis.", "tensor(int64)", OpSchema::Optional);
   s.Output(0, "outputs", "The pieces.", "T", OpSchema::Variadic, true, 1);
   s.Attr("axis", "Axis to split on.", AttributeProto::INT, int64_t{0});
-  s.Attr("num_outputs", "Number of equal-sized outputs (the last may be smaller).", AttributeProto::INT, false);
+  s.Attr("num_outputs", "Number of equal-sized outputs (the last may be smaller).", AttributeProto::INT,
+         false);
   s.TypeConstraint("T", kAll, "Any tensor type.");
   s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
     const size_t n = ctx.getNumOutputs();
@@ -121,25 +133,31 @@ void register_split() {
     const int64_t axis = normalised_axes({onnx::getAttribute(ctx, "axis", int64_t{0})}, rank, "Split")[0];
     const auto* num = ctx.getAttribute("num_outputs");
     if (num && has_input(ctx, 1)) fail_shape_inference("Split takes `split` or `num_outputs`, not both");
-    if (num && num->i() != static_cast<int64_t>(n)) fail_shape_inference("Split: num_outputs is ", num->i(), " but the node has ", n, " outputs");
+    if (num && num->i() != static_cast<int64_t>(n))
+      fail_shape_inference("Split: num_outputs is ", num->i(), " but the node has ", n, " outputs");
     std::vector<int64_t> sizes(n, -1);
     if (auto split = constant_ints(ctx, 1)) {
-      if (split->size() != n) fail_shape_inference("Split: `split` has ", split->size(), " sizes for ", n, " outputs");
+      if (split->size() != n)
+        fail_shape_inference("Split: `split` has ", split->size(), " sizes for ", n, " outputs");
       sizes = *split;
-      if (in.dim(axis).has_dim_value() && std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != in.dim(axis).dim_value())
+      if (in.dim(axis).has_dim_value() &&
+          std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != in.dim(axis).dim_value())
         fail_shape_inference("Split: the sizes do not add up to dim ", in.dim(axis).dim_value());
     } else if (!has_input(ctx, 1) && in.dim(axis).has_dim_value()) {
       const int64_t dim = in.dim(axis).dim_value(), count = static_cast<int64_t>(n);
       const int64_t chunk = num ? (dim + count - 1) / count : dim / count;
-      if (!num && dim % count != 0) fail_shape_inference("Split: dim ", dim, " is not divisible into ", n, " outputs");
+      if (!num && dim % count != 0)
+        fail_shape_inference("Split: dim ", dim, " is not divisible into ", n, " outputs");
       for (int64_t i = 0; i < count; ++i) sizes[i] = std::max<int64_t>(0, std::min(chunk, dim - chunk * i));
     }
     for (size_t k = 0; k < n; ++k) {
       auto* out = ctx.getOutputType(k)->mutable_tensor_type()->mutable_shape();
       for (int64_t i = 0; i < rank; ++i) {
         auto* d = out->add_dim();
-        if (i == axis) set_dim(d, sizes[k]);
-        else *d = in.dim(static_cast<int>(i));
+        if (i == axis)
+          set_dim(d, sizes[k]);
+        else
+          *d = in.dim(static_cast<int>(i));
       }
     }
   });
@@ -154,17 +172,27 @@ void register_reductions() {
     std::vector<std::string> types;
   };
   const std::vector<std::string> minmax = join(kNumeric, {});
-  const std::vector<Reduce> ops = {
-      {"ReduceMean", 18, kNumeric},     {"ReduceProd", 18, kNumeric},      {"ReduceL1", 18, kNumeric},
-      {"ReduceL2", 18, kNumeric},       {"ReduceLogSum", 18, kNumeric},    {"ReduceLogSumExp", 18, kNumeric},
-      {"ReduceSumSquare", 18, kNumeric}, {"ReduceMax", 18, minmax},        {"ReduceMin", 18, minmax},
-      {"ReduceMax", 20, join(minmax, {"tensor(bool)"})}, {"ReduceMin", 20, join(minmax, {"tensor(bool)"})}};
+  const std::vector<Reduce> ops = {{"ReduceMean", 18, kNumeric},
+                                   {"ReduceProd", 18, kNumeric},
+                                   {"ReduceL1", 18, kNumeric},
+                                   {"ReduceL2", 18, kNumeric},
+                                   {"ReduceLogSum", 18, kNumeric},
+                                   {"ReduceLogSumExp", 18, kNumeric},
+                                   {"ReduceSumSquare", 18, kNumeric},
+                                   {"ReduceMax", 18, minmax},
+                                   {"ReduceMin", 18, minmax},
+                                   {"ReduceMax", 20, join(minmax, {"tensor(bool)"})},
+                                   {"ReduceMin", 20, join(minmax, {"tensor(bool)"})}};
   for (const auto& op : ops) {
-    OpSchema s = schema(op.name, op.since, "Reduces `data` over `axes` (an input since opset 18; none: all axes, or none with noop_with_empty_axes).");
-    s.Input(0, "data", "Input tensor.", "T").Input(1, "axes", "Axes to reduce.", "tensor(int64)", OpSchema::Optional);
+    OpSchema s = schema(op.name, op.since,
+                        "Reduces `data` over `axes` (an input since opset 18; none: all axes, or none with "
+                        "noop_with_empty_axes).");
+    s.Input(0, "data", "Input tensor.", "T")
+        .Input(1, "axes", "Axes to reduce.", "tensor(int64)", OpSchema::Optional);
     s.Output(0, "reduced", "Reduced tensor.", "T");
     s.Attr("keepdims", "Keep the reduced axes as 1.", AttributeProto::INT, int64_t{1});
-    s.Attr("noop_with_empty_axes", "With no axes: the identity instead of reducing all.", AttributeProto::INT, int64_t{0});
+    s.Attr("noop_with_empty_axes", "With no axes: the identity instead of reducing all.", AttributeProto::INT,
+           int64_t{0});
     s.TypeConstraint("T", op.types, "Reduced types.");
     s.TypeAndShapeInferenceFunction(borrowed("ReduceSum", 13));
     onnx::RegisterSchema(std::move(s));
@@ -172,12 +200,16 @@ void register_reductions() {
 }
 
 void register_pad(int since) {
-  OpSchema s = schema("Pad", since, "Pads `data` by `pads` on `axes` (all axes when absent): constant, reflect, edge or (since 19) wrap.");
-  s.Input(0, "data", "Input tensor.", "T").Input(1, "pads", "Begin pads of each axis, then end pads.", "tensor(int64)");
+  OpSchema s = schema(
+      "Pad", since,
+      "Pads `data` by `pads` on `axes` (all axes when absent): constant, reflect, edge or (since 19) wrap.");
+  s.Input(0, "data", "Input tensor.", "T")
+      .Input(1, "pads", "Begin pads of each axis, then end pads.", "tensor(int64)");
   s.Input(2, "constant_value", "Value of constant padding.", "T", OpSchema::Optional);
   s.Input(3, "axes", "Axes that `pads` applies to.", "Tind", OpSchema::Optional);
   s.Output(0, "output", "Padded tensor.", "T");
-  s.Attr("mode", since >= 19 ? "constant, reflect, edge or wrap." : "constant, reflect or edge.", AttributeProto::STRING, std::string("constant"));
+  s.Attr("mode", since >= 19 ? "constant, reflect, edge or wrap." : "constant, reflect or edge.",
+         AttributeProto::STRING, std::string("constant"));
   s.TypeConstraint("T", kAll, "Any tensor type.");
   s.TypeConstraint("Tind", {"tensor(int32)", "tensor(int64)"}, "Axes type.");
   s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
@@ -196,7 +228,8 @@ void register_pad(int since) {
       axes = normalised_axes(*given, rank, "Pad");
     }
     auto pads = constant_ints(ctx, 1);
-    if (pads && pads->size() != 2 * axes.size()) fail_shape_inference("Pad: `pads` has ", pads->size(), " values for ", axes.size(), " axes");
+    if (pads && pads->size() != 2 * axes.size())
+      fail_shape_inference("Pad: `pads` has ", pads->size(), " values for ", axes.size(), " axes");
     shape_from_first(ctx, 0, [&](int64_t axis, const TensorShapeProto::Dimension& d) -> int64_t {
       auto it = std::find(axes.begin(), axes.end(), axis);
       if (it == axes.end()) return -2;
@@ -212,18 +245,24 @@ void register_pad(int since) {
 
 // Resize's output size on each axis, as the specification of opset 18 computes it.
 void register_resize() {
-  OpSchema s = schema("Resize", 18, "Resizes X by `scales` or to `sizes` on `axes`, with antialiasing and an aspect-ratio policy.");
-  s.Input(0, "X", "Input tensor.", "T1").Input(1, "roi", "Crop region (tf_crop_and_resize).", "T2", OpSchema::Optional);
+  OpSchema s =
+      schema("Resize", 18,
+             "Resizes X by `scales` or to `sizes` on `axes`, with antialiasing and an aspect-ratio policy.");
+  s.Input(0, "X", "Input tensor.", "T1")
+      .Input(1, "roi", "Crop region (tf_crop_and_resize).", "T2", OpSchema::Optional);
   s.Input(2, "scales", "Scale of each axis.", "tensor(float)", OpSchema::Optional);
   s.Input(3, "sizes", "Output size of each axis.", "tensor(int64)", OpSchema::Optional);
   s.Output(0, "Y", "Resized tensor.", "T1");
-  s.Attr("antialias", "Antialiasing filter when downscaling (linear and cubic).", AttributeProto::INT, int64_t{0});
+  s.Attr("antialias", "Antialiasing filter when downscaling (linear and cubic).", AttributeProto::INT,
+         int64_t{0});
   s.Attr("axes", "Axes that roi, scales and sizes apply to.", AttributeProto::INTS, false);
-  s.Attr("coordinate_transformation_mode", "As Resize-13.", AttributeProto::STRING, std::string("half_pixel"));
+  s.Attr("coordinate_transformation_mode", "As Resize-13.", AttributeProto::STRING,
+         std::string("half_pixel"));
   s.Attr("cubic_coeff_a", "As Resize-13.", AttributeProto::FLOAT, -0.75f);
   s.Attr("exclude_outside", "As Resize-13.", AttributeProto::INT, int64_t{0});
   s.Attr("extrapolation_value", "As Resize-13.", AttributeProto::FLOAT, 0.0f);
-  s.Attr("keep_aspect_ratio_policy", "stretch, not_larger or not_smaller (with sizes).", AttributeProto::STRING, std::string("stretch"));
+  s.Attr("keep_aspect_ratio_policy", "stretch, not_larger or not_smaller (with sizes).",
+         AttributeProto::STRING, std::string("stretch"));
   s.Attr("mode", "nearest, linear or cubic.", AttributeProto::STRING, std::string("nearest"));
   s.Attr("nearest_mode", "As Resize-13.", AttributeProto::STRING, std::string("round_prefer_floor"));
   s.TypeConstraint("T1", kAll, "Any tensor type.");
@@ -235,14 +274,17 @@ void register_resize() {
     std::vector<int64_t> axes(static_cast<size_t>(rank));
     std::iota(axes.begin(), axes.end(), 0);
     std::vector<int64_t> given_axes;
-    if (onnx::getRepeatedAttribute(ctx, "axes", given_axes)) axes = normalised_axes(given_axes, rank, "Resize");
+    if (onnx::getRepeatedAttribute(ctx, "axes", given_axes))
+      axes = normalised_axes(given_axes, rank, "Resize");
     const bool has_sizes = has_input(ctx, 3), has_scales = has_input(ctx, 2);
     // Plain vectors (empty: not given or not constant): gcc 12 misreads optional<vector> here.
     const std::vector<int64_t> sizes = constant_ints(ctx, 3).value_or(std::vector<int64_t>{});
     std::vector<float> scales;
     if (has_scales && ctx.getInputData(2)) scales = onnx::ParseData<float>(ctx.getInputData(2));
-    if (!sizes.empty() && sizes.size() != axes.size()) fail_shape_inference("Resize: `sizes` has ", sizes.size(), " values for ", axes.size(), " axes");
-    if (!scales.empty() && scales.size() != axes.size()) fail_shape_inference("Resize: `scales` has ", scales.size(), " values for ", axes.size(), " axes");
+    if (!sizes.empty() && sizes.size() != axes.size())
+      fail_shape_inference("Resize: `sizes` has ", sizes.size(), " values for ", axes.size(), " axes");
+    if (!scales.empty() && scales.size() != axes.size())
+      fail_shape_inference("Resize: `scales` has ", scales.size(), " values for ", axes.size(), " axes");
     const auto& in = onnx::getInputShape(ctx, 0);
     const std::string policy = onnx::getAttribute(ctx, "keep_aspect_ratio_policy", std::string("stretch"));
     // not_larger / not_smaller: one scale for every axis, the smallest or largest of sizes / input.
@@ -262,7 +304,8 @@ void register_resize() {
       if (!sizes.empty() && common == 0.0) return sizes[k];
       if (!d.has_dim_value()) return -1;
       if (common != 0.0) return static_cast<int64_t>(std::round(common * static_cast<double>(d.dim_value())));
-      if (!scales.empty()) return static_cast<int64_t>(std::floor(static_cast<double>(d.dim_value()) * scales[k]));
+      if (!scales.empty())
+        return static_cast<int64_t>(std::floor(static_cast<double>(d.dim_value()) * scales[k]));
       return has_sizes || has_scales ? -1 : -2;
     });
   });
@@ -270,7 +313,8 @@ void register_resize() {
 }
 
 void add_pool_attrs(OpSchema& s) {
-  s.Attr("auto_pad", "NOTSET, SAME_UPPER, SAME_LOWER or VALID.", AttributeProto::STRING, std::string("NOTSET"));
+  s.Attr("auto_pad", "NOTSET, SAME_UPPER, SAME_LOWER or VALID.", AttributeProto::STRING,
+         std::string("NOTSET"));
   s.Attr("ceil_mode", "Ceil instead of floor for the output size.", AttributeProto::INT, int64_t{0});
   s.Attr("dilations", "Dilation of each spatial axis.", AttributeProto::INTS, false);
   s.Attr("kernel_shape", "Window size.", AttributeProto::INTS);
@@ -294,32 +338,47 @@ void register_pools() {
 }
 
 void register_quantization() {
-  const std::vector<std::string> q8 = {"tensor(int8)", "tensor(uint8)", "tensor(int16)", "tensor(uint16)", "tensor(int32)"};
+  const std::vector<std::string> q8 = {"tensor(int8)", "tensor(uint8)", "tensor(int16)", "tensor(uint16)",
+                                       "tensor(int32)"};
   for (int since : {19, 21}) {
-    OpSchema dq = schema("DequantizeLinear", since, "y = (x - x_zero_point) * x_scale: per tensor, per axis, or (since 21) per block of `block_size` along axis.");
+    OpSchema dq = schema("DequantizeLinear", since,
+                         "y = (x - x_zero_point) * x_scale: per tensor, per axis, or (since 21) per block of "
+                         "`block_size` along axis.");
     dq.Input(0, "x", "Quantized tensor.", "T1").Input(1, "x_scale", "Scale(s).", "T2");
-    dq.Input(2, "x_zero_point", "Zero point(s).", "T1", OpSchema::Optional).Output(0, "y", "Dequantized tensor.", "T2");
+    dq.Input(2, "x_zero_point", "Zero point(s).", "T1", OpSchema::Optional)
+        .Output(0, "y", "Dequantized tensor.", "T2");
     dq.Attr("axis", "Axis of per-axis or blocked quantization.", AttributeProto::INT, int64_t{1});
-    if (since >= 21) dq.Attr("block_size", "Size of a block along axis (0: per axis or per tensor).", AttributeProto::INT, int64_t{0});
+    if (since >= 21)
+      dq.Attr("block_size", "Size of a block along axis (0: per axis or per tensor).", AttributeProto::INT,
+              int64_t{0});
     dq.TypeConstraint("T1", q8, "Quantized types.");
-    dq.TypeConstraint("T2", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)"}, "Scale and output type.");
+    dq.TypeConstraint("T2", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)"},
+                      "Scale and output type.");
     dq.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
       onnx::propagateElemTypeFromInputToOutput(ctx, 1, 0);
       if (onnx::hasInputShape(ctx, 0)) onnx::propagateShapeFromInputToOutput(ctx, 0, 0);
     });
     onnx::RegisterSchema(std::move(dq));
 
-    OpSchema q = schema("QuantizeLinear", since, "y = saturate(round(x / y_scale) + y_zero_point): per tensor, per axis, or (since 21) per block.");
+    OpSchema q = schema(
+        "QuantizeLinear", since,
+        "y = saturate(round(x / y_scale) + y_zero_point): per tensor, per axis, or (since 21) per block.");
     q.Input(0, "x", "Tensor to quantize.", "T1").Input(1, "y_scale", "Scale(s).", "T1");
-    q.Input(2, "y_zero_point", "Zero point(s); their type is the output's.", "T2", OpSchema::Optional).Output(0, "y", "Quantized tensor.", "T2");
+    q.Input(2, "y_zero_point", "Zero point(s); their type is the output's.", "T2", OpSchema::Optional)
+        .Output(0, "y", "Quantized tensor.", "T2");
     q.Attr("axis", "Axis of per-axis or blocked quantization.", AttributeProto::INT, int64_t{1});
-    q.Attr("saturate", "Float8 outputs only: saturate instead of overflowing.", AttributeProto::INT, int64_t{1});
+    q.Attr("saturate", "Float8 outputs only: saturate instead of overflowing.", AttributeProto::INT,
+           int64_t{1});
     if (since >= 21) {
-      q.Attr("block_size", "Size of a block along axis (0: per axis or per tensor).", AttributeProto::INT, int64_t{0});
-      q.Attr("output_dtype", "Output type when there is no zero point (0: uint8).", AttributeProto::INT, int64_t{0});
+      q.Attr("block_size", "Size of a block along axis (0: per axis or per tensor).", AttributeProto::INT,
+             int64_t{0});
+      q.Attr("output_dtype", "Output type when there is no zero point (0: uint8).", AttributeProto::INT,
+             int64_t{0});
     }
-    q.TypeConstraint("T1", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(int32)"}, "Input type.");
-    q.TypeConstraint("T2", {"tensor(int8)", "tensor(uint8)", "tensor(int16)", "tensor(uint16)"}, "Quantized type.");
+    q.TypeConstraint("T1", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(int32)"},
+                     "Input type.");
+    q.TypeConstraint("T2", {"tensor(int8)", "tensor(uint8)", "tensor(int16)", "tensor(uint16)"},
+                     "Quantized type.");
     q.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
       const int64_t dtype = onnx::getAttribute(ctx, "output_dtype", int64_t{0});
       if (has_input(ctx, 2)) {
@@ -327,7 +386,8 @@ void register_quantization() {
         if (dtype != 0 && dtype != ctx.getInputType(2)->tensor_type().elem_type())
           fail_shape_inference("QuantizeLinear: output_dtype differs from the zero point's type");
       } else {
-        onnx::updateOutputElemType(ctx, 0, dtype != 0 ? static_cast<int32_t>(dtype) : onnx::TensorProto::UINT8);
+        onnx::updateOutputElemType(ctx, 0,
+                                   dtype != 0 ? static_cast<int32_t>(dtype) : onnx::TensorProto::UINT8);
       }
       if (onnx::hasInputShape(ctx, 0)) onnx::propagateShapeFromInputToOutput(ctx, 0, 0);
     });
@@ -346,7 +406,8 @@ void register_casts() {
       if (!cast) s.Input(1, "target_type", "Tensor of the type to cast to.", "T2");
       s.Output(0, "output", "Cast tensor.", "T2");
       if (cast) s.Attr("to", "Target type (TensorProto.DataType).", AttributeProto::INT);
-      s.Attr("saturate", "Float8 targets only: saturate instead of overflowing.", AttributeProto::INT, int64_t{1});
+      s.Attr("saturate", "Float8 targets only: saturate instead of overflowing.", AttributeProto::INT,
+             int64_t{1});
       const auto types = join(kAll, {"tensor(string)"});
       s.TypeConstraint("T1", types, "Input types.").TypeConstraint("T2", types, "Output types.");
       s.TypeAndShapeInferenceFunction(borrowed(op, cast ? 13 : 15));
@@ -358,13 +419,19 @@ void register_casts() {
 void register_scatters() {
   for (const char* op : {"ScatterElements", "ScatterND"}) {
     const bool elements = std::string(op) == "ScatterElements";
-    OpSchema s = schema(op, 18, "Scatters updates into a copy of data; reduction none, add, mul, max or min.");
-    s.Input(0, "data", "Input tensor.", "T").Input(1, "indices", "Where to scatter.", "Tind").Input(2, "updates", "Values to scatter.", "T");
+    OpSchema s =
+        schema(op, 18, "Scatters updates into a copy of data; reduction none, add, mul, max or min.");
+    s.Input(0, "data", "Input tensor.", "T")
+        .Input(1, "indices", "Where to scatter.", "Tind")
+        .Input(2, "updates", "Values to scatter.", "T");
     s.Output(0, "output", "Scattered tensor.", "T");
     if (elements) s.Attr("axis", "Axis to scatter on.", AttributeProto::INT, int64_t{0});
     s.Attr("reduction", "none, add, mul, max or min.", AttributeProto::STRING, std::string("none"));
     s.TypeConstraint("T", kAll, "Any tensor type.");
-    s.TypeConstraint("Tind", elements ? std::vector<std::string>{"tensor(int32)", "tensor(int64)"} : std::vector<std::string>{"tensor(int64)"}, "Index type.");
+    s.TypeConstraint("Tind",
+                     elements ? std::vector<std::string>{"tensor(int32)", "tensor(int64)"}
+                              : std::vector<std::string>{"tensor(int64)"},
+                     "Index type.");
     s.TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
     onnx::RegisterSchema(std::move(s));
   }
@@ -372,14 +439,19 @@ void register_scatters() {
 
 void register_group_normalization() {
   for (int since : {18, 21}) {
-    OpSchema s = schema("GroupNormalization", since,
-                        since >= 21 ? "Normalizes each group of channels; scale and bias per channel, statistics in stash_type."
-                                    : "Normalizes each group of channels; scale and bias per group.");
-    s.Input(0, "X", "Input, N x C x spatial.", "T").Input(1, "scale", since >= 21 ? "Scale of each channel." : "Scale of each group.", "T");
-    s.Input(2, "bias", since >= 21 ? "Bias of each channel." : "Bias of each group.", "T").Output(0, "Y", "Normalized output.", "T");
+    OpSchema s = schema(
+        "GroupNormalization", since,
+        since >= 21
+            ? "Normalizes each group of channels; scale and bias per channel, statistics in stash_type."
+            : "Normalizes each group of channels; scale and bias per group.");
+    s.Input(0, "X", "Input, N x C x spatial.", "T")
+        .Input(1, "scale", since >= 21 ? "Scale of each channel." : "Scale of each group.", "T");
+    s.Input(2, "bias", since >= 21 ? "Bias of each channel." : "Bias of each group.", "T")
+        .Output(0, "Y", "Normalized output.", "T");
     s.Attr("epsilon", "Added to the variance.", AttributeProto::FLOAT, 1e-5f);
     s.Attr("num_groups", "Number of groups; divides C.", AttributeProto::INT);
-    if (since >= 21) s.Attr("stash_type", "Type of the statistics (1: float).", AttributeProto::INT, int64_t{1});
+    if (since >= 21)
+      s.Attr("stash_type", "Type of the statistics (1: float).", AttributeProto::INT, int64_t{1});
     s.TypeConstraint("T", kFloat, "Float tensors.");
     s.TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
     onnx::RegisterSchema(std::move(s));
@@ -387,8 +459,11 @@ void register_group_normalization() {
 }
 
 void register_col2im() {
-  OpSchema s = schema("Col2Im", 18, "Rearranges column blocks [N, C x prod(block_shape), L] into an image [N, C, image_shape...], summing overlaps.");
-  s.Input(0, "input", "Column blocks.", "T").Input(1, "image_shape", "Spatial shape of the image.", "tensor(int64)");
+  OpSchema s = schema("Col2Im", 18,
+                      "Rearranges column blocks [N, C x prod(block_shape), L] into an image [N, C, "
+                      "image_shape...], summing overlaps.");
+  s.Input(0, "input", "Column blocks.", "T")
+      .Input(1, "image_shape", "Spatial shape of the image.", "tensor(int64)");
   s.Input(2, "block_shape", "Spatial shape of a block.", "tensor(int64)").Output(0, "output", "Image.", "T");
   s.Attr("dilations", "Dilation of each spatial axis.", AttributeProto::INTS, false);
   s.Attr("pads", "Begin and end pads of each spatial axis.", AttributeProto::INTS, false);
@@ -400,15 +475,18 @@ void register_col2im() {
     auto block = constant_ints(ctx, 2);
     if (!image || !onnx::hasInputShape(ctx, 0)) return;
     const auto& in = onnx::getInputShape(ctx, 0);
-    if (in.dim_size() != 3) fail_shape_inference("Col2Im: the input must be 3-D [N, C x prod(block_shape), L]");
-    if (block && block->size() != image->size()) fail_shape_inference("Col2Im: image_shape and block_shape differ in length");
+    if (in.dim_size() != 3)
+      fail_shape_inference("Col2Im: the input must be 3-D [N, C x prod(block_shape), L]");
+    if (block && block->size() != image->size())
+      fail_shape_inference("Col2Im: image_shape and block_shape differ in length");
     auto* out = ctx.getOutputType(0)->mutable_tensor_type()->mutable_shape();
     *out->add_dim() = in.dim(0);
     auto* c = out->add_dim();
     if (block && in.dim(1).has_dim_value()) {
       int64_t per = 1;
       for (int64_t b : *block) per *= b;
-      if (per <= 0 || in.dim(1).dim_value() % per != 0) fail_shape_inference("Col2Im: dim 1 is not a multiple of prod(block_shape)");
+      if (per <= 0 || in.dim(1).dim_value() % per != 0)
+        fail_shape_inference("Col2Im: dim 1 is not a multiple of prod(block_shape)");
       c->set_dim_value(in.dim(1).dim_value() / per);
     }
     for (int64_t v : *image) out->add_dim()->set_dim_value(v);
@@ -418,9 +496,12 @@ void register_col2im() {
 
 void register_center_crop_pad() {
   OpSchema s = schema("CenterCropPad", 18, "Center-crops or zero-pads each of `axes` to `shape`.");
-  s.Input(0, "input_data", "Input tensor.", "T").Input(1, "shape", "Target size of each axis.", "Tind").Output(0, "output_data", "Result.", "T");
+  s.Input(0, "input_data", "Input tensor.", "T")
+      .Input(1, "shape", "Target size of each axis.", "Tind")
+      .Output(0, "output_data", "Result.", "T");
   s.Attr("axes", "Axes `shape` applies to (default: all).", AttributeProto::INTS, false);
-  s.TypeConstraint("T", kAll, "Any tensor type.").TypeConstraint("Tind", {"tensor(int32)", "tensor(int64)"}, "Shape type.");
+  s.TypeConstraint("T", kAll, "Any tensor type.")
+      .TypeConstraint("Tind", {"tensor(int32)", "tensor(int64)"}, "Shape type.");
   s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
     onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
     if (!onnx::hasInputShape(ctx, 0)) return;
@@ -430,7 +511,9 @@ void register_center_crop_pad() {
     std::vector<int64_t> given;
     if (onnx::getRepeatedAttribute(ctx, "axes", given)) axes = normalised_axes(given, rank, "CenterCropPad");
     auto shape = constant_ints(ctx, 1);
-    if (shape && shape->size() != axes.size()) fail_shape_inference("CenterCropPad: `shape` has ", shape->size(), " values for ", axes.size(), " axes");
+    if (shape && shape->size() != axes.size())
+      fail_shape_inference("CenterCropPad: `shape` has ", shape->size(), " values for ", axes.size(),
+                           " axes");
     shape_from_first(ctx, 0, [&](int64_t axis, const TensorShapeProto::Dimension&) -> int64_t {
       auto it = std::find(axes.begin(), axes.end(), axis);
       if (it == axes.end()) return -2;
@@ -443,7 +526,8 @@ void register_center_crop_pad() {
 void register_unary(const char* name, int since, const char* doc, const std::vector<std::string>& types) {
   OpSchema s = schema(name, since, doc);
   s.Input(0, "X", "Input tensor.", "T").Output(0, "Y", "Output tensor.", "T");
-  if (std::string(name) == "Gelu") s.Attr("approximate", "none or tanh.", AttributeProto::STRING, std::string("none"));
+  if (std::string(name) == "Gelu")
+    s.Attr("approximate", "none or tanh.", AttributeProto::STRING, std::string("none"));
   s.TypeConstraint("T", types, "Input and output types.");
   s.TypeAndShapeInferenceFunction(onnx::propagateShapeAndTypeFromFirstInput);
   onnx::RegisterSchema(std::move(s));
@@ -452,13 +536,16 @@ void register_unary(const char* name, int since, const char* doc, const std::vec
 void register_bitwise() {
   for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {
     OpSchema s = schema(op, 18, "Bitwise operation, with multidirectional broadcasting.");
-    s.Input(0, "A", "First operand.", "T").Input(1, "B", "Second operand.", "T").Output(0, "C", "Result.", "T");
+    s.Input(0, "A", "First operand.", "T")
+        .Input(1, "B", "Second operand.", "T")
+        .Output(0, "C", "Result.", "T");
     s.TypeConstraint("T", kInts, "Integer tensors.");
     s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
       onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
       if (onnx::hasNInputShapes(ctx, 2))
-        onnx::bidirectionalBroadcastShapeInference(ctx.getInputType(0)->tensor_type().shape(), ctx.getInputType(1)->tensor_type().shape(),
-                                                   *ctx.getOutputType(0)->mutable_tensor_type()->mutable_shape());
+        onnx::bidirectionalBroadcastShapeInference(
+            ctx.getInputType(0)->tensor_type().shape(), ctx.getInputType(1)->tensor_type().shape(),
+            *ctx.getOutputType(0)->mutable_tensor_type()->mutable_shape());
     });
     onnx::RegisterSchema(std::move(s));
   }
@@ -466,10 +553,13 @@ void register_bitwise() {
 }
 
 void register_grid_ops() {
-  OpSchema grid = schema("GridSample", 20, "Samples X at the grid's normalized coordinates: linear, nearest or cubic; N-D.");
-  grid.Input(0, "X", "Input, N x C x D1 x ... x Dr.", "T1").Input(1, "grid", "Coordinates, N x D1' x ... x Dr' x r.", "T2");
+  OpSchema grid = schema("GridSample", 20,
+                         "Samples X at the grid's normalized coordinates: linear, nearest or cubic; N-D.");
+  grid.Input(0, "X", "Input, N x C x D1 x ... x Dr.", "T1")
+      .Input(1, "grid", "Coordinates, N x D1' x ... x Dr' x r.", "T2");
   grid.Output(0, "Y", "Samples, N x C x D1' x ... x Dr'.", "T1");
-  grid.Attr("align_corners", "Whether -1 and 1 are the corner pixels' centers.", AttributeProto::INT, int64_t{0});
+  grid.Attr("align_corners", "Whether -1 and 1 are the corner pixels' centers.", AttributeProto::INT,
+            int64_t{0});
   grid.Attr("mode", "linear, nearest or cubic.", AttributeProto::STRING, std::string("linear"));
   grid.Attr("padding_mode", "zeros, border or reflection.", AttributeProto::STRING, std::string("zeros"));
   grid.TypeConstraint("T1", kAll, "Input type.").TypeConstraint("T2", kFloat, "Grid type.");
@@ -478,7 +568,8 @@ void register_grid_ops() {
     if (!onnx::hasNInputShapes(ctx, 2)) return;
     const auto& x = onnx::getInputShape(ctx, 0);
     const auto& g = onnx::getInputShape(ctx, 1);
-    if (x.dim_size() < 3 || g.dim_size() != x.dim_size()) fail_shape_inference("GridSample: X and grid must have one rank, at least 3");
+    if (x.dim_size() < 3 || g.dim_size() != x.dim_size())
+      fail_shape_inference("GridSample: X and grid must have one rank, at least 3");
     auto* out = ctx.getOutputType(0)->mutable_tensor_type()->mutable_shape();
     *out->add_dim() = x.dim(0);
     *out->add_dim() = x.dim(1);
@@ -486,16 +577,20 @@ void register_grid_ops() {
   });
   onnx::RegisterSchema(std::move(grid));
 
-  OpSchema affine = schema("AffineGrid", 20, "The sampling grid of affine matrices theta for an output of `size`.");
-  affine.Input(0, "theta", "N x 2 x 3 (2-D) or N x 3 x 4 (3-D) matrices.", "T1").Input(1, "size", "[N, C, H, W] or [N, C, D, H, W].", "T2");
+  OpSchema affine =
+      schema("AffineGrid", 20, "The sampling grid of affine matrices theta for an output of `size`.");
+  affine.Input(0, "theta", "N x 2 x 3 (2-D) or N x 3 x 4 (3-D) matrices.", "T1")
+      .Input(1, "size", "[N, C, H, W] or [N, C, D, H, W].", "T2");
   affine.Output(0, "grid", "N x H x W x 2 or N x D x H x W x 3.", "T1");
-  affine.Attr("align_corners", "Whether -1 and 1 are the corner pixels' centers.", AttributeProto::INT, int64_t{0});
+  affine.Attr("align_corners", "Whether -1 and 1 are the corner pixels' centers.", AttributeProto::INT,
+              int64_t{0});
   affine.TypeConstraint("T1", kFloat, "Float tensors.").TypeConstraint("T2", {"tensor(int64)"}, "Size type.");
   affine.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
     onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
     auto size = constant_ints(ctx, 1);
     if (!size) return;
-    if (size->size() != 4 && size->size() != 5) fail_shape_inference("AffineGrid: `size` must have 4 or 5 values");
+    if (size->size() != 4 && size->size() != 5)
+      fail_shape_inference("AffineGrid: `size` must have 4 or 5 values");
     auto* out = ctx.getOutputType(0)->mutable_tensor_type()->mutable_shape();
     out->add_dim()->set_dim_value((*size)[0]);
     for (size_t i = 2; i < size->size(); ++i) out->add_dim()->set_dim_value((*size)[i]);
@@ -505,10 +600,13 @@ void register_grid_ops() {
 }
 
 void register_deform_conv() {
-  OpSchema s = schema("DeformConv", 19, "Convolution whose taps are moved by learned offsets (and weighted by an optional mask).");
+  OpSchema s =
+      schema("DeformConv", 19,
+             "Convolution whose taps are moved by learned offsets (and weighted by an optional mask).");
   s.Input(0, "X", "Input, N x C x spatial.", "T").Input(1, "W", "Weights, oC x C/group x kernel.", "T");
   s.Input(2, "offset", "Offsets, N x (offset_group x 2 x prod(kernel)) x output spatial.", "T");
-  s.Input(3, "B", "Bias, oC.", "T", OpSchema::Optional).Input(4, "mask", "Mask, N x (offset_group x prod(kernel)) x output spatial.", "T", OpSchema::Optional);
+  s.Input(3, "B", "Bias, oC.", "T", OpSchema::Optional)
+      .Input(4, "mask", "Mask, N x (offset_group x prod(kernel)) x output spatial.", "T", OpSchema::Optional);
   s.Output(0, "Y", "Output, N x oC x output spatial.", "T");
   s.Attr("dilations", "Dilation of each spatial axis.", AttributeProto::INTS, false);
   s.Attr("group", "Groups of input and output channels.", AttributeProto::INT, int64_t{1});
@@ -529,7 +627,8 @@ void register_dft() {
   s.Output(0, "output", "[batch, signal..., 2].", "T1");
   s.Attr("inverse", "Inverse transform.", AttributeProto::INT, int64_t{0});
   s.Attr("onesided", "Keep floor(n/2)+1 frequencies (real input).", AttributeProto::INT, int64_t{0});
-  s.TypeConstraint("T1", kFloat, "Float tensors.").TypeConstraint("T2", {"tensor(int32)", "tensor(int64)"}, "Length type.");
+  s.TypeConstraint("T1", kFloat, "Float tensors.")
+      .TypeConstraint("T2", {"tensor(int32)", "tensor(int64)"}, "Length type.");
   s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
     onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
     if (!onnx::hasInputShape(ctx, 0)) return;
@@ -547,13 +646,16 @@ void register_dft() {
       if (a->size() != 1) fail_shape_inference("DFT: `axis` must be a scalar");
       axis = (*a)[0];
     }
-    if (axis < -rank || axis >= rank - 1 || axis == -1) fail_shape_inference("DFT: axis ", axis, " is out of range [-", rank, ", -2] or [0, ", rank - 2, "]");
+    if (axis < -rank || axis >= rank - 1 || axis == -1)
+      fail_shape_inference("DFT: axis ", axis, " is out of range [-", rank, ", -2] or [0, ", rank - 2, "]");
     if (axis < 0) axis += rank;
     std::optional<int64_t> length;
     if (has_input(ctx, 1)) {
       auto l = constant_ints(ctx, 1);
-      if (l && l->size() == 1) length = (*l)[0];
-      else length = -1;
+      if (l && l->size() == 1)
+        length = (*l)[0];
+      else
+        length = -1;
     }
     const bool onesided = onnx::getAttribute(ctx, "onesided", int64_t{0}) != 0;
     shape_from_first(ctx, 0, [&](int64_t i, const TensorShapeProto::Dimension& d) -> int64_t {

@@ -29,7 +29,8 @@ Dim dim_or_unknown(const std::optional<int64_t>& size) {
   return d;
 }
 
-std::vector<ValueType> body_output_types(const Node& n, const Model& model, const char* attr, const std::vector<ValueType>& inputs) {
+std::vector<ValueType> body_output_types(const Node& n, const Model& model, const char* attr,
+                                         const std::vector<ValueType>& inputs) {
   Model body = body_as_model(n, model, attr, inputs);
   propagate_static_shapes(body);
   std::vector<ValueType> out;
@@ -42,7 +43,8 @@ std::optional<ValueType> merge(const ValueType& a, const ValueType& b) {
   if (a.dtype != b.dtype) return std::nullopt;
   if (!a.shape || !b.shape || a.shape->rank() != b.shape->rank()) return typed(a.dtype, std::nullopt);
   std::vector<Dim> dims;
-  for (size_t d = 0; d < a.shape->rank(); ++d) dims.push_back((*a.shape)[d] == (*b.shape)[d] ? (*a.shape)[d] : dim_or_unknown(std::nullopt));
+  for (size_t d = 0; d < a.shape->rank(); ++d)
+    dims.push_back((*a.shape)[d] == (*b.shape)[d] ? (*a.shape)[d] : dim_or_unknown(std::nullopt));
   return typed(a.dtype, Shape(std::move(dims)));
 }
 
@@ -54,7 +56,8 @@ bool condition_stays_true(const Node& n) {
   auto g = import_subgraph(a->opaque[0], n.describe() + " body");
   if (g->outputs().empty() || g->inputs().size() < 2) return false;
   const Value* v = g->outputs()[0];
-  while (v->producer() && v->producer()->op_type == "Identity" && v->producer()->domain.empty()) v = v->producer()->input(0);
+  while (v->producer() && v->producer()->op_type == "Identity" && v->producer()->domain.empty())
+    v = v->producer()->input(0);
   if (v == g->inputs()[1]) return true;
   const Tensor* t = g->constant_value(v);
   return t && t->element_count() == 1 && t->dtype == DType::Bool && t->bytes()[0] != std::byte{0};
@@ -68,7 +71,8 @@ Shape with_dim(const Shape& s, size_t axis, Dim d) {
 
 }  // namespace
 
-std::pair<std::vector<ValueType>, std::vector<ValueType>> branch_output_types(const Node& n, const Model& model) {
+std::pair<std::vector<ValueType>, std::vector<ValueType>> branch_output_types(const Node& n,
+                                                                              const Model& model) {
   return {body_output_types(n, model, "then_branch", {}), body_output_types(n, model, "else_branch", {})};
 }
 
@@ -76,9 +80,11 @@ bool is_control_flow(const Node& n) {
   return n.domain.empty() && (n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Scan");
 }
 
-Model body_as_model(const Node& n, const Model& model, const char* attr, const std::vector<ValueType>& input_types) {
+Model body_as_model(const Node& n, const Model& model, const char* attr,
+                    const std::vector<ValueType>& input_types) {
   const Attribute* a = n.attr(attr);
-  if (!a || a->kind != AttrKind::Graph || a->opaque.size() != 1) throw Error(n.describe() + ": needs the graph attribute '" + attr + "'");
+  if (!a || a->kind != AttrKind::Graph || a->opaque.size() != 1)
+    throw Error(n.describe() + ": needs the graph attribute '" + attr + "'");
   Model body = model.header_copy();
   body.graph = import_subgraph(a->opaque[0], n.describe() + " " + attr);
   Graph& g = *body.graph;
@@ -91,8 +97,10 @@ Model body_as_model(const Node& n, const Model& model, const char* attr, const s
       const Value* outer = n.input(first + i);
       if (!v || v->producer() || v->initializer || !outer) continue;
       v->type = outer->type;
-      if (const Tensor* t = model.graph->constant_value(outer)) g.add_initializer(v, std::make_shared<Tensor>(*t));
-      else g.add_input(v);
+      if (const Tensor* t = model.graph->constant_value(outer))
+        g.add_initializer(v, std::make_shared<Tensor>(*t));
+      else
+        g.add_input(v);
     }
   return body;
 }
@@ -127,8 +135,8 @@ std::vector<ValueType> body_input_types(const Node& n) {
   return in;
 }
 
-std::vector<std::optional<ValueType>> infer_control_flow_types(const Node& n, const Model& model,
-                                                               const std::vector<const Tensor*>& input_constants) {
+std::vector<std::optional<ValueType>> infer_control_flow_types(
+    const Node& n, const Model& model, const std::vector<const Tensor*>& input_constants) {
   std::vector<std::optional<ValueType>> out(n.outputs().size());
   const size_t own = n.inputs().size() - capture_count(n);
   const std::vector<ValueType> in = body_input_types(n);
@@ -149,14 +157,16 @@ std::vector<std::optional<ValueType>> infer_control_flow_types(const Node& n, co
       else_types = then_types;
     }
     if (then_failed) then_types = else_types;
-    for (size_t i = 0; i < out.size() && i < then_types.size() && i < else_types.size(); ++i) out[i] = merge(then_types[i], else_types[i]);
+    for (size_t i = 0; i < out.size() && i < then_types.size() && i < else_types.size(); ++i)
+      out[i] = merge(then_types[i], else_types[i]);
     return out;
   }
   if (n.op_type == "Loop") {
     auto body = body_output_types(n, model, "body", in);
     const size_t carried = own - 2;
     // A carried value keeps its type when the body gives back what it took.
-    for (size_t i = 0; i < carried && i < out.size() && 1 + i < body.size(); ++i) out[i] = merge(in[2 + i], body[1 + i]);
+    for (size_t i = 0; i < carried && i < out.size() && 1 + i < body.size(); ++i)
+      out[i] = merge(in[2 + i], body[1 + i]);
     // The trip count is known when M is a constant and the condition never turns false.
     std::optional<int64_t> trips;
     const Tensor* m = input_constants.size() > 0 ? input_constants[0] : nullptr;
@@ -169,7 +179,8 @@ std::vector<std::optional<ValueType>> infer_control_flow_types(const Node& n, co
     }
     for (size_t k = carried; k < out.size() && 1 + k < body.size(); ++k) {
       const ValueType& t = body[1 + k];
-      out[k] = t.shape ? typed(t.dtype, with_dim(*t.shape, 0, dim_or_unknown(trips))) : typed(t.dtype, std::nullopt);
+      out[k] = t.shape ? typed(t.dtype, with_dim(*t.shape, 0, dim_or_unknown(trips)))
+                       : typed(t.dtype, std::nullopt);
     }
     return out;
   }
@@ -198,7 +209,8 @@ std::vector<std::optional<ValueType>> infer_control_flow_types(const Node& n, co
     if (!t.shape) continue;
     int64_t axis = out_axes && k - states < out_axes->ints.size() ? out_axes->ints[k - states] : 0;
     if (axis < 0) axis += static_cast<int64_t>(t.shape->rank()) + 1;
-    out[k] = typed(t.dtype, with_dim(*t.shape, static_cast<size_t>(std::max<int64_t>(axis, 0)), dim_or_unknown(length)));
+    out[k] = typed(
+        t.dtype, with_dim(*t.shape, static_cast<size_t>(std::max<int64_t>(axis, 0)), dim_or_unknown(length)));
   }
   return out;
 }

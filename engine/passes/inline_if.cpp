@@ -23,16 +23,20 @@ bool constant_truth(const Tensor& t) {
 // Replaces If node `n` of g by the nodes of its branch `attr`.
 void inline_branch(Graph& g, Node* n, const char* attr) {
   const Attribute* a = n->attr(attr);
-  if (!a || a->kind != AttrKind::Graph || a->opaque.size() != 1) throw Error(n->describe() + ": needs the graph attribute '" + attr + "'");
+  if (!a || a->kind != AttrKind::Graph || a->opaque.size() != 1)
+    throw Error(n->describe() + ": needs the graph attribute '" + attr + "'");
   std::unique_ptr<Graph> branch = import_subgraph(a->opaque[0], n->describe() + " " + attr);
   if (branch->outputs().size() != n->outputs().size())
-    throw Error(n->describe() + ": " + attr + " has " + std::to_string(branch->outputs().size()) + " outputs for the node's " + std::to_string(n->outputs().size()));
+    throw Error(n->describe() + ": " + attr + " has " + std::to_string(branch->outputs().size()) +
+                " outputs for the node's " + std::to_string(n->outputs().size()));
   std::unordered_map<const Value*, Value*> map;
   // References to the enclosing graph: the If's captured inputs, by the names the branch uses.
   const size_t k = capture_count(*n), first = n->inputs().size() - k;
   if (const Attribute* names = n->attr(kCapturesAttr))
     for (size_t i = 0; i < k; ++i)
-      if (Value* inner = branch->find_value(names->strings[i]); inner && !inner->producer() && !inner->initializer) map[inner] = n->input(first + i);
+      if (Value* inner = branch->find_value(names->strings[i]);
+          inner && !inner->producer() && !inner->initializer)
+        map[inner] = n->input(first + i);
   const std::string prefix = (n->name.empty() ? std::string("If") : n->name) + "/" + attr + "/";
   for (const Value* v : branch->initializers()) {
     Value* outer = g.add_value(g.unique_name(prefix + v->name()));
@@ -48,7 +52,9 @@ void inline_branch(Graph& g, Node* n, const char* attr) {
         continue;
       }
       auto it = map.find(in);
-      if (it == map.end()) throw Error(n->describe() + ": " + attr + " reads '" + in->name() + "', which the If does not capture");
+      if (it == map.end())
+        throw Error(n->describe() + ": " + attr + " reads '" + in->name() +
+                    "', which the If does not capture");
       ins.push_back(it->second);
     }
     for (const Value* out : bn->outputs()) {
@@ -61,7 +67,8 @@ void inline_branch(Graph& g, Node* n, const char* attr) {
       map[out] = v;
       outs.push_back(v);
     }
-    Node* copy = g.add_node(bn->op_type, bn->domain, bn->name.empty() ? "" : g.unique_name(prefix + bn->name), ins, outs);
+    Node* copy = g.add_node(bn->op_type, bn->domain, bn->name.empty() ? "" : g.unique_name(prefix + bn->name),
+                            ins, outs);
     copy->attributes = bn->attributes;
     copy->doc_string = bn->doc_string;
   }
@@ -72,7 +79,9 @@ void inline_branch(Graph& g, Node* n, const char* attr) {
     Value* old = n->outputs()[i];
     if (!old) continue;
     auto it = map.find(branch->outputs()[i]);
-    if (it == map.end()) throw Error(n->describe() + ": " + attr + " output '" + branch->outputs()[i]->name() + "' is never computed");
+    if (it == map.end())
+      throw Error(n->describe() + ": " + attr + " output '" + branch->outputs()[i]->name() +
+                  "' is never computed");
     Value* result = it->second;
     if (result->producer() == nullptr || result->initializer || !taken.insert(result).second) {
       // A branch that returns an outer value, a constant or one value twice: an Identity
@@ -96,7 +105,8 @@ size_t inline_constant_ifs(Model& model, bool remove_dead_code) {
   Graph& g = *model.graph;
   std::vector<Node*> ifs;
   for (const auto& n : g.nodes())
-    if (n->domain.empty() && n->op_type == "If" && n->input(0) && g.constant_value(n->input(0))) ifs.push_back(n.get());
+    if (n->domain.empty() && n->op_type == "If" && n->input(0) && g.constant_value(n->input(0)))
+      ifs.push_back(n.get());
   if (ifs.empty()) return 0;
   for (Node* n : ifs) {
     const bool cond = constant_truth(*g.constant_value(n->input(0)));
@@ -105,7 +115,8 @@ size_t inline_constant_ifs(Model& model, bool remove_dead_code) {
   }
   // The Ifs, now unread (only after the loop: it frees nodes `ifs` points at); what only
   // they read stays when the caller keeps dead code.
-  if (remove_dead_code) g.remove_dead_code();
+  if (remove_dead_code)
+    g.remove_dead_code();
   else
     for (Node* n : ifs) g.remove_node(n);
   if (!g.topological_sort()) throw InternalError("inlining an If made a cycle");

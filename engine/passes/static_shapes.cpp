@@ -58,13 +58,15 @@ bool refine(const Node& n, Value& v, const ValueType& got) {
     return true;
   }
   if (have.shape->rank() != got.shape->rank())
-    throw Error(n.describe() + ": output '" + v.name() + "' is declared " + have.to_string() + " but infers as " + got.to_string());
+    throw Error(n.describe() + ": output '" + v.name() + "' is declared " + have.to_string() +
+                " but infers as " + got.to_string());
   std::vector<Dim> dims = have.shape->dims();
   for (size_t d = 0; d < dims.size(); ++d) {
     const Dim& g = (*got.shape)[d];
     if (!g.is_static()) {
       // A symbol says more than no name or ONNX's placeholder for one (unk__N).
-      if (g.is_symbolic() && !is_placeholder_dim(g) && (dims[d].is_unknown() || is_placeholder_dim(dims[d]))) {
+      if (g.is_symbolic() && !is_placeholder_dim(g) &&
+          (dims[d].is_unknown() || is_placeholder_dim(dims[d]))) {
         dims[d] = g;
         changed = true;
       }
@@ -72,8 +74,8 @@ bool refine(const Node& n, Value& v, const ValueType& got) {
     }
     if (dims[d].is_static()) {
       if (dims[d].value() != g.value())
-        throw Error(n.describe() + ": output '" + v.name() + "' is declared " + have.to_string() + " but infers as " +
-                    got.to_string() + " with the fixed input shapes");
+        throw Error(n.describe() + ": output '" + v.name() + "' is declared " + have.to_string() +
+                    " but infers as " + got.to_string() + " with the fixed input shapes");
       continue;
     }
     dims[d] = g;
@@ -127,10 +129,13 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
           inferred.assign(n->outputs().size(), std::nullopt);
         }
       } else {
-        inferred = onnx_io::infer_output_types(n->domain, n->op_type, n->attributes, in_types, in_constants, n->outputs().size(), opset(*n)).types;
+        inferred = onnx_io::infer_output_types(n->domain, n->op_type, n->attributes, in_types, in_constants,
+                                               n->outputs().size(), opset(*n))
+                       .types;
       }
     } else {
-      for (const Value* out : n->outputs()) inferred.push_back(out ? std::optional<ValueType>(out->type) : std::nullopt);
+      for (const Value* out : n->outputs())
+        inferred.push_back(out ? std::optional<ValueType>(out->type) : std::nullopt);
     }
     if (auto made = symbolic.output_shape(*n); made && !n->outputs().empty() && n->output(0)) {
       // Where ONNX's inference lost track of a dim, the dims the shape tensor carries.
@@ -142,13 +147,16 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
       } else {
         std::vector<Dim> dims = t->shape->dims();
         for (size_t d = 0; d < dims.size(); ++d)
-          if ((dims[d].is_unknown() || is_placeholder_dim(dims[d])) && !(*made)[d].is_unknown() && !is_placeholder_dim((*made)[d])) dims[d] = (*made)[d];
+          if ((dims[d].is_unknown() || is_placeholder_dim(dims[d])) && !(*made)[d].is_unknown() &&
+              !is_placeholder_dim((*made)[d]))
+            dims[d] = (*made)[d];
         t->shape = Shape(std::move(dims));
       }
     }
 
     // A Loop or Scan of constants would be run here for as many trips as it says: left to run time.
-    bool foldable = !n->outputs().empty() && !n->is_nondeterministic() && !(n->domain.empty() && (n->op_type == "Loop" || n->op_type == "Scan"));
+    bool foldable = !n->outputs().empty() && !n->is_nondeterministic() &&
+                    !(n->domain.empty() && (n->op_type == "Loop" || n->op_type == "Scan"));
     for (const Value* out : n->outputs()) foldable = foldable && out && !graph_outputs.count(out);
     // A quantized weight stays quantized: int8 kernels read the 8-bit tensor behind its
     // DequantizeLinear (the e-graph still folds it for the float alternative).
@@ -161,7 +169,8 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
     int64_t input_elements = 0;
     for (const Tensor* t : in_constants)
       if (t) input_elements += t->element_count();
-    const bool unbounded = (n->domain.empty() && n->op_type == "Constant") || (all_constant && options.always_fold && options.always_fold(*n));
+    const bool unbounded = (n->domain.empty() && n->op_type == "Constant") ||
+                           (all_constant && options.always_fold && options.always_fold(*n));
     for (const auto& t : inferred) {
       std::optional<int64_t> count = t && t->shape ? t->shape->element_count() : std::nullopt;
       if (count && *count > options.max_elements && *count > input_elements && !unbounded) foldable = false;
@@ -193,7 +202,8 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
     if (folded) {
       bool fits = true;
       for (const HostTensor& h : *folded)
-        fits = fits && h.defined() && h.dtype() != DType::String && (unbounded || h.size() <= options.max_elements || h.size() <= input_elements);
+        fits = fits && h.defined() && h.dtype() != DType::String &&
+               (unbounded || h.size() <= options.max_elements || h.size() <= input_elements);
       if (fits) {
         std::vector<std::shared_ptr<const Tensor>> data;
         for (size_t k = 0; k < folded->size(); ++k) {
@@ -228,7 +238,8 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
   if (options.remove_dead_code) g.remove_dead_code();
 
   auto note_dynamic = [&](const Value* v) {
-    if (v && v->type.is_tensor() && (!v->type.shape || !v->type.shape->is_static())) report.dynamic.push_back(v->name());
+    if (v && v->type.is_tensor() && (!v->type.shape || !v->type.shape->is_static()))
+      report.dynamic.push_back(v->name());
   };
   for (const Value* v : g.inputs()) note_dynamic(v);
   for (const auto& n : g.nodes())
@@ -247,8 +258,8 @@ StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions
     again.refined += report.refined;
     report = std::move(again);
   }
-  spdlog::info("static shapes: {} node(s) folded, {} type(s) refined, {} value(s) still dynamic", report.folded,
-               report.refined, report.dynamic.size());
+  spdlog::info("static shapes: {} node(s) folded, {} type(s) refined, {} value(s) still dynamic",
+               report.folded, report.refined, report.dynamic.size());
   return report;
 }
 

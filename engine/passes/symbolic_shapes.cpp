@@ -39,7 +39,8 @@ Dim dim_arithmetic(const std::string& op, const Dim& a, const Dim& b) {
     if (op == "Add") return a.value() + b.value();
     if (op == "Sub") return a.value() - b.value();
     if (op == "Mul") return a.value() * b.value();
-    if (op == "Div" && b.value() != 0) return a.value() / b.value();  // truncating, as the Div kernel divides integers
+    if (op == "Div" && b.value() != 0)
+      return a.value() / b.value();  // truncating, as the Div kernel divides integers
     return Dim();
   }
   if (op == "Sub" && a.is_symbolic() && a == b) return 0;
@@ -86,7 +87,9 @@ void SymbolicShapeValues::record(const Node& n) {
     out = std::move(picked);
   } else if (op == "Unsqueeze" || op == "Squeeze" || op == "Identity" || op == "Cast" || op == "Reshape") {
     // The same elements, shaped as a scalar or a vector (a Cast only between integer types).
-    if (op == "Cast" && int_attr(n, "to").value_or(0) != static_cast<int64_t>(DType::I64) && int_attr(n, "to").value_or(0) != static_cast<int64_t>(DType::I32)) return;
+    if (op == "Cast" && int_attr(n, "to").value_or(0) != static_cast<int64_t>(DType::I64) &&
+        int_attr(n, "to").value_or(0) != static_cast<int64_t>(DType::I32))
+      return;
     const Value* x = n.input(0);
     if (!x || dims_.find(x) == dims_.end()) return;
     out = dims_.at(x);
@@ -100,7 +103,8 @@ void SymbolicShapeValues::record(const Node& n) {
     out = std::move(all);
   } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
     auto a = elements(n.input(0)), b = elements(n.input(1));
-    if (!a || !b || a->empty() || b->empty() || (a->size() != b->size() && a->size() != 1 && b->size() != 1)) return;
+    if (!a || !b || a->empty() || b->empty() || (a->size() != b->size() && a->size() != 1 && b->size() != 1))
+      return;
     std::vector<Dim> r;
     for (size_t i = 0; i < std::max(a->size(), b->size()); ++i)
       r.push_back(dim_arithmetic(op, (*a)[a->size() == 1 ? 0 : i], (*b)[b->size() == 1 ? 0 : i]));
@@ -108,10 +112,12 @@ void SymbolicShapeValues::record(const Node& n) {
   } else if (op == "Slice") {
     auto data = elements(n.input(0));
     auto starts = integers(n.input(1)), ends = integers(n.input(2));
-    auto axes = n.inputs().size() > 3 ? integers(n.input(3)) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{0});
-    auto steps = n.inputs().size() > 4 ? integers(n.input(4)) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{1});
-    if (!data || !starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || steps->size() != 1 ||
-        (*axes)[0] != 0 || (*steps)[0] != 1)
+    auto axes = n.inputs().size() > 3 ? integers(n.input(3))
+                                      : std::optional<std::vector<int64_t>>(std::vector<int64_t>{0});
+    auto steps = n.inputs().size() > 4 ? integers(n.input(4))
+                                       : std::optional<std::vector<int64_t>>(std::vector<int64_t>{1});
+    if (!data || !starts || !ends || !axes || !steps || starts->size() != 1 || ends->size() != 1 ||
+        axes->size() != 1 || steps->size() != 1 || (*axes)[0] != 0 || (*steps)[0] != 1)
       return;
     const auto size = static_cast<int64_t>(data->size());
     const int64_t a = clamp_index(std::clamp<int64_t>((*starts)[0], -size, size), size);
@@ -143,7 +149,8 @@ std::optional<Shape> SymbolicShapeValues::output_shape(const Node& n) const {
     // Range(0, n, 1): n elements, whatever n is.
     auto start = integers(n.input(0)), delta = integers(n.input(2));
     auto limit = elements(n.input(1));
-    if (start && delta && limit && start->size() == 1 && delta->size() == 1 && (*start)[0] == 0 && (*delta)[0] == 1 && limit->size() == 1)
+    if (start && delta && limit && start->size() == 1 && delta->size() == 1 && (*start)[0] == 0 &&
+        (*delta)[0] == 1 && limit->size() == 1)
       return Shape(std::vector<Dim>{(*limit)[0]});
   } else if (op == "Reshape") {
     auto target = elements(n.input(1));
@@ -171,23 +178,29 @@ std::optional<Shape> SymbolicShapeValues::output_shape(const Node& n) const {
       int64_t num = 1, den = 1;
       std::vector<Dim> symbols;
       for (const Dim& d : x->type.shape->dims()) {
-        if (d.is_static()) num *= d.value();
-        else if (d.is_symbolic()) symbols.push_back(d);
-        else return Shape(dims);
+        if (d.is_static())
+          num *= d.value();
+        else if (d.is_symbolic())
+          symbols.push_back(d);
+        else
+          return Shape(dims);
       }
       for (size_t i = 0; i < dims.size(); ++i) {
         if (static_cast<int>(i) == inferred) continue;
         const Dim& d = dims[i];
         if (d.is_static()) {
           den *= d.value();
-        } else if (auto it = std::find(symbols.begin(), symbols.end(), d); d.is_symbolic() && it != symbols.end()) {
+        } else if (auto it = std::find(symbols.begin(), symbols.end(), d);
+                   d.is_symbolic() && it != symbols.end()) {
           symbols.erase(it);
         } else {
           return Shape(dims);
         }
       }
-      if (symbols.size() == 1 && den == num) dims[static_cast<size_t>(inferred)] = symbols.front();
-      else if (symbols.empty() && den > 0 && num % den == 0) dims[static_cast<size_t>(inferred)] = num / den;
+      if (symbols.size() == 1 && den == num)
+        dims[static_cast<size_t>(inferred)] = symbols.front();
+      else if (symbols.empty() && den > 0 && num % den == 0)
+        dims[static_cast<size_t>(inferred)] = num / den;
     }
     return Shape(dims);
   } else if (op == "Slice") {
@@ -198,10 +211,12 @@ std::optional<Shape> SymbolicShapeValues::output_shape(const Node& n) const {
     std::vector<Dim> dims = x->type.shape->dims();
     const auto rank = static_cast<int64_t>(dims.size());
     auto starts = elements(n.input(1)), ends = elements(n.input(2));
-    std::optional<std::vector<int64_t>> axes = n.inputs().size() > 3 && n.input(3) ? integers(n.input(3)) : std::nullopt;
-    std::optional<std::vector<int64_t>> steps = n.inputs().size() > 4 && n.input(4) ? integers(n.input(4)) : std::nullopt;
-    if (!starts || !ends || starts->size() != ends->size() || (n.inputs().size() > 3 && n.input(3) && !axes) ||
-        (n.inputs().size() > 4 && n.input(4) && !steps))
+    std::optional<std::vector<int64_t>> axes =
+        n.inputs().size() > 3 && n.input(3) ? integers(n.input(3)) : std::nullopt;
+    std::optional<std::vector<int64_t>> steps =
+        n.inputs().size() > 4 && n.input(4) ? integers(n.input(4)) : std::nullopt;
+    if (!starts || !ends || starts->size() != ends->size() ||
+        (n.inputs().size() > 3 && n.input(3) && !axes) || (n.inputs().size() > 4 && n.input(4) && !steps))
       return Shape(std::vector<Dim>(dims.size()));
     for (size_t i = 0; i < starts->size(); ++i) {
       int64_t axis = axes ? (i < axes->size() ? (*axes)[i] : -rank - 1) : static_cast<int64_t>(i);
@@ -214,9 +229,10 @@ std::optional<Shape> SymbolicShapeValues::output_shape(const Node& n) const {
       const bool from_zero = a.is_static() && a.value() == 0;
       const bool to_end = b.is_static() && b.value() >= (d.is_static() ? d.value() : INT64_MAX / 2);
       if (step == 1 && from_zero && to_end) continue;  // the whole axis
-      if (step == 1 && from_zero && b.is_symbolic() && !is_placeholder_dim(b) && (b == d || (d.is_static() && ranges_ && ranges_->count(b.symbol_name()) &&
-                                                                                              ranges_->at(b.symbol_name()).second <= d.value() &&
-                                                                                              ranges_->at(b.symbol_name()).first >= 0))) {
+      if (step == 1 && from_zero && b.is_symbolic() && !is_placeholder_dim(b) &&
+          (b == d ||
+           (d.is_static() && ranges_ && ranges_->count(b.symbol_name()) &&
+            ranges_->at(b.symbol_name()).second <= d.value() && ranges_->at(b.symbol_name()).first >= 0))) {
         d = b;
         continue;
       }
@@ -236,10 +252,13 @@ std::optional<Shape> SymbolicShapeValues::output_shape(const Node& n) const {
     const auto& in = x->type.shape->dims();
     const size_t spatial = in.size() - 2;
     std::vector<int64_t> kernel = ints_attr(n, "kernel_shape");
-    if (kernel.empty() && op == "Conv" && n.input(1) && n.input(1)->type.shape && n.input(1)->type.shape->is_static())
-      for (size_t i = 2; i < n.input(1)->type.shape->rank(); ++i) kernel.push_back((*n.input(1)->type.shape)[i].value());
+    if (kernel.empty() && op == "Conv" && n.input(1) && n.input(1)->type.shape &&
+        n.input(1)->type.shape->is_static())
+      for (size_t i = 2; i < n.input(1)->type.shape->rank(); ++i)
+        kernel.push_back((*n.input(1)->type.shape)[i].value());
     if (kernel.size() != spatial) return std::nullopt;
-    std::vector<int64_t> strides = ints_attr(n, "strides"), dilations = ints_attr(n, "dilations"), pads = ints_attr(n, "pads");
+    std::vector<int64_t> strides = ints_attr(n, "strides"), dilations = ints_attr(n, "dilations"),
+                         pads = ints_attr(n, "pads");
     strides.resize(spatial, 1);
     dilations.resize(spatial, 1);
     pads.resize(2 * spatial, 0);
@@ -250,25 +269,32 @@ std::optional<Shape> SymbolicShapeValues::output_shape(const Node& n) const {
       dims[1] = w && w->type.shape && w->type.shape->rank() > 0 ? (*w->type.shape)[0] : Dim();
     }
     for (size_t i = 0; i < spatial; ++i)
-      dims.push_back(window_output(in[2 + i], kernel[i], strides[i], dilations[i], pads[i] + pads[spatial + i], ceil_mode));
+      dims.push_back(window_output(in[2 + i], kernel[i], strides[i], dilations[i],
+                                   pads[i] + pads[spatial + i], ceil_mode));
     return Shape(dims);
   } else if (op == "Resize") {
     const Value* x = n.input(0);
     if (!x || !x->type.shape) return std::nullopt;
     if (n.inputs().size() > 3 && n.input(3))
-      if (auto sizes = elements(n.input(3)); sizes && sizes->size() == x->type.shape->rank()) return Shape(*sizes);
+      if (auto sizes = elements(n.input(3)); sizes && sizes->size() == x->type.shape->rank())
+        return Shape(*sizes);
     const Value* scales = n.inputs().size() > 2 ? n.input(2) : nullptr;
-    if (!scales || !scales->initializer || scales->producer() || scales->initializer->dtype != DType::F32) return std::nullopt;
+    if (!scales || !scales->initializer || scales->producer() || scales->initializer->dtype != DType::F32)
+      return std::nullopt;
     const std::vector<float> factors = scales->initializer->to_vector<float>();
     if (factors.size() != x->type.shape->rank()) return std::nullopt;
     std::vector<Dim> dims;
     for (size_t i = 0; i < factors.size(); ++i) {
       const Dim& d = (*x->type.shape)[i];
       const float f = factors[i];
-      if (d.is_static()) dims.emplace_back(static_cast<int64_t>(std::floor(static_cast<double>(d.value()) * f)));
-      else if (f == 1.0f) dims.push_back(d);
-      else if (f == std::floor(f) && f > 1 && d.is_symbolic() && !is_placeholder_dim(d)) dims.push_back(Dim::symbol(d.symbol_name() + "*" + std::to_string(static_cast<int64_t>(f))));
-      else dims.emplace_back();
+      if (d.is_static())
+        dims.emplace_back(static_cast<int64_t>(std::floor(static_cast<double>(d.value()) * f)));
+      else if (f == 1.0f)
+        dims.push_back(d);
+      else if (f == std::floor(f) && f > 1 && d.is_symbolic() && !is_placeholder_dim(d))
+        dims.push_back(Dim::symbol(d.symbol_name() + "*" + std::to_string(static_cast<int64_t>(f))));
+      else
+        dims.emplace_back();
     }
     return Shape(dims);
   } else if (op == "Expand") {
@@ -281,9 +307,12 @@ std::optional<Shape> SymbolicShapeValues::output_shape(const Node& n) const {
     for (size_t i = 0; i < rank; ++i) {
       const Dim a = i + in.size() >= rank ? in[i + in.size() - rank] : Dim(1);
       const Dim b = i + target->size() >= rank ? (*target)[i + target->size() - rank] : Dim(1);
-      if (a.is_static() && a.value() == 1) dims[i] = b;
-      else if ((b.is_static() && b.value() == 1) || a == b || a.is_static()) dims[i] = a;
-      else if (b.is_static()) dims[i] = b;
+      if (a.is_static() && a.value() == 1)
+        dims[i] = b;
+      else if ((b.is_static() && b.value() == 1) || a == b || a.is_static())
+        dims[i] = a;
+      else if (b.is_static())
+        dims[i] = b;
       // else: unknown (a broadcast of two different symbols)
     }
     return Shape(dims);

@@ -22,7 +22,8 @@ class SymbolicShapeValues {
  public:
   // `ranges`: known ranges of symbols (Graph::dim_ranges), which settle a Slice's
   // min(end, dim) when the end is a symbol no larger than the dim.
-  explicit SymbolicShapeValues(const std::map<std::string, std::pair<int64_t, int64_t>>* ranges = nullptr) : ranges_(ranges) {}
+  explicit SymbolicShapeValues(const std::map<std::string, std::pair<int64_t, int64_t>>* ranges = nullptr)
+      : ranges_(ranges) {}
   // Records what node n computes, when its output is a tensor of dims (after its
   // inputs were recorded: call in topological order).
   void record(const Node& n);

@@ -12,14 +12,18 @@ CalibrationMethod parse_calibration_method(std::string_view name) {
   if (name == "minmax") return CalibrationMethod::MinMax;
   if (name == "percentile") return CalibrationMethod::Percentile;
   if (name == "entropy" || name == "kl") return CalibrationMethod::Entropy;
-  throw Error("unknown calibration method '" + std::string(name) + "': expected minmax, percentile or entropy");
+  throw Error("unknown calibration method '" + std::string(name) +
+              "': expected minmax, percentile or entropy");
 }
 
 const char* calibration_method_name(CalibrationMethod m) {
   switch (m) {
-    case CalibrationMethod::MinMax: return "minmax";
-    case CalibrationMethod::Percentile: return "percentile";
-    case CalibrationMethod::Entropy: return "entropy";
+    case CalibrationMethod::MinMax:
+      return "minmax";
+    case CalibrationMethod::Percentile:
+      return "percentile";
+    case CalibrationMethod::Entropy:
+      return "entropy";
   }
   return "?";
 }
@@ -37,7 +41,9 @@ void ValueStats::add_extremes(const float* v, int64_t n) {
   }
 }
 
-double ValueStats::span() const { return std::max(std::fabs(static_cast<double>(lo_)), std::fabs(static_cast<double>(hi_))); }
+double ValueStats::span() const {
+  return std::max(std::fabs(static_cast<double>(lo_)), std::fabs(static_cast<double>(hi_)));
+}
 
 void ValueStats::add_to_histogram(const float* v, int64_t n) {
   const double a = span();
@@ -69,7 +75,8 @@ ValueRange ValueStats::range(CalibrationMethod method, double percentile, bool s
   const float a = static_cast<float>(span());
   if (method == CalibrationMethod::MinMax || histogram_.empty())
     return symmetric ? ValueRange{-a, a} : ValueRange{lo_, hi_};
-  ValueRange r = method == CalibrationMethod::Percentile ? percentile_range(percentile, symmetric) : entropy_range(symmetric, levels);
+  ValueRange r = method == CalibrationMethod::Percentile ? percentile_range(percentile, symmetric)
+                                                         : entropy_range(symmetric, levels);
   if (!symmetric) r = {std::max(r.lo, lo_), std::min(r.hi, hi_)};
   return r;
 }
@@ -84,7 +91,8 @@ ValueRange ValueStats::percentile_range(double percentile, bool symmetric) const
     double cum = 0;
     size_t k = 0;
     while (k < m.size() && (cum += m[k]) < keep * total) ++k;
-    const float t = static_cast<float>(a * static_cast<double>(std::min(k + 1, m.size())) / static_cast<double>(m.size()));
+    const float t = static_cast<float>(a * static_cast<double>(std::min(k + 1, m.size())) /
+                                       static_cast<double>(m.size()));
     return {-t, t};
   }
   // Each tail gets half of what is cut.
@@ -96,7 +104,8 @@ ValueRange ValueStats::percentile_range(double percentile, bool symmetric) const
   for (double cum = 0; lo_bin + 1 < histogram_.size() && (cum += histogram_[lo_bin]) <= tail;) ++lo_bin;
   size_t hi_bin = histogram_.size() - 1;
   for (double cum = 0; hi_bin > lo_bin && (cum += histogram_[hi_bin]) <= tail;) --hi_bin;
-  return {static_cast<float>(-a + width * static_cast<double>(lo_bin)), static_cast<float>(-a + width * static_cast<double>(hi_bin + 1))};
+  return {static_cast<float>(-a + width * static_cast<double>(lo_bin)),
+          static_cast<float>(-a + width * static_cast<double>(hi_bin + 1))};
 }
 
 ValueRange ValueStats::entropy_range(bool /*symmetric*/, int levels) const {

@@ -38,7 +38,7 @@ class ValueStats {
   ValueRange range(CalibrationMethod method, double percentile, bool symmetric, int levels) const;
 
  private:
-  double span() const;  // A
+  double span() const;                              // A
   std::vector<double> magnitude_histogram() const;  // |x| over [0, A], kBins / 2 bins
   ValueRange percentile_range(double percentile, bool symmetric) const;
   ValueRange entropy_range(bool symmetric, int levels) const;

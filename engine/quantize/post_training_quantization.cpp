@@ -29,8 +29,9 @@ struct Calibration {
   std::map<std::string, ValueRange> ranges;
 };
 
-Calibration calibrate(const Model& model, const std::vector<std::string>& activations, const std::vector<CalibrationSample>& samples,
-                      const QuantizeOptions& o, const QuantizeProgress& progress) {
+Calibration calibrate(const Model& model, const std::vector<std::string>& activations,
+                      const std::vector<CalibrationSample>& samples, const QuantizeOptions& o,
+                      const QuantizeProgress& progress) {
   // The activations become extra outputs of a copy of the model, read on each run.
   Model probe = model.clone();
   Graph& g = *probe.graph;
@@ -49,7 +50,8 @@ Calibration calibrate(const Model& model, const std::vector<std::string>& activa
   Calibration c;
   for (size_t i = 0; i < samples.size(); ++i) {
     NamedTensors out = run_sample(evaluator, samples[i]);
-    for_each_activation(out, [](ValueStats& s, const HostTensor& t) { s.add_extremes(t.data<float>(), t.size()); });
+    for_each_activation(
+        out, [](ValueStats& s, const HostTensor& t) { s.add_extremes(t.data<float>(), t.size()); });
     out.resize(model_outputs);
     // A sample the float model computes NaN on (values near float's limit, 3e38, overflow
     // on the way) gives nothing to compare the quantized model with.
@@ -57,15 +59,17 @@ Calibration calibrate(const Model& model, const std::vector<std::string>& activa
       if (is_float(t.dtype()))
         for (int64_t e = 0; e < t.size(); ++e)
           if (std::isnan(t.real_at(e)))
-            throw Error("calibration sample '" + samples[i].name + "': the float model's output '" + name + "' is NaN at element " +
-                        std::to_string(e) + ": calibration samples must be inputs the model computes numbers for");
+            throw Error("calibration sample '" + samples[i].name + "': the float model's output '" + name +
+                        "' is NaN at element " + std::to_string(e) +
+                        ": calibration samples must be inputs the model computes numbers for");
     c.reference.push_back(std::move(out));
     if (progress) progress("calibrating", i + 1, samples.size());
   }
   if (o.method != CalibrationMethod::MinMax)
     for (size_t i = 0; i < samples.size(); ++i) {
       const NamedTensors out = run_sample(evaluator, samples[i]);
-      for_each_activation(out, [](ValueStats& s, const HostTensor& t) { s.add_to_histogram(t.data<float>(), t.size()); });
+      for_each_activation(
+          out, [](ValueStats& s, const HostTensor& t) { s.add_to_histogram(t.data<float>(), t.size()); });
       if (progress) progress("histograms", i + 1, samples.size());
     }
   const bool symmetric = o.activation_type == ActivationType::I8;
@@ -76,8 +80,10 @@ Calibration calibrate(const Model& model, const std::vector<std::string>& activa
     const ValueRange r = s.range(o.method, o.percentile, symmetric, levels);
     // Its int8 step must be a float: a range of +-3e38 has a step of 2.4e36 in int8, but
     // one of width 6e38 has no float width at all.
-    if (!(static_cast<double>(r.hi) - std::min(static_cast<double>(r.lo), 0.0) <= std::numeric_limits<float>::max()))
-      throw Error("calibration: tensor '" + a + "' ranges over [" + std::to_string(r.lo) + ", " + std::to_string(r.hi) +
+    if (!(static_cast<double>(r.hi) - std::min(static_cast<double>(r.lo), 0.0) <=
+          std::numeric_limits<float>::max()))
+      throw Error("calibration: tensor '" + a + "' ranges over [" + std::to_string(r.lo) + ", " +
+                  std::to_string(r.hi) +
                   "], wider than a float holds: the calibration samples reach values near float's limit");
     c.ranges[a] = r;
   }
@@ -85,8 +91,8 @@ Calibration calibrate(const Model& model, const std::vector<std::string>& activa
 }
 
 // How `candidate`'s outputs compare with the float model's over the calibration set.
-Agreement agreement(const Model& candidate, const std::vector<CalibrationSample>& samples, const Calibration& c,
-                    std::string_view stage, const QuantizeProgress& progress) {
+Agreement agreement(const Model& candidate, const std::vector<CalibrationSample>& samples,
+                    const Calibration& c, std::string_view stage, const QuantizeProgress& progress) {
   const Evaluator evaluator(candidate);
   struct Sums {
     double dot = 0, got = 0, ref = 0, max_abs = 0, max_ref = 0;
@@ -95,7 +101,8 @@ Agreement agreement(const Model& candidate, const std::vector<CalibrationSample>
   for (size_t i = 0; i < samples.size(); ++i) {
     const NamedTensors out = run_sample(evaluator, samples[i]);
     const NamedTensors& ref = c.reference[i];
-    if (out.size() < ref.size()) throw InternalError("quantize: the candidate model has fewer outputs than the original");
+    if (out.size() < ref.size())
+      throw InternalError("quantize: the candidate model has fewer outputs than the original");
     sums.resize(ref.size());
     for (size_t k = 0; k < ref.size(); ++k) {
       const HostTensor& a = out[k].second;
@@ -115,7 +122,9 @@ Agreement agreement(const Model& candidate, const std::vector<CalibrationSample>
   }
   Agreement r;
   for (const Sums& s : sums) {
-    const double cosine = s.got == 0 && s.ref == 0 ? 1.0 : s.got == 0 || s.ref == 0 ? 0.0 : s.dot / std::sqrt(s.got * s.ref);
+    const double cosine = s.got == 0 && s.ref == 0   ? 1.0
+                          : s.got == 0 || s.ref == 0 ? 0.0
+                                                     : s.dot / std::sqrt(s.got * s.ref);
     r.cosine = std::min(r.cosine, std::isnan(cosine) ? 0.0 : cosine);
     r.max_relative = std::max(r.max_relative, s.max_ref > 0 ? s.max_abs / s.max_ref : s.max_abs);
   }
@@ -130,19 +139,25 @@ Model quantizable(Model model, const std::filesystem::path& where) {
   return upgrade_opset(model, kQuantizeOpset, where);
 }
 
-QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationSample>& samples, const QuantizeOptions& o,
-                              const QuantizeProgress& progress) {
+QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationSample>& samples,
+                              const QuantizeOptions& o, const QuantizeProgress& progress) {
   if (samples.empty()) throw Error("quantize: the calibration set is empty");
   if (o.accuracy_target && !(*o.accuracy_target > 0 && *o.accuracy_target <= 1))
-    throw Error("--accuracy-target " + std::to_string(*o.accuracy_target) + ": the outputs' cosine to reach, in (0, 1]");
-  if (!(o.percentile > 0 && o.percentile <= 100)) throw Error("--percentile " + std::to_string(o.percentile) + ": must be in (0, 100]");
+    throw Error("--accuracy-target " + std::to_string(*o.accuracy_target) +
+                ": the outputs' cosine to reach, in (0, 1]");
+  if (!(o.percentile > 0 && o.percentile <= 100))
+    throw Error("--percentile " + std::to_string(o.percentile) + ": must be in (0, 100]");
   const std::vector<QuantizableLayer> layers = find_quantizable_layers(model);
   if (layers.empty())
-    throw Error(model.opset_version("") < 10 ? "quantize: the model's opset " + std::to_string(model.opset_version("")) + " predates QuantizeLinear (opset 10)"
-                                             : "quantize: the model has no Conv, MatMul or Gemm with a constant float weight and a float input");
+    throw Error(model.opset_version("") < 10
+                    ? "quantize: the model's opset " + std::to_string(model.opset_version("")) +
+                          " predates QuantizeLinear (opset 10)"
+                    : "quantize: the model has no Conv, MatMul or Gemm with a constant float weight and a "
+                      "float input");
   QuantizeResult result;
   result.samples = samples.size();
-  for (const QuantizableLayer& l : layers) result.layers.push_back(LayerReport{l, true, {}, std::nullopt, {}, {}});
+  for (const QuantizableLayer& l : layers)
+    result.layers.push_back(LayerReport{l, true, {}, std::nullopt, {}, {}});
 
   for (const std::string& skip : o.skip_layers) {
     bool found = false;
@@ -157,8 +172,10 @@ QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationS
     if (!found) {
       std::string names;
       for (size_t i = 0; i < layers.size() && i < 5; ++i) names += (i ? ", " : "") + layers[i].name;
-      throw Error("--skip-layers '" + skip + "' names no quantizable layer (Conv, MatMul or Gemm with a constant weight); the model's are " +
-                  names + (layers.size() > 5 ? ", ... (" + std::to_string(layers.size()) + " in all)" : ""));
+      throw Error(
+          "--skip-layers '" + skip +
+          "' names no quantizable layer (Conv, MatMul or Gemm with a constant weight); the model's are " +
+          names + (layers.size() > 5 ? ", ... (" + std::to_string(layers.size()) + " in all)" : ""));
     }
   }
 
@@ -192,7 +209,9 @@ QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationS
   if (o.accuracy_target && !candidates.empty()) {
     // The most sensitive first: keeping the first k in float, the cosine grows with k.
     std::vector<LayerReport*> order = candidates;
-    std::stable_sort(order.begin(), order.end(), [](const LayerReport* a, const LayerReport* b) { return a->alone->cosine < b->alone->cosine; });
+    std::stable_sort(order.begin(), order.end(), [](const LayerReport* a, const LayerReport* b) {
+      return a->alone->cosine < b->alone->cosine;
+    });
     auto with_first_kept = [&](size_t k) {
       std::vector<const LayerReport*> chosen(order.begin() + static_cast<std::ptrdiff_t>(k), order.end());
       ++result.evaluations;
@@ -207,8 +226,10 @@ QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationS
       while (lo < hi) {
         const size_t mid = lo + (hi - lo) / 2;
         tried[mid] = with_first_kept(mid);
-        if (tried[mid].cosine >= *o.accuracy_target) hi = mid;
-        else lo = mid + 1;
+        if (tried[mid].cosine >= *o.accuracy_target)
+          hi = mid;
+        else
+          lo = mid + 1;
       }
       keep = lo;
     }
@@ -216,8 +237,10 @@ QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationS
       LayerReport& r = *order[i];
       r.quantized = false;
       char why[160];
-      std::snprintf(why, sizeof why, "--accuracy-target %g: quantized alone the outputs' cosine is %.6f, %zu of %zu by sensitivity", *o.accuracy_target,
-                    r.alone->cosine, i + 1, order.size());
+      std::snprintf(
+          why, sizeof why,
+          "--accuracy-target %g: quantized alone the outputs' cosine is %.6f, %zu of %zu by sensitivity",
+          *o.accuracy_target, r.alone->cosine, i + 1, order.size());
       r.kept_because = why;
     }
     if (tried.count(keep)) final_agreement = tried[keep];

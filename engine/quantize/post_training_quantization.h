@@ -27,12 +27,13 @@ inline constexpr int64_t kQuantizeOpset = 13;
 Model quantizable(Model model, const std::filesystem::path& where);
 
 struct QuantizeOptions {
-  CalibrationMethod method = CalibrationMethod::Percentile;  // best on the trained models tried (docs/PRECISION.md)
+  CalibrationMethod method =
+      CalibrationMethod::Percentile;  // best on the trained models tried (docs/PRECISION.md)
   double percentile = 99.999;
   ActivationType activation_type = ActivationType::U8;
-  std::vector<std::string> skip_layers;  // layer (node) names, or their output's names
-  bool sensitivity = false;              // measure each layer alone
-  std::optional<double> accuracy_target; // the outputs' cosine to reach (implies sensitivity)
+  std::vector<std::string> skip_layers;   // layer (node) names, or their output's names
+  bool sensitivity = false;               // measure each layer alone
+  std::optional<double> accuracy_target;  // the outputs' cosine to reach (implies sensitivity)
 };
 
 // How one set of outputs compares with the float model's over the calibration set.
@@ -44,10 +45,10 @@ struct Agreement {
 struct LayerReport {
   QuantizableLayer layer;
   bool quantized = false;
-  std::string kept_because;              // why it stayed float, when it did
-  std::optional<Agreement> alone;        // the outputs with only this layer quantized
-  ValueRange range;                      // its activation's calibrated range
-  LinearQuant activation;                // and the scale / zero point from it
+  std::string kept_because;        // why it stayed float, when it did
+  std::optional<Agreement> alone;  // the outputs with only this layer quantized
+  ValueRange range;                // its activation's calibrated range
+  LinearQuant activation;          // and the scale / zero point from it
 };
 
 struct QuantizeResult {
@@ -55,7 +56,7 @@ struct QuantizeResult {
   std::vector<LayerReport> layers;  // in graph order
   Agreement agreement;              // of the written model, on the calibration set
   size_t samples = 0;
-  size_t evaluations = 0;           // runs over the calibration set (sensitivity, target search)
+  size_t evaluations = 0;  // runs over the calibration set (sensitivity, target search)
 };
 
 // Called as each sample is done in a stage ("calibrating", "histograms", "sensitivity",
@@ -64,7 +65,7 @@ using QuantizeProgress = std::function<void(std::string_view stage, size_t done,
 
 // Throws geopt::Error for a layer in skip_layers that names no quantizable layer, or a
 // model with nothing to quantize.
-QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationSample>& samples, const QuantizeOptions& options,
-                              const QuantizeProgress& progress = {});
+QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationSample>& samples,
+                              const QuantizeOptions& options, const QuantizeProgress& progress = {});
 
 }  // namespace geopt::quantize

@@ -19,7 +19,8 @@ const Tensor* float_weight(const Graph& g, const Value* v, size_t min_rank, size
   return t->element_count() > 0 ? t : nullptr;
 }
 
-std::shared_ptr<const Tensor> make_tensor(std::string name, DType dtype, std::vector<int64_t> dims, std::string bytes) {
+std::shared_ptr<const Tensor> make_tensor(std::string name, DType dtype, std::vector<int64_t> dims,
+                                          std::string bytes) {
   auto t = std::make_shared<Tensor>();
   t->name = std::move(name);
   t->dtype = dtype;
@@ -46,26 +47,32 @@ Value* add_constant(Graph& g, const std::string& prefix, std::shared_ptr<const T
   return v;
 }
 
-Value* zero_point_constant(Graph& g, const std::string& prefix, DType t, int32_t z, std::vector<int64_t> dims) {
+Value* zero_point_constant(Graph& g, const std::string& prefix, DType t, int32_t z,
+                           std::vector<int64_t> dims) {
   const size_t n = dims.empty() ? 1 : static_cast<size_t>(dims[0]);
   std::string bytes(n, '\0');
-  if (t == DType::U8) std::memset(bytes.data(), static_cast<uint8_t>(z), n);
-  else std::memset(bytes.data(), static_cast<int8_t>(z), n);
+  if (t == DType::U8)
+    std::memset(bytes.data(), static_cast<uint8_t>(z), n);
+  else
+    std::memset(bytes.data(), static_cast<int8_t>(z), n);
   return add_constant(g, prefix, make_tensor("", t, std::move(dims), std::move(bytes)));
 }
 
 // The activation behind a Q/DQ pair: the dequantized value its layers read.
 Value* quantize_activation(Graph& g, Value* x, const LinearQuant& q, ActivationType type) {
   const DType qt = type == ActivationType::U8 ? DType::U8 : DType::I8;
-  Value* scale = add_constant(g, x->name() + "_scale", make_tensor("", DType::F32, {}, bytes_of(std::vector<float>{q.scale})));
+  Value* scale = add_constant(g, x->name() + "_scale",
+                              make_tensor("", DType::F32, {}, bytes_of(std::vector<float>{q.scale})));
   Value* zero = zero_point_constant(g, x->name() + "_zero_point", qt, q.zero_point, {});
   Value* xq = g.add_value(g.unique_name(x->name() + "_quantized"));
   xq->type = x->type;
   xq->type.dtype = qt;
   Value* xdq = g.add_value(g.unique_name(x->name() + "_dequantized"));
   xdq->type = x->type;
-  g.add_node("QuantizeLinear", kOnnxDomain, g.unique_name(x->name() + "_QuantizeLinear"), {x, scale, zero}, {xq});
-  g.add_node("DequantizeLinear", kOnnxDomain, g.unique_name(x->name() + "_DequantizeLinear"), {xq, scale, zero}, {xdq});
+  g.add_node("QuantizeLinear", kOnnxDomain, g.unique_name(x->name() + "_QuantizeLinear"), {x, scale, zero},
+             {xq});
+  g.add_node("DequantizeLinear", kOnnxDomain, g.unique_name(x->name() + "_DequantizeLinear"),
+             {xq, scale, zero}, {xdq});
   return xdq;
 }
 
@@ -82,7 +89,8 @@ Value* quantize_weight(Graph& g, Value* w, const Tensor& data, int64_t axis) {
   auto slot = [&](int64_t i) { return axis >= 0 ? i / inner % len : 0; };
   std::vector<float> scales(static_cast<size_t>(len), 0.0f);
   for (int64_t i = 0; i < n; ++i) {
-    const float a = std::isfinite(values[static_cast<size_t>(i)]) ? std::fabs(values[static_cast<size_t>(i)]) : 0.0f;
+    const float a =
+        std::isfinite(values[static_cast<size_t>(i)]) ? std::fabs(values[static_cast<size_t>(i)]) : 0.0f;
     float& s = scales[static_cast<size_t>(slot(i))];
     s = std::max(s, a);
   }
@@ -95,12 +103,14 @@ Value* quantize_weight(Graph& g, Value* w, const Tensor& data, int64_t axis) {
   }
   Value* wq = add_constant(g, w->name() + "_quantized", make_tensor("", DType::I8, data.dims, bytes_of(q)));
   const std::vector<int64_t> scale_dims = axis >= 0 ? std::vector<int64_t>{len} : std::vector<int64_t>{};
-  Value* scale = add_constant(g, w->name() + "_scale", make_tensor("", DType::F32, scale_dims, bytes_of(scales)));
+  Value* scale =
+      add_constant(g, w->name() + "_scale", make_tensor("", DType::F32, scale_dims, bytes_of(scales)));
   Value* zero = zero_point_constant(g, w->name() + "_zero_point", DType::I8, 0, scale_dims);
   Value* wdq = g.add_value(g.unique_name(w->name() + "_dequantized"));
   wdq->type = w->type;
   wdq->type.dtype = DType::F32;
-  Node* dq = g.add_node("DequantizeLinear", kOnnxDomain, g.unique_name(w->name() + "_DequantizeLinear"), {wq, scale, zero}, {wdq});
+  Node* dq = g.add_node("DequantizeLinear", kOnnxDomain, g.unique_name(w->name() + "_DequantizeLinear"),
+                        {wq, scale, zero}, {wdq});
   if (axis >= 0) dq->attributes.push_back(Attribute::make_int("axis", axis));
   return wdq;
 }
@@ -161,8 +171,8 @@ LinearQuant activation_quant(ValueRange r, ActivationType type) {
   return q;
 }
 
-Model write_qdq(const Model& model, const std::vector<QuantizableLayer>& layers, const std::map<std::string, ValueRange>& ranges,
-                ActivationType type) {
+Model write_qdq(const Model& model, const std::vector<QuantizableLayer>& layers,
+                const std::map<std::string, ValueRange>& ranges, ActivationType type) {
   Model out = model.clone();
   Graph& g = *out.graph;
   const bool per_channel = out.opset_version("") >= 13;  // DequantizeLinear's axis
@@ -170,7 +180,8 @@ Model write_qdq(const Model& model, const std::vector<QuantizableLayer>& layers,
   std::vector<Node*> nodes;
   for (const auto& n : g.nodes()) nodes.push_back(n.get());
   for (const QuantizableLayer& l : layers) {
-    if (l.node_index >= nodes.size()) throw InternalError("write_qdq: layer '" + l.name + "' is past the graph's nodes");
+    if (l.node_index >= nodes.size())
+      throw InternalError("write_qdq: layer '" + l.name + "' is past the graph's nodes");
     Node* n = nodes[l.node_index];
     Value* x = n->input(0);
     Value* w = n->input(1);

@@ -3,8 +3,8 @@
 // in ONNX's QDQ form: each quantized layer reads its activation through a
 // QuantizeLinear/DequantizeLinear pair and its weight as int8 through a DequantizeLinear,
 // so ONNX Runtime and other tools run it and geopt's rules can fuse it into int8 kernels.
-#include <limits>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,9 +20,9 @@ struct QuantizableLayer {
   size_t node_index = 0;  // in the graph's node order (Model::clone keeps it)
   std::string name;       // the node's name, or its output's where it has none
   std::string op_type;
-  std::string activation;  // input 0's value
-  std::string weight;      // input 1's value
-  int64_t weight_axis = 0; // the weight's output-channel axis (Conv 0, MatMul 1, Gemm 0 or 1)
+  std::string activation;   // input 0's value
+  std::string weight;       // input 1's value
+  int64_t weight_axis = 0;  // the weight's output-channel axis (Conv 0, MatMul 1, Gemm 0 or 1)
 };
 
 std::vector<QuantizableLayer> find_quantizable_layers(const Model& model);
@@ -49,7 +49,7 @@ LinearQuant activation_quant(ValueRange r, ActivationType type);
 // by the layers reading it), one int8 weight per weight value (symmetric, range -127..127),
 // per output channel from opset 13 on and per tensor before. Biases stay float.
 // `ranges` holds every listed layer's activation range.
-Model write_qdq(const Model& model, const std::vector<QuantizableLayer>& layers, const std::map<std::string, ValueRange>& ranges,
-                ActivationType type);
+Model write_qdq(const Model& model, const std::vector<QuantizableLayer>& layers,
+                const std::map<std::string, ValueRange>& ranges, ActivationType type);
 
 }  // namespace geopt::quantize

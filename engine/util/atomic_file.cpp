@@ -53,7 +53,7 @@ void remove_temporaries_on_signals() {
 AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)) {
   // The rename below replaces whatever is at the target: a device (/dev/null) or a pipe
   // would become a regular file, so only a regular file or nothing may be there.
-  struct stat st{};
+  struct stat st {};
   if (::lstat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
     throw Error(target_.string() + ": cannot write there: it is " + file_kind(st.st_mode) +
                 ", not a regular file");
@@ -65,7 +65,9 @@ AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');
   fd_ = ::mkstemp(buf.data());
-  if (fd_ < 0) throw Error(target_.string() + ": cannot create a file in '" + dir.string() + "': " + std::strerror(errno));
+  if (fd_ < 0)
+    throw Error(target_.string() + ": cannot create a file in '" + dir.string() +
+                "': " + std::strerror(errno));
   temp_ = buf.data();
   remember(temp_.c_str());
 }

@@ -21,8 +21,10 @@ inline std::string dims_text(const std::vector<int64_t>& dims) {
 inline int64_t checked_element_count(const std::vector<int64_t>& dims, const std::string& what) {
   int64_t n = 1;
   for (int64_t d : dims) {
-    if (d < 0) throw Error(what + ": negative dimension " + std::to_string(d) + " in shape " + dims_text(dims));
-    if (__builtin_mul_overflow(n, d, &n)) throw Error(what + ": shape " + dims_text(dims) + " has more elements than 2^63");
+    if (d < 0)
+      throw Error(what + ": negative dimension " + std::to_string(d) + " in shape " + dims_text(dims));
+    if (__builtin_mul_overflow(n, d, &n))
+      throw Error(what + ": shape " + dims_text(dims) + " has more elements than 2^63");
   }
   return n;
 }
@@ -30,8 +32,10 @@ inline int64_t checked_element_count(const std::vector<int64_t>& dims, const std
 // elements * element_size, in bytes.
 inline size_t checked_byte_count(int64_t elements, size_t element_size, const std::string& what) {
   size_t bytes = 0;
-  if (elements < 0 || __builtin_mul_overflow(static_cast<size_t>(elements), element_size, &bytes) || bytes > (size_t{1} << 62))
-    throw Error(what + ": " + std::to_string(elements) + " elements of " + std::to_string(element_size) + " bytes exceed 2^62 bytes");
+  if (elements < 0 || __builtin_mul_overflow(static_cast<size_t>(elements), element_size, &bytes) ||
+      bytes > (size_t{1} << 62))
+    throw Error(what + ": " + std::to_string(elements) + " elements of " + std::to_string(element_size) +
+                " bytes exceed 2^62 bytes");
   return bytes;
 }
 

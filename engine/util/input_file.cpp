@@ -38,20 +38,26 @@ size_t InputFile::read(void* data, size_t n) {
   return done;
 }
 
-const char* file_kind(unsigned mode) { return S_ISDIR(mode) ? "a folder" : S_ISFIFO(mode) ? "a pipe" : "a device or socket"; }
+const char* file_kind(unsigned mode) {
+  return S_ISDIR(mode) ? "a folder" : S_ISFIFO(mode) ? "a pipe" : "a device or socket";
+}
 
-std::string read_regular_file(const std::filesystem::path& path, size_t cap, const std::string& what, const std::string& hint) {
+std::string read_regular_file(const std::filesystem::path& path, size_t cap, const std::string& what,
+                              const std::string& hint) {
   InputFile file(path);
-  struct stat st{};
-  if (::fstat(file.fd(), &st) != 0) throw Error(path.string() + ": cannot read " + what + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(file.fd(), &st) != 0)
+    throw Error(path.string() + ": cannot read " + what + ": " + std::strerror(errno));
   if (!S_ISREG(st.st_mode))
-    throw Error(path.string() + ": cannot read " + what + " (not a regular file: " + file_kind(st.st_mode) + ")");
+    throw Error(path.string() + ": cannot read " + what + " (not a regular file: " + file_kind(st.st_mode) +
+                ")");
   const auto size = static_cast<uint64_t>(st.st_size);
   if (size > cap)
-    throw Error(path.string() + ": " + std::to_string(size) + " bytes, larger than " + what + " can be (" + std::to_string(cap) + " bytes" +
-                (hint.empty() ? "" : "; " + hint) + ")");
+    throw Error(path.string() + ": " + std::to_string(size) + " bytes, larger than " + what + " can be (" +
+                std::to_string(cap) + " bytes" + (hint.empty() ? "" : "; " + hint) + ")");
   std::string bytes(static_cast<size_t>(size), '\0');
-  if (file.read(bytes.data(), bytes.size()) != bytes.size()) throw Error(path.string() + ": cannot read " + what + " (it got shorter while read)");
+  if (file.read(bytes.data(), bytes.size()) != bytes.size())
+    throw Error(path.string() + ": cannot read " + what + " (it got shorter while read)");
   return bytes;
 }
 

@@ -35,7 +35,8 @@ const char* file_kind(unsigned mode);
 // folder, a pipe, a device (/dev/zero) or a larger file is refused before anything is
 // read, naming the path and `what` it was to be ("the --modify_mixlist file"); `hint`,
 // when given, says why there is a cap. Throws geopt::Error.
-std::string read_regular_file(const std::filesystem::path& path, size_t cap, const std::string& what, const std::string& hint = {});
+std::string read_regular_file(const std::filesystem::path& path, size_t cap, const std::string& what,
+                              const std::string& hint = {});
 
 // The cap for option files (mix lists, switch files, hardware profiles, op lists): far
 // above any real one, far below what a mistaken path (a log, a disk image) holds.

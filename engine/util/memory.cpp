@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -22,17 +22,21 @@ size_t physical_memory_bytes() {
 
 std::byte* allocate_aligned(size_t bytes, size_t alignment) {
   void* p = nullptr;
-  return ::posix_memalign(&p, std::max(alignment, sizeof(void*)), std::max<size_t>(bytes, 1)) == 0 ? static_cast<std::byte*>(p) : nullptr;
+  return ::posix_memalign(&p, std::max(alignment, sizeof(void*)), std::max<size_t>(bytes, 1)) == 0
+             ? static_cast<std::byte*>(p)
+             : nullptr;
 }
 
 void install_out_of_memory_handler() {
   std::set_new_handler([] { throw std::bad_alloc(); });
 }
 
-std::shared_ptr<std::byte> allocate_filled(size_t bytes, size_t alignment, int fill, const std::string& what) {
+std::shared_ptr<std::byte> allocate_filled(size_t bytes, size_t alignment, int fill,
+                                           const std::string& what) {
   const size_t n = std::max<size_t>(bytes, 1);
   if (n > physical_memory_bytes())
-    throw Error(what + ": " + std::to_string(n) + " bytes is more than this machine's memory (" + std::to_string(physical_memory_bytes()) + " bytes)");
+    throw Error(what + ": " + std::to_string(n) + " bytes is more than this machine's memory (" +
+                std::to_string(physical_memory_bytes()) + " bytes)");
   std::byte* p = allocate_aligned(n, alignment);
   if (!p) throw Error(what + ": cannot allocate " + std::to_string(n) + " bytes (out of memory)");
   std::memset(p, fill, n);

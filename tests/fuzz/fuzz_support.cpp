@@ -15,7 +15,8 @@ std::filesystem::path as_file(const uint8_t* data, size_t size, const std::strin
     std::filesystem::create_directories(d);
     std::atexit([] {
       std::error_code ignored;
-      std::filesystem::remove_all(std::filesystem::temp_directory_path() / ("geopt-fuzz-" + std::to_string(::getpid())), ignored);
+      std::filesystem::remove_all(
+          std::filesystem::temp_directory_path() / ("geopt-fuzz-" + std::to_string(::getpid())), ignored);
     });
     return d;
   }();

@@ -12,6 +12,7 @@ packages=(
   libonnx-testdata
   # the coverage-guided fuzzers (tests/fuzz/): clang with libFuzzer's runtime and LLVM's OpenMP
   clang libclang-rt-14-dev libomp-14-dev
+  clang-format  # the style check (scripts/check-format.sh, a CTest test)
 )
 if [[ "${1:-}" == "--examples" ]]; then
   packages+=(python3-torch python3-torchvision python3-onnx python3-numpy)

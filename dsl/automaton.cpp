@@ -1,6 +1,7 @@
 #include "dsl/automaton.h"
 
 #include "dsl/schema_lookup.h"
+#include "ir/domain.h"
 
 #include <algorithm>
 #include <functional>
@@ -50,7 +51,7 @@ class Collector {
       case Pattern::Kind::Op: {
         if (!p.var.empty() && lets.count(p.var)) seen_lets.insert(p.var);
         if (p.op != "*") {
-          std::string op = (p.domain.empty() || p.domain == "ai.onnx" ? "" : p.domain + "::") + p.op;
+          std::string op = (is_onnx_domain(p.domain) ? "" : p.domain + "::") + p.op;
           out.push_back({question({Question::Kind::Op, path, "", "op@" + where}), op});
           const OpInfo* info = find_op(p.domain, p.op);
           for (const auto& a : p.attrs) {

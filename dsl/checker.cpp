@@ -7,6 +7,7 @@
 
 #include "dsl/schema_lookup.h"
 #include "dsl/value_facts.h"
+#include "ir/domain.h"
 #include "ir/dtype.h"
 
 namespace geopt::dsl {
@@ -151,7 +152,7 @@ class RuleChecker {
   }
 
   const OpInfo* lookup(const std::string& domain, const std::string& op, const SourceLoc& loc) {
-    if (!domain.empty() && domain != "ai.onnx" && domain != "ai.onnx.ml" && domain != "ai.geopt") {
+    if (!is_onnx_domain(domain) && domain != "ai.onnx.ml" && domain != kGeoptDomain) {
       error(loc, "unknown domain '" + domain + "' (known: ai.onnx, ai.onnx.ml, ai.geopt)");
       return nullptr;
     }

@@ -10,6 +10,7 @@
 #include "dsl/schema_lookup.h"
 #include "dsl/value_facts.h"
 #include "dsl/where_eval.h"
+#include "ir/domain.h"
 
 namespace geopt::dsl {
 namespace {
@@ -289,7 +290,7 @@ class Search {
     const int here = static_cast<int>(b.op_classes.size()) + 1;
     const OpSignature& s = g_.signature(n.op);
     if (p.op != "*") {
-      const std::string want_domain = p.domain == "ai.onnx" ? "" : p.domain;
+      const std::string want_domain = canonical_domain(p.domain);
       if (s.op_type != p.op || s.domain != want_domain)
         return fail(here, [&] {
           return describe_enode(g_, c, n) + " is " + op_label(s) + ", the rule expects " +

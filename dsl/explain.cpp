@@ -6,6 +6,7 @@
 #include "dsl/ematcher.h"
 #include "dsl/saturation.h"
 #include "egraph/egraph.h"
+#include "ir/domain.h"
 #include "passes/control_flow_bodies.h"
 #include "util/error.h"
 
@@ -19,7 +20,7 @@ const Pattern& root_op_of(const Alternative& alt) {
 
 void collect_ops(const Pattern& p, std::set<std::pair<std::string, std::string>>& ops) {
   if (p.kind != Pattern::Kind::Op) return;
-  if (p.op != "*") ops.emplace(p.domain == "ai.onnx" ? "" : p.domain, p.op);
+  if (p.op != "*") ops.emplace(canonical_domain(p.domain), p.op);
   for (const auto& a : p.args) collect_ops(*a, ops);
   if (p.rest) collect_ops(*p.rest, ops);
 }
@@ -107,7 +108,7 @@ void explain_graph(const RuleSet& rules, const Model& model, const ExplainOption
     RuleExplanation& re = per_rule[r];
     const Alternative& first = cr.alternatives.front();
     const Pattern& root = root_op_of(first);
-    const std::string root_domain = root.domain == "ai.onnx" ? "" : root.domain;
+    const std::string root_domain = canonical_domain(root.domain);
     std::set<std::pair<std::string, std::string>> ops;
     if (options.anywhere) {
       for (const auto& p : first.roots) collect_ops(*p, ops);

@@ -7,6 +7,7 @@
 
 #include "eval/compare.h"
 #include "eval/evaluator.h"
+#include "ir/domain.h"
 #include "onnx/import.h"
 #include "util/error.h"
 #include "util/input_file.h"
@@ -81,7 +82,7 @@ std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules, const RewritePi
         for (const std::string& refusal : run.refusals) failed(t.loc, refusal);
         for (const Expectation& e : t.expectations) {
           if (e.kind == Expectation::Kind::Count) {
-            const std::string domain = e.domain == "ai.onnx" ? "" : e.domain;
+            const std::string domain = canonical_domain(e.domain);
             int64_t n = 0;
             for (const auto& node : model.graph->nodes())
               n += node->op_type == e.op && node->domain == domain;

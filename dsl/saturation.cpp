@@ -14,6 +14,7 @@
 #include "dsl/schema_lookup.h"
 #include "dsl/value_facts.h"
 #include "eval/kernel.h"
+#include "ir/domain.h"
 #include "onnx/node_inference.h"
 
 namespace geopt::dsl {
@@ -83,8 +84,7 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
     if (children.back() == kAbsent) return kAbsent;
   }
   // Hash-consing makes the same call in two rewrites one e-node (its outputs projected).
-  OpSignature sig{
-      r.domain == "ai.onnx" ? "" : r.domain, r.op, {}, static_cast<size_t>(replacement_outputs(ast, r)), ""};
+  OpSignature sig{canonical_domain(r.domain), r.op, {}, static_cast<size_t>(replacement_outputs(ast, r)), ""};
   const OpInfo* info = find_op(r.domain, r.op);
   const int inputs = static_cast<int>(children.size());
   if (inputs < info->min_inputs || inputs > info->max_inputs) {  // a splice gave too few or too many
@@ -517,7 +517,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
         if (root->kind != Pattern::Kind::Op || root->op == "*")
           everywhere_any = true;
         else
-          everywhere_roots.emplace(root->domain == "ai.onnx" ? "" : root->domain, root->op);
+          everywhere_roots.emplace(canonical_domain(root->domain), root->op);
       }
     }
     for (ClassId c : g.class_ids()) {

@@ -9,14 +9,14 @@
 
 #include "dsl/ast.h"
 #include "eval/host_tensor.h"
+#include "ir/domain.h"
 #include "kernels/cast.h"
 #include "onnx/validate.h"
+#include "ops/op_traits.h"
 #include "util/error.h"
 
 namespace geopt::dsl {
 namespace {
-
-std::string norm_domain(const std::string& d) { return d == "ai.onnx" ? "" : d; }
 
 Attribute from_proto(const std::string& name, const onnx::AttributeProto& a) {
   Attribute out;
@@ -30,9 +30,6 @@ Attribute from_proto(const std::string& name, const onnx::AttributeProto& a) {
   out.strings.assign(a.strings().begin(), a.strings().end());
   return out;
 }
-
-const std::set<std::string> kCommutative = {"Add",  "Mul", "Max", "Min", "Sum",
-                                            "Mean", "And", "Or",  "Xor", "Equal"};
 
 struct Catalog {
   std::mutex mutex;
@@ -78,7 +75,7 @@ Attribute literal_attribute(const std::string& name, AttrKind kind, const Litera
 
 const OpInfo* find_op(const std::string& domain_in, const std::string& op) {
   onnx_io::register_geopt_schemas();
-  const std::string domain = norm_domain(domain_in);
+  const std::string domain = canonical_domain(domain_in);
   Catalog& c = catalog();
   std::lock_guard lock(c.mutex);
   auto [it, inserted] = c.ops.try_emplace({domain, op});
@@ -114,7 +111,7 @@ const OpInfo* find_op(const std::string& domain_in, const std::string& op) {
   if (!found) return nullptr;
   info.domain = domain;
   info.op = op;
-  info.commutative = domain.empty() && kCommutative.count(op);
+  info.commutative = op_traits(domain, op).commutative;
   it->second = std::move(info);
   return &*it->second;
 }
@@ -122,7 +119,7 @@ const OpInfo* find_op(const std::string& domain_in, const std::string& op) {
 const Attribute* attribute_default(const std::string& domain_in, const std::string& op,
                                    const std::string& name, int64_t opset) {
   onnx_io::register_geopt_schemas();
-  const std::string domain = norm_domain(domain_in);
+  const std::string domain = canonical_domain(domain_in);
   Catalog& c = catalog();
   std::lock_guard lock(c.mutex);
   auto key = std::make_tuple(domain, op, name, opset);
@@ -162,7 +159,7 @@ AttributeInputs& attribute_inputs() {
 
 std::optional<size_t> attribute_input(const std::string& domain_in, const std::string& op,
                                       const std::string& name, int64_t opset) {
-  const std::string domain = norm_domain(domain_in);
+  const std::string domain = canonical_domain(domain_in);
   if (!domain.empty()) return std::nullopt;  // only the standard ops moved attributes to inputs
   const OpInfo* info = find_op(domain, op);
   if (!info || !info->attrs.count(name)) return std::nullopt;  // never an attribute

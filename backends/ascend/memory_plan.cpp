@@ -8,6 +8,7 @@
 
 #include "cost_model.h"
 #include "execution_order.h"
+#include "ops/op_traits.h"
 #include "util/error.h"
 
 namespace geopt::ascend {
@@ -17,18 +18,12 @@ size_t align_up(size_t n) {
   return std::max<size_t>(1, (n + kMemoryAlignment - 1) / kMemoryAlignment) * kMemoryAlignment;
 }
 
-// The inputs whose bytes a node's output may take when they die at that node: every
-// input of an elementwise op (its kernel reads each element before writing it), and
-// FusedConv's residual (input 3: the conv adds it where it writes, KernelContext::
-// new_output), which keeps a ResNet's residual stream in one buffer with no copy.
+// The inputs whose bytes a node's output may take when they die at that node
+// (OpTraits::may_run_in_place): every input of an elementwise op (its kernel reads each
+// element before writing it), and FusedConv's residual (input 3: the conv adds it where it
+// writes, KernelContext::new_output), which keeps a ResNet's residual stream in one buffer.
 bool may_run_in_place(const Node& n, size_t input) {
-  static const std::set<std::string> ops = {
-      "Add", "Sub",  "Mul",         "Div",       "Relu",     "Sigmoid", "Tanh",       "Exp",
-      "Log", "Sqrt", "Neg",         "Abs",       "Erf",      "Clip",    "LeakyRelu",  "Pow",
-      "Max", "Min",  "HardSigmoid", "HardSwish", "Softplus", "Elu",     "Reciprocal", "Where"};
-  if (n.outputs().size() != 1) return false;
-  if (n.domain.empty()) return ops.count(n.op_type) > 0;
-  return n.domain == kGeoptDomain && n.op_type == "FusedConv" && input == 3;
+  return n.outputs().size() == 1 && op_traits(n.domain, n.op_type).may_run_in_place(input);
 }
 
 // For each buffer, the buffers whose lifetimes overlap it: a sweep in order of first
@@ -130,9 +125,7 @@ void close_gaps(const std::vector<PlannedBuffer>& bufs, const std::vector<std::v
 }  // namespace
 
 bool is_view_op(const Node& n) {
-  static const std::set<std::string> views = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
-  return (n.domain.empty() && views.count(n.op_type)) || is_view_transpose(describe(n)) ||
-         is_view_split(describe(n));
+  return op_traits(n.domain, n.op_type).view || is_view_transpose(describe(n)) || is_view_split(describe(n));
 }
 
 MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order,

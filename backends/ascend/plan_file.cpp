@@ -21,6 +21,7 @@
 #include "util/input_file.h"
 #include "util/memory.h"
 
+#include "ir/domain.h"
 #include "util/atomic_file.h"
 #include "util/checked_size.h"
 #include "util/error.h"
@@ -294,9 +295,8 @@ void check_input_ranges(const plan::Plan& p, const std::string& where) {
 // The opset a plan imports for `domain` ("" and "ai.onnx" are one); 0 when none.
 int64_t opset_of(const google::protobuf::RepeatedPtrField<plan::OpsetImport>& opsets,
                  const std::string& domain) {
-  auto canonical = [](const std::string& d) { return d == "ai.onnx" ? std::string() : d; };
   for (const auto& o : opsets)
-    if (canonical(o.domain()) == canonical(domain)) return o.version();
+    if (canonical_domain(o.domain()) == canonical_domain(domain)) return o.version();
   return 0;
 }
 
@@ -309,7 +309,7 @@ void check_kernel_schema(const plan::Kernel& kernel,
                          const google::protobuf::RepeatedPtrField<plan::OpsetImport>& opsets,
                          const std::string& what) {
   onnx_io::register_geopt_schemas();
-  const std::string domain = kernel.domain() == "ai.onnx" ? std::string() : kernel.domain();
+  const std::string domain = canonical_domain(kernel.domain());
   // geopt's own domains are versioned by the plan format, not by an import.
   const int64_t imported = opset_of(opsets, domain);
   const int64_t opset = imported > 0 ? imported : domain.empty() ? 0 : INT_MAX;

@@ -8,6 +8,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "ir/domain.h"
+#include "ops/op_traits.h"
 #include "util/error.h"
 
 namespace geopt::ascend {
@@ -86,12 +88,12 @@ bool same_place(const plan::TensorRef& a, const plan::TensorRef& b) {
 // The input whose bytes output `o` of `k` leaves as they are (it lies where its input's
 // bytes are, and a view writes them unchanged), or none: then the output is a write.
 std::optional<int> viewed_input(const plan::Kernel& k, int o) {
-  if (!(k.domain().empty() || k.domain() == "ai.onnx") || k.inputs_size() == 0) return std::nullopt;
+  if (!is_onnx_domain(k.domain()) || k.inputs_size() == 0) return std::nullopt;
   const plan::TensorRef& in = k.inputs(0);
   const plan::TensorRef& out = k.outputs(o);
   if (in.absent() || in.region() != plan::ACTIVATION) return std::nullopt;
-  static const std::set<std::string> reshapes = {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity"};
-  if (reshapes.count(k.op_type())) return same_place(in, out) ? std::optional<int>(0) : std::nullopt;
+  if (op_traits(k.domain(), k.op_type()).view)
+    return same_place(in, out) ? std::optional<int>(0) : std::nullopt;
   const int64_t rank = in.dims_size();
   if (k.op_type() == "Transpose") {
     std::vector<int64_t> perm;

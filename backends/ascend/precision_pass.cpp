@@ -8,6 +8,7 @@
 
 #include "ascend/cost_model.h"
 #include "eval/half.h"
+#include "ir/domain.h"
 #include "passes/control_flow_types.h"
 #include "util/error.h"
 
@@ -196,7 +197,7 @@ class PrecisionPass {
         if (o == DType::Undefined) o = origin(v);
       }
     if (!has_float) return;
-    const std::string domain = n.domain == "ai.onnx" ? "" : n.domain;
+    const std::string domain = canonical_domain(n.domain);
     const int64_t opset = m_.opset_version(domain);
     const onnx::OpSchema* schema =
         opset > 0 ? onnx::OpSchemaRegistry::Schema(n.op_type, static_cast<int>(opset), domain) : nullptr;

@@ -9,6 +9,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "eval/kernel_call.h"
+#include "ir/domain.h"
 #include "kernels/cast.h"
 #include "kernels/dispatch.h"
 #include "util/error.h"
@@ -21,7 +22,7 @@ namespace {
 void missing_in_body(const onnx::GraphProto& g, const KernelRegistry& kernels, const std::string& holder,
                      std::set<std::string>& missing) {
   for (const auto& n : g.node()) {
-    const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    const std::string domain = canonical_domain(n.domain());
     if (!kernels.find(domain, n.op_type()))
       missing.insert((domain.empty() ? "" : domain + "::") + n.op_type() + " (in a body of " + holder + ")");
     for (const auto& a : n.attribute()) {

@@ -1,5 +1,6 @@
 #include "eval/kernel.h"
 
+#include "ir/domain.h"
 #include "util/error.h"
 
 namespace geopt {
@@ -103,7 +104,7 @@ const KernelRegistry& KernelRegistry::builtin() {
 namespace {
 std::string key(std::string_view domain, std::string_view op) {
   std::string k;
-  if (!domain.empty() && domain != "ai.onnx") k.append(domain).append("::");
+  if (!is_onnx_domain(domain)) k.append(domain).append("::");
   return k.append(op);
 }
 }  // namespace

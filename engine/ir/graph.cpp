@@ -57,7 +57,7 @@ Node* Graph::add_node(std::string op_type, std::string_view domain, std::string 
                       const std::vector<Value*>& inputs, const std::vector<Value*>& outputs) {
   auto n = std::make_unique<Node>();
   n->op_type = std::move(op_type);
-  n->domain = domain == "ai.onnx" ? std::string() : std::string(domain);
+  n->domain = canonical_domain(domain);
   n->name = std::move(node_name);
   n->index_hint_ = nodes_added_++;
   if (!n->name.empty()) node_by_name_.emplace(n->name, n.get());
@@ -220,9 +220,8 @@ const Node* Graph::find_node(std::string_view node_name) const {
 }
 
 int64_t Model::opset_version(std::string_view d) const {
-  if (d == "ai.onnx") d = "";
   for (const auto& o : opsets)
-    if (o.domain == d || (d.empty() && o.domain == "ai.onnx")) return o.version;
+    if (canonical_domain(o.domain) == canonical_domain(d)) return o.version;
   return 0;
 }
 

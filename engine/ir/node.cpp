@@ -2,6 +2,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "ops/op_traits.h"
+
 namespace geopt {
 
 const Attribute* Node::attr(std::string_view attr_name) const {
@@ -12,17 +14,12 @@ const Attribute* Node::attr(std::string_view attr_name) const {
 
 namespace {
 
-bool is_random_op(const std::string& op) {
-  return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" ||
-         op == "RandomUniformLike" || op == "Bernoulli" || op == "Multinomial";
-}
-
 // Whether a body draws random values: a random op (or a Dropout in training mode) in it
 // or in a body nested in it.
 bool graph_draws(const onnx::GraphProto& g) {
   for (const auto& n : g.node()) {
-    if (n.domain().empty() || n.domain() == "ai.onnx") {
-      if (is_random_op(n.op_type())) return true;
+    if (is_onnx_domain(n.domain())) {
+      if (op_traits(n.domain(), n.op_type()).random) return true;
       if (n.op_type() == "Dropout" && n.input_size() > 2 && !n.input(2).empty()) return true;
     }
     for (const auto& a : n.attribute()) {
@@ -39,7 +36,7 @@ bool graph_draws(const onnx::GraphProto& g) {
 bool Node::is_nondeterministic() const {
   if (!domain.empty()) return false;
   if (op_type == "Dropout") return input(2) != nullptr;
-  if (is_random_op(op_type)) return true;
+  if (op_traits(domain, op_type).random) return true;
   // A control-flow node whose body draws is a draw too: never folded or merged.
   if (op_type == "If" || op_type == "Loop" || op_type == "Scan")
     for (const auto& a : attributes)

@@ -6,15 +6,11 @@
 #include <vector>
 
 #include "ir/attribute.h"
+#include "ir/domain.h"
 
 namespace geopt {
 
 class Value;
-
-// The default ONNX domain is stored as "" (ONNX also accepts "ai.onnx").
-inline constexpr std::string_view kOnnxDomain = "";
-// The project's own fused ops (see docs/OPS.md).
-inline constexpr std::string_view kGeoptDomain = "ai.geopt";
 
 class Node {
  public:

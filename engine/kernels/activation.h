@@ -1,11 +1,31 @@
 #pragma once
 // The activations that fused kernels apply last (see docs/OPS.md).
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "eval/kernel.h"
 
 namespace geopt {
+
+// The activations a fused kernel applies last, named by its `activation` attribute.
+enum class Activation {
+  None,
+  Relu,
+  Clip,
+  LeakyRelu,
+  HardSwish,
+  Sigmoid,
+  SiLU,
+  Mish,
+  QuickGelu,
+  Gelu,
+  GeluTanh,
+  Tanh
+};
+// The activation a name stands for ("none" and "" are None); fails (naming the node) on
+// one that is not in the list.
+Activation parse_activation(const KernelContext& ctx, std::string_view name);
 
 // Applies `name` with `params` to every element of an f32 tensor, in place.
 void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string& name,

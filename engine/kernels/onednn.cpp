@@ -1,6 +1,7 @@
 #include "kernels/onednn.h"
 
 #include "eval/derived_constant.h"
+#include "kernels/activation.h"
 
 #include <charconv>
 #include <cstdlib>
@@ -95,33 +96,33 @@ void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std:
   auto add = [&](algorithm a, float alpha = 0.0f, float beta = 0.0f) {
     ops.append_eltwise(1.0f, a, alpha, beta);
   };
-  if (name == "none" || name.empty()) return;
-  if (name == "Relu") {
-    add(algorithm::eltwise_relu);
-  } else if (name == "Clip") {
-    if (params.size() != 2) ctx.fail("Clip activation needs 2 params (min, max)");
-    add(algorithm::eltwise_clip_v2, params[0], params[1]);  // v2: min(max(x, lo), hi), as ONNX's Clip
-  } else if (name == "LeakyRelu") {
-    add(algorithm::eltwise_relu, params.empty() ? 0.01f : params[0]);
-  } else if (name == "HardSwish") {
-    add(algorithm::eltwise_hardswish, 1.0f / 6.0f,
-        0.5f);  // x * max(0, min(1, x/6 + 1/2)); 2.6 ignores the two
-  } else if (name == "Sigmoid") {
-    add(algorithm::eltwise_logistic);
-  } else if (name == "SiLU") {
-    add(algorithm::eltwise_swish, 1.0f);
-  } else if (name == "Mish") {
-    add(algorithm::eltwise_mish);
-  } else if (name == "QuickGelu") {  // x * sigmoid(alpha x)
-    add(algorithm::eltwise_swish, params.empty() ? 1.702f : params[0]);
-  } else if (name == "Gelu") {
-    add(algorithm::eltwise_gelu_erf);
-  } else if (name == "GeluTanh") {
-    add(algorithm::eltwise_gelu_tanh);
-  } else if (name == "Tanh") {
-    add(algorithm::eltwise_tanh);
-  } else {
-    ctx.fail("unknown activation '" + name + "'");
+  switch (parse_activation(ctx, name)) {
+    case Activation::None:
+      return;
+    case Activation::Relu:
+      return add(algorithm::eltwise_relu);
+    case Activation::Clip:
+      if (params.size() != 2) ctx.fail("Clip activation needs 2 params (min, max)");
+      return add(algorithm::eltwise_clip_v2, params[0],
+                 params[1]);  // v2: min(max(x, lo), hi), as ONNX's Clip
+    case Activation::LeakyRelu:
+      return add(algorithm::eltwise_relu, params.empty() ? 0.01f : params[0]);
+    case Activation::HardSwish:  // x * max(0, min(1, x/6 + 1/2)); 2.6 ignores the two
+      return add(algorithm::eltwise_hardswish, 1.0f / 6.0f, 0.5f);
+    case Activation::Sigmoid:
+      return add(algorithm::eltwise_logistic);
+    case Activation::SiLU:
+      return add(algorithm::eltwise_swish, 1.0f);
+    case Activation::Mish:
+      return add(algorithm::eltwise_mish);
+    case Activation::QuickGelu:  // x * sigmoid(alpha x)
+      return add(algorithm::eltwise_swish, params.empty() ? 1.702f : params[0]);
+    case Activation::Gelu:
+      return add(algorithm::eltwise_gelu_erf);
+    case Activation::GeluTanh:
+      return add(algorithm::eltwise_gelu_tanh);
+    case Activation::Tanh:
+      return add(algorithm::eltwise_tanh);
   }
 }
 

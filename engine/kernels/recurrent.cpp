@@ -13,7 +13,10 @@
 #include <optional>
 
 #include <spdlog/spdlog.h>
+#include <limits>
+#include <map>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string_view>
 
 #include "kernels/layout.h"
 #include "kernels/linalg.h"
@@ -23,23 +26,51 @@ namespace {
 
 using Activation = std::function<float(float)>;
 
+// An activation's alpha or beta: as the node gives it, else (NaN) the activation's default.
+float given_or(float value, float fallback) { return std::isnan(value) ? fallback : value; }
+
+// ONNX's recurrent activations by name, from the node's alpha and beta (NaN where unset).
 Activation make_activation(const KernelContext& ctx, const ActivationSpec& spec) {
-  auto a = [&](float d) { return spec.has_alpha ? spec.alpha : d; };
-  auto b = [&](float d) { return spec.has_beta ? spec.beta : d; };
-  const std::string& name = spec.name;
-  if (name == "Sigmoid") return [](float x) { return 1.0f / (1.0f + std::exp(-x)); };
-  if (name == "Tanh") return [](float x) { return std::tanh(x); };
-  if (name == "Relu") return [](float x) { return std::max(x, 0.0f); };
-  if (name == "Affine") return [al = a(1.0f), be = b(0.0f)](float x) { return al * x + be; };
-  if (name == "LeakyRelu") return [al = a(0.01f)](float x) { return x >= 0 ? x : al * x; };
-  if (name == "ThresholdedRelu") return [al = a(1.0f)](float x) { return x > al ? x : 0.0f; };
-  if (name == "ScaledTanh") return [al = a(1.0f), be = b(1.0f)](float x) { return al * std::tanh(be * x); };
-  if (name == "HardSigmoid")
-    return [al = a(0.2f), be = b(0.5f)](float x) { return std::clamp(al * x + be, 0.0f, 1.0f); };
-  if (name == "Elu") return [al = a(1.0f)](float x) { return x >= 0 ? x : al * (std::exp(x) - 1.0f); };
-  if (name == "Softsign") return [](float x) { return x / (1.0f + std::fabs(x)); };
-  if (name == "Softplus") return [](float x) { return std::log1p(std::exp(x)); };
-  ctx.fail("unknown activation '" + name + "'");
+  using Factory = Activation (*)(float alpha, float beta);
+  static const std::map<std::string_view, Factory> kFactories = {
+      {"Sigmoid",
+       [](float, float) -> Activation { return [](float x) { return 1.0f / (1.0f + std::exp(-x)); }; }},
+      {"Tanh", [](float, float) -> Activation { return [](float x) { return std::tanh(x); }; }},
+      {"Relu", [](float, float) -> Activation { return [](float x) { return std::max(x, 0.0f); }; }},
+      {"Affine",
+       [](float a, float b) -> Activation {
+         return [al = given_or(a, 1.0f), be = given_or(b, 0.0f)](float x) { return al * x + be; };
+       }},
+      {"LeakyRelu",
+       [](float a, float) -> Activation {
+         return [al = given_or(a, 0.01f)](float x) { return x >= 0 ? x : al * x; };
+       }},
+      {"ThresholdedRelu",
+       [](float a, float) -> Activation {
+         return [al = given_or(a, 1.0f)](float x) { return x > al ? x : 0.0f; };
+       }},
+      {"ScaledTanh",
+       [](float a, float b) -> Activation {
+         return [al = given_or(a, 1.0f), be = given_or(b, 1.0f)](float x) { return al * std::tanh(be * x); };
+       }},
+      {"HardSigmoid",
+       [](float a, float b) -> Activation {
+         return [al = given_or(a, 0.2f), be = given_or(b, 0.5f)](float x) {
+           return std::clamp(al * x + be, 0.0f, 1.0f);
+         };
+       }},
+      {"Elu",
+       [](float a, float) -> Activation {
+         return [al = given_or(a, 1.0f)](float x) { return x >= 0 ? x : al * (std::exp(x) - 1.0f); };
+       }},
+      {"Softsign",
+       [](float, float) -> Activation { return [](float x) { return x / (1.0f + std::fabs(x)); }; }},
+      {"Softplus",
+       [](float, float) -> Activation { return [](float x) { return std::log1p(std::exp(x)); }; }}};
+  auto it = kFactories.find(spec.name);
+  if (it == kFactories.end()) ctx.fail("unknown activation '" + spec.name + "'");
+  const float unset = std::numeric_limits<float>::quiet_NaN();
+  return it->second(spec.has_alpha ? spec.alpha : unset, spec.has_beta ? spec.beta : unset);
 }
 
 struct RecurrentSpec {

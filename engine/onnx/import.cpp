@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/domain.h"
 #include "onnx/captures.h"
 #include "onnx/proto_types.h"
 #include "onnx/validate.h"
@@ -33,8 +34,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string node_label(const onnx::NodeProto& n, int index) {
-  std::string op =
-      n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "::" + n.op_type();
+  std::string op = is_onnx_domain(n.domain()) ? n.op_type() : n.domain() + "::" + n.op_type();
   if (!n.name().empty()) return "node '" + n.name() + "' (" + op + ")";
   return "node #" + std::to_string(index) + " (" + op + ", unnamed)";
 }
@@ -374,13 +374,11 @@ void check_structure_and_sort(onnx::ModelProto& model, const fs::path& path) {
                     "' is not a graph input, an initializer or the output of any node");
     if (!onnx_io::has_schema(model, n)) {
       const std::string& d = n.domain();
-      bool standard = d.empty() || d == "ai.onnx" || d == "ai.onnx.ml" || d == kGeoptDomain;
+      bool standard = is_onnx_domain(d) || d == "ai.onnx.ml" || d == kGeoptDomain;
       std::string domain = d.empty() ? "ai.onnx" : d;
       int64_t version = 0;
       for (const auto& o : model.opset_import())
-        if (o.domain() == d || (d.empty() && o.domain() == "ai.onnx") ||
-            (d == "ai.onnx" && o.domain().empty()))
-          version = o.version();
+        if (canonical_domain(o.domain()) == canonical_domain(d)) version = o.version();
       if (version == 0)
         throw Error(file + node_label(n, i) + ": domain '" + domain +
                     "' is not in the model's opset imports");
@@ -556,8 +554,7 @@ void graph_from_proto(onnx::GraphProto& gp, ExternalData& ext, const std::string
 void to_ir(onnx::ModelProto& mp, ExternalData& ext, const fs::path& path, Model& m) {
   const std::string file = path.string() + ": ";
   m.ir_version = mp.ir_version();
-  for (const auto& o : mp.opset_import())
-    m.opsets.push_back({o.domain() == "ai.onnx" ? "" : o.domain(), o.version()});
+  for (const auto& o : mp.opset_import()) m.opsets.push_back({canonical_domain(o.domain()), o.version()});
   m.producer_name = mp.producer_name();
   m.producer_version = mp.producer_version();
   m.domain = mp.domain();

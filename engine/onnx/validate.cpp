@@ -6,6 +6,7 @@
 
 #include <unordered_map>
 
+#include "ir/domain.h"
 #include "util/error.h"
 
 namespace geopt::onnx_io {
@@ -14,7 +15,7 @@ namespace {
 std::unordered_map<std::string, int> opset_map(const onnx::ModelProto& model) {
   std::unordered_map<std::string, int> opsets;
   for (const auto& o : model.opset_import())
-    opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = static_cast<int>(o.version());
+    opsets[canonical_domain(o.domain())] = static_cast<int>(o.version());
   return opsets;
 }
 
@@ -64,7 +65,7 @@ void run_shape_inference(onnx::ModelProto& model, const std::filesystem::path& m
 
 bool has_schema(const onnx::ModelProto& model, const onnx::NodeProto& node) {
   register_geopt_schemas();
-  const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+  const std::string domain = canonical_domain(node.domain());
   for (const auto& f : model.functions())
     if (f.name() == node.op_type() && f.domain() == node.domain()) return true;
   auto opsets = opset_map(model);

@@ -37,6 +37,21 @@ class SymbolicShapeValues {
  private:
   // The elements of v, if it is a tensor of dims (a constant's too).
   std::optional<std::vector<Dim>> elements(const Value* v) const;
+  // What record() keeps for each op it knows: the dims its output holds.
+  std::optional<std::vector<Dim>> shape_dims(const Node& n) const;
+  std::optional<std::vector<Dim>> gather_dims(const Node& n) const;
+  std::optional<std::vector<Dim>> same_dims(const Node& n) const;
+  std::optional<std::vector<Dim>> concat_dims(const Node& n) const;
+  std::optional<std::vector<Dim>> arithmetic_dims(const Node& n) const;
+  std::optional<std::vector<Dim>> slice_elements_dims(const Node& n) const;
+  // output_shape of each op it knows.
+  std::optional<Shape> constant_of_shape_shape(const Node& n) const;
+  std::optional<Shape> range_shape(const Node& n) const;
+  std::optional<Shape> reshape_shape(const Node& n) const;
+  std::optional<Shape> slice_shape(const Node& n) const;
+  std::optional<Shape> window_shape(const Node& n) const;
+  std::optional<Shape> resize_shape(const Node& n) const;
+  std::optional<Shape> expand_shape(const Node& n) const;
   const std::map<std::string, std::pair<int64_t, int64_t>>* ranges_;
   std::unordered_map<const Value*, std::vector<Dim>> dims_;
   std::unordered_map<std::string, const Value*> first_by_content_;  // type and elements -> first value

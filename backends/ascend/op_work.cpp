@@ -1,0 +1,434 @@
+#include "op_work.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string_view>
+
+namespace geopt::ascend {
+
+int64_t dim_value(const Dim& d, const CostOptions& o) {
+  return d.is_static() ? d.value() : o.symbolic_dim_value;
+}
+
+Extent extent(const ValueType* t, const CostOptions& o) {
+  Extent e;
+  if (!t || !t->shape) return e;
+  e.shape = &*t->shape;
+  e.symbolic = o.symbolic_dim_value;
+  e.known = true;
+  e.dtype = t->dtype == DType::Undefined ? DType::F32 : t->dtype;
+  e.elements = 1;
+  for (const Dim& d : t->shape->dims()) e.elements *= static_cast<double>(dim_value(d, o));
+  return e;
+}
+
+double compute_bytes(DType t, const std::string& op_type, const CostOptions& o) {
+  return static_cast<double>(std::max<size_t>(dtype_size(o.precision.planned(op_type, t)), 1));
+}
+
+const Attribute* find_attr(const KernelDesc& k, const char* name) {
+  if (!k.attributes) return nullptr;
+  for (const auto& a : *k.attributes)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+const ValueType* at(const std::vector<const ValueType*>& v, size_t i) {
+  return i < v.size() ? v[i] : nullptr;
+}
+
+void OpWork::move(double b, bool constant, bool read) const {
+  if (!(b > 0)) return;
+  w.traffic.push_back({b, constant, read});
+  (read ? w.hbm_read_bytes : w.hbm_write_bytes) += b;
+}
+
+namespace {
+
+const std::set<std::string> kDataMovement = {
+    "Transpose", "Concat", "Split", "Slice",           "Gather", "GatherElements", "Expand", "Tile",
+    "Pad",       "Resize", "Cast",  "ConstantOfShape", "Range",  "Trilu",          "Where",  "TransData"};
+// Vector operations per element: transcendentals take several passes of the Vector unit.
+const std::map<std::string, double> kVectorWeight = {
+    {"Exp", 4},
+    {"Log", 4},
+    {"Erf", 6},
+    {"Tanh", 5},
+    {"Sigmoid", 5},
+    {"RotaryEmbedding", 4},
+    {"Softplus", 6},
+    {"Pow", 4},
+    {"Sqrt", 2},
+    {"Rsqrt", 2},
+    {"Reciprocal", 2},
+    {"Div", 2},
+    {"HardSwish", 3},
+    {"Elu", 5},
+    {"Gelu", 8},
+    {"LayerNorm", 8},
+    {"LayerNormalization", 8},
+    {"RMSNorm", 5},
+    {"AddLayerNorm", 9},
+    {"Softmax", 6},
+    {"LogSoftmax", 7},
+    {"BatchNormalization", 2},
+    {"InstanceNormalization", 8},
+    // ONNX Runtime's contrib ops, priced as the geopt kernel doing the same work, so a
+    // graph ONNX Runtime optimized compares under one cost model (bench/kernel_bench.sh).
+    {"SkipLayerNormalization", 9},
+    {"SimplifiedLayerNormalization", 5},
+    {"SkipSimplifiedLayerNormalization", 6},
+    {"FastGelu", 8},
+    {"BiasGelu", 9},
+    {"QuickGelu", 6}};
+// Ops that need a whole row (the last axis) in UB in one pass.
+const std::set<std::string> kRowOps = {"LayerNorm",
+                                       "LayerNormalization",
+                                       "RMSNorm",
+                                       "AddLayerNorm",
+                                       "Softmax",
+                                       "LogSoftmax",
+                                       "SkipLayerNormalization",
+                                       "SimplifiedLayerNormalization",
+                                       "SkipSimplifiedLayerNormalization"};
+
+// Vector operations per element of an op (1 unless kVectorWeight says more).
+double vector_weight(const std::string& op) {
+  auto it = kVectorWeight.find(op);
+  return it == kVectorWeight.end() ? 1.0 : it->second;
+}
+
+// SwiGLU: its two products on the Cube, the gate on the Vector unit.
+void swiglu_work(const OpWork& c) {
+  const KernelDesc& n = c.n;
+  const CostOptions& o = c.o;
+  const Extent& out = c.out;
+  KernelWork& w = c.w;
+  const double bytes = c.bytes;
+  Extent a = extent(at(n.inputs, 0), o);
+  if (a.known && !a.empty() && out.known && !out.empty()) {
+    w.cube_macs = 2 * out.elements * static_cast<double>(a.back());  // two products
+    w.products.push_back(
+        {2, static_cast<int64_t>(out.elements / static_cast<double>(out.back())), out.back(), a.back()});
+  }
+  w.vector_ops = out.elements * (vector_weight("Sigmoid") + 2);
+  w.min_l1_bytes = static_cast<int64_t>(3 * 16 * 16 * bytes);
+}
+
+// RNN, GRU and LSTM (ONNX's): per step and direction, every gate's input and recurrent
+// products on the Cube ([batch, input + hidden] x [input + hidden, gates * hidden]), the
+// gate activations and state updates on the Vector unit.
+void recurrent_work(const OpWork& c) {
+  const KernelDesc& n = c.n;
+  const CostOptions& o = c.o;
+  KernelWork& w = c.w;
+  const double bytes = c.bytes;
+  const std::string& op = c.n.op_type;
+  Extent x = extent(at(n.inputs, 0), o), wt = extent(at(n.inputs, 1), o), r = extent(at(n.inputs, 2), o);
+  if (x.known && wt.known && r.known && x.rank() == 3 && wt.rank() == 3 && r.rank() == 3) {
+    const Attribute* layout = find_attr(n, "layout");
+    const double steps = static_cast<double>(layout && layout->i ? x.dim(1) : x.dim(0));
+    const double batch = static_cast<double>(layout && layout->i ? x.dim(0) : x.dim(1));
+    const double dirs = static_cast<double>(wt.dim(0)), gate_rows = static_cast<double>(wt.dim(1));
+    const double input = static_cast<double>(wt.dim(2)), hidden = static_cast<double>(r.dim(2));
+    w.cube_macs = steps * dirs * batch * gate_rows * (input + hidden);
+    w.products.push_back({steps * dirs, static_cast<int64_t>(batch), static_cast<int64_t>(gate_rows),
+                          static_cast<int64_t>(input + hidden)});
+    const double per_gate = vector_weight(op == "RNN" ? "Tanh" : "Sigmoid") + 3;
+    w.vector_ops = steps * dirs * batch * gate_rows * per_gate;
+  }
+  w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
+}
+
+// MatMul, Gemm and their fused forms: products on the Cube; bias and activation on the
+// Vector unit as the tile leaves it; an ND operand converted to FRACTAL_NZ on every call.
+void matmul_work(const OpWork& c) {
+  const KernelDesc& n = c.n;
+  const CostOptions& o = c.o;
+  const Extent& out = c.out;
+  KernelWork& w = c.w;
+  const double bytes = c.bytes;
+  const std::string& op = c.n.op_type;
+  Extent a = extent(at(n.inputs, 0), o), b = extent(at(n.inputs, 1), o);
+  if (a.known && b.known && !a.empty() && !b.empty()) {
+    const Attribute* trans_a = find_attr(n, "transA");
+    double k = (op == "Gemm" || op == "FusedGemm") && trans_a && trans_a->i ? static_cast<double>(a.front())
+                                                                            : static_cast<double>(a.back());
+    w.cube_macs = out.elements * k;
+    if (out.known && !out.empty()) {
+      const int64_t cols = out.back(), rows = out.rank() >= 2 ? out.dim(out.rank() - 2) : 1;
+      w.products.push_back({out.elements / (static_cast<double>(rows) * static_cast<double>(cols)), rows,
+                            cols, static_cast<int64_t>(k)});
+    }
+  }
+  // Bias and activation on the Vector unit, as the tile leaves the Cube.
+  const Attribute* activation = find_attr(n, "activation");
+  const bool has_bias = n.inputs.size() > 2 && n.inputs[2];
+  if (op == "Gemm" || op == "FusedGemm") w.vector_ops = out.elements * (op == "Gemm" ? 2 : 3);
+  if (op == "FusedMatMul")
+    w.vector_ops = out.elements * ((has_bias ? 1 : 0) + (activation && activation->s != "none" ? 1 : 0));
+  if (op == "QuantMatMul")
+    w.vector_ops = out.elements * (2 + (n.inputs.size() > 6 && n.inputs[6] ? 1 : 0) +
+                                   (activation && activation->s != "none" ? 1 : 0));
+  // The Cube reads a matrix operand in FRACTAL_NZ: a 2-D one in ND is converted on
+  // every call (a TransData kernel: read it, write it) unless it was laid out at compile time.
+  const Attribute* b_format = find_attr(n, "b_format");
+  // So is a stack of matrices against a 2-D operand (merged projections' weights).
+  // (An int8 QuantMatMul's weight is a constant too, laid out when the plan is built.)
+  if (b.known && (b.rank() == 2 || (b.rank() == 3 && a.known && a.rank() == 2)) &&
+      !(b_format && b_format->s == "FRACTAL_NZ") && op != "QuantMatMul") {
+    const double b_bytes = b.elements * compute_bytes(b.dtype, n.op_type, o);
+    c.move(b_bytes, c.is_constant(1), true);
+    c.move(b_bytes, false, false);
+    ++w.extra_launches;
+  }
+  // Smallest tile: one 16x16 fractal of each operand and of the fp32 accumulator.
+  w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
+}
+
+// Convolutions (Conv, FusedConv, ConvTranspose, QuantConv): an implicit GEMM per group on
+// the Cube, whole C0 blocks of input channels; NCHW activations and weights converted.
+void conv_work(const OpWork& c) {
+  const KernelDesc& n = c.n;
+  const CostOptions& o = c.o;
+  const Extent& out = c.out;
+  KernelWork& w = c.w;
+  const double bytes = c.bytes;
+  const std::string& op = c.n.op_type;
+  Extent x = extent(at(n.inputs, 0), o), wt = extent(at(n.inputs, 1), o);
+  if (x.known && wt.known && wt.rank() >= 3) {
+    double per_output = 1;  // (C / group) * kernel spatial
+    for (size_t i = 1; i < wt.rank(); ++i) per_output *= static_cast<double>(wt.dim(i));
+    const Attribute* weight_format = find_attr(n, "weight_format");
+    const bool fractal = weight_format && weight_format->s == "FRACTAL_Z";
+    const Attribute* group = find_attr(n, "group");
+    const bool on_cube = (!group || group->i == 1) && op != "ConvTranspose";
+    // The Cube reduces over whole blocks of C0 channels (16, or 32 for int8): a conv of C
+    // input channels pays ceil(C/C0) x C0 of them per tap. ATC's --enable_small_channel
+    // reads an image's 3 or 4 channels in blocks of 4 instead.
+    const int64_t c0 = dtype_size(w.dtype) == 1 ? 32 : 16;
+    const bool small = o.small_channel && x.rank() == 4 && x.dim(1) <= 4;
+    if (fractal) {
+      per_output = static_cast<double>(wt.dim(0) * wt.dim(3));       // ceil(C/C0) * kH * kW * C0
+      if (small) per_output = 4.0 * static_cast<double>(wt.dim(0));  // C1 is 1: dim 0 is the window
+    } else if (on_cube && wt.dim(1) > 0) {
+      const int64_t c = wt.dim(1), block = small ? 4 : c0;
+      per_output *= static_cast<double>((c + block - 1) / block * block) / static_cast<double>(c);
+    }
+    // Group-1 convs run on the Cube, which reads FRACTAL_Z weights: NCHW weights are
+    // converted on every call unless laid out at compile time.
+    const Attribute* data_format = find_attr(n, "data_format");
+    if (op == "FusedConv" && !fractal && (!group || group->i == 1) && data_format &&
+        data_format->s == "NC1HWC0") {
+      const double w_bytes = wt.elements * compute_bytes(wt.dtype, n.op_type, o);
+      c.move(w_bytes, c.is_constant(1), true);
+      c.move(w_bytes, false, false);
+      ++w.extra_launches;
+    }
+    // Conv: every output takes (C/group)*k MACs. ConvTranspose (weights [C, M/group, k]):
+    // every input scatters (M/group)*k MACs.
+    w.cube_macs = (op == "ConvTranspose" ? x.elements : out.elements) * per_output;
+    // As an implicit GEMM per group: output positions x output channels x the reduction
+    // (its channels and kernel window flattened, padded to whole fractals by the tiling).
+    const double groups = static_cast<double>(group && group->i > 1 ? group->i : 1);
+    double spatial = 1;  // kernel window
+    for (size_t i = 2; i < wt.rank(); ++i) spatial *= static_cast<double>(wt.dim(i));
+    if (fractal) spatial = 1;  // FRACTAL_Z: [C1 x kH x kW, N1, 16, C0]; per_output is already the reduction
+    if (op == "ConvTranspose") {
+      const double in_channels = static_cast<double>(wt.dim(0)),
+                   out_per_group = static_cast<double>(wt.dim(1));
+      w.products.push_back({groups, static_cast<int64_t>(x.elements / std::max(in_channels, 1.0)),
+                            static_cast<int64_t>(out_per_group * spatial),
+                            static_cast<int64_t>(in_channels / groups)});
+    } else if (out.known && !out.empty()) {
+      const double out_channels =
+          fractal ? static_cast<double>(wt.dim(1) * wt.dim(2)) : static_cast<double>(wt.dim(0));
+      w.products.push_back({groups, static_cast<int64_t>(out.elements / std::max(out_channels, 1.0)),
+                            static_cast<int64_t>(out_channels / groups), static_cast<int64_t>(per_output)});
+    }
+  }
+  if (op == "FusedConv" || op == "QuantConv") w.vector_ops = out.elements * 2;
+  w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
+  // The Cube reads NC1HWC0 only: a conv in NCHW converts its input and its output
+  // (each conversion reads one layout and writes the other) in two extra kernels.
+  const Attribute* format = find_attr(n, "data_format");
+  // ONNX Runtime's NCHWc convs hold blocked activations, as NC1HWC0 does.
+  if (x.known && wt.known && !(format && format->s == "NC1HWC0") && n.domain != "com.microsoft.nchwc") {
+    // (An int8 conv converts its 8-bit input and its float output.)
+    const double out_bytes =
+        out.elements * (op == "QuantConv" ? compute_bytes(out.dtype, n.op_type, o) : bytes);
+    const double in_bytes = x.elements * bytes;
+    for (double b : {in_bytes, out_bytes}) {
+      c.move(b, false, true);
+      c.move(b, false, false);
+    }
+    w.extra_launches = 2;
+  }
+}
+
+// DeformConv: a conv of its weights on the Cube, after the Vector unit samples its columns
+// at the moved taps (four samples blended, and the mask, per element of every column).
+void deform_conv_work(const OpWork& c) {
+  conv_work(c);
+  const Extent wt = extent(at(c.n.inputs, 1), c.o);
+  if (!c.out.known || !wt.known || wt.rank() != 4 || c.out.rank() != 4 || wt.dim(0) <= 0) return;
+  const Attribute* group = find_attr(c.n, "group");
+  const double in_channels = static_cast<double>(wt.dim(1) * (group && group->i > 1 ? group->i : 1));
+  const double columns = c.out.elements / static_cast<double>(wt.dim(0)) * in_channels *
+                         static_cast<double>(wt.dim(2) * wt.dim(3));
+  c.w.vector_ops += columns * 9;
+}
+
+// FlashAttention and FlashAttentionLayerNorm: the blocked loop, softmax on the Vector units.
+void attention_work(const OpWork& c) {
+  const KernelDesc& n = c.n;
+  const CostOptions& o = c.o;
+  const Extent& out = c.out;
+  KernelWork& w = c.w;
+  const double bytes = c.bytes;
+  const std::string& op = c.n.op_type;
+  w.fused_attention = true;
+  Extent q = extent(at(n.inputs, 0), o), k = extent(at(n.inputs, 1), o), v = extent(at(n.inputs, 2), o);
+  const Attribute* layout = find_attr(n, "input_layout");
+  const size_t seq_from_end = layout && layout->s == "BSND" ? 3 : 2;  // [..., S, N, D] or [..., N, S, D]
+  if (q.known && k.known && v.known && q.rank() >= seq_from_end && k.rank() >= seq_from_end) {
+    double s = static_cast<double>(q.dim(q.rank() - seq_from_end)), d = static_cast<double>(q.back());
+    double t = static_cast<double>(k.dim(k.rank() - seq_from_end)), dv = static_cast<double>(v.back());
+    double heads = q.elements / (s * d);
+    w.cube_macs = heads * s * t * (d + dv);
+    // Its softmax runs on the Vector units inside the blocked loop, pipelined with the
+    // Cube: attention_time prices both.
+    w.attention = {heads, static_cast<int64_t>(s), static_cast<int64_t>(t), static_cast<int64_t>(d),
+                   static_cast<int64_t>(dv)};
+    // Smallest tile: 16 query rows against 16 keys. Scores and the output
+    // accumulator stay in fp32 in UB; Q/K/V tiles pass through L1.
+    w.min_ub_bytes = static_cast<int64_t>(16 * 16 * 4 + 16 * dv * 4 + 2 * 16 * 4);
+    w.min_l1_bytes = static_cast<int64_t>((16 * d + 16 * d + 16 * dv) * bytes);
+    if (op == "FlashAttentionLayerNorm") {
+      // The finished rows are normalized and the residual added before they leave
+      // UB: the residual tile, scale and bias join the working set.
+      w.vector_ops += out.elements * (vector_weight("LayerNorm") + 1);
+      w.min_ub_bytes += static_cast<int64_t>((16 * dv + 2 * dv) * bytes);
+    }
+  }
+}
+
+// Ops that need a whole row in UB in one pass (LayerNorm, Softmax, ...).
+void row_work(const OpWork& c) {
+  const KernelDesc& n = c.n;
+  const Extent& out = c.out;
+  KernelWork& w = c.w;
+  const double bytes = c.bytes;
+  const std::string& op = c.n.op_type;
+  w.vector_ops = out.elements * vector_weight(op);
+  double row = out.known && !out.empty() ? static_cast<double>(out.back()) : 0;
+  // A LayerNorm over channels normalizes across C (NCHW) or C1 x C0 (NC1HWC0) at each position.
+  if (const Attribute* f = find_attr(n, "data_format"); f && out.known) {
+    if (f->s == "NCHW" && out.rank() >= 2) row = static_cast<double>(out.dim(1));
+    if (f->s == "NC1HWC0" && out.rank() == 5) row = static_cast<double>(out.dim(1) * out.dim(4));
+  }
+  // One row of input and output in the compute type, plus an fp32 working copy, double-buffered.
+  const double inputs = op == "AddLayerNorm" || op.rfind("Skip", 0) == 0 ? 2 : 1;
+  const int64_t row_bytes = static_cast<int64_t>(2 * row * ((inputs + 1) * bytes + 4));
+  if (n.domain.empty()) {
+    // CANN's standard kernels fall back to two passes over HBM when a row does not
+    // fit: always feasible, at the price of reading the input again.
+    w.spills_row = row_bytes;
+    // Its LayerNorm writes each row's mean and variance (fp32) whether or not they are
+    // read; geopt's LayerNorm writes the normalized rows only.
+    if (op == "LayerNormalization" && row > 0) {
+      double cols = 1;  // the normalized axes, axis .. rank-1
+      const Attribute* axis = find_attr(n, "axis");
+      const int64_t rank = static_cast<int64_t>(out.rank());
+      const int64_t from = axis ? (axis->i < 0 ? axis->i + rank : axis->i) : rank - 1;
+      for (int64_t d = std::max<int64_t>(from, 0); d < rank; ++d)
+        cols *= static_cast<double>(out.dim(static_cast<size_t>(d)));
+      for (size_t k = 1; k <= 2;
+           ++k)  // Mean and InvStdDev, where the node does not already count them as outputs
+        if (k >= n.outputs.size() || !n.outputs[k]) c.move(4 * out.elements / cols, false, false);
+    }
+  } else {
+    w.min_ub_bytes = row_bytes;  // fused kernels are single-pass by design
+  }
+}
+
+// Data movement (Transpose, Concat, TransData, ...): the memory transfer engines, but a
+// Transpose, which the Vector unit permutes element by element through UB.
+void data_movement_work(const OpWork& c) {
+  const KernelDesc& n = c.n;
+  const Extent& out = c.out;
+  KernelWork& w = c.w;
+  const std::string& op = c.n.op_type;
+  w.vector_ops = 0;  // moved by the memory transfer engines
+  // ...except a Transpose, which the Vector unit permutes element by element through UB
+  // (cost_of prices it with the profile's vector.transpose_ops).
+  if (op == "Transpose" && n.domain.empty()) w.permuted_elements = out.elements;
+}
+
+// MaxPool and AveragePool: every output element reduces its window.
+void pool_work(const OpWork& c) {
+  const KernelDesc& n = c.n;
+  const Extent& out = c.out;
+  KernelWork& w = c.w;
+  // Every output element reduces its window.
+  double window = 1;
+  if (const Attribute* k = find_attr(n, "kernel_shape"))
+    for (int64_t d : k->ints) window *= static_cast<double>(d);
+  w.vector_ops = out.elements * window;
+}
+
+// Reductions (Reduce*, ArgMax, ArgMin, global pools): every input element once.
+void reduction_work(const OpWork& c) {
+  const KernelDesc& n = c.n;
+  const CostOptions& o = c.o;
+  KernelWork& w = c.w;
+  double in = 0;
+  for (const ValueType* v : n.inputs)
+    if (v) in = std::max(in, extent(v, o).elements);
+  w.vector_ops = in;
+}
+
+// Everything else: its Vector operations per output element.
+void elementwise_work(const OpWork& c) {
+  const Extent& out = c.out;
+  KernelWork& w = c.w;
+  const std::string& op = c.n.op_type;
+  w.vector_ops = out.elements * vector_weight(op);
+}
+
+using WorkFn = void (*)(const OpWork&);
+
+// The class of an op by its name; the ONNX-only ones need the default domain.
+WorkFn work_function(const KernelDesc& n) {
+  struct Class {
+    WorkFn fn;
+    bool onnx_only = false;
+  };
+  static const std::map<std::string, Class, std::less<>> kClasses = [] {
+    std::map<std::string, Class, std::less<>> m;
+    for (const char* op : {"MatMul", "FusedMatMul", "Gemm", "FusedGemm", "QuantMatMul"}) m[op] = {matmul_work};
+    for (const char* op : {"Conv", "FusedConv", "ConvTranspose", "QuantConv"}) m[op] = {conv_work};
+    m["DeformConv"] = {deform_conv_work, true};
+    for (const char* op : {"FlashAttention", "FlashAttentionLayerNorm"}) m[op] = {attention_work};
+    for (const char* op : {"MaxPool", "AveragePool"}) m[op] = {pool_work};
+    for (const char* op : {"ArgMax", "ArgMin", "GlobalAveragePool", "GlobalMaxPool"}) m[op] = {reduction_work};
+    for (const std::string& op : kRowOps) m[op] = {row_work};
+    for (const std::string& op : kDataMovement) m[op] = {data_movement_work, true};
+    for (const char* op : {"TransData", "ReorderInput", "ReorderOutput", "ShuffleChannel", "ChannelSlice", "ChannelConcat", "Roll"})
+      m[op] = {data_movement_work};
+    for (const char* op : {"RNN", "GRU", "LSTM"}) m[op] = {recurrent_work, true};
+    m["SwiGLU"] = {swiglu_work};
+    return m;
+  }();
+  auto it = kClasses.find(n.op_type);
+  if (it != kClasses.end() && (!it->second.onnx_only || n.domain.empty())) return it->second.fn;
+  if (std::string_view(n.op_type).starts_with("Reduce")) return reduction_work;
+  return elementwise_work;
+}
+
+}  // namespace
+
+void add_op_work(const OpWork& c) { work_function(c.n)(c); }
+
+}  // namespace geopt::ascend

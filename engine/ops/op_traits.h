@@ -1,0 +1,39 @@
+#pragma once
+// What the compiler's passes must know of an op beyond its schema, in one table asked by
+// (domain, op) instead of a list of names beside each pass: the cost model and the memory
+// planner agree on what a view is, the matcher and the memory planner on what an
+// elementwise op is. Schemas stay libonnx's (and engine/onnx's for opsets 18-21 and the
+// ai.geopt ops); kernels are in eval/'s KernelRegistry.
+#include <optional>
+#include <string_view>
+
+namespace geopt {
+
+struct OpTraits {
+  // Output 0 holds input 0's bytes as they are, under another shape (Reshape, Squeeze,
+  // Unsqueeze, Flatten, Identity, Dropout at inference): no kernel moves them, and the
+  // memory plan places the output where the input is. (A Transpose or Split is a view only
+  // for some shapes: ascend::is_view_transpose and is_view_split decide those.)
+  bool view = false;
+  // Its outputs follow from shapes and attributes (Shape, Size, Constant): folded or
+  // computed on the host, never a device kernel.
+  bool shape_only = false;
+  // Each output element reads only the inputs' elements at its own (broadcast) position, so
+  // its output may take the bytes of any input that dies at it.
+  bool elementwise = false;
+  // An input whose bytes the output may take when it dies at the node, read element by
+  // element where the output is written (FusedConv's residual, input 3).
+  std::optional<size_t> in_place_input;
+  // Two operands that may swap (Add, Mul, Max, ...): the matcher tries both orders.
+  bool commutative = false;
+  // Draws random values: never folded, never merged with another node.
+  bool random = false;
+
+  // Whether output 0 may take input `input`'s bytes.
+  bool may_run_in_place(size_t input) const { return elementwise || in_place_input == input; }
+};
+
+// The traits of an op ("" and "ai.onnx" are one domain); all false for an op with none.
+const OpTraits& op_traits(std::string_view domain, std::string_view op);
+
+}  // namespace geopt

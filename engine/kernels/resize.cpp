@@ -150,6 +150,10 @@ Taps antialias_taps(const ResizeParams& p, int64_t x, double scale, int64_t in, 
   }
   if (total != 0)
     for (double& w : t.weight) w /= total;
+  if (t.index.empty()) {  // every tap outside the input, and excluded: nothing to blend
+    t.index.push_back(std::clamp<int64_t>(static_cast<int64_t>(std::floor(center)), 0, in - 1));
+    t.weight.push_back(0.0);
+  }
   t.count = static_cast<int>(t.index.size());
   return t;
 }
@@ -327,9 +331,9 @@ void resize_f32(const HostTensor& x, const std::vector<std::vector<Taps>>& taps,
   }
 }
 
-void resize(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
-  const size_t rank = x.rank();
+// The node's interpolation: mode, coordinate transformation, rounding, cubic coefficient,
+// outside handling and (opset 18) antialiasing.
+ResizeParams resize_params(const KernelContext& ctx) {
   ResizeParams p;
   p.mode = ctx.attr_string("mode", "nearest");
   p.transform =
@@ -340,7 +344,19 @@ void resize(KernelContext& ctx) {
   p.extrapolation = ctx.attr_float("extrapolation_value", 0.0f);
 
   p.antialias = ctx.opset() >= 18 && ctx.attr_int("antialias", 0) != 0 && p.mode != "nearest";
+  return p;
+}
 
+// Each axis's output size, scale and crop region: from sizes (and opset 18's
+// keep_aspect_ratio_policy) or scales, on opset 18's axes or on every axis.
+struct ResizeGeometry {
+  std::vector<double> scales, roi;  // roi: every axis's start, then every axis's end
+  std::vector<int64_t> out_dims;
+  bool have_sizes = false;
+};
+
+ResizeGeometry resize_geometry(const KernelContext& ctx, const HostTensor& x) {
+  const size_t rank = x.rank();
   // Opset 18: roi, scales and sizes may name a subset of the axes; the others keep their size.
   std::vector<size_t> axes;
   for (int64_t a : ctx.opset() >= 18 ? ctx.attr_ints("axes") : std::vector<int64_t>{}) {
@@ -356,17 +372,22 @@ void resize(KernelContext& ctx) {
     for (size_t d = 0; d < rank; ++d) axes.push_back(d);
   const size_t given = axes.size();
 
-  std::vector<double> scales(rank, 1.0), roi(2 * rank, 0.0);
+  ResizeGeometry g;
+  std::vector<double>& scales = g.scales;
+  std::vector<double>& roi = g.roi;
+  scales.assign(rank, 1.0);
+  roi.assign(2 * rank, 0.0);
   for (size_t d = 0; d < rank; ++d) roi[rank + d] = 1.0;
-  std::vector<int64_t> out_dims = x.dims();
+  std::vector<int64_t>& out_dims = g.out_dims;
+  out_dims = x.dims();
   const size_t scales_input = ctx.opset() < 11 ? 1 : 2;
-  bool have_sizes = ctx.opset() >= 11 && ctx.has_input(3) && ctx.input(3).size() > 0;
+  g.have_sizes = ctx.opset() >= 11 && ctx.has_input(3) && ctx.input(3).size() > 0;
   if (ctx.opset() >= 11 && ctx.has_input(1) && ctx.input(1).size() == static_cast<int64_t>(2 * given))
     for (size_t k = 0; k < given; ++k) {
       roi[axes[k]] = ctx.input(1).real_at(static_cast<int64_t>(k));
       roi[rank + axes[k]] = ctx.input(1).real_at(static_cast<int64_t>(given + k));
     }
-  if (have_sizes) {
+  if (g.have_sizes) {
     auto sizes = ctx.input(3).ints();
     if (sizes.size() != given)
       ctx.fail("sizes must have one entry per axis" + std::string(given == rank ? "" : " in axes"));
@@ -420,8 +441,12 @@ void resize(KernelContext& ctx) {
       ctx.fail("axis " + std::to_string(d) + " is empty: there is nothing to resize to " +
                std::to_string(out_dims[d]));
   }
-  // The output's size before its taps: a sizes input of 2^40 would otherwise spend hours
-  // on taps for an output no machine holds.
+  return g;
+}
+
+// Refuses an output no machine holds, before its taps are computed: a sizes input of 2^40
+// would otherwise spend hours on them.
+void check_output_fits(const KernelContext& ctx, const HostTensor& x, const std::vector<int64_t>& out_dims) {
   const size_t out_bytes =
       checked_byte_count(checked_element_count(out_dims, ctx.node().describe() + " output"),
                          dtype_size(x.dtype()), ctx.node().describe() + " output");
@@ -436,23 +461,13 @@ void resize(KernelContext& ctx) {
   if (tap_count > physical_memory_bytes() / sizeof(Taps) / 4)
     ctx.fail("its output " + dims_text(out_dims) + " needs " + std::to_string(tap_count) +
              " sampling positions, more than this machine can hold");
-  std::vector<std::vector<Taps>> taps(rank);
-  for (size_t d = 0; d < rank; ++d)
-    for (int64_t i = 0; i < out_dims[d]; ++i)
-      taps[d].push_back((p.antialias ? antialias_taps : axis_taps)(
-          p, i, scales[d], x.dims()[d],
-          have_sizes ? static_cast<double>(out_dims[d]) : static_cast<double>(x.dims()[d]) * scales[d],
-          roi[d], roi[rank + d]));
+}
 
-  const bool extrapolated = std::any_of(taps.begin(), taps.end(), [](const std::vector<Taps>& axis) {
-    return std::any_of(axis.begin(), axis.end(), [](const Taps& t) { return t.outside; });
-  });
-  if (x.dtype() == DType::F32 && !extrapolated && rank > 0) {
-    HostTensor y = ctx.new_output(0, DType::F32, out_dims);
-    if (y.size() > 0) resize_f32(x, taps, p.mode == "nearest", y);
-    ctx.outputs[0] = std::move(y);
-    return;
-  }
+// Any real dtype, and extrapolated samples: every output element sums the products of its
+// axes' taps.
+void resize_general(KernelContext& ctx, const HostTensor& x, const std::vector<std::vector<Taps>>& taps,
+                    const ResizeParams& p, const std::vector<int64_t>& out_dims) {
+  const size_t rank = x.rank();
   auto xs = strides_of(x.dims());
   dispatch_all(
       x.dtype(),
@@ -503,6 +518,36 @@ void resize(KernelContext& ctx) {
         }
       },
       "Resize");
+}
+
+void resize(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  const size_t rank = x.rank();
+  const ResizeParams p = resize_params(ctx);
+  const ResizeGeometry g = resize_geometry(ctx, x);
+  check_output_fits(ctx, x, g.out_dims);
+  const std::vector<int64_t>& out_dims = g.out_dims;
+  const std::vector<double>& scales = g.scales;
+  const std::vector<double>& roi = g.roi;
+  const bool have_sizes = g.have_sizes;
+  std::vector<std::vector<Taps>> taps(rank);
+  for (size_t d = 0; d < rank; ++d)
+    for (int64_t i = 0; i < out_dims[d]; ++i)
+      taps[d].push_back((p.antialias ? antialias_taps : axis_taps)(
+          p, i, scales[d], x.dims()[d],
+          have_sizes ? static_cast<double>(out_dims[d]) : static_cast<double>(x.dims()[d]) * scales[d],
+          roi[d], roi[rank + d]));
+
+  const bool extrapolated = std::any_of(taps.begin(), taps.end(), [](const std::vector<Taps>& axis) {
+    return std::any_of(axis.begin(), axis.end(), [](const Taps& t) { return t.outside; });
+  });
+  if (x.dtype() == DType::F32 && !extrapolated && rank > 0) {
+    HostTensor y = ctx.new_output(0, DType::F32, out_dims);
+    if (y.size() > 0) resize_f32(x, taps, p.mode == "nearest", y);
+    ctx.outputs[0] = std::move(y);
+    return;
+  }
+  resize_general(ctx, x, taps, p, out_dims);
 }
 
 }  // namespace

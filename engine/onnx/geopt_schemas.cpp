@@ -71,23 +71,46 @@ void add_activation_attrs(OpSchema& s) {
 
 void register_channel_ops();
 
-void register_all() {
-  auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance();
-  if (ranges.Map().count(kDomain) == 0) ranges.AddDomainToVersion(kDomain, kVersion, kVersion);
+// A normalization over axes axis..rank-1 with a scale (and a bias).
+OpSchema norm(const char* name, const char* doc, float eps, bool has_bias) {
+  OpSchema s = base(name, doc);
+  s.Attr("axis", "First normalized axis; normalization covers axis..rank-1.", AttributeProto::INT,
+         int64_t{-1});
+  s.Attr("epsilon", "Added to the variance (or mean square) before the square root.", AttributeProto::FLOAT,
+         eps);
+  s.Input(0, "X", "Input.", "T").Input(1, "Scale", "Scale (gamma), broadcast over the normalized axes.", "T");
+  if (has_bias) s.Input(2, "B", "Bias (beta).", "T", OpSchema::Optional);
+  s.Output(0, "Y", "Normalized output, same shape as X.", "T");
+  s.TypeAndShapeInferenceFunction(same_as_first_input);
+  return s;
+}
 
-  auto norm = [](const char* name, const char* doc, float eps, bool has_bias) {
-    OpSchema s = base(name, doc);
-    s.Attr("axis", "First normalized axis; normalization covers axis..rank-1.", AttributeProto::INT,
-           int64_t{-1});
-    s.Attr("epsilon", "Added to the variance (or mean square) before the square root.", AttributeProto::FLOAT,
-           eps);
-    s.Input(0, "X", "Input.", "T")
-        .Input(1, "Scale", "Scale (gamma), broadcast over the normalized axes.", "T");
-    if (has_bias) s.Input(2, "B", "Bias (beta).", "T", OpSchema::Optional);
-    s.Output(0, "Y", "Normalized output, same shape as X.", "T");
-    s.TypeAndShapeInferenceFunction(same_as_first_input);
-    return s;
-  };
+// The int8 Cube ops the QDQ fusion rules make (rules/quantize.gerule): 8-bit operands,
+// their products summed exactly in int32, dequantized to a float output.
+OpSchema quantized_cube_op(const char* name, const char* doc, const char* wrapped, int opset) {
+  OpSchema s;
+  s.SetName(name).SetDomain(kDomain).SinceVersion(kVersion).SetDoc(doc);
+  s.TypeConstraint("T1", {"tensor(uint8)", "tensor(int8)"}, "The quantized activation and its zero point.");
+  s.TypeConstraint("T2", {"tensor(int8)", "tensor(uint8)"}, "The quantized weight and its zero point.");
+  s.TypeConstraint("T", kFloatTypes, "Scales, bias and output.");
+  add_activation_attrs(s);
+  s.Input(0, "X", "The quantized activation.", "T1").Input(1, "W", "The quantized weight.", "T2");
+  s.Input(2, "X_scale", "The activation's scale (one value).", "T")
+      .Input(3, "X_zero_point", "The activation's zero point (one value).", "T1");
+  s.Input(4, "W_scale", "The weight's scale: one value, or one per output channel.", "T");
+  s.Input(5, "W_zero_point", "The weight's zero point: one value, or one per output channel.", "T2");
+  s.Input(6, "B", "Float bias, one per output channel.", "T", OpSchema::Optional);
+  s.Output(0, "Y", "Float output.", "T");
+  std::string wrapped_op = wrapped;
+  s.TypeAndShapeInferenceFunction([wrapped_op, opset](InferenceContext& ctx) {
+    infer_like(wrapped_op.c_str(), opset, ctx);  // shapes from X and W
+    onnx::propagateElemTypeFromInputToOutput(ctx, 2, 0);
+  });
+  return s;
+}
+
+// LayerNorm, RMSNorm and AddLayerNorm.
+void register_norms() {
   {
     OpSchema s = norm("LayerNorm",
                       "Y = (X - mean) / sqrt(var + epsilon) * Scale + B over axes axis..-1 (ND), or over the "
@@ -102,7 +125,6 @@ void register_all() {
   }
   onnx::RegisterSchema(
       norm("RMSNorm", "Y = X / sqrt(mean(X^2) + epsilon) * Scale over axes axis..-1.", 1e-6f, false));
-
   {
     OpSchema s =
         base("AddLayerNorm", "S = X + Residual; Y = LayerNorm(S). The sum is an optional second output.");
@@ -122,6 +144,10 @@ void register_all() {
     });
     onnx::RegisterSchema(std::move(s));
   }
+}
+
+// Gelu and Rsqrt.
+void register_elementwise_ops() {
   {
     OpSchema s = base("Gelu", "Y = 0.5 * X * (1 + erf(X / sqrt(2))), or the tanh approximation.");
     s.Attr("approximate", "none (erf form) or tanh.", AttributeProto::STRING, std::string("none"));
@@ -135,6 +161,10 @@ void register_all() {
     s.TypeAndShapeInferenceFunction(same_as_first_input);
     onnx::RegisterSchema(std::move(s));
   }
+}
+
+// FlashAttention and FlashAttentionLayerNorm.
+void register_attention() {
   {
     OpSchema s = base("FlashAttention",
                       "Y = softmax(Q K^T * scale + Mask [+ causal mask]) V over the last two axes; "
@@ -191,6 +221,10 @@ void register_all() {
     });
     onnx::RegisterSchema(std::move(s));
   }
+}
+
+// SwiGLU and RotaryEmbedding.
+void register_mlp_ops() {
   {
     OpSchema s = base("SwiGLU", "Y = SiLU(X W1) * (X W3) (LLaMA's gated MLP before its down projection).");
     s.Input(0, "X", "Input [..., K].", "T")
@@ -222,241 +256,226 @@ void register_all() {
     s.TypeAndShapeInferenceFunction(same_as_first_input);
     onnx::RegisterSchema(std::move(s));
   }
-  {
-    OpSchema s;
-    s.SetName("TransData").SetDomain(kDomain).SinceVersion(kVersion);
-    s.SetDoc(
-        "Converts between layouts: NCHW <-> NC1HWC0 ([N, ceil(C/C0), H, W, C0], zero-padded; C0 = 16, or 32 "
-        "for 8-bit types); "
-        "weights NCHW -> FRACTAL_Z and ND -> FRACTAL_NZ (the Cube's operand layouts).");
-    s.TypeConstraint("T",
-                     {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(double)",
-                      "tensor(int8)", "tensor(uint8)", "tensor(int32)", "tensor(int64)"},
-                     "Any numeric tensor.");
-    s.Attr("src_format", "NCHW, NC1HWC0 or ND.", AttributeProto::STRING);
-    s.Attr("dst_format", "NCHW, NC1HWC0, FRACTAL_Z or FRACTAL_NZ.", AttributeProto::STRING);
-    s.Attr("channels", "C of the NCHW side, needed when converting back from NC1HWC0.", AttributeProto::INT,
-           int64_t{0});
-    s.Input(0, "X", "Input.", "T").Output(0, "Y", "Output.", "T");
-    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
-      onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-      if (!onnx::hasInputShape(ctx, 0)) return;
-      const auto& in = ctx.getInputType(0)->tensor_type().shape();
-      const auto* src = ctx.getAttribute("src_format");
-      const auto* dst = ctx.getAttribute("dst_format");
-      if (!src || !dst) fail_shape_inference("TransData needs src_format and dst_format");
-      const int64_t c0 = c0_of(ctx.getInputType(0)->tensor_type().elem_type());
-      onnx::TensorShapeProto out;
-      if (src->s() == "NCHW" && dst->s() == "NC1HWC0") {
-        if (in.dim_size() != 4) fail_shape_inference("NCHW -> NC1HWC0 needs a 4-D input");
-        *out.add_dim() = in.dim(0);
-        if (in.dim(1).has_dim_value())
-          out.add_dim()->set_dim_value((in.dim(1).dim_value() + c0 - 1) / c0);
-        else
-          out.add_dim();
-        *out.add_dim() = in.dim(2);
-        *out.add_dim() = in.dim(3);
-        out.add_dim()->set_dim_value(c0);
-      } else if (src->s() == "NC1HWC0" && dst->s() == "NCHW") {
-        if (in.dim_size() != 5) fail_shape_inference("NC1HWC0 -> NCHW needs a 5-D input");
-        const auto* channels = ctx.getAttribute("channels");
-        if (!channels || channels->i() <= 0) fail_shape_inference("NC1HWC0 -> NCHW needs `channels`");
-        *out.add_dim() = in.dim(0);
-        out.add_dim()->set_dim_value(channels->i());
-        *out.add_dim() = in.dim(2);
-        *out.add_dim() = in.dim(3);
-      } else if (src->s() == "NCHW" && dst->s() == "FRACTAL_Z") {
-        // Conv weights [N, C, H, W] -> [ceil(C/C0) * H * W, ceil(N/16), 16, C0].
-        if (in.dim_size() != 4) fail_shape_inference("NCHW -> FRACTAL_Z needs 4-D weights");
-        bool known = true;
-        for (int i = 0; i < 4; ++i) known = known && in.dim(i).has_dim_value();
-        if (known) {
-          out.add_dim()->set_dim_value((in.dim(1).dim_value() + c0 - 1) / c0 * in.dim(2).dim_value() *
-                                       in.dim(3).dim_value());
-          out.add_dim()->set_dim_value((in.dim(0).dim_value() + 15) / 16);
-        } else {
-          out.add_dim();
-          out.add_dim();
-        }
-        out.add_dim()->set_dim_value(16);
-        out.add_dim()->set_dim_value(c0);
-      } else if (src->s() == "ND" && dst->s() == "FRACTAL_NZ") {
-        // [..., H, W] -> [..., ceil(W/C0), ceil(H/16), 16, C0].
-        if (in.dim_size() < 2) fail_shape_inference("ND -> FRACTAL_NZ needs rank >= 2");
-        for (int i = 0; i + 2 < in.dim_size(); ++i) *out.add_dim() = in.dim(i);
-        const auto& h = in.dim(in.dim_size() - 2);
-        const auto& w = in.dim(in.dim_size() - 1);
-        if (w.has_dim_value())
-          out.add_dim()->set_dim_value((w.dim_value() + c0 - 1) / c0);
-        else
-          out.add_dim();
-        if (h.has_dim_value())
-          out.add_dim()->set_dim_value((h.dim_value() + 15) / 16);
-        else
-          out.add_dim();
-        out.add_dim()->set_dim_value(16);
-        out.add_dim()->set_dim_value(c0);
-      } else {
-        fail_shape_inference("TransData supports NCHW <-> NC1HWC0, NCHW -> FRACTAL_Z and ND -> FRACTAL_NZ");
-      }
-      onnx::updateOutputShape(ctx, 0, out);
-    });
-    onnx::RegisterSchema(std::move(s));
-  }
-  {
-    OpSchema s = base(
-        "FusedConv",
-        "Y = activation(Conv(X, W, B) [+ Z]) * post_scale + post_shift; Conv attributes as ONNX Conv-11. "
-        "With data_format NC1HWC0, X, Z and Y are 5-D NC1HWC0 tensors (W stays [M, C/group, k...]).");
-    add_conv_attrs(s);
-    s.Attr("data_format", "NCHW, or NC1HWC0 (Ascend's 5-D layout).", AttributeProto::STRING,
-           std::string("NCHW"));
-    s.Attr("weight_format", "NCHW, or FRACTAL_Z (with data_format NC1HWC0 and group 1).",
-           AttributeProto::STRING, std::string("NCHW"));
-    s.Attr("channels", "Output channels M: needed with FRACTAL_Z weights, whose dims are padded.",
-           AttributeProto::INT, int64_t{0});
-    s.Attr("input_format",
-           "Empty: X is in data_format. NCHW (with data_format NC1HWC0): X is the 4-D NCHW tensor as given, "
-           "read directly (GE's C04 input "
-           "for a first conv of at most 4 channels), Y in NC1HWC0.",
-           AttributeProto::STRING, std::string(""));
-    add_activation_attrs(s);
-    s.Attr("post_scale",
-           "Multiplies the activation's output (a learnable affine block after it, PP-LCNet's).",
-           AttributeProto::FLOAT, 1.0f);
-    s.Attr("post_shift", "Added last, after post_scale; an NC1HWC0 output's padding channels stay 0.",
-           AttributeProto::FLOAT, 0.0f);
-    s.Input(0, "X", "Input.", "T")
-        .Input(1, "W", "Weights.", "T")
-        .Input(2, "B", "Bias.", "T", OpSchema::Optional);
-    s.Input(3, "Z", "Residual added before the activation.", "T", OpSchema::Optional);
-    s.Output(0, "Y", "Output.", "T");
-    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
-      const auto* fmt = ctx.getAttribute("data_format");
-      const auto* in_fmt = ctx.getAttribute("input_format");
-      if (in_fmt && !in_fmt->s().empty() && (in_fmt->s() != "NCHW" || !fmt || fmt->s() != "NC1HWC0"))
-        fail_shape_inference("input_format must be empty, or NCHW with data_format NC1HWC0");
-      if (!fmt || fmt->s() == "NCHW") {
-        infer_like("Conv", 11, ctx);
-        return;
-      }
-      if (fmt->s() != "NC1HWC0") fail_shape_inference("data_format must be NCHW or NC1HWC0");
-      onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-      if (!onnx::hasInputShape(ctx, 0) || !onnx::hasInputShape(ctx, 1)) return;
-      const auto& x = ctx.getInputType(0)->tensor_type().shape();
-      const auto& w = ctx.getInputType(1)->tensor_type().shape();
-      const bool nchw_in = in_fmt && in_fmt->s() == "NCHW";
-      if (x.dim_size() != (nchw_in ? 4 : 5) || w.dim_size() != 4)
-        fail_shape_inference(nchw_in ? "an NC1HWC0 FusedConv reading NCHW needs a 4-D input and 4-D weights"
-                                     : "NC1HWC0 FusedConv needs a 5-D input and 4-D weights");
-      const auto* wf = ctx.getAttribute("weight_format");
-      const bool fractal = wf && wf->s() == "FRACTAL_Z";
-      if (wf && !fractal && wf->s() != "NCHW")
-        fail_shape_inference("weight_format must be NCHW or FRACTAL_Z");
-      const auto* m_attr = ctx.getAttribute("channels");
-      if (fractal && (!m_attr || m_attr->i() <= 0)) fail_shape_inference("FRACTAL_Z weights need `channels`");
-      auto ints = [&](const char* name, std::vector<int64_t> fallback) {
-        const auto* a = ctx.getAttribute(name);
-        return a && a->ints_size() ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : fallback;
-      };
-      const auto* ap = ctx.getAttribute("auto_pad");
-      const std::string auto_pad = ap ? ap->s() : "NOTSET";
-      auto strides = ints("strides", {1, 1}), dil = ints("dilations", {1, 1}),
-           pads = ints("pads", {0, 0, 0, 0});
-      const int64_t c0 = c0_of(ctx.getInputType(0)->tensor_type().elem_type());
-      onnx::TensorShapeProto out;
-      *out.add_dim() = x.dim(0);
-      if (fractal)
-        out.add_dim()->set_dim_value((m_attr->i() + c0 - 1) / c0);
-      else if (w.dim(0).has_dim_value())
-        out.add_dim()->set_dim_value((w.dim(0).dim_value() + c0 - 1) / c0);
+}
+
+// TransData: Ascend's layout conversions.
+void register_trans_data() {
+  OpSchema s;
+  s.SetName("TransData").SetDomain(kDomain).SinceVersion(kVersion);
+  s.SetDoc(
+      "Converts between layouts: NCHW <-> NC1HWC0 ([N, ceil(C/C0), H, W, C0], zero-padded; C0 = 16, or 32 "
+      "for 8-bit types); "
+      "weights NCHW -> FRACTAL_Z and ND -> FRACTAL_NZ (the Cube's operand layouts).");
+  s.TypeConstraint("T",
+                   {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(double)", "tensor(int8)",
+                    "tensor(uint8)", "tensor(int32)", "tensor(int64)"},
+                   "Any numeric tensor.");
+  s.Attr("src_format", "NCHW, NC1HWC0 or ND.", AttributeProto::STRING);
+  s.Attr("dst_format", "NCHW, NC1HWC0, FRACTAL_Z or FRACTAL_NZ.", AttributeProto::STRING);
+  s.Attr("channels", "C of the NCHW side, needed when converting back from NC1HWC0.", AttributeProto::INT,
+         int64_t{0});
+  s.Input(0, "X", "Input.", "T").Output(0, "Y", "Output.", "T");
+  s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+    onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+    if (!onnx::hasInputShape(ctx, 0)) return;
+    const auto& in = ctx.getInputType(0)->tensor_type().shape();
+    const auto* src = ctx.getAttribute("src_format");
+    const auto* dst = ctx.getAttribute("dst_format");
+    if (!src || !dst) fail_shape_inference("TransData needs src_format and dst_format");
+    const int64_t c0 = c0_of(ctx.getInputType(0)->tensor_type().elem_type());
+    onnx::TensorShapeProto out;
+    if (src->s() == "NCHW" && dst->s() == "NC1HWC0") {
+      if (in.dim_size() != 4) fail_shape_inference("NCHW -> NC1HWC0 needs a 4-D input");
+      *out.add_dim() = in.dim(0);
+      if (in.dim(1).has_dim_value())
+        out.add_dim()->set_dim_value((in.dim(1).dim_value() + c0 - 1) / c0);
       else
         out.add_dim();
-      const auto kernel = ints("kernel_shape", {});
-      for (int i = 0; i < 2; ++i) {
-        auto* d = out.add_dim();
-        // The kernel's extent: from kernel_shape, or the NCHW weights' dims.
-        int64_t k = kernel.size() == 2
-                        ? kernel[static_cast<size_t>(i)]
-                        : (!fractal && w.dim(2 + i).has_dim_value() ? w.dim(2 + i).dim_value() : 0);
-        if (x.dim(2 + i).has_dim_value() && k > 0)
-          d->set_dim_value(window_out(
-              x.dim(2 + i).dim_value(), k, strides[static_cast<size_t>(i)], dil[static_cast<size_t>(i)],
-              pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i) + 2], auto_pad));
-        else if (x.dim(2 + i).has_dim_param() && k > 0 && auto_pad == "NOTSET")
-          // A symbolic dim keeps a name, the one ONNX's Conv gets from geopt's shape preparation.
-          if (const Dim o = window_output(Dim::symbol(x.dim(2 + i).dim_param()), k,
-                                          strides[static_cast<size_t>(i)], dil[static_cast<size_t>(i)],
-                                          pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i) + 2]);
-              o.is_symbolic())
-            d->set_dim_param(o.symbol_name());
-      }
+      *out.add_dim() = in.dim(2);
+      *out.add_dim() = in.dim(3);
       out.add_dim()->set_dim_value(c0);
-      onnx::updateOutputShape(ctx, 0, out);
-    });
-    onnx::RegisterSchema(std::move(s));
-  }
-  {
-    OpSchema s = base("FusedMatMul", "Y = activation(MatMul(A, B) + Bias) with ONNX MatMul broadcasting.");
-    add_activation_attrs(s);
-    s.Attr("b_format", "ND, or FRACTAL_NZ (B a K x N matrix, or a stack of them, laid out for the Cube).",
-           AttributeProto::STRING, std::string("ND"));
-    s.Attr("n", "Columns of B: needed with FRACTAL_NZ, whose dims are padded.", AttributeProto::INT,
-           int64_t{0});
-    s.Input(0, "A", "Left operand.", "T").Input(1, "B", "Right operand.", "T");
-    s.Input(2, "Bias", "Bias broadcast to the product.", "T", OpSchema::Optional);
-    s.Output(0, "Y", "Output.", "T");
-    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
-      const auto* bf = ctx.getAttribute("b_format");
-      if (!bf || bf->s() == "ND") {
-        infer_like("MatMul", 13, ctx);
-        return;
+    } else if (src->s() == "NC1HWC0" && dst->s() == "NCHW") {
+      if (in.dim_size() != 5) fail_shape_inference("NC1HWC0 -> NCHW needs a 5-D input");
+      const auto* channels = ctx.getAttribute("channels");
+      if (!channels || channels->i() <= 0) fail_shape_inference("NC1HWC0 -> NCHW needs `channels`");
+      *out.add_dim() = in.dim(0);
+      out.add_dim()->set_dim_value(channels->i());
+      *out.add_dim() = in.dim(2);
+      *out.add_dim() = in.dim(3);
+    } else if (src->s() == "NCHW" && dst->s() == "FRACTAL_Z") {
+      // Conv weights [N, C, H, W] -> [ceil(C/C0) * H * W, ceil(N/16), 16, C0].
+      if (in.dim_size() != 4) fail_shape_inference("NCHW -> FRACTAL_Z needs 4-D weights");
+      bool known = true;
+      for (int i = 0; i < 4; ++i) known = known && in.dim(i).has_dim_value();
+      if (known) {
+        out.add_dim()->set_dim_value((in.dim(1).dim_value() + c0 - 1) / c0 * in.dim(2).dim_value() *
+                                     in.dim(3).dim_value());
+        out.add_dim()->set_dim_value((in.dim(0).dim_value() + 15) / 16);
+      } else {
+        out.add_dim();
+        out.add_dim();
       }
-      if (bf->s() != "FRACTAL_NZ") fail_shape_inference("b_format must be ND or FRACTAL_NZ");
-      const auto* n = ctx.getAttribute("n");
-      if (!n || n->i() <= 0) fail_shape_inference("a FRACTAL_NZ B needs `n`");
-      onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-      if (!onnx::hasInputShape(ctx, 0)) return;
-      const auto& a = ctx.getInputType(0)->tensor_type().shape();
-      if (a.dim_size() < 2) fail_shape_inference("a FRACTAL_NZ B needs A of rank >= 2");
-      // Batch dims: A's and those in front of B's four fractal dims (a stack of weights), broadcast.
-      onnx::TensorShapeProto a_batch, b_batch, out;
-      for (int i = 0; i + 2 < a.dim_size(); ++i) *a_batch.add_dim() = a.dim(i);
-      if (onnx::hasInputShape(ctx, 1)) {
-        const auto& b = ctx.getInputType(1)->tensor_type().shape();
-        if (b.dim_size() < 4) fail_shape_inference("a FRACTAL_NZ B has rank >= 4");
-        for (int i = 0; i + 4 < b.dim_size(); ++i) *b_batch.add_dim() = b.dim(i);
-      }
-      onnx::bidirectionalBroadcastShapeInference(a_batch, b_batch, out);
-      *out.add_dim() = a.dim(a.dim_size() - 2);
-      out.add_dim()->set_dim_value(n->i());
-      onnx::updateOutputShape(ctx, 0, out);
-    });
-    onnx::RegisterSchema(std::move(s));
-  }
-  // The int8 Cube ops the QDQ fusion rules make (rules/quantize.gerule): 8-bit operands,
-  // their products summed exactly in int32, dequantized to a float output.
-  auto quantized_cube_op = [](const char* name, const char* doc, const char* wrapped, int opset) {
-    OpSchema s;
-    s.SetName(name).SetDomain(kDomain).SinceVersion(kVersion).SetDoc(doc);
-    s.TypeConstraint("T1", {"tensor(uint8)", "tensor(int8)"}, "The quantized activation and its zero point.");
-    s.TypeConstraint("T2", {"tensor(int8)", "tensor(uint8)"}, "The quantized weight and its zero point.");
-    s.TypeConstraint("T", kFloatTypes, "Scales, bias and output.");
-    add_activation_attrs(s);
-    s.Input(0, "X", "The quantized activation.", "T1").Input(1, "W", "The quantized weight.", "T2");
-    s.Input(2, "X_scale", "The activation's scale (one value).", "T")
-        .Input(3, "X_zero_point", "The activation's zero point (one value).", "T1");
-    s.Input(4, "W_scale", "The weight's scale: one value, or one per output channel.", "T");
-    s.Input(5, "W_zero_point", "The weight's zero point: one value, or one per output channel.", "T2");
-    s.Input(6, "B", "Float bias, one per output channel.", "T", OpSchema::Optional);
-    s.Output(0, "Y", "Float output.", "T");
-    std::string wrapped_op = wrapped;
-    s.TypeAndShapeInferenceFunction([wrapped_op, opset](InferenceContext& ctx) {
-      infer_like(wrapped_op.c_str(), opset, ctx);  // shapes from X and W
-      onnx::propagateElemTypeFromInputToOutput(ctx, 2, 0);
-    });
-    return s;
-  };
+      out.add_dim()->set_dim_value(16);
+      out.add_dim()->set_dim_value(c0);
+    } else if (src->s() == "ND" && dst->s() == "FRACTAL_NZ") {
+      // [..., H, W] -> [..., ceil(W/C0), ceil(H/16), 16, C0].
+      if (in.dim_size() < 2) fail_shape_inference("ND -> FRACTAL_NZ needs rank >= 2");
+      for (int i = 0; i + 2 < in.dim_size(); ++i) *out.add_dim() = in.dim(i);
+      const auto& h = in.dim(in.dim_size() - 2);
+      const auto& w = in.dim(in.dim_size() - 1);
+      if (w.has_dim_value())
+        out.add_dim()->set_dim_value((w.dim_value() + c0 - 1) / c0);
+      else
+        out.add_dim();
+      if (h.has_dim_value())
+        out.add_dim()->set_dim_value((h.dim_value() + 15) / 16);
+      else
+        out.add_dim();
+      out.add_dim()->set_dim_value(16);
+      out.add_dim()->set_dim_value(c0);
+    } else {
+      fail_shape_inference("TransData supports NCHW <-> NC1HWC0, NCHW -> FRACTAL_Z and ND -> FRACTAL_NZ");
+    }
+    onnx::updateOutputShape(ctx, 0, out);
+  });
+  onnx::RegisterSchema(std::move(s));
+}
+
+// FusedConv.
+void register_fused_conv() {
+  OpSchema s =
+      base("FusedConv",
+           "Y = activation(Conv(X, W, B) [+ Z]) * post_scale + post_shift; Conv attributes as ONNX Conv-11. "
+           "With data_format NC1HWC0, X, Z and Y are 5-D NC1HWC0 tensors (W stays [M, C/group, k...]).");
+  add_conv_attrs(s);
+  s.Attr("data_format", "NCHW, or NC1HWC0 (Ascend's 5-D layout).", AttributeProto::STRING,
+         std::string("NCHW"));
+  s.Attr("weight_format", "NCHW, or FRACTAL_Z (with data_format NC1HWC0 and group 1).",
+         AttributeProto::STRING, std::string("NCHW"));
+  s.Attr("channels", "Output channels M: needed with FRACTAL_Z weights, whose dims are padded.",
+         AttributeProto::INT, int64_t{0});
+  s.Attr("input_format",
+         "Empty: X is in data_format. NCHW (with data_format NC1HWC0): X is the 4-D NCHW tensor as given, "
+         "read directly (GE's C04 input "
+         "for a first conv of at most 4 channels), Y in NC1HWC0.",
+         AttributeProto::STRING, std::string(""));
+  add_activation_attrs(s);
+  s.Attr("post_scale", "Multiplies the activation's output (a learnable affine block after it, PP-LCNet's).",
+         AttributeProto::FLOAT, 1.0f);
+  s.Attr("post_shift", "Added last, after post_scale; an NC1HWC0 output's padding channels stay 0.",
+         AttributeProto::FLOAT, 0.0f);
+  s.Input(0, "X", "Input.", "T")
+      .Input(1, "W", "Weights.", "T")
+      .Input(2, "B", "Bias.", "T", OpSchema::Optional);
+  s.Input(3, "Z", "Residual added before the activation.", "T", OpSchema::Optional);
+  s.Output(0, "Y", "Output.", "T");
+  s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+    const auto* fmt = ctx.getAttribute("data_format");
+    const auto* in_fmt = ctx.getAttribute("input_format");
+    if (in_fmt && !in_fmt->s().empty() && (in_fmt->s() != "NCHW" || !fmt || fmt->s() != "NC1HWC0"))
+      fail_shape_inference("input_format must be empty, or NCHW with data_format NC1HWC0");
+    if (!fmt || fmt->s() == "NCHW") {
+      infer_like("Conv", 11, ctx);
+      return;
+    }
+    if (fmt->s() != "NC1HWC0") fail_shape_inference("data_format must be NCHW or NC1HWC0");
+    onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+    if (!onnx::hasInputShape(ctx, 0) || !onnx::hasInputShape(ctx, 1)) return;
+    const auto& x = ctx.getInputType(0)->tensor_type().shape();
+    const auto& w = ctx.getInputType(1)->tensor_type().shape();
+    const bool nchw_in = in_fmt && in_fmt->s() == "NCHW";
+    if (x.dim_size() != (nchw_in ? 4 : 5) || w.dim_size() != 4)
+      fail_shape_inference(nchw_in ? "an NC1HWC0 FusedConv reading NCHW needs a 4-D input and 4-D weights"
+                                   : "NC1HWC0 FusedConv needs a 5-D input and 4-D weights");
+    const auto* wf = ctx.getAttribute("weight_format");
+    const bool fractal = wf && wf->s() == "FRACTAL_Z";
+    if (wf && !fractal && wf->s() != "NCHW") fail_shape_inference("weight_format must be NCHW or FRACTAL_Z");
+    const auto* m_attr = ctx.getAttribute("channels");
+    if (fractal && (!m_attr || m_attr->i() <= 0)) fail_shape_inference("FRACTAL_Z weights need `channels`");
+    auto ints = [&](const char* name, std::vector<int64_t> fallback) {
+      const auto* a = ctx.getAttribute(name);
+      return a && a->ints_size() ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : fallback;
+    };
+    const auto* ap = ctx.getAttribute("auto_pad");
+    const std::string auto_pad = ap ? ap->s() : "NOTSET";
+    auto strides = ints("strides", {1, 1}), dil = ints("dilations", {1, 1}),
+         pads = ints("pads", {0, 0, 0, 0});
+    const int64_t c0 = c0_of(ctx.getInputType(0)->tensor_type().elem_type());
+    onnx::TensorShapeProto out;
+    *out.add_dim() = x.dim(0);
+    if (fractal)
+      out.add_dim()->set_dim_value((m_attr->i() + c0 - 1) / c0);
+    else if (w.dim(0).has_dim_value())
+      out.add_dim()->set_dim_value((w.dim(0).dim_value() + c0 - 1) / c0);
+    else
+      out.add_dim();
+    const auto kernel = ints("kernel_shape", {});
+    for (int i = 0; i < 2; ++i) {
+      auto* d = out.add_dim();
+      // The kernel's extent: from kernel_shape, or the NCHW weights' dims.
+      int64_t k = kernel.size() == 2
+                      ? kernel[static_cast<size_t>(i)]
+                      : (!fractal && w.dim(2 + i).has_dim_value() ? w.dim(2 + i).dim_value() : 0);
+      if (x.dim(2 + i).has_dim_value() && k > 0)
+        d->set_dim_value(window_out(
+            x.dim(2 + i).dim_value(), k, strides[static_cast<size_t>(i)], dil[static_cast<size_t>(i)],
+            pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i) + 2], auto_pad));
+      else if (x.dim(2 + i).has_dim_param() && k > 0 && auto_pad == "NOTSET")
+        // A symbolic dim keeps a name, the one ONNX's Conv gets from geopt's shape preparation.
+        if (const Dim o = window_output(Dim::symbol(x.dim(2 + i).dim_param()), k,
+                                        strides[static_cast<size_t>(i)], dil[static_cast<size_t>(i)],
+                                        pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i) + 2]);
+            o.is_symbolic())
+          d->set_dim_param(o.symbol_name());
+    }
+    out.add_dim()->set_dim_value(c0);
+    onnx::updateOutputShape(ctx, 0, out);
+  });
+  onnx::RegisterSchema(std::move(s));
+}
+
+// FusedMatMul.
+void register_fused_matmul() {
+  OpSchema s = base("FusedMatMul", "Y = activation(MatMul(A, B) + Bias) with ONNX MatMul broadcasting.");
+  add_activation_attrs(s);
+  s.Attr("b_format", "ND, or FRACTAL_NZ (B a K x N matrix, or a stack of them, laid out for the Cube).",
+         AttributeProto::STRING, std::string("ND"));
+  s.Attr("n", "Columns of B: needed with FRACTAL_NZ, whose dims are padded.", AttributeProto::INT,
+         int64_t{0});
+  s.Input(0, "A", "Left operand.", "T").Input(1, "B", "Right operand.", "T");
+  s.Input(2, "Bias", "Bias broadcast to the product.", "T", OpSchema::Optional);
+  s.Output(0, "Y", "Output.", "T");
+  s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+    const auto* bf = ctx.getAttribute("b_format");
+    if (!bf || bf->s() == "ND") {
+      infer_like("MatMul", 13, ctx);
+      return;
+    }
+    if (bf->s() != "FRACTAL_NZ") fail_shape_inference("b_format must be ND or FRACTAL_NZ");
+    const auto* n = ctx.getAttribute("n");
+    if (!n || n->i() <= 0) fail_shape_inference("a FRACTAL_NZ B needs `n`");
+    onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+    if (!onnx::hasInputShape(ctx, 0)) return;
+    const auto& a = ctx.getInputType(0)->tensor_type().shape();
+    if (a.dim_size() < 2) fail_shape_inference("a FRACTAL_NZ B needs A of rank >= 2");
+    // Batch dims: A's and those in front of B's four fractal dims (a stack of weights), broadcast.
+    onnx::TensorShapeProto a_batch, b_batch, out;
+    for (int i = 0; i + 2 < a.dim_size(); ++i) *a_batch.add_dim() = a.dim(i);
+    if (onnx::hasInputShape(ctx, 1)) {
+      const auto& b = ctx.getInputType(1)->tensor_type().shape();
+      if (b.dim_size() < 4) fail_shape_inference("a FRACTAL_NZ B has rank >= 4");
+      for (int i = 0; i + 4 < b.dim_size(); ++i) *b_batch.add_dim() = b.dim(i);
+    }
+    onnx::bidirectionalBroadcastShapeInference(a_batch, b_batch, out);
+    *out.add_dim() = a.dim(a.dim_size() - 2);
+    out.add_dim()->set_dim_value(n->i());
+    onnx::updateOutputShape(ctx, 0, out);
+  });
+  onnx::RegisterSchema(std::move(s));
+}
+
+// QuantMatMul and QuantConv.
+void register_quantized_cube_ops() {
   {
     OpSchema s = quantized_cube_op(
         "QuantMatMul",
@@ -476,31 +495,47 @@ void register_all() {
     s.Input(7, "Z", "Float residual of Y's shape, added before the activation.", "T", OpSchema::Optional);
     onnx::RegisterSchema(std::move(s));
   }
-  {
-    OpSchema s;
-    s.SetName("Roll").SetDomain(kDomain).SinceVersion(kVersion);
-    s.SetDoc(
-        "A rotation along `axes` (torch.roll, GE's Roll): along axis a, output element j is input element (j "
-        "+ starts[a]) mod n, "
-        "so the output starts at input element `starts` (torch.roll(x, -starts)). What exporters write as "
-        "two Slices and a Concat.");
-    s.TypeConstraint("T",
-                     {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(double)",
-                      "tensor(int8)", "tensor(uint8)", "tensor(int32)", "tensor(int64)", "tensor(bool)"},
-                     "Any tensor.");
-    s.Attr("starts", "Per axis, the input element the output starts at (negative: counted from the end).",
-           AttributeProto::INTS);
-    s.Attr("axes", "The axes rotated, one per entry of `starts`.", AttributeProto::INTS);
-    s.Input(0, "X", "Input.", "T").Output(0, "Y", "Shape of X.", "T");
-    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
-      const auto* starts = ctx.getAttribute("starts");
-      const auto* axes = ctx.getAttribute("axes");
-      if (!starts || !axes || starts->ints_size() != axes->ints_size())
-        fail_shape_inference("Roll needs `starts` and `axes`, one entry each per axis");
-      onnx::propagateShapeAndTypeFromFirstInput(ctx);
-    });
-    onnx::RegisterSchema(std::move(s));
-  }
+}
+
+// Roll.
+void register_roll() {
+  OpSchema s;
+  s.SetName("Roll").SetDomain(kDomain).SinceVersion(kVersion);
+  s.SetDoc(
+      "A rotation along `axes` (torch.roll, GE's Roll): along axis a, output element j is input element (j "
+      "+ starts[a]) mod n, "
+      "so the output starts at input element `starts` (torch.roll(x, -starts)). What exporters write as "
+      "two Slices and a Concat.");
+  s.TypeConstraint("T",
+                   {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(double)", "tensor(int8)",
+                    "tensor(uint8)", "tensor(int32)", "tensor(int64)", "tensor(bool)"},
+                   "Any tensor.");
+  s.Attr("starts", "Per axis, the input element the output starts at (negative: counted from the end).",
+         AttributeProto::INTS);
+  s.Attr("axes", "The axes rotated, one per entry of `starts`.", AttributeProto::INTS);
+  s.Input(0, "X", "Input.", "T").Output(0, "Y", "Shape of X.", "T");
+  s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+    const auto* starts = ctx.getAttribute("starts");
+    const auto* axes = ctx.getAttribute("axes");
+    if (!starts || !axes || starts->ints_size() != axes->ints_size())
+      fail_shape_inference("Roll needs `starts` and `axes`, one entry each per axis");
+    onnx::propagateShapeAndTypeFromFirstInput(ctx);
+  });
+  onnx::RegisterSchema(std::move(s));
+}
+
+void register_all() {
+  auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance();
+  if (ranges.Map().count(kDomain) == 0) ranges.AddDomainToVersion(kDomain, kVersion, kVersion);
+  register_norms();
+  register_elementwise_ops();
+  register_attention();
+  register_mlp_ops();
+  register_trans_data();
+  register_fused_conv();
+  register_fused_matmul();
+  register_quantized_cube_ops();
+  register_roll();
   register_channel_ops();
 }
 

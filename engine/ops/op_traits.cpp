@@ -16,19 +16,22 @@ Table build() {
   auto set = [&t](std::string_view domain, std::initializer_list<const char*> ops, auto&& apply) {
     for (const char* op : ops) apply(t[{std::string(domain), op}]);
   };
-  set(kOnnxDomain, {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout"}, [](OpTraits& o) { o.view = true; });
+  set(kOnnxDomain, {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout"},
+      [](OpTraits& o) { o.view = true; });
   set(kOnnxDomain, {"Shape", "Size", "Constant"}, [](OpTraits& o) { o.shape_only = true; });
-  set(kOnnxDomain,
-      {"Add", "Sub",  "Mul", "Div",         "Relu",      "Sigmoid",  "Tanh", "Exp",       "Log",        "Sqrt",
-       "Neg", "Abs",  "Erf", "Clip",        "LeakyRelu", "Pow",      "Max",  "Min",       "HardSigmoid", "HardSwish",
-       "Softplus", "Elu", "Reciprocal", "Where"},
+  set(kOnnxDomain, {"Add", "Sub",  "Mul",         "Div",       "Relu",     "Sigmoid", "Tanh",       "Exp",
+                    "Log", "Sqrt", "Neg",         "Abs",       "Erf",      "Clip",    "LeakyRelu",  "Pow",
+                    "Max", "Min",  "HardSigmoid", "HardSwish", "Softplus", "Elu",     "Reciprocal", "Where"},
       [](OpTraits& o) { o.elementwise = true; });
   set(kOnnxDomain,
-      {"Add", "Mul", "Max", "Min", "Sum", "Mean", "And", "Or", "Xor", "Equal", "BitwiseAnd", "BitwiseOr", "BitwiseXor"},
+      {"Add", "Mul", "Max", "Min", "Sum", "Mean", "And", "Or", "Xor", "Equal", "BitwiseAnd", "BitwiseOr",
+       "BitwiseXor"},
       [](OpTraits& o) { o.commutative = true; });
-  set(kOnnxDomain, {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"},
+  set(kOnnxDomain,
+      {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"},
       [](OpTraits& o) { o.random = true; });
-  t[{std::string(kGeoptDomain), "FusedConv"}].in_place_input = 3;  // the residual, added where the conv writes
+  t[{std::string(kGeoptDomain), "FusedConv"}].in_place_input =
+      3;  // the residual, added where the conv writes
   return t;
 }
 

@@ -105,6 +105,8 @@ class Search {
                  "') at this opset, of a shape the attribute cannot hold (" + p.loc.to_string() + ")";
         a = &*from_input;
         set = true;
+      } else if ((from_input = moved_attribute_default(s.domain, s.op_type, p.name))) {
+        a = &*from_input;  // absent input: the value the attribute took by default
       }
     } else {
       a = attr_of(s, p.name);
@@ -541,8 +543,9 @@ const std::string* EMatcher::attribute_answer_of(const ENode& node, const std::s
     // An attribute-input: the answer is its constant's, which differs node by node.
     const ClassId child = *k < node.children.size() ? node.children[*k] : kAbsent;
     const Tensor* constant = child == kAbsent ? nullptr : g_.eclass(child).data.constant;
-    std::optional<Attribute> a =
-        constant ? attribute_from_input(sig.domain, sig.op_type, attr, *constant) : std::nullopt;
+    std::optional<Attribute> a = constant ? attribute_from_input(sig.domain, sig.op_type, attr, *constant)
+                                 : child == kAbsent ? moved_attribute_default(sig.domain, sig.op_type, attr)
+                                                    : std::nullopt;
     if (!a) return nullptr;
     input_attribute_answer_ = attribute_answer(*a);
     return &input_attribute_answer_;

@@ -218,19 +218,31 @@ std::optional<Attribute> attribute_from_input(const std::string& domain, const s
   }
 }
 
+std::optional<Attribute> moved_attribute_default(const std::string& domain, const std::string& op,
+                                                 const std::string& name) {
+  const OpInfo* info = find_op(domain, op);
+  if (!info) return std::nullopt;
+  auto it = info->attrs.find(name);
+  if (it == info->attrs.end() || !it->second.default_value) return std::nullopt;
+  return it->second.default_value;
+}
+
 HostTensor attribute_as_input(const Attribute& a, DType float_type) {
   switch (a.kind) {
     case AttrKind::Ints:
       return HostTensor::from_vector<int64_t>(DType::I64, {static_cast<int64_t>(a.ints.size())}, a.ints);
-    case AttrKind::Int:
-      return HostTensor::scalar<int64_t>(DType::I64, a.i);
+    case AttrKind::Int:  // TopK's K: a 1-D tensor of one value
+      return HostTensor::from_vector<int64_t>(DType::I64, {1}, std::vector<int64_t>{a.i});
     case AttrKind::Floats:
     case AttrKind::Float: {
       const std::vector<float> values = a.kind == AttrKind::Float ? std::vector<float>{a.f} : a.floats;
       std::vector<int64_t> dims;
       if (a.kind == AttrKind::Floats) dims.push_back(static_cast<int64_t>(values.size()));
       HostTensor t = HostTensor::from_vector<float>(DType::F32, dims, values);
-      return is_float(float_type) && float_type != DType::F32 ? cast_tensor(t, float_type) : t;
+      // Of the op's data type (Clip's bounds on int32 data are int32).
+      const bool real = float_type != DType::Undefined && float_type != DType::Bool &&
+                        float_type != DType::String && float_type != DType::C64 && float_type != DType::C128;
+      return real && float_type != DType::F32 ? cast_tensor(t, float_type) : t;
     }
     default:
       throw Error("attribute '" + a.name + "' has no input form");

@@ -49,6 +49,10 @@ bool is_attribute_input(const std::string& domain, const std::string& op, size_t
 // versions declare it); nullopt when the tensor does not fit that kind.
 std::optional<Attribute> attribute_from_input(const std::string& domain, const std::string& op,
                                               const std::string& name, const Tensor& value);
+// The value such an attribute took by default where its input is absent (Clip's min: the
+// lowest float), as the versions that had the attribute define it; nullopt when none.
+std::optional<Attribute> moved_attribute_default(const std::string& domain, const std::string& op,
+                                                 const std::string& name);
 // The input a rewrite writes for such an attribute: int64 for integers, `float_type` (the
 // op's data type: Clip's and Pad's values are of it) for floats; a list is 1-D.
 HostTensor attribute_as_input(const Attribute& a, DType float_type);

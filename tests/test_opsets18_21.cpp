@@ -18,6 +18,7 @@
 #include "io/npy.h"
 #include "onnx/import.h"
 #include "test_support.h"
+#include "util/error.h"
 
 namespace geopt {
 namespace {
@@ -51,7 +52,7 @@ std::map<std::string, HostTensor> case_inputs(const fs::path& dir, const Model& 
 
 // Each output against ONNX Runtime's: same dtype and shape, within atol 1e-4 + rtol 1e-4
 // (integers and booleans exactly).
-void check_outputs(const fs::path& dir, const NamedTensors& got, const char* what) {
+void check_outputs(const fs::path& dir, const NamedTensors& got, const std::string& what) {
   const std::map<std::string, HostTensor> expected = read_npy_folder(dir / "expected");
   REQUIRE_MESSAGE(got.size() == expected.size(), dir.filename().string()
                                                      << " (" << what << "): " << got.size()
@@ -122,8 +123,11 @@ TEST_CASE("opsets 18-21: a model's opset-18 form fuses as its older form does (o
     INFO(path.filename().string());
     const Model original = import_onnx(path), model = import_onnx(upgraded);
     REQUIRE(model.opset_version("") == 18);
-    const ascend::OptimizeResult before = ascend::optimize(original, *rules, profile);
-    const ascend::OptimizeResult after = ascend::optimize(model, *rules, profile);
+    ascend::OptimizeOptions options;
+    options.limits.seconds = 600;  // saturated whatever the machine's speed (a sanitizer build under load)
+    const ascend::OptimizeResult before = ascend::optimize(original, *rules, profile, options);
+    const ascend::OptimizeResult after = ascend::optimize(model, *rules, profile, options);
+    CHECK(after.saturation.stop == dsl::StopReason::Saturated);
     CHECK(after.after.kernels == before.after.kernels);
     // An unfused Reduce reads its axes input's few bytes too: a millionth at most.
     CHECK(after.after.latency_us == doctest::Approx(before.after.latency_us).epsilon(1e-6));
@@ -151,6 +155,70 @@ TEST_CASE("opsets 18-21: every case compiles to a plan that matches ONNX Runtime
     ascend::CompileResult compiled = ascend::compile(m, profile, options);
     check_outputs(dir, ascend::PlanExecutor(compiled.plan).run(case_inputs(dir, m)), "plan executor");
   }
+}
+
+TEST_CASE("opsets 18-21: hostile attributes and shapes get an error naming the op, never a crash") {
+  // Each model is refused at import (its shape inference) or when it runs (its kernel).
+  struct Case {
+    const char* what;
+    const char* model;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"an uneven Split whose last output would be empty", R"(<ir_version: 8, opset_import: ["" : 18]>
+         g (float[5] x) => (float[2] a, float[2] b, float[1] c, float[1] d) {
+           a, b, c, d = Split <num_outputs = 4> (x)
+         })",
+       "does not split into 4 parts"},
+      {"Col2Im blocks whose product overflows", R"(<ir_version: 8, opset_import: ["" : 18]>
+         g (float[1,4,1] x) => (float[1,1,2,2] y) {
+           image = Constant <value = int64[2] {2, 2}> ()
+           block = Constant <value = int64[2] {4294967296, 4294967296}> ()
+           y = Col2Im(x, image, block)
+         })",
+       "block_shape must be positive, its product within 64 bits"},
+      {"GridSample over 6 spatial axes", R"(<ir_version: 8, opset_import: ["" : 20]>
+         g (float[1,1,1,1,1,1,1,1] x, float[1,1,1,1,1,1,1,6] grid) => (float[1,1,1,1,1,1,1,1] y) {
+           y = GridSample <mode = "cubic"> (x, grid)
+         })",
+       "at most 5 spatial axes"},
+      {"QuantizeLinear to int32", R"(<ir_version: 8, opset_import: ["" : 21]>
+         g (float[4] x) => (int32[4] y) {
+           s = Constant <value = float {0.5}> ()
+           y = QuantizeLinear <output_dtype = 6> (x, s)
+         })",
+       "output_dtype must be uint8, int8, uint16 or int16"},
+      {"a DFT of length 0", R"(<ir_version: 8, opset_import: ["" : 20]>
+         g (float[2,8,1] x) => (float[2,8,2] y) {
+           len = Constant <value = int64 {0}> ()
+           y = DFT(x, len)
+         })",
+       "dft_length must be positive"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    const fs::path p = test::scratch_dir("hostile18") / "model.onnx";
+    test::save_model(test::parse_text_model(c.model), p);
+    CHECK_THROWS_WITH_AS(
+        {
+          Model m = import_onnx(p);
+          Evaluator(m).run(random_inputs(m, 1));
+        },
+        doctest::Contains(c.says), Error);
+  }
+}
+
+TEST_CASE("opsets 18-21: GroupNormalization of an empty batch is empty") {
+  const fs::path p = test::scratch_dir("empty18") / "model.onnx";
+  test::save_model(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 21]>
+    g (float[0,4,3] x, float[4] s, float[4] b) => (float[0,4,3] y) {
+      y = GroupNormalization <num_groups = 2> (x, s, b)
+    })"),
+                   p);
+  Model m = import_onnx(p);
+  const NamedTensors out = Evaluator(m).run(random_inputs(m, 1));
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].second.dims() == std::vector<int64_t>{0, 4, 3});
 }
 
 }  // namespace geopt

@@ -14,7 +14,8 @@ namespace {
 // x at the real position (h, w), bilinear between the four samples around it; samples past
 // the plane count 0, and so does a position a whole pixel or more outside it.
 float bilinear_at(const float* plane, int64_t height, int64_t width, double h, double w) {
-  if (h <= -1 || h >= static_cast<double>(height) || w <= -1 || w >= static_cast<double>(width)) return 0.0f;
+  // (A NaN offset samples nothing too.)
+  if (!(h > -1 && h < static_cast<double>(height) && w > -1 && w < static_cast<double>(width))) return 0.0f;
   const int64_t h0 = static_cast<int64_t>(std::floor(h)), w0 = static_cast<int64_t>(std::floor(w));
   const double dh = h - static_cast<double>(h0), dw = w - static_cast<double>(w0);
   auto at = [&](int64_t r, int64_t c) {

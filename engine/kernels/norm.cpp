@@ -236,7 +236,7 @@ void group_norm(KernelContext& ctx) {
     if (ctx.input(k).size() != params)
       ctx.fail(std::string(k == 1 ? "scale" : "bias") + " must have " + std::to_string(params) +
                (per_channel ? " values (one per channel)" : " values (one per group)"));
-  const int64_t per_group = c / groups, spatial = c ? x.size() / (n * c) : 0;
+  const int64_t per_group = c / groups, spatial = n > 0 && c > 0 ? x.size() / (n * c) : 0;
   RowNorm one;
   one.rows = 1;
   one.cols = per_group * spatial;

@@ -107,6 +107,8 @@ void quantize_linear(KernelContext& ctx) {
   const DType out = zero ? zero->dtype() : output_dtype != 0 ? static_cast<DType>(output_dtype) : DType::U8;
   if (zero && output_dtype != 0 && static_cast<DType>(output_dtype) != zero->dtype())
     ctx.fail("output_dtype differs from the zero point's type");
+  if (output_dtype != 0 && out != DType::U8 && out != DType::I8 && out != DType::U16 && out != DType::I16)
+    ctx.fail("output_dtype must be uint8, int8, uint16 or int16, not " + dtype_name(out));
   const auto [lo, hi] = int_range(ctx, out);
   std::vector<int64_t> v(static_cast<size_t>(x.size()));
   for (int64_t i = 0; i < x.size(); ++i) {

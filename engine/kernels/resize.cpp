@@ -1,6 +1,6 @@
 // Resize (opset 10-19): nearest, linear and cubic over any set of axes, with every
-// coordinate_transformation_mode, and opset 18's antialias, axes and
-// keep_aspect_ratio_policy. Each axis is reduced to a list of taps (input index,
+// coordinate_transformation_mode (opset 19's half_pixel_symmetric too), and opset 18's
+// antialias, axes and keep_aspect_ratio_policy. Each axis is reduced to a list of taps (input index,
 // weight) per output coordinate; an output element sums the product of its axes' taps. f32 (what models
 // resize) takes separable passes over contiguous rows; other types and extrapolated samples the general loop.
 #include <algorithm>
@@ -39,6 +39,11 @@ double original_coordinate(const ResizeParams& p, double x, double scale, int64_
                            double roi_start, double roi_end) {
   const std::string& t = p.transform;
   if (t == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (t == "half_pixel_symmetric") {  // opset 19: half_pixel, centred where the size was floored
+    const double adjustment = out > 0 ? std::floor(out) / out : 1.0;
+    const double offset = static_cast<double>(in) / 2.0 * (1.0 - adjustment);
+    return offset + (x + 0.5) / scale - 0.5;
+  }
   if (t == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
   if (t == "align_corners") return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / (out - 1);
   if (t == "asymmetric") return x / scale;

@@ -222,6 +222,14 @@ void split(KernelContext& ctx) {
   const int64_t parts = static_cast<int64_t>(ctx.outputs.size());
   if (sizes.empty()) {
     int64_t each = (dim + parts - 1) / parts;  // the last part may be smaller
+    if (ctx.opset() >= 18 && ctx.has_attr("num_outputs")) {
+      if (ctx.attr_int("num_outputs", 0) != parts)
+        ctx.fail("num_outputs is " + std::to_string(ctx.attr_int("num_outputs", 0)) + " but the node has " +
+                 std::to_string(parts) + " outputs");
+      if (parts > 1 && (parts - 1) * each >= dim)
+        ctx.fail("dim " + std::to_string(dim) + " does not split into " + std::to_string(parts) +
+                 " parts of ceil(dim / parts) (the last would be empty)");
+    }
     for (int64_t k = 0; k < parts; ++k) sizes.push_back(std::max<int64_t>(0, std::min(each, dim - k * each)));
   }
   if (static_cast<int64_t>(sizes.size()) != parts ||

@@ -234,6 +234,9 @@ void grid_sample(KernelContext& ctx) {
              x.shape_string());
   if (x.dtype() != DType::F32 || grid.dtype() != DType::F32) ctx.fail("runs on f32");
   const size_t r = x.rank() - 2;
+  // Every sample blends taps^r input values: past 5 spatial axes (ONNX Runtime takes 2 and 3)
+  // a cubic sample alone would be a million.
+  if (r > 5) ctx.fail("samples at most 5 spatial axes, not " + std::to_string(r));
   const int64_t n = x.dims()[0], c = x.dims()[1];
   if (grid.rank() != x.rank() || grid.dims()[0] != n || grid.dims().back() != static_cast<int64_t>(r))
     ctx.fail("grid must be [N, out spatial..., " + std::to_string(r) + "], not " + grid.shape_string());
@@ -339,12 +342,20 @@ void col2im(KernelContext& ctx) {
   for (size_t k = 0; k < r; ++k) {
     if (image[k] < 1 || block[k] < 1 || strides[k] < 1 || dilations[k] < 1)
       ctx.fail("image_shape, block_shape, strides and dilations must be positive");
-    const int64_t span = dilations[k] * (block[k] - 1) + 1, padded = image[k] + pads[k] + pads[k + r];
-    if (padded < span) ctx.fail("a block is larger than the padded image on axis " + std::to_string(k));
-    grid[k] = (padded - span) / strides[k] + 1;
-    block_size *= block[k];
-    blocks *= grid[k];
-    image_size *= image[k];
+    int64_t span = 0, padded = 0;
+    bool overflow = __builtin_mul_overflow(dilations[k], block[k] - 1, &span) ||
+                    __builtin_add_overflow(span, 1, &span) ||
+                    __builtin_add_overflow(image[k], pads[k], &padded) ||
+                    __builtin_add_overflow(padded, pads[k + r], &padded);
+    if (!overflow && padded < span)
+      ctx.fail("a block is larger than the padded image on axis " + std::to_string(k));
+    grid[k] = overflow ? 0 : (padded - span) / strides[k] + 1;
+    overflow = overflow || __builtin_mul_overflow(block_size, block[k], &block_size) ||
+               __builtin_mul_overflow(blocks, grid[k], &blocks) ||
+               __builtin_mul_overflow(image_size, image[k], &image_size);
+    if (overflow)
+      ctx.fail("image_shape, block_shape, pads and dilations on axis " + std::to_string(k) +
+               " overflow 64 bits");
   }
   const int64_t n = x.dims()[0];
   if (x.dims()[1] % block_size != 0)
@@ -414,9 +425,11 @@ void affine_grid(KernelContext& ctx) {
   }
   out_dims.push_back(r);
   ctx.check_planned_dims(0, out_dims);
-  // Coordinate i of an axis of length len: -1..1 through the pixel centers (or corners).
+  // Coordinate i of an axis of length len: -1..1 through the pixel centers (or corners). An
+  // aligned axis of one pixel is at 1, as ONNX Runtime has it (Eigen's LinSpaced; ONNX's
+  // numpy reference says -1).
   auto coordinate = [align](int64_t i, int64_t len) {
-    if (align) return len > 1 ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(len - 1) : 0.0;
+    if (align) return len > 1 ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(len - 1) : 1.0;
     return (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(len) - 1.0;
   };
   HostTensor y(DType::F32, out_dims);

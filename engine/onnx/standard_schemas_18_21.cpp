@@ -10,6 +10,7 @@
 #include <onnx/defs/tensor_proto_util.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <mutex>
@@ -97,19 +98,27 @@ void set_dim(TensorShapeProto::Dimension* d, int64_t value) {
   if (value >= 0) d->set_dim_value(value);
 }
 
-// The first input's shape with each dimension mapped by `dim` (-1: unknown).
+// What shape_from_first's `dim` returns for a dimension it does not know, and for one it
+// keeps as the input has it (its symbol too).
+constexpr int64_t kUnknownDim = -1;
+constexpr int64_t kKeepDim = INT64_MIN;
+
+// The first input's shape with each dimension mapped by `dim` (kUnknownDim, kKeepDim or a
+// size, which must not be negative).
 void shape_from_first(InferenceContext& ctx, size_t output,
                       const std::function<int64_t(int64_t axis, const TensorShapeProto::Dimension&)>& dim) {
   if (!onnx::hasInputShape(ctx, 0)) return;
   const auto& in = onnx::getInputShape(ctx, 0);
   auto* out = ctx.getOutputType(output)->mutable_tensor_type()->mutable_shape();
   for (int i = 0; i < in.dim_size(); ++i) {
-    int64_t v = dim(i, in.dim(i));
+    const int64_t v = dim(i, in.dim(i));
     auto* d = out->add_dim();
-    if (v >= 0)
+    if (v == kKeepDim)
+      *d = in.dim(i);
+    else if (v >= 0)
       d->set_dim_value(v);
-    else if (v == -2)
-      *d = in.dim(i);  // unchanged, symbol kept
+    else if (v != kUnknownDim)
+      fail_shape_inference("axis ", i, " would get the negative size ", v);
   }
 }
 
@@ -146,6 +155,9 @@ void register_split() {
     } else if (!has_input(ctx, 1) && in.dim(axis).has_dim_value()) {
       const int64_t dim = in.dim(axis).dim_value(), count = static_cast<int64_t>(n);
       const int64_t chunk = num ? (dim + count - 1) / count : dim / count;
+      if (num && count > 1 && (count - 1) * chunk >= dim)
+        fail_shape_inference("Split: dim ", dim, " does not split into ", count,
+                             " parts of ceil(dim / num_outputs) (the last would be empty)");
       if (!num && dim % count != 0)
         fail_shape_inference("Split: dim ", dim, " is not divisible into ", n, " outputs");
       for (int64_t i = 0; i < count; ++i) sizes[i] = std::max<int64_t>(0, std::min(chunk, dim - chunk * i));
@@ -232,8 +244,8 @@ void register_pad(int since) {
       fail_shape_inference("Pad: `pads` has ", pads->size(), " values for ", axes.size(), " axes");
     shape_from_first(ctx, 0, [&](int64_t axis, const TensorShapeProto::Dimension& d) -> int64_t {
       auto it = std::find(axes.begin(), axes.end(), axis);
-      if (it == axes.end()) return -2;
-      if (!pads || !d.has_dim_value()) return -1;
+      if (it == axes.end()) return kKeepDim;
+      if (!pads || !d.has_dim_value()) return kUnknownDim;
       const size_t k = static_cast<size_t>(it - axes.begin());
       int64_t v = d.dim_value() + (*pads)[k] + (*pads)[k + axes.size()];
       if (v < 0) fail_shape_inference("Pad: padding makes axis ", axis, " negative");
@@ -288,7 +300,11 @@ void register_resize() {
     const auto& in = onnx::getInputShape(ctx, 0);
     const std::string policy = onnx::getAttribute(ctx, "keep_aspect_ratio_policy", std::string("stretch"));
     // not_larger / not_smaller: one scale for every axis, the smallest or largest of sizes / input.
+    for (float scale : scales)
+      if (!(scale > 0) || !std::isfinite(scale))
+        fail_shape_inference("Resize: scales must be positive and finite");
     double common = 0.0;
+    bool have_common = false;
     if (!sizes.empty() && policy != "stretch") {
       for (size_t k = 0; k < axes.size(); ++k) {
         const auto& d = in.dim(static_cast<int>(axes[k]));
@@ -296,17 +312,20 @@ void register_resize() {
         double r = static_cast<double>(sizes[k]) / static_cast<double>(d.dim_value());
         common = k == 0 ? r : policy == "not_larger" ? std::min(common, r) : std::max(common, r);
       }
+      have_common = true;
     }
     shape_from_first(ctx, 0, [&](int64_t axis, const TensorShapeProto::Dimension& d) -> int64_t {
       auto it = std::find(axes.begin(), axes.end(), axis);
-      if (it == axes.end()) return -2;
+      if (it == axes.end()) return kKeepDim;
       const size_t k = static_cast<size_t>(it - axes.begin());
-      if (!sizes.empty() && common == 0.0) return sizes[k];
-      if (!d.has_dim_value()) return -1;
-      if (common != 0.0) return static_cast<int64_t>(std::round(common * static_cast<double>(d.dim_value())));
-      if (!scales.empty())
-        return static_cast<int64_t>(std::floor(static_cast<double>(d.dim_value()) * scales[k]));
-      return has_sizes || has_scales ? -1 : -2;
+      if (!sizes.empty() && !have_common) return sizes[k];
+      if (!d.has_dim_value()) return kUnknownDim;
+      const double size = have_common       ? std::round(common * static_cast<double>(d.dim_value()))
+                          : !scales.empty() ? std::floor(static_cast<double>(d.dim_value()) * scales[k])
+                                            : -1.0;
+      if (size > 9.0e18) fail_shape_inference("Resize: axis ", axis, " would be larger than a dim can be");
+      if (have_common || !scales.empty()) return static_cast<int64_t>(size);
+      return has_sizes || has_scales ? kUnknownDim : kKeepDim;
     });
   });
   onnx::RegisterSchema(std::move(s));
@@ -381,6 +400,9 @@ void register_quantization() {
                      "Quantized type.");
     q.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
       const int64_t dtype = onnx::getAttribute(ctx, "output_dtype", int64_t{0});
+      if (dtype != 0 && dtype != onnx::TensorProto::UINT8 && dtype != onnx::TensorProto::INT8 &&
+          dtype != onnx::TensorProto::UINT16 && dtype != onnx::TensorProto::INT16)
+        fail_shape_inference("QuantizeLinear: output_dtype must be uint8, int8, uint16 or int16");
       if (has_input(ctx, 2)) {
         onnx::propagateElemTypeFromInputToOutput(ctx, 2, 0);
         if (dtype != 0 && dtype != ctx.getInputType(2)->tensor_type().elem_type())
@@ -484,12 +506,17 @@ void register_col2im() {
     auto* c = out->add_dim();
     if (block && in.dim(1).has_dim_value()) {
       int64_t per = 1;
-      for (int64_t b : *block) per *= b;
+      for (int64_t b : *block)
+        if (b <= 0 || __builtin_mul_overflow(per, b, &per))
+          fail_shape_inference("Col2Im: block_shape must be positive, its product within 64 bits");
       if (per <= 0 || in.dim(1).dim_value() % per != 0)
         fail_shape_inference("Col2Im: dim 1 is not a multiple of prod(block_shape)");
       c->set_dim_value(in.dim(1).dim_value() / per);
     }
-    for (int64_t v : *image) out->add_dim()->set_dim_value(v);
+    for (int64_t v : *image) {
+      if (v < 0) fail_shape_inference("Col2Im: image_shape must not be negative");
+      out->add_dim()->set_dim_value(v);
+    }
   });
   onnx::RegisterSchema(std::move(s));
 }
@@ -516,8 +543,8 @@ void register_center_crop_pad() {
                            " axes");
     shape_from_first(ctx, 0, [&](int64_t axis, const TensorShapeProto::Dimension&) -> int64_t {
       auto it = std::find(axes.begin(), axes.end(), axis);
-      if (it == axes.end()) return -2;
-      return shape ? (*shape)[static_cast<size_t>(it - axes.begin())] : -1;
+      if (it == axes.end()) return kKeepDim;
+      return shape ? (*shape)[static_cast<size_t>(it - axes.begin())] : kUnknownDim;
     });
   });
   onnx::RegisterSchema(std::move(s));
@@ -591,6 +618,8 @@ void register_grid_ops() {
     if (!size) return;
     if (size->size() != 4 && size->size() != 5)
       fail_shape_inference("AffineGrid: `size` must have 4 or 5 values");
+    for (int64_t v : *size)
+      if (v < 0) fail_shape_inference("AffineGrid: size must not be negative");
     auto* out = ctx.getOutputType(0)->mutable_tensor_type()->mutable_shape();
     out->add_dim()->set_dim_value((*size)[0]);
     for (size_t i = 2; i < size->size(); ++i) out->add_dim()->set_dim_value((*size)[i]);
@@ -652,17 +681,19 @@ void register_dft() {
     std::optional<int64_t> length;
     if (has_input(ctx, 1)) {
       auto l = constant_ints(ctx, 1);
-      if (l && l->size() == 1)
+      if (l && l->size() == 1) {
+        if ((*l)[0] < 1) fail_shape_inference("DFT: dft_length must be positive, not ", (*l)[0]);
         length = (*l)[0];
-      else
-        length = -1;
+      } else {
+        length = kUnknownDim;
+      }
     }
     const bool onesided = onnx::getAttribute(ctx, "onesided", int64_t{0}) != 0;
     shape_from_first(ctx, 0, [&](int64_t i, const TensorShapeProto::Dimension& d) -> int64_t {
       if (i == rank - 1) return 2;
-      if (i != axis) return -2;
-      int64_t n = length ? *length : d.has_dim_value() ? d.dim_value() : -1;
-      if (n < 0) return -1;
+      if (i != axis) return kKeepDim;
+      int64_t n = length ? *length : d.has_dim_value() ? d.dim_value() : kUnknownDim;
+      if (n < 0) return kUnknownDim;
       return onesided ? n / 2 + 1 : n;
     });
   });

@@ -317,6 +317,10 @@ std::optional<Shape> SymbolicShapeValues::window_shape(const Node& n) const {
 
 // Resize: its sizes, or the input's dims by constant scales (a symbol times a whole factor).
 std::optional<Shape> SymbolicShapeValues::resize_shape(const Node& n) const {
+  // Opset 18's axes and aspect-ratio policies: sizes are not the output's dims (ONNX's
+  // inference, or the kernel, says what they are).
+  const Attribute* policy = n.attr("keep_aspect_ratio_policy");
+  if (n.attr("axes") || (policy && policy->s != "stretch")) return std::nullopt;
   const Value* x = n.input(0);
   if (!x || !x->type.shape) return std::nullopt;
   if (n.inputs().size() > 3 && n.input(3))

@@ -115,6 +115,9 @@ case("deform_conv_mask_bias_groups", 19, "DeformConv",
      [("x", f32(49, 2, 4, 6, 5)), ("w", f32(50, 4, 2, 2, 2)), ("offset", f32(51, 2, 16, 6, 5, lo=-1.5, hi=1.5)),
       ("b", f32(52, 4)), ("mask", f32(53, 2, 8, 6, 5, lo=0, hi=1))],
      [("y", F)], kernel_shape=[2, 2], group=2, offset_group=2, pads=[1, 0, 0, 1], strides=[1, 1], dilations=[1, 1])
+case("resize_half_pixel_symmetric", 19, "Resize", [("x", f32(110, 1, 2, 5, 7))], [("y", F)],
+     {"roi": np.array([], np.float32), "scales": np.array([1, 1, 1.7, 0.6], np.float32)}, mode="linear",
+     coordinate_transformation_mode="half_pixel_symmetric")
 case("deform_conv_strides_dilations", 19, "DeformConv",
      [("x", f32(100, 1, 3, 7, 8)), ("w", f32(101, 2, 3, 2, 3)), ("offset", f32(102, 1, 12, 3, 4, lo=-2.5, hi=2.5))],
      [("y", F)], kernel_shape=[2, 3], strides=[2, 2], dilations=[2, 1], pads=[1, 1, 0, 0])
@@ -139,6 +142,8 @@ case("grid_sample_3d_linear", 20, "GridSample", [("x", f32(64, 1, 2, 3, 4, 5)), 
 case("affine_grid_2d", 20, "AffineGrid", [("theta", f32(66, 2, 2, 3, lo=-1, hi=1))], [("y", F)], {"size": i64(2, 3, 4, 5)})
 case("affine_grid_3d_aligned", 20, "AffineGrid", [("theta", f32(67, 1, 3, 4, lo=-1, hi=1))], [("y", F)], {"size": i64(1, 1, 3, 2, 4)},
      align_corners=1)
+case("affine_grid_aligned_single_row", 20, "AffineGrid", [("theta", f32(109, 1, 2, 3, lo=-1, hi=1))], [("y", F)],
+     {"size": i64(1, 1, 1, 3)}, align_corners=1)
 case("dft_axis_input", 20, "DFT", [("x", f32(68, 2, 8, 3, 1))], [("y", F)], {"": None, "axis": np.array(1, np.int64)})
 case("dft_axis_inverse_length", 20, "DFT", [("x", f32(69, 2, 5, 4, 2))], [("y", F)],
      {"len": np.array(6, np.int64), "axis": np.array(-2, np.int64)}, inverse=1)

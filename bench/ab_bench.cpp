@@ -29,11 +29,10 @@
 #include <thread>
 #include <vector>
 
-#include <omp.h>
-
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
 #include "eval/evaluator.h"
+#include "eval/kernel.h"
 #include "io/npy.h"
 #include "onnx/import.h"
 #include "util/error.h"
@@ -201,7 +200,7 @@ int main(int argc, char** argv) {
               runs = argc > 6 ? std::atoi(argv[6]) : 1, pause_ms = argc > 7 ? std::atoi(argv[7]) : 0;
     if (threads <= 0 || pairs <= 0 || runs <= 0 || pause_ms < 0)
       throw Error("THREADS, PAIRS and RUNS must be positive, PAUSE_MS not negative");
-    omp_set_num_threads(threads);
+    set_kernel_threads(threads);
     std::signal(SIGPIPE, SIG_IGN);  // a server that died is an error from fflush, not the end of this process
     auto a = open_side(argv[1], argv[3], threads), b = open_side(argv[2], argv[3], threads);
     auto block = [&](Side& side) {

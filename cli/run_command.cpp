@@ -3,7 +3,6 @@
 #include "finite_number.h"
 #include "json_output.h"
 
-#include <omp.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include "ascend/plan_file.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
+#include "eval/kernel.h"
 #include "eval/run_limits.h"
 #include "io/npy.h"
 #include "onnx/import.h"
@@ -122,7 +122,7 @@ struct Runner {
 };
 
 int run(const RunOptions& o) {
-  if (o.threads > 0) omp_set_num_threads(o.threads);
+  if (o.threads > 0) set_kernel_threads(o.threads);
   RunLimits limits;
   limits.loop_trips = o.max_loop_trips;
   limits.hint = "raise --max-loop-trips if the model needs more";

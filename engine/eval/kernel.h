@@ -121,6 +121,10 @@ class KernelRegistry {
   std::map<std::string, KernelInfo, std::less<>> kernels_;
 };
 
+// How many threads each kernel may use (OpenMP's team size; oneDNN follows it); the
+// default is every core. The kernels are the only part of geopt that runs threads this way.
+void set_kernel_threads(int threads);
+
 // Registration functions, one per kernel family (engine/kernels/*.cpp).
 void register_elementwise_kernels(KernelRegistry& r);
 void register_linalg_kernels(KernelRegistry& r);

@@ -3,6 +3,7 @@
 #include "eval/derived_constant.h"
 #include "kernels/activation.h"
 
+#include <omp.h>
 #include <charconv>
 #include <cstdlib>
 #include <memory>
@@ -138,6 +139,10 @@ std::string activation_key(const std::string& name, const std::vector<float>& pa
     key.append(text, std::to_chars(text, text + sizeof text, p, std::chars_format::hex).ptr);
   }
   return key;
+}
+
+void set_kernel_threads(int threads) {
+  if (threads > 0) omp_set_num_threads(threads);
 }
 
 }  // namespace geopt

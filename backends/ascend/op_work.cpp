@@ -407,15 +407,18 @@ WorkFn work_function(const KernelDesc& n) {
   };
   static const std::map<std::string, Class, std::less<>> kClasses = [] {
     std::map<std::string, Class, std::less<>> m;
-    for (const char* op : {"MatMul", "FusedMatMul", "Gemm", "FusedGemm", "QuantMatMul"}) m[op] = {matmul_work};
+    for (const char* op : {"MatMul", "FusedMatMul", "Gemm", "FusedGemm", "QuantMatMul"})
+      m[op] = {matmul_work};
     for (const char* op : {"Conv", "FusedConv", "ConvTranspose", "QuantConv"}) m[op] = {conv_work};
     m["DeformConv"] = {deform_conv_work, true};
     for (const char* op : {"FlashAttention", "FlashAttentionLayerNorm"}) m[op] = {attention_work};
     for (const char* op : {"MaxPool", "AveragePool"}) m[op] = {pool_work};
-    for (const char* op : {"ArgMax", "ArgMin", "GlobalAveragePool", "GlobalMaxPool"}) m[op] = {reduction_work};
+    for (const char* op : {"ArgMax", "ArgMin", "GlobalAveragePool", "GlobalMaxPool"})
+      m[op] = {reduction_work};
     for (const std::string& op : kRowOps) m[op] = {row_work};
     for (const std::string& op : kDataMovement) m[op] = {data_movement_work, true};
-    for (const char* op : {"TransData", "ReorderInput", "ReorderOutput", "ShuffleChannel", "ChannelSlice", "ChannelConcat", "Roll"})
+    for (const char* op : {"TransData", "ReorderInput", "ReorderOutput", "ShuffleChannel", "ChannelSlice",
+                           "ChannelConcat", "Roll"})
       m[op] = {data_movement_work};
     for (const char* op : {"RNN", "GRU", "LSTM"}) m[op] = {recurrent_work, true};
     m["SwiGLU"] = {swiglu_work};

@@ -1,8 +1,10 @@
 #pragma once
 // Checked reads of the small inputs and axes kernels take from a model: a hostile file
 // gets a node-named error, never a read past a tensor.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "eval/kernel.h"
 #include "kernels/layout.h"
@@ -34,6 +36,23 @@ inline int64_t tensor_axis(const KernelContext& ctx, int64_t axis, const HostTen
   } catch (const std::exception& e) {
     ctx.fail(e.what());
   }
+}
+
+// The axes an opset-18 op lists (Pad's, CenterCropPad's, Resize's), each normalized into
+// [0, rank); fails on one out of range or listed twice.
+inline std::vector<size_t> distinct_axes(const KernelContext& ctx, const std::vector<int64_t>& axes,
+                                         int64_t rank) {
+  std::vector<size_t> out;
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(rank, 0)), false);
+  for (int64_t axis : axes) {
+    if (axis < -rank || axis >= rank)
+      ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+    const size_t a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+    if (seen[a]) ctx.fail("axis " + std::to_string(axis) + " is listed twice");
+    seen[a] = true;
+    out.push_back(a);
+  }
+  return out;
 }
 
 }  // namespace geopt

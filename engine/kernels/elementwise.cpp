@@ -409,30 +409,21 @@ void register_binary(KernelRegistry& r) {
             "BitShift");
       },
       false);
-  // BitwiseAnd/Or/Xor (opset 18) on integers, broadcasting.
-  for (const char* name : {"BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {
-    const char op = name[7];  // A, O or X
-    r.add(
-        "", name,
-        [name, op](KernelContext& ctx) {
-          const HostTensor& a = ctx.input(0);
-          const HostTensor& b = ctx.input(1);
-          require_same_dtype(ctx, a, b);
-          dispatch_real(
-              a.dtype(),
-              [&]<class T>() {
-                if constexpr (std::is_integral_v<T>) {
-                  ctx.outputs[0] = binary<T, T>(ctx, a, b, a.dtype(), [op](T x, T y) -> T {
-                    return static_cast<T>(op == 'A' ? (x & y) : op == 'O' ? (x | y) : (x ^ y));
-                  });
-                } else {
-                  ctx.fail(std::string(name) + " needs integers, not " + dtype_name(a.dtype()));
-                }
-              },
-              name);
-        },
-        false);
-  }
+  // BitwiseAnd/Or/Xor (opset 18): integers only, broadcasting.
+  auto bitwise = [&r](const char* name, auto op) {
+    add_arith(r, name, [op, name]<class T>(const KernelContext& c) {
+      if constexpr (!std::is_integral_v<T>) c.fail(std::string(name) + " needs integers");
+      return [op](T x, T y) -> T {
+        if constexpr (std::is_integral_v<T>)
+          return static_cast<T>(op(x, y));
+        else
+          return x;  // not reached: refused above
+      };
+    });
+  };
+  bitwise("BitwiseAnd", [](auto x, auto y) { return x & y; });
+  bitwise("BitwiseOr", [](auto x, auto y) { return x | y; });
+  bitwise("BitwiseXor", [](auto x, auto y) { return x ^ y; });
   add_arith(r, "PRelu", []<class T>(const KernelContext&) {
     return [](T x, T s) { return x < T(0) ? static_cast<T>(s * x) : x; };
   });

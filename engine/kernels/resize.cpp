@@ -9,6 +9,7 @@
 
 #include <omp.h>
 
+#include "kernels/arguments.h"
 #include "kernels/dispatch.h"
 #include "kernels/elementwise_util.h"
 #include "kernels/layout.h"
@@ -363,16 +364,8 @@ struct ResizeGeometry {
 ResizeGeometry resize_geometry(const KernelContext& ctx, const HostTensor& x) {
   const size_t rank = x.rank();
   // Opset 18: roi, scales and sizes may name a subset of the axes; the others keep their size.
-  std::vector<size_t> axes;
-  for (int64_t a : ctx.opset() >= 18 ? ctx.attr_ints("axes") : std::vector<int64_t>{}) {
-    const int64_t r = static_cast<int64_t>(rank);
-    if (a < -r || a >= r)
-      ctx.fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
-    const size_t axis = static_cast<size_t>(a < 0 ? a + r : a);
-    if (std::find(axes.begin(), axes.end(), axis) != axes.end())
-      ctx.fail("axis " + std::to_string(a) + " is listed twice");
-    axes.push_back(axis);
-  }
+  std::vector<size_t> axes = distinct_axes(
+      ctx, ctx.opset() >= 18 ? ctx.attr_ints("axes") : std::vector<int64_t>{}, static_cast<int64_t>(rank));
   if (axes.empty())
     for (size_t d = 0; d < rank; ++d) axes.push_back(d);
   const size_t given = axes.size();

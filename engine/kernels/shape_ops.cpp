@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "eval/kernel.h"
+#include "kernels/arguments.h"
 #include "kernels/broadcast.h"
 #include "kernels/dispatch.h"
 #include "kernels/layout.h"
@@ -489,13 +490,9 @@ void center_crop_pad(KernelContext& ctx) {
              " axes");
   std::vector<int64_t> dims = x.dims(),
                        offset(static_cast<size_t>(rank), 0);  // output index - offset = input index
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
-  for (size_t k = 0; k < axes.size(); ++k) {
-    if (axes[k] < -rank || axes[k] >= rank)
-      ctx.fail("axis " + std::to_string(axes[k]) + " is out of range for rank " + std::to_string(rank));
-    const size_t a = static_cast<size_t>(axes[k] < 0 ? axes[k] + rank : axes[k]);
-    if (seen[a]) ctx.fail("axis " + std::to_string(axes[k]) + " is listed twice");
-    seen[a] = true;
+  const std::vector<size_t> listed = distinct_axes(ctx, axes, rank);
+  for (size_t k = 0; k < listed.size(); ++k) {
+    const size_t a = listed[k];
     if (shape[k] < 0) ctx.fail("shape must not be negative");
     offset[a] = shape[k] >= dims[a] ? (shape[k] - dims[a]) / 2 : -((dims[a] - shape[k]) / 2);
     dims[a] = shape[k];
@@ -526,13 +523,9 @@ void pad(KernelContext& ctx) {
     if (pads.size() != 2 * axes.size())
       ctx.fail("pads must have 2 entries per axis in axes (" + std::to_string(axes.size()) + ")");
     std::vector<int64_t> full(static_cast<size_t>(2 * rank), 0);
-    std::vector<bool> seen(static_cast<size_t>(rank), false);
-    for (size_t k = 0; k < axes.size(); ++k) {
-      if (axes[k] < -rank || axes[k] >= rank)
-        ctx.fail("axis " + std::to_string(axes[k]) + " is out of range for rank " + std::to_string(rank));
-      const size_t a = static_cast<size_t>(axes[k] < 0 ? axes[k] + rank : axes[k]);
-      if (seen[a]) ctx.fail("axis " + std::to_string(axes[k]) + " is listed twice");
-      seen[a] = true;
+    const std::vector<size_t> listed = distinct_axes(ctx, axes, rank);
+    for (size_t k = 0; k < listed.size(); ++k) {
+      const size_t a = listed[k];
       full[a] = pads[k];
       full[a + static_cast<size_t>(rank)] = pads[k + axes.size()];
     }

@@ -94,6 +94,15 @@ std::vector<int64_t> normalised_axes(const std::vector<int64_t>& axes, int64_t r
   return out;
 }
 
+// The axes an op's `axes` attribute lists (normalized, each once), or every axis.
+std::vector<int64_t> attribute_axes_or_all(InferenceContext& ctx, int64_t rank, const char* what) {
+  std::vector<int64_t> given;
+  if (onnx::getRepeatedAttribute(ctx, "axes", given)) return normalised_axes(given, rank, what);
+  std::vector<int64_t> all(static_cast<size_t>(rank));
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
 void set_dim(TensorShapeProto::Dimension* d, int64_t value) {
   if (value >= 0) d->set_dim_value(value);
 }
@@ -283,11 +292,7 @@ void register_resize() {
     onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
     if (!onnx::hasInputShape(ctx, 0)) return;
     const int64_t rank = onnx::getInputShape(ctx, 0).dim_size();
-    std::vector<int64_t> axes(static_cast<size_t>(rank));
-    std::iota(axes.begin(), axes.end(), 0);
-    std::vector<int64_t> given_axes;
-    if (onnx::getRepeatedAttribute(ctx, "axes", given_axes))
-      axes = normalised_axes(given_axes, rank, "Resize");
+    const std::vector<int64_t> axes = attribute_axes_or_all(ctx, rank, "Resize");
     const bool has_sizes = has_input(ctx, 3), has_scales = has_input(ctx, 2);
     // Plain vectors (empty: not given or not constant): gcc 12 misreads optional<vector> here.
     const std::vector<int64_t> sizes = constant_ints(ctx, 3).value_or(std::vector<int64_t>{});
@@ -533,10 +538,7 @@ void register_center_crop_pad() {
     onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
     if (!onnx::hasInputShape(ctx, 0)) return;
     const int64_t rank = onnx::getInputShape(ctx, 0).dim_size();
-    std::vector<int64_t> axes(static_cast<size_t>(rank));
-    std::iota(axes.begin(), axes.end(), 0);
-    std::vector<int64_t> given;
-    if (onnx::getRepeatedAttribute(ctx, "axes", given)) axes = normalised_axes(given, rank, "CenterCropPad");
+    const std::vector<int64_t> axes = attribute_axes_or_all(ctx, rank, "CenterCropPad");
     auto shape = constant_ints(ctx, 1);
     if (shape && shape->size() != axes.size())
       fail_shape_inference("CenterCropPad: `shape` has ", shape->size(), " values for ", axes.size(),

@@ -1,8 +1,6 @@
 #include "check_input_option.h"
 
-#include "io/npy.h"
-#include "ir/value.h"
-#include "util/error.h"
+#include "settings.h"
 
 namespace geopt::cli {
 
@@ -14,20 +12,9 @@ void CheckInputOption::add_to(CLI::App* cmd) {
 }
 
 std::map<std::string, HostTensor> CheckInputOption::read(const Model& model) const {
-  std::map<std::string, HostTensor> out;
-  for (const auto& e : entries) {
-    const auto eq = e.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size())
-      throw Error("--check-input '" + e + "': expected NAME=FILE.npy");
-    const std::string name = e.substr(0, eq);
-    const Value* input = nullptr;
-    for (const Value* v : model.graph->inputs())
-      if (!v->initializer && v->name() == name) input = v;
-    if (!input) throw Error("--check-input names '" + name + "', which is not an input of the model");
-    if (!out.emplace(name, as_declared_dtype(read_npy(e.substr(eq + 1)), input->type.dtype)).second)
-      throw Error("--check-input " + name + " is given twice");
-  }
-  return out;
+  api::CheckOptions check;
+  check.inputs = entries;
+  return api::check_inputs(check, model);
 }
 
 }  // namespace geopt::cli

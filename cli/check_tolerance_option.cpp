@@ -1,6 +1,7 @@
 #include "check_tolerance_option.h"
 
 #include "finite_number.h"
+#include "settings.h"
 
 #include <string>
 
@@ -19,10 +20,10 @@ void CheckToleranceOption::add_to(CLI::App* cmd, const char* what) {
 
 Tolerance CheckToleranceOption::resolve(const ascend::Precision& precision, bool computed,
                                         bool quantized) const {
-  Tolerance t = precision.check_tolerance(computed, quantized);
-  if (atol) t.atol = *atol;
-  if (rtol) t.rtol = *rtol;
-  return t;
+  api::CheckOptions check;
+  check.atol = atol;
+  check.rtol = rtol;
+  return api::check_tolerance(check, precision, computed, quantized);
 }
 
 }  // namespace geopt::cli

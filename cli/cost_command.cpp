@@ -1,5 +1,5 @@
 #include "cost_command.h"
-#include "json_output.h"
+#include "json_text.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include "util/error.h"
 
 namespace geopt::cli {
+using api::json_text;
 namespace {
 
 struct CostCliOptions {

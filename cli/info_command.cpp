@@ -1,5 +1,5 @@
 #include "info_command.h"
-#include "json_output.h"
+#include "json_text.h"
 
 #include <cstdio>
 #include <iostream>
@@ -11,6 +11,7 @@
 #include "onnx/import.h"
 
 namespace geopt::cli {
+using api::json_text;
 namespace {
 
 struct InfoOptions {

@@ -1,5 +1,7 @@
 #include "input_shape_option.h"
 
+#include "settings.h"
+
 namespace geopt::cli {
 
 void InputShapeOption::add_to(CLI::App* cmd) {
@@ -7,10 +9,6 @@ void InputShapeOption::add_to(CLI::App* cmd) {
                   "Fix symbolic input dims, ATC style: \"input_ids:1,128;attention_mask:1,128\"");
 }
 
-ImportOptions InputShapeOption::import_options() const {
-  ImportOptions options;
-  if (!text.empty()) options.input_shapes = parse_input_shapes(text);
-  return options;
-}
+ImportOptions InputShapeOption::import_options() const { return api::import_options(text); }
 
 }  // namespace geopt::cli

@@ -12,6 +12,7 @@
 #include "compile_command.h"
 #include "cost_command.h"
 #include "explain_command.h"
+#include "geopt/geopt.h"
 #include "info_command.h"
 #include "logging.h"
 #include "optimize_command.h"
@@ -75,6 +76,15 @@ int main(int argc, char** argv) {
       int rc = run();
       if (rc >= 0) return rc;
     }
+  } catch (const geopt::api::UsageError& e) {
+    std::fprintf(stderr, "geopt: error: %s\n", e.what());
+    return 2;
+  } catch (const geopt::api::InternalError& e) {
+    std::fprintf(stderr, "geopt: %s\n", e.what());
+    return 3;
+  } catch (const geopt::api::Error& e) {
+    std::fprintf(stderr, "geopt: error: %s\n", e.what());
+    return 1;
   } catch (const geopt::UsageError& e) {
     std::fprintf(stderr, "geopt: error: %s\n", e.what());
     return 2;

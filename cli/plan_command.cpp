@@ -1,7 +1,5 @@
 #include "plan_command.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -9,6 +7,7 @@
 
 #include "ascend/plan_file.h"
 #include "ir/dtype.h"
+#include "plan_reports.h"
 #include "util/error.h"
 
 namespace geopt::cli {
@@ -65,14 +64,6 @@ void print_kernels(const plan::Plan& p, const std::string& indent) {
   }
 }
 
-// Weight bytes cleared everywhere (their sizes and offsets stay), for the JSON dump.
-void clear_weights(plan::Plan& p) {
-  p.clear_weights();
-  for (auto& k : *p.mutable_kernels())
-    for (auto& b : *k.mutable_bodies()) clear_weights(*b.mutable_plan());
-  for (auto& g : *p.mutable_gears()) clear_weights(*g.mutable_plan());
-}
-
 // Kernels, memory and bindings of a plan (or of one gear).
 void print_plan_body(const plan::Plan& p, uint64_t weight_bytes, const std::string& weights_where) {
   const auto& m = p.memory();
@@ -93,14 +84,7 @@ void print_plan_body(const plan::Plan& p, uint64_t weight_bytes, const std::stri
 int dump(const PlanOptions& o) {
   plan::Plan p = ascend::read_plan(o.plan);
   if (o.json) {
-    clear_weights(p);
-    std::string text;
-    google::protobuf::util::JsonPrintOptions options;
-    options.add_whitespace = true;
-    options.preserve_proto_field_names = true;
-    if (!google::protobuf::util::MessageToJsonString(p, &text, options).ok())
-      throw Error(o.plan + ": cannot print as JSON");
-    std::cout << text;
+    std::cout << api::plan_dump_json(std::move(p), o.plan);
     return 0;
   }
   std::printf("plan             %s (format %u, by %s)\n", o.plan.c_str(), p.format_version(),

@@ -1,6 +1,6 @@
 #include "profile_options.h"
 
-#include "util/error.h"
+#include "settings.h"
 
 namespace geopt::cli {
 
@@ -24,49 +24,32 @@ void ProfileOptions::add_to(CLI::App* cmd) {
                 "= 16 (=1 or =0)");
 }
 
-ascend::HardwareProfile ProfileOptions::load() const {
-  std::map<std::string, std::string> overrides;
-  for (const auto& s : sets) {
-    auto eq = s.find('=');
-    if (eq == std::string::npos) throw UsageError("--profile-set " + s + ": expected SECTION.KEY=VALUE");
-    overrides[s.substr(0, eq)] = s.substr(eq + 1);
-  }
-  return ascend::load_profile(soc, overrides);
+api::TargetOptions ProfileOptions::target() const {
+  api::TargetOptions t;
+  t.soc_version = soc;
+  t.profile_set = sets;
+  if (computes_precision()) t.precision_mode = precision;
+  t.modify_mixlist = mix_list;
+  t.enable_small_channel = small_channel;
+  return t;
 }
 
+ascend::HardwareProfile ProfileOptions::load() const { return api::load_profile(target()); }
+
 ascend::Precision ProfileOptions::precision_for(const ascend::HardwareProfile& profile) const {
-  ascend::Precision p;
-  p.mode = ascend::parse_precision_mode(precision);
-  const bool mixed = p.mode == ascend::PrecisionMode::AllowMixPrecision ||
-                     p.mode == ascend::PrecisionMode::AllowMixPrecisionBf16;
-  if (!mix_list.empty()) {
-    if (!mixed)
-      throw UsageError("--modify_mixlist changes allow_mix_precision's lists; --precision_mode is " +
-                       precision);
-    p.mix_list = std::make_shared<const ascend::MixList>(ascend::load_mix_list(mix_list));
-  }
-  if (p.low() == DType::BF16 && !profile.cube_bf16)
-    throw Error("--precision_mode " + precision + ": " + profile.soc_version + " computes no bf16 (" +
-                profile.source + ": cube.bf16 = false); the Ascend910B profiles do");
-  return p;
+  return api::precision_for(target(), profile);
 }
 
 ascend::CostOptions ProfileOptions::cost_options(const ascend::HardwareProfile& profile,
                                                  int64_t symbolic_dim_value) const {
-  ascend::CostOptions c;
-  c.precision = precision_for(profile);
-  c.symbolic_dim_value = symbolic_dim_value;
-  c.small_channel = small_channel;
-  return c;
+  return api::cost_options(target(), profile, symbolic_dim_value);
 }
 
 ascend::OptimizeOptions ProfileOptions::optimize_options(const ascend::HardwareProfile& profile,
                                                          const SaturationLimitOptions& limits) const {
-  ascend::OptimizeOptions opts;
-  opts.cost = cost_options(profile);
-  opts.write_precision = computes_precision();
-  limits.apply_to(opts.limits);
-  return opts;
+  api::RuleOptions rules;
+  limits.apply_to(rules);
+  return api::optimize_options(target(), rules, profile);
 }
 
 }  // namespace geopt::cli

@@ -8,6 +8,7 @@
 
 #include "ascend/cost_model.h"
 #include "ascend/optimizer.h"
+#include "geopt/geopt.h"
 #include "saturation_limit_options.h"
 
 namespace geopt::cli {
@@ -23,6 +24,8 @@ struct ProfileOptions {
   bool computes_precision() const { return precision_option && precision_option->count() > 0; }
 
   void add_to(CLI::App* cmd);
+  // The same options as the API takes them.
+  api::TargetOptions target() const;
   // Throws geopt::Error on an unknown profile or a bad override.
   ascend::HardwareProfile load() const;
   // The precision mode with its mix list. Throws geopt::Error on a bad mix list, a mix

@@ -1,7 +1,6 @@
 #include "rule_options.h"
 
-#include "dsl/diagnostic.h"
-#include "util/error.h"
+#include "settings.h"
 
 namespace geopt::cli {
 
@@ -13,26 +12,16 @@ void RuleOptions::add_to(CLI::App* cmd) {
                   "TOML file: [rules] NAME = \"on\"|\"off\", [tags] TAG = \"on\"|\"off\"");
 }
 
-std::vector<std::string> RuleOptions::resolved_paths() const {
-  if (!paths.empty()) return paths;
-  std::string dir = dsl::default_rules_dir();
-  if (dir.empty())
-    throw Error("no rules/ folder found next to geopt or in its install prefix; pass --rules DIR");
-  return {dir};
+api::RuleOptions RuleOptions::api() const {
+  api::RuleOptions o;
+  o.paths = paths;
+  o.disable = disabled;
+  o.fusion_switch_file = switch_file;
+  return o;
 }
 
-std::unique_ptr<dsl::RuleSet> RuleOptions::load() const {
-  std::vector<dsl::Diagnostic> errors;
-  auto set = dsl::RuleSet::load(resolved_paths(), errors);
-  if (!set) {
-    std::string text = dsl::format_diagnostics(errors);
-    if (!text.empty() && text.back() == '\n') text.pop_back();
-    throw Error(std::to_string(errors.size()) + " error(s) in the rules:\n" + text);
-  }
-  if (!switch_file.empty()) set->apply_switch_file(switch_file);
-  for (const auto& d : disabled)
-    if (!set->set_enabled(d, false)) throw Error("--disable " + d + ": no rule or tag has that name");
-  return set;
-}
+std::vector<std::string> RuleOptions::resolved_paths() const { return api::rule_paths(api()); }
+
+std::unique_ptr<dsl::RuleSet> RuleOptions::load() const { return api::load_rules(api()); }
 
 }  // namespace geopt::cli

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dsl/rule_set.h"
+#include "geopt/geopt.h"
 
 namespace geopt::cli {
 
@@ -17,6 +18,7 @@ struct RuleOptions {
   std::string switch_file;
 
   void add_to(CLI::App* cmd);
+  api::RuleOptions api() const;
   // Loads, checks and switches the rules; throws geopt::Error with every diagnostic.
   std::unique_ptr<dsl::RuleSet> load() const;
   std::vector<std::string> resolved_paths() const;

@@ -1,5 +1,5 @@
 #include "rules_command.h"
-#include "json_output.h"
+#include "json_text.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,10 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/optimizer.h"
-#include "dsl/diagnostic.h"
-#include "dsl/explain.h"
-#include "dsl/rule_tests.h"
-#include "dsl/soundness.h"
+#include "geopt/geopt.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
 #include "profile_options.h"
@@ -20,6 +17,7 @@
 #include "util/error.h"
 
 namespace geopt::cli {
+using api::json_text;
 namespace {
 
 struct RulesOptions {
@@ -36,15 +34,15 @@ struct RulesOptions {
 };
 
 int check(const RulesOptions& o) {
-  std::vector<std::string> paths = o.check_paths.empty() ? o.rules.resolved_paths() : o.check_paths;
-  std::vector<dsl::Diagnostic> errors;
-  auto set = dsl::RuleSet::load(paths, errors);
-  if (!set) {
-    std::fprintf(stderr, "%s", dsl::format_diagnostics(errors).c_str());
-    std::fprintf(stderr, "geopt: error: %zu error(s) in the rules\n", errors.size());
+  const api::RulesReport r =
+      api::rules_check(o.check_paths.empty() ? o.rules.resolved_paths() : o.check_paths);
+  if (!r.ok) {
+    std::fprintf(stderr, "%s", r.report_text.c_str());
+    std::fprintf(stderr, "geopt: error: %zu error(s) in the rules\n",
+                 nlohmann::json::parse(r.report_json)["errors"].size());
     return 1;
   }
-  std::printf("%zu rules in %zu files: ok\n", set->rules().size(), set->files().size());
+  std::cout << r.report_text;
   return 0;
 }
 
@@ -71,108 +69,20 @@ int list(const RulesOptions& o) {
 }
 
 int test(const RulesOptions& o) {
-  RuleOptions ro = o.rules;
-  if (!o.test_paths.empty()) ro.paths = o.test_paths;
-  auto set = ro.load();
-  const ascend::HardwareProfile profile = o.profile.load();
-  ascend::OptimizeOptions opts;
-  opts.cost = o.profile.cost_options(profile);
-  o.limits.apply_to(opts.limits);
-  // A rule's test checks what the rules make: the precision pass, after them, is not theirs.
-  // Each test's model goes through geopt optimize's pipeline, as a user's would.
-  auto pipeline = [&](const Model& m) {
-    ascend::OptimizeResult r = ascend::optimize(m, *set, profile, opts);
-    dsl::Rewritten out{std::move(r.model), r.selected, {}, {}, {}};
-    for (const auto& [name, s] : r.saturation.per_rule) {
-      out.matched[name] = s.matched;
-      if (s.refused) out.refusals.push_back(s.refusal);
-    }
-    if (r.saturation.stop != dsl::StopReason::Saturated)
-      out.stopped = std::string(dsl::stop_reason_name(r.saturation.stop)) + " after " +
-                    std::to_string(r.saturation.iterations) + " iteration(s)";
-    return out;
-  };
-  int failed = 0, passed = 0;
-  nlohmann::ordered_json tests = nlohmann::ordered_json::array();
-  for (const auto& r : dsl::run_rule_tests(*set, pipeline)) {
-    (r.passed ? passed : failed)++;
-    if (o.json) {
-      tests.push_back({{"rule", r.rule},
-                       {"test", r.test},
-                       {"passed", r.passed},
-                       {"failures", r.failures},
-                       {"stopped", r.stopped}});
-      continue;
-    }
-    std::printf("%s  %s: %s%s\n", r.passed ? "PASS" : "FAIL", r.rule.c_str(), r.test.c_str(),
-                r.stopped.empty() ? "" : (" (saturation stopped at its " + r.stopped + ")").c_str());
-    for (const auto& f : r.failures) std::printf("      %s\n", f.c_str());
-  }
-  nlohmann::ordered_json report = {{"tests", tests}, {"passed", passed}, {"failed", failed}};
-  if (!o.json) std::printf("%d passed, %d failed\n", passed, failed);
-  if (!o.soundness) {
-    if (o.json) std::cout << json_text(report) << "\n";
-    return failed ? 1 : 0;
-  }
-  // Each rule applied once at each site of its tests' graphs, at other batch sizes,
-  // random inputs and drawn constants (dsl/soundness.h).
-  int unsound = 0, unchecked = 0;
-  nlohmann::ordered_json rules = nlohmann::ordered_json::array();
-  for (const auto& r : dsl::check_soundness(*set, ascend::egraph_cost(profile, opts.cost))) {
-    unchecked += !r.checked();
-    unsound += r.checked() && !r.passed();
-    double worst = 0;
-    for (const auto& c : r.cases) worst = std::max(worst, c.max_error);
-    if (o.json) {
-      nlohmann::ordered_json failing = nlohmann::ordered_json::array();
-      for (const auto& c : r.cases)
-        if (!c.passed)
-          failing.push_back(
-              {{"test", c.test}, {"instance", c.shapes}, {"failure", c.failure}, {"tolerance", c.tolerance}});
-      rules.push_back({{"rule", r.rule},
-                       {"verdict", !r.checked() ? "unchecked"
-                                   : r.passed() ? "sound"
-                                                : "unsound"},
-                       {"instances", r.cases.size()},
-                       {"worst_error", worst},
-                       {"failing", failing}});
-      continue;
-    }
-    if (!r.checked()) {
-      std::printf("UNCHECKED  %s: no test with `expect outputs_equal` makes it fire\n", r.rule.c_str());
-      continue;
-    }
-    std::printf("%s  %s: %zu instance(s), worst error %.3g\n", r.passed() ? "SOUND    " : "UNSOUND  ",
-                r.rule.c_str(), r.cases.size(), worst);
-    for (const auto& c : r.cases)
-      if (!c.passed)
-        std::printf("      %s (%s): %s (tolerance %g)\n", c.test.c_str(), c.shapes.c_str(), c.failure.c_str(),
-                    c.tolerance);
-  }
-  if (o.json) {
-    report["soundness"] = {{"rules", rules}, {"unsound", unsound}, {"unchecked", unchecked}};
-    std::cout << json_text(report) << "\n";
-  } else {
-    std::printf("soundness: %d unsound, %d unchecked\n", unsound, unchecked);
-  }
-  return failed || unsound || unchecked ? 1 : 0;
+  api::RuleTestOptions a;
+  a.rules = o.rules.api();
+  if (!o.test_paths.empty()) a.rules.paths = o.test_paths;
+  o.limits.apply_to(a.rules);
+  a.target = o.profile.target();
+  a.soundness = o.soundness;
+  const api::RulesReport r = api::rules_test(a);
+  std::cout << (o.json ? r.report_json + "\n" : r.report_text) << std::flush;
+  return r.ok ? 0 : 1;
 }
 
 int match(const RulesOptions& o) {
-  auto set = o.rules.load();
-  Model model = import_onnx(o.model);
-  std::map<std::string, std::vector<std::string>> sites = dsl::match_sites(*set, model);
-  if (o.json) {
-    nlohmann::ordered_json j = nlohmann::ordered_json::object();
-    for (const auto& r : set->rules()) j[r.ast->name] = sites[r.ast->name];
-    std::cout << json_text(j) << "\n";
-    return 0;
-  }
-  for (const auto& r : set->rules()) {
-    const auto& s = sites[r.ast->name];
-    std::printf("%-32s %zu\n", r.ast->name.c_str(), s.size());
-    for (const auto& name : s) std::printf("    at %s\n", name.c_str());
-  }
+  const api::RulesReport r = api::rules_match(api::ModelSource::file(o.model), o.rules.api());
+  std::cout << (o.json ? r.report_json + "\n" : r.report_text) << std::flush;
   return 0;
 }
 

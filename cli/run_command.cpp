@@ -1,7 +1,7 @@
 #include "run_command.h"
 
 #include "finite_number.h"
-#include "json_output.h"
+#include "json_text.h"
 
 #include <spdlog/spdlog.h>
 
@@ -26,6 +26,7 @@
 #include "util/error.h"
 
 namespace geopt::cli {
+using api::json_text;
 namespace {
 
 namespace fs = std::filesystem;

@@ -20,4 +20,10 @@ void SaturationLimitOptions::apply_to(dsl::SaturationLimits& limits) const {
   limits.seconds = seconds;
 }
 
+void SaturationLimitOptions::apply_to(api::RuleOptions& rules) const {
+  rules.iter_limit = iterations;
+  rules.node_limit = enodes;
+  rules.time_limit = seconds;
+}
+
 }  // namespace geopt::cli

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "dsl/saturation.h"
+#include "geopt/geopt.h"
 
 namespace geopt::cli {
 
@@ -14,6 +15,7 @@ struct SaturationLimitOptions {
 
   void add_to(CLI::App* cmd);
   void apply_to(dsl::SaturationLimits& limits) const;
+  void apply_to(api::RuleOptions& rules) const;
 };
 
 }  // namespace geopt::cli

@@ -11,6 +11,7 @@
 #include "dsl/schema_lookup.h"
 #include "util/error.h"
 #include "util/input_file.h"
+#include "util/install_dirs.h"
 
 namespace geopt::dsl {
 namespace fs = std::filesystem;
@@ -222,15 +223,9 @@ const CompiledRule* RuleSet::find(const std::string& name) const {
 
 std::string default_rules_dir() {
   if (const char* env = std::getenv("GEOPT_RULES_DIR")) return env;
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  std::vector<fs::path> candidates;
-  if (!ec) {
-    candidates.push_back(exe.parent_path().parent_path() / "share" / "geopt" /
-                         "rules");  // installed: bin/geopt
-    candidates.push_back(exe.parent_path() / "rules");
-  }
+  std::vector<fs::path> candidates = installed_data_dirs("rules");
   candidates.push_back(fs::path(GEOPT_SOURCE_RULES_DIR));  // a build tree
+  std::error_code ec;
   for (const auto& c : candidates)
     if (fs::is_directory(c, ec)) return c.string();
   return {};

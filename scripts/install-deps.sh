@@ -13,9 +13,11 @@ packages=(
   # the coverage-guided fuzzers (tests/fuzz/): clang with libFuzzer's runtime and LLVM's OpenMP
   clang libclang-rt-14-dev libomp-14-dev
   clang-format  # the style check (scripts/check-format.sh, a CTest test)
+  # the Python module and its tests (torch exports a model, as users' scripts do)
+  python3-dev python3-pybind11 pybind11-dev python3-pytest python3-numpy python3-onnx python3-torch
 )
 if [[ "${1:-}" == "--examples" ]]; then
-  packages+=(python3-torch python3-torchvision python3-onnx python3-numpy)
+  packages+=(python3-torchvision)
   # bench/ocr_accuracy_bench.sh renders text
   packages+=(python3-pil fonts-dejavu-core)
 fi

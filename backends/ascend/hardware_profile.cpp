@@ -10,6 +10,7 @@
 
 #include "util/error.h"
 #include "util/input_file.h"
+#include "util/install_dirs.h"
 
 namespace geopt::ascend {
 namespace fs = std::filesystem;
@@ -17,9 +18,7 @@ namespace fs = std::filesystem;
 std::string default_profiles_dir() {
   if (const char* env = std::getenv("GEOPT_PROFILES_DIR")) return env;
   std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  std::vector<fs::path> candidates;
-  if (!ec) candidates.push_back(exe.parent_path().parent_path() / "share" / "geopt" / "profiles");
+  std::vector<fs::path> candidates = installed_data_dirs("profiles");
   candidates.push_back(fs::path(GEOPT_SOURCE_PROFILES_DIR));
   for (const auto& c : candidates)
     if (fs::is_directory(c, ec)) return c.string();

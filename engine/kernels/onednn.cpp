@@ -141,8 +141,6 @@ std::string activation_key(const std::string& name, const std::vector<float>& pa
   return key;
 }
 
-void set_kernel_threads(int threads) {
-  if (threads > 0) omp_set_num_threads(threads);
-}
+void set_kernel_threads(int threads) { omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs()); }
 
 }  // namespace geopt

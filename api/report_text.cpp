@@ -1,7 +1,7 @@
 #include "report_text.h"
 #include <cstdio>
 
-namespace geopt::cli {
+namespace geopt::api {
 
 std::string kernel_counts(const ascend::GraphCost& before, const ascend::GraphCost& after) {
   std::string text = std::to_string(before.kernels) + " -> " + std::to_string(after.kernels);
@@ -11,9 +11,9 @@ std::string kernel_counts(const ascend::GraphCost& before, const ascend::GraphCo
   return text;
 }
 
-}  // namespace geopt::cli
+}  // namespace geopt::api
 
-namespace geopt::cli {
+namespace geopt::api {
 
 namespace {
 
@@ -74,4 +74,4 @@ std::string tolerance_text(const Tolerance& t, const char* reference) {
   return s;
 }
 
-}  // namespace geopt::cli
+}  // namespace geopt::api

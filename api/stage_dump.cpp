@@ -9,7 +9,7 @@
 #include "onnx/export.h"
 #include "util/atomic_file.h"
 
-namespace geopt::cli {
+namespace geopt::api {
 
 void dump_stage(const std::string& dir, const std::string& stage, Model& model,
                 const std::unordered_map<const Node*, std::string>& notes) {
@@ -37,4 +37,4 @@ void dump_stage(const std::string& dir, const std::string& stage, Model& model,
   }
 }
 
-}  // namespace geopt::cli
+}  // namespace geopt::api

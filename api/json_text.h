@@ -7,7 +7,7 @@
 
 #include "util/text.h"
 
-namespace geopt::cli {
+namespace geopt::api {
 
 template <class Json>
 Json text_only(const Json& j) {
@@ -34,4 +34,4 @@ std::string json_text(const Json& j) {
   }
 }
 
-}  // namespace geopt::cli
+}  // namespace geopt::api

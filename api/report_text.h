@@ -8,7 +8,7 @@
 #include "ascend/precision_pass.h"
 #include "eval/compare.h"
 
-namespace geopt::cli {
+namespace geopt::api {
 
 // "12 -> 8", and where control-flow bodies hold kernels "12 -> 8 (in bodies 5 -> 3)".
 std::string kernel_counts(const ascend::GraphCost& before, const ascend::GraphCost& after);
@@ -26,4 +26,4 @@ std::string tolerance_text(const Tolerance& t, const char* reference);
 std::string output_error_text(const OutputError& e);
 nlohmann::ordered_json output_errors_json(const std::vector<OutputError>& errors);
 
-}  // namespace geopt::cli
+}  // namespace geopt::api

@@ -1,0 +1,22 @@
+#pragma once
+// Every entry point of the API runs its work through guarded(): geopt's internal
+// exceptions leave as geopt::api errors (util/error.h's kinds mapped one to one).
+#include <utility>
+
+#include "geopt/geopt.h"
+
+namespace geopt::api {
+
+// Rethrows the exception being handled as the API's kind of it. Call inside catch.
+[[noreturn]] void rethrow_as_api_error();
+
+template <class F>
+auto guarded(F&& work) -> decltype(work()) {
+  try {
+    return std::forward<F>(work)();
+  } catch (...) {
+    rethrow_as_api_error();
+  }
+}
+
+}  // namespace geopt::api

@@ -1,0 +1,123 @@
+// geopt quantize as a library call: INT8 post-training quantization into ONNX's QDQ form.
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "guard.h"
+#include "json_text.h"
+#include "model_handles.h"
+#include "onnx/export.h"
+#include "quantize/post_training_quantization.h"
+#include "settings.h"
+#include "text_format.h"
+
+namespace geopt::api {
+namespace {
+
+std::string layer_counts(const std::vector<quantize::LayerReport>& layers, bool quantized) {
+  std::map<std::string, size_t> by_op;
+  for (const auto& l : layers)
+    if (l.quantized == quantized) ++by_op[l.layer.op_type];
+  std::string s;
+  for (const auto& [op, n] : by_op) s += (s.empty() ? "" : ", ") + op + " " + std::to_string(n);
+  return s;
+}
+
+nlohmann::ordered_json agreement_json(const quantize::Agreement& a) {
+  return {{"cosine", a.cosine}, {"max_relative", a.max_relative}};
+}
+
+QuantizeResult quantize_model(const ModelSource& source, const QuantizeOptions& o) {
+  const std::string model_name = source.name();
+  quantize::QuantizeOptions q;
+  q.method = quantize::parse_calibration_method(o.method);
+  q.activation_type = quantize::parse_activation_type(o.activation_type);
+  q.percentile = o.percentile;
+  q.skip_layers = o.skip_layers;
+  q.sensitivity = o.sensitivity;
+  q.accuracy_target = o.accuracy_target;
+  const Model model = quantize::quantizable(import_model(source, import_options(o.input_shape)), model_name);
+  const auto samples = quantize::read_calibration_set(o.calibration, model);
+  quantize::QuantizeResult r = quantize::quantize_model(model, samples, q, o.progress);
+  if (!o.output.empty()) export_onnx(r.model, o.output);
+
+  size_t quantized = 0;
+  for (const auto& l : r.layers) quantized += l.quantized;
+  const char* activation_text =
+      q.activation_type == quantize::ActivationType::U8 ? "uint8 (asymmetric)" : "int8 (symmetric)";
+  const char* weight_text = "int8 per output channel (symmetric)";
+  QuantizeResult result;
+  {
+    nlohmann::ordered_json j;
+    j["model"] = model_name;
+    j["output"] = o.output;
+    j["calibration"] = {{"folder", o.calibration},
+                        {"samples", r.samples},
+                        {"method", quantize::calibration_method_name(q.method)}};
+    if (q.method == quantize::CalibrationMethod::Percentile) j["calibration"]["percentile"] = q.percentile;
+    j["activations"] = activation_text;
+    j["weights"] = weight_text;
+    auto layers = nlohmann::ordered_json::array();
+    for (const auto& l : r.layers) {
+      nlohmann::ordered_json lj = {{"name", l.layer.name},
+                                   {"op", l.layer.op_type},
+                                   {"quantized", l.quantized},
+                                   {"activation", l.layer.activation},
+                                   {"range", {l.range.lo, l.range.hi}},
+                                   {"scale", l.activation.scale},
+                                   {"zero_point", l.activation.zero_point}};
+      if (l.alone) lj["alone"] = agreement_json(*l.alone);
+      if (!l.quantized) lj["kept_because"] = l.kept_because;
+      layers.push_back(lj);
+    }
+    j["layers"] = layers;
+    j["quantized"] = quantized;
+    j["accuracy"] = agreement_json(r.agreement);
+    if (q.accuracy_target) j["accuracy"]["target"] = *q.accuracy_target;
+    j["evaluations"] = r.evaluations;
+    result.report_json = json_text(j);
+  }
+  std::string& t = result.report_text;
+  appendf(t, "model            %s\n", model_name.c_str());
+  appendf(t, "calibration      %s: %zu sample(s), %s", o.calibration.c_str(), r.samples,
+          quantize::calibration_method_name(q.method));
+  if (q.method == quantize::CalibrationMethod::Percentile) appendf(t, " %g%%", q.percentile);
+  appendf(t, "\nquantization     activations %s, weights %s; QDQ form\n", activation_text, weight_text);
+  const std::string kept = layer_counts(r.layers, false);
+  appendf(t, "layers           %zu of %zu quantized (%s)%s%s\n", quantized, r.layers.size(),
+          layer_counts(r.layers, true).c_str(), kept.empty() ? "" : "; kept in float: ", kept.c_str());
+  const bool alone = q.sensitivity || q.accuracy_target;
+  int width = 5;
+  for (const auto& l : r.layers) width = std::max(width, static_cast<int>(l.layer.name.size()));
+  appendf(t, "                 %-*s %-6s %-22s %-10s %-5s %s\n", width, "layer", "op", "activation range",
+          "scale", "zero", alone ? "alone: cosine" : "");
+  for (const auto& l : r.layers) {
+    std::string range;
+    appendf(range, "[%.4g, %.4g]", static_cast<double>(l.range.lo), static_cast<double>(l.range.hi));
+    std::string tail = l.alone ? std::to_string(l.alone->cosine).substr(0, 8) : "";
+    if (!l.quantized) tail += (tail.empty() ? "" : "  ") + std::string("float: ") + l.kept_because;
+    appendf(t, "                 %-*s %-6s %-22s %-10.4g %-5d %s\n", width, l.layer.name.c_str(),
+            l.layer.op_type.c_str(), range.c_str(), static_cast<double>(l.activation.scale),
+            l.activation.zero_point, tail.c_str());
+  }
+  appendf(t,
+          "accuracy         outputs' cosine against float %.6f, max abs error %.3g of the output's scale "
+          "(calibration set)%s\n",
+          r.agreement.cosine, r.agreement.max_relative,
+          !q.accuracy_target                         ? ""
+          : r.agreement.cosine >= *q.accuracy_target ? "; target met"
+                                                     : "; target NOT met");
+  if (!o.output.empty()) appendf(t, "written          %s\n", o.output.c_str());
+  auto impl = std::make_shared<OptimizedModel::Impl>();
+  impl->model = std::move(r.model);
+  result.model = OptimizedModel(std::move(impl));
+  return result;
+}
+
+}  // namespace
+
+QuantizeResult quantize(const ModelSource& model, const QuantizeOptions& options) {
+  return guarded([&] { return quantize_model(model, options); });
+}
+
+}  // namespace geopt::api

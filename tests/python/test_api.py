@@ -1,0 +1,234 @@
+"""geopt's Python API as a user drives it: export with torch, optimize, compile, run."""
+import json
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import geopt
+from conftest import rss_bytes
+
+
+def test_encoder_round_trip_matches_torch(encoder, tmp_path):
+    path, feeds, expected = encoder
+    result = geopt.optimize(path)
+    report = result.report
+    assert report["kernels"]["after"] < report["kernels"]["before"]
+    assert report["check"]["ok"] is True
+    assert "LayerNormFusion" in report["rules"] and report["rules"]["LayerNormFusion"]["selected"] > 0
+    import onnx
+    model = result.model
+    assert isinstance(model, onnx.ModelProto)
+    assert any(n.domain == "ai.geopt" for n in model.graph.node)
+
+    plan = geopt.compile(model)  # an onnx.ModelProto in
+    assert plan.report["check"]["ok"] is True
+    outputs = plan.run(feeds)
+    assert list(outputs) == ["out"]
+    np.testing.assert_allclose(outputs["out"], expected, atol=1e-4, rtol=1e-4)
+
+    saved = tmp_path / "encoder.plan"
+    assert plan.save(saved) == str(saved)
+    again = geopt.Plan.load(saved).run(feeds)
+    np.testing.assert_array_equal(again["out"], outputs["out"])
+
+
+def test_cnn_from_bytes_runs_in_nc1hwc0_and_matches_torch(cnn):
+    path, feeds, expected = cnn
+    plan = geopt.compile(path.read_bytes(), soc_version="Ascend310P3", input_shape={"input": [1, 3, 32, 32]})
+    assert plan.report["kernels"]["after"] <= 6
+    outputs = plan.run(feeds)
+    np.testing.assert_allclose(outputs["out"], expected, atol=1e-4, rtol=1e-4)
+    dump = plan.dump()
+    assert dump["soc_version"] == "Ascend310P3"
+    assert any(k["op_type"] == "TransData" for k in dump["kernels"])
+    profile = plan.profile()
+    assert profile["latency_us"] > 0 and 0 < profile["cube_utilization"] <= 1
+
+
+def test_python_and_cli_give_the_same_report(encoder, cli):
+    path, _, _ = encoder
+    by_cli = json.loads(subprocess.run([str(cli), "optimize", str(path), "--json"], check=True,
+                                       capture_output=True, text=True).stdout)
+    by_python = geopt.optimize(str(path)).report
+
+    def without_times(report):  # the only fields that differ between two runs
+        report = json.loads(json.dumps(report))
+        report.pop("time_ms")
+        for rule in report["rules"].values():
+            rule.pop("search_ms")
+            rule.pop("apply_ms")
+        return report
+
+    assert without_times(by_cli) == without_times(by_python)
+    compiled_cli = json.loads(subprocess.run([str(cli), "compile", str(path), "--json"], check=True,
+                                             capture_output=True, text=True).stdout)
+    compiled_python = geopt.compile(str(path)).report
+    for key in ("kernels", "latency_us", "fused", "memory", "streams", "profile"):
+        assert compiled_cli[key] == compiled_python[key], key
+
+
+def test_errors_are_geopt_errors_with_their_place(encoder, tmp_path):
+    with pytest.raises(geopt.BadInput) as garbage:
+        geopt.optimize(b"\x08\x07this is not a model")
+    assert isinstance(garbage.value, geopt.Error)
+    assert "not a valid ONNX model" in str(garbage.value)
+
+    missing = tmp_path / "missing.onnx"
+    with pytest.raises(geopt.BadInput) as e:
+        geopt.compile(missing)
+    assert str(missing) in str(e.value)
+
+    rules = tmp_path / "bad.gerule"
+    rules.write_text("rule Broken {\n  match x = Relu(\n}\n")
+    with pytest.raises(geopt.BadInput) as e:
+        geopt.optimize(encoder[0], rules=rules)
+    assert (e.value.file, e.value.line, e.value.col) == (str(rules), 2, 9)
+    assert "expected a pattern after `match`" in str(e.value)
+
+    with pytest.raises(geopt.Error) as e:
+        geopt.optimize(encoder[0], soc_version="Ascend999")
+    assert "Ascend999" in str(e.value)
+
+    with pytest.raises(geopt.UsageError):
+        geopt.compile(encoder[0], dynamic_batch_size="1,2", input_shape_range="x:[1~2,16,64]")
+    with pytest.raises(geopt.UsageError):
+        geopt.optimize(12345)
+
+    plan = geopt.compile(encoder[0], check=False)
+    with pytest.raises(geopt.BadInput) as e:
+        plan.run({"x": np.zeros((2, 15, 64), np.float32)})
+    assert "x" in str(e.value)
+    with pytest.raises(geopt.BadInput):
+        plan.run({})
+    with pytest.raises(geopt.BadInput):
+        plan.run({"x": np.zeros((2, 16, 64), np.float64)})
+
+
+def test_feeds_need_not_be_contiguous(encoder):
+    path, feeds, expected = encoder
+    plan = geopt.compile(path, check=False)
+    strided = np.asfortranarray(feeds["x"])
+    assert not strided.flags["C_CONTIGUOUS"]
+    np.testing.assert_allclose(plan.run({"x": strided})["out"], expected, atol=1e-4, rtol=1e-4)
+
+
+def test_threads_agree_and_runs_may_overlap(cnn):
+    path, feeds, expected = cnn
+    plan = geopt.compile(path, check=False)
+    one = plan.run(feeds, threads=1)["out"]
+    two = plan.run(feeds, threads=2)["out"]
+    np.testing.assert_allclose(one, two, atol=1e-5, rtol=1e-5)
+    results = [None] * 4
+
+    def worker(i):
+        results[i] = plan.run(feeds, threads=1)["out"]
+
+    workers = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for r in results:
+        np.testing.assert_allclose(r, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_a_hundred_runs_leak_nothing(encoder):
+    path, feeds, _ = encoder
+    plan = geopt.compile(path, check=False)
+    for _ in range(20):  # warm: the allocator's pools and oneDNN's primitive cache fill
+        plan.run(feeds)
+    before = rss_bytes()
+    for _ in range(100):
+        outputs = plan.run(feeds)
+    del outputs
+    grown = rss_bytes() - before
+    # One run's outputs are 8 KiB and its pool well under 1 MiB: a leak per run would show.
+    assert grown < 4 << 20, grown
+
+
+def test_outputs_own_their_bytes(cnn):
+    path, feeds, _ = cnn
+    plan = geopt.compile(path, check=False)
+    first = plan.run(feeds)["out"]
+    kept = first.copy()
+    plan.run({"input": feeds["input"] * 2})
+    np.testing.assert_array_equal(first, kept)
+
+
+def test_explain_returns_sites_and_a_node_story(encoder):
+    path, _, _ = encoder
+    explanation = geopt.explain(path)
+    assert explanation.sites, "no site reported"
+    fused = [s for s in explanation.sites if s["rule"] == "LayerNormFusion" and s["matched"]]
+    assert fused and all(s["location"].endswith(tuple("0123456789")) for s in fused)
+    misses = [s for s in explanation.sites if not s["matched"]]
+    assert misses and all(s["reason"] for s in misses)
+    assert "fired (sites kept / matched)" in explanation.text
+    node = fused[0]["node"]
+    story = geopt.explain(path, node=node)
+    assert story.report["node"] == node
+    assert any(s["rule"] == "LayerNormFusion" and s["matched"] for s in story.sites)
+    with pytest.raises(geopt.BadInput) as e:
+        geopt.explain(path, node="no such node")
+    assert "no such node" in str(e.value)
+
+
+def test_rules_check_test_and_match(encoder, tmp_path):
+    shipped = geopt.rules.check()
+    assert shipped["rules"] > 100 and shipped["errors"] == []
+    bad = tmp_path / "bad.gerule"
+    bad.write_text("rule Broken {\n  match %y = Relu(%x\n}\n")
+    with pytest.raises(geopt.BadInput) as e:
+        geopt.rules.check(bad)
+    assert e.value.file == str(bad) and e.value.line >= 2 and e.value.errors
+
+    mine = tmp_path / "mine.gerule"
+    mine.write_text(_DROPOUT_RULE)
+    report = geopt.rules.test(mine)
+    assert (report["passed"], report["failed"]) == (1, 1)
+    failing = [t for t in report["tests"] if not t["passed"]]
+    assert failing[0]["test"] == "a claim that is wrong" and failing[0]["failures"]
+
+    sites = geopt.rules.match(encoder[0])
+    assert len(sites["LayerNormFusion"]) == 4
+
+
+_DROPOUT_RULE = """
+rule MyDropoutIsIdentity {
+  match %y = Dropout(%x)
+  rewrite %y => %x
+  test "drops a bare Dropout" {
+    model \"\"\"<ir_version: 8, opset_import: ["" : 13]>
+      g (float[2,8] x) => (float[2,8] y) { d = Dropout(x) y = Relu(d) }\"\"\"
+    expect count(Dropout) == 0
+    expect fired(MyDropoutIsIdentity) == 1
+    expect outputs_equal
+  }
+  test "a claim that is wrong" {
+    model \"\"\"<ir_version: 8, opset_import: ["" : 13]>
+      g (float[2,8] x) => (float[2,8] y) { d = Dropout(x) y = Relu(d) }\"\"\"
+    expect count(Dropout) == 1
+  }
+}
+"""
+
+
+def test_quantize_writes_a_qdq_model_that_compiles(cnn, tmp_path):
+    path, feeds, expected = cnn
+    calibration = tmp_path / "calibration"
+    rng = np.random.default_rng(0)
+    for i in range(4):
+        (calibration / str(i)).mkdir(parents=True)
+        np.save(calibration / str(i) / "input.npy", rng.standard_normal((1, 3, 32, 32)).astype(np.float32))
+    stages = []
+    result = geopt.quantize(path, calibration, progress=lambda stage, done, total: stages.append((stage, done)))
+    assert stages
+    assert result.report["quantized"] > 0
+    ops = {n.op_type for n in result.model.graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= ops
+    plan = geopt.compile(result.model)
+    out = plan.run(feeds)["out"]
+    cosine = float(np.dot(out.ravel(), expected.ravel()) / np.linalg.norm(out) / np.linalg.norm(expected))
+    assert cosine > 0.98, cosine

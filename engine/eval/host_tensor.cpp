@@ -32,7 +32,7 @@ std::shared_ptr<std::byte> allocate(size_t nbytes, bool zero) {
         "cannot allocate " + std::to_string(n) +
         " bytes for a tensor (the model's or the inputs' shapes ask for more memory than this machine has)");
   if (zero) std::memset(p, 0, n);
-  return std::shared_ptr<std::byte>(p, [](std::byte* q) { std::free(q); });
+  return std::shared_ptr<std::byte>(p, [](std::byte* q) { free_aligned(q); });
 }
 
 int64_t count(const std::vector<int64_t>& dims) { return checked_element_count(dims, "a tensor"); }

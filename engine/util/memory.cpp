@@ -10,6 +10,10 @@
 
 #include "util/error.h"
 
+#ifdef GEOPT_MIMALLOC_API
+#include <mimalloc.h>
+#endif
+
 namespace geopt {
 
 size_t physical_memory_bytes() {
@@ -21,10 +25,23 @@ size_t physical_memory_bytes() {
 }
 
 std::byte* allocate_aligned(size_t bytes, size_t alignment) {
+#ifdef GEOPT_MIMALLOC_API
+  return static_cast<std::byte*>(
+      mi_malloc_aligned(std::max<size_t>(bytes, 1), std::max(alignment, sizeof(void*))));
+#else
   void* p = nullptr;
   return ::posix_memalign(&p, std::max(alignment, sizeof(void*)), std::max<size_t>(bytes, 1)) == 0
              ? static_cast<std::byte*>(p)
              : nullptr;
+#endif
+}
+
+void free_aligned(std::byte* p) {
+#ifdef GEOPT_MIMALLOC_API
+  mi_free(p);
+#else
+  std::free(p);
+#endif
 }
 
 void install_out_of_memory_handler() {
@@ -40,7 +57,7 @@ std::shared_ptr<std::byte> allocate_filled(size_t bytes, size_t alignment, int f
   std::byte* p = allocate_aligned(n, alignment);
   if (!p) throw Error(what + ": cannot allocate " + std::to_string(n) + " bytes (out of memory)");
   std::memset(p, fill, n);
-  return std::shared_ptr<std::byte>(p, [](std::byte* q) { std::free(q); });
+  return std::shared_ptr<std::byte>(p, [](std::byte* q) { free_aligned(q); });
 }
 
 }  // namespace geopt

@@ -10,10 +10,14 @@ namespace geopt {
 size_t physical_memory_bytes();
 
 // `bytes` aligned to `alignment` (a power of two), or null when the allocation fails;
-// freed with std::free. Through malloc's family, not operator new: mimalloc's operator
+// freed with free_aligned. Through malloc's family, not operator new: mimalloc's operator
 // new aborts on failure where its malloc returns null, so a size an input asks for
-// (a tensor, a plan's pool) is refused with its size in every build.
+// (a tensor, a plan's pool) is refused with its size in every build. Built with mimalloc
+// (GEOPT_MIMALLOC), tensors come from mimalloc's heap even where it is not the process's
+// malloc (libgeopt.so in a Python process): glibc's malloc gives the top of its heap back
+// after each large free and faults it in again, a third of BERT-base's run.
 std::byte* allocate_aligned(size_t bytes, size_t alignment);
+void free_aligned(std::byte* p);
 
 // Makes a failed operator new throw std::bad_alloc where the allocator consults the
 // new-handler (glibc's, the sanitizers'), so main reports it as bad input. Debian's

@@ -274,9 +274,11 @@ Made compile_static(const Model& given, const ascend::CompileOptions& co,
                     const ascend::HardwareProfile& profile, std::vector<std::string>& warnings) {
   ascend::CompileResult c = ascend::compile(given, profile, co);
   // GE ignores names it does not find; a typo should not pass unseen.
-  for (const auto& name : c.memory.no_reuse_unmatched)
+  for (const auto& name : c.memory.no_reuse_unmatched) {
     warnings.push_back("OP_NO_REUSE_MEM: no kernel of the compiled graph is named or typed '" + name +
                        "' (plan dump lists them)");
+    spdlog::warn("{}", warnings.back());
+  }
   Made m;
   m.json = report_json(c, co);
   m.text = report_text(c, co);
@@ -347,6 +349,7 @@ CompileResult compile(const ModelSource& source, const CompileOptions& o) {
     nlohmann::ordered_json j;
     j["model"] = source.name();
     j["soc_version"] = profile.soc_version;
+    j["profile_file"] = profile.source;
     j.update(m.json);
     if (!written.empty()) j["written"] = written;
     result.report_json = json_text(j);

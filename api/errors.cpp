@@ -51,12 +51,14 @@ void rethrow_as_api_error() {
   } catch (const geopt::Error& e) {
     raise<BadInput>(e.what());
   } catch (const geopt::InternalError& e) {
-    raise<InternalError>(std::string(e.what()) + " (a bug in geopt: please report it with the model)");
+    raise<InternalError>(std::string(e.what()) +
+                         " (a bug in geopt: please report it with the command and the model)");
   } catch (const std::bad_alloc&) {
     raise<BadInput>(
         "out of memory: the model, its inputs or the plan ask for more memory than this machine has");
   } catch (const std::exception& e) {
-    raise<InternalError>(std::string("internal error: ") + e.what());
+    raise<InternalError>(std::string("internal error: ") + e.what() +
+                         " (a bug in geopt: please report it with the command and the model)");
   }
 }
 

@@ -114,6 +114,7 @@ std::string report_json(const Run& run) {
   nlohmann::ordered_json j;
   j["model"] = run.model;
   j["soc_version"] = run.profile->soc_version;
+  j["profile_file"] = run.profile->source;
   j["precision_mode"] = run.precision;
   j["saturation"] = {{"stop", dsl::stop_reason_name(r.saturation.stop)},
                      {"iterations", r.saturation.iterations},

@@ -62,7 +62,9 @@ std::map<std::string, Tensor> Plan::run(const std::map<std::string, Tensor>& fee
     if (!impl_) throw geopt::Error("no plan: this Plan holds none");
     std::call_once(impl_->built,
                    [&] { impl_->executor = std::make_unique<ascend::PlanExecutor>(impl_->plan); });
-    if (options.threads < 0) throw geopt::UsageError("threads must be >= 0 (0: every core)");
+    if (options.threads < 0 || options.threads > 1024)
+      throw geopt::UsageError("threads " + std::to_string(options.threads) +
+                              ": must be from 1 to 1024 (0: OMP_NUM_THREADS, else every core)");
     set_kernel_threads(options.threads);
     RunLimits limits;
     if (options.max_loop_trips) limits.loop_trips = options.max_loop_trips;

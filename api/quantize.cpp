@@ -10,6 +10,7 @@
 #include "quantize/post_training_quantization.h"
 #include "settings.h"
 #include "text_format.h"
+#include "util/error.h"
 
 namespace geopt::api {
 namespace {
@@ -32,6 +33,12 @@ QuantizeResult quantize_model(const ModelSource& source, const QuantizeOptions& 
   quantize::QuantizeOptions q;
   q.method = quantize::parse_calibration_method(o.method);
   q.activation_type = quantize::parse_activation_type(o.activation_type);
+  // The ranges the CLI's options check.
+  if (!(o.percentile >= 50 && o.percentile <= 100))
+    throw geopt::UsageError("--percentile " + std::to_string(o.percentile) + ": must be from 50 to 100");
+  if (o.accuracy_target && !(*o.accuracy_target >= 0 && *o.accuracy_target <= 1))
+    throw geopt::UsageError("--accuracy-target " + std::to_string(*o.accuracy_target) +
+                            ": must be from 0 to 1");
   q.percentile = o.percentile;
   q.skip_layers = o.skip_layers;
   q.sensitivity = o.sensitivity;

@@ -29,6 +29,7 @@ RulesReport check_rules(const std::vector<std::string>& given) {
     j["errors"] = list;
     return {.ok = false, .report_json = json_text(j), .report_text = dsl::format_diagnostics(errors)};
   }
+  j["paths"] = paths;
   j["rules"] = set->rules().size();
   j["files"] = set->files().size();
   j["errors"] = nlohmann::ordered_json::array();

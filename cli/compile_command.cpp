@@ -1,7 +1,5 @@
 #include "compile_command.h"
 
-#include <spdlog/spdlog.h>
-
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -61,7 +59,6 @@ int run(const CompileOptions& o) {
   a.dynamic_dims = o.dynamic_dims;
   a.input_shape_range = o.input_shape_range;
   const api::CompileResult r = api::compile(api::ModelSource::file(o.model), a);
-  for (const auto& w : r.warnings) spdlog::warn("{}", w);
   std::cout << (o.json ? r.report_json + "\n" : r.report_text) << std::flush;
   if (!r.check_ok) {
     std::fprintf(stderr, "geopt: error: %s\n", r.error.c_str());

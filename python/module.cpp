@@ -23,6 +23,10 @@ py::str text(const std::string& s) {
   return py::reinterpret_steal<py::str>(o);
 }
 
+// A Python callback raised: its exception is set in the interpreter, and this (no
+// std::exception, so geopt passes it through untouched) unwinds geopt's work.
+struct PythonRaised {};
+
 struct ErrorTypes {
   py::object error, bad_input, usage, internal;
 };
@@ -286,15 +290,25 @@ PYBIND11_MODULE(_geopt, m) {
   m.def("quantize", [](const api::ModelSource& model, api::QuantizeOptions options, py::object progress) {
     if (!progress.is_none()) {
       // Called from the working thread without the GIL; the callable is shared, never
-      // copied there (a copy would touch its reference count without the GIL).
+      // copied there (a copy would touch its reference count without the GIL). What it
+      // raises (KeyboardInterrupt too) stops quantize and reaches the caller as raised.
       auto callable = std::make_shared<py::object>(progress);
       options.progress = [callable](std::string_view stage, size_t done, size_t total) {
         py::gil_scoped_acquire held;
-        (*callable)(std::string(stage), done, total);
+        try {
+          (*callable)(std::string(stage), done, total);
+        } catch (py::error_already_set& e) {
+          e.restore();
+          throw PythonRaised{};
+        }
       };
     }
-    py::gil_scoped_release released;
-    return api::quantize(model, options);
+    try {
+      py::gil_scoped_release released;
+      return api::quantize(model, options);
+    } catch (const PythonRaised&) {
+      throw py::error_already_set();
+    }
   });
   m.def("rules_check", [](const std::vector<std::string>& paths) {
     py::gil_scoped_release released;

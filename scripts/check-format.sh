@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files '*.cpp' '*.h')
 else  # a source tree without git (an unpacked archive)
-  mapfile -t files < <(find backends bench cli dsl engine examples tests -name '*.cpp' -o -name '*.h' | sort)
+  mapfile -t files < <(find api backends bench cli dsl engine examples python tests -name '*.cpp' -o -name '*.h' | sort)
 fi
 if [[ "${1:-}" == "--fix" ]]; then
   clang-format -i "${files[@]}"

@@ -220,7 +220,7 @@ PrecisionMode parse_precision_mode(std::string_view name) {
   if (it != precision_mode_names().end()) return it->second;
   std::string known;
   for (const auto& [n, m] : precision_mode_names()) known += (known.empty() ? "" : ", ") + n;
-  throw Error("unknown --precision_mode '" + std::string(name) + "' (known: " + known + ")");
+  throw UsageError("unknown --precision_mode '" + std::string(name) + "' (known: " + known + ")");
 }
 
 std::string precision_mode_name(PrecisionMode mode) {

@@ -122,8 +122,8 @@ class KernelRegistry {
 };
 
 // How many threads each kernel may use (OpenMP's team size; oneDNN follows it); the
-// default (and `threads` <= 0) is every core. The kernels are the only part of geopt that runs threads this
-// way.
+// default (and `threads` <= 0) is what OpenMP started with: OMP_NUM_THREADS, else every core. The kernels are
+// the only part of geopt that runs threads this way.
 void set_kernel_threads(int threads);
 
 // Registration functions, one per kernel family (engine/kernels/*.cpp).

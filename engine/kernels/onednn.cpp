@@ -141,6 +141,9 @@ std::string activation_key(const std::string& name, const std::vector<float>& pa
   return key;
 }
 
-void set_kernel_threads(int threads) { omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs()); }
+void set_kernel_threads(int threads) {
+  static const int started_with = omp_get_max_threads();  // OMP_NUM_THREADS, else every core
+  omp_set_num_threads(threads > 0 ? threads : started_with);
+}
 
 }  // namespace geopt

@@ -12,8 +12,8 @@ CalibrationMethod parse_calibration_method(std::string_view name) {
   if (name == "minmax") return CalibrationMethod::MinMax;
   if (name == "percentile") return CalibrationMethod::Percentile;
   if (name == "entropy" || name == "kl") return CalibrationMethod::Entropy;
-  throw Error("unknown calibration method '" + std::string(name) +
-              "': expected minmax, percentile or entropy");
+  throw UsageError("unknown calibration method '" + std::string(name) +
+                   "': expected minmax, percentile or entropy");
 }
 
 const char* calibration_method_name(CalibrationMethod m) {

@@ -151,7 +151,7 @@ std::vector<QuantizableLayer> find_quantizable_layers(const Model& model) {
 ActivationType parse_activation_type(const std::string& name) {
   if (name == "uint8") return ActivationType::U8;
   if (name == "int8") return ActivationType::I8;
-  throw Error("unknown activation type '" + name + "': expected uint8 (asymmetric) or int8 (symmetric)");
+  throw UsageError("unknown activation type '" + name + "': expected uint8 (asymmetric) or int8 (symmetric)");
 }
 
 LinearQuant activation_quant(ValueRange r, ActivationType type) {

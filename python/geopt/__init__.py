@@ -8,7 +8,8 @@
     outputs = plan.run({"input_ids": ids})   # dict of numpy arrays
     plan.save("bert.plan"); plan = geopt.Plan.load("bert.plan")
 
-Options take ATC's names, as the CLI's flags do. Every failure raises geopt.Error:
+Options take ATC's names, as the CLI's flags do. Every failure geopt finds raises geopt.Error
+(an argument of the wrong Python type raises TypeError, as Python's own functions do):
 BadInput (a bad model, rule file, option or feed; UsageError for options that contradict
 each other), CheckFailed (what geopt made differs from the model beyond the tolerance;
 nothing was written), InternalError (a bug in geopt). Errors carry .file, .line, .col and
@@ -85,20 +86,28 @@ def _check_inputs(value):
     return _strings(value, "check_inputs")
 
 
+def _fill_target(t, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel):
+    t.soc_version = os.fspath(soc_version)
+    t.profile_set = _strings(profile_set, "profile_set")
+    t.precision_mode = precision_mode
+    t.modify_mixlist = os.fspath(modify_mixlist) if modify_mixlist else ""
+    t.enable_small_channel = bool(enable_small_channel)
+
+
+def _fill_rules(r, rules, disable, fusion_switch_file, iter_limit, node_limit, time_limit):
+    r.paths = _strings(rules, "rules")
+    r.disable = _strings(disable, "disable")
+    r.fusion_switch_file = os.fspath(fusion_switch_file) if fusion_switch_file else ""
+    r.iter_limit = iter_limit
+    r.node_limit = node_limit
+    r.time_limit = time_limit
+
+
 def _fill(o, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel, rules, disable,
           fusion_switch_file, iter_limit, node_limit, time_limit, input_shape, check, check_atol, check_rtol,
           check_inputs, output, dump_graph):
-    o.target.soc_version = os.fspath(soc_version)
-    o.target.profile_set = _strings(profile_set, "profile_set")
-    o.target.precision_mode = precision_mode
-    o.target.modify_mixlist = os.fspath(modify_mixlist) if modify_mixlist else ""
-    o.target.enable_small_channel = bool(enable_small_channel)
-    o.rules.paths = _strings(rules, "rules")
-    o.rules.disable = _strings(disable, "disable")
-    o.rules.fusion_switch_file = os.fspath(fusion_switch_file) if fusion_switch_file else ""
-    o.rules.iter_limit = iter_limit
-    o.rules.node_limit = node_limit
-    o.rules.time_limit = time_limit
+    _fill_target(o.target, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel)
+    _fill_rules(o.rules, rules, disable, fusion_switch_file, iter_limit, node_limit, time_limit)
     o.input_shape = _input_shape(input_shape)
     o.check.enabled = bool(check)
     o.check.atol = check_atol
@@ -253,20 +262,14 @@ class Explanation:
 
 def explain(model, *, rule=None, node=None, anywhere=False, all=False, verbose=False, soc_version="Ascend910B1",
             input_shape=None, input_shape_range=None, rules=None, disable=None, fusion_switch_file=None,
-            precision_mode=None, profile_set=None, iter_limit=None, node_limit=None, time_limit=None):
+            precision_mode=None, profile_set=None, modify_mixlist=None, enable_small_channel=False,
+            iter_limit=None, node_limit=None, time_limit=None):
     """Why rules did or did not fire on `model`, and why a match was or was not kept.
 
     rule= limits it to one rule, node= tells one node's story. Returns an Explanation."""
     o = _geopt.ExplainOptions()
-    o.target.soc_version = os.fspath(soc_version)
-    o.target.profile_set = _strings(profile_set, "profile_set")
-    o.target.precision_mode = precision_mode
-    o.rules.paths = _strings(rules, "rules")
-    o.rules.disable = _strings(disable, "disable")
-    o.rules.fusion_switch_file = os.fspath(fusion_switch_file) if fusion_switch_file else ""
-    o.rules.iter_limit = iter_limit
-    o.rules.node_limit = node_limit
-    o.rules.time_limit = time_limit
+    _fill_target(o.target, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel)
+    _fill_rules(o.rules, rules, disable, fusion_switch_file, iter_limit, node_limit, time_limit)
     o.input_shape = _input_shape(input_shape)
     o.input_shape_range = input_shape_range or ""
     o.rule = rule or ""

@@ -1,9 +1,8 @@
 """geopt.rules: check rule files, run their tests, and see where they match (`geopt rules`)."""
 
 import json
-import os
 
-from . import _geopt, _input_shape, _source, _strings  # noqa: F401
+from . import _fill_rules, _fill_target, _geopt, _source, _strings
 
 
 def check(paths=None):
@@ -22,26 +21,22 @@ def check(paths=None):
     return report
 
 
-def test(paths=None, *, soundness=False, soc_version="Ascend910B1", precision_mode=None, iter_limit=None,
+def test(paths=None, *, soundness=False, soc_version="Ascend910B1", precision_mode=None, profile_set=None,
+         modify_mixlist=None, enable_small_channel=False, disable=None, fusion_switch_file=None, iter_limit=None,
          node_limit=None, time_limit=None):
     """Runs the rules' test blocks (default: the shipped rules') through the optimize pipeline.
 
     Returns the report as a dict: "tests" (rule, test, passed, failures), "passed",
-    "failed", and with soundness=True "soundness"."""
+    "failed", and with soundness=True "soundness"; failures are reported, not raised."""
     o = _geopt.RuleTestOptions()
-    o.rules.paths = _strings(paths, "paths")
-    o.rules.iter_limit = iter_limit
-    o.rules.node_limit = node_limit
-    o.rules.time_limit = time_limit
-    o.target.soc_version = os.fspath(soc_version)
-    o.target.precision_mode = precision_mode
+    _fill_rules(o.rules, paths, disable, fusion_switch_file, iter_limit, node_limit, time_limit)
+    _fill_target(o.target, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel)
     o.soundness = bool(soundness)
     return json.loads(_geopt.rules_test(o).report_json)
 
 
-def match(model, rules=None, *, disable=None):
+def match(model, rules=None, *, disable=None, fusion_switch_file=None):
     """Where each rule matches in `model`: {rule: [node names]}."""
     o = _geopt.RuleOptions()
-    o.paths = _strings(rules, "rules")
-    o.disable = _strings(disable, "disable")
+    _fill_rules(o, rules, disable, fusion_switch_file, None, None, None)
     return json.loads(_geopt.rules_match(_source(model), o).report_json)

@@ -96,7 +96,17 @@ def test_errors_are_geopt_errors_with_their_place(encoder, tmp_path):
     with pytest.raises(geopt.UsageError):
         geopt.optimize(12345)
 
+    with pytest.raises(geopt.UsageError):
+        geopt.optimize(encoder[0], precision_mode="fp13")
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    with pytest.raises(geopt.BadInput) as e:
+        geopt.optimize(encoder[0], dump_graph=blocker / "stages")
+    assert "--dump-graph" in str(e.value)
+
     plan = geopt.compile(encoder[0], check=False)
+    with pytest.raises(geopt.UsageError):
+        plan.run({"x": np.zeros((2, 16, 64), np.float32)}, threads=100000)
     with pytest.raises(geopt.BadInput) as e:
         plan.run({"x": np.zeros((2, 15, 64), np.float32)})
     assert "x" in str(e.value)
@@ -228,6 +238,18 @@ def test_quantize_writes_a_qdq_model_that_compiles(cnn, tmp_path):
     assert result.report["quantized"] > 0
     ops = {n.op_type for n in result.model.graph.node}
     assert {"QuantizeLinear", "DequantizeLinear"} <= ops
+    with pytest.raises(geopt.UsageError):
+        geopt.quantize(path, calibration, percentile=20)
+
+    class Stop(Exception):
+        pass
+
+    def interrupt(stage, done, total):
+        raise Stop(stage)
+
+    with pytest.raises(Stop):  # the callback's own exception, not a geopt error
+        geopt.quantize(path, calibration, progress=interrupt)
+
     plan = geopt.compile(result.model)
     out = plan.run(feeds)["out"]
     cosine = float(np.dot(out.ravel(), expected.ravel()) / np.linalg.norm(out) / np.linalg.norm(expected))

@@ -13,8 +13,9 @@
 //   c.plan.save("resnet50.plan");
 //   auto outputs = c.plan.run({{"input", geopt::api::Tensor::copy_of("float32", {1, 3, 224, 224}, data)}});
 //
-// `geopt optimize`, `geopt compile`, `geopt run PLAN` and the Python module call these
-// same functions: the reports are the same. Options take ATC's names. Everything here
+// `geopt optimize`, `geopt compile`, `geopt explain`, `geopt quantize`, `geopt rules
+// check|test|match` and the Python module call these same functions: the reports are the
+// same. Plan::run is the plan executor `geopt run PLAN` runs. Options take ATC's names. Everything here
 // is plain C++ (no geopt-internal types), so the header stands alone; with CMake:
 //   find_package(geopt CONFIG REQUIRED)   target_link_libraries(app PRIVATE geopt::geopt)
 // Errors are thrown as geopt::api::Error (below). Calls may run concurrently on
@@ -30,7 +31,9 @@
 #include <string_view>
 #include <vector>
 
+#ifndef GEOPT_API
 #define GEOPT_API __attribute__((visibility("default")))
+#endif
 
 namespace geopt::api {
 
@@ -151,7 +154,7 @@ struct Summary {
 
 struct OptimizeResult {
   OptimizedModel model;
-  bool check_ok = true;     // false: the check failed and nothing was written
+  bool check_ok = true;     // false: the check failed and `output` was not written
   std::string report_json;  // what `geopt optimize --json` prints
   std::string report_text;  // what `geopt optimize` prints
   std::string error;        // when !check_ok: the CLI's error line
@@ -176,7 +179,9 @@ struct GEOPT_API Tensor {
 };
 
 struct RunOptions {
-  int threads = 0;              // kernel threads; 0: all cores
+  // Kernel threads, up to 1024; 0: OMP_NUM_THREADS, else every core. OpenMP's team size
+  // is a setting of the calling thread: it stays after the run.
+  int threads = 0;
   uint64_t max_loop_trips = 0;  // 0: the library's bound
 };
 
@@ -213,6 +218,8 @@ class GEOPT_API Plan {
   std::shared_ptr<Impl> impl_;
 };
 
+// compile takes OptimizeOptions' fields but compile_stat and check.size_cap_mb (a plan is
+// always checked unless check.enabled is false).
 struct CompileOptions : OptimizeOptions {
   bool optimize = true;                      // false: lower the model as it is (--no-optimize)
   bool disable_reuse_memory = false;         // every tensor its own bytes
@@ -227,10 +234,10 @@ struct CompileOptions : OptimizeOptions {
 struct CompileResult {
   Plan plan;
   bool check_ok = true;
-  std::string report_json;  // what `geopt compile --json` prints
-  std::string report_text;  // what `geopt compile` prints
-  std::string error;        // when !check_ok: the CLI's error line
-  std::vector<std::string> warnings;
+  std::string report_json;            // what `geopt compile --json` prints
+  std::string report_text;            // what `geopt compile` prints
+  std::string error;                  // when !check_ok: the CLI's error line
+  std::vector<std::string> warnings;  // also logged (spdlog, warn)
   Summary summary;
 };
 
@@ -289,7 +296,7 @@ GEOPT_API QuantizeResult quantize(const ModelSource& model, const QuantizeOption
 
 // ---------------------------------------------------------------- rules
 struct RulesReport {
-  bool ok = true;           // check: no errors; test: every test passed (and every rule sound)
+  bool ok = true;  // check: no errors; test: every test passed (with soundness: every rule checked and sound)
   std::string report_json;  // what `geopt rules check|test|match --json` prints
   std::string report_text;
 };

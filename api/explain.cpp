@@ -144,30 +144,76 @@ std::string unfused_text(const ascend::OptimizeResult& r, size_t most) {
 
 constexpr size_t kSummaryMisses = 15, kSummaryNotKept = 5, kSummaryFiredLines = 6;
 
-// One screen per model: the rules that fired, the nearest misses over all rules (the
-// deepest into their patterns first, one per node), what was rewritten but not kept,
-// and the commands for the rest. `--all` is the listing per rule.
-void print_summary(const std::string& model_name, const dsl::RuleSet& rules,
-                   const std::vector<dsl::RuleExplanation>& matches,
-                   std::map<std::string, std::vector<const ascend::SiteOutcome*>>& outcomes,
-                   const std::map<std::string, std::vector<dsl::SiteExplanation>>& later,
-                   const ascend::OptimizeResult& r, std::string& t) {
+// What explain found on one model: each rule's sites in the input, what extraction did
+// with its rewrites, and where rules that build on others missed after those rewrote.
+struct Findings {
+  std::vector<dsl::RuleExplanation> matches;
+  ascend::OptimizeResult optimized;
+  std::map<std::string, std::vector<const ascend::SiteOutcome*>> outcomes;  // rule -> its rewrites
+  std::map<std::string, std::vector<dsl::SiteExplanation>> later;           // rule -> misses after the others
+};
+
+// Rules that build on other rules' results (FlashAttention + LayerNorm needs the
+// attention fused first) meet their sites only after those rules ran: explained again on
+// the optimized model, where they got nowhere on the input.
+std::map<std::string, std::vector<dsl::SiteExplanation>> later_misses(
+    const dsl::RuleSet& rules, const std::vector<dsl::RuleExplanation>& matches, const Model& rewritten,
+    const dsl::ExplainOptions& eo) {
+  std::map<std::string, std::vector<dsl::SiteExplanation>> later;
+  for (const auto& re : dsl::explain_matches(rules, rewritten, eo)) {
+    int deepest_on_input = -1;
+    bool matched_on_input = false;
+    for (const auto& m : matches)
+      if (m.rule == re.rule)
+        for (const auto& s : m.sites) {
+          deepest_on_input = std::max(deepest_on_input, s.depth);
+          matched_on_input = matched_on_input || s.matched;
+        }
+    if (matched_on_input) continue;
+    for (const auto& s : re.sites)
+      if (!s.matched && s.near && s.depth > deepest_on_input) later[re.rule].push_back(s);
+  }
+  return later;
+}
+
+// A site the rule matched in the input: did the e-graph rewrite it?
+bool rewritten_in_egraph(Findings& f, const std::string& rule, const dsl::SiteExplanation& s) {
+  for (const auto* oc : f.outcomes[rule])
+    if (oc->node == s.node && oc->scope == s.scope) return true;
+  return false;
+}
+
+// At a node several rules miss (variants of one fusion), the furthest any got; a node
+// some rule matched needs no excuse from the others (INT_MAX).
+std::map<std::pair<std::string, std::string>, int> best_miss_depths(
+    const std::vector<dsl::RuleExplanation>& matches) {
+  std::map<std::pair<std::string, std::string>, int> best_at;  // (scope, node) -> depth
+  for (const auto& re : matches)
+    for (const auto& s : re.sites) {
+      int& best = best_at[{s.scope, s.node}];
+      best = std::max(best, s.matched ? INT_MAX : s.depth);
+    }
+  return best_at;
+}
+
+// The summary's first part: the rules that fired (sites kept / matched), wrapped at 96
+// columns, at most kSummaryFiredLines lines. Returns how many rules came near no site.
+size_t summary_fired(Findings& f, std::string& t) {
   std::vector<std::string> fired;
   size_t silent = 0;
-  for (const auto& re : matches) {
+  for (const auto& re : f.matches) {
     size_t kept = 0;
-    for (const auto* s : outcomes[re.rule]) kept += s->selected;
+    for (const auto* s : f.outcomes[re.rule]) kept += s->selected;
     const size_t matched = re.sites.size() - re.misses();
     if (kept)
       fired.push_back(re.rule + " " + std::to_string(kept) + "/" + std::to_string(std::max(matched, kept)));
-    else if (matched == 0 && !later.count(re.rule))
+    else if (matched == 0 && !f.later.count(re.rule))
       silent += std::none_of(re.sites.begin(), re.sites.end(), [](const auto& s) { return s.near; });
   }
-  // Wrapped at 96 columns, at most kSummaryFiredLines lines.
   std::vector<std::pair<std::string, size_t>> lines;  // text, rules on it
-  for (const auto& f : fired) {
-    if (lines.empty() || lines.back().first.size() + f.size() + 2 > 96) lines.push_back({"", 0});
-    lines.back().first += (lines.back().second ? ", " : "") + f;
+  for (const auto& rule : fired) {
+    if (lines.empty() || lines.back().first.size() + rule.size() + 2 > 96) lines.push_back({"", 0});
+    lines.back().first += (lines.back().second ? ", " : "") + rule;
     ++lines.back().second;
   }
   appendf(t, "\nfired (sites kept / matched):%s\n", fired.empty() ? " none" : "");
@@ -177,77 +223,199 @@ void print_summary(const std::string& model_name, const dsl::RuleSet& rules,
     listed += lines[i].second;
   }
   if (listed < fired.size()) appendf(t, "  ... and %zu more rules (--all)\n", fired.size() - listed);
-  // A node several rules miss (variants of one fusion) shows the miss that got furthest;
-  // a node some rule matched needs no excuse from the others.
-  std::map<std::pair<std::string, std::string>, int> best_at;  // (scope, node) -> depth
-  for (const auto& re : matches)
-    for (const auto& s : re.sites) {
-      int& best = best_at[{s.scope, s.node}];
-      best = std::max(best, s.matched ? INT_MAX : s.depth);
-    }
+  return silent;
+}
+
+// The nearest misses over all rules: the deepest into their patterns first, one per
+// node, the input's own before those after other rules (which often meet what a rule
+// already made); quiet rules' misses left out unless the user disabled the rule.
+void summary_misses(const dsl::RuleSet& rules, Findings& f, std::string& t) {
+  std::map<std::pair<std::string, std::string>, int> best_at = best_miss_depths(f.matches);
   struct Miss {
     const dsl::SiteExplanation* site;
     bool after_others;
   };
   std::vector<Miss> misses;
-  std::set<std::pair<std::string, std::string>> shown_nodes;
-  for (const auto& re : matches) {
+  for (const auto& re : f.matches) {
     if (is_quiet(rules, re.rule) && re.enabled) continue;
     for (const auto& s : re.sites)  // a disabled rule's every site: the user turned it off
       if (!s.matched && ((s.near && s.depth >= best_at[{s.scope, s.node}]) || !re.enabled))
         misses.push_back({&s, false});
   }
-  for (const auto& [rule, sites] : later)
+  for (const auto& [rule, sites] : f.later)
     if (!is_quiet(rules, rule))
       for (const auto& s : sites) misses.push_back({&s, true});
-  // The input's own misses first: those after other rules often meet what a rule already made.
   std::stable_sort(misses.begin(), misses.end(), [](const Miss& a, const Miss& b) {
     return a.after_others != b.after_others ? b.after_others : a.site->depth > b.site->depth;
   });
   std::vector<Miss> distinct;
+  std::set<std::pair<std::string, std::string>> shown_nodes;
   for (const Miss& m : misses)
     if (shown_nodes.insert({m.site->scope, m.site->node}).second) distinct.push_back(m);
-  if (!distinct.empty()) {
-    appendf(t, "\nnear misses, the closest first (%zu node(s)):\n", distinct.size());
-    for (size_t i = 0; i < distinct.size() && i < kSummaryMisses; ++i) {
-      const dsl::SiteExplanation& s = *distinct[i].site;
-      appendf(t, "  %s @ %s: %s%s\n", s.rule.c_str(), where(s.node, s.scope).c_str(), s.reason.c_str(),
-              distinct[i].after_others ? " (after the other rules rewrote the graph)" : "");
-    }
-    if (distinct.size() > kSummaryMisses)
-      appendf(t, "  ... %zu more: --all lists each rule's, --rule NAME one rule's\n",
-              distinct.size() - kSummaryMisses);
+  if (distinct.empty()) return;
+  appendf(t, "\nnear misses, the closest first (%zu node(s)):\n", distinct.size());
+  for (size_t i = 0; i < distinct.size() && i < kSummaryMisses; ++i) {
+    const dsl::SiteExplanation& s = *distinct[i].site;
+    appendf(t, "  %s @ %s: %s%s\n", s.rule.c_str(), where(s.node, s.scope).c_str(), s.reason.c_str(),
+            distinct[i].after_others ? " (after the other rules rewrote the graph)" : "");
   }
+  if (distinct.size() > kSummaryMisses)
+    appendf(t, "  ... %zu more: --all lists each rule's, --rule NAME one rule's\n",
+            distinct.size() - kSummaryMisses);
+}
+
+// Sites that matched but were not kept: rewritten and not chosen, or never rewritten.
+void summary_not_kept(Findings& f, std::string& t) {
   std::vector<std::string> not_kept;
-  for (const auto& re : matches) {
-    for (const auto* s : outcomes[re.rule])
+  for (const auto& re : f.matches) {
+    for (const auto* s : f.outcomes[re.rule])
       if (!s->selected)
         not_kept.push_back(re.rule + " @ " + where(s->node, s->scope) +
                            ": rewritten, not kept: " + s->reason);
-    for (const auto& s : re.sites) {
-      if (!s.matched) continue;
-      bool rewritten = false;
-      for (const auto* oc : outcomes[re.rule])
-        rewritten = rewritten || (oc->node == s.node && oc->scope == s.scope);
-      if (!rewritten)
+    for (const auto& s : re.sites)
+      if (s.matched && !rewritten_in_egraph(f, re.rule, s))
         not_kept.push_back(re.rule + " @ " + where(s.node, s.scope) + ": " +
-                           not_rewritten_reason(r.saturation, re.rule));
-    }
+                           not_rewritten_reason(f.optimized.saturation, re.rule));
   }
-  if (!not_kept.empty()) {
-    appendf(t, "\nmatched, not kept (%zu site(s)):\n", not_kept.size());
-    for (size_t i = 0; i < not_kept.size() && i < kSummaryNotKept; ++i)
-      appendf(t, "  %s\n", not_kept[i].c_str());
-    if (not_kept.size() > kSummaryNotKept)
-      appendf(t, "  ... %zu more (--all)\n", not_kept.size() - kSummaryNotKept);
-  }
+  if (not_kept.empty()) return;
+  appendf(t, "\nmatched, not kept (%zu site(s)):\n", not_kept.size());
+  for (size_t i = 0; i < not_kept.size() && i < kSummaryNotKept; ++i)
+    appendf(t, "  %s\n", not_kept[i].c_str());
+  if (not_kept.size() > kSummaryNotKept)
+    appendf(t, "  ... %zu more (--all)\n", not_kept.size() - kSummaryNotKept);
+}
+
+// One screen per model: the rules that fired, the nearest misses, what was rewritten
+// but not kept, and the commands for the rest. `--all` is the listing per rule.
+void print_summary(const std::string& model_name, const dsl::RuleSet& rules, Findings& f, std::string& t) {
+  const size_t silent = summary_fired(f, t);
+  summary_misses(rules, f, t);
+  summary_not_kept(f, t);
   if (silent) appendf(t, "\n%zu rule(s) came near no site (--all names them)\n", silent);
-  appendf(t, "\nfusion rate %.0f%% of the input's kernels; left unfused: %s\n", 100 * r.fusion_rate,
-          unfused_text(r, 8).c_str());
+  appendf(t, "\nfusion rate %.0f%% of the input's kernels; left unfused: %s\n", 100 * f.optimized.fusion_rate,
+          unfused_text(f.optimized, 8).c_str());
   appendf(t,
           "details: geopt explain %s --rule NAME (one rule) | --node NAME (one node) | --all (every rule) | "
           "--verbose (every site)\n",
           model_name.c_str());
+}
+
+nlohmann::ordered_json scoped(nlohmann::ordered_json j, const std::string& scope) {
+  if (!scope.empty()) j["scope"] = scope;
+  return j;
+}
+
+// `geopt explain --json`: per rule, its sites, what extraction kept of its rewrites (and
+// why not), and its misses after the other rules.
+nlohmann::ordered_json rules_json(Findings& f) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const auto& re : f.matches) {
+    nlohmann::ordered_json rj{{"rule", re.rule}, {"location", re.loc.to_string()}, {"enabled", re.enabled}};
+    auto sites = nlohmann::ordered_json::array();
+    for (const auto& s : re.sites) {
+      nlohmann::ordered_json sj{{"node", s.node}, {"matched", s.matched}};
+      if (!s.matched) sj["reason"] = s.reason;
+      sites.push_back(scoped(sj, s.scope));
+    }
+    rj["sites"] = sites;
+    auto kept = nlohmann::ordered_json::array();
+    for (const auto* s : f.outcomes[re.rule]) {
+      nlohmann::ordered_json sj{{"node", s->node}, {"selected", s->selected}};
+      if (!s->selected) sj["reason"] = s->reason;
+      kept.push_back(scoped(sj, s->scope));
+    }
+    for (const auto& s : re.sites)
+      if (s.matched && !rewritten_in_egraph(f, re.rule, s))
+        kept.push_back(scoped({{"node", s.node},
+                               {"selected", false},
+                               {"reason", not_rewritten_reason(f.optimized.saturation, re.rule)}},
+                              s.scope));
+    rj["extraction"] = kept;
+    if (auto it = f.later.find(re.rule); it != f.later.end()) {
+      auto after = nlohmann::ordered_json::array();
+      for (const auto& s : it->second)
+        after.push_back(scoped({{"node", s.node}, {"reason", s.reason}}, s.scope));
+      rj["after_other_rules"] = after;
+    }
+    j.push_back(rj);
+  }
+  return j;
+}
+
+// One rule's part of the full listing (--all, --rule, --verbose): its near misses (the
+// furthest at each node unless --verbose), the rewrites not kept, and its misses after
+// the other rules. A rule with nothing to say is a line, or (nothing near) `silent`.
+void rule_listing(const ExplainOptions& o, const dsl::RuleSet& rules, Findings& f,
+                  const dsl::RuleExplanation& re, std::map<std::pair<std::string, std::string>, int>& best_at,
+                  std::vector<std::string>& silent, std::string& t) {
+  const size_t shown = o.verbose ? SIZE_MAX : kDefaultSitesShown;
+  // Quiet rules' misses (is_quiet) are listed only when asked for.
+  auto worth_showing = [&](const dsl::SiteExplanation& s) {
+    if (o.verbose || !o.rule.empty() || !re.enabled) return true;
+    return s.near && !s.matched && !is_quiet(rules, re.rule) && s.depth >= best_at[{s.scope, s.node}];
+  };
+  size_t near = 0;
+  for (const auto& s : re.sites) near += !s.matched && s.near && worth_showing(s);
+  const size_t matched = re.sites.size() - re.misses(), shallow = re.misses() - near;
+  size_t rewritten = f.outcomes[re.rule].size(), kept = 0;
+  for (const auto* s : f.outcomes[re.rule]) kept += s->selected;
+  auto after = f.later.find(re.rule);
+  if (near == 0 && kept == rewritten && rewritten >= matched && !o.verbose && o.rule.empty() &&
+      after == f.later.end()) {
+    if (matched == 0)  // nothing matched, nothing came near: named once, at the end
+      silent.push_back(re.rule);
+    else
+      appendf(t, "\n%s: %zu of %zu %s node(s) matched; %zu rewrite(s) in the e-graph, %zu kept\n",
+              re.rule.c_str(), matched, re.sites.size(), re.root_op.c_str(), rewritten, kept);
+    return;
+  }
+  appendf(t, "\n%s (%s): %zu of %zu %s node(s) matched; %zu rewrite(s) in the e-graph, %zu kept\n",
+          re.rule.c_str(), re.loc.to_string().c_str(), matched, re.sites.size(), re.root_op.c_str(),
+          rewritten, kept);
+  size_t lines = 0;
+  for (const auto& s : re.sites) {
+    if ((s.matched || !s.near || !worth_showing(s)) && !o.verbose) continue;
+    if (lines++ == shown) break;
+    appendf(t, "  %s @ %s: %s\n", re.rule.c_str(), where(s.node, s.scope).c_str(),
+            s.matched ? "matched" : s.reason.c_str());
+  }
+  if (shallow && !o.verbose)
+    appendf(t,
+            "  (%zu other %s node(s) miss earlier in the pattern or nearer another rule; --verbose lists "
+            "them)\n",
+            shallow, re.root_op.c_str());
+  for (const auto* s : f.outcomes[re.rule]) {
+    if (s->selected) continue;
+    if (lines++ == shown) break;
+    appendf(t, "  %s @ %s: rewritten, not kept: %s\n", re.rule.c_str(), where(s->node, s->scope).c_str(),
+            s->reason.c_str());
+  }
+  for (const auto& s : re.sites) {
+    if (!s.matched || rewritten_in_egraph(f, re.rule, s) || lines++ == shown) continue;
+    appendf(t, "  %s @ %s: %s\n", re.rule.c_str(), where(s.node, s.scope).c_str(),
+            not_rewritten_reason(f.optimized.saturation, re.rule).c_str());
+  }
+  if (lines > shown) appendf(t, "  ... more (--verbose shows every site)\n");
+  if (after != f.later.end()) {
+    appendf(t, "  after the other rules rewrote the graph:\n");
+    for (const auto& s : after->second)
+      appendf(t, "  %s @ %s: %s\n", re.rule.c_str(), where(s.node, s.scope).c_str(), s.reason.c_str());
+  }
+}
+
+// The full listing: every rule's part, the silent ones named once, the fusion rate.
+void full_listing(const ExplainOptions& o, const dsl::RuleSet& rules, Findings& f, std::string& t) {
+  // At a node several rules miss, the default listing keeps the misses that got furthest.
+  std::map<std::pair<std::string, std::string>, int> best_at = best_miss_depths(f.matches);
+  std::vector<std::string> silent;
+  for (const auto& re : f.matches) rule_listing(o, rules, f, re, best_at, silent, t);
+  if (!silent.empty()) {
+    std::string names;
+    for (const auto& name : silent) names += (names.empty() ? "" : ", ") + name;
+    appendf(t, "\nno site near a match (--verbose shows each): %s\n", names.c_str());
+  }
+  appendf(t, "\nfusion rate %.0f%% of the input's kernels; left unfused: %s\n", 100 * f.optimized.fusion_rate,
+          unfused_text(f.optimized, 8).c_str());
 }
 
 ExplainResult explain_model(const ModelSource& source, const ExplainOptions& o) {
@@ -261,173 +429,38 @@ ExplainResult explain_model(const ModelSource& source, const ExplainOptions& o) 
   // The rules read the shapes optimize gives them: shape computations folded, symbolic
   // ones followed (docs/LOWERING.md, section 0).
   const Model model = ascend::shapes_for_rules(imported);
-  dsl::ExplainOptions eo{o.rule, o.anywhere};
-  std::vector<dsl::RuleExplanation> matches = dsl::explain_matches(*rules, model, eo);
-  const ascend::OptimizeOptions opts = optimize_options(o.target, o.rules, profile);
-  ascend::OptimizeResult r = ascend::optimize(model, *rules, profile, opts);
+  const dsl::ExplainOptions eo{o.rule, o.anywhere};
+  Findings f;
+  f.matches = dsl::explain_matches(*rules, model, eo);
+  f.optimized = ascend::optimize(model, *rules, profile, optimize_options(o.target, o.rules, profile));
+  const ascend::OptimizeResult& r = f.optimized;
   ExplainResult result;
   if (!o.node.empty()) {
-    explain_node(o, model_name, imported, matches, r, result);
+    explain_node(o, model_name, imported, f.matches, r, result);
     return result;
   }
+  for (const auto& s : r.sites) f.outcomes[s.rule].push_back(&s);
+  f.later = later_misses(*rules, f.matches, r.model, eo);
 
-  std::map<std::string, std::vector<const ascend::SiteOutcome*>> outcomes;
-  for (const auto& s : r.sites) outcomes[s.rule].push_back(&s);
-  // Rules that build on other rules' results (FlashAttention + LayerNorm needs the
-  // attention fused first) meet their sites only after those rules ran: explain them
-  // again on the optimized model, where they got nowhere on the input.
-  const Model& rewritten = r.model;
-  std::map<std::string, std::vector<dsl::SiteExplanation>> later;
-  for (const auto& re : dsl::explain_matches(*rules, rewritten, eo)) {
-    int deepest_on_input = -1;
-    bool matched_on_input = false;
-    for (const auto& m : matches)
-      if (m.rule == re.rule)
-        for (const auto& s : m.sites) {
-          deepest_on_input = std::max(deepest_on_input, s.depth);
-          matched_on_input = matched_on_input || s.matched;
-        }
-    if (matched_on_input) continue;
-    for (const auto& s : re.sites)
-      if (!s.matched && s.near && s.depth > deepest_on_input) later[re.rule].push_back(s);
-  }
-  {
-    nlohmann::ordered_json j = nlohmann::ordered_json::array();
-    for (const auto& re : matches) {
-      nlohmann::ordered_json rj{{"rule", re.rule}, {"location", re.loc.to_string()}, {"enabled", re.enabled}};
-      auto sites = nlohmann::ordered_json::array();
-      for (const auto& s : re.sites) {
-        nlohmann::ordered_json sj{{"node", s.node}, {"matched", s.matched}};
-        if (!s.scope.empty()) sj["scope"] = s.scope;
-        if (!s.matched) sj["reason"] = s.reason;
-        sites.push_back(sj);
-      }
-      rj["sites"] = sites;
-      auto kept = nlohmann::ordered_json::array();
-      for (const auto* s : outcomes[re.rule]) {
-        nlohmann::ordered_json sj{{"node", s->node}, {"selected", s->selected}};
-        if (!s->scope.empty()) sj["scope"] = s->scope;
-        if (!s->selected) sj["reason"] = s->reason;
-        kept.push_back(sj);
-      }
-      for (const auto& s : re.sites) {
-        if (!s.matched) continue;
-        bool rewritten = false;
-        for (const auto* oc : outcomes[re.rule])
-          rewritten = rewritten || (oc->node == s.node && oc->scope == s.scope);
-        if (rewritten) continue;
-        nlohmann::ordered_json sj{
-            {"node", s.node}, {"selected", false}, {"reason", not_rewritten_reason(r.saturation, re.rule)}};
-        if (!s.scope.empty()) sj["scope"] = s.scope;
-        kept.push_back(sj);
-      }
-      rj["extraction"] = kept;
-      if (auto it = later.find(re.rule); it != later.end()) {
-        auto after = nlohmann::ordered_json::array();
-        for (const auto& s : it->second) {
-          nlohmann::ordered_json sj{{"node", s.node}, {"reason", s.reason}};
-          if (!s.scope.empty()) sj["scope"] = s.scope;
-          after.push_back(sj);
-        }
-        rj["after_other_rules"] = after;
-      }
-      j.push_back(rj);
-    }
-    nlohmann::ordered_json out{{"model", model_name},
-                               {"soc_version", profile.soc_version},
-                               {"rules", j},
-                               {"fusion_rate", r.fusion_rate}};
-    out["saturation"] = {{"stop", dsl::stop_reason_name(r.saturation.stop)},
-                         {"iterations", r.saturation.iterations}};
-    out["unfused"] = r.unfused;
-    result.report_json = json_text(out);
-  }
+  nlohmann::ordered_json out{{"model", model_name},
+                             {"soc_version", profile.soc_version},
+                             {"rules", rules_json(f)},
+                             {"fusion_rate", r.fusion_rate}};
+  out["saturation"] = {{"stop", dsl::stop_reason_name(r.saturation.stop)},
+                       {"iterations", r.saturation.iterations}};
+  out["unfused"] = r.unfused;
+  result.report_json = json_text(out);
+
   std::string& t = result.report_text;
   appendf(t, "geopt explain: %s on %s (%zu rules)\n", model_name.c_str(), profile.soc_version.c_str(),
           rules->rules().size());
   if (r.saturation.stop != dsl::StopReason::Saturated)
     appendf(t, "saturation stopped at its %s after %d iteration(s): rewrites past it were not explored\n",
             dsl::stop_reason_name(r.saturation.stop), r.saturation.iterations);
-  if (!o.all && !o.verbose && o.rule.empty()) {
-    print_summary(model_name, *rules, matches, outcomes, later, r, t);
-    return result;
-  }
-  const size_t shown = o.verbose ? SIZE_MAX : kDefaultSitesShown;
-  // At a node several rules miss (variants of one fusion), the default report keeps the
-  // misses that got furthest; a node some rule matched needs no excuse from the others.
-  std::map<std::pair<std::string, std::string>, int> best_at;  // (scope, node) -> depth
-  for (const auto& re : matches)
-    for (const auto& s : re.sites) {
-      int& best = best_at[{s.scope, s.node}];
-      best = std::max(best, s.matched ? INT_MAX : s.depth);
-    }
-  // Quiet rules' misses (is_quiet) are listed only when asked for.
-  auto worth_showing = [&](const dsl::RuleExplanation& re, const dsl::SiteExplanation& s) {
-    if (o.verbose || !o.rule.empty() || !re.enabled) return true;
-    return s.near && !s.matched && !is_quiet(*rules, re.rule) && s.depth >= best_at[{s.scope, s.node}];
-  };
-  std::vector<std::string> silent;
-  for (const auto& re : matches) {
-    size_t near = 0;
-    for (const auto& s : re.sites) near += !s.matched && s.near && worth_showing(re, s);
-    const size_t matched = re.sites.size() - re.misses(), shallow = re.misses() - near;
-    size_t rewritten = outcomes[re.rule].size(), kept = 0;
-    for (const auto* s : outcomes[re.rule]) kept += s->selected;
-    auto after = later.find(re.rule);
-    if (near == 0 && kept == rewritten && rewritten >= matched && !o.verbose && o.rule.empty() &&
-        after == later.end()) {
-      if (matched == 0) {  // nothing matched, nothing came near: named once, at the end
-        silent.push_back(re.rule);
-        continue;
-      }
-      appendf(t, "\n%s: %zu of %zu %s node(s) matched; %zu rewrite(s) in the e-graph, %zu kept\n",
-              re.rule.c_str(), matched, re.sites.size(), re.root_op.c_str(), rewritten, kept);
-      continue;
-    }
-    appendf(t, "\n%s (%s): %zu of %zu %s node(s) matched; %zu rewrite(s) in the e-graph, %zu kept\n",
-            re.rule.c_str(), re.loc.to_string().c_str(), matched, re.sites.size(), re.root_op.c_str(),
-            rewritten, kept);
-    size_t lines = 0;
-    for (const auto& s : re.sites) {
-      if ((s.matched || !s.near || !worth_showing(re, s)) && !o.verbose) continue;
-      if (lines++ == shown) break;
-      appendf(t, "  %s @ %s: %s\n", re.rule.c_str(), where(s.node, s.scope).c_str(),
-              s.matched ? "matched" : s.reason.c_str());
-    }
-    if (shallow && !o.verbose)
-      appendf(t,
-              "  (%zu other %s node(s) miss earlier in the pattern or nearer another rule; --verbose lists "
-              "them)\n",
-              shallow, re.root_op.c_str());
-    for (const auto* s : outcomes[re.rule]) {
-      if (s->selected) continue;
-      if (lines++ == shown) break;
-      appendf(t, "  %s @ %s: rewritten, not kept: %s\n", re.rule.c_str(), where(s->node, s->scope).c_str(),
-              s->reason.c_str());
-    }
-    for (const auto& s : re.sites) {
-      if (!s.matched) continue;
-      bool rewritten = false;
-      for (const auto* oc : outcomes[re.rule])
-        rewritten = rewritten || (oc->node == s.node && oc->scope == s.scope);
-      if (rewritten || lines++ == shown) continue;
-      appendf(t, "  %s @ %s: %s\n", re.rule.c_str(), where(s.node, s.scope).c_str(),
-              not_rewritten_reason(r.saturation, re.rule).c_str());
-    }
-    if (lines > shown) appendf(t, "  ... more (--verbose shows every site)\n");
-    if (after != later.end()) {
-      appendf(t, "  after the other rules rewrote the graph:\n");
-      for (const auto& s : after->second)
-        appendf(t, "  %s @ %s: %s\n", re.rule.c_str(), where(s.node, s.scope).c_str(), s.reason.c_str());
-    }
-  }
-  if (!silent.empty()) {
-    std::string names;
-    for (const auto& name : silent) names += (names.empty() ? "" : ", ") + name;
-    appendf(t, "\nno site near a match (--verbose shows each): %s\n", names.c_str());
-  }
-  appendf(t, "\nfusion rate %.0f%% of the input's kernels; left unfused: %s\n", 100 * r.fusion_rate,
-          unfused_text(r, 8).c_str());
+  if (!o.all && !o.verbose && o.rule.empty())
+    print_summary(model_name, *rules, f, t);
+  else
+    full_listing(o, *rules, f, t);
   return result;
 }
 

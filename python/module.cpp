@@ -101,13 +101,8 @@ py::dict run_plan(const api::Plan& plan, const py::dict& feeds, int threads, uin
   return result;
 }
 
-}  // namespace
-
-PYBIND11_MODULE(_geopt, m) {
-  m.doc() = "geopt's C++ API; use the `geopt` package, which wraps it";
-  m.attr("__version__") = api::version();
-  m.def("set_log_level", &api::set_log_level, py::arg("level"));
-
+// geopt.Error and its kinds, raised with their place as attributes.
+void bind_errors(py::module_& m) {
   ErrorTypes& types = error_types();
   types.error = py::exception<api::Error>(m, "Error");
   types.bad_input = py::exception<api::BadInput>(m, "BadInput", types.error.ptr());
@@ -128,7 +123,10 @@ PYBIND11_MODULE(_geopt, m) {
       raise(error_types().error, e);
     }
   });
+}
 
+// The option structs, field for field (geopt/__init__.py fills them from keywords).
+void bind_options(py::module_& m) {
   py::class_<api::ModelSource>(m, "ModelSource")
       .def_static("file", &api::ModelSource::file)
       .def_static("serialized", [](py::bytes b) { return api::ModelSource::serialized(std::string(b)); });
@@ -176,7 +174,37 @@ PYBIND11_MODULE(_geopt, m) {
       .def_readwrite("dynamic_image_size", &api::CompileOptions::dynamic_image_size)
       .def_readwrite("dynamic_dims", &api::CompileOptions::dynamic_dims)
       .def_readwrite("input_shape_range", &api::CompileOptions::input_shape_range);
+  py::class_<api::ExplainOptions>(m, "ExplainOptions")
+      .def(py::init<>())
+      .def_readwrite("target", &api::ExplainOptions::target)
+      .def_readwrite("rules", &api::ExplainOptions::rules)
+      .def_readwrite("input_shape", &api::ExplainOptions::input_shape)
+      .def_readwrite("input_shape_range", &api::ExplainOptions::input_shape_range)
+      .def_readwrite("rule", &api::ExplainOptions::rule)
+      .def_readwrite("node", &api::ExplainOptions::node)
+      .def_readwrite("anywhere", &api::ExplainOptions::anywhere)
+      .def_readwrite("all", &api::ExplainOptions::all)
+      .def_readwrite("verbose", &api::ExplainOptions::verbose);
+  py::class_<api::QuantizeOptions>(m, "QuantizeOptions")
+      .def(py::init<>())
+      .def_readwrite("calibration", &api::QuantizeOptions::calibration)
+      .def_readwrite("method", &api::QuantizeOptions::method)
+      .def_readwrite("activation_type", &api::QuantizeOptions::activation_type)
+      .def_readwrite("percentile", &api::QuantizeOptions::percentile)
+      .def_readwrite("skip_layers", &api::QuantizeOptions::skip_layers)
+      .def_readwrite("sensitivity", &api::QuantizeOptions::sensitivity)
+      .def_readwrite("accuracy_target", &api::QuantizeOptions::accuracy_target)
+      .def_readwrite("input_shape", &api::QuantizeOptions::input_shape)
+      .def_readwrite("output", &api::QuantizeOptions::output);
+  py::class_<api::RuleTestOptions>(m, "RuleTestOptions")
+      .def(py::init<>())
+      .def_readwrite("rules", &api::RuleTestOptions::rules)
+      .def_readwrite("target", &api::RuleTestOptions::target)
+      .def_readwrite("soundness", &api::RuleTestOptions::soundness);
+}
 
+// What the calls return: the optimized model, the plan, the reports.
+void bind_results(py::module_& m) {
   py::class_<api::OptimizedModel>(m, "OptimizedModel")
       .def("save",
            [](const api::OptimizedModel& self, const std::string& path) {
@@ -243,34 +271,6 @@ PYBIND11_MODULE(_geopt, m) {
       .def_property_readonly("report_json", [](const api::CompileResult& r) { return text(r.report_json); })
       .def_property_readonly("report_text", [](const api::CompileResult& r) { return text(r.report_text); })
       .def_property_readonly("error", [](const api::CompileResult& r) { return text(r.error); });
-
-  py::class_<api::ExplainOptions>(m, "ExplainOptions")
-      .def(py::init<>())
-      .def_readwrite("target", &api::ExplainOptions::target)
-      .def_readwrite("rules", &api::ExplainOptions::rules)
-      .def_readwrite("input_shape", &api::ExplainOptions::input_shape)
-      .def_readwrite("input_shape_range", &api::ExplainOptions::input_shape_range)
-      .def_readwrite("rule", &api::ExplainOptions::rule)
-      .def_readwrite("node", &api::ExplainOptions::node)
-      .def_readwrite("anywhere", &api::ExplainOptions::anywhere)
-      .def_readwrite("all", &api::ExplainOptions::all)
-      .def_readwrite("verbose", &api::ExplainOptions::verbose);
-  py::class_<api::QuantizeOptions>(m, "QuantizeOptions")
-      .def(py::init<>())
-      .def_readwrite("calibration", &api::QuantizeOptions::calibration)
-      .def_readwrite("method", &api::QuantizeOptions::method)
-      .def_readwrite("activation_type", &api::QuantizeOptions::activation_type)
-      .def_readwrite("percentile", &api::QuantizeOptions::percentile)
-      .def_readwrite("skip_layers", &api::QuantizeOptions::skip_layers)
-      .def_readwrite("sensitivity", &api::QuantizeOptions::sensitivity)
-      .def_readwrite("accuracy_target", &api::QuantizeOptions::accuracy_target)
-      .def_readwrite("input_shape", &api::QuantizeOptions::input_shape)
-      .def_readwrite("output", &api::QuantizeOptions::output);
-  py::class_<api::RuleTestOptions>(m, "RuleTestOptions")
-      .def(py::init<>())
-      .def_readwrite("rules", &api::RuleTestOptions::rules)
-      .def_readwrite("target", &api::RuleTestOptions::target)
-      .def_readwrite("soundness", &api::RuleTestOptions::soundness);
   py::class_<api::ExplainResult>(m, "ExplainResult")
       .def_property_readonly("report_json", [](const api::ExplainResult& r) { return text(r.report_json); })
       .def_property_readonly("report_text", [](const api::ExplainResult& r) { return text(r.report_text); });
@@ -282,7 +282,10 @@ PYBIND11_MODULE(_geopt, m) {
       .def_readonly("ok", &api::RulesReport::ok)
       .def_property_readonly("report_json", [](const api::RulesReport& r) { return text(r.report_json); })
       .def_property_readonly("report_text", [](const api::RulesReport& r) { return text(r.report_text); });
+}
 
+// The calls, each with the GIL released while geopt works.
+void bind_calls(py::module_& m) {
   m.def("explain", [](const api::ModelSource& model, const api::ExplainOptions& options) {
     py::gil_scoped_release released;
     return api::explain(model, options);
@@ -330,4 +333,16 @@ PYBIND11_MODULE(_geopt, m) {
     py::gil_scoped_release released;
     return api::compile(model, options);
   });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_geopt, m) {
+  m.doc() = "geopt's C++ API; use the `geopt` package, which wraps it";
+  m.attr("__version__") = api::version();
+  m.def("set_log_level", &api::set_log_level, py::arg("level"));
+  bind_errors(m);
+  bind_options(m);
+  bind_results(m);
+  bind_calls(m);
 }

@@ -43,13 +43,15 @@ class CheckFailed(Error):
 
 
 def _source(model):
-    """A path, serialized bytes or an onnx.ModelProto, as the library takes models."""
+    """A path, serialized bytes, an onnx.ModelProto or an OptimizeResult, as the library takes models."""
     if isinstance(model, (str, os.PathLike)):
         return _geopt.ModelSource.file(os.fspath(model))
     if isinstance(model, (bytes, bytearray, memoryview)):
         return _geopt.ModelSource.serialized(bytes(model))
     if hasattr(model, "SerializeToString"):
         return _geopt.ModelSource.serialized(model.SerializeToString())
+    if isinstance(model, OptimizeResult):  # geopt.compile(geopt.optimize(...)): no onnx round trip
+        return _geopt.ModelSource.serialized(model.serialized())
     raise UsageError("model: expected a path, bytes or an onnx.ModelProto, not %s" % type(model).__name__)
 
 

@@ -34,6 +34,12 @@ def test_encoder_round_trip_matches_torch(encoder, tmp_path):
     np.testing.assert_array_equal(again["out"], outputs["out"])
 
 
+def test_an_optimize_result_compiles_as_it_is(cnn):
+    path, feeds, expected = cnn
+    plan = geopt.compile(geopt.optimize(path), check=False)
+    np.testing.assert_allclose(plan.run(feeds)["out"], expected, atol=1e-4, rtol=1e-4)
+
+
 def test_cnn_from_bytes_runs_in_nc1hwc0_and_matches_torch(cnn):
     path, feeds, expected = cnn
     plan = geopt.compile(path.read_bytes(), soc_version="Ascend310P3", input_shape={"input": [1, 3, 32, 32]})

@@ -1,53 +1,26 @@
 #include "compile_command.h"
 
-#include <cstdio>
-#include <iostream>
 #include <memory>
 
-#include "check_input_option.h"
-#include "check_tolerance_option.h"
-#include "geopt/geopt.h"
-#include "input_shape_option.h"
-#include "profile_options.h"
-#include "rule_options.h"
-#include "saturation_limit_options.h"
+#include "pipeline_options.h"
 
 namespace geopt::cli {
 namespace {
 
-struct CompileOptions {
-  std::string model, output;
-  RuleOptions rules;
-  ProfileOptions profile;
-  InputShapeOption input_shape;
-  CheckInputOption check_inputs;
+struct CompileOptions : PipelineOptions {
   bool no_optimize = false;
   bool disable_reuse = false;
   std::vector<std::string> no_reuse;  // OP_NO_REUSE_MEM: "name,OpType,..."
   bool single_stream = false;
   size_t max_streams = 4;
-  bool no_check = false;
-  CheckToleranceOption tolerance;
-  bool json = false;
-  std::string dump_dir;
   bool external_weights = false;
-  SaturationLimitOptions limits;
   // ATC's dynamic-shape options (docs/LOWERING.md, "Dynamic shapes")
   std::string dynamic_batch_size, dynamic_image_size, dynamic_dims, input_shape_range;
 };
 
 int run(const CompileOptions& o) {
   api::CompileOptions a;
-  a.target = o.profile.target();
-  a.rules = o.rules.api();
-  o.limits.apply_to(a.rules);
-  a.input_shape = o.input_shape.text;
-  a.check.enabled = !o.no_check;
-  a.check.atol = o.tolerance.atol;
-  a.check.rtol = o.tolerance.rtol;
-  a.check.inputs = o.check_inputs.entries;
-  a.output = o.output;
-  a.dump_graph = o.dump_dir;
+  o.fill(a);
   a.optimize = !o.no_optimize;
   a.disable_reuse_memory = o.disable_reuse;
   a.op_no_reuse_mem = o.no_reuse;
@@ -59,12 +32,7 @@ int run(const CompileOptions& o) {
   a.dynamic_dims = o.dynamic_dims;
   a.input_shape_range = o.input_shape_range;
   const api::CompileResult r = api::compile(api::ModelSource::file(o.model), a);
-  std::cout << (o.json ? r.report_json + "\n" : r.report_text) << std::flush;
-  if (!r.check_ok) {
-    std::fprintf(stderr, "geopt: error: %s\n", r.error.c_str());
-    return 1;
-  }
-  return 0;
+  return o.finish(r.report_json, r.report_text, r.check_ok, r.error);
 }
 
 }  // namespace

@@ -1,56 +1,25 @@
 #include "optimize_command.h"
 
-#include <cstdio>
-#include <iostream>
 #include <memory>
 
-#include "check_input_option.h"
-#include "check_tolerance_option.h"
-#include "geopt/geopt.h"
-#include "input_shape_option.h"
-#include "profile_options.h"
-#include "rule_options.h"
-#include "saturation_limit_options.h"
+#include "pipeline_options.h"
 
 namespace geopt::cli {
 namespace {
 
-struct OptimizeCliOptions {
-  std::string model, output;
-  RuleOptions rules;
-  ProfileOptions profile;
-  InputShapeOption input_shape;
-  CheckInputOption check_inputs;
-  bool check = true, no_check = false;
-  CheckToleranceOption tolerance;
+struct OptimizeCliOptions : PipelineOptions {
+  bool check = true;
   int64_t check_size_cap_mb = 512;
   std::string compile_stat;
-  std::string dump_dir;
-  SaturationLimitOptions limits;
-  bool json = false;
 };
 
 int run(const OptimizeCliOptions& o) {
   api::OptimizeOptions a;
-  a.target = o.profile.target();
-  a.rules = o.rules.api();
-  o.limits.apply_to(a.rules);
-  a.input_shape = o.input_shape.text;
-  a.check.enabled = !o.no_check;
-  a.check.atol = o.tolerance.atol;
-  a.check.rtol = o.tolerance.rtol;
-  a.check.inputs = o.check_inputs.entries;
+  o.fill(a);
   a.check.size_cap_mb = o.check_size_cap_mb;
-  a.output = o.output;
   a.compile_stat = o.compile_stat;
-  a.dump_graph = o.dump_dir;
   const api::OptimizeResult r = api::optimize(api::ModelSource::file(o.model), a);
-  std::cout << (o.json ? r.report_json + "\n" : r.report_text) << std::flush;
-  if (!r.check_ok) {
-    std::fprintf(stderr, "geopt: error: %s\n", r.error.c_str());
-    return 1;
-  }
-  return 0;
+  return o.finish(r.report_json, r.report_text, r.check_ok, r.error);
 }
 
 }  // namespace

@@ -50,11 +50,9 @@ py::dtype numpy_dtype(const std::string& name) {
   return py::dtype(name == "bfloat16" ? std::string("uint16") : name == "bool" ? std::string("bool") : name);
 }
 
-// A feed: the array's own bytes when they are C-contiguous, else a contiguous copy. An
+// A feed over a C-contiguous array's bytes (run_plan copies only arrays that are not). An
 // input the plan declares bfloat16 takes a uint16 array of its bits.
-api::Tensor feed(const std::string& name, py::array& array, const std::string& declared) {
-  array = py::array::ensure(array, py::array::c_style);
-  if (!array) throw api::BadInput("input '" + name + "': not convertible to a C-contiguous numpy array");
+api::Tensor feed(const py::array& array, const std::string& declared) {
   api::Tensor t;
   std::string dtype = py::str(array.dtype()).cast<std::string>();
   if (declared == "bfloat16" && dtype == "uint16") dtype = "bfloat16";
@@ -87,9 +85,10 @@ py::dict run_plan(const api::Plan& plan, const py::dict& feeds, int threads, uin
   std::map<std::string, api::Tensor> tensors;
   for (const auto& [key, value] : feeds) {
     const std::string name = py::str(key).cast<std::string>();
-    held.push_back(py::array::ensure(value));
-    if (!held.back()) throw api::BadInput("input '" + name + "': not a numpy array or convertible to one");
-    tensors[name] = feed(name, held.back(), declared[name]);
+    held.push_back(py::array::ensure(value, py::array::c_style));
+    if (!held.back())
+      throw api::BadInput("input '" + name + "': not convertible to a C-contiguous numpy array");
+    tensors[name] = feed(held.back(), declared[name]);
   }
   std::map<std::string, api::Tensor> outs;
   {

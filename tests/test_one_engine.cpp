@@ -172,7 +172,8 @@ TEST_CASE("optimize and compile keep the model's quantization annotations") {
   }
 }
 
-TEST_CASE("explain and optimize report the same fusion rate on every example model") {
+TEST_CASE("explain and optimize report the same fusion rate on every example model" *
+          doctest::test_suite("sweep")) {
   for (const auto& entry : fs::directory_iterator(test::examples_dir())) {
     if (entry.path().extension() != ".onnx") continue;
     INFO(entry.path().filename());

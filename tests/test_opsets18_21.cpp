@@ -112,7 +112,8 @@ fs::path as_opset18(const fs::path& path) {
 
 }  // namespace
 
-TEST_CASE("opsets 18-21: a model's opset-18 form fuses as its older form does (one rule for every opset)") {
+TEST_CASE("opsets 18-21: a model's opset-18 form fuses as its older form does (one rule for every opset)" *
+          doctest::test_suite("sweep")) {
   auto rules = test::load_rules({test::shipped_rules()});
   const auto profile = ascend::load_profile("Ascend910B1");
   int compared = 0;

@@ -92,7 +92,8 @@ TEST_CASE("optimize is deterministic: the same input gives a byte-identical mode
   CHECK(test::read_file(dir / "out0.onnx") == test::read_file(dir / "out1.onnx"));
 }
 
-TEST_CASE("optimize keeps every example model's outputs and never raises its modeled latency") {
+TEST_CASE("optimize keeps every example model's outputs and never raises its modeled latency" *
+          doctest::test_suite("sweep")) {
   auto rules = test::load_rules({test::shipped_rules()});
   auto profile = ascend::load_profile("Ascend910B1");
   for (const auto& path : test::example_models()) {

@@ -79,6 +79,12 @@ ascend::CostOptions cost_options(const TargetOptions& o, const ascend::HardwareP
   c.precision = precision_for(o, profile);
   c.symbolic_dim_value = symbolic_dim_value;
   c.small_channel = o.enable_small_channel;
+  // ATC documents l1_optimize as not implemented, the same as off_optimize.
+  if (o.buffer_optimize == "off_optimize" || o.buffer_optimize == "l1_optimize")
+    c.l2_buffer_optimize = false;
+  else if (o.buffer_optimize != "l2_optimize")
+    throw geopt::UsageError("--buffer_optimize " + o.buffer_optimize +
+                            ": expected l2_optimize, l1_optimize or off_optimize");
   return c;
 }
 

@@ -22,6 +22,11 @@ void ProfileOptions::add_to(CLI::App* cmd) {
   cmd->add_flag("--enable_small_channel,--enable-small-channel", small_channel,
                 "ATC's option: convs of at most 4 input channels (an image) read them in blocks of 4, not C0 "
                 "= 16 (=1 or =0)");
+  cmd->add_option("--buffer_optimize,--buffer-optimize", buffer_optimize,
+                  "ATC's option: l2_optimize runs kernels whose activations exceed L2 in batch slices that "
+                  "stay in L2; off_optimize (or l1_optimize, which ATC treats as off) does not")
+      ->check(CLI::IsMember({"l2_optimize", "l1_optimize", "off_optimize"}))
+      ->capture_default_str();
 }
 
 api::TargetOptions ProfileOptions::target() const {
@@ -31,6 +36,7 @@ api::TargetOptions ProfileOptions::target() const {
   if (computes_precision()) t.precision_mode = precision;
   t.modify_mixlist = mix_list;
   t.enable_small_channel = small_channel;
+  t.buffer_optimize = buffer_optimize;
   return t;
 }
 

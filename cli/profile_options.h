@@ -19,7 +19,8 @@ struct ProfileOptions {
   std::string precision = "force_fp16";
   std::string mix_list;  // --modify_mixlist FILE.json
   CLI::Option* precision_option = nullptr;
-  bool small_channel = false;  // ATC's --enable_small_channel
+  bool small_channel = false;                   // ATC's --enable_small_channel
+  std::string buffer_optimize = "l2_optimize";  // ATC's --buffer_optimize
   // The mode is computed (written into the graph), not only priced: --precision_mode given.
   bool computes_precision() const { return precision_option && precision_option->count() > 0; }
 

@@ -136,7 +136,8 @@ void bind_options(py::module_& m) {
       .def_readwrite("profile_set", &api::TargetOptions::profile_set)
       .def_readwrite("precision_mode", &api::TargetOptions::precision_mode)
       .def_readwrite("modify_mixlist", &api::TargetOptions::modify_mixlist)
-      .def_readwrite("enable_small_channel", &api::TargetOptions::enable_small_channel);
+      .def_readwrite("enable_small_channel", &api::TargetOptions::enable_small_channel)
+      .def_readwrite("buffer_optimize", &api::TargetOptions::buffer_optimize);
   py::class_<api::RuleOptions>(m, "RuleOptions")
       .def(py::init<>())
       .def_readwrite("paths", &api::RuleOptions::paths)

@@ -72,6 +72,37 @@ bool is_view_split(const KernelDesc& n) {
   return true;
 }
 
+namespace {
+
+// Axis 0 of the output, when the kernel computes each index of it from the same index of
+// its activation inputs alone: each has the output's rank and its axis 0 (or 1, broadcast),
+// and no axis attribute (axis, axes, perm) names it. 1 otherwise. (An axis given as an
+// input, as CumSum's, is not seen.)
+int64_t independent_samples(const KernelDesc& n, const CostOptions& o) {
+  const Extent out = extent(at(n.outputs, 0), o);
+  if (!out.known || out.rank() < 2 || out.front() < 2) return 1;
+  bool any = false;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (!n.inputs[i] || (i < 64 && (n.constant_inputs >> i & 1))) continue;
+    const Extent in = extent(n.inputs[i], o);
+    if (!in.known || in.rank() != out.rank() || (in.front() != out.front() && in.front() != 1)) return 1;
+    any = any || in.front() == out.front();
+  }
+  if (!any) return 1;
+  const int64_t rank = static_cast<int64_t>(out.rank());
+  if (n.attributes)
+    for (const Attribute& a : *n.attributes) {
+      if (a.name == "perm" && !a.ints.empty() && a.ints[0] != 0) return 1;
+      if (a.name == "axis" && (a.i == 0 || a.i == -rank)) return 1;
+      if (a.name == "axes")
+        for (int64_t axis : a.ints)
+          if (axis == 0 || axis == -rank) return 1;
+    }
+  return out.front();
+}
+
+}  // namespace
+
 KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   KernelWork w;
   w.op = n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type;
@@ -108,6 +139,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       c.move(e.elements * compute_bytes(e.dtype, n.op_type, o), false, false);
     }
   add_op_work(c);
+  if (o.l2_buffer_optimize) w.independent_samples = independent_samples(n, o);
   return w;
 }
 
@@ -141,9 +173,20 @@ KernelCost cost_of(const KernelWork& w, const HardwareProfile& p) {
   // them), as does the rest, at the bandwidth streaming kernels reach.
   const double resident = p.l2_resident_share * static_cast<double>(p.l2_bytes);
   const bool two_passes = w.spills_row > p.ub;  // statistics, then normalize: the input is read twice
+  // ATC's L2 buffer optimization (--buffer_optimize=l2_optimize, its default): a kernel
+  // whose activations exceed L2 but whose samples are independent runs slice by slice
+  // along the batch, each slice small enough to stay in L2 between producer and consumer;
+  // its weights are read once per slice.
+  double activations = 0;
+  for (const KernelWork::Traffic& t : w.traffic)
+    if (!t.constant) activations += t.bytes * (two_passes && t.read ? 2 : 1);
+  double slices = 1;
+  if (w.independent_samples > 1 && activations > resident && resident > 0 &&
+      activations / static_cast<double>(w.independent_samples) <= resident)
+    slices = std::ceil(activations / resident);
   for (const KernelWork::Traffic& t : w.traffic) {
-    const double b = t.bytes * (two_passes && t.read ? 2 : 1);
-    const double in_l2 = t.constant ? 0 : std::min(b, resident);
+    const double b = t.bytes * (two_passes && t.read ? 2 : 1) * (t.constant ? slices : 1);
+    const double in_l2 = t.constant ? 0 : slices > 1 ? b : std::min(b, resident);
     c.l2_bytes += in_l2;
     c.dram_bytes += b - in_l2;
   }

@@ -44,6 +44,10 @@ struct KernelWork {
     bool read = true;
   };
   std::vector<Traffic> traffic;
+  // Samples along axis 0 the kernel computes independently (its first activation input and
+  // its output share axis 0 and no axis attribute names it), so ATC's L2 buffer
+  // optimization may run it slice by slice; 1 when it cannot or the option is off.
+  int64_t independent_samples = 1;
 };
 
 struct KernelCost {
@@ -65,6 +69,10 @@ struct CostOptions {
   // ATC's --enable_small_channel: a conv of at most 4 input channels (an image) reads them
   // in blocks of 4 instead of C0 = 16, so its reduction is 4 x its window, not 16 x.
   bool small_channel = false;
+  // ATC's --buffer_optimize: l2_optimize (its default) runs a kernel whose activations
+  // exceed L2 in slices along the batch that stay in L2; off_optimize (and l1_optimize,
+  // which ATC documents as off) does not.
+  bool l2_buffer_optimize = true;
 };
 
 // The same options for a graph the precision pass has rewritten: its dtypes are priced as they are.

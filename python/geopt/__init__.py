@@ -88,12 +88,14 @@ def _check_inputs(value):
     return _strings(value, "check_inputs")
 
 
-def _fill_target(t, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel):
+def _fill_target(t, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel,
+                 buffer_optimize):
     t.soc_version = os.fspath(soc_version)
     t.profile_set = _strings(profile_set, "profile_set")
     t.precision_mode = precision_mode
     t.modify_mixlist = os.fspath(modify_mixlist) if modify_mixlist else ""
     t.enable_small_channel = bool(enable_small_channel)
+    t.buffer_optimize = str(buffer_optimize)
 
 
 def _fill_rules(r, rules, disable, fusion_switch_file, iter_limit, node_limit, time_limit):
@@ -105,10 +107,11 @@ def _fill_rules(r, rules, disable, fusion_switch_file, iter_limit, node_limit, t
     r.time_limit = time_limit
 
 
-def _fill(o, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel, rules, disable,
-          fusion_switch_file, iter_limit, node_limit, time_limit, input_shape, check, check_atol, check_rtol,
-          check_inputs, output, dump_graph):
-    _fill_target(o.target, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel)
+def _fill(o, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel, buffer_optimize,
+          rules, disable, fusion_switch_file, iter_limit, node_limit, time_limit, input_shape, check, check_atol,
+          check_rtol, check_inputs, output, dump_graph):
+    _fill_target(o.target, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel,
+                 buffer_optimize)
     _fill_rules(o.rules, rules, disable, fusion_switch_file, iter_limit, node_limit, time_limit)
     o.input_shape = _input_shape(input_shape)
     o.check.enabled = bool(check)
@@ -148,6 +151,7 @@ class OptimizeResult:
 
 def optimize(model, *, soc_version="Ascend910B1", input_shape=None, rules=None, disable=None,
              precision_mode=None, check=True, profile_set=None, modify_mixlist=None, enable_small_channel=False,
+            buffer_optimize="l2_optimize",
              fusion_switch_file=None, iter_limit=None, node_limit=None, time_limit=None, check_atol=None,
              check_rtol=None, check_inputs=None, check_size_cap_mb=512, output=None, export_compile_stat=None,
              dump_graph=None):
@@ -156,9 +160,9 @@ def optimize(model, *, soc_version="Ascend910B1", input_shape=None, rules=None, 
     Returns an OptimizeResult (.model, .report, .save). Raises CheckFailed when the
     optimized model differs from the original beyond the tolerance."""
     o = _geopt.OptimizeOptions()
-    _fill(o, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel, rules, disable,
-          fusion_switch_file, iter_limit, node_limit, time_limit, input_shape, check, check_atol, check_rtol,
-          check_inputs, output, dump_graph)
+    _fill(o, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel, buffer_optimize,
+          rules, disable, fusion_switch_file, iter_limit, node_limit, time_limit, input_shape, check, check_atol,
+          check_rtol, check_inputs, output, dump_graph)
     o.check.size_cap_mb = int(check_size_cap_mb)
     o.compile_stat = os.fspath(export_compile_stat) if export_compile_stat else ""
     r = _geopt.optimize(_source(model), o)
@@ -213,18 +217,18 @@ class Plan:
 
 def compile(model, *, soc_version="Ascend910B1", input_shape=None, rules=None, disable=None,
             precision_mode=None, check=True, optimize=True, profile_set=None, modify_mixlist=None,
-            enable_small_channel=False, fusion_switch_file=None, iter_limit=None, node_limit=None,
-            time_limit=None, check_atol=None, check_rtol=None, check_inputs=None, disable_reuse_memory=False,
-            op_no_reuse_mem=None, enable_single_stream=False, max_streams=4, dynamic_batch_size=None,
-            dynamic_image_size=None, dynamic_dims=None, input_shape_range=None, output=None,
+            enable_small_channel=False, buffer_optimize="l2_optimize", fusion_switch_file=None, iter_limit=None,
+            node_limit=None, time_limit=None, check_atol=None, check_rtol=None, check_inputs=None,
+            disable_reuse_memory=False, op_no_reuse_mem=None, enable_single_stream=False, max_streams=4,
+            dynamic_batch_size=None, dynamic_image_size=None, dynamic_dims=None, input_shape_range=None, output=None,
             external_weights=False, dump_graph=None):
     """Compiles `model` (a path, bytes or onnx.ModelProto) to a Plan as `geopt compile` does.
 
     Raises CheckFailed when the plan's outputs differ from the model's beyond the tolerance."""
     o = _geopt.CompileOptions()
-    _fill(o, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel, rules, disable,
-          fusion_switch_file, iter_limit, node_limit, time_limit, input_shape, check, check_atol, check_rtol,
-          check_inputs, output, dump_graph)
+    _fill(o, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel, buffer_optimize,
+          rules, disable, fusion_switch_file, iter_limit, node_limit, time_limit, input_shape, check, check_atol,
+          check_rtol, check_inputs, output, dump_graph)
     o.optimize = bool(optimize)
     o.disable_reuse_memory = bool(disable_reuse_memory)
     o.op_no_reuse_mem = _strings(op_no_reuse_mem, "op_no_reuse_mem")
@@ -265,12 +269,14 @@ class Explanation:
 def explain(model, *, rule=None, node=None, anywhere=False, all=False, verbose=False, soc_version="Ascend910B1",
             input_shape=None, input_shape_range=None, rules=None, disable=None, fusion_switch_file=None,
             precision_mode=None, profile_set=None, modify_mixlist=None, enable_small_channel=False,
+            buffer_optimize="l2_optimize",
             iter_limit=None, node_limit=None, time_limit=None):
     """Why rules did or did not fire on `model`, and why a match was or was not kept.
 
     rule= limits it to one rule, node= tells one node's story. Returns an Explanation."""
     o = _geopt.ExplainOptions()
-    _fill_target(o.target, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel)
+    _fill_target(o.target, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel,
+                 buffer_optimize)
     _fill_rules(o.rules, rules, disable, fusion_switch_file, iter_limit, node_limit, time_limit)
     o.input_shape = _input_shape(input_shape)
     o.input_shape_range = input_shape_range or ""

@@ -22,15 +22,16 @@ def check(paths=None):
 
 
 def test(paths=None, *, soundness=False, soc_version="Ascend910B1", precision_mode=None, profile_set=None,
-         modify_mixlist=None, enable_small_channel=False, disable=None, fusion_switch_file=None, iter_limit=None,
-         node_limit=None, time_limit=None):
+         modify_mixlist=None, enable_small_channel=False, buffer_optimize="l2_optimize", disable=None,
+         fusion_switch_file=None, iter_limit=None, node_limit=None, time_limit=None):
     """Runs the rules' test blocks (default: the shipped rules') through the optimize pipeline.
 
     Returns the report as a dict: "tests" (rule, test, passed, failures), "passed",
     "failed", and with soundness=True "soundness"; failures are reported, not raised."""
     o = _geopt.RuleTestOptions()
     _fill_rules(o.rules, paths, disable, fusion_switch_file, iter_limit, node_limit, time_limit)
-    _fill_target(o.target, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel)
+    _fill_target(o.target, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel,
+                 buffer_optimize)
     o.soundness = bool(soundness)
     return json.loads(_geopt.rules_test(o).report_json)
 

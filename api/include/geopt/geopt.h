@@ -96,6 +96,8 @@ struct TargetOptions {
   std::optional<std::string> precision_mode;
   std::string modify_mixlist;  // allow_mix_precision's list changes, a JSON file
   bool enable_small_channel = false;
+  // ATC's --buffer_optimize: l2_optimize (the default), l1_optimize or off_optimize.
+  std::string buffer_optimize = "l2_optimize";
 };
 
 // Which rules run, and how far saturation may go.

@@ -106,9 +106,11 @@ using ReplacementPtr = std::shared_ptr<Replacement>;
 
 // One element of a list expression: a number, dim(%v, axis) / rank(%v), element
 // `index` of a bound ints attribute (`%k[0]`), a bound scalar attribute or scalar
-// constant (`%alpha`, index -1), or the elements of a bound ints attribute picked by
-// another (`%p[%q]`: gather_var set; expands to one element per index).
+// constant (`%alpha`, index -1), the elements of a bound ints attribute picked by
+// another (`%p[%q]`: gather_var set; expands to one element per index), or a sum of
+// single numbers of those kinds (`%p[2] + %q[0]`: addends set).
 struct ListItem {
+  std::vector<ListItem> addends;  // `%p[2] + %q[0]`: the sum of these, each one number
   std::optional<double> number;
   bool splice = false;  // `%v...`: every value a list variable holds
   std::optional<Term> term;

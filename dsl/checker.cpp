@@ -274,7 +274,9 @@ class RuleChecker {
   // constant as well as a bound attribute.
   void check_list(const std::vector<ListItem>& items, const SourceLoc& loc, bool scalars) {
     for (const ListItem& item : items) {
-      if (item.splice) {
+      if (!item.addends.empty()) {
+        check_list(item.addends, loc, true);
+      } else if (item.splice) {
         use_list(item.var, loc, true);
       } else if (item.term) {
         use_value(item.term->var, loc);

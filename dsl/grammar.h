@@ -125,7 +125,10 @@ struct product : seq<var_name, ws, one<'*'>, ws, var_name> {};  // `%s * %c`: tw
 struct gathered_var : seq<var_name, one<'['>, ws, var_name, ws, one<']'>> {};  // `%p[%q]`
 // `%cs...`: every element a `...` pattern bound to %cs, in input order.
 struct spliced_var : seq<var_name, ws, rest_mark> {};
-struct list_item : sor<shape_call, gathered_var, indexed_var, spliced_var, var_name, number> {};
+// `%p[2] + %q[0]`: the sum of single numbers (pads of a Pad and of a Conv, merged).
+struct addend : sor<shape_call, indexed_var, var_name, number> {};
+struct sum_item : seq<addend, plus<ws, one<'+'>, ws, must<addend>>> {};
+struct list_item : sor<sum_item, shape_call, gathered_var, indexed_var, spliced_var, var_name, number> {};
 struct list_expr : seq<one<'['>, ws, list<list_item, sep>, ws, one<']'>> {};
 struct assign_value : sor<shape_call, ratio, product, list_expr, var_name, literal> {};
 struct attr_assign : seq<ident, ws, must<one<'='>>, ws, must<assign_value>> {};

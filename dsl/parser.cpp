@@ -31,16 +31,16 @@ struct control : pegtl::normal<Rule> {
 
 template <typename Rule>
 using selector = pt::selector<
-    Rule,
-    pt::store_content::on<
-        rule_def, rule_name, tag_list, ident, doc_item, enabled_item, kw_true, kw_false, let_item, match_item,
-        root_pattern, where_item, rewrite_item, fold_item, test_item, string_lit, triple_string, var_name,
-        number, list_lit, op_pattern, op_name, any_op, const_pattern, ellipsis, rest_mark, output_index,
-        attr_pred, attr_absent, cmp_op, approx_op, attr_compare, attr_approx, attr_in, tolerance, range_lit,
-        set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim, kw_dtype, kw_shape, kw_zeros,
-        kw_is_const, kw_is_static, kw_one_use, kw_zero_rows, kw_full_rows, modulo, repl_op, shape_call, ratio,
-        product, list_expr, indexed_var, gathered_var, spliced_var, repl_const, dtype_of, attr_assign,
-        model_text, model_path, expect_count, expect_fired, expect_matched, expect_equal, kw_in, arrow>>;
+    Rule, pt::store_content::on<
+              rule_def, rule_name, tag_list, ident, doc_item, enabled_item, kw_true, kw_false, let_item,
+              match_item, root_pattern, where_item, rewrite_item, fold_item, test_item, string_lit,
+              triple_string, var_name, number, list_lit, op_pattern, op_name, any_op, const_pattern, ellipsis,
+              rest_mark, output_index, attr_pred, attr_absent, cmp_op, approx_op, attr_compare, attr_approx,
+              attr_in, tolerance, range_lit, set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim,
+              kw_dtype, kw_shape, kw_zeros, kw_is_const, kw_is_static, kw_one_use, kw_zero_rows, kw_full_rows,
+              modulo, repl_op, shape_call, ratio, product, list_expr, sum_item, indexed_var, gathered_var,
+              spliced_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
+              expect_fired, expect_matched, expect_equal, kw_in, arrow>>;
 
 using Node = pt::node;
 
@@ -328,12 +328,14 @@ class Builder {
     return p;
   }
 
-  // The items of a list expression `[dim(%x, 2), %k[0], %p[%q], %alpha, 1]`.
+  // The items of a list expression `[dim(%x, 2), %k[0], %p[%q], %alpha, %a[1] + %b[0], 1]`.
   std::vector<ListItem> build_list_items(const Node& list) {
     std::vector<ListItem> items;
     for (const auto& item : list.children) {
       ListItem li;
-      if (item->is_type<shape_call>()) {
+      if (item->is_type<sum_item>()) {
+        li.addends = build_list_items(*item);
+      } else if (item->is_type<shape_call>()) {
         li.term = build_shape_call(*item);
       } else if (item->is_type<gathered_var>()) {
         li.var = item->children.at(0)->string();

@@ -58,7 +58,17 @@ std::optional<std::vector<double>> list_value(const std::vector<ListItem>& items
   };
   std::vector<double> out;
   for (const ListItem& item : items) {
-    if (item.number) {
+    if (!item.addends.empty()) {  // a sum: each addend one number
+      double sum = 0;
+      for (const ListItem& addend : item.addends) {
+        auto v = list_value({addend}, bound, why);
+        if (!v) return std::nullopt;
+        if (v->size() != 1)
+          return fail("an addend of a sum holds " + std::to_string(v->size()) + " numbers, not one");
+        sum += v->front();
+      }
+      out.push_back(sum);
+    } else if (item.number) {
       out.push_back(*item.number);
     } else if (item.splice) {  // %cs...: every number the list variable holds
       auto v = bound.spliced ? bound.spliced(item.var) : std::nullopt;

@@ -30,6 +30,10 @@ Table build() {
   set(kOnnxDomain,
       {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"},
       [](OpTraits& o) { o.random = true; });
+  set(kOnnxDomain, {"Conv", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool"},
+      [](OpTraits& o) { o.sliding_window = true; });
+  set(kOnnxDomain, {"Conv", "ConvInteger"}, [](OpTraits& o) { o.window_weights = 1; });
+  t[{std::string(kOnnxDomain), "QLinearConv"}].window_weights = 3;  // after x's scale and zero point
   t[{std::string(kGeoptDomain), "FusedConv"}].in_place_input =
       3;  // the residual, added where the conv writes
   return t;

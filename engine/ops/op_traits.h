@@ -28,6 +28,11 @@ struct OpTraits {
   bool commutative = false;
   // Draws random values: never folded, never merged with another node.
   bool random = false;
+  // Slides a window over dims 2.. of input 0 (kernel_shape, strides, dilations, pads,
+  // auto_pad): the convs and pools (not ConvTranspose, whose pads crop its output).
+  bool sliding_window = false;
+  // The input whose dims 2.. are the window where kernel_shape is not given (Conv's W: 1).
+  std::optional<size_t> window_weights;
 
   // Whether output 0 may take input `input`'s bytes.
   bool may_run_in_place(size_t input) const { return elementwise || in_place_input == input; }

@@ -37,7 +37,8 @@ struct StaticShapeReport {
 // the reference kernels; re-infers each remaining node's output types with
 // ONNX's per-op inference and keeps what is more precise. Graph outputs are
 // never folded (they stay computed). Throws geopt::Error when inference
-// contradicts a static dim already known.
+// contradicts a static dim already known. Then makes the window ops' attributes
+// explicit (window_attributes.h).
 StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions& options = {});
 
 }  // namespace geopt

@@ -95,6 +95,7 @@ nlohmann::ordered_json report_json(const ascend::CompileResult& c, const ascend:
                          {"max_abs_error", c.max_abs}, {"atol", tolerance.atol},
                          {"rtol", tolerance.rtol},     {"worst", c.check_worst},
                          {"ok", c.check_ok},           {"outputs", output_errors_json(c.output_errors)}};
+  if (c.checked && !tolerance.basis.empty()) j["check"]["tolerance_basis"] = tolerance.basis;
   j["time_ms"] = {{"optimize", c.optimize_ms}, {"memory_plan", c.memory_ms}, {"lower", c.lower_ms}};
   return j;
 }
@@ -301,8 +302,7 @@ ascend::CompileOptions pipeline_options(const CompileOptions& o, const Model& gi
   if (o.max_streams < 1 || o.max_streams > 64) throw geopt::UsageError("max_streams must be from 1 to 64");
   co.max_streams = o.max_streams;
   co.check = o.check.enabled;
-  co.check_tolerance = check_tolerance(o.check, co.optimize.cost.precision, co.optimize.write_precision,
-                                       quantizes_activations(given));
+  co.check_tolerance = check_tolerance(o.check, co.optimize.cost.precision, co.optimize.write_precision, given);
   co.check_inputs = check_inputs(o.check, given);
   if (!o.dump_graph.empty())
     co.dump = [dir = o.dump_graph](const std::string& stage, Model& m,

@@ -134,6 +134,7 @@ std::string report_json(const Run& run) {
                      : nlohmann::ordered_json{{"skipped", c.note}};
   j["precision"] = precision_json(r.precision);
   if (c.ran) j["check"]["outputs"] = output_errors_json(c.per_output);
+  if (c.ran && !run.tolerance.basis.empty()) j["check"]["tolerance_basis"] = run.tolerance.basis;
   if (c.ran && run.tolerance.min_cosine > 0) j["check"]["min_cosine"] = run.tolerance.min_cosine;
   j["fusion_rate"] = r.fusion_rate;
   j["unfused"] = r.unfused;
@@ -251,8 +252,7 @@ OptimizeResult optimize(const ModelSource& source, const OptimizeOptions& o) {
     if (!o.dump_graph.empty()) dump_stage(o.dump_graph, "2_saturation_extraction_layout", r.model);
     // The check runs the model as given.
     phase = std::chrono::steady_clock::now();
-    run.tolerance = check_tolerance(o.check, run.opts.cost.precision, run.opts.write_precision,
-                                    quantizes_activations(input));
+    run.tolerance = check_tolerance(o.check, run.opts.cost.precision, run.opts.write_precision, input);
     run.c = check(input, r.model, o.check, run.tolerance, bytes);
     run.check_ms = ms_since(phase);
     OptimizeResult result;

@@ -71,6 +71,7 @@ std::string tolerance_text(const Tolerance& t, const char* reference) {
     std::snprintf(text, sizeof text, ", or cosine >= %g per output", t.min_cosine);
     s += text;
   }
+  if (!t.basis.empty()) s += "; " + t.basis;
   return s;
 }
 

@@ -39,9 +39,10 @@ ascend::OptimizeOptions optimize_options(const TargetOptions& target, const Rule
 ImportOptions import_options(const std::string& input_shape);
 Model import_model(const ModelSource& source, const ImportOptions& options);
 
-// The check's tolerance: the precision mode's, with atol/rtol where given.
+// The check's tolerance: the precision mode's, widened for what `model` computes in
+// (model_precision: a QDQ model, an fp16 export), with atol/rtol where given.
 Tolerance check_tolerance(const CheckOptions& o, const ascend::Precision& precision, bool computed,
-                          bool quantized);
+                          const Model& model);
 // The inputs the check takes as given, read as the model declares them.
 std::map<std::string, HostTensor> check_inputs(const CheckOptions& o, const Model& model);
 

@@ -12,9 +12,6 @@ struct CheckToleranceOption {
   std::optional<double> atol, rtol;
 
   void add_to(CLI::App* cmd, const char* what);
-  // `computed`: the mode is written into the model (ProfileOptions::computes_precision).
-  // `quantized`: the model quantizes activations (quantizes_activations).
-  Tolerance resolve(const ascend::Precision& precision, bool computed, bool quantized) const;
 };
 
 }  // namespace geopt::cli

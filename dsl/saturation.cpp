@@ -14,6 +14,7 @@
 #include "dsl/schema_lookup.h"
 #include "dsl/value_facts.h"
 #include "eval/kernel.h"
+#include "eval/kernel_call.h"
 #include "ir/domain.h"
 #include "onnx/node_inference.h"
 
@@ -243,9 +244,12 @@ bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matc
     if (sig.num_outputs != 1) continue;
     const KernelInfo* k = KernelRegistry::builtin().find(sig.domain, sig.op_type);
     if (!k) continue;
-    Node temp;
-    temp.op_type = sig.op_type;
-    temp.domain = sig.domain;
+    // The op as a one-node graph whose output has the class's type, so the kernel is
+    // called as the evaluator calls it.
+    Graph scratch;
+    Value* result = scratch.add_value("folded");
+    result->type = g.eclass(cls).data.type;
+    Node& temp = *scratch.add_node(sig.op_type, sig.domain, "fold", {}, {result});
     temp.attributes = sig.attributes;
     if (temp.is_nondeterministic()) continue;  // a random op's values are drawn at run time
     bool all_const = true, all_computed = true;
@@ -278,14 +282,17 @@ bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matc
       ins.push_back(HostTensor::view(*g.eclass(c).data.constant));
       ptrs.push_back(&ins.back());
     }
-    KernelContext ctx(temp, matcher.opset(sig.domain), ptrs);
-    ctx.outputs.resize(1);
+    // As the evaluator calls it (call_kernel: fp16 and bf16 widened where the kernel asks,
+    // the result narrowed to the class's type).
+    std::vector<HostTensor> outputs;
     try {
-      k->fn(ctx);
-    } catch (const std::exception&) {
+      outputs = call_kernel(*k, temp, matcher.opset(sig.domain), std::move(ptrs));
+    } catch (const std::exception& e) {
+      spdlog::debug("fold of {} ({}) not made: {}", sig.op_type, g.eclass(cls).data.name, e.what());
       continue;
     }
-    HostTensor& h = ctx.outputs[0];
+    if (outputs.empty()) continue;
+    HostTensor& h = outputs[0];
     if (!h.defined() || h.dtype() == DType::String) continue;
     if (!out && h.size() > max_elements && input_elements && h.size() > *input_elements) continue;
     auto t = std::move(h).into_constant(g.eclass(cls).data.name + "_folded");

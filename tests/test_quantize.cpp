@@ -142,7 +142,7 @@ TEST_CASE("optimize fuses a QDQ model into int8 kernels and the plan computes wh
   // The integer kernels against the QDQ model's float arithmetic: equal but where a value
   // on a rounding tie of a later QuantizeLinear lands one step away.
   CHECK(output_cosine(qdq, r.model, 13) > 0.9999);
-  const NumericalCheck c = check_same_outputs(qdq, r.model, kQuantizedModelTolerance);
+  const NumericalCheck c = check_same_outputs(qdq, r.model, tolerance_for(model_precision(qdq), {}));
   CHECK_MESSAGE(c.diff.within(), c.diff.worst);
 
   // The same through the CLI's compile: the plan executor runs the int8 kernels.
@@ -181,7 +181,7 @@ TEST_CASE("BERT quantized with int8 activations: every projection an int8 QuantM
   CHECK(test::count_op(o.model, "DequantizeLinear") <= test::count_op(qdq, "DequantizeLinear") / 5);
   CHECK(quantized_weights <= layers);
   CHECK(output_cosine(qdq, o.model, 15) > 0.9999);
-  const NumericalCheck c = check_same_outputs(qdq, o.model, kQuantizedModelTolerance);
+  const NumericalCheck c = check_same_outputs(qdq, o.model, tolerance_for(model_precision(qdq), {}));
   CHECK_MESSAGE(c.diff.within(), c.diff.worst);
 }
 

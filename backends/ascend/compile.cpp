@@ -354,7 +354,7 @@ void check_plan_against(CompileResult& r, const Model& given, const CompileOptio
   double worst_ratio = r.checked ? r.check_worst_ratio : -1;
   for (auto schedule : {StreamSchedule::in_order, StreamSchedule::adversarial}) {
     OutputsDiff d =
-        diff_outputs(executor.run(feeds, schedule), want, options.tolerance(quantizes_activations(given)));
+        diff_outputs(executor.run(feeds, schedule), want, options.tolerance(model_precision(given)));
     if (!d.mismatch.empty())
       throw Error("--check: the plan's " + d.mismatch +
                   (in.describe().empty() ? "" : " (at " + in.describe() + ")"));

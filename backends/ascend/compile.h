@@ -33,10 +33,9 @@ struct CompileOptions {
   // allclose: |plan - reference| <= atol + rtol |reference|; unset, the precision mode's
   // (Precision::tolerance: fp16 plans differ from the fp32 model by fp16's rounding).
   std::optional<Tolerance> check_tolerance;
-  // `quantized`: the model quantizes activations (quantizes_activations).
-  Tolerance tolerance(bool quantized) const {
-    return check_tolerance.value_or(
-        optimize.cost.precision.check_tolerance(optimize.write_precision, quantized));
+  // `model`: what the model itself computes in (model_precision).
+  Tolerance tolerance(const ModelPrecision& model) const {
+    return check_tolerance.value_or(optimize.cost.precision.check_tolerance(optimize.write_precision, model));
   }
   std::map<std::string, HostTensor> check_inputs;  // inputs the check takes as given (--check-input)
   // Called with each stage's model (and per-node notes for lowering): --dump-graph.

@@ -174,14 +174,8 @@ DType Precision::planned(std::string_view op_type, DType origin) const {
   return origin;
 }
 
-Tolerance Precision::check_tolerance(bool computed, bool quantized) const {
-  Tolerance t = computed ? tolerance() : Tolerance{};
-  if (quantized) {
-    t.atol = std::max(t.atol, kQuantizedModelTolerance.atol);
-    t.rtol = std::max(t.rtol, kQuantizedModelTolerance.rtol);
-    t.min_cosine = kQuantizedModelTolerance.min_cosine;
-  }
-  return t;
+Tolerance Precision::check_tolerance(bool computed, const ModelPrecision& model) const {
+  return tolerance_for(model, computed ? tolerance() : Tolerance{});
 }
 
 Tolerance Precision::tolerance() const {

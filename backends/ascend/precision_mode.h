@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "eval/compare.h"
+#include "eval/numerical_check.h"
 #include "ir/dtype.h"
 
 namespace geopt::ascend {
@@ -65,9 +66,9 @@ struct Precision {
   // The check's default tolerance for plans in this mode against the fp32 model.
   Tolerance tolerance() const;
   // The check's default for a model compiled in this mode: the mode's tolerance where the
-  // mode is computed (`computed`), fp32's otherwise, widened for a model that quantizes
-  // activations (`quantized`: kQuantizedModelTolerance).
-  Tolerance check_tolerance(bool computed, bool quantized) const;
+  // mode is computed (`computed`), fp32's otherwise, widened for what the model itself
+  // computes in (tolerance_for: a QDQ model, an fp16 export).
+  Tolerance check_tolerance(bool computed, const ModelPrecision& model) const;
   std::string name() const;
 };
 

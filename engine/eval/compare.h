@@ -18,6 +18,8 @@ struct Tolerance {
   // Above 0, an output also passes whole when its cosine with the reference reaches this
   // (a quantized model, where a rounding tie moves single elements a long way).
   double min_cosine = 0;
+  // Why it is this wide, where it is not the default ("fp16 model: ..."); reports print it.
+  std::string basis = {};
 };
 
 struct TensorDiff {

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <set>
+#include <unordered_map>
 
 #include "eval/run_limits.h"
 #include "ir/dtype.h"
+#include "ops/op_traits.h"
 #include "util/checked_size.h"
 #include "util/error.h"
 
@@ -17,6 +20,56 @@ bool quantizes_activations(const Model& model) {
     if (n->domain.empty() && n->op_type == "QuantizeLinear" && n->input(0) && !g.constant_value(n->input(0)))
       return true;
   return false;
+}
+
+ModelPrecision model_precision(const Model& model) {
+  ModelPrecision m;
+  m.quantized = quantizes_activations(model);
+  const Graph& g = *model.graph;
+  // Roundings on the longest path to each value; nodes come in topological order.
+  std::unordered_map<const Value*, size_t> depth;
+  for (const auto& n : g.nodes()) {
+    size_t in = 0;
+    for (const Value* v : n->inputs())
+      if (v)
+        if (auto it = depth.find(v); it != depth.end()) in = std::max(in, it->second);
+    const OpTraits& traits = op_traits(n->domain, n->op_type);
+    bool rounds = false;
+    if (!traits.view && !traits.shape_only)
+      for (const Value* v : n->outputs())
+        if (v && (v->type.dtype == DType::F16 || v->type.dtype == DType::BF16)) {
+          rounds = true;
+          if (m.low != DType::BF16) m.low = v->type.dtype;
+        }
+    for (const Value* v : n->outputs())
+      if (v) depth[v] = in + (rounds ? 1 : 0);
+  }
+  for (const Value* v : g.outputs())
+    if (auto it = depth.find(v); it != depth.end()) m.low_depth = std::max(m.low_depth, it->second);
+  return m;
+}
+
+Tolerance tolerance_for(const ModelPrecision& model, Tolerance base) {
+  if (model.quantized) {
+    base.atol = std::max(base.atol, kQuantizedAtol);
+    base.rtol = std::max(base.rtol, kQuantizedRtol);
+    base.min_cosine = kQuantizedMinCosine;
+    base.basis = "a model that quantizes activations: quantization's own noise";
+  }
+  if (model.low == DType::F16 || model.low == DType::BF16) {
+    const bool bf16 = model.low == DType::BF16;
+    const double unit = bf16 ? 1.0 / 256 : 1.0 / 2048;
+    const double t = std::min(unit * static_cast<double>(std::max<size_t>(8, model.low_depth)), bf16 ? 0.25 : 0.05);
+    if (t > base.atol || t > base.rtol) {
+      base.atol = std::max(base.atol, t);
+      base.rtol = std::max(base.rtol, t);
+      char text[160];
+      std::snprintf(text, sizeof text, "%s model: %s x %zu roundings on its longest path", bf16 ? "bf16" : "fp16",
+                    bf16 ? "2^-8" : "2^-11", model.low_depth);
+      base.basis = text;
+    }
+  }
+  return base;
 }
 namespace {
 

@@ -27,7 +27,23 @@ namespace geopt {
 // So the check passes an output within fp16's tolerance, or whole at cosine 0.98: it
 // catches a rewrite that costs more than quantization's noise, not a subtle one.
 bool quantizes_activations(const Model& model);
-inline constexpr Tolerance kQuantizedModelTolerance{0.05, 0.05, 0.98};
+inline constexpr double kQuantizedAtol = 0.05, kQuantizedRtol = 0.05, kQuantizedMinCosine = 0.98;
+
+// What the model itself computes in, which the check must allow for: whether it quantizes
+// activations, and the longest chain of ops that compute in fp16 or bf16 (an fp16 export:
+// each rounds its output once, and the errors add along a chain). Rewriting such a model
+// reorders its roundings: ONNX Runtime and geopt's evaluator already differ by about the
+// unit roundoff times that depth on it.
+struct ModelPrecision {
+  bool quantized = false;
+  DType low = DType::Undefined;  // F16 or BF16 (the coarser) when some op computes in it
+  size_t low_depth = 0;          // the longest chain of such ops, input to output
+};
+ModelPrecision model_precision(const Model& model);
+// The check's tolerance for such a model, never narrower than `base`: a quantized one
+// kQuantized*; an fp16 or bf16 one the unit roundoff (2^-11, 2^-8) x max(8, depth), at
+// most 0.05 (fp16) or 0.25 (bf16); its `basis` says which.
+Tolerance tolerance_for(const ModelPrecision& model, Tolerance base);
 
 // The time a check's loops may take (eval/run_limits.h): past it, the check stops and
 // the model is refused with what was not checked.

@@ -302,7 +302,8 @@ ascend::CompileOptions pipeline_options(const CompileOptions& o, const Model& gi
   if (o.max_streams < 1 || o.max_streams > 64) throw geopt::UsageError("max_streams must be from 1 to 64");
   co.max_streams = o.max_streams;
   co.check = o.check.enabled;
-  co.check_tolerance = check_tolerance(o.check, co.optimize.cost.precision, co.optimize.write_precision, given);
+  co.check_tolerance =
+      check_tolerance(o.check, co.optimize.cost.precision, co.optimize.write_precision, given);
   co.check_inputs = check_inputs(o.check, given);
   if (!o.dump_graph.empty())
     co.dump = [dir = o.dump_graph](const std::string& stage, Model& m,

@@ -38,6 +38,10 @@ fs::path zoo_dir() { return examples_dir().parent_path() / "zoo"; }
 
 std::vector<fs::path> zoo_models() { return models_in(zoo_dir()); }
 
+fs::path exporters_dir() { return examples_dir().parent_path() / "exporters"; }
+
+std::vector<fs::path> exporter_models() { return models_in(exporters_dir()); }
+
 namespace {
 struct ScratchRoot {
   fs::path root;

@@ -20,6 +20,10 @@ std::vector<std::filesystem::path> example_models();
 // reference inputs and outputs; its models, sorted.
 std::filesystem::path zoo_dir();
 std::vector<std::filesystem::path> zoo_models();
+// examples/exporters: models in other exporters' idioms (examples/exporters.py), each with
+// its inputs and ONNX Runtime's outputs; its models, sorted.
+std::filesystem::path exporters_dir();
+std::vector<std::filesystem::path> exporter_models();
 // A fresh empty folder under the system temp dir, removed at exit.
 std::filesystem::path scratch_dir(const std::string& tag);
 

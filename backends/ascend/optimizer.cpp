@@ -75,9 +75,58 @@ namespace {
 // read before). A body that cannot be written back as it is optimized (an output of
 // unknown type, or a new name the enclosing graph has: ONNX's single assignment spans
 // nested graphs) stays as it was. Returns the results of the bodies that changed.
+// Every value name a body graph (and the bodies inside it) defines.
+void collect_names(const onnx::GraphProto& g, std::set<std::string>& names) {
+  for (const auto& t : g.initializer()) names.insert(t.name());
+  for (const auto& node : g.node()) {
+    for (const auto& out : node.output()) names.insert(out);
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) collect_names(a.g(), names);
+      for (const auto& sub : a.graphs()) collect_names(sub, names);
+    }
+  }
+}
+
+// The names every body of the model's graph defines.
+std::set<std::string> body_names(const Model& m) {
+  std::set<std::string> names;
+  for (const auto& n : m.graph->nodes())
+    for (const auto& a : n->attributes)
+      if (a.kind == AttrKind::Graph && a.opaque.size() == 1) {
+        onnx::GraphProto gp;
+        if (gp.ParseFromString(a.opaque[0])) collect_names(gp, names);
+      }
+  return names;
+}
+
+// A rewrite names the values it makes after their op ("const", "FusedConv_output"); two
+// bodies optimized alike (an If's branches) would define the same names, which ONNX's
+// inference reads as one value. Those the optimized body did not have before and that are
+// defined elsewhere in the model get the body's scope as a prefix.
+void rename_apart(Graph& body, const std::set<std::string>& before, const std::set<std::string>& taken,
+                  const std::string& scope) {
+  std::vector<Value*> made;
+  std::set<const Value*> seen;
+  auto consider = [&](Value* v) {
+    if (v && seen.insert(v).second && !before.count(v->name()) && taken.count(v->name())) made.push_back(v);
+  };
+  for (const auto& n : body.nodes()) {
+    for (Value* v : n->outputs()) consider(v);
+    for (Value* v : n->inputs())
+      if (v && v->initializer) consider(v);
+  }
+  for (Value* v : made) {
+    std::string name = body.unique_name(scope + "/" + v->name());
+    for (int i = 1; taken.count(name); ++i)
+      name = body.unique_name(scope + "/" + v->name() + "_" + std::to_string(i));
+    body.rename_value(v, name);
+  }
+}
+
 std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules,
                                             const HardwareProfile& profile, const OptimizeOptions& options) {
   std::vector<OptimizeResult> changed;
+  std::set<std::string> taken = body_names(m);
   for (const auto& np : m.graph->nodes()) {
     Node& n = *np;
     if (!is_control_flow(n) || (n.op_type == "Scan" && m.opset_version("") < 9)) continue;
@@ -93,6 +142,9 @@ std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules,
             if (const Value* v = body.graph->find_value(name); v && v->initializer)
               captured_constants.insert(name);
         OptimizeResult r = optimize(body, rules, profile, options);
+        std::set<std::string> before;
+        if (onnx::GraphProto original; original.ParseFromString(a.opaque[0])) collect_names(original, before);
+        rename_apart(*r.model.graph, before, taken, n.name + "/" + a.name);
         onnx::GraphProto gp = graph_to_proto(r.model);
         while (gp.input_size() > static_cast<int>(own_inputs)) gp.mutable_input()->RemoveLast();
         for (int i = gp.initializer_size(); i-- > 0;)
@@ -107,6 +159,7 @@ std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules,
                         n.describe(), a.name);
           continue;
         }
+        collect_names(gp, taken);
         std::string bytes = gp.SerializeAsString();
         if (bytes != a.opaque[0]) {
           a.opaque[0] = std::move(bytes);

@@ -1,0 +1,259 @@
+#!/usr/bin/python3
+"""The exporter zoo: small models in the idioms of exporters other than torch's, written
+node by node with onnx.helper (no tf2onnx, spox or onnxruntime quantizer is installed
+here), random weights from fixed seeds.
+
+    /usr/bin/python3 examples/exporters.py examples/exporters     # models and inputs
+    examples/exporters_reference.sh                                # ONNX Runtime's outputs (npm)
+
+Per model NAME: NAME.onnx, NAME/inputs/<input>.npy, NAME/outputs/<output>.npy (ONNX
+Runtime 1.30's, CPU, optimizations off). tests/test_exporters.cpp runs each through
+geopt run, optimize and compile.
+
+| model | idioms |
+|---|---|
+| tf_mobilenet_style | tf2onnx: NHWC input and Transposes between blocks, an explicit Pad before a VALID stride-2 conv, asymmetric pads, stride-2 depthwise convs, a dilation-5 conv, SAME_UPPER and SAME_LOWER, Clip(0, 6), Resize (linear, half_pixel), Concat |
+| tf_blazeface_style | tf2onnx (MediaPipe): 5x5 stride-2 stem with asymmetric pads, residual blocks whose skip is max-pooled and widened by a Pad of the channels, channel padding by Concat with zeros |
+| fp16_unet | a torch fp16 export: fp16 weights and compute, Casts at the edges, BatchNormalization, nearest and align_corners upsampling, skip Concats |
+| dynamic_int8 | onnxruntime's quantize_dynamic: DynamicQuantizeLinear, ConvInteger, Cast, Mul by the scales, MatMulInteger with per-column weights |
+| opset18_block | opset 18, IR 9 (torch's dynamo exporter): Split with num_outputs, ReduceMean with axes as an input, Pad with axes, GroupNormalization, Mish |
+
+`if_vad_like()` (another builder, spox-style: open batch and samples, a scalar sample rate
+that picks the If branch, each branch framing the audio with its own Reshape) is not in
+the zoo yet: `geopt run` matches ONNX Runtime on it, but the model `optimize` writes with
+its branches optimized fails ONNX's If inference on reading, and `compile` refuses an If
+whose branches give a value read downstream different shapes.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+from onnx import numpy_helper as nh
+
+
+class Builder:
+    """Nodes and initializers with unique names."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+        self.nodes, self.inits, self.count = [], [], 0
+
+    def name(self, prefix):
+        self.count += 1
+        return f"{prefix}_{self.count}"
+
+    def const(self, array, prefix="c"):
+        n = self.name(prefix)
+        self.inits.append(nh.from_array(np.asarray(array), n))
+        return n
+
+    def node(self, op, inputs, outputs=1, **attrs):
+        names = [self.name(op.lower()) for _ in range(outputs)]
+        self.nodes.append(helper.make_node(op, inputs, names, name=names[0], **attrs))
+        return names if outputs > 1 else names[0]
+
+    def model(self, name, inputs, outputs, opset, producer, ir_version=8):
+        g = helper.make_graph(self.nodes, name, inputs, outputs, self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], producer_name=producer)
+        m.ir_version = ir_version
+        return m
+
+
+def tf_conv(b, x, cin, cout, k, s=1, d=1, pads=None, auto_pad=None, group=1, relu6=True, dtype=np.float32):
+    w = b.const((b.rng.standard_normal((cout, cin // group, k, k)) / np.sqrt(cin // group * k * k)).astype(dtype), "w")
+    bias = b.const((0.1 * b.rng.standard_normal(cout)).astype(dtype), "b")
+    attrs = dict(kernel_shape=[k, k], strides=[s, s], dilations=[d, d], group=group)
+    if auto_pad:
+        attrs["auto_pad"] = auto_pad
+    elif pads is not None:
+        attrs["pads"] = pads
+    y = b.node("Conv", [x, w, bias], **attrs)
+    if relu6:
+        y = b.node("Clip", [y, b.const(np.array(0, dtype), "lo"), b.const(np.array(6, dtype), "hi")])
+    return y
+
+
+def pad(b, x, pads):
+    return b.node("Pad", [x, b.const(np.array(pads, np.int64), "pads")], mode="constant")
+
+
+def nchw(b, x):
+    return b.node("Transpose", [x], perm=[0, 3, 1, 2])
+
+
+def nhwc(b, x):
+    return b.node("Transpose", [x], perm=[0, 2, 3, 1])
+
+
+def tf_mobilenet_style():
+    b = Builder(1)
+    h = nchw(b, "input")
+    h = pad(b, h, [0, 0, 0, 0, 0, 0, 1, 1])  # SAME at stride 2, written out: after the end
+    h = tf_conv(b, h, 3, 16, 3, s=2, pads=[0, 0, 0, 0])
+    h = nchw(b, nhwc(b, h))  # tf2onnx keeps NHWC between blocks
+    e = tf_conv(b, h, 16, 48, 1)
+    e = tf_conv(b, e, 48, 48, 3, pads=[1, 1, 1, 1], group=48)
+    e = tf_conv(b, e, 48, 16, 1, relu6=False)
+    h = b.node("Add", [h, e])
+    e = tf_conv(b, h, 16, 48, 1)
+    e = tf_conv(b, e, 48, 48, 3, s=2, pads=[0, 0, 1, 1], group=48)
+    h = tf_conv(b, e, 48, 24, 1, relu6=False)
+    a = tf_conv(b, h, 24, 24, 3, d=5, pads=[5, 5, 5, 5])
+    s = tf_conv(b, h, 24, 24, 3, auto_pad="SAME_UPPER")
+    c = tf_conv(b, pad(b, h, [0, 0, 1, 1, 0, 0, 1, 1]), 24, 24, 3, group=24, pads=[0, 0, 0, 0])
+    h = b.node("Concat", [a, s, c], axis=1)
+    h = tf_conv(b, h, 72, 32, 1)
+    low = tf_conv(b, h, 32, 32, 3, s=2, auto_pad="SAME_LOWER")
+    up = b.node("Resize", [low, b.const(np.array([], np.float32), "roi"), b.const(np.array([1, 1, 2, 2], np.float32), "scales")],
+                mode="linear", coordinate_transformation_mode="half_pixel")
+    h = b.node("Concat", [h, up], axis=1)
+    y = nhwc(b, tf_conv(b, h, 64, 8, 1, relu6=False))
+    m = b.model("tf_mobilenet_style", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 64, 64, 3])],
+                [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 16, 16, 8])], 13, "tf2onnx-style")
+    return m, {"input": np.random.default_rng(11).standard_normal((1, 64, 64, 3)).astype(np.float32)}
+
+
+def tf_blazeface_style():
+    b = Builder(2)
+    h = nchw(b, "input")
+    h = tf_conv(b, h, 3, 24, 5, s=2, pads=[1, 1, 2, 2], relu6=False)
+
+    def block(h, cin, cout, s):
+        e = tf_conv(b, h, cin, cin, 3, s=s, pads=[0, 0, 1, 1] if s == 2 else [1, 1, 1, 1], group=cin, relu6=False)
+        e = tf_conv(b, e, cin, cout, 1, relu6=False)
+        skip = h
+        if s == 2:
+            skip = b.node("MaxPool", [skip], kernel_shape=[2, 2], strides=[2, 2])
+        if cout > cin:
+            skip = pad(b, skip, [0, 0, 0, 0, 0, cout - cin, 0, 0])
+        return b.node("Relu", [b.node("Add", [e, skip])])
+
+    for cin, cout, s in [(24, 24, 1), (24, 28, 1), (28, 32, 2), (32, 36, 1), (36, 42, 1), (42, 48, 2)]:
+        h = block(h, cin, cout, s)
+    h = b.node("Concat", [h, b.const(np.zeros((1, 16, 8, 8), np.float32), "zeros")], axis=1)
+    y = nhwc(b, tf_conv(b, h, 64, 8, 1, relu6=False))
+    m = b.model("tf_blazeface_style", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 64, 64, 3])],
+                [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 8, 8, 8])], 13, "tf2onnx-style")
+    return m, {"input": np.random.default_rng(12).uniform(-1, 1, (1, 64, 64, 3)).astype(np.float32)}
+
+
+def fp16_unet():
+    b = Builder(3)
+    f16 = np.float16
+
+    def conv_bn_relu(x, cin, cout):
+        y = tf_conv(b, x, cin, cout, 3, pads=[1, 1, 1, 1], relu6=False, dtype=f16)
+        bn = [b.const((1 + 0.1 * b.rng.standard_normal(cout)).astype(f16)), b.const((0.1 * b.rng.standard_normal(cout)).astype(f16)),
+              b.const((0.1 * b.rng.standard_normal(cout)).astype(f16)), b.const((1 + 0.2 * b.rng.random(cout)).astype(f16))]
+        return b.node("Relu", [b.node("BatchNormalization", [y] + bn, epsilon=1e-5)])
+
+    h = b.node("Cast", ["image"], to=TensorProto.FLOAT16)
+    e1 = conv_bn_relu(h, 3, 16)
+    e2 = conv_bn_relu(b.node("MaxPool", [e1], kernel_shape=[2, 2], strides=[2, 2]), 16, 32)
+    e3 = conv_bn_relu(b.node("MaxPool", [e2], kernel_shape=[2, 2], strides=[2, 2]), 32, 64)
+    u2 = b.node("Resize", [e3, "", b.const(np.array([1, 1, 2, 2], np.float32), "scales")], mode="nearest")
+    d2 = conv_bn_relu(b.node("Concat", [u2, e2], axis=1), 96, 32)
+    u1 = b.node("Resize", [d2, "", b.const(np.array([1, 1, 2, 2], np.float32), "scales")], mode="linear",
+                coordinate_transformation_mode="align_corners")
+    d1 = conv_bn_relu(b.node("Concat", [u1, e1], axis=1), 48, 16)
+    mask = b.node("Sigmoid", [tf_conv(b, d1, 16, 1, 1, pads=[0, 0, 0, 0], relu6=False, dtype=f16)])
+    y = b.node("Cast", [mask], to=TensorProto.FLOAT)
+    m = b.model("fp16_unet", [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 64, 64])],
+                [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 1, 64, 64])], 15, "pytorch-fp16-style")
+    return m, {"image": np.random.default_rng(13).uniform(0, 1, (1, 3, 64, 64)).astype(np.float32)}
+
+
+def dynamic_int8():
+    b = Builder(5)
+
+    def qconv(x, cin, cout, s):
+        w = b.rng.standard_normal((cout, cin, 3, 3)) / np.sqrt(cin * 9)
+        ws = np.abs(w).max() / 127
+        xq, xs, xzp = b.node("DynamicQuantizeLinear", [x], outputs=3)
+        y = b.node("ConvInteger", [xq, b.const(np.clip(np.round(w / ws), -127, 127).astype(np.int8), "w"), xzp,
+                                   b.const(np.array(0, np.int8), "wzp")], kernel_shape=[3, 3], strides=[s, s], pads=[1, 1, 1, 1])
+        y = b.node("Mul", [b.node("Cast", [y], to=TensorProto.FLOAT), b.node("Mul", [xs, b.const(np.array(ws, np.float32), "ws")])])
+        y = b.node("Add", [y, b.const((0.1 * b.rng.standard_normal((cout, 1, 1))).astype(np.float32), "b")])
+        return b.node("Relu", [y])
+
+    h = qconv("image", 3, 16, 2)
+    h = qconv(h, 16, 32, 2)
+    h = qconv(h, 32, 32, 1)
+    h = b.node("Flatten", [b.node("GlobalAveragePool", [h])])
+    wf = b.rng.standard_normal((32, 10)) / np.sqrt(32)
+    wsf = np.abs(wf).max(0) / 127  # per output column
+    hq, hs, hzp = b.node("DynamicQuantizeLinear", [h], outputs=3)
+    y = b.node("MatMulInteger", [hq, b.const(np.clip(np.round(wf / wsf), -127, 127).astype(np.int8), "wf"), hzp,
+                                 b.const(np.zeros(10, np.int8), "wfzp")])
+    y = b.node("Mul", [b.node("Cast", [y], to=TensorProto.FLOAT), b.node("Mul", [hs, b.const(wsf.astype(np.float32), "wfs")])])
+    m = b.model("dynamic_int8", [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 64, 64])],
+                [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 10])], 13, "onnxruntime.quantization-style")
+    return m, {"image": np.random.default_rng(14).uniform(0, 1, (1, 3, 64, 64)).astype(np.float32)}
+
+
+def opset18_block():
+    b = Builder(7)
+    r = b.rng
+    n = b.node
+    ln = n("LayerNormalization", ["x", b.const((1 + 0.1 * r.standard_normal(32)).astype(np.float32)),
+                                  b.const((0.1 * r.standard_normal(32)).astype(np.float32))], axis=-1, epsilon=1e-5)
+    qkv = n("MatMul", [ln, b.const((r.standard_normal((32, 96)) / 6).astype(np.float32), "wqkv")])
+    q, k, v = n("Split", [qkv], outputs=3, axis=-1, num_outputs=3)
+    s = n("Mul", [n("MatMul", [q, n("Transpose", [k], perm=[0, 2, 1])]), b.const(np.array(32 ** -0.5, np.float32), "scale")])
+    o = n("MatMul", [n("MatMul", [n("Softmax", [s], axis=-1), v]), b.const((r.standard_normal((32, 32)) / 6).astype(np.float32), "wo")])
+    res = n("Add", ["x", o])
+    c = n("Sub", [res, n("ReduceMean", [res, b.const(np.array([-1], np.int64), "axes")], keepdims=1)])
+    cp = n("Pad", [c, b.const(np.array([1, 1], np.int64), "pads"), b.const(np.array(0, np.float32), "zero"),
+                   b.const(np.array([2], np.int64), "pad_axes")], mode="constant")
+    cs = n("Slice", [cp, b.const(np.array([1], np.int64)), b.const(np.array([33], np.int64)), b.const(np.array([2], np.int64))])
+    c4 = n("Reshape", [cs, b.const(np.array([1, 4, 9, 16], np.int64), "shape")])
+    gn = n("GroupNormalization", [c4, b.const((1 + 0.1 * r.standard_normal(2)).astype(np.float32)),
+                                  b.const((0.1 * r.standard_normal(2)).astype(np.float32))], num_groups=2, epsilon=1e-5)
+    y = n("Mish", [gn])
+    m = b.model("opset18_block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 18, 32])],
+                [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 4, 9, 16])], 18, "pytorch-dynamo-style", ir_version=9)
+    return m, {"x": np.random.default_rng(15).standard_normal((1, 18, 32)).astype(np.float32)}
+
+
+def if_vad_like():
+    b = Builder(9)
+
+    def branch(name, frame):
+        w = (b.rng.standard_normal((frame, 16)) / np.sqrt(frame)).astype(np.float32)
+        inits = [nh.from_array(np.array([0, -1, frame], np.int64), f"{name}_shape"), nh.from_array(w, f"{name}_w")]
+        nodes = [helper.make_node("Reshape", ["audio", f"{name}_shape"], [f"{name}_frames"]),
+                 helper.make_node("MatMul", [f"{name}_frames", f"{name}_w"], [f"{name}_h"]),
+                 helper.make_node("Tanh", [f"{name}_h"], [f"{name}_out"])]
+        return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info(f"{name}_out", TensorProto.FLOAT, None)], inits)
+
+    is16k = b.node("Equal", ["sr", b.const(np.array(16000, np.int64), "k16000")])
+    feat = b.node("If", [is16k], then_branch=branch("at16k", 512), else_branch=branch("at8k", 256))
+    pooled = b.node("ReduceMean", [feat], axes=[1], keepdims=0)
+    y = b.node("Sigmoid", [b.node("MatMul", [pooled, b.const((b.rng.standard_normal((16, 1)) / 4).astype(np.float32), "head")])])
+    m = b.model("if_vad_like", [helper.make_tensor_value_info("audio", TensorProto.FLOAT, ["batch", "samples"]),
+                                helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+                [helper.make_tensor_value_info(y, TensorProto.FLOAT, ["batch", 1])], 13, "spox-style")
+    return m, {"audio": np.random.default_rng(16).uniform(-1, 1, (1, 2048)).astype(np.float32),
+               "sr": np.array(16000, np.int64)}
+
+
+MODELS = [tf_mobilenet_style, tf_blazeface_style, fp16_unet, dynamic_int8, opset18_block]
+
+
+def main(out):
+    for make in MODELS:
+        model, inputs = make()
+        name = model.graph.name
+        if model.opset_import[0].version <= 17:  # Debian's onnx 1.12 knows opsets up to 17
+            onnx.checker.check_model(model, full_check=True)
+        onnx.save(model, os.path.join(out, name + ".onnx"))
+        os.makedirs(os.path.join(out, name, "inputs"), exist_ok=True)
+        for k, v in inputs.items():
+            np.save(os.path.join(out, name, "inputs", k + ".npy"), v)
+        print(name)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "exporters"))

@@ -1,0 +1,83 @@
+// The exporter zoo (examples/exporters.py): models in the idioms of tf2onnx, a torch
+// fp16 export, onnxruntime's dynamic quantizer and torch's dynamo exporter at opset 18.
+// Each, as a user runs it: `geopt run` matches ONNX
+// Runtime's outputs (committed, examples/exporters_reference.sh) within what the model's
+// precision allows, `geopt optimize` and `geopt compile` pass their default check, and the
+// plan matches ONNX Runtime like the model does.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+
+namespace geopt {
+namespace {
+
+namespace fs = std::filesystem;
+
+// --input NAME=FILE for each of the model's reference inputs.
+std::vector<std::string> input_args(const fs::path& model) {
+  std::vector<std::string> args;
+  for (const auto& e : fs::directory_iterator(model.parent_path() / model.stem() / "inputs"))
+    args.push_back("--input"), args.push_back(e.path().stem().string() + "=" + e.path().string());
+  return args;
+}
+
+// ONNX Runtime's results, allowed: fp32 models 1e-4 of the output's scale, an fp16 one
+// fp16's 1e-2, a dynamically quantized one 5e-2 (a rounding tie moves a quantized step).
+std::vector<std::string> compare_args(const fs::path& model) {
+  const std::string name = model.stem().string();
+  const std::string tol = name.rfind("fp16", 0) == 0           ? "1e-2"
+                          : name.rfind("dynamic_int8", 0) == 0 ? "5e-2"
+                                                               : "1e-4";
+  return {"--compare", (model.parent_path() / model.stem() / "outputs").string(), "--atol", tol, "--rtol",
+          tol};
+}
+
+std::vector<std::string> join(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the exporter zoo: each model runs as ONNX Runtime does, optimizes and compiles with the default check, "
+    "and "
+    "its plan matches ONNX Runtime") {
+  const auto models = test::exporter_models();
+  REQUIRE(models.size() >= 5);
+  const fs::path dir = test::scratch_dir("exporters");
+  for (const fs::path& model : models) {
+    INFO(model.filename().string());
+    auto run = test::run_cli(join(join({"run", model.string()}, input_args(model)), compare_args(model)));
+    CHECK_MESSAGE(run.exit_code == 0, run.out << run.err);
+    const fs::path optimized = dir / (model.stem().string() + ".onnx");
+    auto opt = test::run_cli({"optimize", model.string(), "-o", optimized.string()});
+    CHECK_MESSAGE(opt.exit_code == 0, opt.out << opt.err);
+    auto opt_run =
+        test::run_cli(join(join({"run", optimized.string()}, input_args(model)), compare_args(model)));
+    CHECK_MESSAGE(opt_run.exit_code == 0, opt_run.out << opt_run.err);
+    const fs::path plan = dir / (model.stem().string() + ".plan");
+    auto compile = test::run_cli({"compile", model.string(), "-o", plan.string()});
+    CHECK_MESSAGE(compile.exit_code == 0, compile.out << compile.err);
+    auto plan_run = test::run_cli(join(join({"run", plan.string()}, input_args(model)), compare_args(model)));
+    CHECK_MESSAGE(plan_run.exit_code == 0, plan_run.out << plan_run.err);
+  }
+}
+
+TEST_CASE("tf2onnx's CNNs fuse: every conv with its Pad and activation, the residual paths in NC1HWC0") {
+  for (const char* name : {"tf_mobilenet_style", "tf_blazeface_style"}) {
+    INFO(name);
+    const fs::path model = test::exporters_dir() / (std::string(name) + ".onnx");
+    auto opt =
+        test::run_cli({"optimize", model.string(), "-o", (test::scratch_dir("tf") / "o.onnx").string()});
+    REQUIRE(opt.exit_code == 0);
+    // Left unfused: only the two NHWC Transposes at the edges.
+    CHECK(opt.out.find("left unfused: Transpose 2\n") != std::string::npos);
+  }
+}
+
+}  // namespace geopt

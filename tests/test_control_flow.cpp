@@ -462,6 +462,37 @@ size_t body_nodes(const fs::path& model) {
 }
 
 }  // namespace
+TEST_CASE(
+    "an If whose branches and enclosing graph take the same rewrite reads back: the values each graph makes "
+    "are "
+    "named apart") {
+  // Each branch and the graph around them get a MatMul's weight laid out as FRACTAL_NZ, a
+  // value the rewrite names after its op in each graph; ONNX's inference would read a
+  // branch's name as the enclosing graph's value.
+  const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,32] x, bool c) => (float[1,16] y) <float[32,16] w1 = {)";
+  std::string model_text = text;
+  auto numbers = [](int count, double scale) {
+    std::string s;
+    for (int i = 0; i < count; ++i) s += (i ? ", " : "") + std::to_string(scale * ((i * 37) % 11 - 5));
+    return s;
+  };
+  model_text += numbers(32 * 16, 0.01) + "}, float[32,16] w2 = {" + numbers(32 * 16, 0.02) +
+                "}, float[16,16] w3 = {" + numbers(16 * 16, 0.03) + R"(}> {
+      h = If (c) <then_branch = g1 () => (float[1,16] t) { t = MatMul(x, w1) },
+                  else_branch = g2 () => (float[1,16] e) { e = MatMul(x, w2) }>
+      y = MatMul(h, w3)
+    })";
+  Model model = import_onnx_proto(test::parse_text_model(model_text.c_str()), "if_same_rewrite.onnx");
+  auto rules = test::load_rules({test::shipped_rules()});
+  ascend::OptimizeResult r = ascend::optimize(model, *rules, ascend::load_profile("Ascend910B1"));
+  REQUIRE(test::count_op(r.model, "FusedMatMul") >= 1);
+  const fs::path path = test::scratch_dir("cf_names_apart") / "opt.onnx";
+  export_onnx(r.model, path);
+  Model back = import_onnx(path);
+  CHECK(test::max_output_error(model, back) <= 1e-4);
+}
+
 }  // namespace geopt
 
 TEST_CASE("explain looks inside control-flow bodies, and optimize and compile count the bodies' kernels") {

@@ -100,9 +100,10 @@ std::set<std::string> body_names(const Model& m) {
 }
 
 // A rewrite names the values it makes after their op ("const", "FusedConv_output"); two
-// bodies optimized alike (an If's branches) would define the same names, which ONNX's
-// inference reads as one value. Those the optimized body did not have before and that are
-// defined elsewhere in the model get the body's scope as a prefix.
+// graphs optimized alike (an If's branches, or a branch and the graph around it) would
+// define the same names, and ONNX's inference reads a body's name as the outer value's.
+// Those the optimized graph did not have before and that are defined elsewhere in the
+// model are renamed (under `scope`, where given).
 void rename_apart(Graph& body, const std::set<std::string>& before, const std::set<std::string>& taken,
                   const std::string& scope) {
   std::vector<Value*> made;
@@ -115,10 +116,11 @@ void rename_apart(Graph& body, const std::set<std::string>& before, const std::s
     for (Value* v : n->inputs())
       if (v && v->initializer) consider(v);
   }
+  const std::string prefix = scope.empty() ? "" : scope + "/";
   for (Value* v : made) {
-    std::string name = body.unique_name(scope + "/" + v->name());
+    std::string name = body.unique_name(prefix + v->name());
     for (int i = 1; taken.count(name); ++i)
-      name = body.unique_name(scope + "/" + v->name() + "_" + std::to_string(i));
+      name = body.unique_name(prefix + v->name() + "_" + std::to_string(i));
     body.rename_value(v, name);
   }
 }
@@ -213,6 +215,17 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   r.extraction_steps = x.steps;
   r.extraction_optimal = x.optimal;
   r.model = std::move(run.model);
+  {
+    std::set<std::string> before;
+    for (const Value* v : shaped.graph->inputs()) before.insert(v->name());
+    for (const auto& n : shaped.graph->nodes()) {
+      for (const Value* v : n->outputs())
+        if (v) before.insert(v->name());
+      for (const Value* v : n->inputs())
+        if (v && v->initializer) before.insert(v->name());
+    }
+    rename_apart(*r.model.graph, before, body_names(r.model), "");
+  }
   r.selected = run.selected;
   for (const auto& [rule, n] : r.selected)
     (rules.find(rule)->ast->has_tag("fusion") ? r.fused : r.rewritten)[rule] = n;

@@ -115,7 +115,7 @@ Model import_model(const ModelSource& source, const ImportOptions& options) {
 Tolerance check_tolerance(const CheckOptions& o, const ascend::Precision& precision, bool computed,
                           const Model& model) {
   Tolerance t = precision.check_tolerance(computed, model_precision(model));
-  if (o.atol || o.rtol) t.basis.clear();  // the user's
+  if (o.atol && o.rtol) t.basis.clear();  // the user's
   if (o.atol) t.atol = *o.atol;
   if (o.rtol) t.rtol = *o.rtol;
   if (!(t.atol >= 0) || !(t.rtol >= 0))

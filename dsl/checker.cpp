@@ -170,7 +170,11 @@ class RuleChecker {
     if (given > info->max_inputs)
       error(p.loc, p.op + " takes at most " + std::to_string(info->max_inputs) +
                        " inputs, the pattern gives " + std::to_string(given));
-    if (given < info->min_inputs && !p.rest && !p.rest_any)
+    // An attribute that became an input (Pad's pads) is that input when the pattern names
+    // it as an attribute: `Pad(%x) { pads == %p }` reads both forms, and no other input.
+    int named = 0;
+    for (const auto& a : p.attrs) named += attribute_input(p.domain, p.op, a.name, 0).has_value();
+    if (given + named < info->min_inputs && !p.rest && !p.rest_any)
       error(p.loc, p.op + " takes at least " + std::to_string(info->min_inputs) +
                        " inputs, the pattern gives " + std::to_string(given));
     if (p.output_index >= info->max_outputs)

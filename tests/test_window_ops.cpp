@@ -143,7 +143,8 @@ bool has_nc1hwc0_conv(const Model& m) {
 
 TEST_CASE(
     "every conv attribute combination ONNX allows (pads, auto_pad, left-out defaults, dilations, strides, "
-    "groups, a Pad before) computes the plain Conv's values through each FusedConv layout path, and fuses") {
+    "groups, a Pad before) computes the plain Conv's values through each FusedConv layout path, and fuses" *
+    doctest::test_suite("sweep")) {
   auto rules = test::load_rules({test::shipped_rules()});
   const ascend::HardwareProfile profile = ascend::load_profile("Ascend910B1");
   // The paths: all rules (NC1HWC0, FRACTAL_Z weights, an image read in NCHW), no layout

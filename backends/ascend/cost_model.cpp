@@ -75,10 +75,12 @@ bool is_view_split(const KernelDesc& n) {
 namespace {
 
 // Axis 0 of the output, when the kernel computes each index of it from the same index of
-// its activation inputs alone: each has the output's rank and its axis 0 (or 1, broadcast),
-// and no axis attribute (axis, axes, perm) names it. 1 otherwise. (An axis given as an
-// input, as CumSum's, is not seen.)
+// its activation inputs alone: an op that does so per sample (op_traits), each activation
+// input of the output's rank with its axis 0 (or 1, broadcast), and no axis attribute
+// (axis, axes, perm) naming it. 1 otherwise.
 int64_t independent_samples(const KernelDesc& n, const CostOptions& o) {
+  const OpTraits& traits = op_traits(n.domain, n.op_type);
+  if (!traits.elementwise && !traits.per_sample) return 1;
   const Extent out = extent(at(n.outputs, 0), o);
   if (!out.known || out.rank() < 2 || out.front() < 2) return 1;
   bool any = false;
@@ -177,21 +179,32 @@ KernelCost cost_of(const KernelWork& w, const HardwareProfile& p) {
   // whose activations exceed L2 but whose samples are independent runs slice by slice
   // along the batch, each slice small enough to stay in L2 between producer and consumer;
   // its weights are read once per slice.
+  // Whole samples per slice, so every slice fits; taken only where it costs less memory time.
   double activations = 0;
   for (const KernelWork::Traffic& t : w.traffic)
     if (!t.constant) activations += t.bytes * (two_passes && t.read ? 2 : 1);
-  double slices = 1;
-  if (w.independent_samples > 1 && activations > resident && resident > 0 &&
-      activations / static_cast<double>(w.independent_samples) <= resident)
-    slices = std::ceil(activations / resident);
-  for (const KernelWork::Traffic& t : w.traffic) {
-    const double b = t.bytes * (two_passes && t.read ? 2 : 1) * (t.constant ? slices : 1);
-    const double in_l2 = t.constant ? 0 : slices > 1 ? b : std::min(b, resident);
-    c.l2_bytes += in_l2;
-    c.dram_bytes += b - in_l2;
+  const auto samples = static_cast<double>(w.independent_samples);
+  const double per_sample = activations / samples;
+  const double slices =
+      w.independent_samples > 1 && activations > resident && per_sample > 0 && per_sample <= resident
+          ? std::ceil(samples / std::floor(resident / per_sample))
+          : 1;
+  auto split = [&](double with_slices, double& l2, double& dram) {
+    l2 = dram = 0;
+    for (const KernelWork::Traffic& t : w.traffic) {
+      const double b = t.bytes * (two_passes && t.read ? 2 : 1) * (t.constant ? with_slices : 1);
+      const double in_l2 = t.constant ? 0 : with_slices > 1 ? b : std::min(b, resident);
+      l2 += in_l2;
+      dram += b - in_l2;
+    }
+    return (dram / (p.hbm_gbps * p.memory_efficiency * 1e9) + l2 / (p.l2_gbps * 1e9)) * 1e6;
+  };
+  c.memory_us = split(1, c.l2_bytes, c.dram_bytes);
+  if (slices > 1) {
+    double l2 = 0, dram = 0;
+    const double sliced_us = split(slices, l2, dram);
+    if (sliced_us < c.memory_us) c.memory_us = sliced_us, c.l2_bytes = l2, c.dram_bytes = dram;
   }
-  c.memory_us =
-      (c.dram_bytes / (p.hbm_gbps * p.memory_efficiency * 1e9) + c.l2_bytes / (p.l2_gbps * 1e9)) * 1e6;
   c.launch_us = p.launch_overhead_us * (1 + w.extra_launches);
   double busiest = std::max({c.cube_us, c.vector_us, c.memory_us});
   c.bound = busiest == 0             ? "none"

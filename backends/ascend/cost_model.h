@@ -44,9 +44,9 @@ struct KernelWork {
     bool read = true;
   };
   std::vector<Traffic> traffic;
-  // Samples along axis 0 the kernel computes independently (its first activation input and
-  // its output share axis 0 and no axis attribute names it), so ATC's L2 buffer
-  // optimization may run it slice by slice; 1 when it cannot or the option is off.
+  // Samples along axis 0 the kernel computes independently (an op that works per sample,
+  // its activations and output sharing axis 0, no axis attribute naming it), so ATC's L2
+  // buffer optimization may run it slice by slice; 1 when it cannot or the option is off.
   int64_t independent_samples = 1;
 };
 

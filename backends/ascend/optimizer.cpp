@@ -215,17 +215,6 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   r.extraction_steps = x.steps;
   r.extraction_optimal = x.optimal;
   r.model = std::move(run.model);
-  {
-    std::set<std::string> before;
-    for (const Value* v : shaped.graph->inputs()) before.insert(v->name());
-    for (const auto& n : shaped.graph->nodes()) {
-      for (const Value* v : n->outputs())
-        if (v) before.insert(v->name());
-      for (const Value* v : n->inputs())
-        if (v && v->initializer) before.insert(v->name());
-    }
-    rename_apart(*r.model.graph, before, body_names(r.model), "");
-  }
   r.selected = run.selected;
   for (const auto& [rule, n] : r.selected)
     (rules.find(rule)->ast->has_tag("fusion") ? r.fused : r.rewritten)[rule] = n;
@@ -411,6 +400,18 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   // The device's precision, written into the graph after fusion (as ATC does), so
   // every fused kernel gets the dtype its class computes in.
   if (options.write_precision) r.precision = apply_precision(r.model, options.cost.precision);
+  // Last, when every value of the result is named (the precision pass names its casts too).
+  {
+    std::set<std::string> before;
+    for (const Value* v : shaped.graph->inputs()) before.insert(v->name());
+    for (const auto& n : shaped.graph->nodes()) {
+      for (const Value* v : n->outputs())
+        if (v) before.insert(v->name());
+      for (const Value* v : n->inputs())
+        if (v && v->initializer) before.insert(v->name());
+    }
+    rename_apart(*r.model.graph, before, body_names(r.model), "");
+  }
   r.nodes_after = r.model.graph->nodes().size();
   r.after = cost_of_model(r.model, profile,
                           options.write_precision ? with_precision_applied(options.cost) : options.cost);

@@ -59,14 +59,14 @@ Tolerance tolerance_for(const ModelPrecision& model, Tolerance base) {
   if (model.low == DType::F16 || model.low == DType::BF16) {
     const bool bf16 = model.low == DType::BF16;
     const double unit = bf16 ? 1.0 / 256 : 1.0 / 2048;
-    const double t =
-        std::min(unit * static_cast<double>(std::max<size_t>(8, model.low_depth)), bf16 ? 0.25 : 0.05);
+    const size_t roundings = std::max<size_t>(8, model.low_depth);
+    const double t = std::min(unit * static_cast<double>(roundings), bf16 ? 0.25 : 0.05);
     if (t > base.atol || t > base.rtol) {
       base.atol = std::max(base.atol, t);
       base.rtol = std::max(base.rtol, t);
       char text[160];
-      std::snprintf(text, sizeof text, "%s model: %s x %zu roundings on its longest path",
-                    bf16 ? "bf16" : "fp16", bf16 ? "2^-8" : "2^-11", model.low_depth);
+      std::snprintf(text, sizeof text, "%s model: %s x %zu (its longest path has %zu roundings, at least 8)",
+                    bf16 ? "bf16" : "fp16", bf16 ? "2^-8" : "2^-11", roundings, model.low_depth);
       base.basis = text;
     }
   }

@@ -32,6 +32,38 @@ Table build() {
       [](OpTraits& o) { o.random = true; });
   set(kOnnxDomain, {"Conv", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool"},
       [](OpTraits& o) { o.sliding_window = true; });
+  set(kOnnxDomain,
+      {"Conv",
+       "ConvTranspose",
+       "ConvInteger",
+       "QLinearConv",
+       "MaxPool",
+       "AveragePool",
+       "LpPool",
+       "GlobalAveragePool",
+       "GlobalMaxPool",
+       "BatchNormalization",
+       "InstanceNormalization",
+       "LayerNormalization",
+       "GroupNormalization",
+       "Softmax",
+       "LogSoftmax",
+       "Concat",
+       "Split",
+       "Resize",
+       "DepthToSpace",
+       "SpaceToDepth",
+       "MatMul",
+       "ReduceMean",
+       "ReduceSum",
+       "ReduceMax",
+       "ReduceMin",
+       "Cast"},
+      [](OpTraits& o) { o.per_sample = true; });
+  set(kGeoptDomain,
+      {"FusedConv", "FusedMatMul", "TransData", "LayerNorm", "AddLayerNorm", "RMSNorm", "ChannelConcat",
+       "ChannelSlice", "ShuffleChannel", "QuantConv", "QuantMatMul"},
+      [](OpTraits& o) { o.per_sample = true; });
   set(kOnnxDomain, {"Conv", "ConvInteger"}, [](OpTraits& o) { o.window_weights = 1; });
   t[{std::string(kOnnxDomain), "QLinearConv"}].window_weights = 3;  // after x's scale and zero point
   t[{std::string(kGeoptDomain), "FusedConv"}].in_place_input =

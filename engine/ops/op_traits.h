@@ -28,6 +28,10 @@ struct OpTraits {
   bool commutative = false;
   // Draws random values: never folded, never merged with another node.
   bool random = false;
+  // Computes each index of its output's axis 0 from the same index of its inputs' axis 0
+  // alone, unless an axis attribute names axis 0 (convs, pools, norms, softmax, concat,
+  // resize, batched products): a batch may run slice by slice. Elementwise ops too.
+  bool per_sample = false;
   // Slides a window over dims 2.. of input 0 (kernel_shape, strides, dilations, pads,
   // auto_pad): the convs and pools (not ConvTranspose, whose pads crop its output).
   bool sliding_window = false;

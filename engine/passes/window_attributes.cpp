@@ -97,8 +97,8 @@ bool make_explicit(Node& n) {
   }
   if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") return changed;
   // SAME: output = ceil(input / stride), the padding split evenly with the odd one at the
-  // end (UPPER) or the start (LOWER). With ceil_mode the explicit form's output could be
-  // one longer, so such a pool keeps auto_pad.
+  // end (UPPER) or the start (LOWER). A pool with ceil_mode keeps auto_pad: ONNX Runtime
+  // ignores ceil_mode under SAME, and the explicit form would honour it.
   if (const Attribute* ceil = n.attr("ceil_mode"); ceil && ceil->i != 0) return changed;
   const std::optional<std::vector<int64_t>> in = spatial_dims(n.inputs().empty() ? nullptr : n.inputs()[0]);
   const std::optional<std::vector<int64_t>> k = kernel(n, *rank);

@@ -5,7 +5,7 @@
 // and SAME_LOWER resolved into the pads they mean where the input's spatial dims are
 // static. tf2onnx writes auto_pad and leaves pads out
 // where torch writes them all; in one form, a rule that reads `pads == %p` (a pool moving
-// into NC1HWC0) matches both exporters' graphs.
+// into a device layout) matches both exporters' graphs.
 #include <cstddef>
 
 #include "ir/graph.h"

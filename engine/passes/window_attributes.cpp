@@ -100,17 +100,23 @@ bool make_explicit(Node& n) {
   // end (UPPER) or the start (LOWER). A pool with ceil_mode keeps auto_pad: ONNX Runtime
   // ignores ceil_mode under SAME, and the explicit form would honour it.
   if (const Attribute* ceil = n.attr("ceil_mode"); ceil && ceil->i != 0) return changed;
-  const std::optional<std::vector<int64_t>> in = spatial_dims(n.inputs().empty() ? nullptr : n.inputs()[0]);
   const std::optional<std::vector<int64_t>> k = kernel(n, *rank);
-  if (!in || in->size() != *rank || !k) return changed;
+  if (!k) return changed;
+  // At stride 1 the padding is the window's extent less one, whatever the input's size;
+  // at a larger stride it depends on the size, which must be static.
+  const std::optional<std::vector<int64_t>> in = spatial_dims(n.inputs().empty() ? nullptr : n.inputs()[0]);
   const std::vector<int64_t> strides = ints_or(n, "strides", *rank, 1);
   const std::vector<int64_t> dilations = ints_or(n, "dilations", *rank, 1);
   std::vector<int64_t> pads(2 * *rank, 0);
   for (size_t i = 0; i < *rank; ++i) {
     if (strides[i] <= 0 || dilations[i] <= 0 || (*k)[i] <= 0) return changed;
-    const int64_t out = ((*in)[i] + strides[i] - 1) / strides[i];
-    const int64_t total =
-        std::max<int64_t>(0, (out - 1) * strides[i] + ((*k)[i] - 1) * dilations[i] + 1 - (*in)[i]);
+    const int64_t extent = ((*k)[i] - 1) * dilations[i] + 1;
+    int64_t total = extent - 1;
+    if (strides[i] != 1) {
+      if (!in || in->size() != *rank) return changed;
+      const int64_t out = ((*in)[i] + strides[i] - 1) / strides[i];
+      total = std::max<int64_t>(0, (out - 1) * strides[i] + extent - (*in)[i]);
+    }
     const int64_t small = total / 2, large = total - small;
     pads[i] = auto_pad == "SAME_UPPER" ? small : large;
     pads[i + *rank] = auto_pad == "SAME_UPPER" ? large : small;

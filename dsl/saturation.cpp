@@ -244,12 +244,16 @@ bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matc
     if (sig.num_outputs != 1) continue;
     const KernelInfo* k = KernelRegistry::builtin().find(sig.domain, sig.op_type);
     if (!k) continue;
-    // The op as a one-node graph whose output has the class's type, so the kernel is
-    // called as the evaluator calls it.
+    // The op as a one-node graph (its inputs where the e-node has them, its output of the
+    // class's type), so the kernel is called as the evaluator calls it and a Dropout given
+    // a training_mode is seen to draw.
     Graph scratch;
+    std::vector<Value*> inputs;
+    for (size_t i = 0; i < n.children.size(); ++i)
+      inputs.push_back(n.children[i] == kAbsent ? nullptr : scratch.add_value("in" + std::to_string(i)));
     Value* result = scratch.add_value("folded");
     result->type = g.eclass(cls).data.type;
-    Node& temp = *scratch.add_node(sig.op_type, sig.domain, "fold", {}, {result});
+    Node& temp = *scratch.add_node(sig.op_type, sig.domain, "fold", inputs, {result});
     temp.attributes = sig.attributes;
     if (temp.is_nondeterministic()) continue;  // a random op's values are drawn at run time
     bool all_const = true, all_computed = true;

@@ -177,9 +177,9 @@ KernelCost cost_of(const KernelWork& w, const HardwareProfile& p) {
   const bool two_passes = w.spills_row > p.ub;  // statistics, then normalize: the input is read twice
   // ATC's L2 buffer optimization (--buffer_optimize=l2_optimize, its default): a kernel
   // whose activations exceed L2 but whose samples are independent runs slice by slice
-  // along the batch, each slice small enough to stay in L2 between producer and consumer;
-  // its weights are read once per slice.
-  // Whole samples per slice, so every slice fits; taken only where it costs less memory time.
+  // along the batch, whole samples a slice, each small enough to stay in L2 between
+  // producer and consumer; its weights are read once per slice. Taken only where it
+  // costs less memory time.
   double activations = 0;
   for (const KernelWork::Traffic& t : w.traffic)
     if (!t.constant) activations += t.bytes * (two_passes && t.read ? 2 : 1);

@@ -68,34 +68,12 @@ NodeCost egraph_cost(const HardwareProfile& profile, const CostOptions& options)
 
 namespace {
 
-// Each control-flow body is optimized as a model of its own (what it reads of the
-// enclosing graph's constants as constants) and written back into its attribute: the
-// values it reads of the enclosing graph become references by name again, and the
-// node's captures stay as they are (a body optimized reads no outer value it did not
-// read before). A body that cannot be written back as it is optimized (an output of
-// unknown type, or a new name the enclosing graph has: ONNX's single assignment spans
-// nested graphs) stays as it was. Returns the results of the bodies that changed.
-// Every value name a body graph (and the bodies inside it) defines.
-void collect_names(const onnx::GraphProto& g, std::set<std::string>& names) {
-  for (const auto& t : g.initializer()) names.insert(t.name());
-  for (const auto& node : g.node()) {
-    for (const auto& out : node.output()) names.insert(out);
-    for (const auto& a : node.attribute()) {
-      if (a.has_g()) collect_names(a.g(), names);
-      for (const auto& sub : a.graphs()) collect_names(sub, names);
-    }
-  }
-}
-
 // The names every body of the model's graph defines.
 std::set<std::string> body_names(const Model& m) {
   std::set<std::string> names;
   for (const auto& n : m.graph->nodes())
     for (const auto& a : n->attributes)
-      if (a.kind == AttrKind::Graph && a.opaque.size() == 1) {
-        onnx::GraphProto gp;
-        if (gp.ParseFromString(a.opaque[0])) collect_names(gp, names);
-      }
+      if (a.kind == AttrKind::Graph && a.opaque.size() == 1) names.merge(names_defined(a.opaque[0]));
   return names;
 }
 
@@ -125,6 +103,13 @@ void rename_apart(Graph& body, const std::set<std::string>& before, const std::s
   }
 }
 
+// Each control-flow body is optimized as a model of its own (what it reads of the
+// enclosing graph's constants as constants) and written back into its attribute: the
+// values it reads of the enclosing graph become references by name again, and the
+// node's captures stay as they are (a body optimized reads no outer value it did not
+// read before). A body that cannot be written back as it is optimized (an output of
+// unknown type, or a new name the enclosing graph has: ONNX's single assignment spans
+// nested graphs) stays as it was. Returns the results of the bodies that changed.
 std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules,
                                             const HardwareProfile& profile, const OptimizeOptions& options) {
   std::vector<OptimizeResult> changed;
@@ -144,8 +129,7 @@ std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules,
             if (const Value* v = body.graph->find_value(name); v && v->initializer)
               captured_constants.insert(name);
         OptimizeResult r = optimize(body, rules, profile, options);
-        std::set<std::string> before;
-        if (onnx::GraphProto original; original.ParseFromString(a.opaque[0])) collect_names(original, before);
+        const std::set<std::string> before = names_defined(a.opaque[0]);
         rename_apart(*r.model.graph, before, taken, n.name + "/" + a.name);
         onnx::GraphProto gp = graph_to_proto(r.model);
         while (gp.input_size() > static_cast<int>(own_inputs)) gp.mutable_input()->RemoveLast();
@@ -161,8 +145,8 @@ std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules,
                         n.describe(), a.name);
           continue;
         }
-        collect_names(gp, taken);
         std::string bytes = gp.SerializeAsString();
+        taken.merge(names_defined(bytes));
         if (bytes != a.opaque[0]) {
           a.opaque[0] = std::move(bytes);
           // The body may now use ops of domains the model did not import (ai.geopt's).

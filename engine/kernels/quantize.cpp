@@ -9,6 +9,7 @@
 #include "kernels/arguments.h"
 #include "kernels/conv.h"
 #include "kernels/dispatch.h"
+#include "kernels/int8_products.h"
 #include "kernels/layout.h"
 #include "kernels/linalg.h"
 
@@ -137,24 +138,40 @@ void dequantize_linear(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
+// Rounds v half to even as float arithmetic does by default, for |v| < 2^22: adding and
+// taking away 1.5 x 2^23 leaves no fraction bits. A loop of it vectorizes (nearbyint is a
+// library call on x86-64's baseline).
+inline float round_half_even(float v) {
+  constexpr float kShift = 12582912.0f;  // 1.5 x 2^23
+  return (v + kShift) - kShift;
+}
+
 // y = saturate(round(x / scale) + zero point) with the range of x (widened to hold 0).
 void dynamic_quantize_linear(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
-  float lo = 0.0f, hi = 0.0f;
-  for (int64_t i = 0; i < x.size(); ++i) {
-    lo = std::min(lo, static_cast<float>(x.real_at(i)));
-    hi = std::max(hi, static_cast<float>(x.real_at(i)));
+  if (x.dtype() != DType::F32) ctx.fail("x must be float, not " + dtype_name(x.dtype()));
+  const float* px = x.data<float>();
+  const int64_t size = x.size();
+  float lo = 0.0f, hi = 0.0f;  // NaN is passed over, as std::min and std::max do
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) if (size > (1 << 16))
+  for (int64_t i = 0; i < size; ++i) {
+    lo = std::min(lo, px[i]);
+    hi = std::max(hi, px[i]);
   }
   const float scale = (hi - lo) / 255.0f;
   const int64_t zero = scale == 0.0f ? 0 : saturate_round(std::nearbyint(-lo / scale), 0, 255);
-  std::vector<int64_t> v(static_cast<size_t>(x.size()));
-  for (int64_t i = 0; i < x.size(); ++i)
-    v[static_cast<size_t>(i)] =
-        scale == 0.0f ? zero
-                      : saturate_round(std::nearbyint(static_cast<float>(x.real_at(i)) / scale) +
-                                           static_cast<double>(zero),
-                                       0, 255);
-  ctx.outputs[0] = integer_tensor(DType::U8, x.dims(), v);
+  HostTensor y = ctx.new_output(0, DType::U8, x.dims());
+  uint8_t* py = y.mutable_data<uint8_t>();
+  const float z = static_cast<float>(zero);
+#pragma omp parallel for if (size > (1 << 16))
+  for (int64_t i = 0; i < size; ++i) {
+    // Past +-512 every value saturates, so the clamp changes nothing and keeps the
+    // rounding exact; NaN stays NaN through it and comes out 0, as saturate_round's.
+    const float v = scale == 0.0f ? 0.0f : std::min(std::max(px[i] / scale, -512.0f), 512.0f);
+    const float r = round_half_even(v) + z;
+    py[i] = r >= 255.0f ? uint8_t{255} : r > 0.0f ? static_cast<uint8_t>(r) : uint8_t{0};
+  }
+  ctx.outputs[0] = std::move(y);
   ctx.set_output(1, HostTensor::scalar<float>(DType::F32, scale));
   ctx.set_output(2, HostTensor::scalar<uint8_t>(DType::U8, static_cast<uint8_t>(zero)));
 }
@@ -198,10 +215,50 @@ HostTensor integer_matmul(const KernelContext& ctx, const HostTensor& a, const H
   return matmul(ctx, cast_to_i64(a), cast_to_i64(b));
 }
 
+bool is_8bit(const HostTensor& t) { return t.dtype() == DType::U8 || t.dtype() == DType::I8; }
+
+// A zero point given one value per slice (or one for all) as int32s; empty where it is
+// neither (the loops check and name it).
+std::vector<int32_t> zero_points(const HostTensor* zero, int64_t slices) {
+  if (!zero) return {0};
+  if (zero->size() != 1 && zero->size() != slices) return {};
+  std::vector<int32_t> v(static_cast<size_t>(zero->size()));
+  for (int64_t i = 0; i < zero->size(); ++i)
+    v[static_cast<size_t>(i)] = static_cast<int32_t>(zero->int_at(i));
+  return v;
+}
+
+// MatMulInteger of an 8-bit A with one zero point by a 2-D 8-bit B on oneDNN's exact
+// int8 product (kernels/int8_products.h); false where it does not apply.
+bool matmul_integer_primitive(KernelContext& ctx, const HostTensor& a, const HostTensor& b) {
+  if (!is_8bit(a) || !is_8bit(b) || b.rank() != 2 || a.rank() < 1 || a.dims().back() != b.dim(0))
+    return false;
+  const HostTensor* a_zero = optional_input(ctx, 2);
+  const HostTensor* b_zero = optional_input(ctx, 3);
+  if ((a_zero && (a_zero->size() != 1 || a_zero->dtype() != a.dtype())) ||
+      (b_zero && b_zero->dtype() != b.dtype()))
+    return false;
+  const std::vector<int32_t> bz = zero_points(b_zero, b.dim(1));
+  if (bz.empty()) return false;
+  const int64_t k = b.dim(0), rows = k == 0 ? 0 : a.size() / k;
+  std::vector<int64_t> dims = a.dims();
+  if (a.rank() == 1)
+    dims = {b.dim(1)};
+  else
+    dims.back() = b.dim(1);
+  HostTensor y = ctx.new_output(0, DType::I32, dims);
+  if (!int8_matmul(a.raw(), a.dtype(), rows, k, a_zero ? static_cast<int32_t>(a_zero->int_at(0)) : 0, b, bz,
+                   y.mutable_data<int32_t>()))
+    return false;
+  ctx.outputs[0] = std::move(y);
+  return true;
+}
+
 void matmul_integer(KernelContext& ctx) {
   const HostTensor& a = ctx.input(0);
   const HostTensor& b = ctx.input(1);
   if (a.rank() < 1 || b.rank() < 1) ctx.fail("operands must have rank >= 1");
+  if (matmul_integer_primitive(ctx, a, b)) return;
   HostTensor ac =
       centered(ctx, a, optional_input(ctx, 2), std::max<int64_t>(static_cast<int64_t>(a.rank()) - 2, 0));
   HostTensor bc = centered(ctx, b, optional_input(ctx, 3), -1);
@@ -213,13 +270,13 @@ void matmul_integer(KernelContext& ctx) {
   ctx.outputs[0] = std::move(y);
 }
 
-// Direct integer convolution: x [N, C, spatial...] and w [M, C/group, k...], both already
-// centred, accumulated in int64.
-std::vector<int64_t> conv_integer(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,
-                                  std::vector<int64_t>& out_dims) {
+// An integer convolution's window over x [N, C, spatial...] by w [M, C/group, k...], its
+// group and its output dims, checked.
+WindowGeometry integer_conv_geometry(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,
+                                     int64_t& group, std::vector<int64_t>& out_dims) {
   if (x.rank() < 3 || w.rank() != x.rank())
     ctx.fail("needs x [N, C, spatial...] and weights of the same rank");
-  const int64_t group = ctx.attr_int("group", 1);
+  group = ctx.attr_int("group", 1);
   const int64_t n = x.dims()[0], c = x.dims()[1], m = w.dims()[0];
   if (group <= 0 || c % group != 0 || m % group != 0 || w.dims()[1] * group != c)
     ctx.fail("channels do not match the weights and group");
@@ -228,9 +285,20 @@ std::vector<int64_t> conv_integer(const KernelContext& ctx, const HostTensor& x,
   if (kernel != std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()))
     ctx.fail("kernel_shape does not match the weights " + w.shape_string());
   WindowGeometry g = window_geometry(ctx, x.dims(), kernel, false);
-  const size_t sp = g.in.size();
   out_dims = {n, m};
   out_dims.insert(out_dims.end(), g.out.begin(), g.out.end());
+  return g;
+}
+
+// Direct integer convolution: x [N, C, spatial...] and w [M, C/group, k...], both already
+// centred, accumulated in int64.
+std::vector<int64_t> conv_integer(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,
+                                  std::vector<int64_t>& out_dims) {
+  int64_t group = 1;
+  const WindowGeometry g = integer_conv_geometry(ctx, x, w, group, out_dims);
+  const int64_t n = x.dims()[0], c = x.dims()[1], m = w.dims()[0];
+  const std::vector<int64_t>& kernel = g.kernel;
+  const size_t sp = g.in.size();
   int64_t out_spatial = 1, in_spatial = 1, k_spatial = 1;
   for (size_t d = 0; d < sp; ++d) {
     out_spatial *= g.out[d];
@@ -274,7 +342,30 @@ std::vector<int64_t> conv_integer(const KernelContext& ctx, const HostTensor& x,
   return acc;
 }
 
+// ConvInteger of 2-D 8-bit operands with one zero point for x on oneDNN's exact int8
+// product (kernels/int8_products.h); false where it does not apply.
+bool conv_integer_primitive(KernelContext& ctx, const HostTensor& x, const HostTensor& w) {
+  if (!is_8bit(x) || !is_8bit(w) || x.rank() != 4 || w.rank() != 4) return false;
+  const HostTensor* x_zero = optional_input(ctx, 2);
+  const HostTensor* w_zero = optional_input(ctx, 3);
+  if ((x_zero && (x_zero->size() != 1 || x_zero->dtype() != x.dtype())) ||
+      (w_zero && w_zero->dtype() != w.dtype()))
+    return false;
+  const std::vector<int32_t> wz = zero_points(w_zero, w.dim(0));
+  if (wz.empty()) return false;
+  int64_t group = 1;
+  std::vector<int64_t> dims;
+  const WindowGeometry g = integer_conv_geometry(ctx, x, w, group, dims);
+  HostTensor y = ctx.new_output(0, DType::I32, dims);
+  if (!int8_convolution(x, x_zero ? static_cast<int32_t>(x_zero->int_at(0)) : 0, w, wz, g, group,
+                        y.mutable_data<int32_t>()))
+    return false;
+  ctx.outputs[0] = std::move(y);
+  return true;
+}
+
 void conv_integer_kernel(KernelContext& ctx) {
+  if (conv_integer_primitive(ctx, ctx.input(0), ctx.input(1))) return;
   HostTensor xc = centered(ctx, ctx.input(0), optional_input(ctx, 2), 1);
   HostTensor wc = centered(ctx, ctx.input(1), optional_input(ctx, 3), 0);
   std::vector<int64_t> dims;

@@ -3,22 +3,21 @@
 // int32 (as the Cube does), then dequantize with the activation's scale times the
 // weight's per-channel scale, add the float bias and apply the activation.
 //
-// The products are summed with plain int32 loops that the compiler vectorizes, not with
-// oneDNN's u8s8s32 GEMM: without VNNI that GEMM adds pairs of products in int16 and may
-// saturate, and these kernels are the reference the plan is checked against.
+// The products are summed by oneDNN's int8 primitives where they are exact (VNNI, AMX:
+// kernels/int8_products.h), else by plain int32 loops that the compiler vectorizes:
+// without VNNI oneDNN adds pairs of products in int16 and may saturate.
 #include <climits>
 #include <cmath>
+#include <cstring>
 
 #include "eval/derived_constant.h"
 #include "eval/kernel.h"
 #include "kernels/activation.h"
 #include "kernels/conv.h"
+#include "kernels/int8_products.h"
 
 namespace geopt {
 namespace {
-
-// Products of 8-bit centred values are at most 255 * 255 in size: int32 holds this many.
-constexpr int64_t kMaxDepth = INT32_MAX / (255 * 255);
 
 void require_8bit(const KernelContext& ctx, const HostTensor& t, const char* what) {
   if (t.dtype() != DType::U8 && t.dtype() != DType::I8)
@@ -100,25 +99,9 @@ std::vector<float> float_bias(const KernelContext& ctx, size_t index, int64_t ch
   return v;
 }
 
-// Y = activation((A - za) sa x (B - zb) sb + Bias): A [..., K] 8-bit, B [K, N] 8-bit.
-void quant_matmul(KernelContext& ctx) {
-  const HostTensor& a = ctx.input(0);
-  const HostTensor& b = ctx.input(1);
-  require_8bit(ctx, a, "A");
-  require_8bit(ctx, b, "B");
-  if (a.rank() < 1 || b.rank() != 2)
-    ctx.fail("needs A of rank >= 1 and a 2-D B, not " + a.shape_string() + " and " + b.shape_string());
-  const int64_t k = a.dims().back(), n = b.dim(1);
-  if (b.dim(0) != k) ctx.fail("A " + a.shape_string() + " and B " + b.shape_string() + " differ in K");
-  if (k > kMaxDepth)
-    ctx.fail("K = " + std::to_string(k) + " is past what int32 accumulation holds exactly (" +
-             std::to_string(kMaxDepth) + ")");
-  const int64_t m = k == 0 ? 0 : a.size() / k;
-  const auto [a_scale, a_zero] = activation_params(ctx, ctx.input(2), ctx.input(3), a);
-  std::vector<double> scale = per_channel_reals(ctx, ctx.input(4), n, "B's scale");
-  for (double& s : scale) s *= a_scale;
-  const std::vector<int32_t> b_zero = per_channel_ints(ctx, ctx.input(5), n, "B's zero point");
-  const std::vector<float> bias = float_bias(ctx, 6, n);
+// acc [m, n] = (a - a_zero) [m, k] x (b - b_zero) [k, n], in int32 loops.
+void sum_products(const HostTensor& a, int32_t a_zero, const HostTensor& b,
+                  const std::vector<int32_t>& b_zero, int64_t m, int64_t k, int64_t n, int32_t* acc_data) {
   const std::vector<int16_t> ac = centred(a, a_zero);
   // B - zb as int16 rows the inner loop reads contiguously: once per weight while it
   // lives (keyed by the zero points too), once per call for a B computed at run time.
@@ -138,10 +121,9 @@ void quant_matmul(KernelContext& ctx) {
     centred_b = centre_b();
   }
   const std::vector<int16_t>& bc = *centred_b;
-  std::vector<int32_t> acc(static_cast<size_t>(m * n), 0);
 #pragma omp parallel for if (m * n * k > (1 << 16))
   for (int64_t r = 0; r < m; ++r) {
-    int32_t* row = acc.data() + r * n;
+    int32_t* row = acc_data + r * n;
     for (int64_t kk = 0; kk < k; ++kk) {
       const int32_t av = ac[static_cast<size_t>(r * k + kk)];
       if (av == 0) continue;
@@ -149,51 +131,49 @@ void quant_matmul(KernelContext& ctx) {
       for (int64_t c = 0; c < n; ++c) row[c] += av * brow[c];
     }
   }
+}
+
+// Y = activation((A - za) sa x (B - zb) sb + Bias): A [..., K] 8-bit, B [K, N] 8-bit.
+void quant_matmul(KernelContext& ctx) {
+  const HostTensor& a = ctx.input(0);
+  const HostTensor& b = ctx.input(1);
+  require_8bit(ctx, a, "A");
+  require_8bit(ctx, b, "B");
+  if (a.rank() < 1 || b.rank() != 2)
+    ctx.fail("needs A of rank >= 1 and a 2-D B, not " + a.shape_string() + " and " + b.shape_string());
+  const int64_t k = a.dims().back(), n = b.dim(1);
+  if (b.dim(0) != k) ctx.fail("A " + a.shape_string() + " and B " + b.shape_string() + " differ in K");
+  if (k > kMaxInt8Depth)
+    ctx.fail("K = " + std::to_string(k) + " is past what int32 accumulation holds exactly (" +
+             std::to_string(kMaxInt8Depth) + ")");
+  const int64_t m = k == 0 ? 0 : a.size() / k;
+  const auto [a_scale, a_zero] = activation_params(ctx, ctx.input(2), ctx.input(3), a);
+  std::vector<double> scale = per_channel_reals(ctx, ctx.input(4), n, "B's scale");
+  for (double& s : scale) s *= a_scale;
+  const std::vector<int32_t> b_zero = per_channel_ints(ctx, ctx.input(5), n, "B's zero point");
+  const std::vector<float> bias = float_bias(ctx, 6, n);
+  std::vector<int32_t> acc(static_cast<size_t>(m * n), 0);
+  if (!int8_matmul(a.raw(), a.dtype(), m, k, a_zero, b, b_zero, acc.data()))
+    sum_products(a, a_zero, b, b_zero, m, k, n, acc.data());
   std::vector<int64_t> dims = a.dims();
   dims.back() = n;
-  HostTensor y = HostTensor::uninitialized(DType::F32, dims);
+  HostTensor y = ctx.new_output(0, DType::F32, dims);
   dequantize_rows(y.mutable_data<float>(), acc.data(), m, n, scale, bias);
   apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
   ctx.outputs[0] = std::move(y);
 }
 
-// Y = activation(Conv((X - zx) sx, (W - zw) sw) + B [+ Z]): X [N, C, H, W] 8-bit, W [M, C/group, kH, kW]
-// 8-bit.
-void quant_conv(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
-  const HostTensor& w = ctx.input(1);
-  require_8bit(ctx, x, "X");
-  require_8bit(ctx, w, "W");
-  if (x.rank() != 4 || w.rank() != 4)
-    ctx.fail("needs a 4-D X and 4-D W, not " + x.shape_string() + " and " + w.shape_string());
-  const int64_t group = ctx.attr_int("group", 1);
-  const int64_t batch = x.dim(0), c = x.dim(1), m = w.dim(0);
-  if (group <= 0 || c % group != 0 || m % group != 0 || w.dim(1) * group != c)
-    ctx.fail("channels do not match the weights and group");
+// acc [N, M, OH, OW] = Conv(x - x_zero, w - w_zero), in int32 loops over the columns of
+// each group's input.
+void sum_conv_products(const HostTensor& x, int32_t x_zero, const HostTensor& w,
+                       const std::vector<int32_t>& w_zero, const WindowGeometry& g, int64_t group,
+                       int32_t* acc) {
+  const int64_t batch = x.dim(0), c = x.dim(1), m = w.dim(0), cg = c / group, mg = m / group;
   const std::vector<int64_t> kernel = {w.dim(2), w.dim(3)};
-  if (ctx.attr_ints("kernel_shape", kernel) != kernel)
-    ctx.fail("kernel_shape does not match the weights " + w.shape_string());
-  const WindowGeometry g = window_geometry(ctx, x.dims(), kernel, false);
-  const int64_t cg = c / group, mg = m / group, depth = cg * kernel[0] * kernel[1];
-  if (depth > kMaxDepth)
-    ctx.fail("C/group x kH x kW = " + std::to_string(depth) +
-             " is past what int32 accumulation holds exactly");
+  const int64_t depth = cg * kernel[0] * kernel[1];
   const int64_t oh = g.out[0], ow = g.out[1], spatial = oh * ow, ih = g.in[0], iw = g.in[1];
-  const auto [x_scale, x_zero] = activation_params(ctx, ctx.input(2), ctx.input(3), x);
-  std::vector<double> scale = per_channel_reals(ctx, ctx.input(4), m, "W's scale");
-  for (double& s : scale) s *= x_scale;
-  const std::vector<int32_t> w_zero = per_channel_ints(ctx, ctx.input(5), m, "W's zero point");
-  const std::vector<float> bias = float_bias(ctx, 6, m);
-  const HostTensor* residual = ctx.has_input(7) ? &ctx.input(7) : nullptr;
-  if (residual &&
-      (residual->dtype() != DType::F32 || residual->dims() != std::vector<int64_t>{batch, m, oh, ow}))
-    ctx.fail("the residual Z is " + residual->shape_string() + ", the output f32[" + std::to_string(batch) +
-             "," + std::to_string(m) + "," + std::to_string(oh) + "," + std::to_string(ow) + "]");
   const std::vector<int16_t> xc = centred(x, x_zero);
-  HostTensor y = HostTensor::uninitialized(DType::F32, {batch, m, oh, ow});
-  float* py = y.mutable_data<float>();
   std::vector<int16_t> cols(static_cast<size_t>(depth * spatial));
-  std::vector<int32_t> acc(static_cast<size_t>(mg * spatial));
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t gi = 0; gi < group; ++gi) {
       // The group's input as columns [C/group x kH x kW, OH x OW]; padding reads the
@@ -215,7 +195,7 @@ void quant_conv(KernelContext& ctx) {
 #pragma omp parallel for if (mg * depth * spatial > (1 << 16))
       for (int64_t oc = 0; oc < mg; ++oc) {
         const int64_t channel = gi * mg + oc;
-        int32_t* a = acc.data() + oc * spatial;
+        int32_t* a = acc + (b * m + channel) * spatial;
         std::fill(a, a + spatial, 0);
         for (int64_t row = 0; row < depth; ++row) {
           const int32_t wv = weight_at(w, channel * depth + row) - w_zero[static_cast<size_t>(channel)];
@@ -223,14 +203,63 @@ void quant_conv(KernelContext& ctx) {
           const int16_t* col = cols.data() + row * spatial;
           for (int64_t s = 0; s < spatial; ++s) a[s] += wv * col[s];
         }
-        float* out = py + (b * m + channel) * spatial;
-        const double s = scale[static_cast<size_t>(channel)];
-        const float bv = bias[static_cast<size_t>(channel)];
-        for (int64_t i = 0; i < spatial; ++i) out[i] = static_cast<float>(static_cast<double>(a[i]) * s) + bv;
-        if (residual) {
-          const float* z = residual->data<float>() + (b * m + channel) * spatial;
-          for (int64_t i = 0; i < spatial; ++i) out[i] += z[i];
-        }
+      }
+    }
+}
+
+// Y = activation(Conv((X - zx) sx, (W - zw) sw) + B [+ Z]): X [N, C, H, W] 8-bit, W [M, C/group, kH, kW]
+// 8-bit.
+void quant_conv(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  const HostTensor& w = ctx.input(1);
+  require_8bit(ctx, x, "X");
+  require_8bit(ctx, w, "W");
+  if (x.rank() != 4 || w.rank() != 4)
+    ctx.fail("needs a 4-D X and 4-D W, not " + x.shape_string() + " and " + w.shape_string());
+  const int64_t group = ctx.attr_int("group", 1);
+  const int64_t batch = x.dim(0), c = x.dim(1), m = w.dim(0);
+  if (group <= 0 || c % group != 0 || m % group != 0 || w.dim(1) * group != c)
+    ctx.fail("channels do not match the weights and group");
+  const std::vector<int64_t> kernel = {w.dim(2), w.dim(3)};
+  if (ctx.attr_ints("kernel_shape", kernel) != kernel)
+    ctx.fail("kernel_shape does not match the weights " + w.shape_string());
+  const WindowGeometry g = window_geometry(ctx, x.dims(), kernel, false);
+  const int64_t depth = c / group * kernel[0] * kernel[1];
+  if (depth > kMaxInt8Depth)
+    ctx.fail("C/group x kH x kW = " + std::to_string(depth) +
+             " is past what int32 accumulation holds exactly");
+  const int64_t oh = g.out[0], ow = g.out[1], spatial = oh * ow;
+  const auto [x_scale, x_zero] = activation_params(ctx, ctx.input(2), ctx.input(3), x);
+  std::vector<double> scale = per_channel_reals(ctx, ctx.input(4), m, "W's scale");
+  for (double& s : scale) s *= x_scale;
+  const std::vector<int32_t> w_zero = per_channel_ints(ctx, ctx.input(5), m, "W's zero point");
+  const std::vector<float> bias = float_bias(ctx, 6, m);
+  const HostTensor* residual = ctx.has_input(7) ? &ctx.input(7) : nullptr;
+  if (residual &&
+      (residual->dtype() != DType::F32 || residual->dims() != std::vector<int64_t>{batch, m, oh, ow}))
+    ctx.fail("the residual Z is " + residual->shape_string() + ", the output f32[" + std::to_string(batch) +
+             "," + std::to_string(m) + "," + std::to_string(oh) + "," + std::to_string(ow) + "]");
+  // The int32 sums are written where the float output goes, and each is dequantized in
+  // place (int32 and float are both 4 bytes): no second tensor of the output's size.
+  HostTensor y = ctx.new_output(0, DType::F32, {batch, m, oh, ow});
+  std::byte* bytes = y.mutable_raw();
+  int32_t* acc = reinterpret_cast<int32_t*>(bytes);  // written by oneDNN or the loops, read via memcpy
+  if (!int8_convolution(x, x_zero, w, w_zero, g, group, acc))
+    sum_conv_products(x, x_zero, w, w_zero, g, group, acc);
+#pragma omp parallel for collapse(2) if (batch * m * spatial > (1 << 16))
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t channel = 0; channel < m; ++channel) {
+      const int64_t at = (b * m + channel) * spatial;
+      const double s = scale[static_cast<size_t>(channel)];
+      const float bv = bias[static_cast<size_t>(channel)];
+      const float* z = residual ? residual->data<float>() + at : nullptr;
+      for (int64_t i = 0; i < spatial; ++i) {
+        std::byte* e = bytes + (at + i) * 4;
+        int32_t sum;
+        std::memcpy(&sum, e, 4);
+        float v = static_cast<float>(static_cast<double>(sum) * s) + bv;
+        if (z) v += z[i];
+        std::memcpy(e, &v, 4);
       }
     }
   apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));

@@ -1,0 +1,219 @@
+// ONNX's integer products (ConvInteger, MatMulInteger) as onnxruntime's dynamic quantizer
+// writes them, against the same sums computed independently: the operands cast to float,
+// centred and multiplied by a float Conv / MatMul, exact while the sums stay below 2^24.
+// Every attribute combination the kernels treat apart (pads, strides, dilations, groups,
+// zero points of either sign, uint8 and int8 weights, one zero point or one per channel)
+// must give the same int32s, whichever way the machine sums them: oneDNN's int8
+// primitives where they are exact, the loops elsewhere (CTest runs this file a second
+// time under ONEDNN_MAX_CPU_ISA=AVX2, where only the loops apply).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "eval/evaluator.h"
+#include "onnx/import.h"
+#include "test_support.h"
+
+namespace geopt {
+namespace {
+
+std::string list(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s;
+}
+
+// Random 8-bit values in the type's range.
+std::vector<int> draw(size_t n, bool is_unsigned, std::mt19937& rng) {
+  std::uniform_int_distribution<int> d(is_unsigned ? 0 : -128, is_unsigned ? 255 : 127);
+  std::vector<int> v(n);
+  for (int& x : v) x = d(rng);
+  return v;
+}
+
+HostTensor bytes_tensor(DType t, const std::vector<int64_t>& dims, const std::vector<int>& v) {
+  HostTensor x(t, dims);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == DType::U8)
+      x.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(v[i]);
+    else
+      x.mutable_data<int8_t>()[i] = static_cast<int8_t>(v[i]);
+  }
+  return x;
+}
+
+struct IntegerConv {
+  int k, stride, dilation, channels, group;
+  std::vector<int> pads;
+  bool x_unsigned, w_unsigned, w_per_channel;
+  int x_zero;
+  bool weights_as_quantized;
+  std::string name() const {
+    return "k" + std::to_string(k) + " s" + std::to_string(stride) + " d" + std::to_string(dilation) + " c" +
+           std::to_string(channels) + " g" + std::to_string(group) + " pads [" + list(pads) + "] x " +
+           (x_unsigned ? "u8" : "s8") + " zero " + std::to_string(x_zero) + ", w " +
+           (w_unsigned ? "u8" : "s8") + (w_per_channel ? " per channel" : "") +
+           (weights_as_quantized ? "" : ", full-range weights and zero points");
+  }
+};
+
+// The ConvInteger model and its float twin over the same constant weights and zero points.
+std::pair<Model, Model> conv_models(const IntegerConv& c, std::mt19937& rng) {
+  const int m = c.group == 1 ? 8 : c.channels, cg = c.channels / c.group;
+  const char* xt = c.x_unsigned ? "uint8" : "int8";
+  const char* wt = c.w_unsigned ? "uint8" : "int8";
+  // Weights as quantizers write them (int8 within +-127 about a small zero point, uint8
+  // about 128: centred, they fit int8 and oneDNN sums them) or anywhere in the range.
+  std::vector<int> w = draw(static_cast<size_t>(m * cg * c.k * c.k), c.w_unsigned, rng);
+  std::vector<int> wz = draw(c.w_per_channel ? static_cast<size_t>(m) : 1, c.w_unsigned, rng);
+  if (c.weights_as_quantized) {
+    for (int& v : w) v = c.w_unsigned ? v : std::clamp(v, -120, 120);
+    for (size_t i = 0; i < wz.size(); ++i) wz[i] = c.w_unsigned ? 128 : static_cast<int>(i % 7) - 3;
+  }
+  const std::string wz_type = std::string(wt) + (c.w_per_channel ? "[" + std::to_string(m) + "]" : "");
+  const std::string attrs = "kernel_shape = [" + list({c.k, c.k}) + "], strides = [" +
+                            list({c.stride, c.stride}) + "], dilations = [" + list({c.dilation, c.dilation}) +
+                            "], pads = [" + list(c.pads) + "], group = " + std::to_string(c.group);
+  const std::string x_dims = "[1," + std::to_string(c.channels) + ",11,9]";
+  const std::string w_dims = "[" + list({m, cg, c.k, c.k}) + "]";
+  const std::string head = "<ir_version: 8, opset_import: [\"\" : 13]>\n";
+  const std::string constants = "  w = Constant <value = " + std::string(wt) + w_dims + " {" + list(w) +
+                                "}> ()\n" + "  xz = Constant <value = " + xt + " {" +
+                                std::to_string(c.x_zero) + "}> ()\n" + "  wz = Constant <value = " + wz_type +
+                                " {" + list(wz) + "}> ()\n";
+  const std::string integer = head + "g (" + xt + x_dims + " x) => (int32[?,?,?,?] y) {\n" + constants +
+                              "  y = ConvInteger <" + attrs + "> (x, w, xz, wz)\n}";
+  const std::string wz_shape = c.w_per_channel ? "  s = Constant <value = int64[4] {" + list({m, 1, 1, 1}) +
+                                                     "}> ()\n  wzs = Reshape(wzf, s)\n"
+                                               : "  wzs = Identity(wzf)\n";
+  const std::string twin = head + "g (" + xt + x_dims + " x) => (int32[?,?,?,?] y) {\n" + constants +
+                           "  xf = Cast <to = 1> (x)\n  xzf = Cast <to = 1> (xz)\n  xc = Sub(xf, xzf)\n"
+                           "  wf = Cast <to = 1> (w)\n  wzf = Cast <to = 1> (wz)\n" +
+                           wz_shape + "  wc = Sub(wf, wzs)\n  yf = Conv <" + attrs +
+                           "> (xc, wc)\n  y = Cast <to = 6> (yf)\n}";
+  return {import_onnx_proto(test::parse_text_model(integer.c_str()), "ConvInteger " + c.name()),
+          import_onnx_proto(test::parse_text_model(twin.c_str()), "float twin " + c.name())};
+}
+
+void require_equal_int32(const HostTensor& a, const HostTensor& b, const std::string& what) {
+  REQUIRE(a.dtype() == DType::I32);
+  REQUIRE(b.dtype() == DType::I32);
+  REQUIRE(a.dims() == b.dims());
+  int64_t differ = 0;
+  for (int64_t i = 0; i < a.size(); ++i) differ += a.data<int32_t>()[i] != b.data<int32_t>()[i];
+  INFO(what);
+  CHECK(differ == 0);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "ConvInteger sums exactly what a float conv of the centred operands does, for every attribute "
+    "combination, zero point and weight type") {
+  std::mt19937 rng(5);
+  int cases = 0;
+  for (int k : {1, 3})
+    for (int stride : {1, 2})
+      for (int dilation : {1, 2}) {
+        if (k == 1 && dilation > 1) continue;
+        for (const std::vector<int>& pads : {std::vector<int>{0, 0, 0, 0}, {1, 1, 1, 1}, {0, 2, 1, 0}})
+          for (auto [channels, group] :
+               {std::pair{3, 1}, std::pair{20, 1}, std::pair{16, 16}, std::pair{8, 2}})
+            for (bool x_unsigned : {true, false})
+              for (bool w_unsigned : {false, true}) {
+                const bool per_channel = (cases % 2) == 1;
+                const int x_zero = x_unsigned ? (cases % 3 == 0 ? 0 : 131) : (cases % 3 == 0 ? 0 : -17);
+                const IntegerConv c{k,          stride,     dilation,    channels, group,         pads,
+                                    x_unsigned, w_unsigned, per_channel, x_zero,   cases % 4 != 3};
+                auto [integer, twin] = conv_models(c, rng);
+                const HostTensor x =
+                    bytes_tensor(x_unsigned ? DType::U8 : DType::I8, {1, channels, 11, 9},
+                                 draw(static_cast<size_t>(channels * 11 * 9), x_unsigned, rng));
+                const NamedTensors got = Evaluator(integer).run({{"x", x}});
+                const NamedTensors want = Evaluator(twin).run({{"x", x}});
+                require_equal_int32(got.at(0).second, want.at(0).second, c.name());
+                ++cases;
+              }
+      }
+  CHECK(cases == 288);
+}
+
+TEST_CASE(
+    "MatMulInteger sums exactly what a float MatMul of the centred operands does: batched and 1-D A, "
+    "zero points of either sign, one per column") {
+  std::mt19937 rng(9);
+  for (const char* a_dims : {"[2,5,70]", "[33,70]", "[70]"})
+    for (bool a_unsigned : {true, false})
+      for (bool b_unsigned : {false, true})
+        for (bool per_column : {false, true})
+          for (bool as_quantized : {true, false}) {
+            const char* at = a_unsigned ? "uint8" : "int8";
+            const char* bt = b_unsigned ? "uint8" : "int8";
+            // As quantizers write B (centred, it fits int8: oneDNN sums it), or anywhere.
+            std::vector<int> b = draw(70 * 12, b_unsigned, rng);
+            std::vector<int> bz = draw(per_column ? 12 : 1, b_unsigned, rng);
+            if (as_quantized) {
+              for (int& v : b) v = b_unsigned ? v : std::clamp(v, -120, 120);
+              for (size_t i = 0; i < bz.size(); ++i) bz[i] = b_unsigned ? 128 : static_cast<int>(i % 7) - 3;
+            }
+            const int a_zero = a_unsigned ? 77 : -3;
+            const std::string constants =
+                std::string("  b = Constant <value = ") + bt + "[70,12] {" + list(b) + "}> ()\n" +
+                "  az = Constant <value = " + at + " {" + std::to_string(a_zero) + "}> ()\n" +
+                "  bz = Constant <value = " + bt + (per_column ? "[12]" : "") + " {" + list(bz) + "}> ()\n";
+            const std::string out_dims = std::string(a_dims) == "[70]"      ? "[12]"
+                                         : std::string(a_dims) == "[33,70]" ? "[33,12]"
+                                                                            : "[2,5,12]";
+            const std::string head = std::string("<ir_version: 8, opset_import: [\"\" : 13]>\ng (") + at +
+                                     a_dims + " a) => (int32" + out_dims + " y) {\n" + constants;
+            const std::string integer = head + "  y = MatMulInteger(a, b, az, bz)\n}";
+            const std::string twin =
+                head +
+                "  af = Cast <to = 1> (a)\n  azf = Cast <to = 1> (az)\n  ac = Sub(af, azf)\n"
+                "  bf = Cast <to = 1> (b)\n  bzf = Cast <to = 1> (bz)\n  bc = Sub(bf, bzf)\n"
+                "  yf = MatMul(ac, bc)\n  y = Cast <to = 6> (yf)\n}";
+            const std::string name = std::string(a_dims) + " a " + at + " b " + bt +
+                                     (per_column ? " per column" : "") +
+                                     (as_quantized ? "" : ", full-range B and zero points");
+            const Model mi =
+                import_onnx_proto(test::parse_text_model(integer.c_str()), "MatMulInteger " + name);
+            const Model mt = import_onnx_proto(test::parse_text_model(twin.c_str()), "float twin " + name);
+            std::vector<int64_t> dims;
+            int64_t n = 1;
+            for (const char* p = a_dims + 1; *p;) {
+              dims.push_back(std::strtol(p, const_cast<char**>(&p), 10));
+              n *= dims.back();
+              if (*p) ++p;
+            }
+            const HostTensor a = bytes_tensor(a_unsigned ? DType::U8 : DType::I8, dims,
+                                              draw(static_cast<size_t>(n), a_unsigned, rng));
+            require_equal_int32(Evaluator(mi).run({{"a", a}}).at(0).second,
+                                Evaluator(mt).run({{"a", a}}).at(0).second, name);
+          }
+}
+
+TEST_CASE("DynamicQuantizeLinear rounds half to even and saturates as ONNX defines") {
+  const Model m = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[8] x) => (uint8[8] y, float s, uint8 z) { y, s, z = DynamicQuantizeLinear(x) })"),
+                                    "dql");
+  // Range [-1, 1.55]: scale 0.01, zero point 100; x / scale lands on halves.
+  HostTensor x(DType::F32, {8});
+  const float values[] = {-1.0f, 1.55f, 0.005f, 0.015f, -0.005f, 0.025f, 1.545f, -0.995f};
+  for (int i = 0; i < 8; ++i) x.mutable_data<float>()[i] = values[i];
+  const NamedTensors out = Evaluator(m).run({{"x", x}});
+  const float scale = out.at(1).second.data<float>()[0];
+  CHECK(scale == doctest::Approx(0.01f).epsilon(1e-6));
+  CHECK(out.at(2).second.data<uint8_t>()[0] == 100);
+  const HostTensor& y = out.at(0).second;
+  for (int i = 0; i < 8; ++i) {
+    const double v = std::nearbyint(static_cast<double>(values[i] / scale)) + 100;  // float division, as ONNX
+    CHECK(static_cast<int>(y.data<uint8_t>()[i]) == static_cast<int>(std::clamp(v, 0.0, 255.0)));
+  }
+}
+
+}  // namespace geopt

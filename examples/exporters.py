@@ -16,6 +16,7 @@ geopt run, optimize and compile.
 | tf_blazeface_style | tf2onnx (MediaPipe): 5x5 stride-2 stem with asymmetric pads, residual blocks whose skip is max-pooled and widened by a Pad of the channels, channel padding by Concat with zeros |
 | fp16_unet | a torch fp16 export: fp16 weights and compute, Casts at the edges, BatchNormalization, nearest and align_corners upsampling, skip Concats |
 | dynamic_int8 | onnxruntime's quantize_dynamic: DynamicQuantizeLinear, ConvInteger, Cast, Mul by the scales, MatMulInteger with per-column weights |
+| dynamic_int8_unet | the same quantizer on a U-Net (64 x 64 here, 1024 x 1024 with `--full-size` for bench/): each bias added through a Reshape, MaxPool, nearest Resize, skip Concats |
 | opset18_block | opset 18, IR 9 (torch's dynamo exporter): Split with num_outputs, ReduceMean with axes as an input, Pad with axes, GroupNormalization, Mish |
 
 `if_vad_like()` (another builder, spox-style: open batch and samples, a scalar sample rate
@@ -193,6 +194,40 @@ def dynamic_int8():
     return m, {"image": np.random.default_rng(14).uniform(0, 1, (1, 3, 64, 64)).astype(np.float32)}
 
 
+def dynamic_int8_unet(size):
+    """The U-Net of fp16_unet (fp32) as onnxruntime's quantize_dynamic writes it: each conv a
+    DynamicQuantizeLinear, a ConvInteger of int8 weights, a Cast, a Mul by the two scales, and
+    its bias added through a Reshape. Full size (1024) for bench/, small for the zoo."""
+    b = Builder(17)
+
+    def qconv(x, cin, cout, k=3):
+        w = b.rng.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k)
+        ws = np.abs(w).max() / 127
+        xq, xs, xzp = b.node("DynamicQuantizeLinear", [x], outputs=3)
+        y = b.node("ConvInteger", [xq, b.const(np.clip(np.round(w / ws), -127, 127).astype(np.int8), "w"), xzp,
+                                   b.const(np.array(0, np.int8), "wzp")], kernel_shape=[k, k], pads=[k // 2] * 4)
+        scales = b.node("Mul", [xs, b.const(np.array(ws, np.float32), "ws")])
+        y = b.node("Mul", [b.node("Cast", [y], to=TensorProto.FLOAT), scales])
+        bias = b.node("Reshape", [b.const((0.1 * b.rng.standard_normal(cout)).astype(np.float32), "b"),
+                                  b.const(np.array([1, -1, 1, 1], np.int64), "shape")])
+        return b.node("Add", [y, bias])
+
+    def block(x, cin, cout):
+        return b.node("Relu", [qconv(b.node("Relu", [qconv(x, cin, cout)]), cout, cout)])
+
+    e1 = block("image", 3, 16)
+    e2 = block(b.node("MaxPool", [e1], kernel_shape=[2, 2], strides=[2, 2]), 16, 32)
+    e3 = block(b.node("MaxPool", [e2], kernel_shape=[2, 2], strides=[2, 2]), 32, 64)
+    u2 = b.node("Resize", [e3, "", b.const(np.array([1, 1, 2, 2], np.float32), "scales")], mode="nearest")
+    d2 = block(b.node("Concat", [u2, e2], axis=1), 96, 32)
+    u1 = b.node("Resize", [d2, "", b.const(np.array([1, 1, 2, 2], np.float32), "scales")], mode="nearest")
+    d1 = block(b.node("Concat", [u1, e1], axis=1), 48, 16)
+    y = b.node("Sigmoid", [qconv(d1, 16, 1, k=1)])
+    m = b.model("dynamic_int8_unet", [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, size, size])],
+                [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 1, size, size])], 13, "onnxruntime.quantization-style")
+    return m, {"image": np.random.default_rng(18).uniform(0, 1, (1, 3, size, size)).astype(np.float32)}
+
+
 def opset18_block():
     b = Builder(7)
     r = b.rng
@@ -239,21 +274,30 @@ def if_vad_like():
                "sr": np.array(16000, np.int64)}
 
 
-MODELS = [tf_mobilenet_style, tf_blazeface_style, fp16_unet, dynamic_int8, opset18_block]
+MODELS = [tf_mobilenet_style, tf_blazeface_style, fp16_unet, dynamic_int8, lambda: dynamic_int8_unet(64), opset18_block]
 
 
-def main(out):
+def save(out, model, inputs):
+    name = model.graph.name
+    if model.opset_import[0].version <= 17:  # Debian's onnx 1.12 knows opsets up to 17
+        onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, os.path.join(out, name + ".onnx"))
+    os.makedirs(os.path.join(out, name, "inputs"), exist_ok=True)
+    for k, v in inputs.items():
+        np.save(os.path.join(out, name, "inputs", k + ".npy"), v)
+    print(name)
+
+
+def main(argv):
+    """exporters.py [OUT_DIR]: the zoo at its committed sizes; exporters.py --full-size OUT_DIR:
+    the dynamically quantized U-Net at 1024 x 1024 (bench/int8_ops_bench.sh)."""
+    if argv[:1] == ["--full-size"]:
+        save(argv[1], *dynamic_int8_unet(1024))
+        return
+    out = argv[0] if argv else os.path.join(os.path.dirname(os.path.abspath(__file__)), "exporters")
     for make in MODELS:
-        model, inputs = make()
-        name = model.graph.name
-        if model.opset_import[0].version <= 17:  # Debian's onnx 1.12 knows opsets up to 17
-            onnx.checker.check_model(model, full_check=True)
-        onnx.save(model, os.path.join(out, name + ".onnx"))
-        os.makedirs(os.path.join(out, name, "inputs"), exist_ok=True)
-        for k, v in inputs.items():
-            np.save(os.path.join(out, name, "inputs", k + ".npy"), v)
-        print(name)
+        save(out, *make())
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "exporters"))
+    main(sys.argv[1:])

@@ -80,4 +80,23 @@ TEST_CASE("tf2onnx's CNNs fuse: every conv with its Pad and activation, the resi
   }
 }
 
+TEST_CASE(
+    "onnxruntime's dynamic quantization fuses: each ConvInteger or MatMulInteger with its Cast, scales, bias "
+    "and activation is one int8 kernel") {
+  for (const char* name : {"dynamic_int8", "dynamic_int8_unet"}) {
+    INFO(name);
+    const fs::path model = test::exporters_dir() / (std::string(name) + ".onnx");
+    auto opt =
+        test::run_cli({"optimize", model.string(), "-o", (test::scratch_dir("int8") / "o.onnx").string()});
+    REQUIRE(opt.exit_code == 0);
+    const size_t at = opt.out.find("left unfused:");
+    REQUIRE(at != std::string::npos);
+    const std::string unfused = opt.out.substr(at, opt.out.find('\n', at) - at);
+    INFO(unfused);
+    for (const char* op : {"ConvInteger", "MatMulInteger", "Cast", "Mul", "Add", "Relu"})
+      CHECK(unfused.find(std::string(op) + " ") == std::string::npos);
+    CHECK(unfused.find("DynamicQuantizeLinear") != std::string::npos);  // each activation's own range
+  }
+}
+
 }  // namespace geopt

@@ -110,12 +110,12 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   w.op = n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type;
   Extent out = extent(at(n.outputs, 0), o);
   w.dtype = o.precision.planned(n.op_type, out.known ? out.dtype : DType::F32);
+  const OpTraits& traits = op_traits(n.domain, n.op_type);
   // The int8 Cube ops read 8-bit operands: the Cube runs at its int8 rate.
-  if (n.domain == kGeoptDomain && (n.op_type == "QuantMatMul" || n.op_type == "QuantConv")) {
+  if (traits.integer_products) {
     const Extent x = extent(at(n.inputs, 0), o);
     if (x.known) w.dtype = x.dtype;
   }
-  const OpTraits& traits = op_traits(n.domain, n.op_type);
   if (traits.view || traits.shape_only || is_view_transpose(n) || is_view_split(n)) {
     w.is_kernel = false;
     return w;

@@ -5,6 +5,8 @@
 #include <set>
 #include <string_view>
 
+#include "ops/op_traits.h"
+
 namespace geopt::ascend {
 
 int64_t dim_value(const Dim& d, const CostOptions& o) {
@@ -187,7 +189,7 @@ void matmul_work(const OpWork& c) {
   w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
 }
 
-// Convolutions (Conv, FusedConv, ConvTranspose, QuantConv): an implicit GEMM per group on
+// Convolutions (Conv, FusedConv, ConvTranspose, QuantConv, ConvInteger): an implicit GEMM per group on
 // the Cube, whole C0 blocks of input channels; NCHW activations and weights converted.
 void conv_work(const OpWork& c) {
   const KernelDesc& n = c.n;
@@ -257,7 +259,8 @@ void conv_work(const OpWork& c) {
   if (x.known && wt.known && !(format && format->s == "NC1HWC0") && n.domain != "com.microsoft.nchwc") {
     // (An int8 conv converts its 8-bit input and its float output.)
     const double out_bytes =
-        out.elements * (op == "QuantConv" ? compute_bytes(out.dtype, n.op_type, o) : bytes);
+        out.elements *
+        (op_traits(n.domain, op).integer_products ? compute_bytes(out.dtype, n.op_type, o) : bytes);
     const double in_bytes = x.elements * bytes;
     for (double b : {in_bytes, out_bytes}) {
       c.move(b, false, true);
@@ -407,9 +410,10 @@ WorkFn work_function(const KernelDesc& n) {
   };
   static const std::map<std::string, Class, std::less<>> kClasses = [] {
     std::map<std::string, Class, std::less<>> m;
-    for (const char* op : {"MatMul", "FusedMatMul", "Gemm", "FusedGemm", "QuantMatMul"})
+    for (const char* op : {"MatMul", "FusedMatMul", "Gemm", "FusedGemm", "QuantMatMul", "MatMulInteger"})
       m[op] = {matmul_work};
-    for (const char* op : {"Conv", "FusedConv", "ConvTranspose", "QuantConv"}) m[op] = {conv_work};
+    for (const char* op : {"Conv", "FusedConv", "ConvTranspose", "QuantConv", "ConvInteger"})
+      m[op] = {conv_work};
     m["DeformConv"] = {deform_conv_work, true};
     for (const char* op : {"FlashAttention", "FlashAttentionLayerNorm"}) m[op] = {attention_work};
     for (const char* op : {"MaxPool", "AveragePool"}) m[op] = {pool_work};

@@ -16,9 +16,11 @@ namespace geopt {
 
 bool quantizes_activations(const Model& model) {
   const Graph& g = *model.graph;
-  for (const auto& n : g.nodes())
-    if (n->domain.empty() && n->op_type == "QuantizeLinear" && n->input(0) && !g.constant_value(n->input(0)))
-      return true;
+  for (const auto& n : g.nodes()) {
+    if (!n->domain.empty() || !n->input(0) || g.constant_value(n->input(0))) continue;
+    // onnxruntime's dynamic quantization quantizes each activation at its own range.
+    if (n->op_type == "QuantizeLinear" || n->op_type == "DynamicQuantizeLinear") return true;
+  }
   return false;
 }
 

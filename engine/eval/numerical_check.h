@@ -17,7 +17,8 @@
 
 namespace geopt {
 
-// A QDQ model quantizes computed values (a QuantizeLinear of an activation). Rewriting it
+// A QDQ model quantizes computed values (a QuantizeLinear of an activation; a
+// DynamicQuantizeLinear, which onnxruntime's dynamic quantizer writes). Rewriting it
 // changes how sums round, and a value near a rounding boundary then lands one
 // quantization step away, which later layers carry on: in a deep network this adds noise
 // of the size of quantization's own. PaddleOCR's detector in INT8 (60 quantized convs):

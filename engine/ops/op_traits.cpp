@@ -65,6 +65,9 @@ Table build() {
        "ChannelSlice", "ShuffleChannel", "QuantConv", "QuantMatMul"},
       [](OpTraits& o) { o.per_sample = true; });
   set(kOnnxDomain, {"Conv", "ConvInteger"}, [](OpTraits& o) { o.window_weights = 1; });
+  set(kOnnxDomain, {"ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul"},
+      [](OpTraits& o) { o.integer_products = true; });
+  set(kGeoptDomain, {"QuantConv", "QuantMatMul"}, [](OpTraits& o) { o.integer_products = true; });
   t[{std::string(kOnnxDomain), "QLinearConv"}].window_weights = 3;  // after x's scale and zero point
   t[{std::string(kGeoptDomain), "FusedConv"}].in_place_input =
       3;  // the residual, added where the conv writes

@@ -37,6 +37,9 @@ struct OpTraits {
   bool sliding_window = false;
   // The input whose dims 2.. are the window where kernel_shape is not given (Conv's W: 1).
   std::optional<size_t> window_weights;
+  // Multiplies 8-bit operands (input 0 and a weight) and sums the products in int32
+  // (ConvInteger, QLinearMatMul, QuantConv, ...): the Cube's int8 rate.
+  bool integer_products = false;
 
   // Whether output 0 may take input `input`'s bytes.
   bool may_run_in_place(size_t input) const { return elementwise || in_place_input == input; }

@@ -20,6 +20,7 @@
 #include "eval/run_limits.h"
 #include "onnx/captures.h"
 #include "passes/control_flow_types.h"
+#include "passes/sink_into_branches.h"
 #include "passes/static_shapes.h"
 #include "util/error.h"
 
@@ -381,6 +382,8 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
   StaticShapeOptions compile_time;
   compile_time.always_fold = is_weight_layout;
   StaticShapeReport shapes = propagate_static_shapes(prepared, compile_time);
+  // Readers of a value whose shape depends on an If's branch move into the branches.
+  if (sink_readers_into_branches(prepared) > 0) shapes = propagate_static_shapes(prepared, compile_time);
   const std::set<std::string> bounded = bound_branch_shapes(prepared);
   if (!bounded.empty())
     shapes.dynamic.erase(std::remove_if(shapes.dynamic.begin(), shapes.dynamic.end(),

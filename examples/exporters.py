@@ -17,13 +17,9 @@ geopt run, optimize and compile.
 | fp16_unet | a torch fp16 export: fp16 weights and compute, Casts at the edges, BatchNormalization, nearest and align_corners upsampling, skip Concats |
 | dynamic_int8 | onnxruntime's quantize_dynamic: DynamicQuantizeLinear, ConvInteger, Cast, Mul by the scales, MatMulInteger with per-column weights |
 | dynamic_int8_unet | the same quantizer on a U-Net (64 x 64 here, 1024 x 1024 with `--full-size` for bench/): each bias added through a Reshape, MaxPool, nearest Resize, skip Concats |
+| if_vad_like | another builder (spox-style): open batch and samples, a scalar sample rate that picks the If branch, each branch framing the audio with its own Reshape, so the If's output has a shape per branch until the pooling after it (compile moves the readers into the branches) |
 | opset18_block | opset 18, IR 9 (torch's dynamo exporter): Split with num_outputs, ReduceMean with axes as an input, Pad with axes, GroupNormalization, Mish |
 
-`if_vad_like()` (another builder, spox-style: open batch and samples, a scalar sample rate
-that picks the If branch, each branch framing the audio with its own Reshape) is not in
-the zoo yet: `geopt run` matches ONNX Runtime on it, but the model `optimize` writes with
-its branches optimized fails ONNX's If inference on reading, and `compile` refuses an If
-whose branches give a value read downstream different shapes.
 """
 import os
 import sys
@@ -274,7 +270,7 @@ def if_vad_like():
                "sr": np.array(16000, np.int64)}
 
 
-MODELS = [tf_mobilenet_style, tf_blazeface_style, fp16_unet, dynamic_int8, lambda: dynamic_int8_unet(64), opset18_block]
+MODELS = [tf_mobilenet_style, tf_blazeface_style, fp16_unet, dynamic_int8, lambda: dynamic_int8_unet(64), opset18_block, if_vad_like]
 
 
 def save(out, model, inputs):

@@ -1,6 +1,6 @@
 // The exporter zoo (examples/exporters.py): models in the idioms of tf2onnx, a torch
-// fp16 export, onnxruntime's dynamic quantizer and torch's dynamo exporter at opset 18.
-// Each, as a user runs it: `geopt run` matches ONNX
+// fp16 export, onnxruntime's dynamic quantizer, torch's dynamo exporter at opset 18 and
+// another builder's Ifs. Each, as a user runs it: `geopt run` matches ONNX
 // Runtime's outputs (committed, examples/exporters_reference.sh) within what the model's
 // precision allows, `geopt optimize` and `geopt compile` pass their default check, and the
 // plan matches ONNX Runtime like the model does.
@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "io/npy.h"
+#include "onnx/import.h"
 #include "test_support.h"
 
 namespace geopt {
@@ -36,6 +38,28 @@ std::vector<std::string> compare_args(const fs::path& model) {
           tol};
 }
 
+// What a user gives optimize and compile for a model with open input dims: the shapes of
+// the inputs they feed (--input_shape) and those inputs for the check (--check-input: a
+// scalar that picks an If's branch). Nothing for a model whose inputs are static.
+std::vector<std::string> shape_args(const fs::path& model) {
+  bool open = false;
+  for (const Value* v : import_onnx(model).graph->inputs())
+    open = open || (!v->initializer && !(v->type.shape && v->type.shape->is_static()));
+  if (!open) return {};
+  std::vector<std::string> args;
+  std::string shapes;
+  for (const auto& e : fs::directory_iterator(model.parent_path() / model.stem() / "inputs")) {
+    const std::string name = e.path().stem().string();
+    const HostTensor t = read_npy(e.path());
+    std::string dims;
+    for (int64_t d : t.dims()) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    if (t.rank() > 0) shapes += (shapes.empty() ? "" : ";") + name + ":" + dims;
+    args.push_back("--check-input"), args.push_back(name + "=" + e.path().string());
+  }
+  if (!shapes.empty()) args.push_back("--input_shape"), args.push_back(shapes);
+  return args;
+}
+
 std::vector<std::string> join(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
@@ -55,13 +79,13 @@ TEST_CASE(
     auto run = test::run_cli(join(join({"run", model.string()}, input_args(model)), compare_args(model)));
     CHECK_MESSAGE(run.exit_code == 0, run.out << run.err);
     const fs::path optimized = dir / (model.stem().string() + ".onnx");
-    auto opt = test::run_cli({"optimize", model.string(), "-o", optimized.string()});
+    auto opt = test::run_cli(join({"optimize", model.string(), "-o", optimized.string()}, shape_args(model)));
     CHECK_MESSAGE(opt.exit_code == 0, opt.out << opt.err);
     auto opt_run =
         test::run_cli(join(join({"run", optimized.string()}, input_args(model)), compare_args(model)));
     CHECK_MESSAGE(opt_run.exit_code == 0, opt_run.out << opt_run.err);
     const fs::path plan = dir / (model.stem().string() + ".plan");
-    auto compile = test::run_cli({"compile", model.string(), "-o", plan.string()});
+    auto compile = test::run_cli(join({"compile", model.string(), "-o", plan.string()}, shape_args(model)));
     CHECK_MESSAGE(compile.exit_code == 0, compile.out << compile.err);
     auto plan_run = test::run_cli(join(join({"run", plan.string()}, input_args(model)), compare_args(model)));
     CHECK_MESSAGE(plan_run.exit_code == 0, plan_run.out << plan_run.err);
@@ -96,6 +120,26 @@ TEST_CASE(
     for (const char* op : {"ConvInteger", "MatMulInteger", "Cast", "Mul", "Add", "Relu"})
       CHECK(unfused.find(std::string(op) + " ") == std::string::npos);
     CHECK(unfused.find("DynamicQuantizeLinear") != std::string::npos);  // each activation's own range
+  }
+}
+
+TEST_CASE(
+    "an If whose branches give its output a shape each compiles (its readers move into the branches), and "
+    "the "
+    "plan runs either branch as the model does") {
+  const fs::path model = test::exporters_dir() / "if_vad_like.onnx";
+  const fs::path inputs = test::exporters_dir() / "if_vad_like" / "inputs";
+  const fs::path dir = test::scratch_dir("if_branches");
+  const fs::path plan = dir / "if.plan";
+  auto compile = test::run_cli({"compile", model.string(), "-o", plan.string(), "--input_shape",
+                                "audio:1,2048", "--check-input", "sr=" + (inputs / "sr.npy").string()});
+  REQUIRE_MESSAGE(compile.exit_code == 0, compile.out << compile.err);
+  for (int64_t rate : {16000, 8000}) {  // 4 frames of 512 samples, or 8 of 256
+    INFO(rate);
+    write_npy(dir / "sr.npy", HostTensor::scalar<int64_t>(DType::I64, rate));
+    auto run = test::run_cli({"run", plan.string(), "--input", "audio=" + (inputs / "audio.npy").string(),
+                              "--input", "sr=" + (dir / "sr.npy").string(), "--compare", model.string()});
+    CHECK_MESSAGE(run.exit_code == 0, run.out << run.err);
   }
 }
 

@@ -1,9 +1,10 @@
-// ONNX's integer products (ConvInteger, MatMulInteger) as onnxruntime's dynamic quantizer
-// writes them, against the same sums computed independently: the operands cast to float,
-// centred and multiplied by a float Conv / MatMul, exact while the sums stay below 2^24.
+// ONNX's integer products as quantizers write them. ConvInteger and MatMulInteger against
+// the same sums computed independently: the operands cast to float, centred and
+// multiplied by a float Conv / MatMul, exact while the sums stay below 2^24. QLinearConv
+// and QLinearMatMul against those sums requantized by ONNX's formula.
 // Every attribute combination the kernels treat apart (pads, strides, dilations, groups,
 // zero points of either sign, uint8 and int8 weights, one zero point or one per channel)
-// must give the same int32s, whichever way the machine sums them: oneDNN's int8
+// must give the same integers, whichever way the machine sums them: oneDNN's int8
 // primitives where they are exact, the loops elsewhere (CTest runs this file a second
 // time under ONEDNN_MAX_CPU_ISA=AVX2, where only the loops apply).
 #include <doctest/doctest.h>
@@ -195,6 +196,94 @@ TEST_CASE(
             require_equal_int32(Evaluator(mi).run({{"a", a}}).at(0).second,
                                 Evaluator(mt).run({{"a", a}}).at(0).second, name);
           }
+}
+
+// ONNX's requantization of an int32 sum: saturate(round_half_even(sum x scale / y_scale) + y_zero).
+int requantized(int64_t sum, double scale, double y_scale, int y_zero, bool is_unsigned) {
+  const double v = std::nearbyint(static_cast<double>(sum) * scale / y_scale) + y_zero;
+  return static_cast<int>(std::clamp(v, is_unsigned ? 0.0 : -128.0, is_unsigned ? 255.0 : 127.0));
+}
+
+TEST_CASE("QLinearConv and QLinearMatMul requantize exactly the sums ConvInteger and MatMulInteger give") {
+  std::mt19937 rng(13);
+  for (bool as_quantized : {true, false})  // oneDNN's sums, then the loops'
+    for (bool per_channel : {false, true}) {
+      const std::vector<int> w = draw(6 * 4 * 3 * 3, true, rng);
+      std::vector<int> wz = draw(per_channel ? 6 : 1, true, rng);
+      if (as_quantized) std::fill(wz.begin(), wz.end(), 128);
+      const std::vector<int> bias = {-500, 0, 17, 900, -3, 41};
+      const std::string ws =
+          per_channel ? "float[6] {0.01, 0.02, 0.005, 0.03, 0.012, 0.007}" : "float {0.011}";
+      const std::string wzt = std::string("uint8") + (per_channel ? "[6]" : "") + " {" + list(wz) + "}";
+      const std::string head = "<ir_version: 8, opset_import: [\"\" : 13]>\ng (uint8[1,4,9,7] x) => (";
+      const std::string constants =
+          "  w = Constant <value = uint8[6,4,3,3] {" + list(w) + "}> ()\n" +
+          "  xz = Constant <value = uint8 {121}> ()\n  wz = Constant <value = " + wzt +
+          "> ()\n  xs = Constant <value = float {0.02}> ()\n  ws = Constant <value = " + ws +
+          "> ()\n  ys = Constant <value = float {0.37}> ()\n"
+          "  yz = Constant <value = uint8 {99}> ()\n  b = Constant <value = int32[6] {" +
+          list(bias) + "}> ()\n";
+      const std::string attrs = "<pads = [1, 0, 1, 2], strides = [2, 1]>";
+      const Model q = import_onnx_proto(
+          test::parse_text_model((head + "uint8[1,6,5,7] y) {\n" + constants + "  y = QLinearConv " + attrs +
+                                  " (x, xs, xz, w, ws, wz, ys, yz, b)\n}")
+                                     .c_str()),
+          "QLinearConv");
+      const Model sums =
+          import_onnx_proto(test::parse_text_model((head + "int32[1,6,5,7] y) {\n" + constants +
+                                                    "  y = ConvInteger " + attrs + " (x, w, xz, wz)\n}")
+                                                       .c_str()),
+                            "ConvInteger");
+      const HostTensor x = bytes_tensor(DType::U8, {1, 4, 9, 7}, draw(4 * 9 * 7, true, rng));
+      const HostTensor y = Evaluator(q).run({{"x", x}}).at(0).second;
+      const HostTensor acc = Evaluator(sums).run({{"x", x}}).at(0).second;
+      const double w_scales[] = {0.01, 0.02, 0.005, 0.03, 0.012, 0.007};
+      int64_t differ = 0;
+      for (int64_t i = 0; i < acc.size(); ++i) {
+        const int64_t c = i / 35 % 6;
+        const double scale =
+            static_cast<double>(0.02f) * (per_channel ? static_cast<double>(static_cast<float>(w_scales[c]))
+                                                      : static_cast<double>(0.011f));
+        differ += y.data<uint8_t>()[i] != requantized(acc.data<int32_t>()[i] + bias[static_cast<size_t>(c)],
+                                                      scale, static_cast<double>(0.37f), 99, true);
+      }
+      INFO((as_quantized ? "weights as quantized" : "full-range zero points"),
+           (per_channel ? ", per channel" : ""));
+      CHECK(differ == 0);
+    }
+  for (bool as_quantized : {true, false}) {
+    const std::vector<int> b = draw(40 * 5, false, rng);
+    std::vector<int> bz = draw(5, false, rng);
+    if (as_quantized) std::fill(bz.begin(), bz.end(), 0);
+    const std::string head = "<ir_version: 8, opset_import: [\"\" : 13]>\ng (uint8[3,40] a) => (";
+    const std::string constants =
+        "  b = Constant <value = int8[40,5] {" + list(b) + "}> ()\n  az = Constant <value = uint8 {7}> ()\n" +
+        "  bz = Constant <value = int8[5] {" + list(bz) +
+        "}> ()\n  as = Constant <value = float {0.05}> ()\n  bs = Constant <value = float[5] {0.01, 0.02, "
+        "0.03, 0.04, "
+        "0.05}> ()\n  ys = Constant <value = float {0.9}> ()\n  yz = Constant <value = int8 {-5}> ()\n";
+    const Model q =
+        import_onnx_proto(test::parse_text_model((head + "int8[3,5] y) {\n" + constants +
+                                                  "  y = QLinearMatMul(a, as, az, b, bs, bz, ys, yz)\n}")
+                                                     .c_str()),
+                          "QLinearMatMul");
+    const Model sums = import_onnx_proto(
+        test::parse_text_model(
+            (head + "int32[3,5] y) {\n" + constants + "  y = MatMulInteger(a, b, az, bz)\n}").c_str()),
+        "MatMulInteger");
+    const HostTensor a = bytes_tensor(DType::U8, {3, 40}, draw(3 * 40, true, rng));
+    const HostTensor y = Evaluator(q).run({{"a", a}}).at(0).second;
+    const HostTensor acc = Evaluator(sums).run({{"a", a}}).at(0).second;
+    const float b_scales[] = {0.01f, 0.02f, 0.03f, 0.04f, 0.05f};
+    int64_t differ = 0;
+    for (int64_t i = 0; i < acc.size(); ++i)
+      differ += y.data<int8_t>()[i] !=
+                requantized(acc.data<int32_t>()[i],
+                            static_cast<double>(0.05f) * static_cast<double>(b_scales[i % 5]),
+                            static_cast<double>(0.9f), -5, false);
+    INFO(std::string(as_quantized ? "B as quantized" : "full-range zero points"));
+    CHECK(differ == 0);
+  }
 }
 
 TEST_CASE("DynamicQuantizeLinear rounds half to even and saturates as ONNX defines") {

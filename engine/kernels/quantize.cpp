@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "eval/kernel.h"
 #include "kernels/arguments.h"
@@ -228,37 +229,41 @@ std::vector<int32_t> zero_points(const HostTensor* zero, int64_t slices) {
   return v;
 }
 
-// MatMulInteger of an 8-bit A with one zero point by a 2-D 8-bit B on oneDNN's exact
-// int8 product (kernels/int8_products.h); false where it does not apply.
-bool matmul_integer_primitive(KernelContext& ctx, const HostTensor& a, const HostTensor& b) {
+// The int32 sums of (A - a_zero) x (B - b_zero) for an 8-bit A with one zero point and a
+// 2-D 8-bit B, on oneDNN's exact int8 product (kernels/int8_products.h); nullopt where it
+// does not apply. `is_output`: the tensor is the kernel's output 0 (planned storage).
+std::optional<HostTensor> matmul_sums_on_primitive(KernelContext& ctx, const HostTensor& a,
+                                                   const HostTensor* a_zero, const HostTensor& b,
+                                                   const HostTensor* b_zero, bool is_output) {
   if (!is_8bit(a) || !is_8bit(b) || b.rank() != 2 || a.rank() < 1 || a.dims().back() != b.dim(0))
-    return false;
-  const HostTensor* a_zero = optional_input(ctx, 2);
-  const HostTensor* b_zero = optional_input(ctx, 3);
+    return std::nullopt;
   if ((a_zero && (a_zero->size() != 1 || a_zero->dtype() != a.dtype())) ||
       (b_zero && b_zero->dtype() != b.dtype()))
-    return false;
+    return std::nullopt;
   const std::vector<int32_t> bz = zero_points(b_zero, b.dim(1));
-  if (bz.empty()) return false;
+  if (bz.empty()) return std::nullopt;
   const int64_t k = b.dim(0), rows = k == 0 ? 0 : a.size() / k;
   std::vector<int64_t> dims = a.dims();
   if (a.rank() == 1)
     dims = {b.dim(1)};
   else
     dims.back() = b.dim(1);
-  HostTensor y = ctx.new_output(0, DType::I32, dims);
+  HostTensor y =
+      is_output ? ctx.new_output(0, DType::I32, dims) : HostTensor::uninitialized(DType::I32, dims);
   if (!int8_matmul(a.raw(), a.dtype(), rows, k, a_zero ? static_cast<int32_t>(a_zero->int_at(0)) : 0, b, bz,
                    y.mutable_data<int32_t>()))
-    return false;
-  ctx.outputs[0] = std::move(y);
-  return true;
+    return std::nullopt;
+  return y;
 }
 
 void matmul_integer(KernelContext& ctx) {
   const HostTensor& a = ctx.input(0);
   const HostTensor& b = ctx.input(1);
   if (a.rank() < 1 || b.rank() < 1) ctx.fail("operands must have rank >= 1");
-  if (matmul_integer_primitive(ctx, a, b)) return;
+  if (auto y = matmul_sums_on_primitive(ctx, a, optional_input(ctx, 2), b, optional_input(ctx, 3), true)) {
+    ctx.outputs[0] = std::move(*y);
+    return;
+  }
   HostTensor ac =
       centered(ctx, a, optional_input(ctx, 2), std::max<int64_t>(static_cast<int64_t>(a.rank()) - 2, 0));
   HostTensor bc = centered(ctx, b, optional_input(ctx, 3), -1);
@@ -342,30 +347,35 @@ std::vector<int64_t> conv_integer(const KernelContext& ctx, const HostTensor& x,
   return acc;
 }
 
-// ConvInteger of 2-D 8-bit operands with one zero point for x on oneDNN's exact int8
-// product (kernels/int8_products.h); false where it does not apply.
-bool conv_integer_primitive(KernelContext& ctx, const HostTensor& x, const HostTensor& w) {
-  if (!is_8bit(x) || !is_8bit(w) || x.rank() != 4 || w.rank() != 4) return false;
-  const HostTensor* x_zero = optional_input(ctx, 2);
-  const HostTensor* w_zero = optional_input(ctx, 3);
+// The int32 sums of Conv(x - x_zero, w - w_zero) for 2-D 8-bit operands with one zero
+// point for x, on oneDNN's exact int8 convolution (kernels/int8_products.h); nullopt where
+// it does not apply. `is_output`: the tensor is the kernel's output 0 (planned storage).
+std::optional<HostTensor> conv_sums_on_primitive(KernelContext& ctx, const HostTensor& x,
+                                                 const HostTensor* x_zero, const HostTensor& w,
+                                                 const HostTensor* w_zero, bool is_output) {
+  if (!is_8bit(x) || !is_8bit(w) || x.rank() != 4 || w.rank() != 4) return std::nullopt;
   if ((x_zero && (x_zero->size() != 1 || x_zero->dtype() != x.dtype())) ||
       (w_zero && w_zero->dtype() != w.dtype()))
-    return false;
+    return std::nullopt;
   const std::vector<int32_t> wz = zero_points(w_zero, w.dim(0));
-  if (wz.empty()) return false;
+  if (wz.empty()) return std::nullopt;
   int64_t group = 1;
   std::vector<int64_t> dims;
   const WindowGeometry g = integer_conv_geometry(ctx, x, w, group, dims);
-  HostTensor y = ctx.new_output(0, DType::I32, dims);
+  HostTensor y =
+      is_output ? ctx.new_output(0, DType::I32, dims) : HostTensor::uninitialized(DType::I32, dims);
   if (!int8_convolution(x, x_zero ? static_cast<int32_t>(x_zero->int_at(0)) : 0, w, wz, g, group,
                         y.mutable_data<int32_t>()))
-    return false;
-  ctx.outputs[0] = std::move(y);
-  return true;
+    return std::nullopt;
+  return y;
 }
 
 void conv_integer_kernel(KernelContext& ctx) {
-  if (conv_integer_primitive(ctx, ctx.input(0), ctx.input(1))) return;
+  if (auto y = conv_sums_on_primitive(ctx, ctx.input(0), optional_input(ctx, 2), ctx.input(1),
+                                      optional_input(ctx, 3), true)) {
+    ctx.outputs[0] = std::move(*y);
+    return;
+  }
   HostTensor xc = centered(ctx, ctx.input(0), optional_input(ctx, 2), 1);
   HostTensor wc = centered(ctx, ctx.input(1), optional_input(ctx, 3), 0);
   std::vector<int64_t> dims;
@@ -395,9 +405,15 @@ void qlinear_matmul(KernelContext& ctx) {
   const HostTensor& a = ctx.input(0);
   const HostTensor& b = ctx.input(3);
   if (a.rank() < 1 || b.rank() < 1) ctx.fail("operands must have rank >= 1");
-  HostTensor ac = centered(ctx, a, &ctx.input(2), std::max<int64_t>(static_cast<int64_t>(a.rank()) - 2, 0));
-  HostTensor bc = centered(ctx, b, &ctx.input(5), -1);
-  HostTensor acc = integer_matmul(ctx, ac, bc);
+  HostTensor acc;
+  if (auto sums = matmul_sums_on_primitive(ctx, a, &ctx.input(2), b, &ctx.input(5), false)) {
+    acc = HostTensor(DType::I64, sums->dims());
+    for (int64_t i = 0; i < acc.size(); ++i) acc.mutable_data<int64_t>()[i] = sums->data<int32_t>()[i];
+  } else {
+    HostTensor ac = centered(ctx, a, &ctx.input(2), std::max<int64_t>(static_cast<int64_t>(a.rank()) - 2, 0));
+    HostTensor bc = centered(ctx, b, &ctx.input(5), -1);
+    acc = integer_matmul(ctx, ac, bc);
+  }
   const HostTensor& a_scale = ctx.input(1);
   const HostTensor& b_scale = ctx.input(4);
   const int64_t n = acc.rank() >= 1 ? acc.dims().back() : 1;
@@ -416,10 +432,16 @@ void qlinear_matmul(KernelContext& ctx) {
 }
 
 void qlinear_conv(KernelContext& ctx) {
-  HostTensor xc = centered(ctx, ctx.input(0), &ctx.input(2), 1);
-  HostTensor wc = centered(ctx, ctx.input(3), &ctx.input(5), 0);
-  std::vector<int64_t> dims;
-  std::vector<int64_t> acc = conv_integer(ctx, xc, wc, dims);
+  std::vector<int64_t> dims, acc;
+  if (auto sums =
+          conv_sums_on_primitive(ctx, ctx.input(0), &ctx.input(2), ctx.input(3), &ctx.input(5), false)) {
+    dims = sums->dims();
+    acc.assign(sums->data<int32_t>(), sums->data<int32_t>() + sums->size());
+  } else {
+    HostTensor xc = centered(ctx, ctx.input(0), &ctx.input(2), 1);
+    HostTensor wc = centered(ctx, ctx.input(3), &ctx.input(5), 0);
+    acc = conv_integer(ctx, xc, wc, dims);
+  }
   int64_t spatial = 1;
   for (size_t d = 2; d < dims.size(); ++d) spatial *= dims[d];
   const int64_t m = dims[1];

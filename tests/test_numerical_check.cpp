@@ -71,7 +71,8 @@ TEST_CASE(
   auto dir = geopt::test::scratch_dir("numerical_check_refused");
   geopt::test::save_model(geopt::test::parse_text_model(kOneSize), dir / "one_size.onnx");
   geopt::Model m = geopt::import_onnx(dir / "one_size.onnx");
-  CHECK_THROWS_WITH_AS(geopt::choose_check_inputs(m, 0), doctest::Contains("open dims H, W (16, 32, 64"),
+  CHECK_THROWS_WITH_AS(geopt::choose_check_inputs(m, 0),
+                       doctest::Contains("open dims H (of input 'x'), W (of input 'x') (16, 32, 64"),
                        geopt::Error);
   auto r = run_cli({"optimize", (dir / "one_size.onnx").string()});
   CHECK(r.exit_code == 1);
@@ -85,6 +86,33 @@ TEST_CASE(
   }
   auto bad = run_cli({"cost", (dir / "one_size.onnx").string(), "--input_shape", "x:1,3,7"});
   CHECK(bad.exit_code == 1);
+}
+
+TEST_CASE(
+    "sizes the graph names are tried after the common ones: frames of 400 samples, an 1100-sample filter") {
+  auto dir = geopt::test::scratch_dir("numerical_check_implied");
+  // Audio split into frames of 400 samples: no power of two or image size divides into them.
+  geopt::test::save_model(geopt::test::parse_text_model(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[batch, samples] audio) => (float[batch, 400] y) {
+  s = Constant <value = int64[3] {0, -1, 400}> ()
+  f = Reshape(audio, s)
+  y = ReduceMean <axes = [1], keepdims = 0> (f)
+})"),
+                          dir / "frames.onnx");
+  CHECK(geopt::choose_check_inputs(geopt::import_onnx(dir / "frames.onnx"), 0).describe() ==
+        "batch=1, samples=400");
+  // A filter of 1100 samples: wider than every common size (1024 the largest).
+  geopt::test::save_model(geopt::test::parse_text_model(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[batch, 1, samples] audio) => (float[batch, 2, frames] y) {
+  ws = Constant <value = int64[3] {2, 1, 1100}> ()
+  w = ConstantOfShape <value = float[1] {0.5}> (ws)
+  y = Conv <kernel_shape = [1100], strides = [160]> (audio, w)
+})"),
+                          dir / "filter.onnx");
+  CHECK(geopt::choose_check_inputs(geopt::import_onnx(dir / "filter.onnx"), 0).describe() ==
+        "batch=1, samples=1100");
 }
 
 TEST_CASE("unnamed dims are drawn by their position, and a check that only runs at 1 says so") {

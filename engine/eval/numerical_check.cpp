@@ -76,11 +76,32 @@ Tolerance tolerance_for(const ModelPrecision& model, Tolerance base) {
 }
 namespace {
 
-// Where an open dim appears: every (rank, axis) of the inputs that use it.
+// Where an open dim appears: every (rank, axis) of the inputs that use it, and their names.
 struct OpenDim {
   std::vector<std::pair<size_t, size_t>> uses;
+  std::set<std::string> inputs;
   bool named = false;  // a symbol (dim_param), not an unknown dim
 };
+
+// Sizes the graph itself names, past the common ones: the dims of a Reshape's constant
+// shape (audio split into frames of 400 samples runs at 400 and at none of the powers of
+// two) and the windows of convs and pools (a 400-sample filter needs 400 samples).
+std::vector<int64_t> implied_sizes(const Model& model) {
+  constexpr int64_t kLargest = int64_t{1} << 16;
+  std::set<int64_t> sizes;
+  const Graph& g = *model.graph;
+  for (const auto& n : g.nodes()) {
+    if (n->domain.empty() && n->op_type == "Reshape" && n->input(1))
+      if (const Tensor* shape = g.constant_value(n->input(1)); shape && shape->dtype == DType::I64)
+        for (int64_t v : shape->to_vector<int64_t>())
+          if (v > 1 && v <= kLargest) sizes.insert(v);
+    if (op_traits(n->domain, n->op_type).sliding_window)
+      if (const Attribute* k = n->attr("kernel_shape"))
+        for (int64_t v : k->ints)
+          if (v > 1 && v <= kLargest) sizes.insert(v);
+  }
+  return {sizes.begin(), sizes.end()};
+}
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -228,6 +249,7 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
       if (!declared[a].is_static()) {
         OpenDim& d = open[open_dim_key(*v, a)];
         d.uses.emplace_back(declared.size(), a);
+        d.inputs.insert(v->name());
         d.named = declared[a].is_symbolic();
       }
   }
@@ -261,7 +283,11 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
     r.sizes = std::move(batch);
     return r;
   }
-  const std::vector<int64_t>& candidates = check_size_candidates();
+  // The common sizes, then those the graph names, then 1.
+  std::vector<int64_t> candidates = check_size_candidates();
+  for (int64_t size : implied_sizes(model))
+    if (std::find(candidates.begin(), candidates.end(), size) == candidates.end())
+      candidates.insert(candidates.end() - 1, size);
   std::string first_failure, tried;
   for (int64_t c : candidates) {
     sizes = batch;
@@ -282,7 +308,11 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
     return r;
   }
   std::string names;
-  for (const auto& name : drawn) names += (names.empty() ? "" : ", ") + name;
+  for (const auto& name : drawn) {
+    std::string of;
+    for (const std::string& input : open[name].inputs) of += (of.empty() ? "'" : ", '") + input + "'";
+    names += (names.empty() ? "" : ", ") + name + " (of input " + of + ")";
+  }
   throw Error("the model does not run at any size tried for its open dims " + names + " (" +
               (tried.empty() ? "none fit in memory" : tried) + "; " +
               (first_failure.empty() ? std::string("no size was small enough") : first_failure) +

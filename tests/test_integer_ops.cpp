@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <onnx/onnx_pb.h>
+
 #include "eval/evaluator.h"
 #include "onnx/import.h"
 #include "test_support.h"
@@ -198,6 +200,47 @@ TEST_CASE(
           }
 }
 
+// A ConvInteger (x [1, C, 5, 5], 3x3 weights, pads 1) or MatMulInteger (a [3, K], b [K, 4])
+// model whose weight and zero point are initializers: too many values for the text format.
+Model big_integer_model(bool conv, DType x_type, int64_t depth, const std::vector<int8_t>& w, int x_zero) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.set_name("big");
+  const int elem = x_type == DType::U8 ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8;
+  auto* x = g.add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(elem);
+  const std::vector<int64_t> x_dims =
+      conv ? std::vector<int64_t>{1, depth / 9, 5, 5} : std::vector<int64_t>{3, depth};
+  for (int64_t d : x_dims)
+    x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  onnx::TensorProto* wt = g.add_initializer();
+  wt->set_name("w");
+  wt->set_data_type(onnx::TensorProto::INT8);
+  for (int64_t d : conv ? std::vector<int64_t>{4, depth / 9, 3, 3} : std::vector<int64_t>{depth, 4})
+    wt->add_dims(d);
+  wt->set_raw_data(std::string(reinterpret_cast<const char*>(w.data()), w.size()));
+  onnx::TensorProto* zt = g.add_initializer();
+  zt->set_name("xz");
+  zt->set_data_type(elem);
+  zt->set_raw_data(std::string(1, static_cast<char>(x_zero)));
+  onnx::NodeProto* node = g.add_node();
+  node->set_op_type(conv ? "ConvInteger" : "MatMulInteger");
+  for (const char* in : {"x", "w", "xz"}) node->add_input(in);
+  node->add_output("y");
+  if (conv) {
+    onnx::AttributeProto* pads = node->add_attribute();
+    pads->set_name("pads");
+    pads->set_type(onnx::AttributeProto::INTS);
+    for (int i = 0; i < 4; ++i) pads->add_ints(1);
+  }
+  g.add_output()->set_name("y");
+  g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT32);
+  return import_onnx_proto(std::move(m), "big integer product");
+}
+
 // ONNX's requantization of an int32 sum: saturate(round_half_even(sum x scale / y_scale) + y_zero).
 int requantized(int64_t sum, double scale, double y_scale, int y_zero, bool is_unsigned) {
   const double v = std::nearbyint(static_cast<double>(sum) * scale / y_scale) + y_zero;
@@ -284,6 +327,65 @@ TEST_CASE("QLinearConv and QLinearMatMul requantize exactly the sums ConvInteger
     INFO(std::string(as_quantized ? "B as quantized" : "full-range zero points"));
     CHECK(differ == 0);
   }
+}
+
+TEST_CASE(
+    "integer products past 2^24 stay exact: a 3x3 conv over 512 channels and a matmul of depth 4608, "
+    "zero points 0 and not, uint8 and int8 activations") {
+  const int64_t depth = 512 * 9;
+  for (bool conv : {true, false})
+    for (DType x_type : {DType::U8, DType::I8})
+      for (int x_zero : {0, 1}) {
+        const bool is_unsigned = x_type == DType::U8;
+        const int zero = x_zero == 0 ? 0 : is_unsigned ? 7 : -5;
+        // Channel (or column) 0: +127 but one 126 (odd sums); 1: -128; 2 and 3: a pattern.
+        std::vector<int8_t> w(static_cast<size_t>(depth * 4));
+        for (int64_t i = 0; i < depth * 4; ++i) {
+          const int64_t channel = conv ? i / depth : i % 4, at = conv ? i % depth : i / 4;
+          w[static_cast<size_t>(i)] = static_cast<int8_t>(channel == 0   ? (at == 0 ? 126 : 127)
+                                                          : channel == 1 ? -128
+                                                                         : (at * 37 + channel) % 255 - 127);
+        }
+        const Model m = big_integer_model(conv, x_type, depth, w, zero);
+        const std::vector<int64_t> dims =
+            conv ? std::vector<int64_t>{1, 512, 5, 5} : std::vector<int64_t>{3, depth};
+        HostTensor x(x_type, dims);
+        for (int64_t i = 0; i < x.size(); ++i) {
+          const int v = (is_unsigned ? 255 : 127) - (i % 97 == 0 ? 1 : 0);
+          if (is_unsigned)
+            x.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(v);
+          else
+            x.mutable_data<int8_t>()[i] = static_cast<int8_t>(v);
+        }
+        const HostTensor y = Evaluator(m).run({{"x", x}}).at(0).second;
+        auto x_at = [&](int64_t i) {
+          return static_cast<int64_t>(is_unsigned ? x.data<uint8_t>()[i] : x.data<int8_t>()[i]) - zero;
+        };
+        int64_t differ = 0, largest = 0;
+        for (int64_t i = 0; i < y.size(); ++i) {
+          int64_t want = 0;
+          if (conv) {  // y [1, 4, 5, 5]
+            const int64_t oc = i / 25, oy = i / 5 % 5, ox = i % 5;
+            for (int64_t c = 0; c < 512; ++c)
+              for (int64_t ky = 0; ky < 3; ++ky)
+                for (int64_t kx = 0; kx < 3; ++kx) {
+                  const int64_t iy = oy + ky - 1, ix = ox + kx - 1;
+                  if (iy < 0 || iy >= 5 || ix < 0 || ix >= 5) continue;
+                  want += x_at((c * 5 + iy) * 5 + ix) *
+                          w[static_cast<size_t>(((oc * 512 + c) * 3 + ky) * 3 + kx)];
+                }
+          } else {  // y [3, 4]
+            const int64_t r = i / 4, col = i % 4;
+            for (int64_t kk = 0; kk < depth; ++kk)
+              want += x_at(r * depth + kk) * w[static_cast<size_t>(kk * 4 + col)];
+          }
+          largest = std::max(largest, std::abs(want));
+          differ += y.data<int32_t>()[i] != want;
+        }
+        INFO((conv ? "conv, " : "matmul, ") << dtype_name(x_type) << " zero point " << zero);
+        CHECK(largest > (int64_t{1} << 24));
+        CHECK(differ == 0);
+      }
 }
 
 TEST_CASE("DynamicQuantizeLinear rounds half to even and saturates as ONNX defines") {

@@ -2,6 +2,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 
@@ -17,15 +18,71 @@ using dnnl::memory;
 using dt = memory::data_type;
 using tag = memory::format_tag;
 
+// oneDNN is asked only for the plain sums of a uint8 source by int8 weights: no zero
+// point, no scale, no s8-source compensation. Any of those makes its kernels convert the
+// int32 sums to float on the way out (they apply them in float), which rounds sums past
+// 2^24 (a 3x3 conv over 512 channels reaches 1.5e8). Plain sums its brgemm kernels store
+// as they are; other kernels are used only where no sum can pass 2^24. So an int8 source
+// is shifted into uint8 (+128, its zero point with it), the zero point is taken off
+// afterwards through each output channel's weight sum, and padding that must read the
+// zero point is written out around the source.
+constexpr int64_t kExactInFloat = int64_t{1} << 24;
+
+bool exact_kernel(const char* impl, int64_t depth) {
+  return std::string_view(impl).starts_with("brg") || depth * 255 * 128 < kExactInFloat;
+}
+
+// The weights centred on their zero points, as int8 in the primitive's layout, and each
+// output channel's sum of them; none where a centred value leaves int8.
+struct CentredWeights {
+  memory laid_out;
+  std::vector<int32_t> sums;
+};
+
+// Element i of w belongs to channel i / channel_stride % channels (conv: its output
+// channel; matmul's B [K, N]: its column, stride 1). Made once while a constant weight lives.
+std::shared_ptr<const std::optional<CentredWeights>> centred_weights(const HostTensor& w,
+                                                                     const std::vector<int32_t>& zero,
+                                                                     int64_t channels, int64_t channel_stride,
+                                                                     const memory::desc& user,
+                                                                     const memory::desc& want) {
+  auto make = [&] {
+    std::vector<int8_t> centred(static_cast<size_t>(w.size()));
+    CentredWeights c;
+    c.sums.assign(static_cast<size_t>(channels), 0);
+    for (int64_t i = 0; i < w.size(); ++i) {
+      const size_t channel = static_cast<size_t>(i / channel_stride % channels);
+      const int32_t v = (w.dtype() == DType::U8 ? static_cast<int32_t>(w.data<uint8_t>()[i])
+                                                : static_cast<int32_t>(w.data<int8_t>()[i])) -
+                        zero[zero.size() == 1 ? 0 : channel];
+      if (v < INT8_MIN || v > INT8_MAX) return std::make_shared<const std::optional<CentredWeights>>();
+      centred[static_cast<size_t>(i)] = static_cast<int8_t>(v);
+      c.sums[channel] += v;
+    }
+    memory given(user, cpu_engine(), centred.data());
+    c.laid_out = memory(want, cpu_engine());
+    reorder_memory(given, c.laid_out);
+    return std::make_shared<const std::optional<CentredWeights>>(std::move(c));
+  };
+  if (!cacheable_constant(w)) return make();
+  std::string key = "int8 centred " + desc_bytes(want) + " by";
+  for (int32_t z : zero) key += ' ' + std::to_string(z);
+  return derived_constant<std::optional<CentredWeights>>(w, key, make);
+}
+
 // A primitive and what a call needs of it, made once per shape (cached_plan); null where
-// oneDNN has only its reference loop for the shape (the callers' loops are faster).
+// oneDNN has no kernel that stores these sums exactly.
 template <class Primitive>
 struct Int8Plan {
   Primitive primitive;
   memory::desc src, weights, dst, scratchpad;
 };
 
-dt int8_type(DType t) { return t == DType::U8 ? dt::u8 : dt::s8; }
+dnnl::primitive_attr plain_sums() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // the calling thread's
+  return attr;
+}
 
 std::string dims_key(const memory::dims& d) {
   std::string s;
@@ -33,63 +90,27 @@ std::string dims_key(const memory::dims& d) {
   return s + ';';
 }
 
-// The weights centred on their zero points (channel i's zero point for element i's
-// channel), as int8, in the primitive's layout; none where a centred value leaves int8.
-// Made once while a constant weight lives.
-std::shared_ptr<const std::optional<memory>> centred_weights(const HostTensor& w,
-                                                             const std::vector<int32_t>& zero,
-                                                             int64_t channel_stride, const memory::desc& user,
-                                                             const memory::desc& want) {
-  auto make = [&] {
-    const int64_t channels = static_cast<int64_t>(zero.size());
-    std::vector<int8_t> centred(static_cast<size_t>(w.size()));
-    for (int64_t i = 0; i < w.size(); ++i) {
-      const int32_t z = zero[static_cast<size_t>(channels == 1 ? 0 : i / channel_stride % channels)];
-      const int32_t v = (w.dtype() == DType::U8 ? static_cast<int32_t>(w.data<uint8_t>()[i])
-                                                : static_cast<int32_t>(w.data<int8_t>()[i])) -
-                        z;
-      if (v < INT8_MIN || v > INT8_MAX) return std::make_shared<const std::optional<memory>>();
-      centred[static_cast<size_t>(i)] = static_cast<int8_t>(v);
-    }
-    memory given(user, cpu_engine(), centred.data());
-    memory laid_out(want, cpu_engine());
-    reorder_memory(given, laid_out);
-    return std::make_shared<const std::optional<memory>>(laid_out);
-  };
-  if (!cacheable_constant(w)) return make();
-  std::string key = "int8 centred " + desc_bytes(want) + " by";
-  for (int32_t z : zero) key += ' ' + std::to_string(z);
-  return derived_constant<std::optional<memory>>(w, key, make);
+// A uint8 copy of the source kept per thread (valid until this thread's next call).
+uint8_t* thread_source(size_t bytes) {
+  thread_local std::vector<uint8_t> buffer;
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer.data();
 }
-
-bool is_reference(const char* impl) { return std::string_view(impl).starts_with("ref"); }
 
 // Runs a primitive on the caller's operands: the source converted into the layout it
 // wants, the int32 sums converted back into the caller's row-major acc.
 void execute(const dnnl::primitive& p, const memory::desc& src_want, const memory::desc& src_user,
              const void* src, const memory& weights, const memory::desc& dst_want,
-             const memory::desc& dst_user, int32_t* acc, const memory::desc& scratchpad, int32_t src_zero) {
+             const memory::desc& dst_user, int32_t* acc, const memory::desc& scratchpad) {
   memory source = input_in_layout(src_want, src_user, src);
   memory user_dst(dst_user, cpu_engine(), acc);
   memory dst = dst_want == dst_user ? user_dst : thread_operand(ThreadOperand::destination, dst_want);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, source},
-                                       {DNNL_ARG_WEIGHTS, weights},
-                                       {DNNL_ARG_DST, dst},
-                                       {DNNL_ARG_SCRATCHPAD, thread_scratchpad(scratchpad)}};
-  memory zero({{1}, dt::s32, tag::x}, cpu_engine(), &src_zero);
-  if (src_zero != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zero;
-  p.execute(cpu_stream(), args);
+  p.execute(cpu_stream(), {{DNNL_ARG_SRC, source},
+                           {DNNL_ARG_WEIGHTS, weights},
+                           {DNNL_ARG_DST, dst},
+                           {DNNL_ARG_SCRATCHPAD, thread_scratchpad(scratchpad)}});
   cpu_stream().wait();
   if (dst != user_dst) reorder_memory(dst, user_dst);
-}
-
-dnnl::primitive_attr int8_attr(int32_t src_zero) {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // the calling thread's
-  // The zero point is read at run time (DynamicQuantizeLinear computes it): one plan
-  // serves every value.
-  if (src_zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-  return attr;
 }
 
 }  // namespace
@@ -113,30 +134,39 @@ bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
                       const std::vector<int32_t>& w_zero, const WindowGeometry& g, int64_t group,
                       int32_t* acc) {
   if (!int8_primitives_exact() || x.rank() != 4 || w.rank() != 4 || group <= 0) return false;
-  if (w.dim(1) * w.dim(2) * w.dim(3) > kMaxInt8Depth) return false;
-  const int64_t n = x.dim(0), c = x.dim(1), m = w.dim(0);
-  if (n * m * g.out[0] * g.out[1] == 0) return false;
-  const memory::dims src_dims{n, c, g.in[0], g.in[1]}, dst_dims{n, m, g.out[0], g.out[1]};
+  const int64_t depth = w.dim(1) * w.dim(2) * w.dim(3);
+  if (depth > kMaxInt8Depth) return false;
+  const int64_t n = x.dim(0), c = x.dim(1), m = w.dim(0), spatial = g.out[0] * g.out[1];
+  if (n * m * spatial == 0) return false;
+  // The source as uint8, and the zero point to take off; padded here where the padding
+  // must read a zero point that is not 0.
+  const bool shifted = x.dtype() == DType::I8;
+  const int32_t zero = x_zero + (shifted ? 128 : 0);
+  auto positive = [](const std::vector<int64_t>& v) {
+    return std::any_of(v.begin(), v.end(), [](int64_t p) { return p > 0; });
+  };
+  const bool padded = zero != 0 && (positive(g.pad_begin) || positive(g.pad_end));
+  const int64_t ih = g.in[0] + (padded ? g.pad_begin[0] + g.pad_end[0] : 0),
+                iw = g.in[1] + (padded ? g.pad_begin[1] + g.pad_end[1] : 0);
+  const memory::dims src_dims{n, c, ih, iw}, dst_dims{n, m, g.out[0], g.out[1]};
   const memory::dims wei_dims = group > 1 ? memory::dims{group, m / group, c / group, w.dim(2), w.dim(3)}
                                           : memory::dims{m, c, w.dim(2), w.dim(3)};
-  const memory::dims strides(g.strides.begin(), g.strides.end()), pl(g.pad_begin.begin(), g.pad_begin.end()),
-      pr(g.pad_end.begin(), g.pad_end.end());
+  const memory::dims strides(g.strides.begin(), g.strides.end());
+  const memory::dims pl = padded ? memory::dims{0, 0} : memory::dims(g.pad_begin.begin(), g.pad_begin.end());
+  const memory::dims pr = padded ? memory::dims{0, 0} : memory::dims(g.pad_end.begin(), g.pad_end.end());
   memory::dims dil;
   for (int64_t d : g.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
-  const dt src_type = int8_type(x.dtype());
   const std::string key = dims_key(src_dims) + dims_key(wei_dims) + dims_key(strides) + dims_key(dil) +
-                          dims_key(pl) + dims_key(pr) + (src_type == dt::u8 ? "u8" : "s8") +
-                          (x_zero != 0 ? " zero point" : "") + ";threads " +
-                          std::to_string(omp_get_max_threads());
+                          dims_key(pl) + dims_key(pr) + "threads " + std::to_string(omp_get_max_threads());
   using Plan = Int8Plan<dnnl::convolution_forward>;
   std::shared_ptr<const Plan> plan = cached_plan<Plan>(key, [&]() -> std::shared_ptr<const Plan> {
     try {
       dnnl::convolution_forward::desc desc(
           dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-          memory::desc(src_dims, src_type, tag::any), memory::desc(wei_dims, dt::s8, tag::any),
-          memory::desc(), memory::desc(dst_dims, dt::s32, tag::any), strides, dil, pl, pr);
-      dnnl::convolution_forward::primitive_desc pd(desc, int8_attr(x_zero), cpu_engine());
-      if (is_reference(pd.impl_info_str())) return nullptr;
+          memory::desc(src_dims, dt::u8, tag::any), memory::desc(wei_dims, dt::s8, tag::any), memory::desc(),
+          memory::desc(dst_dims, dt::s32, tag::any), strides, dil, pl, pr);
+      dnnl::convolution_forward::primitive_desc pd(desc, plain_sums(), cpu_engine());
+      if (!exact_kernel(pd.impl_info_str(), depth)) return nullptr;
       return std::make_shared<const Plan>(Plan{dnnl::convolution_forward(pd), pd.src_desc(),
                                                pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc()});
     } catch (const dnnl::error&) {
@@ -145,10 +175,35 @@ bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
   });
   if (!plan) return false;
   const memory::desc wei_user(wei_dims, dt::s8, group > 1 ? tag::goihw : tag::oihw);
-  auto weights = centred_weights(w, w_zero, w.dim(1) * w.dim(2) * w.dim(3), wei_user, plan->weights);
+  auto weights = centred_weights(w, w_zero, m, depth, wei_user, plan->weights);
   if (!weights->has_value()) return false;
-  execute(plan->primitive, plan->src, memory::desc(src_dims, src_type, tag::nchw), x.raw(), **weights,
-          plan->dst, memory::desc(dst_dims, dt::s32, tag::nchw), acc, plan->scratchpad, x_zero);
+  const void* src = x.raw();
+  if (shifted || padded) {
+    const int64_t rows = n * c * g.in[0];
+    uint8_t* copy = thread_source(static_cast<size_t>(n * c * ih * iw));
+    if (padded) std::fill(copy, copy + n * c * ih * iw, static_cast<uint8_t>(zero));
+    const int64_t top = padded ? g.pad_begin[0] : 0, left = padded ? g.pad_begin[1] : 0;
+#pragma omp parallel for if (rows * g.in[1] > (1 << 16))
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t plane = r / g.in[0], y = r % g.in[0];
+      const uint8_t* in = reinterpret_cast<const uint8_t*>(x.raw()) + r * g.in[1];
+      uint8_t* out = copy + (plane * ih + y + top) * iw + left;
+      for (int64_t i = 0; i < g.in[1]; ++i) out[i] = shifted ? static_cast<uint8_t>(in[i] ^ 0x80) : in[i];
+    }
+    src = copy;
+  }
+  execute(plan->primitive, plan->src, memory::desc(src_dims, dt::u8, tag::nchw), src, (*weights)->laid_out,
+          plan->dst, memory::desc(dst_dims, dt::s32, tag::nchw), acc, plan->scratchpad);
+  if (zero != 0) {
+    const std::vector<int32_t>& sums = (*weights)->sums;
+#pragma omp parallel for collapse(2) if (n * m * spatial > (1 << 16))
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t oc = 0; oc < m; ++oc) {
+        const int32_t off = zero * sums[static_cast<size_t>(oc)];
+        int32_t* out = acc + (b * m + oc) * spatial;
+        for (int64_t i = 0; i < spatial; ++i) out[i] -= off;
+      }
+  }
   return true;
 }
 
@@ -158,18 +213,16 @@ bool int8_matmul(const std::byte* a, DType a_type, int64_t rows, int64_t k, int3
   const int64_t n = b.dim(1);
   if (rows * n == 0) return false;
   const memory::dims src_dims{rows, k}, wei_dims{k, n}, dst_dims{rows, n};
-  const dt src_type = int8_type(a_type);
-  const std::string key = "matmul " + dims_key(src_dims) + dims_key(wei_dims) +
-                          (src_type == dt::u8 ? "u8" : "s8") + (a_zero != 0 ? " zero point" : "") +
-                          ";threads " + std::to_string(omp_get_max_threads());
+  const std::string key = "matmul " + dims_key(src_dims) + dims_key(wei_dims) + "threads " +
+                          std::to_string(omp_get_max_threads());
   using Plan = Int8Plan<dnnl::matmul>;
   std::shared_ptr<const Plan> plan = cached_plan<Plan>(key, [&]() -> std::shared_ptr<const Plan> {
     try {
-      dnnl::matmul::desc desc(memory::desc(src_dims, src_type, tag::ab),
+      dnnl::matmul::desc desc(memory::desc(src_dims, dt::u8, tag::ab),
                               memory::desc(wei_dims, dt::s8, tag::any),
                               memory::desc(dst_dims, dt::s32, tag::ab));
-      dnnl::matmul::primitive_desc pd(desc, int8_attr(a_zero), cpu_engine());
-      if (is_reference(pd.impl_info_str())) return nullptr;
+      dnnl::matmul::primitive_desc pd(desc, plain_sums(), cpu_engine());
+      if (!exact_kernel(pd.impl_info_str(), k)) return nullptr;
       return std::make_shared<const Plan>(
           Plan{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc()});
     } catch (const dnnl::error&) {
@@ -177,11 +230,27 @@ bool int8_matmul(const std::byte* a, DType a_type, int64_t rows, int64_t k, int3
     }
   });
   if (!plan) return false;
-  // Column j's zero point for element i = (kk, j): channel i % n.
-  auto weights = centred_weights(b, b_zero, 1, memory::desc(wei_dims, dt::s8, tag::ab), plan->weights);
+  // Column j's zero point for element (kk, j): channel i % n.
+  auto weights = centred_weights(b, b_zero, n, 1, memory::desc(wei_dims, dt::s8, tag::ab), plan->weights);
   if (!weights->has_value()) return false;
-  execute(plan->primitive, plan->src, memory::desc(src_dims, src_type, tag::ab), a, **weights, plan->dst,
-          memory::desc(dst_dims, dt::s32, tag::ab), acc, plan->scratchpad, a_zero);
+  const bool shifted = a_type == DType::I8;
+  const int32_t zero = a_zero + (shifted ? 128 : 0);
+  const void* src = a;
+  if (shifted) {
+    uint8_t* copy = thread_source(static_cast<size_t>(rows * k));
+    const uint8_t* in = reinterpret_cast<const uint8_t*>(a);
+#pragma omp parallel for if (rows * k > (1 << 16))
+    for (int64_t i = 0; i < rows * k; ++i) copy[i] = static_cast<uint8_t>(in[i] ^ 0x80);
+    src = copy;
+  }
+  execute(plan->primitive, plan->src, memory::desc(src_dims, dt::u8, tag::ab), src, (*weights)->laid_out,
+          plan->dst, memory::desc(dst_dims, dt::s32, tag::ab), acc, plan->scratchpad);
+  if (zero != 0) {
+    const std::vector<int32_t>& sums = (*weights)->sums;
+#pragma omp parallel for if (rows * n > (1 << 16))
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; ++j) acc[r * n + j] -= zero * sums[static_cast<size_t>(j)];
+  }
   return true;
 }
 

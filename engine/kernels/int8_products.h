@@ -5,9 +5,11 @@
 // every product summed in int32.
 //
 // oneDNN is asked only where its sums are exact: on CPUs that add u8 x s8 products in
-// int32 (VNNI, AMX). Without VNNI its int8 kernels add pairs of products in int16 and
-// may saturate; there these functions return false and the callers keep their exact
-// loops. ONEDNN_MAX_CPU_ISA=AVX512_CORE (or AVX2) selects the loops on any machine.
+// int32 (VNNI, AMX; without VNNI its int8 kernels add pairs of products in int16 and may
+// saturate), and only for plain sums its kernels store as int32 (a zero point or an int8
+// source would make them pass the sums through float: int8_products.cpp). Elsewhere these
+// functions return false and the callers keep their exact loops.
+// ONEDNN_MAX_CPU_ISA=AVX512_CORE (or AVX2) selects the loops on any machine.
 #include <climits>
 #include <cstdint>
 #include <vector>

@@ -388,6 +388,49 @@ TEST_CASE(
       }
 }
 
+TEST_CASE("an int8 QuantMatMul deeper than int32 sums hold (K = 70000 of 255 x 127) sums in int64") {
+  const int64_t k = 70000;
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* geopt_opset = m.add_opset_import();
+  geopt_opset->set_domain("ai.geopt");
+  geopt_opset->set_version(1);
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.set_name("deep");
+  auto* a = g.add_input();
+  a->set_name("a");
+  a->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::UINT8);
+  for (int64_t d : {int64_t{1}, k})
+    a->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  auto add = [&](const char* name, int type, std::vector<int64_t> dims, std::string bytes) {
+    onnx::TensorProto* t = g.add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_raw_data(std::move(bytes));
+  };
+  add("b", onnx::TensorProto::INT8, {k, 1}, std::string(static_cast<size_t>(k), static_cast<char>(127)));
+  const float a_scale = 0.5f, b_scale = 0.25f;
+  add("as", onnx::TensorProto::FLOAT, {}, std::string(reinterpret_cast<const char*>(&a_scale), 4));
+  add("az", onnx::TensorProto::UINT8, {}, std::string(1, '\0'));
+  add("bs", onnx::TensorProto::FLOAT, {}, std::string(reinterpret_cast<const char*>(&b_scale), 4));
+  add("bz", onnx::TensorProto::INT8, {}, std::string(1, '\0'));
+  onnx::NodeProto* n = g.add_node();
+  n->set_op_type("QuantMatMul");
+  n->set_domain("ai.geopt");
+  for (const char* in : {"a", "b", "as", "az", "bs", "bz"}) n->add_input(in);
+  n->add_output("y");
+  g.add_output()->set_name("y");
+  g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  const Model model = import_onnx_proto(std::move(m), "deep QuantMatMul");
+  HostTensor x(DType::U8, {1, k});
+  for (int64_t i = 0; i < k; ++i) x.mutable_data<uint8_t>()[i] = 255;
+  const HostTensor y = Evaluator(model).run({{"a", x}}).at(0).second;
+  const double want = static_cast<double>(k * 255 * 127) * 0.5 * 0.25;  // the sum, 2.3e9, is past int32
+  CHECK(static_cast<double>(y.data<float>()[0]) == doctest::Approx(want).epsilon(1e-7));
+}
+
 TEST_CASE("DynamicQuantizeLinear rounds half to even and saturates as ONNX defines") {
   const Model m = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[8] x) => (uint8[8] y, float s, uint8 z) { y, s, z = DynamicQuantizeLinear(x) })"),

@@ -77,7 +77,8 @@ int32_t weight_at(const HostTensor& w, int64_t i) {
 }
 
 // y[i, c] = float(acc[i, c] * scale[c]) + bias[c], over rows of `channels`.
-void dequantize_rows(float* y, const int32_t* acc, int64_t rows, int64_t channels,
+template <class Acc>
+void dequantize_rows(float* y, const Acc* acc, int64_t rows, int64_t channels,
                      const std::vector<double>& scale, const std::vector<float>& bias) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < channels; ++c) {
@@ -99,9 +100,11 @@ std::vector<float> float_bias(const KernelContext& ctx, size_t index, int64_t ch
   return v;
 }
 
-// acc [m, n] = (a - a_zero) [m, k] x (b - b_zero) [k, n], in int32 loops.
+// acc [m, n] = (a - a_zero) [m, k] x (b - b_zero) [k, n], in loops (Acc int32, or int64
+// past kMaxInt8Depth), acc zeroed by the caller.
+template <class Acc>
 void sum_products(const HostTensor& a, int32_t a_zero, const HostTensor& b,
-                  const std::vector<int32_t>& b_zero, int64_t m, int64_t k, int64_t n, int32_t* acc_data) {
+                  const std::vector<int32_t>& b_zero, int64_t m, int64_t k, int64_t n, Acc* acc_data) {
   const std::vector<int16_t> ac = centred(a, a_zero);
   // B - zb as int16 rows the inner loop reads contiguously: once per weight while it
   // lives (keyed by the zero points too), once per call for a B computed at run time.
@@ -123,7 +126,7 @@ void sum_products(const HostTensor& a, int32_t a_zero, const HostTensor& b,
   const std::vector<int16_t>& bc = *centred_b;
 #pragma omp parallel for if (m * n * k > (1 << 16))
   for (int64_t r = 0; r < m; ++r) {
-    int32_t* row = acc_data + r * n;
+    Acc* row = acc_data + r * n;
     for (int64_t kk = 0; kk < k; ++kk) {
       const int32_t av = ac[static_cast<size_t>(r * k + kk)];
       if (av == 0) continue;
@@ -143,31 +146,34 @@ void quant_matmul(KernelContext& ctx) {
     ctx.fail("needs A of rank >= 1 and a 2-D B, not " + a.shape_string() + " and " + b.shape_string());
   const int64_t k = a.dims().back(), n = b.dim(1);
   if (b.dim(0) != k) ctx.fail("A " + a.shape_string() + " and B " + b.shape_string() + " differ in K");
-  if (k > kMaxInt8Depth)
-    ctx.fail("K = " + std::to_string(k) + " is past what int32 accumulation holds exactly (" +
-             std::to_string(kMaxInt8Depth) + ")");
   const int64_t m = k == 0 ? 0 : a.size() / k;
   const auto [a_scale, a_zero] = activation_params(ctx, ctx.input(2), ctx.input(3), a);
   std::vector<double> scale = per_channel_reals(ctx, ctx.input(4), n, "B's scale");
   for (double& s : scale) s *= a_scale;
   const std::vector<int32_t> b_zero = per_channel_ints(ctx, ctx.input(5), n, "B's zero point");
   const std::vector<float> bias = float_bias(ctx, 6, n);
-  std::vector<int32_t> acc(static_cast<size_t>(m * n), 0);
-  if (!int8_matmul(a.raw(), a.dtype(), m, k, a_zero, b, b_zero, acc.data()))
-    sum_products(a, a_zero, b, b_zero, m, k, n, acc.data());
   std::vector<int64_t> dims = a.dims();
   dims.back() = n;
   HostTensor y = ctx.new_output(0, DType::F32, dims);
-  dequantize_rows(y.mutable_data<float>(), acc.data(), m, n, scale, bias);
+  if (k <= kMaxInt8Depth) {
+    std::vector<int32_t> acc(static_cast<size_t>(m * n), 0);
+    if (!int8_matmul(a.raw(), a.dtype(), m, k, a_zero, b, b_zero, acc.data()))
+      sum_products(a, a_zero, b, b_zero, m, k, n, acc.data());
+    dequantize_rows(y.mutable_data<float>(), acc.data(), m, n, scale, bias);
+  } else {  // sums int32 may not hold (a depth no model seen has)
+    std::vector<int64_t> acc(static_cast<size_t>(m * n), 0);
+    sum_products(a, a_zero, b, b_zero, m, k, n, acc.data());
+    dequantize_rows(y.mutable_data<float>(), acc.data(), m, n, scale, bias);
+  }
   apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
   ctx.outputs[0] = std::move(y);
 }
 
-// acc [N, M, OH, OW] = Conv(x - x_zero, w - w_zero), in int32 loops over the columns of
-// each group's input.
+// acc [N, M, OH, OW] = Conv(x - x_zero, w - w_zero), in loops over the columns of each
+// group's input (Acc int32, or int64 past kMaxInt8Depth).
+template <class Acc>
 void sum_conv_products(const HostTensor& x, int32_t x_zero, const HostTensor& w,
-                       const std::vector<int32_t>& w_zero, const WindowGeometry& g, int64_t group,
-                       int32_t* acc) {
+                       const std::vector<int32_t>& w_zero, const WindowGeometry& g, int64_t group, Acc* acc) {
   const int64_t batch = x.dim(0), c = x.dim(1), m = w.dim(0), cg = c / group, mg = m / group;
   const std::vector<int64_t> kernel = {w.dim(2), w.dim(3)};
   const int64_t depth = cg * kernel[0] * kernel[1];
@@ -195,8 +201,8 @@ void sum_conv_products(const HostTensor& x, int32_t x_zero, const HostTensor& w,
 #pragma omp parallel for if (mg * depth * spatial > (1 << 16))
       for (int64_t oc = 0; oc < mg; ++oc) {
         const int64_t channel = gi * mg + oc;
-        int32_t* a = acc + (b * m + channel) * spatial;
-        std::fill(a, a + spatial, 0);
+        Acc* a = acc + (b * m + channel) * spatial;
+        std::fill(a, a + spatial, Acc{0});
         for (int64_t row = 0; row < depth; ++row) {
           const int32_t wv = weight_at(w, channel * depth + row) - w_zero[static_cast<size_t>(channel)];
           if (wv == 0) continue;
@@ -225,9 +231,6 @@ void quant_conv(KernelContext& ctx) {
     ctx.fail("kernel_shape does not match the weights " + w.shape_string());
   const WindowGeometry g = window_geometry(ctx, x.dims(), kernel, false);
   const int64_t depth = c / group * kernel[0] * kernel[1];
-  if (depth > kMaxInt8Depth)
-    ctx.fail("C/group x kH x kW = " + std::to_string(depth) +
-             " is past what int32 accumulation holds exactly");
   const int64_t oh = g.out[0], ow = g.out[1], spatial = oh * ow;
   const auto [x_scale, x_zero] = activation_params(ctx, ctx.input(2), ctx.input(3), x);
   std::vector<double> scale = per_channel_reals(ctx, ctx.input(4), m, "W's scale");
@@ -239,9 +242,22 @@ void quant_conv(KernelContext& ctx) {
       (residual->dtype() != DType::F32 || residual->dims() != std::vector<int64_t>{batch, m, oh, ow}))
     ctx.fail("the residual Z is " + residual->shape_string() + ", the output f32[" + std::to_string(batch) +
              "," + std::to_string(m) + "," + std::to_string(oh) + "," + std::to_string(ow) + "]");
+  HostTensor y = ctx.new_output(0, DType::F32, {batch, m, oh, ow});
+  if (depth > kMaxInt8Depth) {  // sums int32 may not hold (a depth no model seen has)
+    std::vector<int64_t> wide(static_cast<size_t>(batch * m * spatial));
+    sum_conv_products(x, x_zero, w, w_zero, g, group, wide.data());
+    float* py = y.mutable_data<float>();
+    for (int64_t i = 0; i < y.size(); ++i) {
+      const size_t channel = static_cast<size_t>(i / spatial % m);
+      py[i] = static_cast<float>(static_cast<double>(wide[static_cast<size_t>(i)]) * scale[channel]) +
+              bias[channel] + (residual ? residual->data<float>()[i] : 0.0f);
+    }
+    apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
+    ctx.outputs[0] = std::move(y);
+    return;
+  }
   // The int32 sums are written where the float output goes, and each is dequantized in
   // place (int32 and float are both 4 bytes): no second tensor of the output's size.
-  HostTensor y = ctx.new_output(0, DType::F32, {batch, m, oh, ow});
   std::byte* bytes = y.mutable_raw();
   int32_t* acc = reinterpret_cast<int32_t*>(bytes);  // written by oneDNN or the loops, read via memcpy
   if (!int8_convolution(x, x_zero, w, w_zero, g, group, acc))

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -27,18 +28,34 @@ size_t physical_memory_bytes() {
 #ifdef GEOPT_MIMALLOC_API
 namespace {
 
-// Gives mimalloc an arena of half the machine's memory (address space the kernel fills
-// in as it is touched, as any allocation). Without one, mimalloc maps each allocation past
-// its largest size class (16 MiB: an activation of a high-resolution CNN) from the OS and
-// unmaps it when freed, so every such tensor is faulted in page by page again: a 1024 x
-// 1024 U-Net spent 6 of its 7.6 s in the kernel. Freed arena blocks are reused as they
-// are (ONNX Runtime's arena does the same). Committed: mimalloc 2.0 decommits the blocks
-// of an uncommitted arena when they are freed, which faults them in again. Where the
-// system refuses the reservation, allocations come from the OS as before.
+// The first number in a file (0 where there is none: "max", no file).
+size_t number_in(const char* path) {
+  std::FILE* f = std::fopen(path, "r");
+  if (!f) return 0;
+  unsigned long long v = 0;
+  const bool read = std::fscanf(f, "%llu", &v) == 1;
+  std::fclose(f);
+  return read ? static_cast<size_t>(v) : 0;
+}
+
+// Gives mimalloc an arena of half the memory this process may use (the machine's, or its
+// container's limit): address space the kernel fills in as it is touched, as any
+// allocation. Without one, mimalloc maps each allocation past its largest size class (16
+// MiB: an activation of a high-resolution CNN) from the OS and unmaps it when freed, so
+// every such tensor is faulted in page by page again: a 1024 x 1024 U-Net spent 6 of its
+// 7.6 s in the kernel. Freed arena blocks are reused as they are, and the process keeps
+// its peak (ONNX Runtime's arena does the same). Committed: mimalloc 2.0 decommits the
+// blocks of an uncommitted arena when they are freed, which faults them in again. Not
+// under strict overcommit (vm.overcommit_memory 2), where a committed reservation would
+// take the commit budget the rest of the process needs; where the system refuses it,
+// allocations come from the OS as before.
 bool reserve_arena() {
+  if (number_in("/proc/sys/vm/overcommit_memory") == 2) return false;
+  size_t usable = physical_memory_bytes();
+  for (const char* limit : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"})
+    if (const size_t bytes = number_in(limit); bytes > 0) usable = std::min(usable, bytes);
   constexpr size_t kMost = size_t{64} << 30;
-  const size_t bytes = std::min(physical_memory_bytes() / 2, kMost);
-  return mi_reserve_os_memory(bytes, /*commit=*/true, /*allow_large=*/false) == 0;
+  return mi_reserve_os_memory(std::min(usable / 2, kMost), /*commit=*/true, /*allow_large=*/false) == 0;
 }
 
 }  // namespace

@@ -100,7 +100,12 @@ std::vector<int64_t> implied_sizes(const Model& model) {
         for (int64_t v : k->ints)
           if (v > 1 && v <= kLargest) sizes.insert(v);
   }
-  return {sizes.begin(), sizes.end()};
+  // Each size the model fails at costs a run: a transformer's Reshapes name a dozen
+  // (heads, head size, width, vocabulary), and the smallest are tried.
+  constexpr size_t kMost = 12;
+  std::vector<int64_t> smallest(sizes.begin(), sizes.end());
+  if (smallest.size() > kMost) smallest.resize(kMost);
+  return smallest;
 }
 
 std::string lower(std::string s) {

@@ -43,7 +43,8 @@ std::vector<std::string> compare_args(const fs::path& model) {
 // scalar that picks an If's branch). Nothing for a model whose inputs are static.
 std::vector<std::string> shape_args(const fs::path& model) {
   bool open = false;
-  for (const Value* v : import_onnx(model).graph->inputs())
+  const Model m = import_onnx(model);
+  for (const Value* v : m.graph->inputs())
     open = open || (!v->initializer && !(v->type.shape && v->type.shape->is_static()));
   if (!open) return {};
   std::vector<std::string> args;

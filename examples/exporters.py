@@ -15,6 +15,7 @@ geopt run, optimize and compile.
 | tf_mobilenet_style | tf2onnx: NHWC input and Transposes between blocks, an explicit Pad before a VALID stride-2 conv, asymmetric pads, stride-2 depthwise convs, a dilation-5 conv, SAME_UPPER and SAME_LOWER, Clip(0, 6), Resize (linear, half_pixel), Concat |
 | tf_blazeface_style | tf2onnx (MediaPipe): 5x5 stride-2 stem with asymmetric pads, residual blocks whose skip is max-pooled and widened by a Pad of the channels, channel padding by Concat with zeros |
 | fp16_unet | a torch fp16 export: fp16 weights and compute, Casts at the edges, BatchNormalization, nearest and align_corners upsampling, skip Concats |
+| fp16_io_classifier | fp16 end to end, inputs and outputs too (onnxconverter-common's float16 conversion): conv, batch norm, pooling, Gemm, Softmax |
 | dynamic_int8 | onnxruntime's quantize_dynamic: DynamicQuantizeLinear, ConvInteger, Cast, Mul by the scales, MatMulInteger with per-column weights |
 | dynamic_int8_unet | the same quantizer on a U-Net (64 x 64 here, 1024 x 1024 with `--full-size` for bench/): each bias added through a Reshape, MaxPool, nearest Resize, skip Concats |
 | if_vad_like | another builder (spox-style): open batch and samples, a scalar sample rate that picks the If branch, each branch framing the audio with its own Reshape, so the If's output has a shape per branch until the pooling after it (compile moves the readers into the branches) |
@@ -162,6 +163,29 @@ def fp16_unet():
     return m, {"image": np.random.default_rng(13).uniform(0, 1, (1, 3, 64, 64)).astype(np.float32)}
 
 
+def fp16_io_classifier():
+    """fp16 end to end (a model converted with onnxconverter-common's float16 tool, inputs and
+    outputs kept in fp16): conv, batch norm, ReLU, pooling, Gemm, Softmax."""
+    b = Builder(21)
+    f16 = np.float16
+
+    def conv_bn_relu(x, cin, cout, s):
+        y = tf_conv(b, x, cin, cout, 3, s=s, pads=[1, 1, 1, 1], relu6=False, dtype=f16)
+        bn = [b.const((1 + 0.1 * b.rng.standard_normal(cout)).astype(f16)), b.const((0.1 * b.rng.standard_normal(cout)).astype(f16)),
+              b.const((0.1 * b.rng.standard_normal(cout)).astype(f16)), b.const((1 + 0.2 * b.rng.random(cout)).astype(f16))]
+        return b.node("Relu", [b.node("BatchNormalization", [y] + bn, epsilon=1e-5)])
+
+    h = conv_bn_relu("image", 3, 16, 2)
+    h = conv_bn_relu(h, 16, 32, 2)
+    h = b.node("Flatten", [b.node("GlobalAveragePool", [h])])
+    logits = b.node("Gemm", [h, b.const((b.rng.standard_normal((10, 32)) / np.sqrt(32)).astype(f16), "fc"),
+                             b.const((0.1 * b.rng.standard_normal(10)).astype(f16), "fc_b")], transB=1)
+    y = b.node("Softmax", [logits], axis=1)
+    m = b.model("fp16_io_classifier", [helper.make_tensor_value_info("image", TensorProto.FLOAT16, [1, 3, 32, 32])],
+                [helper.make_tensor_value_info(y, TensorProto.FLOAT16, [1, 10])], 13, "onnxconverter-common-fp16-style")
+    return m, {"image": np.random.default_rng(22).uniform(0, 1, (1, 3, 32, 32)).astype(np.float16)}
+
+
 def dynamic_int8():
     b = Builder(5)
 
@@ -270,7 +294,7 @@ def if_vad_like():
                "sr": np.array(16000, np.int64)}
 
 
-MODELS = [tf_mobilenet_style, tf_blazeface_style, fp16_unet, dynamic_int8, lambda: dynamic_int8_unet(64), opset18_block, if_vad_like]
+MODELS = [tf_mobilenet_style, tf_blazeface_style, fp16_unet, fp16_io_classifier, dynamic_int8, lambda: dynamic_int8_unet(64), opset18_block, if_vad_like]
 
 
 def save(out, model, inputs):

@@ -431,6 +431,38 @@ TEST_CASE("an int8 QuantMatMul deeper than int32 sums hold (K = 70000 of 255 x 1
   CHECK(static_cast<double>(y.data<float>()[0]) == doctest::Approx(want).epsilon(1e-7));
 }
 
+TEST_CASE(
+    "QuantizeLinear rounds half to even and saturates as ONNX defines: ties, extremes, infinities, NaN") {
+  const float scale = 0.5f;
+  std::vector<float> values = {0.25f,  0.75f,    -0.25f,    -0.75f, 1.25f, 63.25f, 63.75f, -64.25f, 1e30f,
+                               -1e30f, INFINITY, -INFINITY, NAN,    -0.0f, 127.0f, 127.5f, -200.0f, 3.0e-39f};
+  for (int i = 0; i < 300; ++i) values.push_back(static_cast<float>(i - 150) * 0.37f);  // the vectorized body
+  const std::string n = std::to_string(values.size());
+  for (bool is_unsigned : {true, false}) {
+    const char* t = is_unsigned ? "uint8" : "int8";
+    const int zero = is_unsigned ? 128 : -3;
+    const std::string text = "<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[" + n + "] x) => (" + t +
+                             "[" + n +
+                             "] y) {\n  s = Constant <value = float {0.5}> ()\n  z = Constant <value = " + t +
+                             " {" + std::to_string(zero) + "}> ()\n  y = QuantizeLinear(x, s, z)\n}";
+    const Model m = import_onnx_proto(test::parse_text_model(text.c_str()), "QuantizeLinear");
+    HostTensor x(DType::F32, {static_cast<int64_t>(values.size())});
+    std::copy(values.begin(), values.end(), x.mutable_data<float>());
+    const HostTensor y = Evaluator(m).run({{"x", x}}).at(0).second;
+    int64_t differ = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const float q = values[i] / scale;  // in the scale's precision, as ONNX divides
+      const double lo = is_unsigned ? 0 : -128, hi = is_unsigned ? 255 : 127;
+      const double want =
+          std::isnan(q) ? 0 : std::clamp(static_cast<double>(std::nearbyint(q)) + zero, lo, hi);
+      const double got = is_unsigned ? y.data<uint8_t>()[i] : y.data<int8_t>()[i];
+      differ += got != want;
+    }
+    INFO(t);
+    CHECK(differ == 0);
+  }
+}
+
 TEST_CASE("DynamicQuantizeLinear rounds half to even and saturates as ONNX defines") {
   const Model m = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[8] x) => (uint8[8] y, float s, uint8 z) { y, s, z = DynamicQuantizeLinear(x) })"),

@@ -98,10 +98,13 @@ uint8_t* thread_source(size_t bytes) {
 }
 
 // Runs a primitive on the caller's operands: the source converted into the layout it
-// wants, the int32 sums converted back into the caller's row-major acc.
-void execute(const dnnl::primitive& p, const memory::desc& src_want, const memory::desc& src_user,
-             const void* src, const memory& weights, const memory::desc& dst_want,
-             const memory::desc& dst_user, int32_t* acc, const memory::desc& scratchpad) {
+// wants, the int32 sums converted back into the caller's row-major acc, unless `left`
+// (the primitive's own layout, `dst_want`, is what the caller takes): then they stay in
+// this thread's buffer, which is returned.
+const int32_t* execute(const dnnl::primitive& p, const memory::desc& src_want, const memory::desc& src_user,
+                       const void* src, const memory& weights, const memory::desc& dst_want,
+                       const memory::desc& dst_user, int32_t* acc, const memory::desc& scratchpad,
+                       bool left = false) {
   memory source = input_in_layout(src_want, src_user, src);
   memory user_dst(dst_user, cpu_engine(), acc);
   memory dst = dst_want == dst_user ? user_dst : thread_operand(ThreadOperand::destination, dst_want);
@@ -110,7 +113,10 @@ void execute(const dnnl::primitive& p, const memory::desc& src_want, const memor
                            {DNNL_ARG_DST, dst},
                            {DNNL_ARG_SCRATCHPAD, thread_scratchpad(scratchpad)}});
   cpu_stream().wait();
-  if (dst != user_dst) reorder_memory(dst, user_dst);
+  if (dst == user_dst) return acc;
+  if (left) return static_cast<const int32_t*>(dst.get_data_handle());
+  reorder_memory(dst, user_dst);
+  return acc;
 }
 
 }  // namespace
@@ -132,7 +138,7 @@ bool int8_primitives_exact() {
 
 bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
                       const std::vector<int32_t>& w_zero, const WindowGeometry& g, int64_t group,
-                      int32_t* acc) {
+                      int32_t* acc, const int32_t** channels_last) {
   if (!int8_primitives_exact() || x.rank() != 4 || w.rank() != 4 || group <= 0) return false;
   const int64_t depth = w.dim(1) * w.dim(2) * w.dim(3);
   if (depth > kMaxInt8Depth) return false;
@@ -192,17 +198,28 @@ bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
     }
     src = copy;
   }
-  execute(plan->primitive, plan->src, memory::desc(src_dims, dt::u8, tag::nchw), src, (*weights)->laid_out,
-          plan->dst, memory::desc(dst_dims, dt::s32, tag::nchw), acc, plan->scratchpad);
+  const bool leave = channels_last && plan->dst == memory::desc(dst_dims, dt::s32, tag::nhwc);
+  const int32_t* sums_at = execute(plan->primitive, plan->src, memory::desc(src_dims, dt::u8, tag::nchw), src,
+                                   (*weights)->laid_out, plan->dst,
+                                   memory::desc(dst_dims, dt::s32, tag::nchw), acc, plan->scratchpad, leave);
+  const bool left = sums_at != acc;
+  if (left) *channels_last = sums_at;
   if (zero != 0) {
     const std::vector<int32_t>& sums = (*weights)->sums;
+    int32_t* out = const_cast<int32_t*>(sums_at);  // this thread's buffer or the caller's acc
+    if (left) {
+#pragma omp parallel for if (n * m * spatial > (1 << 16))
+      for (int64_t p = 0; p < n * spatial; ++p)
+        for (int64_t oc = 0; oc < m; ++oc) out[p * m + oc] -= zero * sums[static_cast<size_t>(oc)];
+    } else {
 #pragma omp parallel for collapse(2) if (n * m * spatial > (1 << 16))
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t oc = 0; oc < m; ++oc) {
-        const int32_t off = zero * sums[static_cast<size_t>(oc)];
-        int32_t* out = acc + (b * m + oc) * spatial;
-        for (int64_t i = 0; i < spatial; ++i) out[i] -= off;
-      }
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t oc = 0; oc < m; ++oc) {
+          const int32_t off = zero * sums[static_cast<size_t>(oc)];
+          int32_t* row = out + (b * m + oc) * spatial;
+          for (int64_t i = 0; i < spatial; ++i) row[i] -= off;
+        }
+    }
   }
   return true;
 }

@@ -30,10 +30,13 @@ bool int8_primitives_exact();
 // (uint8 or int8) and w [M, C/group, kH, kW] (uint8 or int8, one zero point or one per
 // output channel), padding reading the zero point. False, with acc untouched, where no
 // exact primitive applies: another CPU, a weight whose centred values leave int8, a depth
-// past kMaxInt8Depth.
+// past kMaxInt8Depth. With `channels_last`, a caller that reads the sums once may take
+// them as the primitive leaves them: *channels_last points to them channels last ([N, OH,
+// OW, M], in this thread's buffer, valid until its next int8 call) and acc is untouched;
+// it stays null where they are in acc.
 bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
                       const std::vector<int32_t>& w_zero, const WindowGeometry& g, int64_t group,
-                      int32_t* acc);
+                      int32_t* acc, const int32_t** channels_last = nullptr);
 
 // acc [rows, N] (int32) = (a - a_zero) [rows, K] x (b - b_zero) [K, N]: a's bytes (uint8
 // or int8, rows x K row-major), b a 2-D uint8 or int8 tensor with one zero point or one

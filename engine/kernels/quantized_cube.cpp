@@ -6,6 +6,7 @@
 // The products are summed by oneDNN's int8 primitives where they are exact (VNNI, AMX:
 // kernels/int8_products.h), else by plain int32 loops that the compiler vectorizes:
 // without VNNI oneDNN adds pairs of products in int16 and may saturate.
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -260,8 +261,41 @@ void quant_conv(KernelContext& ctx) {
   // place (int32 and float are both 4 bytes): no second tensor of the output's size.
   std::byte* bytes = y.mutable_raw();
   int32_t* acc = reinterpret_cast<int32_t*>(bytes);  // written by oneDNN or the loops, read via memcpy
-  if (!int8_convolution(x, x_zero, w, w_zero, g, group, acc))
+  // ReLU (what most int8 convs carry) is applied as each value is written, not in a pass
+  // of its own over the output; other activations after.
+  const std::string activation = ctx.attr_string("activation", "none");
+  const bool relu = activation == "Relu";
+  auto finish = [&] {
+    if (!relu) apply_activation(ctx, y, activation, ctx.attr_floats("activation_params"));
+    ctx.outputs[0] = std::move(y);
+  };
+  const int32_t* channels_last = nullptr;
+  if (!int8_convolution(x, x_zero, w, w_zero, g, group, acc, &channels_last))
     sum_conv_products(x, x_zero, w, w_zero, g, group, acc);
+  if (channels_last) {
+    // The sums as oneDNN leaves them, [N, OH, OW, M]: dequantized as they are read into
+    // NCHW, 16 channels (a cache line of sums) at a time, instead of reordered first.
+    float* py = y.mutable_data<float>();
+    constexpr int64_t kBlock = 16;
+    const int64_t blocks = (m + kBlock - 1) / kBlock;
+#pragma omp parallel for collapse(2) if (batch * m * spatial > (1 << 16))
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        const int64_t first = blk * kBlock, last = std::min(m, first + kBlock);
+        for (int64_t p = 0; p < spatial; ++p) {
+          const int32_t* row = channels_last + (b * spatial + p) * m;
+          for (int64_t channel = first; channel < last; ++channel) {
+            const int64_t at = (b * m + channel) * spatial + p;
+            const size_t c = static_cast<size_t>(channel);
+            float v = static_cast<float>(static_cast<double>(row[channel]) * scale[c]) + bias[c];
+            if (residual) v += residual->data<float>()[at];
+            py[at] = relu && v < 0 ? 0.0f : v;  // NaN stays NaN, as apply_activation's
+          }
+        }
+      }
+    finish();
+    return;
+  }
 #pragma omp parallel for collapse(2) if (batch * m * spatial > (1 << 16))
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t channel = 0; channel < m; ++channel) {
@@ -275,11 +309,11 @@ void quant_conv(KernelContext& ctx) {
         std::memcpy(&sum, e, 4);
         float v = static_cast<float>(static_cast<double>(sum) * s) + bv;
         if (z) v += z[i];
+        if (relu && v < 0) v = 0.0f;
         std::memcpy(e, &v, 4);
       }
     }
-  apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
-  ctx.outputs[0] = std::move(y);
+  finish();
 }
 
 }  // namespace

@@ -118,7 +118,8 @@ struct predicate : seq<term, opt<ws, pred_rest>> {};
 struct replacement;
 struct repl_args_close : one<')'> {};
 struct repl_args : seq<one<'('>, ws, opt<list<replacement, sep>>, ws, must<repl_args_close>> {};
-struct shape_call : seq<sor<kw_dim, kw_rank, kw_shape>, ws, fn_args> {};  // shape(%v): every dim, in a list
+struct shape_call : seq<sor<kw_dim, kw_rank, kw_shape, kw_dtype>, ws, fn_args> {
+};  // shape(%v): every dim, in a list; dtype(%v): its ONNX element type
 struct ratio : seq<number, ws, one<'/'>, ws, var_name> {};
 struct product : seq<var_name, ws, one<'*'>, ws, var_name> {};  // `%s * %c`: two bound scalars
 // `[dim(%x, 2), %k[0], 1]`, `[%alpha]`: numbers computed at each match (tried before a plain list literal).

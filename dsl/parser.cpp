@@ -105,9 +105,10 @@ class Builder {
     Term t;
     t.loc = loc(v);
     const Node& fn = *v.children.at(0);
-    t.kind = fn.is_type<kw_dim>()    ? Term::Kind::Dim
-             : fn.is_type<kw_rank>() ? Term::Kind::Rank
-                                     : Term::Kind::Shape;
+    t.kind = fn.is_type<kw_dim>()     ? Term::Kind::Dim
+             : fn.is_type<kw_rank>()  ? Term::Kind::Rank
+             : fn.is_type<kw_dtype>() ? Term::Kind::DType
+                                      : Term::Kind::Shape;
     const size_t want = t.kind == Term::Kind::Dim ? 3 : 2;
     if (v.children.size() != want || !v.children[1]->is_type<var_name>()) {
       error(v, t.kind == Term::Kind::Dim ? "`dim` takes (%var, axis)" : "`" + fn.string() + "` takes (%var)");

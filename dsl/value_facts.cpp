@@ -32,6 +32,9 @@ bool constant_all_equal(const Tensor* t, double number) {
 }
 
 std::optional<int64_t> shape_term_value(const Term& t, const ValueType* type) {
+  if (type && t.kind == Term::Kind::DType)  // ONNX's TensorProto code, as a Cast's `to` takes it
+    return type->dtype == DType::Undefined ? std::nullopt
+                                           : std::optional<int64_t>(static_cast<int64_t>(type->dtype));
   if (!type || !type->shape) return std::nullopt;
   const int64_t rank = static_cast<int64_t>(type->shape->rank());
   if (t.kind == Term::Kind::Rank) return rank;

@@ -13,6 +13,7 @@
 #include "kernels/int8_products.h"
 #include "kernels/layout.h"
 #include "kernels/linalg.h"
+#include "kernels/quantize.h"
 
 namespace geopt {
 namespace {
@@ -110,31 +111,37 @@ inline float round_half_even(float v) {
 }
 
 // QuantizeLinear's common case (a float activation, one scale, an 8-bit output) as one
-// vectorized pass, with saturate_round's results: NaN gives 0.
+// vectorized pass.
 bool quantize_per_tensor(KernelContext& ctx, const HostTensor& x, const QuantParams& q, DType out) {
   if (x.dtype() != DType::F32 || q.per_axis || (out != DType::U8 && out != DType::I8)) return false;
-  const float scale = static_cast<float>(q.scale_at(0)), zero = static_cast<float>(q.zero_at(0));
-  const float lo = out == DType::U8 ? 0.0f : -128.0f, hi = out == DType::U8 ? 255.0f : 127.0f;
   HostTensor y = ctx.new_output(0, out, x.dims());
-  const float* px = x.data<float>();
-  const int64_t size = x.size();
+  quantize_floats(x.data<float>(), x.size(), static_cast<float>(q.scale_at(0)),
+                  static_cast<float>(q.zero_at(0)), out, y.mutable_raw());
+  ctx.outputs[0] = std::move(y);
+  return true;
+}
+
+}  // namespace
+
+void quantize_floats(const float* x, int64_t n, float scale, float zero, DType out, std::byte* y) {
+  const float lo = out == DType::U8 ? 0.0f : -128.0f, hi = out == DType::U8 ? 255.0f : 127.0f;
   auto quantize = [&]<class T>(T* py) {
-#pragma omp parallel for if (size > (1 << 16))
-    for (int64_t i = 0; i < size; ++i) {
+#pragma omp parallel for if (n > (1 << 16))
+    for (int64_t i = 0; i < n; ++i) {
       // Past +-1024 every value saturates, so the clamp changes nothing and keeps the
       // rounding exact (NaN stays NaN through it).
-      const float v = std::min(std::max(px[i] / scale, -1024.0f), 1024.0f);
+      const float v = std::min(std::max(x[i] / scale, -1024.0f), 1024.0f);
       const float r = round_half_even(v) + zero;
       py[i] = static_cast<T>(std::isnan(r) ? 0.0f : std::min(std::max(r, lo), hi));
     }
   };
   if (out == DType::U8)
-    quantize(y.mutable_data<uint8_t>());
+    quantize(reinterpret_cast<uint8_t*>(y));
   else
-    quantize(y.mutable_data<int8_t>());
-  ctx.outputs[0] = std::move(y);
-  return true;
+    quantize(reinterpret_cast<int8_t*>(y));
 }
+
+namespace {
 
 void quantize_linear(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);

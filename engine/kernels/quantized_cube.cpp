@@ -16,6 +16,7 @@
 #include "kernels/activation.h"
 #include "kernels/conv.h"
 #include "kernels/int8_products.h"
+#include "kernels/quantize.h"
 
 namespace geopt {
 namespace {
@@ -137,6 +138,46 @@ void sum_products(const HostTensor& a, int32_t a_zero, const HostTensor& b,
   }
 }
 
+// The output an int8 kernel requantizes to (output_dtype 2 or 3: the next layer's
+// QuantizeLinear taken in), or none (float).
+struct Requantization {
+  DType dtype = DType::F32;
+  float scale = 1.0f, zero = 0.0f;
+  bool on() const { return dtype != DType::F32; }
+};
+
+Requantization requantization(const KernelContext& ctx) {
+  Requantization r;
+  const int64_t out = ctx.attr_int("output_dtype", 1);
+  if (out == 1) return r;
+  if (out != static_cast<int64_t>(DType::U8) && out != static_cast<int64_t>(DType::I8))
+    ctx.fail("output_dtype must be 1 (float), 2 (uint8) or 3 (int8), not " + std::to_string(out));
+  r.dtype = static_cast<DType>(out);
+  r.scale = ctx.attr_float("output_scale", 1.0f);
+  const int64_t zero = ctx.attr_int("output_zero_point", 0);
+  if (zero < (r.dtype == DType::U8 ? 0 : -128) || zero > (r.dtype == DType::U8 ? 255 : 127))
+    ctx.fail("output_zero_point " + std::to_string(zero) + " is outside " + dtype_name(r.dtype));
+  r.zero = static_cast<float>(zero);
+  return r;
+}
+
+// Float storage for a kernel's output: its planned output, or a scratch tensor where the
+// kernel requantizes it (then requantized into the planned 8-bit output by `finish`).
+HostTensor float_result(const KernelContext& ctx, const Requantization& r, const std::vector<int64_t>& dims) {
+  return r.on() ? HostTensor::uninitialized(DType::F32, dims) : ctx.new_output(0, DType::F32, dims);
+}
+
+// Sets output 0: y, or y requantized.
+void finish(KernelContext& ctx, const Requantization& r, HostTensor y) {
+  if (!r.on()) {
+    ctx.outputs[0] = std::move(y);
+    return;
+  }
+  HostTensor q = ctx.new_output(0, r.dtype, y.dims());
+  quantize_floats(y.data<float>(), y.size(), r.scale, r.zero, r.dtype, q.mutable_raw());
+  ctx.outputs[0] = std::move(q);
+}
+
 // Y = activation((A - za) sa x (B - zb) sb + Bias): A [..., K] 8-bit, B [K, N] 8-bit.
 void quant_matmul(KernelContext& ctx) {
   const HostTensor& a = ctx.input(0);
@@ -155,7 +196,8 @@ void quant_matmul(KernelContext& ctx) {
   const std::vector<float> bias = float_bias(ctx, 6, n);
   std::vector<int64_t> dims = a.dims();
   dims.back() = n;
-  HostTensor y = ctx.new_output(0, DType::F32, dims);
+  const Requantization requant = requantization(ctx);
+  HostTensor y = float_result(ctx, requant, dims);
   if (k <= kMaxInt8Depth) {
     std::vector<int32_t> acc(static_cast<size_t>(m * n), 0);
     if (!int8_matmul(a.raw(), a.dtype(), m, k, a_zero, b, b_zero, acc.data()))
@@ -167,7 +209,7 @@ void quant_matmul(KernelContext& ctx) {
     dequantize_rows(y.mutable_data<float>(), acc.data(), m, n, scale, bias);
   }
   apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
-  ctx.outputs[0] = std::move(y);
+  finish(ctx, requant, std::move(y));
 }
 
 // acc [N, M, OH, OW] = Conv(x - x_zero, w - w_zero), in loops over the columns of each
@@ -243,7 +285,8 @@ void quant_conv(KernelContext& ctx) {
       (residual->dtype() != DType::F32 || residual->dims() != std::vector<int64_t>{batch, m, oh, ow}))
     ctx.fail("the residual Z is " + residual->shape_string() + ", the output f32[" + std::to_string(batch) +
              "," + std::to_string(m) + "," + std::to_string(oh) + "," + std::to_string(ow) + "]");
-  HostTensor y = ctx.new_output(0, DType::F32, {batch, m, oh, ow});
+  const Requantization requant = requantization(ctx);
+  HostTensor y = float_result(ctx, requant, {batch, m, oh, ow});
   if (depth > kMaxInt8Depth) {  // sums int32 may not hold (a depth no model seen has)
     std::vector<int64_t> wide(static_cast<size_t>(batch * m * spatial));
     sum_conv_products(x, x_zero, w, w_zero, g, group, wide.data());
@@ -254,7 +297,7 @@ void quant_conv(KernelContext& ctx) {
               bias[channel] + (residual ? residual->data<float>()[i] : 0.0f);
     }
     apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
-    ctx.outputs[0] = std::move(y);
+    finish(ctx, requant, std::move(y));
     return;
   }
   // The int32 sums are written where the float output goes, and each is dequantized in
@@ -265,9 +308,9 @@ void quant_conv(KernelContext& ctx) {
   // of its own over the output; other activations after.
   const std::string activation = ctx.attr_string("activation", "none");
   const bool relu = activation == "Relu";
-  auto finish = [&] {
+  auto done = [&] {
     if (!relu) apply_activation(ctx, y, activation, ctx.attr_floats("activation_params"));
-    ctx.outputs[0] = std::move(y);
+    finish(ctx, requant, std::move(y));
   };
   const int32_t* channels_last = nullptr;
   if (!int8_convolution(x, x_zero, w, w_zero, g, group, acc, &channels_last))
@@ -293,7 +336,7 @@ void quant_conv(KernelContext& ctx) {
           }
         }
       }
-    finish();
+    done();
     return;
   }
 #pragma omp parallel for collapse(2) if (batch * m * spatial > (1 << 16))
@@ -313,7 +356,7 @@ void quant_conv(KernelContext& ctx) {
         std::memcpy(e, &v, 4);
       }
     }
-  finish();
+  done();
 }
 
 }  // namespace

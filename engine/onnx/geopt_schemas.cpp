@@ -100,11 +100,29 @@ OpSchema quantized_cube_op(const char* name, const char* doc, const char* wrappe
   s.Input(4, "W_scale", "The weight's scale: one value, or one per output channel.", "T");
   s.Input(5, "W_zero_point", "The weight's zero point: one value, or one per output channel.", "T2");
   s.Input(6, "B", "Float bias, one per output channel.", "T", OpSchema::Optional);
-  s.Output(0, "Y", "Float output.", "T");
+  // Requantization: the next layer's QuantizeLinear of Y, taken into the kernel.
+  s.Attr("output_dtype",
+         "1 (float, the scales' type): Y as computed. 2 (uint8) or 3 (int8): Y requantized, "
+         "saturate(round_half_even(Y / output_scale) + output_zero_point), as QuantizeLinear does.",
+         AttributeProto::INT, int64_t{1});
+  s.Attr("output_scale", "The requantized output's scale.", AttributeProto::FLOAT, 1.0f);
+  s.Attr("output_zero_point", "The requantized output's zero point.", AttributeProto::INT, int64_t{0});
+  s.TypeConstraint("T3",
+                   {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(double)", "tensor(uint8)",
+                    "tensor(int8)"},
+                   "The output: the scales' type, or 8-bit when requantized.");
+  s.Output(0, "Y", "The output, float or requantized.", "T3");
   std::string wrapped_op = wrapped;
   s.TypeAndShapeInferenceFunction([wrapped_op, opset](InferenceContext& ctx) {
     infer_like(wrapped_op.c_str(), opset, ctx);  // shapes from X and W
-    onnx::propagateElemTypeFromInputToOutput(ctx, 2, 0);
+    const auto* dtype = ctx.getAttribute("output_dtype");
+    const int64_t out = dtype ? dtype->i() : 1;
+    if (out == onnx::TensorProto::UINT8 || out == onnx::TensorProto::INT8)
+      ctx.getOutputType(0)->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(out));
+    else if (out == onnx::TensorProto::FLOAT)
+      onnx::propagateElemTypeFromInputToOutput(ctx, 2, 0);
+    else
+      fail_type_inference("output_dtype must be 1 (float), 2 (uint8) or 3 (int8), not ", out);
   });
   return s;
 }

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -461,6 +463,58 @@ TEST_CASE(
     INFO(t);
     CHECK(differ == 0);
   }
+}
+
+TEST_CASE(
+    "a requantizing QuantConv writes exactly what QuantizeLinear makes of its float output: uint8 and "
+    "int8, ReLU and HardSwish, groups, a residual, batch 2") {
+  std::mt19937 rng(17);
+  const std::vector<int> w = draw(4 * 4 * 3 * 3, false, rng);
+  for (bool is_unsigned : {true, false})
+    for (const char* activation : {"Relu", "HardSwish"})
+      for (int group : {1, 2})
+        for (bool residual : {false, true}) {
+          const int cg = 4 / group;
+          const std::vector<int> wg(w.begin(), w.begin() + 4 * cg * 9);
+          const char* yt = is_unsigned ? "uint8" : "int8";
+          const std::string yz = is_unsigned ? "3" : "-2";
+          const std::string attrs =
+              std::string("activation = \"") + activation + "\", group = " + std::to_string(group) +
+              ", kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [1, 1], dilations = [1, 1]";
+          const std::string head =
+              std::string(
+                  "<ir_version: 8, opset_import: [\"\" : 13, \"ai.geopt\" : 1]>\ng (uint8[2,4,6,6] x") +
+              (residual ? ", float[2,4,6,6] z" : "") + ") => (" + yt + "[2,4,6,6] y) {\n" +
+              "  w = Constant <value = int8[4," + std::to_string(cg) + ",3,3] {" + list(wg) + "}> ()\n" +
+              "  xs = Constant <value = float {0.03}> ()\n  xz = Constant <value = uint8 {5}> ()\n" +
+              "  ws = Constant <value = float[4] {0.01, 0.02, 0.015, 0.005}> ()\n" +
+              "  wz = Constant <value = int8[4] {0, 0, 0, 0}> ()\n" +
+              "  b = Constant <value = float[4] {0.5, -0.25, 0.1, -1}> ()\n" +
+              "  ys = Constant <value = float {0.05}> ()\n  yz = Constant <value = " + yt + " {" + yz +
+              "}> ()\n";
+          const std::string inputs = residual ? "(x, w, xs, xz, ws, wz, b, z)" : "(x, w, xs, xz, ws, wz, b)";
+          const std::string apart = head + "  c = ai.geopt.QuantConv <" + attrs + "> " + inputs +
+                                    "\n  y = QuantizeLinear(c, ys, yz)\n}";
+          const std::string fused =
+              head + "  y = ai.geopt.QuantConv <" + attrs + ", output_dtype = " + (is_unsigned ? "2" : "3") +
+              ", output_scale = 0.05, output_zero_point = " + yz + "> " + inputs + "\n}";
+          const Model a =
+              import_onnx_proto(test::parse_text_model(apart.c_str()), "QuantConv, QuantizeLinear");
+          const Model f = import_onnx_proto(test::parse_text_model(fused.c_str()), "requantizing QuantConv");
+          std::map<std::string, HostTensor> feeds{
+              {"x", bytes_tensor(DType::U8, {2, 4, 6, 6}, draw(2 * 4 * 36, true, rng))}};
+          if (residual) {
+            HostTensor z(DType::F32, {2, 4, 6, 6});
+            std::normal_distribution<float> normal(0.0f, 2.0f);
+            for (int64_t i = 0; i < z.size(); ++i) z.mutable_data<float>()[i] = normal(rng);
+            feeds["z"] = z;
+          }
+          const HostTensor want = Evaluator(a).run(feeds).at(0).second;
+          const HostTensor got = Evaluator(f).run(feeds).at(0).second;
+          INFO(yt << " " << activation << " group " << group << (residual ? " residual" : ""));
+          REQUIRE(got.dtype() == want.dtype());
+          CHECK(std::memcmp(got.raw(), want.raw(), got.nbytes()) == 0);
+        }
 }
 
 TEST_CASE("DynamicQuantizeLinear rounds half to even and saturates as ONNX defines") {

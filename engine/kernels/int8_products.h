@@ -32,8 +32,8 @@ bool int8_primitives_exact();
 // exact primitive applies: another CPU, a weight whose centred values leave int8, a depth
 // past kMaxInt8Depth. With `channels_last`, a caller that reads the sums once may take
 // them as the primitive leaves them: *channels_last points to them channels last ([N, OH,
-// OW, M], in this thread's buffer, valid until its next int8 call) and acc is untouched;
-// it stays null where they are in acc.
+// OW, M]) in the buffer this thread's oneDNN kernels convert outputs in (read them before
+// the next oneDNN call), and acc is untouched; it stays null where they are in acc.
 bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
                       const std::vector<int32_t>& w_zero, const WindowGeometry& g, int64_t group,
                       int32_t* acc, const int32_t** channels_last = nullptr);

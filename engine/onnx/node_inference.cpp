@@ -63,6 +63,9 @@ InferredTypes infer_output_types(const std::string& domain, const std::string& o
   for (size_t k = 0; k < num_outputs; ++k) node.add_output("out" + std::to_string(k));
   try {
     onnx::shape_inference::InferenceContextImpl ctx(node, types_by_name, data_by_name, {});
+    // The inputs' types against the op's type constraints at this opset first (a MaxPool of
+    // uint8 before opset 12 is refused here, not left for ONNX Runtime to refuse).
+    schema->CheckInputOutputType(ctx);
     schema->GetTypeAndShapeInferenceFunction()(ctx);
     for (size_t k = 0; k < num_outputs; ++k) {
       const onnx::TypeProto* t = ctx.getOutputType(k);

@@ -307,7 +307,7 @@ void quant_conv(KernelContext& ctx) {
   // ReLU (what most int8 convs carry) is applied as each value is written, not in a pass
   // of its own over the output; other activations after.
   const std::string activation = ctx.attr_string("activation", "none");
-  const bool relu = activation == "Relu";
+  const bool relu = parse_activation(ctx, activation) == Activation::Relu;
   auto done = [&] {
     if (!relu) apply_activation(ctx, y, activation, ctx.attr_floats("activation_params"));
     finish(ctx, requant, std::move(y));

@@ -84,12 +84,6 @@ dnnl::primitive_attr plain_sums() {
   return attr;
 }
 
-std::string dims_key(const memory::dims& d) {
-  std::string s;
-  for (auto v : d) s += std::to_string(v) + ',';
-  return s + ';';
-}
-
 // A uint8 copy of the source kept per thread (valid until this thread's next call).
 uint8_t* thread_source(size_t bytes) {
   thread_local std::vector<uint8_t> buffer;

@@ -40,12 +40,6 @@ struct Product {
   std::shared_ptr<const void> weight_owner;
 };
 
-std::string dims_key(const memory::dims& d) {
-  std::string s;
-  for (auto v : d) s += std::to_string(v) + ',';
-  return s + ';';
-}
-
 std::shared_ptr<const MatMulPlan> plan_for(const KernelContext& ctx, const Product& p,
                                            const std::string& activation, const std::vector<float>& params) {
   const size_t rank = p.dst.size();

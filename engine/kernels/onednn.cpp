@@ -131,6 +131,12 @@ std::string desc_bytes(const dnnl::memory::desc& d) {
   return std::string(reinterpret_cast<const char*>(&d.data), sizeof(d.data));
 }
 
+std::string dims_key(const dnnl::memory::dims& d) {
+  std::string s;
+  for (auto v : d) s += std::to_string(v) + ',';
+  return s + ';';
+}
+
 std::string activation_key(const std::string& name, const std::vector<float>& params) {
   std::string key = name;
   for (float p : params) {  // in hex: exact, two params never share a key

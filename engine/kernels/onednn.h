@@ -70,6 +70,8 @@ void append_activation(const KernelContext& ctx, dnnl::post_ops& ops, const std:
 // The bytes of a memory descriptor (a plain C struct in oneDNN 2.x), for cache keys: two
 // descriptors with the same bytes describe the same layout.
 std::string desc_bytes(const dnnl::memory::desc& d);
+// Dims as text ("1,3,224,224,;"), for primitive cache keys.
+std::string dims_key(const dnnl::memory::dims& d);
 // A stable text of a fused kernel's activation, for primitive cache keys.
 std::string activation_key(const std::string& name, const std::vector<float>& params);
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/dynamic_shapes.h"
 #include "ascend/optimizer.h"
 #include "dsl/explain.h"
@@ -160,7 +161,7 @@ std::map<std::string, std::vector<dsl::SiteExplanation>> later_misses(
     const dsl::RuleSet& rules, const std::vector<dsl::RuleExplanation>& matches, const Model& rewritten,
     const dsl::ExplainOptions& eo) {
   std::map<std::string, std::vector<dsl::SiteExplanation>> later;
-  for (const auto& re : dsl::explain_matches(rules, rewritten, eo)) {
+  for (const auto& re : dsl::explain_matches(rules, ascend::op_registry(), rewritten, eo)) {
     int deepest_on_input = -1;
     bool matched_on_input = false;
     for (const auto& m : matches)
@@ -431,7 +432,7 @@ ExplainResult explain_model(const ModelSource& source, const ExplainOptions& o) 
   const Model model = ascend::shapes_for_rules(imported);
   const dsl::ExplainOptions eo{o.rule, o.anywhere};
   Findings f;
-  f.matches = dsl::explain_matches(*rules, model, eo);
+  f.matches = dsl::explain_matches(*rules, ascend::op_registry(), model, eo);
   f.optimized = ascend::optimize(model, *rules, profile, optimize_options(o.target, o.rules, profile));
   const ascend::OptimizeResult& r = f.optimized;
   ExplainResult result;

@@ -3,6 +3,7 @@
 // exceptions leave as geopt::api errors (util/error.h's kinds mapped one to one).
 #include <utility>
 
+#include "ascend/device_ops/device_ops.h"
 #include "geopt/geopt.h"
 
 namespace geopt::api {
@@ -13,6 +14,7 @@ namespace geopt::api {
 template <class F>
 auto guarded(F&& work) -> decltype(work()) {
   try {
+    ascend::register_op_schemas();  // before any model, rule file or plan is read
     return std::forward<F>(work)();
   } catch (...) {
     rethrow_as_api_error();

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/optimizer.h"
 #include "eval/compare.h"
 #include "eval/numerical_check.h"
@@ -42,7 +43,8 @@ CheckResult check(const Model& original, const Model& optimized, const CheckOpti
     c.note = "skipped: the model is over " + std::to_string(o.size_cap_mb) + " MB (--check-size-cap)";
     return c;
   }
-  NumericalCheck n = check_same_outputs(original, optimized, tolerance, 0, check_inputs(o, original));
+  NumericalCheck n =
+      check_same_outputs(ascend::op_registry(), original, optimized, tolerance, 0, check_inputs(o, original));
   c.ran = true;
   c.outputs = n.outputs;
   c.sizes = n.sizes;

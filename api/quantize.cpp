@@ -3,6 +3,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "ascend/device_ops/device_ops.h"
 #include "guard.h"
 #include "json_text.h"
 #include "model_handles.h"
@@ -43,9 +44,10 @@ QuantizeResult quantize_model(const ModelSource& source, const QuantizeOptions& 
   q.skip_layers = o.skip_layers;
   q.sensitivity = o.sensitivity;
   q.accuracy_target = o.accuracy_target;
-  const Model model = quantize::quantizable(import_model(source, import_options(o.input_shape)), model_name);
-  const auto samples = quantize::read_calibration_set(o.calibration, model);
-  quantize::QuantizeResult r = quantize::quantize_model(model, samples, q, o.progress);
+  const Model model = quantize::quantizable(import_model(source, import_options(o.input_shape)), model_name,
+                                            ascend::op_registry());
+  const auto samples = quantize::read_calibration_set(o.calibration, model, ascend::op_registry());
+  quantize::QuantizeResult r = quantize::quantize_model(ascend::op_registry(), model, samples, q, o.progress);
   if (!o.output.empty()) export_onnx(r.model, o.output);
 
   size_t quantized = 0;

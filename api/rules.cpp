@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/optimizer.h"
 #include "dsl/diagnostic.h"
 #include "dsl/explain.h"
@@ -61,7 +62,7 @@ RulesReport test_rules(const RuleTestOptions& o) {
   int failed = 0, passed = 0;
   std::string text;
   nlohmann::ordered_json tests = nlohmann::ordered_json::array();
-  for (const auto& r : dsl::run_rule_tests(*set, pipeline)) {
+  for (const auto& r : dsl::run_rule_tests(*set, ascend::op_registry(), pipeline)) {
     (r.passed ? passed : failed)++;
     tests.push_back({{"rule", r.rule},
                      {"test", r.test},
@@ -79,7 +80,8 @@ RulesReport test_rules(const RuleTestOptions& o) {
   // random inputs and drawn constants (dsl/soundness.h).
   int unsound = 0, unchecked = 0;
   nlohmann::ordered_json rules = nlohmann::ordered_json::array();
-  for (const auto& r : dsl::check_soundness(*set, ascend::egraph_cost(profile, opts.cost))) {
+  for (const auto& r :
+       dsl::check_soundness(*set, ascend::op_registry(), ascend::egraph_cost(profile, opts.cost))) {
     unchecked += !r.checked();
     unsound += r.checked() && !r.passed();
     double worst = 0;
@@ -117,7 +119,8 @@ RulesReport test_rules(const RuleTestOptions& o) {
 RulesReport match_rules(const ModelSource& source, const RuleOptions& o) {
   auto set = load_rules(o);
   Model model = import_model(source, {});
-  std::map<std::string, std::vector<std::string>> sites = dsl::match_sites(*set, model);
+  std::map<std::string, std::vector<std::string>> sites =
+      dsl::match_sites(*set, ascend::op_registry(), model);
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   std::string text;
   for (const auto& r : set->rules()) {

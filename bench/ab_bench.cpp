@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
 #include "eval/evaluator.h"
@@ -82,7 +83,7 @@ class PlanSide : public Side {
 class ModelSide : public Side {
  public:
   ModelSide(const std::string& path, std::map<std::string, HostTensor> feeds)
-      : model_(import_onnx(path)), evaluator_(model_), feeds_(std::move(feeds)) {}
+      : model_(import_onnx(path)), evaluator_(model_, ascend::op_registry()), feeds_(std::move(feeds)) {}
   std::vector<double> run(int times) override {
     return timed_runs(times, [&] { evaluator_.run(feeds_); });
   }

@@ -15,6 +15,7 @@
 #include <random>
 #include <set>
 
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
 #include "eval/compare.h"
@@ -82,7 +83,7 @@ struct Runner {
     } else {
       if (gear_option >= 0) throw Error("--gear picks a gear of a .plan; " + path + " is a model");
       model = import_onnx(path);
-      evaluator.emplace(*model);
+      evaluator.emplace(*model, ascend::op_registry());
     }
   }
   // The plan whose bindings the inputs follow: the plan, or the chosen gear's. A range
@@ -198,7 +199,8 @@ int run(const RunOptions& o) {
   }
   std::map<std::string, HostTensor> expected;
   if (reference)
-    for (auto& [name, t] : Evaluator(*reference).run(feeds)) expected[name] = std::move(t);
+    for (auto& [name, t] : Evaluator(*reference, ascend::op_registry()).run(feeds))
+      expected[name] = std::move(t);
   std::vector<double> sorted = times;
   std::sort(sorted.begin(), sorted.end());
   const double ms = sorted[sorted.size() / 2];

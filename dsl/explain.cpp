@@ -57,17 +57,17 @@ size_t RuleExplanation::near_misses() const {
   return n;
 }
 
-GraphEGraph canonical_egraph(const RuleSet& rules, const Model& model) {
+GraphEGraph canonical_egraph(const RuleSet& rules, const OpRegistry& ops, const Model& model) {
   GraphEGraph geg = egraph_from_graph(*model.graph);
   SaturationLimits limits;
   limits.only_tags = {"canonical", "folding"};
-  saturate(geg.egraph, rules, model.opsets, limits);
+  saturate(geg.egraph, rules, ops, model.opsets, limits);
   return geg;
 }
 
-std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const Model& model,
-                                                            size_t* predicates_asked) {
-  const GraphEGraph geg = canonical_egraph(rules, model);
+std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const OpRegistry& ops,
+                                                            const Model& model, size_t* predicates_asked) {
+  const GraphEGraph geg = canonical_egraph(rules, ops, model);
   const EGraph& g = geg.egraph;
   EMatcher matcher(rules, g, model.opsets);
   std::map<std::string, std::vector<std::string>> sites;
@@ -91,11 +91,12 @@ std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules
 namespace {
 
 // Appends the sites of one graph (the model's, or a body's) to each rule's explanation.
-void explain_graph(const RuleSet& rules, const Model& model, const ExplainOptions& options,
-                   const std::string& scope, std::vector<RuleExplanation>& per_rule) {
+void explain_graph(const RuleSet& rules, const OpRegistry& ops, const Model& model,
+                   const ExplainOptions& options, const std::string& scope,
+                   std::vector<RuleExplanation>& per_rule) {
   // The model as written, seen through the one matcher, with the canonical forms added
   // (equal nodes merged, as the optimizer merges them).
-  const GraphEGraph geg = canonical_egraph(rules, model);
+  const GraphEGraph geg = canonical_egraph(rules, ops, model);
   const EGraph& g = geg.egraph;
   EMatcher matcher(rules, g, model.opsets);
   std::vector<std::pair<ClassId, const ENode*>> nodes;  // the model's own op e-nodes, in graph order
@@ -172,14 +173,14 @@ void explain_graph(const RuleSet& rules, const Model& model, const ExplainOption
 
 }  // namespace
 
-std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model,
+std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const OpRegistry& ops, const Model& model,
                                              const ExplainOptions& options) {
   if (!options.rule.empty() && !rules.find(options.rule)) throw Error("no rule named '" + options.rule + "'");
   std::vector<RuleExplanation> per_rule;
   for (const auto& cr : rules.rules()) per_rule.push_back({cr.ast->name, cr.ast->loc, cr.enabled, {}, ""});
-  explain_graph(rules, model, options, "", per_rule);
-  for (const ScopedBody& b : control_flow_bodies(model, BodyShapes::Propagated))
-    explain_graph(rules, b.model, options, b.scope, per_rule);
+  explain_graph(rules, ops, model, options, "", per_rule);
+  for (const ScopedBody& b : control_flow_bodies(model, BodyShapes::Propagated, &ops))
+    explain_graph(rules, ops, b.model, options, b.scope, per_rule);
   std::vector<RuleExplanation> out;
   for (RuleExplanation& re : per_rule) {
     if (!options.rule.empty() && re.rule != options.rule) continue;

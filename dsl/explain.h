@@ -11,6 +11,7 @@
 #include "dsl/rule_set.h"
 #include "egraph/egraph.h"
 #include "ir/graph.h"
+#include "ops/op_registry.h"
 
 namespace geopt::dsl {
 
@@ -43,18 +44,19 @@ struct ExplainOptions {
 // The model as written, in its e-graph, with the canonical forms added: the rules
 // tagged `canonical` (and the folds they need, `folding`) saturated. Rules are written
 // against these forms, so `rules match` and explain match on it as optimize does.
-GraphEGraph canonical_egraph(const RuleSet& rules, const Model& model);
+GraphEGraph canonical_egraph(const RuleSet& rules, const OpRegistry& ops, const Model& model);
 
 // Where each enabled rule matches on the model as written (canonical forms added), through the automaton and
 // the one matcher (`geopt rules match`): rule -> the root nodes of its matches, in
 // graph order, each once. `predicates_asked`, when given, counts automaton questions.
-std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const Model& model,
+std::map<std::string, std::vector<std::string>> match_sites(const RuleSet& rules, const OpRegistry& ops,
+                                                            const Model& model,
                                                             size_t* predicates_asked = nullptr);
 
 // Rules with candidate sites, the ones with most misses first. Each rule's sites include
 // those of the control-flow bodies (control_flow_bodies, shapes propagated), each with its
 // scope, sorted with the graph's (nearest misses first, then matches).
-std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const Model& model,
+std::vector<RuleExplanation> explain_matches(const RuleSet& rules, const OpRegistry& ops, const Model& model,
                                              const ExplainOptions& options);
 
 }  // namespace geopt::dsl

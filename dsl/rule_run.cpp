@@ -22,14 +22,14 @@ Model extracted_model(const Model& input, const GraphEGraph& geg, const Extracti
   return m;
 }
 
-RuleRun run_rules(const Model& input, const RuleSet& rules, const NodeCost& cost,
+RuleRun run_rules(const Model& input, const RuleSet& rules, const OpRegistry& ops, const NodeCost& cost,
                   const RuleRunOptions& options) {
   RuleRun r;
   auto t = Clock::now();
   r.egraph = egraph_from_graph(*input.graph);
   r.egraph_ms = ms_since(t);
   t = Clock::now();
-  r.saturation = saturate(r.egraph.egraph, rules, input.opsets, options.limits, options.backoff);
+  r.saturation = saturate(r.egraph.egraph, rules, ops, input.opsets, options.limits, options.backoff);
   r.saturate_ms = ms_since(t);
   t = Clock::now();
   r.cost = remember_costs(cost);  // priced many times below
@@ -160,7 +160,7 @@ std::optional<Model> program_with_site(const Model& input, const GraphEGraph& ge
   return extracted_model(input, geg, x);
 }
 
-std::optional<Model> apply_once(const Model& model, const RuleSet& rules, int rule,
+std::optional<Model> apply_once(const Model& model, const RuleSet& rules, const OpRegistry& ops, int rule,
                                 const std::string& root_name, const NodeCost& cost) {
   GraphEGraph geg = egraph_from_graph(*model.graph);
   std::optional<EMatch> m;
@@ -171,7 +171,7 @@ std::optional<Model> apply_once(const Model& model, const RuleSet& rules, int ru
   SiteRecord rec;
   rec.target = m->roots.front();  // a fold records nothing else
   rec.matched_root = m->root_node;
-  const bool changed = apply_ematch(geg.egraph, rules, matcher, *m, &rec);
+  const bool changed = apply_ematch(geg.egraph, rules, ops, matcher, *m, &rec);
   geg.egraph.rebuild();
   if (!changed) return std::nullopt;
   const bool fold = rules.rules()[static_cast<size_t>(rule)].ast->fold;

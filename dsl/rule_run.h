@@ -42,7 +42,7 @@ struct RuleRun {
 Model extracted_model(const Model& input, const GraphEGraph& geg, const Extraction& x,
                       std::map<std::string, std::pair<int32_t, int32_t>>* origins = nullptr);
 
-RuleRun run_rules(const Model& input, const RuleSet& rules, const NodeCost& cost,
+RuleRun run_rules(const Model& input, const RuleSet& rules, const OpRegistry& ops, const NodeCost& cost,
                   const RuleRunOptions& options = {});
 
 // Every match of one rule on an e-graph, each root class once, at most `limit` roots.
@@ -60,7 +60,7 @@ std::optional<Model> program_with_site(const Model& input, const GraphEGraph& ge
 // The model with one match of `rule` applied once, at the match whose root value is
 // named `root`, and nothing else rewritten: what the soundness check runs. nullopt
 // when the rule does not match there or its rewrite cannot be taken.
-std::optional<Model> apply_once(const Model& model, const RuleSet& rules, int rule, const std::string& root,
-                                const NodeCost& cost);
+std::optional<Model> apply_once(const Model& model, const RuleSet& rules, const OpRegistry& ops, int rule,
+                                const std::string& root, const NodeCost& cost);
 
 }  // namespace geopt::dsl

@@ -65,7 +65,8 @@ onnx::ModelProto load_test_model(const RuleTest& t) {
   return proto;
 }
 
-std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules, const RewritePipeline& pipeline) {
+std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules, const OpRegistry& ops,
+                                           const RewritePipeline& pipeline) {
   std::vector<RuleTestResult> results;
   for (const auto& cr : rules.rules())
     for (const RuleTest& t : cr.ast->tests) {
@@ -101,8 +102,8 @@ std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules, const RewritePi
                                 std::to_string(e.value));
           } else {
             auto feeds = random_inputs(original, 1234);
-            NamedTensors want = Evaluator(original).run(feeds);
-            NamedTensors got = Evaluator(model).run(feeds);
+            NamedTensors want = Evaluator(original, ops).run(feeds);
+            NamedTensors got = Evaluator(model, ops).run(feeds);
             for (size_t i = 0; i < want.size(); ++i) {
               TensorDiff d = diff(got[i].second, want[i].second);
               if (!d.comparable || d.max_abs > e.tolerance || d.nan_mismatches)

@@ -14,6 +14,7 @@
 
 #include "dsl/rule_set.h"
 #include "ir/graph.h"
+#include "ops/op_registry.h"
 
 namespace geopt::dsl {
 
@@ -40,6 +41,8 @@ struct Rewritten {
 };
 using RewritePipeline = std::function<Rewritten(const Model&)>;
 
-std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules, const RewritePipeline& pipeline);
+// `ops` run each test model before and after, to compare their outputs.
+std::vector<RuleTestResult> run_rule_tests(const RuleSet& rules, const OpRegistry& ops,
+                                           const RewritePipeline& pipeline);
 
 }  // namespace geopt::dsl

@@ -233,7 +233,7 @@ std::optional<int64_t> static_elements(const ValueType& t) {
 // class, or marks the class compile-time (too large to materialize now, or over
 // constants not computed yet). A fold that would grow the constants past the cap (an
 // Expand, a Tile) is never made; one no larger than its inputs always is.
-bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matcher) {
+bool fold(EGraph& g, const OpRegistry& ops, const EMatch& m, int64_t max_elements, const EMatcher& matcher) {
   ClassId cls = g.find(m.roots.front());
   for (const ENode& n : g.eclass(cls).nodes)
     if (n.kind == ENode::Kind::Const) return false;  // already folded
@@ -242,7 +242,7 @@ bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matc
     if (n.kind != ENode::Kind::Op) continue;
     const OpSignature& sig = g.signature(n.op);
     if (sig.num_outputs != 1) continue;
-    const KernelInfo* k = KernelRegistry::builtin().find(sig.domain, sig.op_type);
+    const KernelInfo* k = ops.find(sig.domain, sig.op_type);
     if (!k) continue;
     // The op as a one-node graph (its inputs where the e-node has them, its output of the
     // class's type), so the kernel is called as the evaluator calls it and a Dropout given
@@ -290,7 +290,7 @@ bool fold(EGraph& g, const EMatch& m, int64_t max_elements, const EMatcher& matc
     // the result narrowed to the class's type).
     std::vector<HostTensor> outputs;
     try {
-      outputs = call_kernel(*k, temp, matcher.opset(sig.domain), std::move(ptrs));
+      outputs = call_kernel(ops, *k, temp, matcher.opset(sig.domain), std::move(ptrs));
     } catch (const std::exception& e) {
       spdlog::debug("fold of {} ({}) not made: {}", sig.op_type, g.eclass(cls).data.name, e.what());
       continue;
@@ -386,11 +386,11 @@ static bool buildable(const EGraph& g, const Replacement& r, const EMatch& m) {
   return true;
 }
 
-bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, const EMatch& m,
-                  SiteRecord* record,
+bool apply_ematch(EGraph& g, const RuleSet& rules, const OpRegistry& ops, const EMatcher& matcher,
+                  const EMatch& m, SiteRecord* record,
                   std::map<std::pair<int, int32_t>, std::vector<std::string>>* site_replaced) {
   const CompiledRule& cr = rules.rules()[static_cast<size_t>(m.rule)];
-  if (cr.ast->fold) return fold(g, m, cr.ast->fold_max_elements, matcher);
+  if (cr.ast->fold) return fold(g, ops, m, cr.ast->fold_max_elements, matcher);
   for (const auto& w : cr.ast->rewrites)
     if (!buildable(g, *w.replacement, m)) return false;  // a shape it reads is not static here
   bool changed = false;
@@ -447,8 +447,9 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const EMatcher& matcher, cons
   return changed || g.nodes_created() != created_before;
 }
 
-SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<OpsetImport>& opsets,
-                          const SaturationLimits& limits, const BackoffConfig& backoff) {
+SaturationReport saturate(EGraph& g, const RuleSet& rules, const OpRegistry& ops,
+                          const std::vector<OpsetImport>& opsets, const SaturationLimits& limits,
+                          const BackoffConfig& backoff) {
   SaturationReport report;
   const auto start = Clock::now();
   struct Ban {
@@ -588,7 +589,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const std::vector<Ops
       auto rule_start = Clock::now();
       for (const EMatch& m : found[r]) {
         SiteRecord rec;
-        const bool changed = apply_ematch(g, rules, matcher, m, &rec, &site_replaced);
+        const bool changed = apply_ematch(g, rules, ops, matcher, m, &rec, &site_replaced);
         if (!rec.refusal.empty()) {
           // Said once per rule (a rule wrong for one value is usually wrong for all of them).
           if (rs.refused++ == 0) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dsl/ematcher.h"
+#include "ops/op_registry.h"
 
 namespace geopt::dsl {
 
@@ -81,15 +82,17 @@ struct SaturationReport {
   double total_ms = 0;
 };
 
-SaturationReport saturate(EGraph& egraph, const RuleSet& rules, const std::vector<OpsetImport>& opsets,
-                          const SaturationLimits& limits = {}, const BackoffConfig& backoff = {});
+// Folds (rules marked `fold`) run the kernels of `ops`.
+SaturationReport saturate(EGraph& egraph, const RuleSet& rules, const OpRegistry& ops,
+                          const std::vector<OpsetImport>& opsets, const SaturationLimits& limits = {},
+                          const BackoffConfig& backoff = {});
 
 // Applies one match to the e-graph; true when it added or merged something.
 // `record`, when given, receives what was applied. `site_replaced` maps each site
 // (rule, site) to the input nodes it replaced: read to follow a match through nodes
 // other rules made, and filled for this one.
-bool apply_ematch(EGraph& egraph, const RuleSet& rules, const EMatcher& matcher, const EMatch& match,
-                  SiteRecord* record = nullptr,
+bool apply_ematch(EGraph& egraph, const RuleSet& rules, const OpRegistry& ops, const EMatcher& matcher,
+                  const EMatch& match, SiteRecord* record = nullptr,
                   std::map<std::pair<int, int32_t>, std::vector<std::string>>* site_replaced = nullptr);
 
 }  // namespace geopt::dsl

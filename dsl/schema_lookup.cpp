@@ -111,7 +111,7 @@ const OpInfo* find_op(const std::string& domain_in, const std::string& op) {
   if (!found) return nullptr;
   info.domain = domain;
   info.op = op;
-  info.commutative = op_traits(domain, op).commutative;
+  info.commutative = standard_op_traits(domain, op).commutative;
   it->second = std::move(info);
   return &*it->second;
 }

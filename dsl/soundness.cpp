@@ -56,8 +56,8 @@ double magnitude(const HostTensor& t) {
 
 // Runs one instance; returns the worst error (relative to the outputs' magnitude
 // above 1) and fills `failure` when a shape or a NaN differs.
-double worst_error(const Model& original, const Model& rewritten, const SoundnessOptions& options,
-                   std::string& failure) {
+double worst_error(const OpRegistry& ops, const Model& original, const Model& rewritten,
+                   const SoundnessOptions& options, std::string& failure) {
   double worst = 0;
   for (int seed = 0; seed < options.seeds; ++seed)
     for (float scale : options.input_scales) {
@@ -65,7 +65,7 @@ double worst_error(const Model& original, const Model& rewritten, const Soundnes
       for (auto& [name, t] : feeds)
         if (t.dtype() == DType::F32)
           for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] *= scale;
-      NamedTensors want = Evaluator(original).run(feeds), got = Evaluator(rewritten).run(feeds);
+      NamedTensors want = Evaluator(original, ops).run(feeds), got = Evaluator(rewritten, ops).run(feeds);
       for (size_t i = 0; i < want.size(); ++i) {
         TensorDiff d = diff(got[i].second, want[i].second);
         if (!d.comparable || d.nan_mismatches) {
@@ -128,7 +128,7 @@ bool RuleSoundness::passed() const {
   return std::all_of(cases.begin(), cases.end(), [](const SoundnessCase& c) { return c.passed; });
 }
 
-std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const NodeCost& cost,
+std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const OpRegistry& ops, const NodeCost& cost,
                                            const SoundnessOptions& options) {
   std::vector<RuleSoundness> out;
   for (size_t ri = 0; ri < rules.rules().size(); ++ri) {
@@ -151,13 +151,13 @@ std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const NodeCost&
           original.emplace(import_onnx_proto(variant, t.loc.to_string()));
           // In the one form the optimizer gives window ops before any rule runs.
           make_window_attributes_explicit(*original->graph);
-          Evaluator(*original).run(random_inputs(*original, 1));
+          Evaluator(*original, ops).run(random_inputs(*original, 1));
         } catch (const std::exception&) {
           continue;  // the graph fixes its batch elsewhere (a Reshape constant): not an instance
         }
         auto add_case = [&](const Model& before, const Model& after, const std::string& what) {
           SoundnessCase c{cr.ast->name, t.name, what, 0, equal->tolerance, true, {}};
-          c.max_error = worst_error(before, after, options, c.failure);
+          c.max_error = worst_error(ops, before, after, options, c.failure);
           c.passed = c.failure.empty() && c.max_error <= c.tolerance;
           if (!c.passed && c.failure.empty())
             c.failure = "max error " + format_number(c.max_error) + " over the tolerance";
@@ -171,7 +171,7 @@ std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const NodeCost&
         for (const EMatch& m : sites) {
           const ClassId root = m.roots.front();
           const std::string& root_name = geg.egraph.eclass(root).data.name;
-          if (auto after = apply_once(*original, rules, rule, root_name, cost))
+          if (auto after = apply_once(*original, rules, ops, rule, root_name, cost))
             add_case(*original, *after, shapes + ", at '" + root_name + "'");
           if (shapes != "as written") continue;
           for (int draw = 0; draw < kConstantDraws; ++draw) {
@@ -179,12 +179,12 @@ std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const NodeCost&
             auto varied = with_constants_drawn(*original, geg, m, 9000 + static_cast<uint64_t>(draw), drawn);
             if (!varied) break;
             try {
-              Evaluator(*varied).run(random_inputs(*varied, 1));
+              Evaluator(*varied, ops).run(random_inputs(*varied, 1));
             } catch (const std::exception&) {
               continue;  // the drawn constants make the graph itself invalid
             }
             // Only where the rule still matches: its `where` says which constants it takes.
-            if (auto after = apply_once(*varied, rules, rule, root_name, cost))
+            if (auto after = apply_once(*varied, rules, ops, rule, root_name, cost))
               add_case(*varied, *after, shapes + ", at '" + root_name + "', constants drawn: " + drawn);
           }
         }
@@ -192,7 +192,7 @@ std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const NodeCost&
         // A rule that builds on others' results (attention fused before its LayerNorm is):
         // its sites in the saturated e-graph, each taken in the program the cost prefers.
         GraphEGraph saturated = egraph_from_graph(*original->graph);
-        SaturationReport report = saturate(saturated.egraph, rules, original->opsets);
+        SaturationReport report = saturate(saturated.egraph, rules, ops, original->opsets);
         std::set<ClassId> targets;
         for (const SiteRecord& rec : report.sites) {
           if (rec.rule != rule || targets.size() >= kSitesPerGraph ||

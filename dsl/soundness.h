@@ -14,6 +14,7 @@
 
 #include "dsl/rule_set.h"
 #include "egraph/selection.h"
+#include "ops/op_registry.h"
 
 namespace geopt::dsl {
 
@@ -42,7 +43,8 @@ struct RuleSoundness {
 // Every enabled rule, in rule-set order. A rule none of whose tests makes it fire
 // comes back unchecked (no cases): its tests need a positive case.
 // `cost` chooses the rest of the program where a rule builds on other rules' results.
-std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const NodeCost& cost,
+// `ops` fold and run each case before and after.
+std::vector<RuleSoundness> check_soundness(const RuleSet& rules, const OpRegistry& ops, const NodeCost& cost,
                                            const SoundnessOptions& options = {});
 
 }  // namespace geopt::dsl

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/optimizer.h"
 #include "dsl/diagnostic.h"
 #include "dsl/ematcher.h"
@@ -69,7 +70,7 @@ NodeMatch match_at(const dsl::RuleSet& rules, const Model& model, const std::str
 
 std::map<std::string, int> matches_per_rule(const dsl::RuleSet& rules, const Model& model, size_t* asked) {
   std::map<std::string, int> counts;
-  for (const auto& [rule, nodes] : dsl::match_sites(rules, model, asked))
+  for (const auto& [rule, nodes] : dsl::match_sites(rules, ascend::op_registry(), model, asked))
     if (!nodes.empty()) counts[rule] = static_cast<int>(nodes.size());
   return counts;
 }

@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "ascend/device_ops/device_ops.h"
 #include "eval/evaluator.h"
 #include "io/npy.h"
 #include "onnx/import.h"
@@ -105,7 +106,7 @@ std::string compare(const HostTensor& got, const HostTensor& want) {
 // Empty string on success, else the reason.
 std::string run_case(const fs::path& dir) {
   Model model = import_onnx(dir / "model.onnx");
-  Evaluator ev(model);
+  Evaluator ev(model, ascend::op_registry());
   auto inputs = ev.required_inputs();
   int sets = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -134,7 +135,7 @@ std::string run_case(const fs::path& dir) {
 TEST_CASE("ONNX node conformance (libonnx-testdata)") {
   REQUIRE_MESSAGE(fs::is_directory(kNodeTests), "install libonnx-testdata (scripts/install-deps.sh)");
   const auto excluded = load_exclusions();
-  const KernelRegistry& kernels = KernelRegistry::builtin();
+  const OpRegistry& kernels = ascend::op_registry();
   std::vector<fs::path> dirs;
   for (const auto& e : fs::directory_iterator(kNodeTests))
     if (e.is_directory()) dirs.push_back(e.path());

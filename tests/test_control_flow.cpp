@@ -11,6 +11,7 @@
 #include <set>
 
 #include "ascend/compile.h"
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/hardware_profile.h"
 #include "ascend/optimizer.h"
 #include "ascend/plan_executor.h"
@@ -79,7 +80,8 @@ TEST_CASE(
     ascend::OptimizeResult optimized = ascend::optimize(model, *rules, profile);
     // What `geopt optimize --check` runs: the optimized model against the original on the
     // inputs the check chooses.
-    CHECK(check_same_outputs(model, optimized.model, Tolerance{1e-4, 1e-4}).diff.within());
+    CHECK(check_same_outputs(ascend::op_registry(), model, optimized.model, Tolerance{1e-4, 1e-4})
+              .diff.within());
     ascend::CompileResult compiled = ascend::compile(model, profile, compile_options(rules.get()));
     CHECK(compiled.check_ok);
     ascend::PlanExecutor executor(compiled.plan);
@@ -87,8 +89,8 @@ TEST_CASE(
       CAPTURE(in_dir);
       const auto feeds = read_folder(model, dir / in_dir);
       const NamedTensors want = read_outputs(model, dir / out_dir);
-      check_close(Evaluator(model).run(feeds), want, "run");
-      check_close(Evaluator(optimized.model).run(feeds), want, "optimized");
+      check_close(Evaluator(model, ascend::op_registry()).run(feeds), want, "run");
+      check_close(Evaluator(optimized.model, ascend::op_registry()).run(feeds), want, "optimized");
       for (auto schedule : {ascend::StreamSchedule::in_order, ascend::StreamSchedule::adversarial})
         check_close(executor.run(feeds, schedule), want, "plan");
     }
@@ -124,8 +126,8 @@ TEST_CASE(
   const fs::path dir = control_flow_dir() / "if_branch_shapes";
   for (const auto& [in_dir, out_dir] :
        {std::pair{"inputs", "outputs"}, std::pair{"inputs_else", "outputs_else"}})
-    check_close(Evaluator(back).run(read_folder(back, dir / in_dir)), read_outputs(back, dir / out_dir),
-                "optimized and re-imported");
+    check_close(Evaluator(back, ascend::op_registry()).run(read_folder(back, dir / in_dir)),
+                read_outputs(back, dir / out_dir), "optimized and re-imported");
 }
 
 TEST_CASE(
@@ -184,7 +186,7 @@ const char* kParallelIf = R"(
 double plan_error(const plan::Plan& p, const Model& original,
                   const std::map<std::string, HostTensor>& feeds) {
   return diff_outputs(ascend::PlanExecutor(p).run(feeds, ascend::StreamSchedule::adversarial),
-                      Evaluator(original).run(feeds))
+                      Evaluator(original, ascend::op_registry()).run(feeds))
       .error();
 }
 
@@ -247,7 +249,7 @@ TEST_CASE("random ops are seeded, deterministic and never folded") {
     })"),
                    path);
   Model m = import_onnx(path);
-  Evaluator ev(m);
+  Evaluator ev(m, ascend::op_registry());
   auto feeds = random_inputs(m, 1);
   NamedTensors a = ev.run(feeds), b = ev.run(feeds);
   auto values = [&](const NamedTensors& t, size_t i) { return t[i].second.to_vector<float>(); };
@@ -260,7 +262,7 @@ TEST_CASE("random ops are seeded, deterministic and never folded") {
   // RandomNormal has no inputs at all, yet it stays a node (and so does the Add reading it):
   // its values exist at run time only.
   Model prepared = m.clone();
-  propagate_static_shapes(prepared);
+  propagate_static_shapes(prepared, ascend::op_registry());
   CHECK(test::count_op(prepared, "RandomNormal") == 1);
 }
 
@@ -330,10 +332,12 @@ TEST_CASE("an If whose condition and captured values are constants folds away") 
                    path);
   Model m = import_onnx(path);
   Model folded = m.clone();
-  propagate_static_shapes(folded);
+  propagate_static_shapes(folded, ascend::op_registry());
   CHECK(test::count_op(folded, "If") == 0);
   auto feeds = random_inputs(m, 2);
-  CHECK(diff_outputs(Evaluator(folded).run(feeds), Evaluator(m).run(feeds)).error() == 0);
+  CHECK(diff_outputs(Evaluator(folded, ascend::op_registry()).run(feeds),
+                     Evaluator(m, ascend::op_registry()).run(feeds))
+            .error() == 0);
 }
 
 TEST_CASE(
@@ -397,7 +401,7 @@ TEST_CASE(
   auto feeds = random_inputs(m, 5);
   for (bool branch : {true, false}) {
     feeds["c"] = HostTensor::scalar<bool>(DType::Bool, branch);
-    const NamedTensors expected = Evaluator(m).run(feeds);
+    const NamedTensors expected = Evaluator(m, ascend::op_registry()).run(feeds);
     // A pass renames the captured value, once to a free name and once to the name the
     // then-branch gives its own result.
     for (const char* new_name : {"activated", "r"}) {
@@ -406,7 +410,7 @@ TEST_CASE(
       renamed.graph->rename_value(renamed.graph->find_value("a"), new_name);
       export_onnx(renamed, dir / "renamed.onnx");
       Model back = import_onnx(dir / "renamed.onnx");  // ONNX's checker and inference pass it
-      CHECK(diff_outputs(Evaluator(back).run(feeds), expected).error() == 0);
+      CHECK(diff_outputs(Evaluator(back, ascend::op_registry()).run(feeds), expected).error() == 0);
     }
   }
 }
@@ -428,14 +432,16 @@ TEST_CASE("an If whose condition is a constant is inlined, whatever its branch r
                    path);
   Model m = import_onnx(path);
   Model inlined = m.clone();
-  propagate_static_shapes(inlined);
+  propagate_static_shapes(inlined, ascend::op_registry());
   CHECK(test::count_op(inlined, "If") == 0);
   CHECK(test::count_op(inlined, "Relu") == 1);
   CHECK(test::count_op(inlined, "Neg") == 0);
   CHECK(inlined.graph->outputs()[0]->name() == "y");
   CHECK(inlined.graph->outputs()[1]->name() == "z");
   auto feeds = random_inputs(m, 4);
-  CHECK(diff_outputs(Evaluator(inlined).run(feeds), Evaluator(m).run(feeds)).error() == 0);
+  CHECK(diff_outputs(Evaluator(inlined, ascend::op_registry()).run(feeds),
+                     Evaluator(m, ascend::op_registry()).run(feeds))
+            .error() == 0);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <fstream>
 
+#include "ascend/device_ops/device_ops.h"
 #include "dsl/rule_run.h"
 #include "dsl_support.h"
 #include "eval/compare.h"
@@ -32,7 +33,7 @@ std::string try_at(Fixture& f, const std::string& node, test::NodeMatch* out = n
 
 // The model with rule 0 applied once at the value named `root`, nothing else.
 Model apply_once(const Fixture& f, const std::string& root) {
-  auto m = dsl::apply_once(f.model, *f.rules, 0, root, test::default_cost());
+  auto m = dsl::apply_once(f.model, *f.rules, ascend::op_registry(), 0, root, test::default_cost());
   REQUIRE(m);
   return std::move(*m);
 }
@@ -175,13 +176,14 @@ TEST_CASE("fold evaluates an all-constant op into an initializer, under a size c
     })";
   auto f = setup_named("rule Fold [folding] { match *(const ...) fold max_elements = 64 }", model);
   Model original = import_onnx_proto(named(test::parse_text_model(model)), "m.onnx");
-  dsl::RuleRun run = dsl::run_rules(f.model, *f.rules, test::default_cost());
+  dsl::RuleRun run = dsl::run_rules(f.model, *f.rules, ascend::op_registry(), test::default_cost());
   CHECK(run.saturation.per_rule["Fold"].applied == 3);  // c, s, r (a and b are constants already)
   REQUIRE(run.model.graph->nodes().size() == 1);
   CHECK(run.model.graph->nodes()[0]->op_type == "Mul");
   auto feeds = random_inputs(original, 2);
-  CHECK(diff(Evaluator(run.model).run(feeds)[0].second, Evaluator(original).run(feeds)[0].second).max_abs ==
-        0);
+  CHECK(diff(Evaluator(run.model, ascend::op_registry()).run(feeds)[0].second,
+             Evaluator(original, ascend::op_registry()).run(feeds)[0].second)
+            .max_abs == 0);
 
   // The cap stops folds that grow the constants; one no larger than its inputs runs past it.
   const char* growing = R"(<ir_version: 8, opset_import: ["" : 13]>
@@ -195,13 +197,15 @@ TEST_CASE("fold evaluates an all-constant op into an initializer, under a size c
       y = Mul(x, u)
     })";
   auto capped = setup_named("rule Fold [folding] { match *(const ...) fold max_elements = 4 }", growing);
-  Model capped_model = dsl::run_rules(capped.model, *capped.rules, test::default_cost()).model;
+  Model capped_model =
+      dsl::run_rules(capped.model, *capped.rules, ascend::op_registry(), test::default_cost()).model;
   CHECK(test::count_op(capped_model, "Transpose") == 0);  // 6 elements out of 6 in: folds past the cap of 4
   CHECK(test::count_op(capped_model, "Expand") == 1);     // 6 out of 3 in: over the cap, left alone
   CHECK(test::count_op(capped_model, "Add") == 1);
   auto uncapped = setup_named("rule Fold [folding] { match *(const ...) fold max_elements = 64 }", growing);
-  CHECK(dsl::run_rules(uncapped.model, *uncapped.rules, test::default_cost()).model.graph->nodes().size() ==
-        1);
+  CHECK(dsl::run_rules(uncapped.model, *uncapped.rules, ascend::op_registry(), test::default_cost())
+            .model.graph->nodes()
+            .size() == 1);
 }
 
 TEST_CASE("where: shape(%a) == shape(%b), zeros(%c) and is_static(%v)") {
@@ -292,7 +296,8 @@ TEST_CASE("const in a rewrite: a tensor made at each match, typed, one per match
   CHECK(scale->dims.empty());
   CHECK(scale->to_vector<float>() == std::vector<float>{1.0f});
   auto feeds = random_inputs(original, 3);
-  HostTensor want = Evaluator(original).run(feeds)[0].second, got = Evaluator(rewritten).run(feeds)[0].second;
+  HostTensor want = Evaluator(original, ascend::op_registry()).run(feeds)[0].second,
+             got = Evaluator(rewritten, ascend::op_registry()).run(feeds)[0].second;
   for (int64_t i = 0; i < want.size(); ++i) CHECK(got.data<float>()[i] == 2 * want.data<float>()[i]);
 }
 
@@ -309,13 +314,14 @@ TEST_CASE("a rewrite hides no pattern: every rule sees every form the e-graph ho
       "rule AsMul { match %y = Div(%x, const %c) rewrite %y => Mul(%x, Reciprocal(%c)) }\n"
       "rule ReluOfHalf { match %y = Relu(Div(%x, 2.0)) rewrite %y => Div(Relu(%x), const f32 2) }\n",
       model);
-  dsl::RuleRun run = dsl::run_rules(f.model, *f.rules, test::default_cost());
+  dsl::RuleRun run = dsl::run_rules(f.model, *f.rules, ascend::op_registry(), test::default_cost());
   CHECK(run.saturation.per_rule["ReluOfHalf"].matched == 1);
   CHECK(run.saturation.per_rule["AsMul"].matched == 2);  // the input's Div and the one ReluOfHalf made
   Model original = import_onnx_proto(named(test::parse_text_model(model)), "m.onnx");
   auto feeds = random_inputs(original, 4);
-  CHECK(diff(Evaluator(run.model).run(feeds)[0].second, Evaluator(original).run(feeds)[0].second).max_abs <=
-        1e-6);
+  CHECK(diff(Evaluator(run.model, ascend::op_registry()).run(feeds)[0].second,
+             Evaluator(original, ascend::op_registry()).run(feeds)[0].second)
+            .max_abs <= 1e-6);
 }
 
 TEST_CASE("attributes computed from bound scalars: n / %a and %a * %b, of attributes and of constants") {
@@ -341,7 +347,7 @@ rule Product {
       })"),
                         "m.onnx");
   auto scale_after = [&](int rule) {
-    auto out = dsl::apply_once(model, *rules, rule, "y", test::default_cost());
+    auto out = dsl::apply_once(model, *rules, ascend::op_registry(), rule, "y", test::default_cost());
     REQUIRE(out);
     for (const auto& n : out->graph->nodes())
       if (n->op_type == "FlashAttention") return static_cast<double>(n->attr("scale")->f);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/optimizer.h"
 #include "dsl_support.h"
 #include "eval/compare.h"
@@ -157,7 +158,8 @@ TEST_CASE("optimizing with the starter rules fuses BERT and keeps its outputs") 
         nullptr);  // named after the module it replaced
   CHECK(model.opset_version("ai.geopt") == 1);
   auto feeds = random_inputs(original, 3);
-  NamedTensors a = Evaluator(original).run(feeds), b = Evaluator(model).run(feeds);
+  NamedTensors a = Evaluator(original, ascend::op_registry()).run(feeds),
+               b = Evaluator(model, ascend::op_registry()).run(feeds);
   for (size_t i = 0; i < a.size(); ++i) {
     CHECK(a[i].first == b[i].first);  // output names survive
     CHECK(diff(b[i].second, a[i].second).max_abs <= 1e-4);

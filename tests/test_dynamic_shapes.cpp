@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/dynamic_compile.h"
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
@@ -208,7 +209,7 @@ TEST_CASE(
       for (const Dim& d : v->type.shape->dims()) placeholders_before += is_placeholder_dim(d);
   CHECK(placeholders_before > 0);  // ONNX's inference names the Reshapes' and the positions' dims unk__N
   const size_t shapes_before = test::count_op(m, "Shape");
-  propagate_static_shapes(m);
+  propagate_static_shapes(m, ascend::op_registry());
   for (const auto& n : m.graph->nodes())
     for (const Value* v : n->outputs())
       if (v && v->type.shape)
@@ -228,7 +229,7 @@ TEST_CASE(
 
   // A Conv or pooling names what it makes of a symbolic dim by its formula.
   Model cnn = import_onnx(kConv);
-  propagate_static_shapes(cnn);
+  propagate_static_shapes(cnn, ascend::op_registry());
   std::set<std::string> conv_shapes;
   for (const auto& n : cnn.graph->nodes())
     if (n->op_type == "Conv") conv_shapes.insert(n->output(0)->type.shape->to_string());

@@ -2,6 +2,7 @@
 // determinism) and extraction on small e-graphs whose best answer is known.
 #include <doctest/doctest.h>
 
+#include "ascend/device_ops/device_ops.h"
 #include "egraph/extract.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
@@ -162,7 +163,8 @@ TEST_CASE("every example model survives import -> e-graph -> extraction unchange
       CHECK(back.graph->outputs()[i]->name() == original.graph->outputs()[i]->name());
     for (const auto& n : back.graph->nodes()) CHECK(original.graph->find_node(n->name) != nullptr);
     auto feeds = random_inputs(original, 4);
-    NamedTensors a = Evaluator(original).run(feeds), b = Evaluator(back).run(feeds);
+    NamedTensors a = Evaluator(original, ascend::op_registry()).run(feeds),
+                 b = Evaluator(back, ascend::op_registry()).run(feeds);
     for (size_t i = 0; i < a.size(); ++i) CHECK(diff(b[i].second, a[i].second).max_abs == 0);
   }
 }

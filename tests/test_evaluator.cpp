@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "ascend/device_ops/device_ops.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
 #include "io/npy.h"
@@ -32,7 +33,7 @@ TEST_CASE("every example model matches torch's reference output within 1e-4") {
     if (!fs::is_directory(ref)) continue;  // the external-data copy shares resnet18's reference
     SUBCASE(path.filename().string().c_str()) {
       Model model = import_onnx(path);
-      Evaluator ev(model);
+      Evaluator ev(model, ascend::op_registry());
       NamedTensors outs = ev.run(read_npy_folder(ref / "inputs"));
       auto want = read_npy_folder(ref / "outputs");
       REQUIRE(outs.size() == want.size());
@@ -49,7 +50,7 @@ TEST_CASE("every example model matches torch's reference output within 1e-4") {
 
 TEST_CASE("the dynamic-sequence model runs at other sequence lengths") {
   Model model = import_onnx(test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx");
-  Evaluator ev(model);
+  Evaluator ev(model, ascend::op_registry());
   for (int64_t seq : {1, 7, 33}) {
     auto feeds = random_inputs(model, 5, {{"batch", 2}, {"seq", seq}});
     NamedTensors outs = ev.run(feeds);
@@ -60,7 +61,7 @@ TEST_CASE("the dynamic-sequence model runs at other sequence lengths") {
 
 TEST_CASE("bad inputs get clear errors") {
   Model model = import_onnx(test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx");
-  Evaluator ev(model);
+  Evaluator ev(model, ascend::op_registry());
   auto good = random_inputs(model, 1, {{"seq", 8}});
 
   auto missing = good;
@@ -88,7 +89,7 @@ TEST_CASE("bad inputs get clear errors") {
                        doctest::Contains("('seq') is 9, but input 'input_ids' set it to 8"), Error);
 
   Model fixed = import_onnx(test::examples_dir() / "resnet18_narrow_op13.onnx");
-  Evaluator fev(fixed);
+  Evaluator fev(fixed, ascend::op_registry());
   CHECK_THROWS_WITH_AS(fev.run({{"image", HostTensor(DType::F32, {1, 3, 64, 65})}}),
                        doctest::Contains("input 'image': expected shape [1,3,64,64], got f32[1,3,64,65]"),
                        Error);
@@ -108,11 +109,12 @@ TEST_CASE("a model with an op that has no kernel is refused up front, naming it"
   Model model = import_onnx(p, {.infer_shapes = false, .input_shapes = {}});
   // Ops inside control-flow bodies are found before anything runs, too.
   CHECK_THROWS_WITH_AS(
-      Evaluator{model},
+      Evaluator(model, ascend::op_registry()),
       doctest::Contains(
           "no kernel for:\n  com.example::Frobnicate (e.g. com.example::Frobnicate 'the_frob')"),
       Error);
-  CHECK_THROWS_WITH_AS(Evaluator{model}, doctest::Contains("com.example::Twiddle (in a body of If"), Error);
+  CHECK_THROWS_WITH_AS(Evaluator(model, ascend::op_registry()),
+                       doctest::Contains("com.example::Twiddle (in a body of If"), Error);
 }
 
 TEST_CASE("npy files round-trip and bad ones are rejected") {
@@ -163,8 +165,8 @@ TEST_CASE("f16 models compute in f32 and round back, close to the f32 model") {
     for (int64_t i = 0; i < t.size(); ++i) w.mutable_data<float>()[i] = static_cast<float>(t.real_at(i));
     feeds_f[name] = w;
   }
-  HostTensor yh = Evaluator(mh).run(feeds_h)[0].second;
-  HostTensor yf = Evaluator(mf).run(feeds_f)[0].second;
+  HostTensor yh = Evaluator(mh, ascend::op_registry()).run(feeds_h)[0].second;
+  HostTensor yf = Evaluator(mf, ascend::op_registry()).run(feeds_f)[0].second;
   CHECK(yh.dtype() == DType::F16);
   CHECK(max_abs_diff(yh, yf) <= 4e-3);  // f16 keeps 11 bits: |y| < 4 here
   CHECK(max_abs_diff(yh, yf) > 0);      // and it really was rounded to f16
@@ -204,7 +206,7 @@ TEST_CASE("a fed value overrides an input's initializer, which serves as its def
   fs::path p = test::scratch_dir("default_input") / "m.onnx";
   test::save_model(m, p);
   Model model = import_onnx(p);
-  Evaluator ev(model);
+  Evaluator ev(model, ascend::op_registry());
   std::map<std::string, HostTensor> feeds{{"x", HostTensor::from_vector<float>(DType::F32, {2}, {1, 2})}};
   CHECK(ev.run(feeds)[0].second.to_vector<float>() == std::vector<float>{10, 200});  // the default
   feeds["w"] = HostTensor::from_vector<float>(DType::F32, {2}, {3, 4});

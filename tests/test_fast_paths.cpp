@@ -7,6 +7,7 @@
 #include <cmath>
 #include <string>
 
+#include "ascend/device_ops/device_ops.h"
 #include "eval/evaluator.h"
 #include "onnx/import.h"
 #include "test_support.h"
@@ -24,7 +25,7 @@ void check_fast_equals_double(const std::string& signature, const std::string& b
   fs::path p = test::scratch_dir("fast") / "m.onnx";
   test::save_model(proto, p);
   Model model = import_onnx(p);
-  Evaluator ev(model);
+  Evaluator ev(model, ascend::op_registry());
   for (uint64_t seed : {1, 2}) {
     NamedTensors outs = ev.run(random_inputs(model, seed));
     std::map<std::string, HostTensor> by_name(outs.begin(), outs.end());
@@ -99,7 +100,7 @@ TEST_CASE("ConvTranspose with constant weights (reordered once) gives the same r
   fs::path p = test::scratch_dir("fast") / "const_w.onnx";
   test::save_model(proto, p);
   Model model = import_onnx(p);
-  Evaluator ev(model);
+  Evaluator ev(model, ascend::op_registry());
   for (uint64_t seed : {1, 2, 3}) {
     NamedTensors outs = ev.run(random_inputs(model, seed));
     const HostTensor& fast = outs[0].second;
@@ -170,7 +171,7 @@ TEST_CASE("broadcasting binary ops on large tensors (tiles shared among threads)
   test::save_model(proto, p);
   Model model = import_onnx(p);
   auto feeds = random_inputs(model, 3);
-  NamedTensors outs = Evaluator(model).run(feeds);
+  NamedTensors outs = Evaluator(model, ascend::op_registry()).run(feeds);
   const float* a = feeds.at("a").data<float>();
   const float* b = feeds.at("b").data<float>();
   const float* x = feeds.at("x").data<float>();

@@ -5,9 +5,10 @@
 #include <cmath>
 #include <random>
 
+#include "ascend/device_ops/device_ops.h"
+#include "ascend/device_ops/layout_conversions.h"
 #include "ascend/layout.h"
 #include "eval/evaluator.h"
-#include "kernels/layout.h"
 #include "onnx/import.h"
 #include "test_support.h"
 #include "util/error.h"
@@ -24,7 +25,7 @@ void check_pairs(const char* text, const std::vector<std::pair<std::string, std:
   fs::path p = test::scratch_dir("fused") / "m.onnx";
   test::save_model(proto, p);
   Model model = import_onnx(p);
-  Evaluator ev(model);
+  Evaluator ev(model, ascend::op_registry());
   for (uint64_t seed : {1, 2, 3}) {
     NamedTensors outs = ev.run(random_inputs(model, seed));
     std::map<std::string, HostTensor> by_name(outs.begin(), outs.end());
@@ -84,7 +85,7 @@ TEST_CASE(
   fs::path p = test::scratch_dir("fused") / "pad.onnx";
   test::save_model(proto, p);
   Model model = import_onnx(p);
-  const HostTensor y = Evaluator(model).run(random_inputs(model, 7)).front().second;
+  const HostTensor y = Evaluator(model, ascend::op_registry()).run(random_inputs(model, 7)).front().second;
   for (int64_t i = 0; i < y.size(); ++i) {
     const int64_t channel = (i / (2 * 2 * 16)) * 16 + i % 16;
     if (channel >= 20) CHECK(y.real_at(i) == 0.0);
@@ -125,7 +126,7 @@ TEST_CASE("LayerNorm in NC1HWC0 refuses a channel count that does not fit its bl
   fs::path p = test::scratch_dir("fused") / "bad.onnx";
   test::save_model(proto, p);
   Model model = import_onnx(p);
-  CHECK_THROWS_WITH_AS(Evaluator(model).run(random_inputs(model, 1)),
+  CHECK_THROWS_WITH_AS(Evaluator(model, ascend::op_registry()).run(random_inputs(model, 1)),
                        doctest::Contains("channels = 40 does not fit 2 blocks of 16"), Error);
 }
 
@@ -394,7 +395,7 @@ TEST_CASE(
                                        {"w", fill({M, C, 3, 3}, 1.0f / std::sqrt(9.0f * C))},
                                        {"b", fill({M}, 0.1f)},
                                        {"z", fill({1, M, H, W}, 1.0f)}};
-  NamedTensors outs = Evaluator(model).run(in);
+  NamedTensors outs = Evaluator(model, ascend::op_registry()).run(in);
   std::map<std::string, HostTensor> by_name(outs.begin(), outs.end());
   const float* x = in.at("x").data<float>();
   const float* w = in.at("w").data<float>();
@@ -429,7 +430,7 @@ TEST_CASE("FRACTAL_Z and FRACTAL_NZ put each element where CANN does, pad with z
   // 16].
   HostTensor w(DType::F32, {20, 3, 3, 3});
   for (int64_t i = 0; i < w.size(); ++i) w.mutable_data<float>()[i] = static_cast<float>(i + 1);
-  HostTensor z = to_fractal_z(w);
+  HostTensor z = ascend::to_fractal_z(w);
   CHECK(z.dims() == std::vector<int64_t>{9, 2, 16, 16});
   CHECK(z.dims() == ascend::device_shape(w.dims(), ascend::Format::FRACTAL_Z, DType::F32));
   // (n=17, c=2, h=1, w=2): row (c/16)*9 + 1*3 + 2 = 5, n1 = 1, n0 = 1, c0 = 2.
@@ -438,21 +439,21 @@ TEST_CASE("FRACTAL_Z and FRACTAL_NZ put each element where CANN does, pad with z
   double total = 0;
   for (int64_t i = 0; i < z.size(); ++i) total += z.data<float>()[i];
   CHECK(total == doctest::Approx(static_cast<double>(w.size()) * (w.size() + 1) / 2));  // the rest is zero
-  HostTensor back = from_fractal_z(z, w.dims());
+  HostTensor back = ascend::from_fractal_z(z, w.dims());
   CHECK(back.to_vector<float>() == w.to_vector<float>());
-  HostTensor padded = from_fractal_z(z, {20, 16, 3, 3});  // the padded input channels read as zero
+  HostTensor padded = ascend::from_fractal_z(z, {20, 16, 3, 3});  // the padded input channels read as zero
   CHECK(padded.data<float>()[((17 * 16 + 2) * 3 + 1) * 3 + 2] == static_cast<float>(plain + 1));
   CHECK(padded.data<float>()[((17 * 16 + 3) * 3 + 1) * 3 + 2] == 0.0f);
 
   // A batch of matrices [2, H=20, W=18]: [2, ceil(18/16), ceil(20/16), 16, 16] = [2, 2, 2, 16, 16].
   HostTensor m(DType::F32, {2, 20, 18});
   for (int64_t i = 0; i < m.size(); ++i) m.mutable_data<float>()[i] = static_cast<float>(i + 1);
-  HostTensor nz = to_fractal_nz(m);
+  HostTensor nz = ascend::to_fractal_nz(m);
   CHECK(nz.dims() == std::vector<int64_t>{2, 2, 2, 16, 16});
   CHECK(nz.dims() == ascend::device_shape(m.dims(), ascend::Format::FRACTAL_NZ, DType::F32));
   // (b=1, h=17, w=17): [1, 17/16, 17/16, 17%16, 17%16] = [1, 1, 1, 1, 1].
   CHECK(nz.data<float>()[(((1 * 2 + 1) * 2 + 1) * 16 + 1) * 16 + 1] ==
         static_cast<float>((1 * 20 + 17) * 18 + 17 + 1));
-  CHECK(from_fractal_nz(nz, 20, 18).to_vector<float>() == m.to_vector<float>());
-  CHECK_THROWS_AS(from_fractal_nz(nz, 40, 18), Error);
+  CHECK(ascend::from_fractal_nz(nz, 20, 18).to_vector<float>() == m.to_vector<float>());
+  CHECK_THROWS_AS(ascend::from_fractal_nz(nz, 40, 18), Error);
 }

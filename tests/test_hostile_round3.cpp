@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ascend/compile.h"
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/hardware_profile.h"
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
@@ -152,7 +153,7 @@ TEST_CASE("Unique with fewer than four outputs computes the ones it has (it wrot
                    dir / "unique.onnx");
   Model m = import_onnx(dir / "unique.onnx");
   HostTensor x = HostTensor::from_vector(DType::F32, {6}, std::vector<float>{3, 1, 3, 2, 1, 3});
-  const NamedTensors out = Evaluator(m).run({{"x", x}});
+  const NamedTensors out = Evaluator(m, ascend::op_registry()).run({{"x", x}});
   REQUIRE(out.size() == 2);
   CHECK(out[0].second.to_vector<float>() == std::vector<float>{1, 2, 3});
   CHECK(out[1].second.to_vector<int64_t>() == std::vector<int64_t>{1, 3, 0});
@@ -279,7 +280,7 @@ TEST_CASE("Loops that never end stop the default check with a message, and runs 
   RunLimits small;
   small.accumulated_bytes = 1 << 20;  // 256 trips of 4 KiB
   const RunLimitsScope scope(small);
-  CHECK_THROWS_WITH_AS(Evaluator(grows).run(random_inputs(grows, 1)),
+  CHECK_THROWS_WITH_AS(Evaluator(grows, ascend::op_registry()).run(random_inputs(grows, 1)),
                        doctest::Contains("when its scan outputs passed 1048576 bytes"), Error);
 }
 
@@ -484,7 +485,8 @@ TEST_CASE("activations propagate NaN as ONNX defines them, in the evaluator and 
   ascend::CompileOptions options;
   options.check = false;
   const plan::Plan p = ascend::compile(m, ascend::load_profile("Ascend910B1"), options).plan;
-  for (const NamedTensors& outs : {Evaluator(m).run(feeds), ascend::PlanExecutor(p).run(feeds)}) {
+  for (const NamedTensors& outs :
+       {Evaluator(m, ascend::op_registry()).run(feeds), ascend::PlanExecutor(p).run(feeds)}) {
     for (const auto& [name, t] : outs) {
       INFO(name);
       const float at_nan = t.to_vector<float>()[0];
@@ -650,7 +652,7 @@ TEST_CASE(
     for (int64_t c = 0; c < 16; ++c) n += std::isnan(t.data<float>()[c * 36 + 7]);
     return n;
   };
-  for (const auto& [name, t] : Evaluator(m).run(feeds)) {
+  for (const auto& [name, t] : Evaluator(m, ascend::op_registry()).run(feeds)) {
     INFO(name);
     CHECK(nan_at_pixel(t) == 16);
     CHECK(!std::isnan(t.data<float>()[0]));
@@ -689,8 +691,9 @@ TEST_CASE(
                    dir / "mod.onnx");
   Model mod = import_onnx(dir / "mod.onnx");
   const NamedTensors got =
-      Evaluator(mod).run({{"a", HostTensor::from_vector(DType::I32, {2}, std::vector<int32_t>{INT32_MIN, 7})},
-                          {"b", HostTensor::from_vector(DType::I32, {2}, std::vector<int32_t>{-1, -3})}});
+      Evaluator(mod, ascend::op_registry())
+          .run({{"a", HostTensor::from_vector(DType::I32, {2}, std::vector<int32_t>{INT32_MIN, 7})},
+                {"b", HostTensor::from_vector(DType::I32, {2}, std::vector<int32_t>{-1, -3})}});
   CHECK(got[0].second.to_vector<int32_t>() == std::vector<int32_t>{0, -2});  // Python's 7 % -3 == -2
   CHECK(got[1].second.to_vector<int64_t>() == std::vector<int64_t>{0});
   auto optimized = run_cli({"optimize", (dir / "mod.onnx").string(), "-o", (dir / "mod_o.onnx").string()});
@@ -978,7 +981,7 @@ TEST_CASE(
   test::save_model(zero, dir / "zero.onnx");
   Model zero_model = import_onnx(dir / "zero.onnx");
   const NamedTensors none =
-      Evaluator(zero_model)
+      Evaluator(zero_model, ascend::op_registry())
           .run({{"x", HostTensor::from_vector(DType::F32, {2}, std::vector<float>{1, 2})},
                 {"m", HostTensor::scalar<int64_t>(DType::I64, 0)}});
   CHECK(none[1].second.dims() == std::vector<int64_t>{0, 2});
@@ -1057,8 +1060,8 @@ TEST_CASE(
   Model slice = import_onnx(dir / "slice.onnx");
   std::vector<float> values(24);
   std::iota(values.begin(), values.end(), 0.0f);
-  const NamedTensors sliced =
-      Evaluator(slice).run({{"x", HostTensor::from_vector(DType::F32, {4, 6}, values)}});
+  const NamedTensors sliced = Evaluator(slice, ascend::op_registry())
+                                  .run({{"x", HostTensor::from_vector(DType::F32, {4, 6}, values)}});
   CHECK(sliced[0].second.dims() == std::vector<int64_t>{4, 1});  // numpy: x[:, ::2**63-1] is column 0
   CHECK(sliced[0].second.to_vector<float>() == std::vector<float>{0, 6, 12, 18});
   CHECK(sliced[1].second.dims() ==

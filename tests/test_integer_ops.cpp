@@ -20,6 +20,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "ascend/device_ops/device_ops.h"
 #include "eval/evaluator.h"
 #include "onnx/import.h"
 #include "test_support.h"
@@ -139,8 +140,8 @@ TEST_CASE(
                 const HostTensor x =
                     bytes_tensor(x_unsigned ? DType::U8 : DType::I8, {1, channels, 11, 9},
                                  draw(static_cast<size_t>(channels * 11 * 9), x_unsigned, rng));
-                const NamedTensors got = Evaluator(integer).run({{"x", x}});
-                const NamedTensors want = Evaluator(twin).run({{"x", x}});
+                const NamedTensors got = Evaluator(integer, ascend::op_registry()).run({{"x", x}});
+                const NamedTensors want = Evaluator(twin, ascend::op_registry()).run({{"x", x}});
                 require_equal_int32(got.at(0).second, want.at(0).second, c.name());
                 ++cases;
               }
@@ -197,8 +198,8 @@ TEST_CASE(
             }
             const HostTensor a = bytes_tensor(a_unsigned ? DType::U8 : DType::I8, dims,
                                               draw(static_cast<size_t>(n), a_unsigned, rng));
-            require_equal_int32(Evaluator(mi).run({{"a", a}}).at(0).second,
-                                Evaluator(mt).run({{"a", a}}).at(0).second, name);
+            require_equal_int32(Evaluator(mi, ascend::op_registry()).run({{"a", a}}).at(0).second,
+                                Evaluator(mt, ascend::op_registry()).run({{"a", a}}).at(0).second, name);
           }
 }
 
@@ -280,8 +281,8 @@ TEST_CASE("QLinearConv and QLinearMatMul requantize exactly the sums ConvInteger
                                                        .c_str()),
                             "ConvInteger");
       const HostTensor x = bytes_tensor(DType::U8, {1, 4, 9, 7}, draw(4 * 9 * 7, true, rng));
-      const HostTensor y = Evaluator(q).run({{"x", x}}).at(0).second;
-      const HostTensor acc = Evaluator(sums).run({{"x", x}}).at(0).second;
+      const HostTensor y = Evaluator(q, ascend::op_registry()).run({{"x", x}}).at(0).second;
+      const HostTensor acc = Evaluator(sums, ascend::op_registry()).run({{"x", x}}).at(0).second;
       const double w_scales[] = {0.01, 0.02, 0.005, 0.03, 0.012, 0.007};
       int64_t differ = 0;
       for (int64_t i = 0; i < acc.size(); ++i) {
@@ -317,8 +318,8 @@ TEST_CASE("QLinearConv and QLinearMatMul requantize exactly the sums ConvInteger
             (head + "int32[3,5] y) {\n" + constants + "  y = MatMulInteger(a, b, az, bz)\n}").c_str()),
         "MatMulInteger");
     const HostTensor a = bytes_tensor(DType::U8, {3, 40}, draw(3 * 40, true, rng));
-    const HostTensor y = Evaluator(q).run({{"a", a}}).at(0).second;
-    const HostTensor acc = Evaluator(sums).run({{"a", a}}).at(0).second;
+    const HostTensor y = Evaluator(q, ascend::op_registry()).run({{"a", a}}).at(0).second;
+    const HostTensor acc = Evaluator(sums, ascend::op_registry()).run({{"a", a}}).at(0).second;
     const float b_scales[] = {0.01f, 0.02f, 0.03f, 0.04f, 0.05f};
     int64_t differ = 0;
     for (int64_t i = 0; i < acc.size(); ++i)
@@ -359,7 +360,7 @@ TEST_CASE(
           else
             x.mutable_data<int8_t>()[i] = static_cast<int8_t>(v);
         }
-        const HostTensor y = Evaluator(m).run({{"x", x}}).at(0).second;
+        const HostTensor y = Evaluator(m, ascend::op_registry()).run({{"x", x}}).at(0).second;
         auto x_at = [&](int64_t i) {
           return static_cast<int64_t>(is_unsigned ? x.data<uint8_t>()[i] : x.data<int8_t>()[i]) - zero;
         };
@@ -428,7 +429,7 @@ TEST_CASE("an int8 QuantMatMul deeper than int32 sums hold (K = 70000 of 255 x 1
   const Model model = import_onnx_proto(std::move(m), "deep QuantMatMul");
   HostTensor x(DType::U8, {1, k});
   for (int64_t i = 0; i < k; ++i) x.mutable_data<uint8_t>()[i] = 255;
-  const HostTensor y = Evaluator(model).run({{"a", x}}).at(0).second;
+  const HostTensor y = Evaluator(model, ascend::op_registry()).run({{"a", x}}).at(0).second;
   const double want = static_cast<double>(k * 255 * 127) * 0.5 * 0.25;  // the sum, 2.3e9, is past int32
   CHECK(static_cast<double>(y.data<float>()[0]) == doctest::Approx(want).epsilon(1e-7));
 }
@@ -450,7 +451,7 @@ TEST_CASE(
     const Model m = import_onnx_proto(test::parse_text_model(text.c_str()), "QuantizeLinear");
     HostTensor x(DType::F32, {static_cast<int64_t>(values.size())});
     std::copy(values.begin(), values.end(), x.mutable_data<float>());
-    const HostTensor y = Evaluator(m).run({{"x", x}}).at(0).second;
+    const HostTensor y = Evaluator(m, ascend::op_registry()).run({{"x", x}}).at(0).second;
     int64_t differ = 0;
     for (size_t i = 0; i < values.size(); ++i) {
       const float q = values[i] / scale;  // in the scale's precision, as ONNX divides
@@ -509,8 +510,8 @@ TEST_CASE(
             for (int64_t i = 0; i < z.size(); ++i) z.mutable_data<float>()[i] = normal(rng);
             feeds["z"] = z;
           }
-          const HostTensor want = Evaluator(a).run(feeds).at(0).second;
-          const HostTensor got = Evaluator(f).run(feeds).at(0).second;
+          const HostTensor want = Evaluator(a, ascend::op_registry()).run(feeds).at(0).second;
+          const HostTensor got = Evaluator(f, ascend::op_registry()).run(feeds).at(0).second;
           INFO(yt << " " << activation << " group " << group << (residual ? " residual" : ""));
           REQUIRE(got.dtype() == want.dtype());
           CHECK(std::memcmp(got.raw(), want.raw(), got.nbytes()) == 0);
@@ -525,7 +526,7 @@ TEST_CASE("DynamicQuantizeLinear rounds half to even and saturates as ONNX defin
   HostTensor x(DType::F32, {8});
   const float values[] = {-1.0f, 1.55f, 0.005f, 0.015f, -0.005f, 0.025f, 1.545f, -0.995f};
   for (int i = 0; i < 8; ++i) x.mutable_data<float>()[i] = values[i];
-  const NamedTensors out = Evaluator(m).run({{"x", x}});
+  const NamedTensors out = Evaluator(m, ascend::op_registry()).run({{"x", x}});
   const float scale = out.at(1).second.data<float>()[0];
   CHECK(scale == doctest::Approx(0.01f).epsilon(1e-6));
   CHECK(out.at(2).second.data<uint8_t>()[0] == 100);

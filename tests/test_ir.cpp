@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "ascend/device_ops/device_ops.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
 #include "ir/graph.h"
@@ -188,7 +189,8 @@ TEST_CASE("a cloned model computes the same, shares its constants, and changes a
   CHECK(copy.graph->initializers()[0]->initializer ==
         original.graph->initializers()[0]->initializer);  // the same bytes
   auto feeds = random_inputs(original, 4);
-  NamedTensors a = Evaluator(original).run(feeds), b = Evaluator(copy).run(feeds);
+  NamedTensors a = Evaluator(original, ascend::op_registry()).run(feeds),
+               b = Evaluator(copy, ascend::op_registry()).run(feeds);
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) CHECK(diff(b[i].second, a[i].second).max_abs == 0);
   Node* first = const_cast<Node*>(copy.graph->nodes()[0].get());

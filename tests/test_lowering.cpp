@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "ascend/compile.h"
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/execution_order.h"
 #include "ascend/hardware_profile.h"
 #include "ascend/memory_plan.h"
@@ -48,7 +49,9 @@ Lowered lower(const Model& m, const dsl::RuleSet* rules = nullptr, bool reuse = 
 // infinity when a shape differs or a NaN appears on one side only.
 double plan_error(const plan::Plan& p, const Model& original, ascend::StreamSchedule schedule) {
   auto feeds = random_inputs(original, 7);
-  return diff_outputs(ascend::PlanExecutor(p).run(feeds, schedule), Evaluator(original).run(feeds)).error();
+  return diff_outputs(ascend::PlanExecutor(p).run(feeds, schedule),
+                      Evaluator(original, ascend::op_registry()).run(feeds))
+      .error();
 }
 
 // Every symbolic input dim fixed at 5 (as --input_shape does; odd on purpose).
@@ -149,7 +152,7 @@ TEST_CASE(
   CHECK_THROWS_WITH_AS(ascend::plan_memory(*dynamic.graph, ascend::memory_aware_order(*dynamic.graph), {}),
                        doctest::Contains("'/Range_output_0' has shape i64[unk__0]"), Error);
   CHECK(plan_error(lower(dynamic).plan, dynamic, ascend::StreamSchedule::adversarial) <= 1e-4);
-  StaticShapeReport report = propagate_static_shapes(dynamic);
+  StaticShapeReport report = propagate_static_shapes(dynamic, ascend::op_registry());
   CHECK(report.folded > 0);
   CHECK(report.dynamic.empty());
 }
@@ -384,10 +387,10 @@ TEST_CASE(
   for (const auto& k : l.plan.kernels())
     if (k.stream() > 0 && !off_main) off_main = &k;
   REQUIRE(off_main);
-  const KernelInfo* real = KernelRegistry::builtin().find(off_main->domain(), off_main->op_type());
+  const KernelInfo* real = ascend::op_registry().find(off_main->domain(), off_main->op_type());
   REQUIRE(real);
   std::atomic<bool> fail{false};
-  KernelRegistry registry = KernelRegistry::builtin();
+  OpRegistry registry = ascend::op_registry();
   registry.add(
       off_main->domain(), off_main->op_type(),
       [real, &fail](KernelContext& ctx) {
@@ -396,7 +399,7 @@ TEST_CASE(
       },
       real->half_via_f32);
   auto feeds = random_inputs(m, 7);
-  auto expected = Evaluator(m).run(feeds);
+  auto expected = Evaluator(m, ascend::op_registry()).run(feeds);
   // The plan as lowered, and with a stream that has no kernels (a plan file may say so):
   // it takes no part in a run, and must not stall one either.
   plan::Plan with_empty_stream = l.plan;

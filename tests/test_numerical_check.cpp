@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ascend/device_ops/device_ops.h"
 #include "eval/numerical_check.h"
 #include "onnx/import.h"
 #include "test_support.h"
@@ -42,7 +43,7 @@ TEST_CASE(
   auto dir = geopt::test::scratch_dir("numerical_check");
   geopt::test::save_model(geopt::test::parse_text_model(kWindowed), dir / "windowed.onnx");
   geopt::Model m = geopt::import_onnx(dir / "windowed.onnx");
-  geopt::CheckInputs in = geopt::choose_check_inputs(m, 0);
+  geopt::CheckInputs in = geopt::choose_check_inputs(geopt::ascend::op_registry(), m, 0);
   CHECK(in.sizes == std::map<std::string, int64_t>{{"H", 32}, {"N", 1}, {"W", 32}});
   CHECK(in.describe() == "H=32, N=1, W=32");
   REQUIRE(in.reference.size() == 1);
@@ -50,7 +51,7 @@ TEST_CASE(
 
   // The dynamic BERT example: batch 1, sequence 16 (a Softmax over one key would always be 1).
   geopt::Model bert = geopt::import_onnx(geopt::test::examples_dir() / "bert_tiny_dynamic_seq_op17.onnx");
-  CHECK(geopt::choose_check_inputs(bert, 0).describe() == "batch=1, seq=16");
+  CHECK(geopt::choose_check_inputs(geopt::ascend::op_registry(), bert, 0).describe() == "batch=1, seq=16");
 
   // optimize's check (by default) uses the same sizes and says so.
   auto r = run_cli({"optimize", (dir / "windowed.onnx").string(), "--json"});
@@ -71,7 +72,7 @@ TEST_CASE(
   auto dir = geopt::test::scratch_dir("numerical_check_refused");
   geopt::test::save_model(geopt::test::parse_text_model(kOneSize), dir / "one_size.onnx");
   geopt::Model m = geopt::import_onnx(dir / "one_size.onnx");
-  CHECK_THROWS_WITH_AS(geopt::choose_check_inputs(m, 0),
+  CHECK_THROWS_WITH_AS(geopt::choose_check_inputs(geopt::ascend::op_registry(), m, 0),
                        doctest::Contains("open dims H (of input 'x'), W (of input 'x') (16, 32, 64"),
                        geopt::Error);
   auto r = run_cli({"optimize", (dir / "one_size.onnx").string()});
@@ -100,8 +101,8 @@ g (float[batch, samples] audio) => (float[batch, 400] y) {
   y = ReduceMean <axes = [1], keepdims = 0> (f)
 })"),
                           dir / "frames.onnx");
-  CHECK(geopt::choose_check_inputs(geopt::import_onnx(dir / "frames.onnx"), 0).describe() ==
-        "batch=1, samples=400");
+  CHECK(geopt::choose_check_inputs(geopt::ascend::op_registry(), geopt::import_onnx(dir / "frames.onnx"), 0)
+            .describe() == "batch=1, samples=400");
   // A filter of 1100 samples: wider than every common size (1024 the largest).
   geopt::test::save_model(geopt::test::parse_text_model(R"(
 <ir_version: 8, opset_import: ["" : 13]>
@@ -111,8 +112,8 @@ g (float[batch, 1, samples] audio) => (float[batch, 2, frames] y) {
   y = Conv <kernel_shape = [1100], strides = [160]> (audio, w)
 })"),
                           dir / "filter.onnx");
-  CHECK(geopt::choose_check_inputs(geopt::import_onnx(dir / "filter.onnx"), 0).describe() ==
-        "batch=1, samples=1100");
+  CHECK(geopt::choose_check_inputs(geopt::ascend::op_registry(), geopt::import_onnx(dir / "filter.onnx"), 0)
+            .describe() == "batch=1, samples=1100");
 }
 
 TEST_CASE("unnamed dims are drawn by their position, and a check that only runs at 1 says so") {
@@ -124,7 +125,8 @@ g (float[?, ?] input_ids, float[?, ?] token_type_ids) => (float[?, ?] y) {
   y = Concat <axis = 1> (input_ids, token_type_ids)
 })"),
                           dir / "unnamed.onnx");
-  geopt::CheckInputs in = geopt::choose_check_inputs(geopt::import_onnx(dir / "unnamed.onnx"), 0);
+  geopt::CheckInputs in =
+      geopt::choose_check_inputs(geopt::ascend::op_registry(), geopt::import_onnx(dir / "unnamed.onnx"), 0);
   CHECK(in.describe() == "input_ids:0=1, input_ids:1=16, token_type_ids:0=1, token_type_ids:1=16");
   CHECK_FALSE(in.only_at_one);
 
@@ -136,7 +138,8 @@ g (float[N, S] x) => (float[1, 1] y) {
   y = Reshape(x, s)
 })"),
                           dir / "one.onnx");
-  geopt::CheckInputs one = geopt::choose_check_inputs(geopt::import_onnx(dir / "one.onnx"), 0);
+  geopt::CheckInputs one =
+      geopt::choose_check_inputs(geopt::ascend::op_registry(), geopt::import_onnx(dir / "one.onnx"), 0);
   CHECK(one.only_at_one);
   CHECK(one.describe().find("N=1, S=1 (every larger size failed: checked at 1 only") == 0);
   auto r = run_cli({"optimize", (dir / "one.onnx").string()});

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/optimizer.h"
 #include "dsl/saturation.h"
 #include "dsl_support.h"
@@ -200,8 +201,9 @@ TEST_CASE(
     incremental.seconds = full.seconds = 600;
     full.incremental = false;
     GraphEGraph a = egraph_from_graph(*model.graph), b = egraph_from_graph(*model.graph);
-    dsl::SaturationReport ra = dsl::saturate(a.egraph, *rules, model.opsets, incremental);
-    dsl::SaturationReport rb = dsl::saturate(b.egraph, *rules, model.opsets, full);
+    dsl::SaturationReport ra =
+        dsl::saturate(a.egraph, *rules, ascend::op_registry(), model.opsets, incremental);
+    dsl::SaturationReport rb = dsl::saturate(b.egraph, *rules, ascend::op_registry(), model.opsets, full);
     CHECK(ra.stop == dsl::StopReason::Saturated);
     CHECK(rb.stop == dsl::StopReason::Saturated);
     CHECK(a.egraph.node_count() == b.egraph.node_count());

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "ascend/compile.h"
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/optimizer.h"
 #include "ascend/precision_pass.h"
 #include "dsl_support.h"
@@ -54,7 +55,7 @@ struct Figures {
 };
 
 Figures error_of(const Model& original, const Model& changed) {
-  NumericalCheck c = check_same_outputs(original, changed, {1e9, 1e9});
+  NumericalCheck c = check_same_outputs(ascend::op_registry(), original, changed, {1e9, 1e9});
   REQUIRE(c.diff.mismatch.empty());
   REQUIRE_FALSE(c.diff.nan_mismatch);
   Figures e;
@@ -226,7 +227,7 @@ TEST_CASE(
   Model half = m.clone();
   ascend::PrecisionReport report = ascend::apply_precision(half, precision(ascend::PrecisionMode::ForceFp16));
   CHECK(report.saturated == 1);
-  Evaluator original(m), lowered(half);
+  Evaluator original(m, ascend::op_registry()), lowered(half, ascend::op_registry());
   std::map<std::string, HostTensor> feeds;
   feeds["x"] = HostTensor::from_vector<float>(DType::F32, {2, 4}, {0.5f, -1, 2, 0, 1, 1, 1, 1});
   feeds["keep"] =

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/optimizer.h"
 #include "dsl_support.h"
 #include "eval/compare.h"
@@ -42,8 +43,8 @@ fs::path calibration_folder(const fs::path& model_path, size_t count, uint64_t s
 // The lowest cosine, over the outputs, of `candidate` against `reference` on one random draw.
 double output_cosine(const Model& reference, const Model& candidate, uint64_t seed) {
   const auto inputs = random_inputs(reference, seed);
-  const OutputsDiff d =
-      diff_outputs(Evaluator(candidate).run(inputs), Evaluator(reference).run(inputs), {1e9, 1e9});
+  const OutputsDiff d = diff_outputs(Evaluator(candidate, ascend::op_registry()).run(inputs),
+                                     Evaluator(reference, ascend::op_registry()).run(inputs), {1e9, 1e9});
   REQUIRE(d.mismatch.empty());
   double cosine = 1;
   for (const OutputError& e : d.per_output) cosine = std::min(cosine, e.cosine);
@@ -142,7 +143,8 @@ TEST_CASE("optimize fuses a QDQ model into int8 kernels and the plan computes wh
   // The integer kernels against the QDQ model's float arithmetic: equal but where a value
   // on a rounding tie of a later QuantizeLinear lands one step away.
   CHECK(output_cosine(qdq, r.model, 13) > 0.9999);
-  const NumericalCheck c = check_same_outputs(qdq, r.model, tolerance_for(model_precision(qdq), {}));
+  const NumericalCheck c =
+      check_same_outputs(ascend::op_registry(), qdq, r.model, tolerance_for(model_precision(qdq), {}));
   CHECK_MESSAGE(c.diff.within(), c.diff.worst);
 
   // The same through the CLI's compile: the plan executor runs the int8 kernels.
@@ -181,7 +183,8 @@ TEST_CASE("BERT quantized with int8 activations: every projection an int8 QuantM
   CHECK(test::count_op(o.model, "DequantizeLinear") <= test::count_op(qdq, "DequantizeLinear") / 5);
   CHECK(quantized_weights <= layers);
   CHECK(output_cosine(qdq, o.model, 15) > 0.9999);
-  const NumericalCheck c = check_same_outputs(qdq, o.model, tolerance_for(model_precision(qdq), {}));
+  const NumericalCheck c =
+      check_same_outputs(ascend::op_registry(), qdq, o.model, tolerance_for(model_precision(qdq), {}));
   CHECK_MESSAGE(c.diff.within(), c.diff.worst);
 }
 
@@ -310,7 +313,7 @@ TEST_CASE("the int8 kernels sum exactly where 16-bit pair sums would saturate") 
   HostTensor x(DType::U8, {2, 512});
   for (int64_t i = 0; i < x.size(); ++i)
     x.mutable_data<uint8_t>()[i] = i < 512 ? 255 : static_cast<uint8_t>(i % 7);
-  const NamedTensors out = Evaluator(m).run({{"x", x}});
+  const NamedTensors out = Evaluator(m, ascend::op_registry()).run({{"x", x}});
   const float* y = out[0].second.data<float>();
   const double full = 512.0 * 255 * 127 * 0.5;
   CHECK(y[0] == doctest::Approx(full * 1.0).epsilon(1e-7));
@@ -360,7 +363,7 @@ namespace {
 // The share of `images` a model classifies as `labels` says, and its predictions.
 std::pair<double, std::vector<int64_t>> classify(const Model& m, const HostTensor& images,
                                                  const HostTensor& labels) {
-  const NamedTensors out = Evaluator(m).run({{"image", images}});
+  const NamedTensors out = Evaluator(m, ascend::op_registry()).run({{"image", images}});
   const HostTensor& logits = out[0].second;
   const int64_t n = logits.dim(0), classes = logits.dim(1);
   std::vector<int64_t> predicted(static_cast<size_t>(n));

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "ascend/device_ops/device_ops.h"
 #include "eval/evaluator.h"
 #include "onnx/import.h"
 #include "test_support.h"
@@ -113,9 +114,9 @@ agree (float[6,2,4] X, float[1,12,4] W, float[1,12,4] R, int32[2] lens) => (floa
     lens.mutable_data<int32_t>()[0] = first;
     lens.mutable_data<int32_t>()[1] = second;
     feeds["lens"] = lens;
-    return Evaluator(with_lens).run(feeds);
+    return Evaluator(with_lens, ascend::op_registry()).run(feeds);
   };
-  const NamedTensors reference = Evaluator(plain).run(random_inputs(plain, 5));
+  const NamedTensors reference = Evaluator(plain, ascend::op_registry()).run(random_inputs(plain, 5));
   const float* y_ref = reference[0].second.data<float>();
   // Full lengths: the same numbers as no sequence_lens at all.
   const NamedTensors full = run_with(6, 6);

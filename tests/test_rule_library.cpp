@@ -3,6 +3,7 @@
 // are pinned, and every optimized model computes what the original computes.
 #include <doctest/doctest.h>
 
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/hardware_profile.h"
 #include "ascend/layout.h"
 #include "ascend/optimizer.h"
@@ -87,7 +88,7 @@ TEST_CASE(
     // As geopt optimize runs it: the exporter's shape computations (the class token's
     // Expand) folded first.
     Model m = import_onnx(test::examples_dir() / (std::string(name) + ".onnx"));
-    propagate_static_shapes(m);
+    propagate_static_shapes(m, ascend::op_registry());
     ascend::OptimizeResult r = ascend::optimize(m, *rules, ascend::load_profile("Ascend910B1"));
     CHECK(test::max_output_error(m, r.model) <= 1e-4);
     CHECK(count_op(r.model, "AddLayerNorm") == 5);  // ln_1, ln_2 per layer and the final ln

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ascend/device_ops/device_ops.h"
 #include "dsl/soundness.h"
 #include "dsl_support.h"
 #include "test_support.h"
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 TEST_CASE("every shipped rule is sound on random shapes and inputs") {
   auto rules = test::load_rules({test::shipped_rules()});
   size_t instances = 0, batch_variants = 0;
-  for (const auto& r : dsl::check_soundness(*rules, test::default_cost())) {
+  for (const auto& r : dsl::check_soundness(*rules, ascend::op_registry(), test::default_cost())) {
     INFO(r.rule);
     CHECK(r.checked());
     for (const auto& c : r.cases) {
@@ -51,7 +52,7 @@ TEST_CASE("the soundness check catches an unsound rule") {
   }
 })";
   auto rules = test::load_rules({(dir / "bad.gerule").string()});
-  auto result = dsl::check_soundness(*rules, test::default_cost());
+  auto result = dsl::check_soundness(*rules, ascend::op_registry(), test::default_cost());
   REQUIRE(result.size() == 1);
   CHECK(result[0].checked());
   CHECK_FALSE(result[0].passed());
@@ -73,7 +74,7 @@ TEST_CASE("a rule applied an even number of times is still caught: each site is 
   }
 })";
   auto rules = test::load_rules({(dir / "swap.gerule").string()});
-  auto result = dsl::check_soundness(*rules, test::default_cost());
+  auto result = dsl::check_soundness(*rules, ascend::op_registry(), test::default_cost());
   REQUIRE(result.size() == 1);
   CHECK(result[0].checked());
   CHECK_FALSE(result[0].passed());
@@ -97,7 +98,7 @@ TEST_CASE("a rule sound only for its test's constants is caught, naming the cons
   }
 })";
   auto rules = test::load_rules({(dir / "clip.gerule").string()});
-  auto result = dsl::check_soundness(*rules, test::default_cost());
+  auto result = dsl::check_soundness(*rules, ascend::op_registry(), test::default_cost());
   REQUIRE(result.size() == 1);
   CHECK_FALSE(result[0].passed());
   const dsl::SoundnessCase* failing = nullptr;
@@ -112,7 +113,7 @@ TEST_CASE("a rule sound only for its test's constants is caught, naming the cons
   text.insert(text.find("  rewrite"), "  where %lo in 0 .. 1e30\n");
   test::write_file(dir / "clip.gerule", text);
   auto guarded = test::load_rules({(dir / "clip.gerule").string()});
-  auto fixed = dsl::check_soundness(*guarded, test::default_cost());
+  auto fixed = dsl::check_soundness(*guarded, ascend::op_registry(), test::default_cost());
   REQUIRE(fixed.size() == 1);
   CHECK(fixed[0].checked());
   CHECK(fixed[0].passed());

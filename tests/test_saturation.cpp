@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/optimizer.h"
 #include "dsl/rule_run.h"
 #include "dsl_support.h"
@@ -36,7 +37,7 @@ TEST_CASE("saturation finds every starter-rule site in BERT and stops saturated"
   auto rules = test::load_rules({test::shipped_rules()});
   Model model = import_onnx(test::examples_dir() / "bert_tiny_op13.onnx");
   GraphEGraph geg = egraph_from_graph(*model.graph);
-  dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, model.opsets);
+  dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, ascend::op_registry(), model.opsets);
   CHECK(r.stop == dsl::StopReason::Saturated);
   CHECK(r.per_rule["LayerNormFusion"].matched == 5);
   CHECK(r.per_rule["GeluErf"].matched == 2);
@@ -57,24 +58,27 @@ TEST_CASE("limits stop a blow-up, and the backoff scheduler throttles the rule")
                               "sum.onnx");
   {
     GraphEGraph geg = egraph_from_graph(*m.graph);
-    dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, m.opsets, {30, 300, 10.0}, {100000, 5});
+    dsl::SaturationReport r =
+        dsl::saturate(geg.egraph, *rules, ascend::op_registry(), m.opsets, {30, 300, 10.0}, {100000, 5});
     CHECK(r.stop == dsl::StopReason::NodeLimit);
     CHECK(geg.egraph.node_count() > 300);
   }
   {
     GraphEGraph geg = egraph_from_graph(*m.graph);
-    dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, m.opsets, {3, 1000000, 10.0}, {100000, 5});
+    dsl::SaturationReport r =
+        dsl::saturate(geg.egraph, *rules, ascend::op_registry(), m.opsets, {3, 1000000, 10.0}, {100000, 5});
     CHECK(r.stop == dsl::StopReason::IterationLimit);
     CHECK(r.iterations == 3);
   }
   {
     GraphEGraph geg = egraph_from_graph(*m.graph);
-    dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, m.opsets, {6, 1000000, 10.0}, {8, 2});
+    dsl::SaturationReport r =
+        dsl::saturate(geg.egraph, *rules, ascend::op_registry(), m.opsets, {6, 1000000, 10.0}, {8, 2});
     CHECK(r.per_rule["Assoc"].banned >= 1);  // more than 8 matches in an iteration: banned, limit doubles
   }
   // Whatever stopped it, the extracted program still computes the sum.
   GraphEGraph geg = egraph_from_graph(*m.graph);
-  dsl::saturate(geg.egraph, *rules, m.opsets, {4, 5000, 10.0}, {});
+  dsl::saturate(geg.egraph, *rules, ascend::op_registry(), m.opsets, {4, 5000, 10.0}, {});
   auto cost = ascend::egraph_cost(ascend::load_profile("Ascend910B1"), {});
   Model back = extraction_to_model(m, geg, extract_best(geg.egraph, geg.roots, cost));
   CHECK(count_op(back, "Add") == 6);
@@ -287,7 +291,8 @@ TEST_CASE(
     for (const char* value : {"c1", "y"}) {
       int index = 0;
       while (rules->rules()[static_cast<size_t>(index)].ast->name != rule) ++index;
-      auto next = dsl::apply_once(per_op, *rules, index, value, ascend::egraph_cost(profile, {}));
+      auto next = dsl::apply_once(per_op, *rules, ascend::op_registry(), index, value,
+                                  ascend::egraph_cost(profile, {}));
       REQUIRE(next);
       per_op = std::move(*next);
     }

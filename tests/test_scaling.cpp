@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "ascend/cost_model.h"
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/execution_order.h"
 #include "ascend/hardware_profile.h"
 #include "ascend/memory_plan.h"
@@ -54,7 +55,7 @@ TEST_CASE(
   // More than 1,000 sites: banned, then banned again at a limit of 2,000, then applied.
   dsl::SaturationLimits limits;
   limits.seconds = 600;  // the same iterations whatever the machine's speed (a sanitizer build under load)
-  dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, m.opsets, limits);
+  dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, ascend::op_registry(), m.opsets, limits);
   CHECK(r.per_rule["DropIdentity"].banned == 2);
   CHECK(r.per_rule["DropIdentity"].applied == 2400);
   CHECK(r.stop == dsl::StopReason::Saturated);
@@ -74,7 +75,7 @@ TEST_CASE("a rule banned while searching near changes comes back and finds every
 rule DropIdentity { match %y = Identity(%x) rewrite %y => %x })");
   Model m = chain("Tanh", 150);
   GraphEGraph geg = egraph_from_graph(*m.graph);
-  dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, m.opsets, {}, {200, 2});
+  dsl::SaturationReport r = dsl::saturate(geg.egraph, *rules, ascend::op_registry(), m.opsets, {}, {200, 2});
   CHECK(r.per_rule["MakeIdentities"].banned == 0);
   CHECK(r.per_rule["DropIdentity"].banned == 1);
   CHECK(r.per_rule["DropIdentity"].applied == 300);
@@ -92,9 +93,9 @@ TEST_CASE(
   for (const char* name : {"bert_tiny_op13.onnx", "gpt2_tiny_op17.onnx", "resnet18_narrow_op13.onnx"}) {
     INFO(std::string(name));
     Model m = import_onnx(test::examples_dir() / name);
-    propagate_static_shapes(m);
+    propagate_static_shapes(m, ascend::op_registry());
     GraphEGraph geg = egraph_from_graph(*m.graph);
-    dsl::saturate(geg.egraph, *rules, m.opsets);
+    dsl::saturate(geg.egraph, *rules, ascend::op_registry(), m.opsets);
     const EGraph& g = geg.egraph;
     const Extraction fill = extract_greedy_tree(g, geg.roots, cost);
     Selection s(g, geg.roots, cost, extract_greedy_dag(g, geg.roots, cost).choice);
@@ -190,7 +191,7 @@ TEST_CASE(
                            "llama_tiny_op13.onnx"}) {
     INFO(std::string(name));
     Model m = import_onnx(test::examples_dir() / name);
-    propagate_static_shapes(m);
+    propagate_static_shapes(m, ascend::op_registry());
     ascend::OptimizeResult r = ascend::optimize(m, *rules, profile);
     for (const Model* model : {&m, &r.model}) {
       const Graph& g = *model->graph;

@@ -2,6 +2,7 @@
 // re-inferred downstream; what the model computes does not change.
 #include <doctest/doctest.h>
 
+#include "ascend/device_ops/device_ops.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
 #include "onnx/import.h"
@@ -44,7 +45,7 @@ TEST_CASE(
   Model original = import_text(text, "range", fixed);
   Model m = import_text(text, "range", fixed);
   CHECK(!m.graph->find_value("pos")->type.shape->is_static());  // ONNX calls its length unk__0
-  StaticShapeReport report = propagate_static_shapes(m);
+  StaticShapeReport report = propagate_static_shapes(m, ascend::op_registry());
   CHECK(report.dynamic.empty());
   // Shape, both Constants, Gather, Range, Cast and Expand are constants now; Add is left.
   CHECK(report.folded == 7);
@@ -52,7 +53,8 @@ TEST_CASE(
   CHECK(m.graph->nodes()[0]->op_type == "Add");
   CHECK(m.graph->find_value("wide")->type.to_string() == "f32[2,7]");
   auto feeds = random_inputs(original, 3);
-  TensorDiff d = diff(Evaluator(m).run(feeds)[0].second, Evaluator(original).run(feeds)[0].second);
+  TensorDiff d = diff(Evaluator(m, ascend::op_registry()).run(feeds)[0].second,
+                      Evaluator(original, ascend::op_registry()).run(feeds)[0].second);
   CHECK(d.comparable);
   CHECK(d.max_abs == 0);
 }
@@ -65,7 +67,7 @@ TEST_CASE(
       y = Reshape(x, shape)
     })",
                         "symbolic");
-  StaticShapeReport report = propagate_static_shapes(m);
+  StaticShapeReport report = propagate_static_shapes(m, ascend::op_registry());
   CHECK(report.folded == 0);
   CHECK(count_op(m, "Shape") == 1);
   CHECK(report.dynamic == std::vector<std::string>{"x", "y"});
@@ -84,7 +86,7 @@ TEST_CASE("Shape honours start and end, Size folds, graph outputs stay computed"
       y = Add(x, sum)
     })",
                         "shape_attrs");
-  StaticShapeReport report = propagate_static_shapes(m);
+  StaticShapeReport report = propagate_static_shapes(m, ascend::op_registry());
   CHECK(report.dynamic.empty());
   CHECK(count_op(m, "Shape") == 1);  // `inner` is a graph output
   CHECK(count_op(m, "Size") == 0);
@@ -94,7 +96,7 @@ TEST_CASE("Shape honours start and end, Size folds, graph outputs stay computed"
   CHECK(sum->initializer->to_vector<float>() == std::vector<float>{225.0f});  // 3*5 + 210
   CHECK(count_op(m, "Add") == 1);
   auto feeds = random_inputs(m, 1);
-  NamedTensors out = Evaluator(m).run(feeds);
+  NamedTensors out = Evaluator(m, ascend::op_registry()).run(feeds);
   CHECK(out[0].second.ints() == std::vector<int64_t>{3, 5});
 }
 
@@ -109,13 +111,13 @@ TEST_CASE("folding is capped: a constant expanded past max_elements stays a node
                         "capped");
   StaticShapeOptions capped;
   capped.max_elements = 50000;
-  StaticShapeReport report = propagate_static_shapes(m, capped);
+  StaticShapeReport report = propagate_static_shapes(m, ascend::op_registry(), capped);
   CHECK(count_op(m, "Expand") == 1);
   CHECK(m.graph->find_value("big")->type.to_string() == "f32[1000,100]");
   CHECK(report.folded == 2);  // the two Constants
   StaticShapeOptions roomy;
   roomy.max_elements = 200000;
-  StaticShapeReport uncapped = propagate_static_shapes(m, roomy);
+  StaticShapeReport uncapped = propagate_static_shapes(m, ascend::op_registry(), roomy);
   CHECK(uncapped.folded == 1);
   CHECK(count_op(m, "Expand") == 0);
 }

@@ -1,5 +1,6 @@
 #include "test_support.h"
 
+#include "ascend/device_ops/device_ops.h"
 #include "io/npy.h"
 
 #include <doctest/doctest.h>
@@ -120,7 +121,9 @@ size_t count_op(const Model& m, const std::string& op) {
 
 double max_output_error(const Model& reference, const Model& candidate, uint64_t seed) {
   auto feeds = random_inputs(reference, seed);
-  return diff_outputs(Evaluator(candidate).run(feeds), Evaluator(reference).run(feeds)).error();
+  return diff_outputs(Evaluator(candidate, ascend::op_registry()).run(feeds),
+                      Evaluator(reference, ascend::op_registry()).run(feeds))
+      .error();
 }
 
 }  // namespace geopt::test

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "ascend/cost_model.h"
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/optimizer.h"
 #include "dsl_support.h"
 #include "eval/compare.h"
@@ -59,7 +60,7 @@ TEST_CASE("the zoo: every committed model computes torch's outputs") {
     INFO(path.filename().string());
     Model model = import_onnx(path);
     const fs::path ref = path.parent_path() / path.stem();
-    const NamedTensors got = Evaluator(model).run(read_npy_folder(ref / "inputs"));
+    const NamedTensors got = Evaluator(model, ascend::op_registry()).run(read_npy_folder(ref / "inputs"));
     const auto outputs = read_npy_folder(ref / "outputs");
     NamedTensors want;
     for (const auto& [name, t] : got) {

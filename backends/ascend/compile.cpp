@@ -1,4 +1,5 @@
 #include "ascend/compile.h"
+#include "device_ops/device_ops.h"
 
 #include <spdlog/spdlog.h>
 
@@ -114,7 +115,7 @@ void lower_body(const Node& n, const Model& parent, const Attribute& a, const Ha
     Model body = body_as_model(n, parent, a.name.c_str(), body_input_types(n));
     StaticShapeOptions compile_time;
     compile_time.always_fold = is_weight_layout;
-    StaticShapeReport shapes = propagate_static_shapes(body, compile_time);
+    StaticShapeReport shapes = propagate_static_shapes(body, op_registry(), compile_time);
     if (!shapes.dynamic.empty()) {
       const Value* v = body.graph->find_value(shapes.dynamic.front());
       throw Error(
@@ -142,7 +143,7 @@ void lower_body(const Node& n, const Model& parent, const Attribute& a, const Ha
     }
     if (options.rules) {
       Model optimized = std::move(optimize(body, *options.rules, profile, options.optimize).model);
-      propagate_static_shapes(optimized, compile_time);
+      propagate_static_shapes(optimized, op_registry(), compile_time);
       body = std::move(optimized);
     }
     Lowered l = lower_graph(body, profile, options, options.single_stream ? 1 : options.max_streams);
@@ -168,7 +169,7 @@ std::set<std::string> bound_branch_shapes(Model& m) {
     if (!open) continue;
     std::vector<ValueType> then_types, else_types;
     try {
-      std::tie(then_types, else_types) = branch_output_types(*n, m);
+      std::tie(then_types, else_types) = branch_output_types(*n, m, op_registry());
     } catch (const Error&) {
       continue;  // a branch that cannot run at these shapes: its outputs stay as typed
     }
@@ -268,7 +269,7 @@ void optimize_for_plan(CompileResult& r, const Model& given, Model prepared, con
     // the Cube, scaled or merged by a rule) is computed now, once.
     StaticShapeOptions compile_time;
     compile_time.always_fold = is_weight_layout;
-    propagate_static_shapes(r.model, compile_time);
+    propagate_static_shapes(r.model, op_registry(), compile_time);
     if (options.dump) options.dump("3_saturation_extraction_layout", r.model, {});
   } else {
     r.model = std::move(prepared);
@@ -347,7 +348,7 @@ void merge_output_errors(std::vector<OutputError>& into, const std::vector<Outpu
 
 void check_plan_against(CompileResult& r, const Model& given, const CompileOptions& options,
                         const std::map<std::string, HostTensor>& fixed) {
-  CheckInputs in = choose_check_inputs(given, 0, size_t{256} << 20, fixed);
+  CheckInputs in = choose_check_inputs(op_registry(), given, 0, size_t{256} << 20, fixed);
   const RunLimitsScope limits(check_run_limits(kCheckSeconds));
   const auto& feeds = in.feeds;
   const NamedTensors& want = in.reference;
@@ -381,9 +382,10 @@ CompileResult compile(const Model& given, const HardwareProfile& profile, const 
   Model prepared = given.clone();
   StaticShapeOptions compile_time;
   compile_time.always_fold = is_weight_layout;
-  StaticShapeReport shapes = propagate_static_shapes(prepared, compile_time);
+  StaticShapeReport shapes = propagate_static_shapes(prepared, op_registry(), compile_time);
   // Readers of a value whose shape depends on an If's branch move into the branches.
-  if (sink_readers_into_branches(prepared) > 0) shapes = propagate_static_shapes(prepared, compile_time);
+  if (sink_readers_into_branches(prepared, op_registry()) > 0)
+    shapes = propagate_static_shapes(prepared, op_registry(), compile_time);
   const std::set<std::string> bounded = bound_branch_shapes(prepared);
   if (!bounded.empty())
     shapes.dynamic.erase(std::remove_if(shapes.dynamic.begin(), shapes.dynamic.end(),

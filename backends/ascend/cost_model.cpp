@@ -1,5 +1,6 @@
 #include "cost_model.h"
 
+#include "device_ops/device_ops.h"
 #include "memory_plan.h"
 #include "op_work.h"
 #include "ops/op_traits.h"
@@ -79,7 +80,7 @@ namespace {
 // input of the output's rank with its axis 0 (or 1, broadcast), and no axis attribute
 // (axis, axes, perm) naming it. 1 otherwise.
 int64_t independent_samples(const KernelDesc& n, const CostOptions& o) {
-  const OpTraits& traits = op_traits(n.domain, n.op_type);
+  const OpTraits& traits = op_registry().traits(n.domain, n.op_type);
   if (!traits.elementwise && !traits.per_sample) return 1;
   const Extent out = extent(at(n.outputs, 0), o);
   if (!out.known || out.rank() < 2 || out.front() < 2) return 1;
@@ -110,7 +111,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   w.op = n.domain.empty() ? n.op_type : n.domain + "::" + n.op_type;
   Extent out = extent(at(n.outputs, 0), o);
   w.dtype = o.precision.planned(n.op_type, out.known ? out.dtype : DType::F32);
-  const OpTraits& traits = op_traits(n.domain, n.op_type);
+  const OpTraits& traits = op_registry().traits(n.domain, n.op_type);
   // The int8 Cube ops read 8-bit operands: the Cube runs at its int8 rate.
   if (traits.integer_products) {
     const Extent x = extent(at(n.inputs, 0), o);

@@ -1,4 +1,5 @@
 #include "ascend/dynamic_compile.h"
+#include "device_ops/device_ops.h"
 
 #include <spdlog/spdlog.h>
 
@@ -35,7 +36,7 @@ std::unordered_map<std::string, ValueType> types_at(const Model& model, const In
   compile_time.always_fold = is_weight_layout;
   compile_time.remove_dead_code = false;
   try {
-    propagate_static_shapes(m, compile_time);
+    propagate_static_shapes(m, op_registry(), compile_time);
   } catch (const Error& e) {
     throw Error("the model's shapes at " + input_shapes_text(model, shapes) + ": " + e.what());
   }
@@ -215,7 +216,7 @@ RangeCompileResult compile_range(const Model& given, const InputRanges& ranges,
   set_dim_ranges(prepared, ranges);
   StaticShapeOptions compile_time;
   compile_time.always_fold = is_weight_layout;
-  propagate_static_shapes(prepared, compile_time);
+  propagate_static_shapes(prepared, op_registry(), compile_time);
   if (options.dump) options.dump("2_static_shapes", prepared, {});
   CompileOptions range_options = options;
   // The cost model prices symbolic dims at the range's upper bound (the size the memory is planned for).

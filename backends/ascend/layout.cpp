@@ -1,5 +1,6 @@
 #include "layout.h"
 
+#include "ir/domain.h"
 #include "util/error.h"
 
 namespace geopt::ascend {
@@ -21,6 +22,12 @@ const char* format_name(Format f) {
       return "FRACTAL_NZ";
   }
   return "?";
+}
+
+std::optional<Format> parse_format(std::string_view name) {
+  for (Format f : {Format::ND, Format::NCHW, Format::NC1HWC0, Format::FRACTAL_Z, Format::FRACTAL_NZ})
+    if (name == format_name(f)) return f;
+  return std::nullopt;
 }
 
 int64_t c0_for(DType t) { return dtype_size(t) == 1 ? 32 : 16; }
@@ -55,9 +62,10 @@ int64_t padded_elements(const std::vector<int64_t>& dims, Format format, DType t
 }
 
 bool is_weight_layout(const Node& n) {
-  if (n.domain != "ai.geopt" || n.op_type != "TransData") return false;
+  if (n.domain != kGeoptDomain || n.op_type != "TransData") return false;
   const Attribute* dst = n.attr("dst_format");
-  return dst && (dst->s == "FRACTAL_Z" || dst->s == "FRACTAL_NZ");
+  const std::optional<Format> f = dst ? parse_format(dst->s) : std::nullopt;
+  return f == Format::FRACTAL_Z || f == Format::FRACTAL_NZ;
 }
 
 }  // namespace geopt::ascend

@@ -5,7 +5,9 @@
 //   FRACTAL_Z  [N, C, H, W]  -> [ceil(C/C0) * H * W, ceil(N/16), 16, C0]   (conv weights)
 //   FRACTAL_NZ [..., H, W]   -> [..., ceil(W/C0), ceil(H/16), 16, C0]      (matmul operands)
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/dtype.h"
@@ -16,6 +18,8 @@ namespace geopt::ascend {
 enum class Format { ND, NCHW, NC1HWC0, FRACTAL_Z, FRACTAL_NZ };
 
 const char* format_name(Format f);
+// The format of that name (an attribute's value); nullopt for none.
+std::optional<Format> parse_format(std::string_view name);
 int64_t c0_for(DType t);  // 32 for 8-bit types, 16 otherwise
 // The device shape of a tensor of `dims` in `format` (dims as NCHW for the 4-D formats).
 // Throws geopt::Error when the rank does not fit the format.

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "cost_model.h"
+#include "device_ops/device_ops.h"
 #include "execution_order.h"
 #include "ops/op_traits.h"
 #include "util/error.h"
@@ -23,7 +24,7 @@ size_t align_up(size_t n) {
 // element before writing it), and FusedConv's residual (input 3: the conv adds it where it
 // writes, KernelContext::new_output), which keeps a ResNet's residual stream in one buffer.
 bool may_run_in_place(const Node& n, size_t input) {
-  return n.outputs().size() == 1 && op_traits(n.domain, n.op_type).may_run_in_place(input);
+  return n.outputs().size() == 1 && op_registry().traits(n.domain, n.op_type).may_run_in_place(input);
 }
 
 // For each buffer, the buffers whose lifetimes overlap it: a sweep in order of first
@@ -125,7 +126,8 @@ void close_gaps(const std::vector<PlannedBuffer>& bufs, const std::vector<std::v
 }  // namespace
 
 bool is_view_op(const Node& n) {
-  return op_traits(n.domain, n.op_type).view || is_view_transpose(describe(n)) || is_view_split(describe(n));
+  return op_registry().traits(n.domain, n.op_type).view || is_view_transpose(describe(n)) ||
+         is_view_split(describe(n));
 }
 
 MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order,

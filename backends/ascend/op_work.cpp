@@ -5,6 +5,7 @@
 #include <set>
 #include <string_view>
 
+#include "device_ops/device_ops.h"
 #include "ops/op_traits.h"
 
 namespace geopt::ascend {
@@ -258,9 +259,9 @@ void conv_work(const OpWork& c) {
   // ONNX Runtime's NCHWc convs hold blocked activations, as NC1HWC0 does.
   if (x.known && wt.known && !(format && format->s == "NC1HWC0") && n.domain != "com.microsoft.nchwc") {
     // (An int8 conv converts its 8-bit input and its float output.)
-    const double out_bytes =
-        out.elements *
-        (op_traits(n.domain, op).integer_products ? compute_bytes(out.dtype, n.op_type, o) : bytes);
+    const double out_bytes = out.elements * (op_registry().traits(n.domain, op).integer_products
+                                                 ? compute_bytes(out.dtype, n.op_type, o)
+                                                 : bytes);
     const double in_bytes = x.elements * bytes;
     for (double b : {in_bytes, out_bytes}) {
       c.move(b, false, true);

@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "device_ops/device_ops.h"
 #include "dsl/rule_run.h"
 #include "onnx/captures.h"
 #include "onnx/export.h"
@@ -168,7 +169,7 @@ std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules,
 
 Model shapes_for_rules(const Model& model) {
   Model shaped = model.clone();
-  propagate_static_shapes(shaped);
+  propagate_static_shapes(shaped, op_registry());
   return shaped;
 }
 
@@ -180,11 +181,11 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   r.nodes_before = given.graph->nodes().size();
   r.before = cost_of_model(given, profile, options.cost);
   Model shaped = given.clone();
-  r.shapes_folded = propagate_static_shapes(shaped).folded > 0;  // as shapes_for_rules
+  r.shapes_folded = propagate_static_shapes(shaped, op_registry()).folded > 0;  // as shapes_for_rules
   std::vector<OptimizeResult> bodies = optimize_bodies(shaped, rules, profile, options);
   if (!bodies.empty()) spdlog::info("optimize: {} control-flow bodies optimized", bodies.size());
   const Model& input = shaped;
-  dsl::RuleRun run = dsl::run_rules(input, rules, egraph_cost(profile, options.cost),
+  dsl::RuleRun run = dsl::run_rules(input, rules, op_registry(), egraph_cost(profile, options.cost),
                                     {options.limits, options.backoff, options.exact_limit});
   r.saturation = std::move(run.saturation);
   r.egraph_ms = run.egraph_ms;

@@ -40,7 +40,7 @@ struct PlanExecutor::Compiled {
   std::vector<std::map<std::string, std::unique_ptr<PlanExecutor>>> bodies;
   // Per kernel, the branches it cannot take (plan.proto Body.unrunnable), by attribute.
   std::map<size_t, std::map<std::string, std::string>> unrunnable;
-  const KernelRegistry* registry = nullptr;
+  const OpRegistry* registry = nullptr;
   std::vector<std::unique_ptr<PlanExecutor>> gears;       // a plan of gears: one executor per gear
   std::map<std::string, const plan::InputRange*> ranges;  // a range plan's inputs, by name
   // Activation pools of finished runs, for the next: a fresh one is page-faulted in,
@@ -59,7 +59,7 @@ namespace {
 // The values a body reads from this plan are the kernel's captured inputs, fed by name.
 class SubPlanScope final : public Scope {
  public:
-  SubPlanScope(const Model& model, const KernelRegistry& kernels,
+  SubPlanScope(const Model& model, const OpRegistry& kernels,
                const std::map<std::string, std::unique_ptr<PlanExecutor>>& bodies,
                const std::map<std::string, std::string>& unrunnable,
                std::map<std::string, const HostTensor*> captured, StreamSchedule schedule)
@@ -70,7 +70,7 @@ class SubPlanScope final : public Scope {
         captured_(std::move(captured)),
         schedule_(schedule) {}
   const Model& model() const override { return model_; }
-  const KernelRegistry& kernels() const override { return kernels_; }
+  const OpRegistry& kernels() const override { return kernels_; }
   const HostTensor* find(std::string_view name) const override {
     auto it = captured_.find(std::string(name));
     return it == captured_.end() ? nullptr : it->second;
@@ -103,7 +103,7 @@ class SubPlanScope final : public Scope {
 
  private:
   const Model& model_;
-  const KernelRegistry& kernels_;
+  const OpRegistry& kernels_;
   const std::map<std::string, std::unique_ptr<PlanExecutor>>& bodies_;
   const std::map<std::string, std::string>& unrunnable_;
   std::map<std::string, const HostTensor*> captured_;
@@ -112,7 +112,7 @@ class SubPlanScope final : public Scope {
 
 }  // namespace
 
-PlanExecutor::PlanExecutor(const plan::Plan& plan, const KernelRegistry& registry)
+PlanExecutor::PlanExecutor(const plan::Plan& plan, const OpRegistry& registry)
     : plan_(plan), compiled_(std::make_unique<Compiled>()) {
   check_plan(plan, "plan");
   std::shared_ptr<std::byte> weights = aligned_bytes(plan.weights().size(), 0, "the plan's weight region");
@@ -127,13 +127,13 @@ PlanExecutor::PlanExecutor(const plan::Plan& plan, const KernelRegistry& registr
   build(registry, std::move(weights));
 }
 
-PlanExecutor::PlanExecutor(const plan::Plan& gear, const KernelRegistry& registry,
+PlanExecutor::PlanExecutor(const plan::Plan& gear, const OpRegistry& registry,
                            std::shared_ptr<std::byte> shared_weights)
     : plan_(gear), compiled_(std::make_unique<Compiled>()) {
   build(registry, std::move(shared_weights));
 }
 
-void PlanExecutor::build(const KernelRegistry& registry, std::shared_ptr<std::byte> weights) {
+void PlanExecutor::build(const OpRegistry& registry, std::shared_ptr<std::byte> weights) {
   const plan::Plan& plan = plan_;
   Compiled& c = *compiled_;
   c.registry = &registry;
@@ -257,10 +257,10 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
     auto it = c.unrunnable.find(k);
     const SubPlanScope scope(c.model, *c.registry, c.bodies[k], it == c.unrunnable.end() ? none : it->second,
                              std::move(captured), schedule);
-    results = call_kernel(*c.kernels[k], n, c.opsets[k], std::move(ptrs), &scope);
+    results = call_kernel(*c.registry, *c.kernels[k], n, c.opsets[k], std::move(ptrs), &scope);
   } else {
-    results =
-        call_kernel(*c.kernels[k], *c.nodes[k], c.opsets[k], std::move(ptrs), nullptr, std::move(placements));
+    results = call_kernel(*c.registry, *c.kernels[k], *c.nodes[k], c.opsets[k], std::move(ptrs), nullptr,
+                          std::move(placements));
   }
   for (int o = 0; o < pk.outputs_size(); ++o) {
     const auto& r = pk.outputs(o);

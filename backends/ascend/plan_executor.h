@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "device_ops/device_ops.h"
 #include "eval/evaluator.h"
 #include "eval/kernel.h"
 #include "plan.pb.h"
@@ -29,7 +30,7 @@ class PlanExecutor {
  public:
   // Rebuilds each kernel's node from the plan; throws geopt::Error naming the
   // kernel when an op has no host kernel or an attribute does not decode.
-  explicit PlanExecutor(const plan::Plan& plan, const KernelRegistry& kernels = KernelRegistry::builtin());
+  explicit PlanExecutor(const plan::Plan& plan, const OpRegistry& kernels = op_registry());
   ~PlanExecutor();
 
   const plan::Plan& plan() const { return plan_; }
@@ -45,9 +46,8 @@ class PlanExecutor {
 
  private:
   // A gear: its plan, reading the weights of the plan of gears (already checked).
-  PlanExecutor(const plan::Plan& gear, const KernelRegistry& kernels,
-               std::shared_ptr<std::byte> shared_weights);
-  void build(const KernelRegistry& kernels, std::shared_ptr<std::byte> shared_weights);
+  PlanExecutor(const plan::Plan& gear, const OpRegistry& kernels, std::shared_ptr<std::byte> shared_weights);
+  void build(const OpRegistry& kernels, std::shared_ptr<std::byte> shared_weights);
 
   struct Compiled;
   // The dims of bounded values (plan.proto TensorRef.bounded), as their kernels set them in

@@ -13,6 +13,7 @@
 
 #include <onnx/defs/schema.h>
 #include <zlib.h>
+#include "device_ops/device_ops.h"
 #include "execution_order.h"
 #include "memory_plan.h"
 #include "onnx/proto_types.h"
@@ -308,7 +309,7 @@ int64_t opset_of(const google::protobuf::RepeatedPtrField<plan::OpsetImport>& op
 void check_kernel_schema(const plan::Kernel& kernel,
                          const google::protobuf::RepeatedPtrField<plan::OpsetImport>& opsets,
                          const std::string& what) {
-  onnx_io::register_geopt_schemas();
+  register_op_schemas();
   const std::string domain = canonical_domain(kernel.domain());
   // geopt's own domains are versioned by the plan format, not by an import.
   const int64_t imported = opset_of(opsets, domain);

@@ -8,6 +8,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "device_ops/device_ops.h"
 #include "ir/domain.h"
 #include "ops/op_traits.h"
 #include "util/error.h"
@@ -92,7 +93,7 @@ std::optional<int> viewed_input(const plan::Kernel& k, int o) {
   const plan::TensorRef& in = k.inputs(0);
   const plan::TensorRef& out = k.outputs(o);
   if (in.absent() || in.region() != plan::ACTIVATION) return std::nullopt;
-  if (op_traits(k.domain(), k.op_type()).view)
+  if (op_registry().traits(k.domain(), k.op_type()).view)
     return same_place(in, out) ? std::optional<int>(0) : std::nullopt;
   const int64_t rank = in.dims_size();
   if (k.op_type() == "Transpose") {

@@ -1,4 +1,5 @@
 #include "ascend/precision_mode.h"
+#include "device_ops/device_ops.h"
 
 #include <onnx/defs/schema.h>
 #include <algorithm>
@@ -28,7 +29,7 @@ const std::set<std::string, std::less<>>& cube_ops() {
 
 // An op type some schema knows, in ONNX's domain or geopt's.
 bool known_op(const std::string& op) {
-  onnx_io::register_geopt_schemas();
+  register_op_schemas();
   return onnx::OpSchemaRegistry::Schema(op, INT_MAX, "") ||
          onnx::OpSchemaRegistry::Schema(op, INT_MAX, std::string(kGeoptDomain));
 }

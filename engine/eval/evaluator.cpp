@@ -19,7 +19,7 @@ namespace geopt {
 namespace {
 
 // Ops without a kernel in a control-flow body and the bodies nested in it.
-void missing_in_body(const onnx::GraphProto& g, const KernelRegistry& kernels, const std::string& holder,
+void missing_in_body(const onnx::GraphProto& g, const OpRegistry& kernels, const std::string& holder,
                      std::set<std::string>& missing) {
   for (const auto& n : g.node()) {
     const std::string domain = canonical_domain(n.domain());
@@ -34,7 +34,7 @@ void missing_in_body(const onnx::GraphProto& g, const KernelRegistry& kernels, c
 
 }  // namespace
 
-Evaluator::Evaluator(const Model& model, const KernelRegistry& kernels) : model_(model), kernels_(kernels) {
+Evaluator::Evaluator(const Model& model, const OpRegistry& kernels) : model_(model), kernels_(kernels) {
   std::set<std::string> missing;
   for (const auto& n : model.graph->nodes()) {
     const KernelInfo* k = kernels.find(n->domain, n->op_type);
@@ -106,11 +106,11 @@ namespace {
 // The values of one running graph, then those of the graphs around it.
 class GraphScope final : public Scope {
  public:
-  GraphScope(const Model& model, const KernelRegistry& kernels, const Graph& g,
+  GraphScope(const Model& model, const OpRegistry& kernels, const Graph& g,
              const std::unordered_map<const Value*, HostTensor>& env, const Scope* outer)
       : model_(model), kernels_(kernels), graph_(g), env_(env), outer_(outer) {}
   const Model& model() const override { return model_; }
-  const KernelRegistry& kernels() const override { return kernels_; }
+  const OpRegistry& kernels() const override { return kernels_; }
   const HostTensor* find(std::string_view name) const override {
     if (const Value* v = graph_.find_value(name)) {
       auto it = env_.find(v);
@@ -121,7 +121,7 @@ class GraphScope final : public Scope {
 
  private:
   const Model& model_;
-  const KernelRegistry& kernels_;
+  const OpRegistry& kernels_;
   const Graph& graph_;
   const std::unordered_map<const Value*, HostTensor>& env_;
   const Scope* outer_;
@@ -131,7 +131,7 @@ class GraphScope final : public Scope {
 // is looked up in `outer`. Values are dropped after their last use (what a body reads
 // of this graph is an input of the node that holds it: onnx/captures.h).
 // `precomputed` values are not computed again (their nodes are skipped).
-NamedTensors run_graph(const Model& model, const KernelRegistry& kernels, const Graph& g,
+NamedTensors run_graph(const Model& model, const OpRegistry& kernels, const Graph& g,
                        std::unordered_map<const Value*, HostTensor> env, const Scope* outer,
                        OpProfile* profile, const PrecomputedValues& precomputed = {}) {
   // An input with an initializer takes the fed value when there is one (env holds the feeds).
@@ -166,7 +166,7 @@ NamedTensors run_graph(const Model& model, const KernelRegistry& kernels, const 
     }
     auto started = std::chrono::steady_clock::now();
     std::vector<HostTensor> results =
-        call_kernel(*k, n, model.opset_version(n.domain), std::move(ptrs), &scope);
+        call_kernel(kernels, *k, n, model.opset_version(n.domain), std::move(ptrs), &scope);
     if (profile) {
       auto& [ms, calls] = profile->by_op[(n.domain.empty() ? "" : n.domain + "::") + n.op_type];
       ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
@@ -216,8 +216,8 @@ void Evaluator::precompute_constants() const {
       if (foldable) ptrs.push_back(in ? &it->second : nullptr);
     }
     if (!foldable) continue;
-    std::vector<HostTensor> results =
-        call_kernel(*kernels_.find(n.domain, n.op_type), n, model_.opset_version(n.domain), std::move(ptrs));
+    std::vector<HostTensor> results = call_kernel(kernels_, *kernels_.find(n.domain, n.op_type), n,
+                                                  model_.opset_version(n.domain), std::move(ptrs));
     for (size_t o = 0; o < n.outputs().size(); ++o)
       if (const Value* out = n.outputs()[o]) constants.emplace(out, results[o].frozen());
     done.nodes.insert(&n);

@@ -34,13 +34,13 @@ struct PrecomputedValues {
 class Evaluator {
  public:
   // Throws geopt::Error listing every node whose op has no kernel.
-  explicit Evaluator(const Model& model, const KernelRegistry& kernels = KernelRegistry::builtin());
+  Evaluator(const Model& model, const OpRegistry& kernels);
 
   // Graph inputs the caller must feed (those without an initializer).
   std::vector<const Value*> required_inputs() const;
   // Checks the feeds (names, dtypes, shapes, symbolic dims) and runs the graph.
   // Returns the graph outputs in their declared order. The first run also computes
-  // the nodes that depend on constants only (a weight's TransData, a Constant), once:
+  // the nodes that depend on constants only (a weight's layout conversion, a Constant), once:
   // later runs reuse them, as a session does after loading a model, and kernels may
   // cache what they derive from them (they are constants).
   NamedTensors run(const std::map<std::string, HostTensor>& inputs, OpProfile* profile = nullptr) const;
@@ -50,7 +50,7 @@ class Evaluator {
   void precompute_constants() const;
 
   const Model& model_;
-  const KernelRegistry& kernels_;
+  const OpRegistry& kernels_;
   mutable std::once_flag precomputed_once_;
   mutable PrecomputedValues precomputed_;
 };

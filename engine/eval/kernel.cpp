@@ -72,56 +72,28 @@ HostTensor KernelContext::new_output(size_t i, DType dtype, const std::vector<in
 
 void KernelContext::fail(const std::string& message) const { throw Error(node_.describe() + ": " + message); }
 
-const KernelRegistry& KernelRegistry::builtin() {
-  static const KernelRegistry registry = [] {
-    KernelRegistry r;
-    register_elementwise_kernels(r);
-    register_linalg_kernels(r);
-    register_conv_pool_kernels(r);
-    register_deform_conv_kernel(r);
-    register_norm_kernels(r);
-    register_reduce_kernels(r);
-    register_softmax_kernels(r);
-    register_shape_kernels(r);
-    register_fused_kernels(r);
-    register_channel_kernels(r);
-    register_roll_kernel(r);
-    register_indexing_kernels(r);
-    register_quantize_kernels(r);
-    register_quantized_cube_kernels(r);
-    register_spatial_kernels(r);
-    register_signal_kernels(r);
-    register_random_kernels(r);
-    register_einsum_kernel(r);
-    register_recurrent_kernels(r);
-    register_control_flow_kernels(r);
-    register_ngram_kernel(r);
-    return r;
-  }();
-  return registry;
-}
-
-namespace {
-std::string key(std::string_view domain, std::string_view op) {
-  std::string k;
-  if (!is_onnx_domain(domain)) k.append(domain).append("::");
-  return k.append(op);
-}
-}  // namespace
-
-void KernelRegistry::add(std::string_view domain, std::string_view op, KernelFn fn, bool half_via_f32) {
-  kernels_[key(domain, op)] = KernelInfo{std::move(fn), half_via_f32};
-}
-
-const KernelInfo* KernelRegistry::find(std::string_view domain, std::string_view op) const {
-  auto it = kernels_.find(key(domain, op));
-  return it == kernels_.end() ? nullptr : &it->second;
-}
-
-std::vector<std::string> KernelRegistry::op_names() const {
-  std::vector<std::string> names;
-  for (const auto& [k, v] : kernels_) names.push_back(k);
-  return names;
+void register_standard_ops(OpRegistry& r) {
+  register_standard_traits(r);
+  register_elementwise_kernels(r);
+  register_linalg_kernels(r);
+  register_conv_pool_kernels(r);
+  register_deform_conv_kernel(r);
+  register_norm_kernels(r);
+  register_reduce_kernels(r);
+  register_softmax_kernels(r);
+  register_shape_kernels(r);
+  register_fused_kernels(r);
+  register_roll_kernel(r);
+  register_indexing_kernels(r);
+  register_quantize_kernels(r);
+  register_quantized_cube_kernels(r);
+  register_spatial_kernels(r);
+  register_signal_kernels(r);
+  register_random_kernels(r);
+  register_einsum_kernel(r);
+  register_recurrent_kernels(r);
+  register_control_flow_kernels(r);
+  register_ngram_kernel(r);
 }
 
 }  // namespace geopt

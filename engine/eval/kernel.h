@@ -11,11 +11,11 @@
 
 #include "eval/host_tensor.h"
 #include "ir/node.h"
+#include "ops/op_registry.h"
 
 namespace geopt {
 
 struct Model;
-class KernelRegistry;
 
 // Where a node runs, as control-flow kernels (If, Loop, Scan) need it: the model (its
 // opsets), the kernels, and the values of the enclosing graphs by name, for the
@@ -24,7 +24,7 @@ class Scope {
  public:
   virtual ~Scope() = default;
   virtual const Model& model() const = 0;
-  virtual const KernelRegistry& kernels() const = 0;
+  virtual const OpRegistry& kernels() const = 0;
   // The value of that name visible here (this graph, then the enclosing ones); null if none.
   virtual const HostTensor* find(std::string_view name) const = 0;
   // Runs body `attribute` of `node` with `inputs` bound to its first graph inputs, where
@@ -47,9 +47,10 @@ struct OutputPlacement {
 
 class KernelContext {
  public:
-  KernelContext(const Node& node, int64_t opset, std::vector<const HostTensor*> inputs,
+  KernelContext(const OpRegistry& ops, const Node& node, int64_t opset, std::vector<const HostTensor*> inputs,
                 const Scope* scope = nullptr, std::vector<OutputPlacement> placements = {})
       : outputs(node.outputs().size()),
+        ops_(ops),
         node_(node),
         opset_(opset),
         inputs_(std::move(inputs)),
@@ -58,6 +59,8 @@ class KernelContext {
 
   const Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
+  // The ops the caller runs with (a control-flow kernel runs its bodies with them).
+  const OpRegistry& ops() const { return ops_; }
   // Null where the caller runs single nodes with no enclosing graph (constant folding).
   const Scope* scope() const { return scope_; }
   size_t input_count() const { return inputs_.size(); }
@@ -93,6 +96,7 @@ class KernelContext {
   std::vector<HostTensor> outputs;
 
  private:
+  const OpRegistry& ops_;
   const Node& node_;
   int64_t opset_;
   std::vector<const HostTensor*> inputs_;
@@ -100,53 +104,35 @@ class KernelContext {
   std::vector<OutputPlacement> placements_;
 };
 
-using KernelFn = std::function<void(KernelContext&)>;
-
-struct KernelInfo {
-  KernelFn fn;
-  // f16/bf16 inputs are widened to f32 and f32 outputs narrowed back: for ops
-  // whose arithmetic is defined for half types but computed in f32 here.
-  bool half_via_f32 = false;
-};
-
-class KernelRegistry {
- public:
-  // The registry with every built-in kernel.
-  static const KernelRegistry& builtin();
-  void add(std::string_view domain, std::string_view op, KernelFn fn, bool half_via_f32 = true);
-  const KernelInfo* find(std::string_view domain, std::string_view op) const;
-  std::vector<std::string> op_names() const;  // "Add", "ai.geopt::Gelu", ...
-
- private:
-  std::map<std::string, KernelInfo, std::less<>> kernels_;
-};
-
 // How many threads each kernel may use (OpenMP's team size; oneDNN follows it); the
 // default (and `threads` <= 0) is what OpenMP started with: OMP_NUM_THREADS, else every core. The kernels are
 // the only part of geopt that runs threads this way.
 void set_kernel_threads(int threads);
 
+// Adds every op engine/ knows to `registry`: ONNX's standard ops and the
+// hardware-independent ai.geopt ops (docs/OPS.md), their kernels and traits.
+void register_standard_ops(OpRegistry& registry);
+
 // Registration functions, one per kernel family (engine/kernels/*.cpp).
-void register_elementwise_kernels(KernelRegistry& r);
-void register_linalg_kernels(KernelRegistry& r);
-void register_conv_pool_kernels(KernelRegistry& r);
-void register_deform_conv_kernel(KernelRegistry& r);
-void register_norm_kernels(KernelRegistry& r);
-void register_reduce_kernels(KernelRegistry& r);
-void register_softmax_kernels(KernelRegistry& r);
-void register_shape_kernels(KernelRegistry& r);
-void register_fused_kernels(KernelRegistry& r);
-void register_channel_kernels(KernelRegistry& r);
-void register_roll_kernel(KernelRegistry& r);
-void register_indexing_kernels(KernelRegistry& r);
-void register_quantize_kernels(KernelRegistry& r);
-void register_quantized_cube_kernels(KernelRegistry& r);
-void register_spatial_kernels(KernelRegistry& r);
-void register_signal_kernels(KernelRegistry& r);
-void register_random_kernels(KernelRegistry& r);
-void register_einsum_kernel(KernelRegistry& r);
-void register_recurrent_kernels(KernelRegistry& r);
-void register_control_flow_kernels(KernelRegistry& r);
-void register_ngram_kernel(KernelRegistry& r);
+void register_elementwise_kernels(OpRegistry& r);
+void register_linalg_kernels(OpRegistry& r);
+void register_conv_pool_kernels(OpRegistry& r);
+void register_deform_conv_kernel(OpRegistry& r);
+void register_norm_kernels(OpRegistry& r);
+void register_reduce_kernels(OpRegistry& r);
+void register_softmax_kernels(OpRegistry& r);
+void register_shape_kernels(OpRegistry& r);
+void register_fused_kernels(OpRegistry& r);
+void register_roll_kernel(OpRegistry& r);
+void register_indexing_kernels(OpRegistry& r);
+void register_quantize_kernels(OpRegistry& r);
+void register_quantized_cube_kernels(OpRegistry& r);
+void register_spatial_kernels(OpRegistry& r);
+void register_signal_kernels(OpRegistry& r);
+void register_random_kernels(OpRegistry& r);
+void register_einsum_kernel(OpRegistry& r);
+void register_recurrent_kernels(OpRegistry& r);
+void register_control_flow_kernels(OpRegistry& r);
+void register_ngram_kernel(OpRegistry& r);
 
 }  // namespace geopt

@@ -11,7 +11,7 @@ namespace {
 
 // A constant's f32 copy, made once while the constant lives: a model in fp16 widens
 // its weights for every kernel call otherwise, and the copy, itself constant, lets the
-// kernels' own caches (reordered conv weights, unpacked FRACTAL_NZ) key on it.
+// kernels' own caches (reordered conv weights, unpacked matrix layouts) key on it.
 HostTensor widened_constant(const HostTensor& t) {
   std::string key = "f32 of " + dtype_name(t.dtype());
   for (int64_t d : t.dims()) key += ' ' + std::to_string(d);
@@ -21,8 +21,8 @@ HostTensor widened_constant(const HostTensor& t) {
 
 }  // namespace
 
-std::vector<HostTensor> call_kernel(const KernelInfo& kernel, const Node& node, int64_t opset,
-                                    std::vector<const HostTensor*> inputs, const Scope* scope,
+std::vector<HostTensor> call_kernel(const OpRegistry& ops, const KernelInfo& kernel, const Node& node,
+                                    int64_t opset, std::vector<const HostTensor*> inputs, const Scope* scope,
                                     std::vector<OutputPlacement> placements) {
   DType half = DType::Undefined;
   for (const HostTensor* t : inputs)
@@ -38,7 +38,7 @@ std::vector<HostTensor> call_kernel(const KernelInfo& kernel, const Node& node, 
   }
   // A widened kernel computes f32 outputs: they cannot go where the half ones are kept.
   if (!widened.empty()) placements.clear();
-  KernelContext ctx(node, opset, std::move(inputs), scope, std::move(placements));
+  KernelContext ctx(ops, node, opset, std::move(inputs), scope, std::move(placements));
   try {
     kernel.fn(ctx);
   } catch (const Error& e) {

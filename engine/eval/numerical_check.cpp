@@ -35,7 +35,7 @@ ModelPrecision model_precision(const Model& model) {
     for (const Value* v : n->inputs())
       if (v)
         if (auto it = depth.find(v); it != depth.end()) in = std::max(in, it->second);
-    const OpTraits& traits = op_traits(n->domain, n->op_type);
+    const OpTraits& traits = standard_op_traits(n->domain, n->op_type);
     bool rounds = false;
     if (!traits.view && !traits.shape_only)
       for (const Value* v : n->outputs())
@@ -95,7 +95,7 @@ std::vector<int64_t> implied_sizes(const Model& model) {
       if (const Tensor* shape = g.constant_value(n->input(1)); shape && shape->dtype == DType::I64)
         for (int64_t v : shape->to_vector<int64_t>())
           if (v > 1 && v <= kLargest) sizes.insert(v);
-    if (op_traits(n->domain, n->op_type).sliding_window)
+    if (standard_op_traits(n->domain, n->op_type).sliding_window)
       if (const Attribute* k = n->attr("kernel_shape"))
         for (int64_t v : k->ints)
           if (v > 1 && v <= kLargest) sizes.insert(v);
@@ -231,8 +231,8 @@ std::string branch_hint(const Model& model, const std::map<std::string, HostTens
 
 }  // namespace
 
-CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_input_bytes,
-                                const std::map<std::string, HostTensor>& fixed) {
+CheckInputs choose_check_inputs(const OpRegistry& ops, const Model& model, uint64_t seed,
+                                size_t max_input_bytes, const std::map<std::string, HostTensor>& fixed) {
   const RunLimitsScope limits(check_run_limits(kCheckSeconds));
   std::map<std::string, OpenDim> open;
   // A given input's open dims take its sizes (a rank that does not match is the
@@ -274,7 +274,7 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
     return feeds;
   };
   // The evaluator is built once: an op without a kernel is not a question of sizes.
-  Evaluator evaluator(model);
+  Evaluator evaluator(model, ops);
   if (drawn.empty()) {  // nothing to choose: the model's own errors are the answer
     CheckInputs r;
     r.feeds = draw(input_dims(model, batch));
@@ -325,12 +325,13 @@ CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_in
               ", or pass --no-check" + branch_hint(model, fixed));
 }
 
-NumericalCheck check_same_outputs(const Model& original, const Model& changed, const Tolerance& tolerance,
-                                  uint64_t seed, const std::map<std::string, HostTensor>& fixed) {
-  CheckInputs in = choose_check_inputs(original, seed, size_t{256} << 20, fixed);
+NumericalCheck check_same_outputs(const OpRegistry& ops, const Model& original, const Model& changed,
+                                  const Tolerance& tolerance, uint64_t seed,
+                                  const std::map<std::string, HostTensor>& fixed) {
+  CheckInputs in = choose_check_inputs(ops, original, seed, size_t{256} << 20, fixed);
   const RunLimitsScope limits(check_run_limits(kCheckSeconds));
   NumericalCheck c;
-  c.diff = diff_outputs(Evaluator(changed).run(in.feeds), in.reference, tolerance);
+  c.diff = diff_outputs(Evaluator(changed, ops).run(in.feeds), in.reference, tolerance);
   if (!c.diff.mismatch.empty())
     throw Error("--check: " + c.diff.mismatch + " (the optimized model changed it)");
   c.outputs = in.reference.size();

@@ -71,7 +71,8 @@ const std::vector<int64_t>& check_size_candidates();
 // Throws geopt::Error when the model runs at none: the dims, the sizes tried, the
 // failure at the smallest, and what to pass instead (--input_shape). Inputs in `fixed`
 // are taken as given (--check-input), their open dims at the sizes they have.
-CheckInputs choose_check_inputs(const Model& model, uint64_t seed, size_t max_input_bytes = size_t{256} << 20,
+CheckInputs choose_check_inputs(const OpRegistry& ops, const Model& model, uint64_t seed,
+                                size_t max_input_bytes = size_t{256} << 20,
                                 const std::map<std::string, HostTensor>& fixed = {});
 
 struct NumericalCheck {
@@ -82,7 +83,8 @@ struct NumericalCheck {
 
 // `changed` against `original` on choose_check_inputs(original, seed). Throws
 // geopt::Error when an output's dtype or shape differs (the change broke the interface).
-NumericalCheck check_same_outputs(const Model& original, const Model& changed, const Tolerance& tolerance,
-                                  uint64_t seed = 0, const std::map<std::string, HostTensor>& fixed = {});
+NumericalCheck check_same_outputs(const OpRegistry& ops, const Model& original, const Model& changed,
+                                  const Tolerance& tolerance, uint64_t seed = 0,
+                                  const std::map<std::string, HostTensor>& fixed = {});
 
 }  // namespace geopt

@@ -19,7 +19,7 @@ namespace {
 bool graph_draws(const onnx::GraphProto& g) {
   for (const auto& n : g.node()) {
     if (is_onnx_domain(n.domain())) {
-      if (op_traits(n.domain(), n.op_type()).random) return true;
+      if (standard_op_traits(n.domain(), n.op_type()).random) return true;
       if (n.op_type() == "Dropout" && n.input_size() > 2 && !n.input(2).empty()) return true;
     }
     for (const auto& a : n.attribute()) {
@@ -36,7 +36,7 @@ bool graph_draws(const onnx::GraphProto& g) {
 bool Node::is_nondeterministic() const {
   if (!domain.empty()) return false;
   if (op_type == "Dropout") return input(2) != nullptr;
-  if (op_traits(domain, op_type).random) return true;
+  if (standard_op_traits(domain, op_type).random) return true;
   // A control-flow node whose body draws is a draw too: never folded or merged.
   if (op_type == "If" || op_type == "Loop" || op_type == "Scan")
     for (const auto& a : attributes)

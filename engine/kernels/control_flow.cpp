@@ -36,7 +36,7 @@ const Graph& body_of(const KernelContext& ctx, const char* attr) {
 // (constant folding, the plan executor) the node's own opset serves.
 class CaptureScope final : public Scope {
  public:
-  explicit CaptureScope(const KernelContext& ctx) : outer_(ctx.scope()) {
+  explicit CaptureScope(const KernelContext& ctx) : outer_(ctx.scope()), ops_(ctx.ops()) {
     if (!outer_) own_model_.opsets.push_back({"", ctx.opset()});
     const size_t k = capture_count(ctx.node());
     const size_t first = ctx.input_count() - std::min(k, ctx.input_count());
@@ -45,9 +45,7 @@ class CaptureScope final : public Scope {
         if (ctx.has_input(first + i)) captured_[names->strings[i]] = &ctx.input(first + i);
   }
   const Model& model() const override { return outer_ ? outer_->model() : own_model_; }
-  const KernelRegistry& kernels() const override {
-    return outer_ ? outer_->kernels() : KernelRegistry::builtin();
-  }
+  const OpRegistry& kernels() const override { return outer_ ? outer_->kernels() : ops_; }
   const HostTensor* find(std::string_view name) const override {
     auto it = captured_.find(std::string(name));
     if (it != captured_.end()) return it->second;
@@ -56,6 +54,7 @@ class CaptureScope final : public Scope {
 
  private:
   const Scope* outer_;
+  const OpRegistry& ops_;
   Model own_model_;
   std::map<std::string, const HostTensor*> captured_;
 };
@@ -346,7 +345,7 @@ void scan_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_control_flow_kernels(KernelRegistry& r) {
+void register_control_flow_kernels(OpRegistry& r) {
   r.add("", "If", if_kernel, /*half_via_f32=*/false);
   r.add("", "Loop", loop_kernel, /*half_via_f32=*/false);
   r.add("", "Scan", scan_kernel, /*half_via_f32=*/false);

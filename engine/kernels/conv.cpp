@@ -1,5 +1,5 @@
 // Conv and FusedConv on one oneDNN convolution (the layout oneDNN picks, converted to
-// and from the caller's NCHW or NC1HWC0 around it; bias, residual and activation as
+// and from the caller's NCHW or channel-blocked layout around it; bias, residual and activation as
 // post-ops). ConvTranspose is in conv_transpose.cpp.
 #include "kernels/conv.h"
 
@@ -73,7 +73,7 @@ struct ConvPlan {
   std::string weights_key;  // derived_constant's key for the weights in `weights`' layout
 };
 
-// NC1HWC0 (C0 16) to or from the 8-channel blocks oneDNN's AVX2 kernels use: plain
+// Blocks of 16 channels to or from the 8-channel blocks oneDNN's AVX2 kernels use: plain
 // runs of 8 floats, so a loop of copies beats the generic reorder. Returns false for
 // any other pair of layouts (the caller reorders with oneDNN). Padding lanes and a
 // missing half block come out zero.
@@ -122,15 +122,16 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   if (w.rank() != rank) ctx.fail("weights rank differs from input rank");
   if (x.dtype() != DType::F32 || w.dtype() != DType::F32)
     ctx.fail("Conv runs on f32 (got " + dtype_name(x.dtype()) + ")");
-  if ((fusion.x_blocked || fusion.y_blocked) && rank != 4) ctx.fail("NC1HWC0 needs a 2-D convolution");
+  if ((fusion.x_blocked || fusion.y_blocked) && rank != 4)
+    ctx.fail("channel-blocked tensors need a 2-D convolution");
   const int64_t group = ctx.attr_int("group", 1);
   const int64_t m = w.dims()[0];
   if (group <= 0 || m % group != 0)
     ctx.fail("weights " + w.shape_string() + " do not match group " + std::to_string(group));
   const int64_t n = x.dims()[0], c = fusion.x_blocked ? w.dims()[1] * group : x.dims()[1];
   if (fusion.x_blocked && (x.dims()[4] != 16 || (c + 15) / 16 != x.dims()[1]))
-    ctx.fail("input " + x.shape_string() + " is not NC1HWC0 (C0 16) of the weights' " + std::to_string(c) +
-             " channels");
+    ctx.fail("input " + x.shape_string() + " is not channel-blocked (blocks of 16) for the weights' " +
+             std::to_string(c) + " channels");
   if (c % group != 0 || w.dims()[1] * group != c)
     ctx.fail("channels " + std::to_string(c) + " and weights " + w.shape_string() + " do not match group " +
              std::to_string(group));
@@ -218,7 +219,7 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
         }
       return with(algorithm::convolution_direct);
     };
-    // NC1HWC0 is oneDNN's nChw16c: where the machine has a jit kernel for it (AVX-512),
+    // The channel-blocked layout is oneDNN's nChw16c: where the machine has a jit kernel for it (AVX-512),
     // the conv reads and writes the caller's bytes with no conversion around it. Left
     // to choose, oneDNN would pick NHWC and cost two reorders per conv. Elsewhere (AVX2
     // has no nChw16c kernel, only the reference loop) oneDNN picks.
@@ -271,10 +272,10 @@ HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const Host
   return fused_convolution(ctx, x, w, b, ConvFusion{});
 }
 
-void register_pool_kernels(KernelRegistry& r);
-void register_conv_transpose_kernel(KernelRegistry& r);
+void register_pool_kernels(OpRegistry& r);
+void register_conv_transpose_kernel(OpRegistry& r);
 
-void register_conv_pool_kernels(KernelRegistry& r) {
+void register_conv_pool_kernels(OpRegistry& r) {
   r.add("", "Conv", [](KernelContext& ctx) {
     ctx.outputs[0] = convolution(ctx, ctx.input(0), ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr);
   });

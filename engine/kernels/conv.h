@@ -23,7 +23,7 @@ HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const Host
                        const HostTensor* b);
 
 // What a fused convolution adds to Conv, all computed by the one oneDNN primitive:
-// tensors in NC1HWC0 (C0 = 16: oneDNN's nChw16c) instead of NCHW, a residual summed
+// channel-blocked tensors [N, C/16, H, W, 16] (oneDNN's nChw16c) instead of NCHW, a residual summed
 // before the activation, and the activation (docs/OPS.md's list) as post-ops.
 struct ConvFusion {
   bool x_blocked = false;  // x is [N, C1, H, W, 16] holding `channels_in` channels

@@ -296,6 +296,6 @@ void conv_transpose(KernelContext& ctx) {
 
 }  // namespace
 
-void register_conv_transpose_kernel(KernelRegistry& r) { r.add("", "ConvTranspose", conv_transpose); }
+void register_conv_transpose_kernel(OpRegistry& r) { r.add("", "ConvTranspose", conv_transpose); }
 
 }  // namespace geopt

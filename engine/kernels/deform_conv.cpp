@@ -102,6 +102,6 @@ void deform_conv(KernelContext& ctx) {
 
 }  // namespace
 
-void register_deform_conv_kernel(KernelRegistry& r) { r.add("", "DeformConv", deform_conv); }
+void register_deform_conv_kernel(OpRegistry& r) { r.add("", "DeformConv", deform_conv); }
 
 }  // namespace geopt

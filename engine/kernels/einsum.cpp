@@ -183,6 +183,6 @@ void einsum(KernelContext& ctx) {
 
 }  // namespace
 
-void register_einsum_kernel(KernelRegistry& r) { r.add("", "Einsum", einsum); }
+void register_einsum_kernel(OpRegistry& r) { r.add("", "Einsum", einsum); }
 
 }  // namespace geopt

@@ -111,7 +111,7 @@ T min_nan(T a, T b) {
 
 // Registers an arithmetic op over all real types; the result has the inputs' dtype.
 template <class OpFactory>
-void add_arith(KernelRegistry& r, const char* name, OpFactory make) {
+void add_arith(OpRegistry& r, const char* name, OpFactory make) {
   r.add("", name, [make, name](KernelContext& ctx) {
     const HostTensor& a = ctx.input(0);
     const HostTensor& b = ctx.input(1);
@@ -126,7 +126,7 @@ void add_arith(KernelRegistry& r, const char* name, OpFactory make) {
 }
 
 template <class Cmp>
-void add_compare(KernelRegistry& r, const char* name, Cmp cmp) {
+void add_compare(OpRegistry& r, const char* name, Cmp cmp) {
   r.add("", name, [cmp, name](KernelContext& ctx) {
     const HostTensor& a = ctx.input(0);
     const HostTensor& b = ctx.input(1);
@@ -146,7 +146,7 @@ void add_compare(KernelRegistry& r, const char* name, Cmp cmp) {
 
 // Variadic Max/Min/Sum/Mean: folds pairwise with broadcasting.
 template <class OpFactory>
-void add_variadic(KernelRegistry& r, const char* name, OpFactory make, bool mean) {
+void add_variadic(OpRegistry& r, const char* name, OpFactory make, bool mean) {
   r.add("", name, [make, mean, name](KernelContext& ctx) {
     HostTensor acc = ctx.input(0);
     for (size_t k = 1; k < ctx.input_count(); ++k) {
@@ -174,7 +174,7 @@ void add_variadic(KernelRegistry& r, const char* name, OpFactory make, bool mean
 
 // Registers a float-only unary op y = f(x, ctx-derived params).
 template <class Factory>
-void add_unary_float(KernelRegistry& r, const char* name, Factory make) {
+void add_unary_float(OpRegistry& r, const char* name, Factory make) {
   r.add("", name, [make, name](KernelContext& ctx) {
     const HostTensor& x = ctx.input(0);
     dispatch_float(
@@ -186,7 +186,7 @@ void add_unary_float(KernelRegistry& r, const char* name, Factory make) {
 
 // Unary ops defined for signed integers too (Abs, Neg, Sign, Relu).
 template <class Factory>
-void add_unary_real(KernelRegistry& r, const char* name, Factory make) {
+void add_unary_real(OpRegistry& r, const char* name, Factory make) {
   r.add("", name, [make, name](KernelContext& ctx) {
     const HostTensor& x = ctx.input(0);
     dispatch_real(
@@ -205,7 +205,7 @@ T sigmoid(T x) {
   add_unary_float(               \
       r, NAME, []<class T>(const KernelContext&) { return [](T x) -> T { return static_cast<T>(EXPR); }; })
 
-void register_unary(KernelRegistry& r) {
+void register_unary(OpRegistry& r) {
   SIMPLE_FLOAT("Sqrt", std::sqrt(x));
   SIMPLE_FLOAT("Reciprocal", T(1) / x);
   SIMPLE_FLOAT("Exp", std::exp(x));
@@ -361,7 +361,7 @@ void register_unary(KernelRegistry& r) {
       false);
 }
 
-void register_binary(KernelRegistry& r) {
+void register_binary(OpRegistry& r) {
   add_arith(r, "Add",
             []<class T>(const KernelContext&) { return [](T a, T b) { return static_cast<T>(a + b); }; });
   add_arith(r, "Sub",
@@ -497,7 +497,7 @@ void register_binary(KernelRegistry& r) {
       false);
 }
 
-void register_cast(KernelRegistry& r) {
+void register_cast(OpRegistry& r) {
   r.add(
       "", "Cast",
       [](KernelContext& ctx) {
@@ -514,7 +514,7 @@ void register_cast(KernelRegistry& r) {
 
 }  // namespace
 
-void register_elementwise_kernels(KernelRegistry& r) {
+void register_elementwise_kernels(OpRegistry& r) {
   register_unary(r);
   register_binary(r);
   register_cast(r);

@@ -63,7 +63,7 @@ BroadcastPlan<N> plan_broadcast(const KernelContext& ctx, const std::array<const
 // Walks the coalesced output in tiles of about 4096 elements: tile(out_index, offsets,
 // steps, count, rows, row_steps) covers output elements out_index .. out_index + rows *
 // count - 1, row r reading input k at offsets[k] + r * row_steps[k] + j * steps[k]. Short
-// innermost rows come many to a tile (NC1HWC0's rows of 16 lanes, 256 a tile, so the
+// innermost rows come many to a tile (a channel-blocked tensor's rows of 16 lanes, 256 a tile, so the
 // per-row bookkeeping is paid once per tile); a long one is cut into tiles of one row.
 // Tiles are shared among the threads when the tensor is large: `tile` must only write
 // the output elements it is given.

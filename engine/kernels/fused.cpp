@@ -7,9 +7,8 @@
 
 #include "kernels/activation.h"
 #include "kernels/broadcast.h"
-#include "kernels/conv.h"
 #include "kernels/elementwise_util.h"
-#include "kernels/layout.h"
+#include "kernels/fused.h"
 #include "kernels/linalg.h"
 #include "kernels/norm.h"
 #include "kernels/row_math.h"
@@ -47,81 +46,6 @@ void add_broadcast(const KernelContext& ctx, HostTensor& y, const HostTensor& bi
   float* py = y.mutable_data<float>();
   const float* pb = bias.data<float>();
   apply_broadcast(plan, [&](int64_t, const int64_t* o) { py[o[0]] += pb[o[1]]; });
-}
-
-// B in FRACTAL_NZ (a weight laid out for the Cube) is read back as the K x N matrix.
-void fused_matmul(KernelContext& ctx) {
-  const std::string b_format = ctx.attr_string("b_format", "ND");
-  if (b_format != "ND" && b_format != "FRACTAL_NZ") ctx.fail("b_format must be ND or FRACTAL_NZ");
-  const HostTensor& a = ctx.input(0);
-  if (b_format == "FRACTAL_NZ" && (a.rank() < 1 || ctx.attr_int("n", 0) <= 0))
-    ctx.fail("a FRACTAL_NZ operand needs `n` (its columns)");
-  HostTensor b = b_format == "ND" ? ctx.input(1)
-                                  : unpacked_weight(ctx.input(1), {a.dim(-1), ctx.attr_int("n", 0)}, true);
-  const std::string activation = ctx.attr_string("activation", "none");
-  const std::vector<float> params = ctx.attr_floats("activation_params");
-  if (auto y = fused_matmul_f32(ctx, a, b, ctx.has_input(2) ? &ctx.input(2) : nullptr, activation, params)) {
-    ctx.outputs[0] = std::move(*y);
-    return;
-  }
-  HostTensor y = matmul(ctx, a, b);
-  require_f32(ctx, y);
-  if (ctx.has_input(2)) add_broadcast(ctx, y, ctx.input(2));
-  apply_activation(ctx, y, activation, params);
-  ctx.outputs[0] = std::move(y);
-}
-
-// One oneDNN convolution: NC1HWC0 is its nChw16c, the residual and activation its
-// post-ops; the padding channels come out zero, as a device kernel leaves them.
-void fused_conv(KernelContext& ctx) {
-  const std::string format = ctx.attr_string("data_format", "NCHW");
-  if (format != "NCHW" && format != "NC1HWC0") ctx.fail("data_format must be NCHW or NC1HWC0");
-  const bool blocked = format == "NC1HWC0";
-  const std::string weight_format = ctx.attr_string("weight_format", "NCHW");
-  if (weight_format != "NCHW" && weight_format != "FRACTAL_Z")
-    ctx.fail("weight_format must be NCHW or FRACTAL_Z");
-  const std::string input_format = ctx.attr_string("input_format", "");
-  if (!input_format.empty() && (input_format != "NCHW" || !blocked))
-    ctx.fail("input_format must be empty, or NCHW with data_format NC1HWC0");
-  const HostTensor& x_in = ctx.input(0);
-  HostTensor w = ctx.input(1);
-  if (weight_format == "FRACTAL_Z") {
-    const std::vector<int64_t> k = ctx.attr_ints("kernel_shape", {});
-    const int64_t m = ctx.attr_int("channels", 0);
-    if (!blocked || ctx.attr_int("group", 1) != 1 || k.size() != 2 || m <= 0)
-      ctx.fail("FRACTAL_Z weights need data_format NC1HWC0, group 1, a 2-D kernel_shape and `channels`");
-    if (x_in.rank() != (input_format == "NCHW" ? 4 : 5))
-      ctx.fail("the input " + x_in.shape_string() + " is not in its format");
-    // An NC1HWC0 input's padding channels meet zero weights.
-    const int64_t channels_in = x_in.rank() == 5 ? x_in.dim(1) * x_in.dim(4) : x_in.dim(1);
-    w = unpacked_weight(w, {m, channels_in, k[0], k[1]}, false);
-  }
-  ConvFusion fusion;
-  fusion.x_blocked = blocked && input_format != "NCHW";
-  fusion.y_blocked = blocked;
-  fusion.residual = ctx.has_input(3) ? &ctx.input(3) : nullptr;
-  if (fusion.residual) fusion.residual_input = 3;
-  fusion.activation = ctx.attr_string("activation", "none");
-  fusion.activation_params = ctx.attr_floats("activation_params");
-  fusion.post_scale = ctx.attr_float("post_scale", 1.0f);
-  fusion.post_shift = ctx.attr_float("post_shift", 0.0f);
-  ctx.outputs[0] = fused_convolution(ctx, x_in, w, ctx.has_input(2) ? &ctx.input(2) : nullptr, fusion);
-}
-
-void trans_data(KernelContext& ctx) {
-  const std::string src = ctx.attr_string("src_format", ""), dst = ctx.attr_string("dst_format", "");
-  if (src == "NCHW" && dst == "NC1HWC0")
-    ctx.outputs[0] = to_nc1hwc0(ctx.input(0));
-  else if (src == "NC1HWC0" && dst == "NCHW")
-    ctx.outputs[0] = from_nc1hwc0(ctx.input(0), ctx.attr_int("channels", 0));
-  else if (src == "NCHW" && dst == "FRACTAL_Z")
-    ctx.outputs[0] = to_fractal_z(ctx.input(0));
-  else if (src == "ND" && dst == "FRACTAL_NZ")
-    ctx.outputs[0] = to_fractal_nz(ctx.input(0));
-  else
-    ctx.fail("TransData supports NCHW <-> NC1HWC0, NCHW -> FRACTAL_Z and ND -> FRACTAL_NZ, not " + src +
-             " -> " + dst);
-  if (dst == "FRACTAL_Z" || dst == "FRACTAL_NZ") remember_plain(ctx.outputs[0], ctx.input(0));
 }
 
 // Where each (batch, head) matrix of an attention operand lies: BNSD [..., S, D] holds
@@ -383,16 +307,26 @@ void rotary_embedding(KernelContext& ctx) {
 
 }  // namespace
 
-void register_fused_kernels(KernelRegistry& r) {
+HostTensor fused_matmul_output(KernelContext& ctx, const HostTensor& b) {
+  const HostTensor& a = ctx.input(0);
+  const std::string activation = ctx.attr_string("activation", "none");
+  const std::vector<float> params = ctx.attr_floats("activation_params");
+  if (auto y = fused_matmul_f32(ctx, a, b, ctx.has_input(2) ? &ctx.input(2) : nullptr, activation, params))
+    return std::move(*y);
+  HostTensor y = matmul(ctx, a, b);
+  require_f32(ctx, y);
+  if (ctx.has_input(2)) add_broadcast(ctx, y, ctx.input(2));
+  apply_activation(ctx, y, activation, params);
+  return y;
+}
+
+void register_fused_kernels(OpRegistry& r) {
   r.add(kGeoptDomain, "Gelu", gelu);
   r.add(kGeoptDomain, "Rsqrt", rsqrt);
-  r.add(kGeoptDomain, "FusedMatMul", fused_matmul);
-  r.add(kGeoptDomain, "FusedConv", fused_conv);
   r.add(kGeoptDomain, "FlashAttention", flash_attention);
   r.add(kGeoptDomain, "FlashAttentionLayerNorm", flash_attention_layer_norm);
   r.add(kGeoptDomain, "SwiGLU", swiglu);
   r.add(kGeoptDomain, "RotaryEmbedding", rotary_embedding);
-  r.add(kGeoptDomain, "TransData", trans_data, /*half_via_f32=*/false);
 }
 
 }  // namespace geopt

@@ -492,7 +492,7 @@ void unique(KernelContext& ctx) {
 
 }  // namespace
 
-void register_indexing_kernels(KernelRegistry& r) {
+void register_indexing_kernels(OpRegistry& r) {
   const std::pair<const char*, void (*)(KernelContext&)> kernels[] = {
       {"GatherND", gather_nd},       {"ScatterND", scatter_nd}, {"ScatterElements", scatter_elements},
       {"Scatter", scatter_elements}, {"NonZero", non_zero},     {"Compress", compress},

@@ -190,7 +190,7 @@ void det_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_linalg_kernels(KernelRegistry& r) {
+void register_linalg_kernels(OpRegistry& r) {
   r.add("", "Det", det_kernel);
   r.add("", "MatMul", [](KernelContext& ctx) { ctx.outputs[0] = matmul(ctx, ctx.input(0), ctx.input(1)); });
   r.add("", "Gemm", gemm_kernel);

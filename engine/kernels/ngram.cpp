@@ -87,7 +87,7 @@ void tfidf_vectorizer(KernelContext& ctx) {
 
 }  // namespace
 
-void register_ngram_kernel(KernelRegistry& r) {
+void register_ngram_kernel(OpRegistry& r) {
   r.add("", "TfIdfVectorizer", tfidf_vectorizer, /*half_via_f32=*/false);
 }
 

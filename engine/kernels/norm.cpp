@@ -1,5 +1,6 @@
 // Normalizations: BatchNormalization (inference), InstanceNormalization,
-// LayerNormalization, and the ai.geopt LayerNorm, RMSNorm and AddLayerNorm.
+// LayerNormalization, and the ai.geopt RMSNorm and AddLayerNorm (a backend's LayerNorm
+// calls layer_norm_over_axes and channel_layer_norm, norm.h).
 #include <algorithm>
 #include <cmath>
 
@@ -100,73 +101,6 @@ void layer_norm(KernelContext& ctx, const HostTensor& x, const HostTensor* scale
   ctx.outputs[0] = std::move(y);
   if (mean.defined()) ctx.set_output(1, std::move(mean));
   if (inv.defined()) ctx.set_output(2, std::move(inv));
-}
-
-// LayerNorm over the channels at each position (ConvNeXt's LayerNorm2d) of an NCHW tensor
-// [N, C, spatial...] or an NC1HWC0 one [N, C1, H, W, C0] holding `channels` real channels.
-// Statistics cover the real channels only; NC1HWC0 padding channels come out 0. Sums run
-// along the positions (contiguous in both layouts) so the inner loops vectorize.
-void channel_layer_norm(KernelContext& ctx, bool blocked) {
-  const HostTensor& x = ctx.input(0);
-  require_f32(ctx, x);
-  const HostTensor& scale = ctx.input(1);
-  const HostTensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  if (blocked ? x.rank() != 5 : x.rank() < 2)
-    ctx.fail("X " + x.shape_string() + (blocked ? " is not NC1HWC0 (rank 5)" : " has no channel axis"));
-  const int64_t n = x.dims()[0], blocks = blocked ? x.dims()[1] : 1, c0 = blocked ? x.dims()[4] : 1;
-  const int64_t channels = blocked ? ctx.attr_int("channels", -1) : x.dims()[1];
-  if (blocked && (channels <= (blocks - 1) * c0 || channels > blocks * c0))
-    ctx.fail("channels = " + std::to_string(channels) + " does not fit " + std::to_string(blocks) +
-             " blocks of " + std::to_string(c0));
-  const int64_t positions =
-      blocked ? x.dims()[2] * x.dims()[3] : (channels ? x.size() / std::max<int64_t>(n * channels, 1) : 0);
-  for (const HostTensor* p : {&scale, bias})
-    if (p && p->size() != channels)
-      ctx.fail("scale/bias " + p->shape_string() + " needs one value per channel (" +
-               std::to_string(channels) + ")");
-  const float eps = ctx.attr_float("epsilon", 1e-5f);
-  // Channel c at position s of batch b: blocked [b][c / C0][s][c % C0], else [b][c][s].
-  const int64_t block_stride = positions * c0;
-  auto at = [&](int64_t b, int64_t c) {
-    return blocked ? (b * blocks + c / c0) * block_stride + c % c0 : (b * channels + c) * positions;
-  };
-  const int64_t step = c0;             // distance between positions
-  HostTensor y(DType::F32, x.dims());  // zero-filled: the padding channels stay 0
-  const float* px = x.data<float>();
-  float* py = y.mutable_data<float>();
-  // Parallel over blocks of positions (a batch of one still uses every thread); within
-  // a block, each channel's row of positions is read contiguously.
-  constexpr int64_t kBlock = 256;
-  const int64_t blocks_per_image = (positions + kBlock - 1) / kBlock;
-#pragma omp parallel for if (x.size() > (1 << 15))
-  for (int64_t task = 0; task < n * blocks_per_image; ++task) {
-    const int64_t b = task / blocks_per_image, first = (task % blocks_per_image) * kBlock;
-    const int64_t count = std::min(kBlock, positions - first);
-    double mean[kBlock] = {}, var[kBlock] = {};
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* in = px + at(b, c) + first * step;
-      for (int64_t s = 0; s < count; ++s) mean[s] += in[s * step];
-    }
-    for (int64_t s = 0; s < count; ++s) mean[s] /= static_cast<double>(channels);
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* in = px + at(b, c) + first * step;
-      for (int64_t s = 0; s < count; ++s) {
-        const double d = in[s * step] - mean[s];
-        var[s] += d * d;
-      }
-    }
-    for (int64_t s = 0; s < count; ++s)
-      var[s] = 1.0 / std::sqrt(var[s] / static_cast<double>(channels) + eps);
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* in = px + at(b, c) + first * step;
-      float* out = py + at(b, c) + first * step;
-      const float g = static_cast<float>(scale.real_at(c)),
-                  t = bias ? static_cast<float>(bias->real_at(c)) : 0.0f;
-      for (int64_t s = 0; s < count; ++s)
-        out[s * step] = static_cast<float>((in[s * step] - mean[s]) * var[s]) * g + t;
-    }
-  }
-  ctx.outputs[0] = std::move(y);
 }
 
 void batch_norm(KernelContext& ctx) {
@@ -303,19 +237,81 @@ HostTensor layer_norm_rows(const KernelContext& ctx, const HostTensor& x, int64_
   return y;
 }
 
-void register_norm_kernels(KernelRegistry& r) {
+// Statistics cover the real channels only; a blocked tensor's padding channels come out
+// 0. Sums run along the positions (contiguous in both layouts) so the inner loops vectorize.
+void channel_layer_norm(KernelContext& ctx, bool blocked) {
+  const HostTensor& x = ctx.input(0);
+  require_f32(ctx, x);
+  const HostTensor& scale = ctx.input(1);
+  const HostTensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (blocked ? x.rank() != 5 : x.rank() < 2)
+    ctx.fail("X " + x.shape_string() +
+             (blocked ? " is not channel-blocked (rank 5)" : " has no channel axis"));
+  const int64_t n = x.dims()[0], blocks = blocked ? x.dims()[1] : 1, c0 = blocked ? x.dims()[4] : 1;
+  const int64_t channels = blocked ? ctx.attr_int("channels", -1) : x.dims()[1];
+  if (blocked && (channels <= (blocks - 1) * c0 || channels > blocks * c0))
+    ctx.fail("channels = " + std::to_string(channels) + " does not fit " + std::to_string(blocks) +
+             " blocks of " + std::to_string(c0));
+  const int64_t positions =
+      blocked ? x.dims()[2] * x.dims()[3] : (channels ? x.size() / std::max<int64_t>(n * channels, 1) : 0);
+  for (const HostTensor* p : {&scale, bias})
+    if (p && p->size() != channels)
+      ctx.fail("scale/bias " + p->shape_string() + " needs one value per channel (" +
+               std::to_string(channels) + ")");
+  const float eps = ctx.attr_float("epsilon", 1e-5f);
+  // Channel c at position s of batch b: blocked [b][c / C0][s][c % C0], else [b][c][s].
+  const int64_t block_stride = positions * c0;
+  auto at = [&](int64_t b, int64_t c) {
+    return blocked ? (b * blocks + c / c0) * block_stride + c % c0 : (b * channels + c) * positions;
+  };
+  const int64_t step = c0;             // distance between positions
+  HostTensor y(DType::F32, x.dims());  // zero-filled: the padding channels stay 0
+  const float* px = x.data<float>();
+  float* py = y.mutable_data<float>();
+  // Parallel over blocks of positions (a batch of one still uses every thread); within
+  // a block, each channel's row of positions is read contiguously.
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks_per_image = (positions + kBlock - 1) / kBlock;
+#pragma omp parallel for if (x.size() > (1 << 15))
+  for (int64_t task = 0; task < n * blocks_per_image; ++task) {
+    const int64_t b = task / blocks_per_image, first = (task % blocks_per_image) * kBlock;
+    const int64_t count = std::min(kBlock, positions - first);
+    double mean[kBlock] = {}, var[kBlock] = {};
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* in = px + at(b, c) + first * step;
+      for (int64_t s = 0; s < count; ++s) mean[s] += in[s * step];
+    }
+    for (int64_t s = 0; s < count; ++s) mean[s] /= static_cast<double>(channels);
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* in = px + at(b, c) + first * step;
+      for (int64_t s = 0; s < count; ++s) {
+        const double d = in[s * step] - mean[s];
+        var[s] += d * d;
+      }
+    }
+    for (int64_t s = 0; s < count; ++s)
+      var[s] = 1.0 / std::sqrt(var[s] / static_cast<double>(channels) + eps);
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* in = px + at(b, c) + first * step;
+      float* out = py + at(b, c) + first * step;
+      const float g = static_cast<float>(scale.real_at(c)),
+                  t = bias ? static_cast<float>(bias->real_at(c)) : 0.0f;
+      for (int64_t s = 0; s < count; ++s)
+        out[s * step] = static_cast<float>((in[s * step] - mean[s]) * var[s]) * g + t;
+    }
+  }
+  ctx.outputs[0] = std::move(y);
+}
+
+void layer_norm_over_axes(KernelContext& ctx) {
+  layer_norm(ctx, ctx.input(0), &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, false);
+}
+
+void register_norm_kernels(OpRegistry& r) {
   r.add("", "BatchNormalization", batch_norm);
   r.add("", "InstanceNormalization", instance_norm);
   r.add("", "GroupNormalization", group_norm);
-  r.add("", "LayerNormalization", [](KernelContext& ctx) {
-    layer_norm(ctx, ctx.input(0), &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, false);
-  });
-  r.add(kGeoptDomain, "LayerNorm", [](KernelContext& ctx) {
-    const std::string format = ctx.attr_string("data_format", "ND");
-    if (format == "NCHW" || format == "NC1HWC0") return channel_layer_norm(ctx, format == "NC1HWC0");
-    if (format != "ND") ctx.fail("data_format '" + format + "' is not ND, NCHW or NC1HWC0");
-    layer_norm(ctx, ctx.input(0), &ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, false);
-  });
+  r.add("", "LayerNormalization", layer_norm_over_axes);
   r.add(kGeoptDomain, "RMSNorm",
         [](KernelContext& ctx) { layer_norm(ctx, ctx.input(0), &ctx.input(1), nullptr, true); });
   r.add(kGeoptDomain, "AddLayerNorm", add_layer_norm);

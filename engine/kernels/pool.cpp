@@ -20,7 +20,7 @@ namespace {
 enum class Pool { Max, Average, Lp };
 
 // The common case, 2-D row-major, without the generic coordinate decoding. `lanes`
-// contiguous values pool side by side: 1 for NCHW; C0 for NC1HWC0, which comes as a
+// contiguous values pool side by side: 1 for NCHW; 16 for a channel-blocked tensor, which comes as a
 // 3-D pool with a kernel of 1 over its last axis. `pi` may be null (no Indices).
 template <Pool kind, class T>
 void pool_2d(const T* px, T* py, int64_t* pi, int64_t planes, int64_t lanes, const WindowGeometry& g,
@@ -78,7 +78,7 @@ void pool_2d(const T* px, T* py, int64_t* pi, int64_t planes, int64_t lanes, con
     }
 }
 
-// f32 pooling over two spatial axes, plain NCHW (lanes 1) or NC1HWC0 (lanes 16, oneDNN's
+// f32 pooling over two spatial axes, plain NCHW (lanes 1) or channel-blocked (lanes 16, oneDNN's
 // nChw16c, whose padding channels are zero and pool to zero), on one oneDNN pooling
 // primitive. Returns false where oneDNN's semantics differ from ONNX's or it has no
 // such pooling: dilations, and an average that counts padding with ceil_mode windows
@@ -166,7 +166,7 @@ void pool(KernelContext& ctx, Pool kind) {
         const T* px = x.data<T>();
         T* py = y.mutable_data<T>();
         int64_t* pi = want_indices ? indices.mutable_data<int64_t>() : nullptr;
-        // The last of three spatial axes with a window of 1 that moves by 1: NC1HWC0's C0.
+        // The last of three spatial axes with a window of 1 that moves by 1: a channel block's lanes.
         const bool lanes_axis = sp == 3 && g.kernel[2] == 1 && g.strides[2] == 1 && g.dilations[2] == 1 &&
                                 g.pad_begin[2] == 0 && g.pad_end[2] == 0;
         if ((sp == 2 || lanes_axis) && !column_major && kind != Pool::Lp) {
@@ -279,7 +279,7 @@ void global_pool(KernelContext& ctx, Pool kind) {
 
 }  // namespace
 
-void register_pool_kernels(KernelRegistry& r) {
+void register_pool_kernels(OpRegistry& r) {
   r.add("", "MaxPool", [](KernelContext& ctx) { pool(ctx, Pool::Max); });
   r.add("", "AveragePool", [](KernelContext& ctx) { pool(ctx, Pool::Average); });
   r.add("", "GlobalAveragePool", [](KernelContext& ctx) { global_pool(ctx, Pool::Average); });

@@ -498,7 +498,7 @@ void qlinear_conv(KernelContext& ctx) {
 
 }  // namespace
 
-void register_quantize_kernels(KernelRegistry& r) {
+void register_quantize_kernels(OpRegistry& r) {
   r.add("", "QuantizeLinear", quantize_linear);
   r.add("", "DequantizeLinear", dequantize_linear);
   r.add("", "DynamicQuantizeLinear", dynamic_quantize_linear);

@@ -361,7 +361,7 @@ void quant_conv(KernelContext& ctx) {
 
 }  // namespace
 
-void register_quantized_cube_kernels(KernelRegistry& r) {
+void register_quantized_cube_kernels(OpRegistry& r) {
   r.add(kGeoptDomain, "QuantMatMul", quant_matmul);
   r.add(kGeoptDomain, "QuantConv", quant_conv);
 }

@@ -122,7 +122,7 @@ void multinomial(KernelContext& ctx) {
 
 }  // namespace
 
-void register_random_kernels(KernelRegistry& r) {
+void register_random_kernels(OpRegistry& r) {
   r.add(
       "", "RandomUniform", [](KernelContext& ctx) { random_uniform(ctx, false); }, false);
   r.add(

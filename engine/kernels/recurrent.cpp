@@ -299,7 +299,7 @@ void recurrent(KernelContext& ctx, const RecurrentSpec& spec) {
 
 }  // namespace
 
-void register_recurrent_kernels(KernelRegistry& r) {
+void register_recurrent_kernels(OpRegistry& r) {
   r.add("", "RNN", [](KernelContext& ctx) { recurrent(ctx, {Cell::Rnn, 1, {"Tanh"}}); });
   r.add("", "GRU", [](KernelContext& ctx) { recurrent(ctx, {Cell::Gru, 3, {"Sigmoid", "Tanh"}}); });
   r.add("", "LSTM", [](KernelContext& ctx) { recurrent(ctx, {Cell::Lstm, 4, {"Sigmoid", "Tanh", "Tanh"}}); });

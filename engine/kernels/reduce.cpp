@@ -156,7 +156,7 @@ void reduce_typed(KernelContext& ctx, Reduce kind, const HostTensor& x, const Re
   ctx.outputs[0] = std::move(y);
 }
 
-void add_reduce(KernelRegistry& r, const char* name, Reduce kind) {
+void add_reduce(OpRegistry& r, const char* name, Reduce kind) {
   r.add("", name, [kind, name](KernelContext& ctx) {
     const HostTensor& x = ctx.input(0);
     const int64_t axes_input_since = std::string(name) == "ReduceSum" ? 13 : 18;
@@ -176,7 +176,7 @@ void add_reduce(KernelRegistry& r, const char* name, Reduce kind) {
   });
 }
 
-void add_arg(KernelRegistry& r, const char* name, bool is_max) {
+void add_arg(OpRegistry& r, const char* name, bool is_max) {
   r.add("", name, [is_max, name](KernelContext& ctx) {
     const HostTensor& x = ctx.input(0);
     int64_t axis = normalize_axis(ctx.attr_int("axis", 0), static_cast<int64_t>(x.rank()));
@@ -210,7 +210,7 @@ void add_arg(KernelRegistry& r, const char* name, bool is_max) {
 
 }  // namespace
 
-void register_reduce_kernels(KernelRegistry& r) {
+void register_reduce_kernels(OpRegistry& r) {
   add_reduce(r, "ReduceSum", Reduce::Sum);
   add_reduce(r, "ReduceMean", Reduce::Mean);
   add_reduce(r, "ReduceMax", Reduce::Max);

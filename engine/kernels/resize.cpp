@@ -197,7 +197,7 @@ AxisTaps compact_taps(const std::vector<Taps>& taps, int64_t in) {
 }
 
 // Nearest: every output element copies one input element. The axes after the innermost
-// resized one are copied whole (an NC1HWC0 tensor's C0 lanes, or the rest of a row), so
+// resized one are copied whole (a channel-blocked tensor's lanes, or the rest of a row), so
 // each output row of that axis gathers blocks of `inner` elements through its index table.
 void resize_nearest_f32(const float* x, const std::vector<int64_t>& in_dims,
                         const std::vector<AxisTaps>& axes, const std::vector<int64_t>& out_dims, float* y) {
@@ -552,7 +552,7 @@ void resize(KernelContext& ctx) {
 
 // Upsample (deprecated since opset 10) is Resize with opset 10's semantics: scales only,
 // asymmetric coordinates, nearest rounding down.
-void register_resize_kernel(KernelRegistry& r) {
+void register_resize_kernel(OpRegistry& r) {
   r.add("", "Resize", resize);
   r.add("", "Upsample", resize);
 }

@@ -62,6 +62,6 @@ void roll(KernelContext& ctx) {
 
 }  // namespace
 
-void register_roll_kernel(KernelRegistry& r) { r.add(kGeoptDomain, "Roll", roll, /*half_via_f32=*/false); }
+void register_roll_kernel(OpRegistry& r) { r.add(kGeoptDomain, "Roll", roll, /*half_via_f32=*/false); }
 
 }  // namespace geopt

@@ -634,9 +634,9 @@ void trilu(KernelContext& ctx) {
 
 }  // namespace
 
-void register_resize_kernel(KernelRegistry& r);
+void register_resize_kernel(OpRegistry& r);
 
-void register_shape_kernels(KernelRegistry& r) {
+void register_shape_kernels(OpRegistry& r) {
   const std::pair<const char*, void (*)(KernelContext&)> kernels[] = {
       {"Identity", identity},
       {"Dropout", dropout},

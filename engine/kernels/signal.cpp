@@ -225,7 +225,7 @@ void mel_weight_matrix(KernelContext& ctx) {
 
 }  // namespace
 
-void register_signal_kernels(KernelRegistry& r) {
+void register_signal_kernels(OpRegistry& r) {
   r.add("", "DFT", dft);
   r.add("", "STFT", stft);
   r.add(

@@ -78,7 +78,7 @@ void lane(const T* x, T* y, int64_t stride, int64_t n, Kind kind) {
   }
 }
 
-void add(KernelRegistry& r, const char* name, Kind kind) {
+void add(OpRegistry& r, const char* name, Kind kind) {
   r.add("", name, [kind, name](KernelContext& ctx) {
     const HostTensor& x = ctx.input(0);
     dispatch_float(
@@ -98,7 +98,7 @@ void add(KernelRegistry& r, const char* name, Kind kind) {
 
 }  // namespace
 
-void register_softmax_kernels(KernelRegistry& r) {
+void register_softmax_kernels(OpRegistry& r) {
   add(r, "Softmax", Kind::Softmax);
   add(r, "LogSoftmax", Kind::LogSoftmax);
   add(r, "Hardmax", Kind::Hardmax);

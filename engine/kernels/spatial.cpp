@@ -611,7 +611,7 @@ void non_max_suppression(KernelContext& ctx) {
 
 }  // namespace
 
-void register_spatial_kernels(KernelRegistry& r) {
+void register_spatial_kernels(OpRegistry& r) {
   r.add("", "DepthToSpace", depth_to_space, /*half_via_f32=*/false);
   r.add("", "SpaceToDepth", space_to_depth, /*half_via_f32=*/false);
   r.add("", "MaxUnpool", max_unpool, /*half_via_f32=*/false);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "ir/domain.h"
+#include "ops/op_registry.h"
 
 namespace geopt {
 namespace {
@@ -60,27 +61,31 @@ Table build() {
        "ReduceMin",
        "Cast"},
       [](OpTraits& o) { o.per_sample = true; });
-  set(kGeoptDomain,
-      {"FusedConv", "FusedMatMul", "TransData", "LayerNorm", "AddLayerNorm", "RMSNorm", "ChannelConcat",
-       "ChannelSlice", "ShuffleChannel", "QuantConv", "QuantMatMul"},
+  set(kGeoptDomain, {"AddLayerNorm", "RMSNorm", "QuantConv", "QuantMatMul"},
       [](OpTraits& o) { o.per_sample = true; });
   set(kOnnxDomain, {"Conv", "ConvInteger"}, [](OpTraits& o) { o.window_weights = 1; });
   set(kOnnxDomain, {"ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul"},
       [](OpTraits& o) { o.integer_products = true; });
   set(kGeoptDomain, {"QuantConv", "QuantMatMul"}, [](OpTraits& o) { o.integer_products = true; });
   t[{std::string(kOnnxDomain), "QLinearConv"}].window_weights = 3;  // after x's scale and zero point
-  t[{std::string(kGeoptDomain), "FusedConv"}].in_place_input =
-      3;  // the residual, added where the conv writes
+  return t;
+}
+
+const Table& table() {
+  static const Table t = build();
   return t;
 }
 
 }  // namespace
 
-const OpTraits& op_traits(std::string_view domain, std::string_view op) {
-  static const Table table = build();
+void register_standard_traits(OpRegistry& registry) {
+  for (const auto& [op, traits] : table()) registry.set_traits(op.first, op.second, traits);
+}
+
+const OpTraits& standard_op_traits(std::string_view domain, std::string_view op) {
   static const OpTraits none;
-  auto it = table.find(std::make_pair(canonical_domain(domain), std::string(op)));
-  return it == table.end() ? none : it->second;
+  auto it = table().find(std::make_pair(canonical_domain(domain), std::string(op)));
+  return it == table().end() ? none : it->second;
 }
 
 }  // namespace geopt

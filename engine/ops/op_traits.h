@@ -1,9 +1,8 @@
 #pragma once
-// What the compiler's passes must know of an op beyond its schema, in one table asked by
-// (domain, op) instead of a list of names beside each pass: the cost model and the memory
-// planner agree on what a view is, the matcher and the memory planner on what an
-// elementwise op is. Schemas stay libonnx's (and engine/onnx's for opsets 18-21 and the
-// ai.geopt ops); kernels are in eval/'s KernelRegistry.
+// What the compiler's passes must know of an op beyond its schema, held in each op's
+// entry of the op registry (ops/op_registry.h) instead of a list of names beside each
+// pass: the cost model and the memory planner agree on what a view is, the matcher and
+// the memory planner on what an elementwise op is.
 #include <optional>
 #include <string_view>
 
@@ -45,7 +44,15 @@ struct OpTraits {
   bool may_run_in_place(size_t input) const { return elementwise || in_place_input == input; }
 };
 
-// The traits of an op ("" and "ai.onnx" are one domain); all false for an op with none.
-const OpTraits& op_traits(std::string_view domain, std::string_view op);
+class OpRegistry;
+
+// Sets the traits of engine's ops (ONNX's standard ops and the hardware-independent
+// ai.geopt ops) in `registry`; a backend sets its own ops'.
+void register_standard_traits(OpRegistry& registry);
+
+// The traits of one of engine's ops, for code that asks before any registry exists (a
+// node's nondeterminism, the rule checker's commutative operands, window attributes):
+// what register_standard_traits sets ("" and "ai.onnx" are one domain).
+const OpTraits& standard_op_traits(std::string_view domain, std::string_view op);
 
 }  // namespace geopt

@@ -17,7 +17,8 @@ std::string nested_scope(const std::string& outer, const std::string& inner) {
 
 namespace {
 
-void collect(const Model& model, const std::string& outer, BodyShapes shapes, std::vector<ScopedBody>& out) {
+void collect(const Model& model, const std::string& outer, BodyShapes shapes, const OpRegistry* ops,
+             std::vector<ScopedBody>& out) {
   for (const auto& np : model.graph->nodes()) {
     const Node& n = *np;
     if (!is_control_flow(n) || (n.op_type == "Scan" && model.opset_version("") < 9)) continue;
@@ -26,9 +27,9 @@ void collect(const Model& model, const std::string& outer, BodyShapes shapes, st
       const std::string scope = nested_scope(outer, body_scope(n, a.name));
       try {
         Model body = body_as_model(n, model, a.name.c_str(), body_input_types(n));
-        if (shapes == BodyShapes::Propagated) propagate_static_shapes(body);
+        if (shapes == BodyShapes::Propagated) propagate_static_shapes(body, *ops);
         std::vector<ScopedBody> nested;
-        collect(body, scope, shapes, nested);
+        collect(body, scope, shapes, ops, nested);
         out.push_back({scope, std::move(body)});
         for (auto& b : nested) out.push_back(std::move(b));
       } catch (const Error& e) {
@@ -40,9 +41,10 @@ void collect(const Model& model, const std::string& outer, BodyShapes shapes, st
 
 }  // namespace
 
-std::vector<ScopedBody> control_flow_bodies(const Model& model, BodyShapes shapes) {
+std::vector<ScopedBody> control_flow_bodies(const Model& model, BodyShapes shapes, const OpRegistry* ops) {
+  if (shapes == BodyShapes::Propagated && !ops) throw Error("control_flow_bodies: propagating needs the ops");
   std::vector<ScopedBody> out;
-  collect(model, "", shapes, out);
+  collect(model, "", shapes, ops, out);
   return out;
 }
 

@@ -18,6 +18,8 @@ struct ScopedBody {
   Model model;
 };
 
+class OpRegistry;
+
 enum class BodyShapes {
   AsGiven,     // the body's types as the model states them
   Propagated,  // static shapes propagated, as optimize sees the body
@@ -26,6 +28,8 @@ enum class BodyShapes {
 // The bodies of the graph's If, Loop and Scan nodes (Scan from opset 9, as plans take
 // it), then the bodies nested in each, parents first. A body that cannot be read as a
 // model is left out (logged at debug level): the evaluator and compile report it.
-std::vector<ScopedBody> control_flow_bodies(const Model& model, BodyShapes shapes);
+// Propagated folds with `ops` (required there).
+std::vector<ScopedBody> control_flow_bodies(const Model& model, BodyShapes shapes,
+                                            const OpRegistry* ops = nullptr);
 
 }  // namespace geopt

@@ -30,9 +30,9 @@ Dim dim_or_unknown(const std::optional<int64_t>& size) {
 }
 
 std::vector<ValueType> body_output_types(const Node& n, const Model& model, const char* attr,
-                                         const std::vector<ValueType>& inputs) {
+                                         const std::vector<ValueType>& inputs, const OpRegistry& ops) {
   Model body = body_as_model(n, model, attr, inputs);
-  propagate_static_shapes(body);
+  propagate_static_shapes(body, ops);
   std::vector<ValueType> out;
   for (const Value* v : body.graph->outputs()) out.push_back(v->type);
   return out;
@@ -72,8 +72,10 @@ Shape with_dim(const Shape& s, size_t axis, Dim d) {
 }  // namespace
 
 std::pair<std::vector<ValueType>, std::vector<ValueType>> branch_output_types(const Node& n,
-                                                                              const Model& model) {
-  return {body_output_types(n, model, "then_branch", {}), body_output_types(n, model, "else_branch", {})};
+                                                                              const Model& model,
+                                                                              const OpRegistry& ops) {
+  return {body_output_types(n, model, "then_branch", {}, ops),
+          body_output_types(n, model, "else_branch", {}, ops)};
 }
 
 bool is_control_flow(const Node& n) {
@@ -136,7 +138,8 @@ std::vector<ValueType> body_input_types(const Node& n) {
 }
 
 std::vector<std::optional<ValueType>> infer_control_flow_types(
-    const Node& n, const Model& model, const std::vector<const Tensor*>& input_constants) {
+    const Node& n, const Model& model, const std::vector<const Tensor*>& input_constants,
+    const OpRegistry& ops) {
   std::vector<std::optional<ValueType>> out(n.outputs().size());
   const size_t own = n.inputs().size() - capture_count(n);
   const std::vector<ValueType> in = body_input_types(n);
@@ -146,12 +149,12 @@ std::vector<std::optional<ValueType>> infer_control_flow_types(
     std::vector<ValueType> then_types, else_types;
     std::optional<Error> then_failed;
     try {
-      then_types = body_output_types(n, model, "then_branch", {});
+      then_types = body_output_types(n, model, "then_branch", {}, ops);
     } catch (const Error& e) {
       then_failed = e;
     }
     try {
-      else_types = body_output_types(n, model, "else_branch", {});
+      else_types = body_output_types(n, model, "else_branch", {}, ops);
     } catch (const Error&) {
       if (then_failed) throw;
       else_types = then_types;
@@ -162,7 +165,7 @@ std::vector<std::optional<ValueType>> infer_control_flow_types(
     return out;
   }
   if (n.op_type == "Loop") {
-    auto body = body_output_types(n, model, "body", in);
+    auto body = body_output_types(n, model, "body", in, ops);
     const size_t carried = own - 2;
     // A carried value keeps its type when the body gives back what it took.
     for (size_t i = 0; i < carried && i < out.size() && 1 + i < body.size(); ++i)
@@ -202,7 +205,7 @@ std::vector<std::optional<ValueType>> infer_control_flow_types(
     const Dim& d = (*v->type.shape)[static_cast<size_t>(axis)];
     if (d.is_static()) length = d.value();
   }
-  auto body = body_output_types(n, model, "body", in);
+  auto body = body_output_types(n, model, "body", in, ops);
   for (size_t i = 0; i < states && i < out.size() && i < body.size(); ++i) out[i] = merge(in[i], body[i]);
   for (size_t k = states; k < out.size() && k < body.size(); ++k) {
     const ValueType& t = body[k];

@@ -10,11 +10,14 @@
 
 namespace geopt {
 
+class OpRegistry;
+
 // One entry per node output; nullopt where nothing can be told. An If branch that cannot
 // be typed at these shapes leaves the outputs to the other branch's types. `constant` gives a
 // node input's value where it is a constant (a Loop's trip count), else null.
 std::vector<std::optional<ValueType>> infer_control_flow_types(
-    const Node& n, const Model& model, const std::vector<const Tensor*>& input_constants);
+    const Node& n, const Model& model, const std::vector<const Tensor*>& input_constants,
+    const OpRegistry& ops);
 
 // Body `attr` of control-flow node n as a model of its own (the opsets of `model`, whose
 // graph holds n): its first graph inputs typed `input_types`, and each value it reads
@@ -27,9 +30,10 @@ Model body_as_model(const Node& n, const Model& model, const char* attr,
 // values; a Scan's states and slices (opset 9 on); nothing for If.
 std::vector<ValueType> body_input_types(const Node& n);
 
-// The output types of an If's branches, propagated: {then's, else's}.
+// The output types of an If's branches, propagated (folding with `ops`): {then's, else's}.
 std::pair<std::vector<ValueType>, std::vector<ValueType>> branch_output_types(const Node& n,
-                                                                              const Model& model);
+                                                                              const Model& model,
+                                                                              const OpRegistry& ops);
 
 // Whether n is an If, Loop or Scan of the ONNX domain.
 bool is_control_flow(const Node& n);

@@ -29,9 +29,9 @@ Attribute* attribute(Node& n, const char* name) {
 
 // For each output of If n, whether its branches give it two different static shapes
 // (throws where a branch cannot be typed).
-std::vector<bool> branch_dependent(const Node& n, const Model& model) {
+std::vector<bool> branch_dependent(const Node& n, const Model& model, const OpRegistry& ops) {
   std::vector<bool> differs(n.outputs().size(), false);
-  auto [then_types, else_types] = branch_output_types(n, model);
+  auto [then_types, else_types] = branch_output_types(n, model, ops);
   for (size_t i = 0; i < differs.size() && i < then_types.size() && i < else_types.size(); ++i) {
     const ValueType& a = then_types[i];
     const ValueType& b = else_types[i];
@@ -170,7 +170,7 @@ Node* move_reader(Model& model, Node* n, Node* reader) {
 
 }  // namespace
 
-size_t sink_readers_into_branches(Model& model) {
+size_t sink_readers_into_branches(Model& model, const OpRegistry& ops) {
   Graph& g = *model.graph;
   std::vector<Node*> nodes;
   for (const auto& n : g.nodes())
@@ -180,7 +180,7 @@ size_t sink_readers_into_branches(Model& model) {
     for (size_t moved = 0; moved < kMostMoved; ++moved) {
       std::vector<bool> differs;
       try {
-        differs = branch_dependent(*n, model);
+        differs = branch_dependent(*n, model, ops);
       } catch (const Error&) {
         break;  // a branch that cannot be typed here: the If stays as it is
       }

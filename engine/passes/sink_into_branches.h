@@ -12,9 +12,11 @@
 
 namespace geopt {
 
+class OpRegistry;
+
 // Moves readers into the branches of every If of the model's graph (not of bodies) that
 // needs it, its inputs' shapes static; returns how many nodes moved. An If left with
 // outputs of branch-dependent shape that are read is left as it is (compile names it).
-size_t sink_readers_into_branches(Model& model);
+size_t sink_readers_into_branches(Model& model, const OpRegistry& ops);
 
 }  // namespace geopt

@@ -90,9 +90,8 @@ bool refine(const Node& n, Value& v, const ValueType& got) {
 
 namespace {
 
-StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options) {
+StaticShapeReport propagate_once(Model& model, const OpRegistry& kernels, const StaticShapeOptions& options) {
   Graph& g = *model.graph;
-  const KernelRegistry& kernels = KernelRegistry::builtin();
   std::unordered_set<const Value*> graph_inputs(g.inputs().begin(), g.inputs().end());
   std::unordered_set<const Value*> graph_outputs(g.outputs().begin(), g.outputs().end());
   auto constant = [&](const Value* v) -> const Tensor* {
@@ -124,7 +123,7 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
       // The model passed import's checks: where inference still cannot tell, types stay as they are.
       if (is_control_flow(*n)) {
         try {
-          inferred = infer_control_flow_types(*n, model, in_constants);
+          inferred = infer_control_flow_types(*n, model, in_constants, kernels);
         } catch (const Error& e) {
           spdlog::debug("static shapes: {}: the bodies' types are not known: {}", n->describe(), e.what());
           inferred.assign(n->outputs().size(), std::nullopt);
@@ -194,7 +193,7 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
           ptrs.push_back(&views.back());
         }
         try {
-          folded = call_kernel(*k, *n, opset(*n), std::move(ptrs));
+          folded = call_kernel(kernels, *k, *n, opset(*n), std::move(ptrs));
         } catch (const Error& e) {
           spdlog::debug("static shapes: not folding {}: {}", n->describe(), e.what());
         }
@@ -250,11 +249,12 @@ StaticShapeReport propagate_once(Model& model, const StaticShapeOptions& options
 
 }  // namespace
 
-StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions& options) {
+StaticShapeReport propagate_static_shapes(Model& model, const OpRegistry& ops,
+                                          const StaticShapeOptions& options) {
   // Folding can make an If's condition constant, and its branch, inlined, may fold further.
-  StaticShapeReport report = propagate_once(model, options);
+  StaticShapeReport report = propagate_once(model, ops, options);
   for (int round = 0; round < 64 && inline_constant_ifs(model, options.remove_dead_code) > 0; ++round) {
-    StaticShapeReport again = propagate_once(model, options);
+    StaticShapeReport again = propagate_once(model, ops, options);
     again.folded += report.folded;
     again.refined += report.refined;
     report = std::move(again);

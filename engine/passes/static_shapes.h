@@ -14,6 +14,8 @@
 
 namespace geopt {
 
+class OpRegistry;
+
 struct StaticShapeOptions {
   // Nodes are folded only when each output has at most this many elements:
   // shape subgraphs are tiny, and no Tile or Expand may blow up the model.
@@ -34,11 +36,12 @@ struct StaticShapeReport {
 
 // Folds every node whose inputs are all constants (initializers that are not
 // graph inputs), and Shape/Size of values whose shape is static, evaluated with
-// the reference kernels; re-infers each remaining node's output types with
+// the kernels of `ops`; re-infers each remaining node's output types with
 // ONNX's per-op inference and keeps what is more precise. Graph outputs are
 // never folded (they stay computed). Throws geopt::Error when inference
 // contradicts a static dim already known. Then makes the window ops' attributes
 // explicit (window_attributes.h).
-StaticShapeReport propagate_static_shapes(Model& model, const StaticShapeOptions& options = {});
+StaticShapeReport propagate_static_shapes(Model& model, const OpRegistry& ops,
+                                          const StaticShapeOptions& options = {});
 
 }  // namespace geopt

@@ -53,7 +53,7 @@ std::optional<size_t> spatial_rank(const Node& n) {
 // The kernel's spatial size: kernel_shape, else the weights' dims 2...
 std::optional<std::vector<int64_t>> kernel(const Node& n, size_t rank) {
   if (const Attribute* k = n.attr("kernel_shape"); k && k->ints.size() == rank) return k->ints;
-  const std::optional<size_t> w = op_traits(n.domain, n.op_type).window_weights;
+  const std::optional<size_t> w = standard_op_traits(n.domain, n.op_type).window_weights;
   if (!w || *w >= n.inputs().size()) return std::nullopt;
   std::optional<std::vector<int64_t>> dims = spatial_dims(n.inputs()[*w]);
   if (!dims || dims->size() != rank) return std::nullopt;
@@ -66,7 +66,7 @@ bool make_explicit(Node& n) {
   bool changed = false;
   // The convs also get their dilations and kernel_shape (from the weights); a pool's
   // kernel_shape is required, and MaxPool's dilations are left as written.
-  if (op_traits(n.domain, n.op_type).window_weights) {
+  if (standard_op_traits(n.domain, n.op_type).window_weights) {
     if (!n.attr("dilations")) {
       set_ints(n, "dilations", std::vector<int64_t>(*rank, 1));
       changed = true;
@@ -131,7 +131,7 @@ bool make_explicit(Node& n) {
 size_t make_window_attributes_explicit(Graph& graph) {
   size_t changed = 0;
   for (const auto& n : graph.nodes())
-    if (op_traits(n->domain, n->op_type).sliding_window && make_explicit(*n)) ++changed;
+    if (standard_op_traits(n->domain, n->op_type).sliding_window && make_explicit(*n)) ++changed;
   return changed;
 }
 

@@ -9,7 +9,8 @@
 
 namespace geopt::quantize {
 
-std::vector<CalibrationSample> read_calibration_set(const std::filesystem::path& dir, const Model& model) {
+std::vector<CalibrationSample> read_calibration_set(const std::filesystem::path& dir, const Model& model,
+                                                    const OpRegistry& ops) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(dir.string() + ": no such calibration folder");
@@ -21,7 +22,7 @@ std::vector<CalibrationSample> read_calibration_set(const std::filesystem::path&
     throw Error(dir.string() +
                 ": the calibration folder holds no sample folders (one folder per sample, NAME.npy per "
                 "input, as `geopt run --save-inputs` writes)");
-  const Evaluator evaluator(model);
+  const Evaluator evaluator(model, ops);
   const std::vector<const Value*> needed = evaluator.required_inputs();
   std::vector<CalibrationSample> samples;
   for (const fs::path& folder : folders) {

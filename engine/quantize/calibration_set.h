@@ -9,6 +9,7 @@
 
 #include "eval/host_tensor.h"
 #include "ir/graph.h"
+#include "ops/op_registry.h"
 
 namespace geopt::quantize {
 
@@ -19,6 +20,7 @@ struct CalibrationSample {
 
 // Throws geopt::Error naming the folder or file: no such folder, no samples, an input
 // missing from a sample, a file that names no input, a dtype or rank the model does not take.
-std::vector<CalibrationSample> read_calibration_set(const std::filesystem::path& dir, const Model& model);
+std::vector<CalibrationSample> read_calibration_set(const std::filesystem::path& dir, const Model& model,
+                                                    const OpRegistry& ops);
 
 }  // namespace geopt::quantize

@@ -29,7 +29,7 @@ struct Calibration {
   std::map<std::string, ValueRange> ranges;
 };
 
-Calibration calibrate(const Model& model, const std::vector<std::string>& activations,
+Calibration calibrate(const OpRegistry& ops, const Model& model, const std::vector<std::string>& activations,
                       const std::vector<CalibrationSample>& samples, const QuantizeOptions& o,
                       const QuantizeProgress& progress) {
   // The activations become extra outputs of a copy of the model, read on each run.
@@ -40,7 +40,7 @@ Calibration calibrate(const Model& model, const std::vector<std::string>& activa
   for (const Value* v : g.outputs()) outputs.insert(v->name());
   for (const std::string& a : activations)
     if (outputs.insert(a).second) g.add_output(g.find_value(a));
-  const Evaluator evaluator(probe);
+  const Evaluator evaluator(probe, ops);
   std::map<std::string, ValueStats> stats;
   for (const std::string& a : activations) stats[a];
   auto for_each_activation = [&](const NamedTensors& out, auto&& f) {
@@ -91,9 +91,10 @@ Calibration calibrate(const Model& model, const std::vector<std::string>& activa
 }
 
 // How `candidate`'s outputs compare with the float model's over the calibration set.
-Agreement agreement(const Model& candidate, const std::vector<CalibrationSample>& samples,
-                    const Calibration& c, std::string_view stage, const QuantizeProgress& progress) {
-  const Evaluator evaluator(candidate);
+Agreement agreement(const OpRegistry& ops, const Model& candidate,
+                    const std::vector<CalibrationSample>& samples, const Calibration& c,
+                    std::string_view stage, const QuantizeProgress& progress) {
+  const Evaluator evaluator(candidate, ops);
   struct Sums {
     double dot = 0, got = 0, ref = 0, max_abs = 0, max_ref = 0;
   };
@@ -133,14 +134,15 @@ Agreement agreement(const Model& candidate, const std::vector<CalibrationSample>
 
 }  // namespace
 
-Model quantizable(Model model, const std::filesystem::path& where) {
+Model quantizable(Model model, const std::filesystem::path& where, const OpRegistry& ops) {
   if (model.opset_version("") >= kQuantizeOpset || model.opset_version("") == 0) return model;
-  propagate_static_shapes(model);
+  propagate_static_shapes(model, ops);
   return upgrade_opset(model, kQuantizeOpset, where);
 }
 
-QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationSample>& samples,
-                              const QuantizeOptions& o, const QuantizeProgress& progress) {
+QuantizeResult quantize_model(const OpRegistry& ops, const Model& model,
+                              const std::vector<CalibrationSample>& samples, const QuantizeOptions& o,
+                              const QuantizeProgress& progress) {
   if (samples.empty()) throw Error("quantize: the calibration set is empty");
   if (o.accuracy_target && !(*o.accuracy_target > 0 && *o.accuracy_target <= 1))
     throw Error("--accuracy-target " + std::to_string(*o.accuracy_target) +
@@ -183,7 +185,7 @@ QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationS
   std::set<std::string> listed;
   for (const QuantizableLayer& l : layers)
     if (listed.insert(l.activation).second) activations.push_back(l.activation);
-  const Calibration c = calibrate(model, activations, samples, o, progress);
+  const Calibration c = calibrate(ops, model, activations, samples, o, progress);
   for (LayerReport& r : result.layers) {
     r.range = c.ranges.at(r.layer.activation);
     r.activation = activation_quant(r.range, o.activation_type);
@@ -200,7 +202,7 @@ QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationS
 
   if (o.sensitivity || o.accuracy_target) {
     for (LayerReport* r : candidates) {
-      r->alone = agreement(quantized_model({r}), samples, c, "sensitivity " + r->layer.name, progress);
+      r->alone = agreement(ops, quantized_model({r}), samples, c, "sensitivity " + r->layer.name, progress);
       ++result.evaluations;
     }
   }
@@ -215,7 +217,7 @@ QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationS
     auto with_first_kept = [&](size_t k) {
       std::vector<const LayerReport*> chosen(order.begin() + static_cast<std::ptrdiff_t>(k), order.end());
       ++result.evaluations;
-      return agreement(quantized_model(chosen), samples, c, "accuracy", progress);
+      return agreement(ops, quantized_model(chosen), samples, c, "accuracy", progress);
     };
     std::map<size_t, Agreement> tried;
     tried[0] = with_first_kept(0);
@@ -253,7 +255,7 @@ QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationS
   if (final_agreement) {
     result.agreement = *final_agreement;
   } else {
-    result.agreement = agreement(result.model, samples, c, "accuracy", progress);
+    result.agreement = agreement(ops, result.model, samples, c, "accuracy", progress);
     ++result.evaluations;
   }
   return result;

@@ -24,7 +24,7 @@ inline constexpr int64_t kQuantizeOpset = 13;
 // The model as quantize_model takes it: one below kQuantizeOpset has its shape
 // computations folded and is converted up with ONNX's version converter (PaddleOCR's
 // exports are opset 9); any other is returned as it is. `where` names it in errors.
-Model quantizable(Model model, const std::filesystem::path& where);
+Model quantizable(Model model, const std::filesystem::path& where, const OpRegistry& ops);
 
 struct QuantizeOptions {
   CalibrationMethod method =
@@ -65,7 +65,9 @@ using QuantizeProgress = std::function<void(std::string_view stage, size_t done,
 
 // Throws geopt::Error for a layer in skip_layers that names no quantizable layer, or a
 // model with nothing to quantize.
-QuantizeResult quantize_model(const Model& model, const std::vector<CalibrationSample>& samples,
-                              const QuantizeOptions& options, const QuantizeProgress& progress = {});
+// `ops` run the model (calibration, the accuracy check) and fold its shapes.
+QuantizeResult quantize_model(const OpRegistry& ops, const Model& model,
+                              const std::vector<CalibrationSample>& samples, const QuantizeOptions& options,
+                              const QuantizeProgress& progress = {});
 
 }  // namespace geopt::quantize

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "ascend/device_ops/device_ops.h"
 #include "util/error.h"
 
 namespace geopt::fuzz {
@@ -27,6 +28,7 @@ std::filesystem::path as_file(const uint8_t* data, size_t size, const std::strin
 }
 
 void refused_or_fine(const std::function<void()>& f) {
+  ascend::register_op_schemas();  // as every entry point does before reading anything
   try {
     f();
   } catch (const Error&) {

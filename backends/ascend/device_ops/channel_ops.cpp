@@ -9,12 +9,22 @@
 #include <functional>
 #include <vector>
 
-#include "eval/kernel.h"
-#include "ir/node.h"
-#include "kernels/layout.h"
+#include <onnx/defs/schema.h>
+#include <onnx/defs/shape_inference.h>
 
-namespace geopt {
+#include "device_ops/device_ops.h"
+#include "eval/kernel.h"
+#include "ir/domain.h"
+#include "ir/node.h"
+#include "layout.h"
+#include "onnx/schema_helpers.h"
+
+namespace geopt::ascend {
 namespace {
+
+using onnx::AttributeProto;
+using onnx::InferenceContext;
+using onnx::OpSchema;
 
 struct Blocked {
   int64_t n = 0, c1 = 0, h = 0, w = 0, c0 = 0;
@@ -183,10 +193,113 @@ void channel_concat(KernelContext& ctx) {
 
 }  // namespace
 
-void register_channel_kernels(KernelRegistry& r) {
-  r.add(kGeoptDomain, "ShuffleChannel", shuffle_channel, /*half_via_f32=*/false);
-  r.add(kGeoptDomain, "ChannelSlice", channel_slice, /*half_via_f32=*/false);
-  r.add(kGeoptDomain, "ChannelConcat", channel_concat, /*half_via_f32=*/false);
+// Channel movement in NC1HWC0: each input holds `channels` real channels in
+// ceil(channels / C0) blocks; the output's blocks hold its own count.
+void register_channel_ops_schemas() {
+  auto numeric = [](OpSchema& s) {
+    s.TypeConstraint("T",
+                     {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(double)",
+                      "tensor(int8)", "tensor(uint8)", "tensor(int32)", "tensor(int64)"},
+                     "Any numeric tensor.");
+  };
+  // The output of an NC1HWC0 op: input 0's N, H, W and C0, blocks for `channels`.
+  auto blocked_like_first = [](InferenceContext& ctx, int64_t channels) {
+    onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+    if (!onnx::hasInputShape(ctx, 0)) return;
+    const auto& in = ctx.getInputType(0)->tensor_type().shape();
+    if (in.dim_size() != 5) fail_shape_inference("an NC1HWC0 input has rank 5");
+    const int64_t c0 = in.dim(4).has_dim_value()
+                           ? in.dim(4).dim_value()
+                           : c0_for(static_cast<DType>(ctx.getInputType(0)->tensor_type().elem_type()));
+    onnx::TensorShapeProto out;
+    *out.add_dim() = in.dim(0);
+    out.add_dim()->set_dim_value((channels + c0 - 1) / c0);
+    *out.add_dim() = in.dim(2);
+    *out.add_dim() = in.dim(3);
+    out.add_dim()->set_dim_value(c0);
+    onnx::updateOutputShape(ctx, 0, out);
+  };
+  auto positive = [](InferenceContext& ctx, const char* name) {
+    const auto* a = ctx.getAttribute(name);
+    if (!a || a->i() <= 0) fail_shape_inference(std::string("`") + name + "` must be positive");
+    return a->i();
+  };
+  {
+    OpSchema s;
+    s.SetName("ShuffleChannel")
+        .SetDomain(std::string(kGeoptDomain))
+        .SinceVersion(onnx_io::kGeoptOpsetVersion);
+    s.SetDoc(
+        "ShuffleNet's channel shuffle on an NC1HWC0 tensor: its `channels` seen as [group, channels / group] "
+        "and transposed, "
+        "so output channel j = a * group + b is input channel b * (channels / group) + a.");
+    numeric(s);
+    s.Attr("group", "Groups the channels are shuffled across; divides `channels`.", AttributeProto::INT);
+    s.Attr("channels", "Real channels of the input (and output).", AttributeProto::INT);
+    s.Input(0, "X", "NC1HWC0 input.", "T").Output(0, "Y", "NC1HWC0 output, the shape of X.", "T");
+    s.TypeAndShapeInferenceFunction([=](InferenceContext& ctx) {
+      const int64_t channels = positive(ctx, "channels"), group = positive(ctx, "group");
+      if (channels % group != 0) fail_shape_inference("`group` must divide `channels`");
+      blocked_like_first(ctx, channels);
+    });
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    OpSchema s;
+    s.SetName("ChannelSlice").SetDomain(std::string(kGeoptDomain)).SinceVersion(onnx_io::kGeoptOpsetVersion);
+    s.SetDoc(
+        "Channels [start, start + count) of an NC1HWC0 tensor, repacked from block 0 (a split or slice along "
+        "C at any offset).");
+    numeric(s);
+    s.Attr("channels", "Real channels of the input.", AttributeProto::INT);
+    s.Attr("start", "First channel taken.", AttributeProto::INT, int64_t{0});
+    s.Attr("count", "Channels taken.", AttributeProto::INT);
+    s.Input(0, "X", "NC1HWC0 input.", "T").Output(0, "Y", "NC1HWC0 output holding `count` channels.", "T");
+    s.TypeAndShapeInferenceFunction([=](InferenceContext& ctx) {
+      const int64_t channels = positive(ctx, "channels"), count = positive(ctx, "count");
+      const auto* start = ctx.getAttribute("start");
+      const int64_t first = start ? start->i() : 0;
+      if (first < 0 || first > channels - count)
+        fail_shape_inference("[start, start + count) must lie within `channels`");
+      blocked_like_first(ctx, count);
+    });
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    OpSchema s;
+    s.SetName("ChannelConcat").SetDomain(std::string(kGeoptDomain)).SinceVersion(onnx_io::kGeoptOpsetVersion);
+    s.SetDoc(
+        "NC1HWC0 tensors concatenated along their real channels (input i holds channels[i]), repacked so "
+        "that no padding sits "
+        "inside the result: a concatenation along C of inputs that are not whole C0 blocks.");
+    numeric(s);
+    s.Attr("channels", "Real channels of each input.", AttributeProto::INTS);
+    s.Input(0, "X", "NC1HWC0 inputs of one N, H, W and C0.", "T", OpSchema::Variadic);
+    s.Output(0, "Y", "NC1HWC0 output holding sum(channels).", "T");
+    s.TypeAndShapeInferenceFunction([=](InferenceContext& ctx) {
+      const auto* channels = ctx.getAttribute("channels");
+      if (!channels || static_cast<size_t>(channels->ints_size()) != ctx.getNumInputs())
+        fail_shape_inference("`channels` must give one count per input");
+      int64_t total = 0;
+      for (int64_t c : channels->ints()) {
+        if (c <= 0) fail_shape_inference("channel counts must be positive");
+        total += c;
+      }
+      blocked_like_first(ctx, total);
+    });
+    onnx::RegisterSchema(std::move(s));
+  }
 }
 
-}  // namespace geopt
+void add_channel_ops(OpRegistry& r) {
+  OpTraits t;
+  t.per_sample = true;
+  for (auto [op, kernel] :
+       {std::pair{"ShuffleChannel", &shuffle_channel}, std::pair{"ChannelSlice", &channel_slice},
+        std::pair{"ChannelConcat", &channel_concat}}) {
+    r.add(kGeoptDomain, op, kernel, /*half_via_f32=*/false);
+    r.set_traits(kGeoptDomain, op, t);
+  }
+}
+
+}  // namespace geopt::ascend

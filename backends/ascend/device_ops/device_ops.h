@@ -1,0 +1,33 @@
+#pragma once
+// Ascend's own ops: the layout conversion TransData and the ops that read or write
+// Ascend's device layouts (NC1HWC0, FRACTAL_Z, FRACTAL_NZ): FusedConv, FusedMatMul,
+// LayerNorm, ShuffleChannel, ChannelSlice, ChannelConcat. Each op's file holds its
+// schema, its host kernel and its traits; this backend registers them, engine/ knows
+// none of them (docs/ARCHITECTURE.md, "The op registry").
+#include "ops/op_registry.h"
+
+namespace geopt::ascend {
+
+// Registers engine's schemas and Ascend's ops' with ONNX's schema registry, once. Every
+// entry point that imports a model, loads rules or reads a plan calls it first
+// (op_registry() does).
+void register_op_schemas();
+
+// The ops the Ascend backend runs, folds and prices: engine's standard ops and
+// Ascend's own, with their kernels and traits. Built once; passed to whatever runs or
+// folds ops (the evaluator, saturation, static shapes, the plan executor).
+const OpRegistry& op_registry();
+
+// Each op's file: its schema, and its kernel and traits.
+void register_trans_data_schema();
+void add_trans_data(OpRegistry& r);
+void register_fused_conv_schema();
+void add_fused_conv(OpRegistry& r);
+void register_fused_matmul_schema();
+void add_fused_matmul(OpRegistry& r);
+void register_layer_norm_schema();
+void add_layer_norm(OpRegistry& r);
+void register_channel_ops_schemas();
+void add_channel_ops(OpRegistry& r);
+
+}  // namespace geopt::ascend

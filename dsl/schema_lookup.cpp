@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -140,9 +141,12 @@ namespace {
 
 // Inputs named otherwise than the attribute they replaced.
 std::string input_name_for(const std::string& op, const std::string& attribute) {
-  if (op == "Pad" && attribute == "value") return "constant_value";
-  if (op == "TopK" && attribute == "k") return "K";
-  return attribute;
+  static const std::map<std::pair<std::string, std::string>, std::string, std::less<>> kRenamed = {
+      {{"Pad", "value"}, "constant_value"},
+      {{"TopK", "k"}, "K"},
+  };
+  auto it = kRenamed.find(std::make_pair(op, attribute));
+  return it == kRenamed.end() ? attribute : it->second;
 }
 
 struct AttributeInputs {

@@ -1,4 +1,5 @@
 #include "dsl/soundness.h"
+#include "ops/op_traits.h"
 
 #include <algorithm>
 #include <cmath>
@@ -95,7 +96,7 @@ std::optional<Model> with_constants_drawn(const Model& model, const GraphEGraph&
     if (!d.constant || d.constant->dtype != DType::F32 || !v) continue;
     // An initializer, or a Constant node's value.
     Attribute* value_attr = nullptr;
-    if (Node* p = v->producer(); p && p->op_type == "Constant" && p->domain.empty())
+    if (Node* p = v->producer(); p && is_constant_node(*p))
       for (Attribute& a : p->attributes)
         if (a.name == "value" && a.tensors.size() == 1) value_attr = &a;
     if (!v->initializer && !value_attr) continue;

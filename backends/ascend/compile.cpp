@@ -1,5 +1,6 @@
 #include "ascend/compile.h"
 #include "device_ops/device_ops.h"
+#include "ops/op_traits.h"
 
 #include <spdlog/spdlog.h>
 
@@ -49,7 +50,7 @@ void lower_body(const Node& n, const Model& parent, const Attribute& a, const Ha
 // (else the length of its first static scan output, else 1); a Scan's sequence length, from its first
 // scan input along its scan axis.
 double trips_of(const Node& n, const Graph& parent) {
-  if (n.op_type == "Loop") {
+  if (control_flow_of(n) == ControlFlow::Loop) {
     // INT64_MAX (torch's while loops) and other counts past 2^31 bound nothing: the
     // condition ends the loop, so the scan outputs, if static, tell the trips.
     if (const Tensor* m = n.input(0) ? parent.constant_value(n.input(0)) : nullptr;
@@ -63,7 +64,7 @@ double trips_of(const Node& n, const Graph& parent) {
         return static_cast<double>((*v->type.shape)[0].value());
     return 1;
   }
-  if (n.op_type == "Scan") {
+  if (control_flow_of(n) == ControlFlow::Scan) {
     const Attribute* ns = n.attr("num_scan_inputs");
     const size_t own = n.inputs().size() - capture_count(n);
     if (!ns || ns->i < 1 || static_cast<size_t>(ns->i) > own) return 1;
@@ -108,7 +109,8 @@ void lower_bodies(const Node& n, const Model& parent, const HardwareProfile& pro
 void lower_body(const Node& n, const Model& parent, const Attribute& a, const HardwareProfile& profile,
                 const CompileOptions& options, plan::Kernel& kernel, double& body_us) {
   {
-    if (n.op_type == "Scan" && parent.opset_version("") < 9)
+    const ControlFlow kind = control_flow_of(n);
+    if (kind == ControlFlow::Scan && parent.opset_version("") < 9)
       throw Error(n.describe() +
                   ": an opset-8 Scan (batch axis and sequence_lens) is run by the evaluator but not "
                   "compiled: re-export the model at opset 9 or later");
@@ -124,10 +126,11 @@ void lower_body(const Node& n, const Model& parent, const Attribute& a, const Ha
           "); a plan needs static shapes in bodies too (a Loop's carried values must keep their shape)");
     }
     // A Loop's carried values, and a Scan's states, keep their types from trip to trip.
-    const size_t first_state = n.op_type == "Loop" ? 2 : 0, first_out = n.op_type == "Loop" ? 1 : 0;
+    const bool loop = kind == ControlFlow::Loop;
+    const size_t first_state = loop ? 2 : 0, first_out = loop ? 1 : 0;
     const size_t states =
-        n.op_type == "Loop" ? n.inputs().size() - capture_count(n) - 2
-        : n.op_type == "Scan"
+        loop ? n.inputs().size() - capture_count(n) - 2
+        : kind == ControlFlow::Scan
             ? body_input_types(n).size() -
                   static_cast<size_t>(n.attr("num_scan_inputs") ? n.attr("num_scan_inputs")->i : 0)
             : 0;

@@ -16,8 +16,7 @@ namespace geopt::ascend {
 KernelDesc describe(const Node& n) {
   KernelDesc d{n.domain, n.op_type, &n.attributes, {}, {}};
   for (const Value* v : n.inputs()) {
-    const bool constant = v && (v->initializer || (v->producer() && v->producer()->domain.empty() &&
-                                                   v->producer()->op_type == "Constant"));
+    const bool constant = v && (v->initializer || (v->producer() && is_constant_node(*v->producer())));
     if (constant && d.inputs.size() < 64) d.constant_inputs |= uint64_t{1} << d.inputs.size();
     d.inputs.push_back(v ? &v->type : nullptr);
   }
@@ -125,9 +124,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   // Memory traffic: every input is read once and every output written once. Constant
   // inputs are weights: read too (they live in device memory). A gather or a slice reads
   // only what it copies out (an embedding lookup reads its rows, not the table).
-  const std::string& op = n.op_type;
-  const bool reads_what_it_writes =
-      n.domain.empty() && (op == "Gather" || op == "GatherND" || op == "GatherElements" || op == "Slice");
+  const bool reads_what_it_writes = op_registry().traits(n.domain, n.op_type).reads_what_it_writes;
   for (size_t i = 0; i < n.inputs.size(); ++i)
     if (const ValueType* in = n.inputs[i]) {
       const Extent e = extent(in, o);
@@ -239,7 +236,7 @@ GraphCost cost_of_graph(const Graph& g, const HardwareProfile& p, const CostOpti
   for (const auto& n : g.nodes()) {
     bool of_constants = !n->inputs().empty();
     for (const Value* in : n->inputs()) of_constants = of_constants && (!in || constant.count(in));
-    if (n->domain.empty() && n->op_type == "Constant") of_constants = true;
+    if (is_constant_node(*n)) of_constants = true;
     if (of_constants && !n->is_nondeterministic()) {
       for (const Value* out : n->outputs()) constant.insert(out);
       continue;

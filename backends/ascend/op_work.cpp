@@ -102,8 +102,29 @@ double vector_weight(const std::string& op) {
   return it == kVectorWeight.end() ? 1.0 : it->second;
 }
 
+// What tells apart the ops one class function prices (their entries in work_function's
+// table): the class function reads these instead of the op's name.
+struct Form {
+  // Matrix products and convolutions.
+  bool gemm = false;               // Gemm's transA: k is A's first dim when A is transposed
+  double epilogue_ops = 0;         // Vector operations per output element after the product
+  int bias_input = -1;             // a bias input, when given: one more per output element
+  bool activation = false;         // an `activation` other than none: one more
+  bool weights_prepacked = false;  // an int8 weight, laid out for the Cube when the plan is built
+  bool transposed = false;         // ConvTranspose: every input element scatters its window
+  bool converts_weights = false;   // in NC1HWC0, NCHW weights are converted on every call
+  // FlashAttentionLayerNorm: the finished rows normalized and the residual added in UB.
+  bool then_layer_norm = false;
+  // Row ops: inputs read per row (AddLayerNorm and the Skip norms read two); ONNX's
+  // LayerNormalization writes each row's mean and variance too.
+  double row_inputs = 1;
+  bool writes_statistics = false;
+  bool permutes = false;         // ONNX's Transpose: permuted element by element on the Vector unit
+  const char* gate = "Sigmoid";  // a recurrent cell's gate activation (RNN: Tanh)
+};
+
 // SwiGLU: its two products on the Cube, the gate on the Vector unit.
-void swiglu_work(const OpWork& c) {
+void swiglu_work(const OpWork& c, const Form&) {
   const KernelDesc& n = c.n;
   const CostOptions& o = c.o;
   const Extent& out = c.out;
@@ -122,12 +143,11 @@ void swiglu_work(const OpWork& c) {
 // RNN, GRU and LSTM (ONNX's): per step and direction, every gate's input and recurrent
 // products on the Cube ([batch, input + hidden] x [input + hidden, gates * hidden]), the
 // gate activations and state updates on the Vector unit.
-void recurrent_work(const OpWork& c) {
+void recurrent_work(const OpWork& c, const Form& f) {
   const KernelDesc& n = c.n;
   const CostOptions& o = c.o;
   KernelWork& w = c.w;
   const double bytes = c.bytes;
-  const std::string& op = c.n.op_type;
   Extent x = extent(at(n.inputs, 0), o), wt = extent(at(n.inputs, 1), o), r = extent(at(n.inputs, 2), o);
   if (x.known && wt.known && r.known && x.rank() == 3 && wt.rank() == 3 && r.rank() == 3) {
     const Attribute* layout = find_attr(n, "layout");
@@ -138,26 +158,36 @@ void recurrent_work(const OpWork& c) {
     w.cube_macs = steps * dirs * batch * gate_rows * (input + hidden);
     w.products.push_back({steps * dirs, static_cast<int64_t>(batch), static_cast<int64_t>(gate_rows),
                           static_cast<int64_t>(input + hidden)});
-    const double per_gate = vector_weight(op == "RNN" ? "Tanh" : "Sigmoid") + 3;
+    const double per_gate = vector_weight(f.gate) + 3;
     w.vector_ops = steps * dirs * batch * gate_rows * per_gate;
   }
   w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
 }
 
+// The Vector work after a product, as the tile leaves the Cube: the form's fixed
+// operations, a bias where given, an activation where named.
+void add_epilogue(const OpWork& c, const Form& f) {
+  if (!f.epilogue_ops && f.bias_input < 0 && !f.activation) return;
+  const Attribute* activation = f.activation ? find_attr(c.n, "activation") : nullptr;
+  const bool has_bias =
+      f.bias_input >= 0 && c.n.inputs.size() > static_cast<size_t>(f.bias_input) && c.n.inputs[f.bias_input];
+  c.w.vector_ops = c.out.elements *
+                   (f.epilogue_ops + (has_bias ? 1 : 0) + (activation && activation->s != "none" ? 1 : 0));
+}
+
 // MatMul, Gemm and their fused forms: products on the Cube; bias and activation on the
 // Vector unit as the tile leaves it; an ND operand converted to FRACTAL_NZ on every call.
-void matmul_work(const OpWork& c) {
+void matmul_work(const OpWork& c, const Form& f) {
   const KernelDesc& n = c.n;
   const CostOptions& o = c.o;
   const Extent& out = c.out;
   KernelWork& w = c.w;
   const double bytes = c.bytes;
-  const std::string& op = c.n.op_type;
   Extent a = extent(at(n.inputs, 0), o), b = extent(at(n.inputs, 1), o);
   if (a.known && b.known && !a.empty() && !b.empty()) {
     const Attribute* trans_a = find_attr(n, "transA");
-    double k = (op == "Gemm" || op == "FusedGemm") && trans_a && trans_a->i ? static_cast<double>(a.front())
-                                                                            : static_cast<double>(a.back());
+    double k =
+        f.gemm && trans_a && trans_a->i ? static_cast<double>(a.front()) : static_cast<double>(a.back());
     w.cube_macs = out.elements * k;
     if (out.known && !out.empty()) {
       const int64_t cols = out.back(), rows = out.rank() >= 2 ? out.dim(out.rank() - 2) : 1;
@@ -166,21 +196,14 @@ void matmul_work(const OpWork& c) {
     }
   }
   // Bias and activation on the Vector unit, as the tile leaves the Cube.
-  const Attribute* activation = find_attr(n, "activation");
-  const bool has_bias = n.inputs.size() > 2 && n.inputs[2];
-  if (op == "Gemm" || op == "FusedGemm") w.vector_ops = out.elements * (op == "Gemm" ? 2 : 3);
-  if (op == "FusedMatMul")
-    w.vector_ops = out.elements * ((has_bias ? 1 : 0) + (activation && activation->s != "none" ? 1 : 0));
-  if (op == "QuantMatMul")
-    w.vector_ops = out.elements * (2 + (n.inputs.size() > 6 && n.inputs[6] ? 1 : 0) +
-                                   (activation && activation->s != "none" ? 1 : 0));
+  add_epilogue(c, f);
   // The Cube reads a matrix operand in FRACTAL_NZ: a 2-D one in ND is converted on
   // every call (a TransData kernel: read it, write it) unless it was laid out at compile time.
   const Attribute* b_format = find_attr(n, "b_format");
   // So is a stack of matrices against a 2-D operand (merged projections' weights).
   // (An int8 QuantMatMul's weight is a constant too, laid out when the plan is built.)
   if (b.known && (b.rank() == 2 || (b.rank() == 3 && a.known && a.rank() == 2)) &&
-      !(b_format && b_format->s == "FRACTAL_NZ") && op != "QuantMatMul") {
+      !(b_format && parse_format(b_format->s) == Format::FRACTAL_NZ) && !f.weights_prepacked) {
     const double b_bytes = b.elements * compute_bytes(b.dtype, n.op_type, o);
     c.move(b_bytes, c.is_constant(1), true);
     c.move(b_bytes, false, false);
@@ -192,7 +215,7 @@ void matmul_work(const OpWork& c) {
 
 // Convolutions (Conv, FusedConv, ConvTranspose, QuantConv, ConvInteger): an implicit GEMM per group on
 // the Cube, whole C0 blocks of input channels; NCHW activations and weights converted.
-void conv_work(const OpWork& c) {
+void conv_work(const OpWork& c, const Form& f) {
   const KernelDesc& n = c.n;
   const CostOptions& o = c.o;
   const Extent& out = c.out;
@@ -204,9 +227,9 @@ void conv_work(const OpWork& c) {
     double per_output = 1;  // (C / group) * kernel spatial
     for (size_t i = 1; i < wt.rank(); ++i) per_output *= static_cast<double>(wt.dim(i));
     const Attribute* weight_format = find_attr(n, "weight_format");
-    const bool fractal = weight_format && weight_format->s == "FRACTAL_Z";
+    const bool fractal = weight_format && parse_format(weight_format->s) == Format::FRACTAL_Z;
     const Attribute* group = find_attr(n, "group");
-    const bool on_cube = (!group || group->i == 1) && op != "ConvTranspose";
+    const bool on_cube = (!group || group->i == 1) && !f.transposed;
     // The Cube reduces over whole blocks of C0 channels (16, or 32 for int8): a conv of C
     // input channels pays ceil(C/C0) x C0 of them per tap. ATC's --enable_small_channel
     // reads an image's 3 or 4 channels in blocks of 4 instead.
@@ -222,8 +245,8 @@ void conv_work(const OpWork& c) {
     // Group-1 convs run on the Cube, which reads FRACTAL_Z weights: NCHW weights are
     // converted on every call unless laid out at compile time.
     const Attribute* data_format = find_attr(n, "data_format");
-    if (op == "FusedConv" && !fractal && (!group || group->i == 1) && data_format &&
-        data_format->s == "NC1HWC0") {
+    if (f.converts_weights && !fractal && (!group || group->i == 1) && data_format &&
+        parse_format(data_format->s) == Format::NC1HWC0) {
       const double w_bytes = wt.elements * compute_bytes(wt.dtype, n.op_type, o);
       c.move(w_bytes, c.is_constant(1), true);
       c.move(w_bytes, false, false);
@@ -231,14 +254,14 @@ void conv_work(const OpWork& c) {
     }
     // Conv: every output takes (C/group)*k MACs. ConvTranspose (weights [C, M/group, k]):
     // every input scatters (M/group)*k MACs.
-    w.cube_macs = (op == "ConvTranspose" ? x.elements : out.elements) * per_output;
+    w.cube_macs = (f.transposed ? x.elements : out.elements) * per_output;
     // As an implicit GEMM per group: output positions x output channels x the reduction
     // (its channels and kernel window flattened, padded to whole fractals by the tiling).
     const double groups = static_cast<double>(group && group->i > 1 ? group->i : 1);
     double spatial = 1;  // kernel window
     for (size_t i = 2; i < wt.rank(); ++i) spatial *= static_cast<double>(wt.dim(i));
     if (fractal) spatial = 1;  // FRACTAL_Z: [C1 x kH x kW, N1, 16, C0]; per_output is already the reduction
-    if (op == "ConvTranspose") {
+    if (f.transposed) {
       const double in_channels = static_cast<double>(wt.dim(0)),
                    out_per_group = static_cast<double>(wt.dim(1));
       w.products.push_back({groups, static_cast<int64_t>(x.elements / std::max(in_channels, 1.0)),
@@ -251,13 +274,14 @@ void conv_work(const OpWork& c) {
                             static_cast<int64_t>(out_channels / groups), static_cast<int64_t>(per_output)});
     }
   }
-  if (op == "FusedConv" || op == "QuantConv") w.vector_ops = out.elements * 2;
+  add_epilogue(c, f);
   w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
   // The Cube reads NC1HWC0 only: a conv in NCHW converts its input and its output
   // (each conversion reads one layout and writes the other) in two extra kernels.
   const Attribute* format = find_attr(n, "data_format");
   // ONNX Runtime's NCHWc convs hold blocked activations, as NC1HWC0 does.
-  if (x.known && wt.known && !(format && format->s == "NC1HWC0") && n.domain != "com.microsoft.nchwc") {
+  if (x.known && wt.known && !(format && parse_format(format->s) == Format::NC1HWC0) &&
+      n.domain != "com.microsoft.nchwc") {
     // (An int8 conv converts its 8-bit input and its float output.)
     const double out_bytes = out.elements * (op_registry().traits(n.domain, op).integer_products
                                                  ? compute_bytes(out.dtype, n.op_type, o)
@@ -273,8 +297,8 @@ void conv_work(const OpWork& c) {
 
 // DeformConv: a conv of its weights on the Cube, after the Vector unit samples its columns
 // at the moved taps (four samples blended, and the mask, per element of every column).
-void deform_conv_work(const OpWork& c) {
-  conv_work(c);
+void deform_conv_work(const OpWork& c, const Form& f) {
+  conv_work(c, f);
   const Extent wt = extent(at(c.n.inputs, 1), c.o);
   if (!c.out.known || !wt.known || wt.rank() != 4 || c.out.rank() != 4 || wt.dim(0) <= 0) return;
   const Attribute* group = find_attr(c.n, "group");
@@ -285,13 +309,12 @@ void deform_conv_work(const OpWork& c) {
 }
 
 // FlashAttention and FlashAttentionLayerNorm: the blocked loop, softmax on the Vector units.
-void attention_work(const OpWork& c) {
+void attention_work(const OpWork& c, const Form& f) {
   const KernelDesc& n = c.n;
   const CostOptions& o = c.o;
   const Extent& out = c.out;
   KernelWork& w = c.w;
   const double bytes = c.bytes;
-  const std::string& op = c.n.op_type;
   w.fused_attention = true;
   Extent q = extent(at(n.inputs, 0), o), k = extent(at(n.inputs, 1), o), v = extent(at(n.inputs, 2), o);
   const Attribute* layout = find_attr(n, "input_layout");
@@ -309,7 +332,7 @@ void attention_work(const OpWork& c) {
     // accumulator stay in fp32 in UB; Q/K/V tiles pass through L1.
     w.min_ub_bytes = static_cast<int64_t>(16 * 16 * 4 + 16 * dv * 4 + 2 * 16 * 4);
     w.min_l1_bytes = static_cast<int64_t>((16 * d + 16 * d + 16 * dv) * bytes);
-    if (op == "FlashAttentionLayerNorm") {
+    if (f.then_layer_norm) {
       // The finished rows are normalized and the residual added before they leave
       // UB: the residual tile, scale and bias join the working set.
       w.vector_ops += out.elements * (vector_weight("LayerNorm") + 1);
@@ -319,7 +342,7 @@ void attention_work(const OpWork& c) {
 }
 
 // Ops that need a whole row in UB in one pass (LayerNorm, Softmax, ...).
-void row_work(const OpWork& c) {
+void row_work(const OpWork& c, const Form& f) {
   const KernelDesc& n = c.n;
   const Extent& out = c.out;
   KernelWork& w = c.w;
@@ -328,20 +351,20 @@ void row_work(const OpWork& c) {
   w.vector_ops = out.elements * vector_weight(op);
   double row = out.known && !out.empty() ? static_cast<double>(out.back()) : 0;
   // A LayerNorm over channels normalizes across C (NCHW) or C1 x C0 (NC1HWC0) at each position.
-  if (const Attribute* f = find_attr(n, "data_format"); f && out.known) {
-    if (f->s == "NCHW" && out.rank() >= 2) row = static_cast<double>(out.dim(1));
-    if (f->s == "NC1HWC0" && out.rank() == 5) row = static_cast<double>(out.dim(1) * out.dim(4));
+  if (const Attribute* format = find_attr(n, "data_format"); format && out.known) {
+    const std::optional<Format> layout = parse_format(format->s);
+    if (layout == Format::NCHW && out.rank() >= 2) row = static_cast<double>(out.dim(1));
+    if (layout == Format::NC1HWC0 && out.rank() == 5) row = static_cast<double>(out.dim(1) * out.dim(4));
   }
   // One row of input and output in the compute type, plus an fp32 working copy, double-buffered.
-  const double inputs = op == "AddLayerNorm" || op.rfind("Skip", 0) == 0 ? 2 : 1;
-  const int64_t row_bytes = static_cast<int64_t>(2 * row * ((inputs + 1) * bytes + 4));
+  const int64_t row_bytes = static_cast<int64_t>(2 * row * ((f.row_inputs + 1) * bytes + 4));
   if (n.domain.empty()) {
     // CANN's standard kernels fall back to two passes over HBM when a row does not
     // fit: always feasible, at the price of reading the input again.
     w.spills_row = row_bytes;
     // Its LayerNorm writes each row's mean and variance (fp32) whether or not they are
     // read; geopt's LayerNorm writes the normalized rows only.
-    if (op == "LayerNormalization" && row > 0) {
+    if (f.writes_statistics && row > 0) {
       double cols = 1;  // the normalized axes, axis .. rank-1
       const Attribute* axis = find_attr(n, "axis");
       const int64_t rank = static_cast<int64_t>(out.rank());
@@ -359,19 +382,17 @@ void row_work(const OpWork& c) {
 
 // Data movement (Transpose, Concat, TransData, ...): the memory transfer engines, but a
 // Transpose, which the Vector unit permutes element by element through UB.
-void data_movement_work(const OpWork& c) {
-  const KernelDesc& n = c.n;
+void data_movement_work(const OpWork& c, const Form& f) {
   const Extent& out = c.out;
   KernelWork& w = c.w;
-  const std::string& op = c.n.op_type;
   w.vector_ops = 0;  // moved by the memory transfer engines
   // ...except a Transpose, which the Vector unit permutes element by element through UB
   // (cost_of prices it with the profile's vector.transpose_ops).
-  if (op == "Transpose" && n.domain.empty()) w.permuted_elements = out.elements;
+  if (f.permutes) w.permuted_elements = out.elements;
 }
 
 // MaxPool and AveragePool: every output element reduces its window.
-void pool_work(const OpWork& c) {
+void pool_work(const OpWork& c, const Form&) {
   const KernelDesc& n = c.n;
   const Extent& out = c.out;
   KernelWork& w = c.w;
@@ -383,7 +404,7 @@ void pool_work(const OpWork& c) {
 }
 
 // Reductions (Reduce*, ArgMax, ArgMin, global pools): every input element once.
-void reduction_work(const OpWork& c) {
+void reduction_work(const OpWork& c, const Form&) {
   const KernelDesc& n = c.n;
   const CostOptions& o = c.o;
   KernelWork& w = c.w;
@@ -394,49 +415,68 @@ void reduction_work(const OpWork& c) {
 }
 
 // Everything else: its Vector operations per output element.
-void elementwise_work(const OpWork& c) {
+void elementwise_work(const OpWork& c, const Form&) {
   const Extent& out = c.out;
   KernelWork& w = c.w;
   const std::string& op = c.n.op_type;
   w.vector_ops = out.elements * vector_weight(op);
 }
 
-using WorkFn = void (*)(const OpWork&);
+using WorkFn = void (*)(const OpWork&, const Form&);
 
-// The class of an op by its name; the ONNX-only ones need the default domain.
-WorkFn work_function(const KernelDesc& n) {
-  struct Class {
-    WorkFn fn;
-    bool onnx_only = false;
-  };
+struct Class {
+  WorkFn fn;
+  bool onnx_only = false;  // the op of ONNX's default domain only
+  Form form;
+};
+
+// The class of an op by its name, with what sets it apart in its class.
+const Class& work_class(const KernelDesc& n) {
   static const std::map<std::string, Class, std::less<>> kClasses = [] {
     std::map<std::string, Class, std::less<>> m;
-    for (const char* op : {"MatMul", "FusedMatMul", "Gemm", "FusedGemm", "QuantMatMul", "MatMulInteger"})
-      m[op] = {matmul_work};
-    for (const char* op : {"Conv", "FusedConv", "ConvTranspose", "QuantConv", "ConvInteger"})
-      m[op] = {conv_work};
-    m["DeformConv"] = {deform_conv_work, true};
-    for (const char* op : {"FlashAttention", "FlashAttentionLayerNorm"}) m[op] = {attention_work};
-    for (const char* op : {"MaxPool", "AveragePool"}) m[op] = {pool_work};
+    for (const char* op : {"MatMul", "MatMulInteger"}) m[op] = {matmul_work, false, {}};
+    m["Gemm"] = {matmul_work, false, {.gemm = true, .epilogue_ops = 2}};
+    m["FusedGemm"] = {matmul_work, false, {.gemm = true, .epilogue_ops = 3}};
+    m["FusedMatMul"] = {matmul_work, false, {.bias_input = 2, .activation = true}};
+    m["QuantMatMul"] = {matmul_work,
+                        false,
+                        {.epilogue_ops = 2, .bias_input = 6, .activation = true, .weights_prepacked = true}};
+    for (const char* op : {"Conv", "ConvInteger"}) m[op] = {conv_work, false, {}};
+    m["FusedConv"] = {conv_work, false, {.epilogue_ops = 2, .converts_weights = true}};
+    m["QuantConv"] = {conv_work, false, {.epilogue_ops = 2}};
+    m["ConvTranspose"] = {conv_work, false, {.transposed = true}};
+    m["DeformConv"] = {deform_conv_work, true, {}};
+    m["FlashAttention"] = {attention_work, false, {}};
+    m["FlashAttentionLayerNorm"] = {attention_work, false, {.then_layer_norm = true}};
+    for (const char* op : {"MaxPool", "AveragePool"}) m[op] = {pool_work, false, {}};
     for (const char* op : {"ArgMax", "ArgMin", "GlobalAveragePool", "GlobalMaxPool"})
-      m[op] = {reduction_work};
-    for (const std::string& op : kRowOps) m[op] = {row_work};
-    for (const std::string& op : kDataMovement) m[op] = {data_movement_work, true};
+      m[op] = {reduction_work, false, {}};
+    for (const std::string& op : kRowOps) m[op] = {row_work, false, {}};
+    for (const char* op : {"AddLayerNorm", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization"})
+      m[op].form.row_inputs = 2;
+    m["LayerNormalization"].form.writes_statistics = true;
+    for (const std::string& op : kDataMovement) m[op] = {data_movement_work, true, {}};
+    m["Transpose"].form.permutes = true;
     for (const char* op : {"TransData", "ReorderInput", "ReorderOutput", "ShuffleChannel", "ChannelSlice",
                            "ChannelConcat", "Roll"})
-      m[op] = {data_movement_work};
-    for (const char* op : {"RNN", "GRU", "LSTM"}) m[op] = {recurrent_work, true};
-    m["SwiGLU"] = {swiglu_work};
+      m[op] = {data_movement_work, false, {}};
+    for (const char* op : {"GRU", "LSTM"}) m[op] = {recurrent_work, true, {}};
+    m["RNN"] = {recurrent_work, true, {.gate = "Tanh"}};
+    m["SwiGLU"] = {swiglu_work, false, {}};
     return m;
   }();
+  static const Class reduction{reduction_work, false, {}}, elementwise{elementwise_work, false, {}};
   auto it = kClasses.find(n.op_type);
-  if (it != kClasses.end() && (!it->second.onnx_only || n.domain.empty())) return it->second.fn;
-  if (std::string_view(n.op_type).starts_with("Reduce")) return reduction_work;
-  return elementwise_work;
+  if (it != kClasses.end() && (!it->second.onnx_only || n.domain.empty())) return it->second;
+  if (std::string_view(n.op_type).starts_with("Reduce")) return reduction;
+  return elementwise;
 }
 
 }  // namespace
 
-void add_op_work(const OpWork& c) { work_function(c.n)(c); }
+void add_op_work(const OpWork& c) {
+  const Class& k = work_class(c.n);
+  k.fn(c, k.form);
+}
 
 }  // namespace geopt::ascend

@@ -13,6 +13,7 @@
 #include "onnx/captures.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
+#include "ops/op_traits.h"
 #include "passes/control_flow_bodies.h"
 #include "passes/control_flow_types.h"
 #include "passes/static_shapes.h"
@@ -117,7 +118,7 @@ std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules,
   std::set<std::string> taken = body_names(m);
   for (const auto& np : m.graph->nodes()) {
     Node& n = *np;
-    if (!is_control_flow(n) || (n.op_type == "Scan" && m.opset_version("") < 9)) continue;
+    if (!is_control_flow(n) || (control_flow_of(n) == ControlFlow::Scan && m.opset_version("") < 9)) continue;
     const Attribute* captures = n.attr(kCapturesAttr);
     for (auto& a : n.attributes) {
       if (a.kind != AttrKind::Graph || a.opaque.size() != 1) continue;

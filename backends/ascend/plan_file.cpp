@@ -31,16 +31,12 @@
 namespace geopt::ascend {
 namespace {
 
-// The device format a value is in: NC1HWC0 where a layout conversion or a
-// fused conv produced it in that format.
+// The format a value is in, as the plan records it: NC1HWC0 where its producer writes
+// that (an NC1HWC0 conv, a layout conversion, the channel ops), else NCHW for a 4-D
+// value and ND for any other (weights packed for the Cube are constants, not values).
 std::string format_of(const Value& v) {
-  const Node* p = v.producer();
-  if (p && p->domain == kGeoptDomain) {
-    if (p->op_type == "ShuffleChannel" || p->op_type == "ChannelSlice" || p->op_type == "ChannelConcat")
-      return "NC1HWC0";
-    const Attribute* a = p->attr(p->op_type == "TransData" ? "dst_format" : "data_format");
-    if (a && a->s == "NC1HWC0") return "NC1HWC0";
-  }
+  if (const Node* p = v.producer(); p && written_format(*p) == Format::NC1HWC0)
+    return format_name(Format::NC1HWC0);
   return v.type.shape && v.type.shape->rank() == 4 ? "NCHW" : "ND";
 }
 

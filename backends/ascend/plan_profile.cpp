@@ -6,6 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "ops/op_traits.h"
+
 namespace geopt::ascend {
 namespace {
 
@@ -43,7 +45,8 @@ BodiesTime simulate_bodies(const plan::Kernel& k, size_t i, PlanProfile& p) {
     bp.kernel = i;
     bp.attribute = b.attribute();
     bp.unrunnable = b.unrunnable();
-    bp.trips = k.op_type() == "If" ? 1 : modeled_trips(k);
+    bp.trips =
+        standard_op_traits(k.domain(), k.op_type()).control_flow == ControlFlow::If ? 1 : modeled_trips(k);
     if (bp.unrunnable.empty()) {
       bp.plan = &b.plan();
       bp.profile = simulate_plan(b.plan());

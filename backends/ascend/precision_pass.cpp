@@ -1,4 +1,5 @@
 #include "ascend/precision_pass.h"
+#include "ops/op_traits.h"
 
 #include <onnx/defs/schema.h>
 #include <climits>
@@ -183,7 +184,7 @@ class PrecisionPass {
   }
 
   void visit(Node& n) {
-    if (n.op_type == "Constant") return;  // its readers convert the tensor
+    if (is_constant_node(n)) return;  // its readers convert the tensor
     bool has_float = false;
     DType o = DType::Undefined;
     for (const Value* v : n.outputs())

@@ -1,4 +1,5 @@
 #include "analysis/model_summary.h"
+#include "ops/op_traits.h"
 
 #include <algorithm>
 #include <map>
@@ -44,7 +45,7 @@ ModelSummary summarize(const Model& m) {
   };
   for (const auto& n : g.nodes()) {
     histogram[n->domain.empty() ? n->op_type : n->domain + "::" + n->op_type]++;
-    if (n->op_type == "Constant" && n->domain.empty())
+    if (is_constant_node(*n))
       for (const auto& a : n->attributes)
         for (const auto& t : a.tensors) count_tensor(*t);
   }

@@ -1,4 +1,5 @@
 #include "egraph/egraph.h"
+#include "ops/op_traits.h"
 
 #include <algorithm>
 #include <cstring>
@@ -294,7 +295,7 @@ GraphEGraph egraph_from_graph(const Graph& g) {
     if (!cls.count(v)) cls[v] = eg.add_constant(v->initializer, data_of(v));
   for (const auto& n : g.nodes()) {
     // A Constant node is its tensor: one Const e-node, so constant patterns see it.
-    const Attribute* value = n->op_type == "Constant" && n->domain.empty() ? n->attr("value") : nullptr;
+    const Attribute* value = is_constant_node(*n) ? n->attr("value") : nullptr;
     if (value && !value->tensors.empty() && n->output(0)) {
       cls[n->output(0)] = eg.add_constant(value->tensors[0], data_of(n->output(0)));
       continue;

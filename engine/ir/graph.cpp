@@ -1,4 +1,5 @@
 #include "ir/graph.h"
+#include "ops/op_traits.h"
 
 #include <algorithm>
 #include <queue>
@@ -205,7 +206,7 @@ const Tensor* Graph::constant_value(const Value* v) const {
   if (v->initializer)
     return std::find(inputs_.begin(), inputs_.end(), v) == inputs_.end() ? v->initializer.get() : nullptr;
   const Node* p = v->producer();
-  if (p && p->op_type == "Constant" && p->domain.empty())
+  if (p && is_constant_node(*p))
     if (const Attribute* a = p->attr("value"); a && !a->tensors.empty()) return a->tensors[0].get();
   return nullptr;
 }

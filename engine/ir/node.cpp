@@ -38,7 +38,7 @@ bool Node::is_nondeterministic() const {
   if (op_type == "Dropout") return input(2) != nullptr;
   if (standard_op_traits(domain, op_type).random) return true;
   // A control-flow node whose body draws is a draw too: never folded or merged.
-  if (op_type == "If" || op_type == "Loop" || op_type == "Scan")
+  if (control_flow_of(*this) != ControlFlow::None)
     for (const auto& a : attributes)
       if (a.kind == AttrKind::Graph)
         for (const auto& bytes : a.opaque) {

@@ -2,6 +2,7 @@
 // and from the caller's NCHW or channel-blocked layout around it; bias, residual and activation as
 // post-ops). ConvTranspose is in conv_transpose.cpp.
 #include "kernels/conv.h"
+#include "ir/auto_pad.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -35,20 +36,20 @@ WindowGeometry window_geometry(const KernelContext& ctx, const std::vector<int64
     ctx.fail("strides, dilations or pads have the wrong length");
   g.pad_begin.assign(pads.begin(), pads.begin() + static_cast<int64_t>(sp));
   g.pad_end.assign(pads.begin() + static_cast<int64_t>(sp), pads.end());
-  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  const std::string auto_pad_text = ctx.attr_string("auto_pad", "NOTSET");
+  const std::optional<AutoPad> auto_pad = parse_auto_pad(auto_pad_text);
+  if (!auto_pad) ctx.fail("unknown auto_pad '" + auto_pad_text + "'");
   g.out.resize(sp);
   for (size_t i = 0; i < sp; ++i) {
     if (g.strides[i] <= 0 || g.dilations[i] <= 0) ctx.fail("strides and dilations must be positive");
     const int64_t span = (g.kernel[i] - 1) * g.dilations[i] + 1;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (is_same(*auto_pad)) {
       int64_t out = (g.in[i] + g.strides[i] - 1) / g.strides[i];
       int64_t total = std::max<int64_t>(0, (out - 1) * g.strides[i] + span - g.in[i]);
-      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.pad_begin[i] = *auto_pad == AutoPad::SameUpper ? total / 2 : total - total / 2;
       g.pad_end[i] = total - g.pad_begin[i];
-    } else if (auto_pad == "VALID") {
+    } else if (*auto_pad == AutoPad::Valid) {
       g.pad_begin[i] = g.pad_end[i] = 0;
-    } else if (auto_pad != "NOTSET") {
-      ctx.fail("unknown auto_pad '" + auto_pad + "'");
     }
     const int64_t padded = g.in[i] + g.pad_begin[i] + g.pad_end[i] - span;
     if (padded < 0) ctx.fail("the window is larger than the padded input");

@@ -12,6 +12,7 @@
 
 #include <omp.h>
 
+#include "ir/auto_pad.h"
 #include "kernels/dispatch.h"
 #include "kernels/onednn.h"
 
@@ -35,15 +36,15 @@ TransposedGeometry transposed_geometry(const KernelContext& ctx, const HostTenso
   std::vector<int64_t> out_pad = ctx.attr_ints("output_padding", std::vector<int64_t>(sp, 0));
   std::vector<int64_t> pads = ctx.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
   const std::vector<int64_t> output_shape = ctx.attr_ints("output_shape");
-  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  const std::string auto_pad_text = ctx.attr_string("auto_pad", "NOTSET");
+  const std::optional<AutoPad> auto_pad = parse_auto_pad(auto_pad_text);
   if (g.kernel.size() != sp || g.strides.size() != sp || g.dilations.size() != sp || out_pad.size() != sp ||
       pads.size() != 2 * sp)
     ctx.fail("kernel_shape, strides, dilations, output_padding or pads have the wrong length for " +
              std::to_string(sp) + " spatial axes");
   if (!output_shape.empty() && output_shape.size() < sp)
     ctx.fail("output_shape has fewer than " + std::to_string(sp) + " entries");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
-    ctx.fail("unknown auto_pad '" + auto_pad + "'");
+  if (!auto_pad) ctx.fail("unknown auto_pad '" + auto_pad_text + "'");
   if (static_cast<size_t>(w.rank()) != sp + 2)
     ctx.fail("weights " + w.shape_string() + " do not match the input's rank");
   g.pad_begin.resize(sp);
@@ -54,7 +55,7 @@ TransposedGeometry transposed_geometry(const KernelContext& ctx, const HostTenso
       ctx.fail("strides, dilations and kernel_shape must be positive");
     if (g.kernel[i] != w.dims()[2 + i]) ctx.fail("kernel_shape differs from the weights " + w.shape_string());
     const int64_t full = g.strides[i] * (g.in[i] - 1) + out_pad[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
-    const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+    const bool same = is_same(*auto_pad);
     if (!output_shape.empty() || same) {
       // ONNX: total padding makes the output the requested (or input * stride) size;
       // SAME_UPPER puts the smaller half first, everything else the larger half.
@@ -63,9 +64,9 @@ TransposedGeometry transposed_geometry(const KernelContext& ctx, const HostTenso
       const int64_t total = full - want;
       const int64_t half =
           total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division: total may be negative
-      pads[i] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[i] = *auto_pad == AutoPad::SameUpper ? half : total - half;
       pads[sp + i] = total - pads[i];
-    } else if (auto_pad == "VALID") {
+    } else if (*auto_pad == AutoPad::Valid) {
       pads[i] = pads[sp + i] = 0;
     }
     g.pad_begin[i] = pads[i];

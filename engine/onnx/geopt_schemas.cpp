@@ -6,6 +6,7 @@
 
 #include <mutex>
 
+#include "ir/auto_pad.h"
 #include "ir/node.h"
 #include "ir/shape.h"
 #include "onnx/schema_helpers.h"
@@ -38,8 +39,9 @@ void infer_like(const char* op, int opset, InferenceContext& ctx) {
 // Output spatial size of a sliding window (ONNX Conv rules; auto_pad SAME/VALID/NOTSET).
 int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t dilation, int64_t pad_total,
                    const std::string& auto_pad) {
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") return (in + stride - 1) / stride;
-  if (auto_pad == "VALID") pad_total = 0;
+  const std::optional<AutoPad> pad = parse_auto_pad(auto_pad);
+  if (pad && is_same(*pad)) return (in + stride - 1) / stride;
+  if (pad == AutoPad::Valid) pad_total = 0;
   return (in + pad_total - ((k - 1) * dilation + 1)) / stride + 1;
 }
 

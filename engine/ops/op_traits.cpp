@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "ir/domain.h"
+#include "ir/node.h"
 #include "ops/op_registry.h"
 
 namespace geopt {
@@ -20,6 +21,10 @@ Table build() {
   set(kOnnxDomain, {"Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Dropout"},
       [](OpTraits& o) { o.view = true; });
   set(kOnnxDomain, {"Shape", "Size", "Constant"}, [](OpTraits& o) { o.shape_only = true; });
+  t[{std::string(kOnnxDomain), "Constant"}].constant = true;
+  t[{std::string(kOnnxDomain), "If"}].control_flow = ControlFlow::If;
+  t[{std::string(kOnnxDomain), "Loop"}].control_flow = ControlFlow::Loop;
+  t[{std::string(kOnnxDomain), "Scan"}].control_flow = ControlFlow::Scan;
   set(kOnnxDomain, {"Add", "Sub",  "Mul",         "Div",       "Relu",     "Sigmoid", "Tanh",       "Exp",
                     "Log", "Sqrt", "Neg",         "Abs",       "Erf",      "Clip",    "LeakyRelu",  "Pow",
                     "Max", "Min",  "HardSigmoid", "HardSwish", "Softplus", "Elu",     "Reciprocal", "Where"},
@@ -64,6 +69,8 @@ Table build() {
   set(kGeoptDomain, {"AddLayerNorm", "RMSNorm", "QuantConv", "QuantMatMul"},
       [](OpTraits& o) { o.per_sample = true; });
   set(kOnnxDomain, {"Conv", "ConvInteger"}, [](OpTraits& o) { o.window_weights = 1; });
+  set(kOnnxDomain, {"Gather", "GatherND", "GatherElements", "Slice"},
+      [](OpTraits& o) { o.reads_what_it_writes = true; });
   set(kOnnxDomain, {"ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul"},
       [](OpTraits& o) { o.integer_products = true; });
   set(kGeoptDomain, {"QuantConv", "QuantMatMul"}, [](OpTraits& o) { o.integer_products = true; });
@@ -81,6 +88,10 @@ const Table& table() {
 void register_standard_traits(OpRegistry& registry) {
   for (const auto& [op, traits] : table()) registry.set_traits(op.first, op.second, traits);
 }
+
+ControlFlow control_flow_of(const Node& n) { return standard_op_traits(n.domain, n.op_type).control_flow; }
+
+bool is_constant_node(const Node& n) { return standard_op_traits(n.domain, n.op_type).constant; }
 
 const OpTraits& standard_op_traits(std::string_view domain, std::string_view op) {
   static const OpTraits none;

@@ -8,6 +8,10 @@
 
 namespace geopt {
 
+// The graphs an op runs (ONNX's control flow): passes that type, lower or inline its
+// bodies handle each kind.
+enum class ControlFlow { None, If, Loop, Scan };
+
 struct OpTraits {
   // Output 0 holds input 0's bytes as they are, under another shape (Reshape, Squeeze,
   // Unsqueeze, Flatten, Identity, Dropout at inference): no kernel moves them, and the
@@ -36,6 +40,13 @@ struct OpTraits {
   bool sliding_window = false;
   // The input whose dims 2.. are the window where kernel_shape is not given (Conv's W: 1).
   std::optional<size_t> window_weights;
+  // Runs graphs of its own, and how (its inputs and outputs differ by kind).
+  ControlFlow control_flow = ControlFlow::None;
+  // ONNX's Constant: its output is its attribute's value (folded, priced as a weight).
+  bool constant = false;
+  // Reads only the input elements it copies out (Gather, Slice): an embedding lookup
+  // reads its rows, not the table.
+  bool reads_what_it_writes = false;
   // Multiplies 8-bit operands (input 0 and a weight) and sums the products in int32
   // (ConvInteger, QLinearMatMul, QuantConv, ...): the Cube's int8 rate.
   bool integer_products = false;
@@ -54,5 +65,10 @@ void register_standard_traits(OpRegistry& registry);
 // node's nondeterminism, the rule checker's commutative operands, window attributes):
 // what register_standard_traits sets ("" and "ai.onnx" are one domain).
 const OpTraits& standard_op_traits(std::string_view domain, std::string_view op);
+
+class Node;
+// The control flow of a node's op, and whether it is ONNX's Constant (standard_op_traits).
+ControlFlow control_flow_of(const Node& n);
+bool is_constant_node(const Node& n);
 
 }  // namespace geopt

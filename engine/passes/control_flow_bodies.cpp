@@ -1,4 +1,5 @@
 #include "passes/control_flow_bodies.h"
+#include "ops/op_traits.h"
 
 #include <spdlog/spdlog.h>
 
@@ -21,7 +22,8 @@ void collect(const Model& model, const std::string& outer, BodyShapes shapes, co
              std::vector<ScopedBody>& out) {
   for (const auto& np : model.graph->nodes()) {
     const Node& n = *np;
-    if (!is_control_flow(n) || (n.op_type == "Scan" && model.opset_version("") < 9)) continue;
+    if (!is_control_flow(n) || (control_flow_of(n) == ControlFlow::Scan && model.opset_version("") < 9))
+      continue;
     for (const auto& a : n.attributes) {
       if (a.kind != AttrKind::Graph || a.opaque.size() != 1) continue;
       const std::string scope = nested_scope(outer, body_scope(n, a.name));

@@ -7,6 +7,7 @@
 #include "ir/value.h"
 #include "onnx/captures.h"
 #include "onnx/import.h"
+#include "ops/op_traits.h"
 #include "passes/static_shapes.h"
 #include "util/error.h"
 
@@ -78,9 +79,7 @@ std::pair<std::vector<ValueType>, std::vector<ValueType>> branch_output_types(co
           body_output_types(n, model, "else_branch", {}, ops)};
 }
 
-bool is_control_flow(const Node& n) {
-  return n.domain.empty() && (n.op_type == "If" || n.op_type == "Loop" || n.op_type == "Scan");
-}
+bool is_control_flow(const Node& n) { return control_flow_of(n) != ControlFlow::None; }
 
 Model body_as_model(const Node& n, const Model& model, const char* attr,
                     const std::vector<ValueType>& input_types) {
@@ -111,10 +110,11 @@ std::vector<ValueType> body_input_types(const Node& n) {
   const size_t own = n.inputs().size() - capture_count(n);
   auto input_type = [&](size_t i) { return i < own && n.input(i) ? n.input(i)->type : ValueType{}; };
   std::vector<ValueType> in;
-  if (n.op_type == "Loop") {
+  const ControlFlow kind = control_flow_of(n);
+  if (kind == ControlFlow::Loop) {
     in = {scalar_type(DType::I64), scalar_type(DType::Bool)};
     for (size_t i = 2; i < own; ++i) in.push_back(input_type(i));
-  } else if (n.op_type == "Scan") {
+  } else if (kind == ControlFlow::Scan) {
     const Attribute* ns = n.attr("num_scan_inputs");
     const Attribute* in_axes = n.attr("scan_input_axes");
     if (!ns || ns->i < 1 || static_cast<size_t>(ns->i) > own) return in;
@@ -143,7 +143,8 @@ std::vector<std::optional<ValueType>> infer_control_flow_types(
   std::vector<std::optional<ValueType>> out(n.outputs().size());
   const size_t own = n.inputs().size() - capture_count(n);
   const std::vector<ValueType> in = body_input_types(n);
-  if (n.op_type == "If") {
+  const ControlFlow kind = control_flow_of(n);
+  if (kind == ControlFlow::If) {
     // A branch that cannot run at these shapes (an exporter's branch for other input
     // sizes) fails if it is ever taken: the outputs are typed by the other one.
     std::vector<ValueType> then_types, else_types;
@@ -164,7 +165,7 @@ std::vector<std::optional<ValueType>> infer_control_flow_types(
       out[i] = merge(then_types[i], else_types[i]);
     return out;
   }
-  if (n.op_type == "Loop") {
+  if (kind == ControlFlow::Loop) {
     auto body = body_output_types(n, model, "body", in, ops);
     const size_t carried = own - 2;
     // A carried value keeps its type when the body gives back what it took.

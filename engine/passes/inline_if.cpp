@@ -1,4 +1,5 @@
 #include "passes/inline_if.h"
+#include "ops/op_traits.h"
 
 #include <spdlog/spdlog.h>
 
@@ -105,7 +106,7 @@ size_t inline_constant_ifs(Model& model, bool remove_dead_code) {
   Graph& g = *model.graph;
   std::vector<Node*> ifs;
   for (const auto& n : g.nodes())
-    if (n->domain.empty() && n->op_type == "If" && n->input(0) && g.constant_value(n->input(0)))
+    if (control_flow_of(*n) == ControlFlow::If && n->input(0) && g.constant_value(n->input(0)))
       ifs.push_back(n.get());
   if (ifs.empty()) return 0;
   for (Node* n : ifs) {

@@ -1,4 +1,5 @@
 #include "passes/sink_into_branches.h"
+#include "ops/op_traits.h"
 
 #include <onnx/onnx_pb.h>
 #include <spdlog/spdlog.h>
@@ -174,7 +175,7 @@ size_t sink_readers_into_branches(Model& model, const OpRegistry& ops) {
   Graph& g = *model.graph;
   std::vector<Node*> nodes;
   for (const auto& n : g.nodes())
-    if (n->domain.empty() && n->op_type == "If") nodes.push_back(n.get());
+    if (control_flow_of(*n) == ControlFlow::If) nodes.push_back(n.get());
   size_t moved_total = 0;
   for (Node* n : nodes) {
     for (size_t moved = 0; moved < kMostMoved; ++moved) {

@@ -1,4 +1,5 @@
 #include "passes/static_shapes.h"
+#include "ops/op_traits.h"
 
 #include <spdlog/spdlog.h>
 
@@ -156,7 +157,7 @@ StaticShapeReport propagate_once(Model& model, const OpRegistry& kernels, const 
 
     // A Loop or Scan of constants would be run here for as many trips as it says: left to run time.
     bool foldable = !n->outputs().empty() && !n->is_nondeterministic() &&
-                    !(n->domain.empty() && (n->op_type == "Loop" || n->op_type == "Scan"));
+                    !(control_flow_of(*n) == ControlFlow::Loop || control_flow_of(*n) == ControlFlow::Scan);
     for (const Value* out : n->outputs()) foldable = foldable && out && !graph_outputs.count(out);
     // A quantized weight stays quantized: int8 kernels read the 8-bit tensor behind its
     // DequantizeLinear (the e-graph still folds it for the float alternative).
@@ -169,8 +170,8 @@ StaticShapeReport propagate_once(Model& model, const OpRegistry& kernels, const 
     int64_t input_elements = 0;
     for (const Tensor* t : in_constants)
       if (t) input_elements += t->element_count();
-    const bool unbounded = (n->domain.empty() && n->op_type == "Constant") ||
-                           (all_constant && options.always_fold && options.always_fold(*n));
+    const bool unbounded =
+        is_constant_node(*n) || (all_constant && options.always_fold && options.always_fold(*n));
     for (const auto& t : inferred) {
       std::optional<int64_t> count = t && t->shape ? t->shape->element_count() : std::nullopt;
       if (count && *count > options.max_elements && *count > input_elements && !unbounded) foldable = false;

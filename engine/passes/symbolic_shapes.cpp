@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <string_view>
+
+#include "ops/op_traits.h"
 
 namespace geopt {
 namespace {
@@ -32,22 +37,40 @@ std::vector<int64_t> ints_attr(const Node& n, const char* name) {
   return a ? a->ints : std::vector<int64_t>{};
 }
 
+// An arithmetic op on dims: its value on numbers (none where undefined), its identity
+// element e (x op e = x; e op x = x too where it commutes), and whether x op x = 0.
+struct DimArithmetic {
+  std::optional<int64_t> (*value)(int64_t, int64_t);
+  int64_t identity;
+  bool commutes;
+  bool self_is_zero;
+};
+
+const DimArithmetic* dim_arithmetic_of(std::string_view op) {
+  using V = std::optional<int64_t>;
+  static const std::map<std::string, DimArithmetic, std::less<>> kOps = {
+      {"Add", {[](int64_t a, int64_t b) -> V { return a + b; }, 0, true, false}},
+      {"Sub", {[](int64_t a, int64_t b) -> V { return a - b; }, 0, false, true}},
+      {"Mul", {[](int64_t a, int64_t b) -> V { return a * b; }, 1, true, false}},
+      // Truncating, as the Div kernel divides integers.
+      {"Div", {[](int64_t a, int64_t b) -> V { return b == 0 ? std::nullopt : V(a / b); }, 1, false, false}},
+  };
+  auto it = kOps.find(op);
+  return it == kOps.end() ? nullptr : &it->second;
+}
+
 // Elementwise arithmetic on dims: numbers computed, and the symbolic cases that stay exact.
 Dim dim_arithmetic(const std::string& op, const Dim& a, const Dim& b) {
+  const DimArithmetic* f = dim_arithmetic_of(op);
+  if (!f) return Dim();
   auto is = [](const Dim& d, int64_t v) { return d.is_static() && d.value() == v; };
   if (a.is_static() && b.is_static()) {
-    if (op == "Add") return a.value() + b.value();
-    if (op == "Sub") return a.value() - b.value();
-    if (op == "Mul") return a.value() * b.value();
-    if (op == "Div" && b.value() != 0)
-      return a.value() / b.value();  // truncating, as the Div kernel divides integers
-    return Dim();
+    const std::optional<int64_t> v = f->value(a.value(), b.value());
+    return v ? Dim(*v) : Dim();
   }
-  if (op == "Sub" && a.is_symbolic() && a == b) return 0;
-  if ((op == "Add" || op == "Sub") && is(b, 0)) return a;
-  if (op == "Add" && is(a, 0)) return b;
-  if ((op == "Mul" || op == "Div") && is(b, 1)) return a;
-  if (op == "Mul" && is(a, 1)) return b;
+  if (f->self_is_zero && a.is_symbolic() && a == b) return 0;
+  if (is(b, f->identity)) return a;
+  if (f->commutes && is(a, f->identity)) return b;
   return Dim();
 }
 
@@ -285,7 +308,8 @@ std::optional<Shape> SymbolicShapeValues::slice_shape(const Node& n) const {
 
 // Conv and pooling: each spatial dim by its window's formula (a symbol's named by it).
 std::optional<Shape> SymbolicShapeValues::window_shape(const Node& n) const {
-  const std::string& op = n.op_type;
+  // A conv's window and output channels come from its weights; a pool has ceil_mode.
+  const std::optional<size_t> weights = standard_op_traits(n.domain, n.op_type).window_weights;
   const Value* x = n.input(0);
   if (!x || !x->type.shape || x->type.shape->rank() < 3) return std::nullopt;
   const Attribute* auto_pad = n.attr("auto_pad");
@@ -293,22 +317,18 @@ std::optional<Shape> SymbolicShapeValues::window_shape(const Node& n) const {
   const auto& in = x->type.shape->dims();
   const size_t spatial = in.size() - 2;
   std::vector<int64_t> kernel = ints_attr(n, "kernel_shape");
-  if (kernel.empty() && op == "Conv" && n.input(1) && n.input(1)->type.shape &&
-      n.input(1)->type.shape->is_static())
-    for (size_t i = 2; i < n.input(1)->type.shape->rank(); ++i)
-      kernel.push_back((*n.input(1)->type.shape)[i].value());
+  const Value* w = weights ? n.input(*weights) : nullptr;
+  if (kernel.empty() && w && w->type.shape && w->type.shape->is_static())
+    for (size_t i = 2; i < w->type.shape->rank(); ++i) kernel.push_back((*w->type.shape)[i].value());
   if (kernel.size() != spatial) return std::nullopt;
   std::vector<int64_t> strides = ints_attr(n, "strides"), dilations = ints_attr(n, "dilations"),
                        pads = ints_attr(n, "pads");
   strides.resize(spatial, 1);
   dilations.resize(spatial, 1);
   pads.resize(2 * spatial, 0);
-  const bool ceil_mode = op != "Conv" && int_attr(n, "ceil_mode").value_or(0) != 0;
+  const bool ceil_mode = !weights && int_attr(n, "ceil_mode").value_or(0) != 0;
   std::vector<Dim> dims{in[0], in[1]};
-  if (op == "Conv") {
-    const Value* w = n.input(1);
-    dims[1] = w && w->type.shape && w->type.shape->rank() > 0 ? (*w->type.shape)[0] : Dim();
-  }
+  if (weights) dims[1] = w && w->type.shape && w->type.shape->rank() > 0 ? (*w->type.shape)[0] : Dim();
   for (size_t i = 0; i < spatial; ++i)
     dims.push_back(window_output(in[2 + i], kernel[i], strides[i], dilations[i], pads[i] + pads[spatial + i],
                                  ceil_mode));

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/auto_pad.h"
 #include "ops/op_traits.h"
 
 namespace geopt {
@@ -82,20 +83,20 @@ bool make_explicit(Node& n) {
     changed = true;
   }
   const Attribute* auto_pad_attr = n.attr("auto_pad");
-  const std::string auto_pad = auto_pad_attr ? auto_pad_attr->s : "NOTSET";
-  if (auto_pad.empty() || auto_pad == "NOTSET") {
+  const std::optional<AutoPad> auto_pad = parse_auto_pad(auto_pad_attr ? auto_pad_attr->s : "NOTSET");
+  if (!auto_pad) return changed;  // the kernel names the unknown value
+  if (*auto_pad == AutoPad::NotSet) {
     if (!n.attr("pads")) {
       set_ints(n, "pads", std::vector<int64_t>(2 * *rank, 0));
       changed = true;
     }
     return changed;
   }
-  if (auto_pad == "VALID") {
+  if (*auto_pad == AutoPad::Valid) {
     set_ints(n, "pads", std::vector<int64_t>(2 * *rank, 0));
     remove_attribute(n, "auto_pad");
     return true;
   }
-  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") return changed;
   // SAME: output = ceil(input / stride), the padding split evenly with the odd one at the
   // end (UPPER) or the start (LOWER). A pool with ceil_mode keeps auto_pad: ONNX Runtime
   // ignores ceil_mode under SAME, and the explicit form would honour it.
@@ -118,8 +119,9 @@ bool make_explicit(Node& n) {
       total = std::max<int64_t>(0, (out - 1) * strides[i] + extent - (*in)[i]);
     }
     const int64_t small = total / 2, large = total - small;
-    pads[i] = auto_pad == "SAME_UPPER" ? small : large;
-    pads[i + *rank] = auto_pad == "SAME_UPPER" ? large : small;
+    const bool upper = *auto_pad == AutoPad::SameUpper;
+    pads[i] = upper ? small : large;
+    pads[i + *rank] = upper ? large : small;
   }
   set_ints(n, "pads", std::move(pads));
   remove_attribute(n, "auto_pad");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "util/error.h"
 
@@ -125,17 +126,18 @@ std::vector<QuantizableLayer> find_quantizable_layers(const Model& model) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = *nodes[i];
     if (!n.domain.empty() || !computed_float(g, n.input(0))) continue;
-    int64_t axis = -1;
-    if (n.op_type == "Conv" && float_weight(g, n.input(1), 3, 5)) {
-      axis = 0;
-    } else if (n.op_type == "MatMul" && float_weight(g, n.input(1), 2, 2)) {
-      axis = 1;
-    } else if (n.op_type == "Gemm" && float_weight(g, n.input(1), 2, 2)) {
-      const Attribute* tb = n.attr("transB");
-      axis = tb && tb->i != 0 ? 0 : 1;
-    } else {
+    // The ops quantized, the ranks of their float weight (input 1) and its output-channel axis.
+    struct Weighted {
+      size_t min_rank, max_rank;
+      int64_t channel_axis;
+    };
+    static const std::map<std::string, Weighted, std::less<>> kQuantized = {
+        {"Conv", {3, 5, 0}}, {"MatMul", {2, 2, 1}}, {"Gemm", {2, 2, 1}}};
+    auto q = kQuantized.find(n.op_type);
+    if (q == kQuantized.end() || !float_weight(g, n.input(1), q->second.min_rank, q->second.max_rank))
       continue;
-    }
+    int64_t axis = q->second.channel_axis;
+    if (const Attribute* tb = n.attr("transB"); tb && tb->i != 0) axis = 0;  // Gemm's B transposed
     QuantizableLayer l;
     l.node_index = i;
     l.name = !n.name.empty() ? n.name : n.output(0) ? n.output(0)->name() : n.describe();

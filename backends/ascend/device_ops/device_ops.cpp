@@ -1,8 +1,11 @@
 #include "device_ops/device_ops.h"
 
+#include <map>
 #include <mutex>
+#include <string>
 
 #include "eval/kernel.h"
+#include "ir/domain.h"
 #include "onnx/validate.h"
 
 namespace geopt::ascend {
@@ -17,6 +20,25 @@ void register_op_schemas() {
     register_layer_norm_schema();
     register_channel_ops_schemas();
   });
+}
+
+std::optional<Format> written_format(const Node& n) {
+  if (n.domain != kGeoptDomain) return std::nullopt;
+  // Per op, the attribute naming its output's format, or the format it always writes.
+  struct Written {
+    const char* attribute;
+    Format fixed;
+  };
+  static const std::map<std::string, Written, std::less<>> kWritten = {
+      {"TransData", {"dst_format", Format::ND}},    {"FusedConv", {"data_format", Format::NCHW}},
+      {"LayerNorm", {"data_format", Format::ND}},   {"ShuffleChannel", {nullptr, Format::NC1HWC0}},
+      {"ChannelSlice", {nullptr, Format::NC1HWC0}}, {"ChannelConcat", {nullptr, Format::NC1HWC0}},
+  };
+  auto it = kWritten.find(n.op_type);
+  if (it == kWritten.end()) return std::nullopt;
+  if (!it->second.attribute) return it->second.fixed;
+  const Attribute* a = n.attr(it->second.attribute);
+  return a ? parse_format(a->s) : std::nullopt;
 }
 
 const OpRegistry& op_registry() {

@@ -4,6 +4,10 @@
 // LayerNorm, ShuffleChannel, ChannelSlice, ChannelConcat. Each op's file holds its
 // schema, its host kernel and its traits; this backend registers them, engine/ knows
 // none of them (docs/ARCHITECTURE.md, "The op registry").
+#include <optional>
+
+#include "ir/node.h"
+#include "layout.h"
 #include "ops/op_registry.h"
 
 namespace geopt::ascend {
@@ -17,6 +21,11 @@ void register_op_schemas();
 // Ascend's own, with their kernels and traits. Built once; passed to whatever runs or
 // folds ops (the evaluator, saturation, static shapes, the plan executor).
 const OpRegistry& op_registry();
+
+// The device format an Ascend op writes its output in (TransData's dst_format, a
+// FusedConv's or LayerNorm's data_format, NC1HWC0 for the channel ops); nullopt for any
+// other op, whose output is in the plain layout of its rank.
+std::optional<Format> written_format(const Node& n);
 
 // Each op's file: its schema, and its kernel and traits.
 void register_trans_data_schema();

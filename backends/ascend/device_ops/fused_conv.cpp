@@ -13,6 +13,7 @@
 #include "device_ops/device_ops.h"
 #include "device_ops/layout_conversions.h"
 #include "eval/kernel.h"
+#include "ir/auto_pad.h"
 #include "ir/domain.h"
 #include "ir/shape.h"
 #include "kernels/conv.h"
@@ -143,6 +144,7 @@ void register_fused_conv_schema() {
     };
     const auto* ap = ctx.getAttribute("auto_pad");
     const std::string auto_pad = ap ? ap->s() : "NOTSET";
+    const std::optional<AutoPad> pad = parse_auto_pad(auto_pad);
     auto strides = ints("strides", {1, 1}), dil = ints("dilations", {1, 1}),
          pads = ints("pads", {0, 0, 0, 0});
     const int64_t c0 = c0_for(static_cast<DType>(ctx.getInputType(0)->tensor_type().elem_type()));
@@ -165,7 +167,7 @@ void register_fused_conv_schema() {
         d->set_dim_value(window_out(
             x.dim(2 + i).dim_value(), k, strides[static_cast<size_t>(i)], dil[static_cast<size_t>(i)],
             pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i) + 2], auto_pad));
-      else if (x.dim(2 + i).has_dim_param() && k > 0 && auto_pad == "NOTSET")
+      else if (x.dim(2 + i).has_dim_param() && k > 0 && pad == AutoPad::NotSet)
         // A symbolic dim keeps a name, the one ONNX's Conv gets from geopt's shape preparation.
         if (const Dim o = window_output(Dim::symbol(x.dim(2 + i).dim_param()), k,
                                         strides[static_cast<size_t>(i)], dil[static_cast<size_t>(i)],

@@ -123,15 +123,11 @@ struct Runner {
   }
 };
 
-int run(const RunOptions& o) {
-  if (o.threads > 0) set_kernel_threads(o.threads);
-  RunLimits limits;
-  limits.loop_trips = o.max_loop_trips;
-  limits.hint = "raise --max-loop-trips if the model needs more";
-  const RunLimitsScope bounded(limits);
-  Runner runner(o.model, o.gear);
+// --dim symbol=value: a size, a whole number from 0 to 2^31 (a dim past that is no tensor
+// this machine runs), each symbol once.
+std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) {
   std::map<std::string, int64_t> symbols;
-  for (const auto& d : o.dims) {
+  for (const auto& d : dims) {
     auto [name, value] = split_assignment(d, "--dim");
     long long v = -1;
     size_t used = 0;
@@ -139,34 +135,80 @@ int run(const RunOptions& o) {
       v = std::stoll(value, &used);
     } catch (const std::exception&) {
     }
-    // A size: a whole number from 0 to 2^31 (a dim past that is no tensor this machine runs).
     if (used == 0 || used != value.size() || v < 0 || v > (int64_t{1} << 31))
       throw UsageError("--dim '" + d + "': the value must be a whole number from 0 to 2147483648");
     if (symbols.count(name)) throw UsageError("--dim " + name + " is given twice");
     symbols[name] = v;
   }
-  // With --compare ORIGINAL.onnx, random inputs follow the original's types.
-  const bool compare_model = !o.compare_dir.empty() && fs::path(o.compare_dir).extension() == ".onnx";
-  std::optional<Model> reference;
-  if (compare_model) reference = import_onnx(o.compare_dir);
-  // A name the inputs do not have would be ignored: the user meant another.
-  if (!symbols.empty()) {
-    const Model* drawn = reference      ? &*reference
-                         : runner.model ? &*runner.model
-                                        : nullptr;  // whose inputs random ones follow
-    if (!drawn)
-      throw UsageError(
-          "--dim: a plan's inputs have the dims it was compiled for (a plan of gears: pick one with --gear)");
-    const std::set<std::string> open = open_dim_keys(*drawn);
-    std::string listed;
-    for (const auto& k : open) listed += (listed.empty() ? "" : ", ") + k;
-    for (const auto& [name, value] : symbols)
-      if (!open.count(name))
-        throw UsageError("--dim " + name + ": no input of " + (reference ? o.compare_dir : o.model) +
-                         " has an open dim of that name (" +
-                         (open.empty() ? std::string("its dims are all fixed") : "its open dims: " + listed) +
-                         ")");
+  return symbols;
+}
+
+// A --dim name the inputs do not have would be ignored: the user meant another.
+void check_dims_named(const std::map<std::string, int64_t>& symbols, const Model& drawn,
+                      const std::string& whose) {
+  const std::set<std::string> open = open_dim_keys(drawn);
+  std::string listed;
+  for (const auto& k : open) listed += (listed.empty() ? "" : ", ") + k;
+  for (const auto& [name, value] : symbols)
+    if (!open.count(name))
+      throw UsageError("--dim " + name + ": no input of " + whose + " has an open dim of that name (" +
+                       (open.empty() ? std::string("its dims are all fixed") : "its open dims: " + listed) +
+                       ")");
+}
+
+// One output against its reference: the figures into `e` (JSON) and `line` (text);
+// whether it is within the tolerance.
+bool compare_output(const HostTensor& got, const HostTensor& want, const Tolerance& tolerance,
+                    nlohmann::ordered_json& e, std::string& line) {
+  TensorDiff d = diff(got, want, tolerance);
+  const bool ok = d.within();
+  char buf[160];
+  if (d.comparable)
+    std::snprintf(buf, sizeof buf, "  max_abs %.3g  max_rel %.3g  cosine %.6f  %s", d.max_abs, d.max_rel,
+                  d.cosine, ok ? "ok" : "FAIL");
+  else
+    std::snprintf(buf, sizeof buf, "  %s  FAIL", d.mismatch.c_str());
+  line += buf;
+  if (d.nan_mismatches)
+    line += "  (NaN where the reference has none, or none where it has: " + std::to_string(d.nan_mismatches) +
+            ")";
+  if (d.both_nan) line += "  (NaN in both: " + std::to_string(d.both_nan) + ")";
+  e["nan_mismatches"] = d.nan_mismatches;
+  e["both_nan"] = d.both_nan;
+  e["max_abs"] = d.max_abs;
+  e["max_rel"] = d.max_rel;
+  e["cosine"] = d.cosine;
+  e["ok"] = ok;
+  if (!ok && d.comparable) {
+    e["worst"] = d.worst;
+    line += "  (worst at " + d.worst + ")";
   }
+  if (!d.comparable) e["mismatch"] = d.mismatch;
+  return ok;
+}
+
+// --profile: time and calls per run by op type, slowest first (printed when `print`).
+nlohmann::ordered_json profile_by_op(const OpProfile& profile, double runs, bool print) {
+  std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(profile.by_op.begin(),
+                                                                       profile.by_op.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  auto prof = nlohmann::ordered_json::object();
+  if (print) std::printf("time per run by op type:\n");
+  for (const auto& [op, v] : rows) {
+    prof[op] = {{"ms_per_run", v.first / runs}, {"calls_per_run", static_cast<double>(v.second) / runs}};
+    if (print)
+      std::printf("  %-24s %9.3f ms  %6.0f calls\n", op.c_str(), v.first / runs,
+                  static_cast<double>(v.second) / runs);
+  }
+  return prof;
+}
+
+// The inputs: drawn (--random-inputs, following `reference`'s types where given, else the
+// runner's), then those read from --input files; every required one present.
+std::map<std::string, HostTensor> gather_feeds(const RunOptions& o, const Runner& runner,
+                                               const Model* reference,
+                                               const std::map<std::string, int64_t>& symbols) {
   std::map<std::string, HostTensor> feeds;
   if (o.random)
     feeds = reference ? random_inputs(*reference, o.seed, symbols) : runner.random(o.seed, symbols);
@@ -181,6 +223,46 @@ int run(const RunOptions& o) {
       if (!feeds.count(name))
         throw Error("input '" + name + "' is not given: pass --input " + name +
                     "=FILE.npy or --random-inputs");
+  return feeds;
+}
+
+// The .npy file name of each output, and the outputs written there when `dir` is given.
+std::map<std::string, std::string> write_outputs(const NamedTensors& outs, const std::string& dir) {
+  std::vector<std::string> output_names;
+  for (const auto& [name, t] : outs) output_names.push_back(name);
+  auto output_files = npy_file_names(output_names);
+  if (!dir.empty()) {
+    std::vector<std::pair<std::string, const HostTensor*>> all;
+    for (const auto& [name, t] : outs) all.emplace_back(name, &t);
+    for (const auto& line : write_npy_folder(dir, all)) spdlog::warn("--output-dir: {}", line);
+  }
+  return output_files;
+}
+
+int run(const RunOptions& o) {
+  if (o.threads > 0) set_kernel_threads(o.threads);
+  RunLimits limits;
+  limits.loop_trips = o.max_loop_trips;
+  limits.hint = "raise --max-loop-trips if the model needs more";
+  const RunLimitsScope bounded(limits);
+  Runner runner(o.model, o.gear);
+  const std::map<std::string, int64_t> symbols = parse_dims(o.dims);
+  // With --compare ORIGINAL.onnx, random inputs follow the original's types.
+  const bool compare_model = !o.compare_dir.empty() && fs::path(o.compare_dir).extension() == ".onnx";
+  std::optional<Model> reference;
+  if (compare_model) reference = import_onnx(o.compare_dir);
+  // A name the inputs do not have would be ignored: the user meant another.
+  if (!symbols.empty()) {
+    const Model* drawn = reference      ? &*reference
+                         : runner.model ? &*runner.model
+                                        : nullptr;  // whose inputs random ones follow
+    if (!drawn)
+      throw UsageError(
+          "--dim: a plan's inputs have the dims it was compiled for (a plan of gears: pick one with --gear)");
+    check_dims_named(symbols, *drawn, reference ? o.compare_dir : o.model);
+  }
+  const std::map<std::string, HostTensor> feeds =
+      gather_feeds(o, runner, reference ? &*reference : nullptr, symbols);
 
   if (!o.save_inputs_dir.empty()) {
     std::vector<std::pair<std::string, const HostTensor*>> all;
@@ -205,14 +287,7 @@ int run(const RunOptions& o) {
   std::sort(sorted.begin(), sorted.end());
   const double ms = sorted[sorted.size() / 2];
 
-  std::vector<std::string> output_names;
-  for (const auto& [name, t] : outs) output_names.push_back(name);
-  const auto output_files = npy_file_names(output_names);
-  if (!o.output_dir.empty()) {
-    std::vector<std::pair<std::string, const HostTensor*>> all;
-    for (const auto& [name, t] : outs) all.emplace_back(name, &t);
-    for (const auto& line : write_npy_folder(o.output_dir, all)) spdlog::warn("--output-dir: {}", line);
-  }
+  const auto output_files = write_outputs(outs, o.output_dir);
   bool all_ok = true;
   nlohmann::ordered_json j;
   j["model"] = o.model;
@@ -240,57 +315,16 @@ int run(const RunOptions& o) {
     if (!o.compare_dir.empty()) {
       if (reference && !expected.count(name))
         throw Error("--compare: " + o.compare_dir + " has no output '" + name + "'");
-      TensorDiff d = diff(
-          t,
+      const HostTensor want =
           reference ? expected.at(name)
-                    : as_declared_dtype(read_npy(fs::path(o.compare_dir) / output_files.at(name)), t.dtype()),
-          o.tolerance);
-      bool ok = d.within();
-      all_ok = all_ok && ok;
-      char buf[160];
-      if (d.comparable)
-        std::snprintf(buf, sizeof buf, "  max_abs %.3g  max_rel %.3g  cosine %.6f  %s", d.max_abs, d.max_rel,
-                      d.cosine, ok ? "ok" : "FAIL");
-      else
-        std::snprintf(buf, sizeof buf, "  %s  FAIL", d.mismatch.c_str());
-      line += buf;
-      if (d.nan_mismatches)
-        line +=
-            "  (NaN where the reference has none, or none where it has: " + std::to_string(d.nan_mismatches) +
-            ")";
-      if (d.both_nan) line += "  (NaN in both: " + std::to_string(d.both_nan) + ")";
-      e["nan_mismatches"] = d.nan_mismatches;
-      e["both_nan"] = d.both_nan;
-      e["max_abs"] = d.max_abs;
-      e["max_rel"] = d.max_rel;
-      e["cosine"] = d.cosine;
-      e["ok"] = ok;
-      if (!ok && d.comparable) {
-        e["worst"] = d.worst;
-        line += "  (worst at " + d.worst + ")";
-      }
-      if (!d.comparable) e["mismatch"] = d.mismatch;
+                    : as_declared_dtype(read_npy(fs::path(o.compare_dir) / output_files.at(name)), t.dtype());
+      all_ok = compare_output(t, want, o.tolerance, e, line) && all_ok;
     }
     arr.push_back(e);
     if (!o.json) std::printf("%s\n", line.c_str());
   }
   j["outputs"] = arr;
-  if (o.profile) {
-    std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(profile.by_op.begin(),
-                                                                         profile.by_op.end());
-    std::stable_sort(rows.begin(), rows.end(),
-                     [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-    const double runs = static_cast<double>(times.size());
-    auto prof = nlohmann::ordered_json::object();
-    if (!o.json) std::printf("time per run by op type:\n");
-    for (const auto& [op, v] : rows) {
-      prof[op] = {{"ms_per_run", v.first / runs}, {"calls_per_run", static_cast<double>(v.second) / runs}};
-      if (!o.json)
-        std::printf("  %-24s %9.3f ms  %6.0f calls\n", op.c_str(), v.first / runs,
-                    static_cast<double>(v.second) / runs);
-    }
-    j["profile"] = prof;
-  }
+  if (o.profile) j["profile"] = profile_by_op(profile, static_cast<double>(times.size()), !o.json);
   if (!o.compare_dir.empty()) j["within_tolerance"] = all_ok;
   if (o.json) std::cout << json_text(j) << "\n";
   if (!all_ok) {

@@ -447,6 +447,71 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const OpRegistry& ops, const 
   return changed || g.nodes_created() != created_before;
 }
 
+namespace {
+
+// The rules this run applies: the enabled ones (with only_tags, those carrying one), each
+// given its line in the report.
+std::vector<bool> active_rules(const RuleSet& rules, const SaturationLimits& limits,
+                               SaturationReport& report) {
+  std::vector<bool> active(rules.rules().size());
+  for (size_t r = 0; r < rules.rules().size(); ++r) {
+    const CompiledRule& cr = rules.rules()[r];
+    active[r] = cr.enabled && (limits.only_tags.empty() ||
+                               std::any_of(limits.only_tags.begin(), limits.only_tags.end(),
+                                           [&](const std::string& t) { return cr.ast->has_tag(t); }));
+    if (active[r]) report.per_rule[cr.ast->name];
+  }
+  return active;
+}
+
+// The ops the chosen rules' patterns can root at ((domain, op)), or `any` where a root
+// is a wildcard.
+struct RootOps {
+  std::set<std::pair<std::string, std::string>> ops;
+  bool any = false;
+};
+
+RootOps root_ops(const RuleSet& rules, const std::vector<bool>& chosen) {
+  RootOps roots;
+  for (size_t r = 0; r < rules.rules().size(); ++r) {
+    if (!chosen[r]) continue;
+    for (const auto& alt : rules.rules()[r].alternatives) {
+      const Pattern* root = alt.roots.front().get();
+      if (root->kind == Pattern::Kind::Var && alt.lets.count(root->var)) root = alt.lets.at(root->var).get();
+      if (root->kind != Pattern::Kind::Op || root->op == "*")
+        roots.any = true;
+      else
+        roots.ops.emplace(canonical_domain(root->domain), root->op);
+    }
+  }
+  return roots;
+}
+
+// Applies one rule's matches of this iteration; returns how many changed the e-graph,
+// each recorded in `sites`. A refusal is said once per rule (a rule wrong for one value
+// is usually wrong for all of them).
+size_t apply_matches(EGraph& g, const RuleSet& rules, const OpRegistry& ops, const EMatcher& matcher,
+                     const std::vector<EMatch>& matches, RuleRunStats& rs, std::vector<SiteRecord>& sites,
+                     std::map<std::pair<int, int32_t>, std::vector<std::string>>& site_replaced) {
+  size_t applied = 0;
+  for (const EMatch& m : matches) {
+    SiteRecord rec;
+    const bool changed = apply_ematch(g, rules, ops, matcher, m, &rec, &site_replaced);
+    if (!rec.refusal.empty() && rs.refused++ == 0) {
+      spdlog::warn("{}", rec.refusal);
+      rs.refusal = rec.refusal;
+    }
+    if (changed) {
+      ++rs.applied;
+      ++applied;
+      if (rec.rule >= 0) sites.push_back(std::move(rec));
+    }
+  }
+  return applied;
+}
+
+}  // namespace
+
 SaturationReport saturate(EGraph& g, const RuleSet& rules, const OpRegistry& ops,
                           const std::vector<OpsetImport>& opsets, const SaturationLimits& limits,
                           const BackoffConfig& backoff) {
@@ -463,15 +528,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const OpRegistry& ops
   std::set<std::pair<int, ClassId>>
       sites;  // (rule, root class): a site counts once however often it is re-found
   std::map<std::pair<int, int32_t>, std::vector<std::string>> site_replaced;
-  // The rules this run applies: the enabled ones (with only_tags, those carrying one).
-  std::vector<bool> active(rules.rules().size());
-  for (size_t r = 0; r < rules.rules().size(); ++r) {
-    const CompiledRule& cr = rules.rules()[r];
-    active[r] = cr.enabled && (limits.only_tags.empty() ||
-                               std::any_of(limits.only_tags.begin(), limits.only_tags.end(),
-                                           [&](const std::string& t) { return cr.ast->has_tag(t); }));
-    if (active[r]) report.per_rule[cr.ast->name];
-  }
+  const std::vector<bool> active = active_rules(rules, limits, report);
   g.rebuild();
   report.stop = StopReason::IterationLimit;
   // Incremental search: after the first iteration a rule is tried only at classes within
@@ -518,20 +575,11 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const OpRegistry& ops
     std::vector<bool> over(rules.rules().size(), false);
     // Away from every change only rules searching everywhere can match: skip e-nodes
     // none of them can root (asking the automaton about them costs as much as a search).
-    std::set<std::pair<std::string, std::string>> everywhere_roots;
-    bool everywhere_any = false;
-    for (size_t r = 0; r < rules.rules().size(); ++r) {
-      if ((!search_all[r] && !back_near.count(r)) || !active[r]) continue;
-      for (const auto& alt : rules.rules()[r].alternatives) {
-        const Pattern* root = alt.roots.front().get();
-        if (root->kind == Pattern::Kind::Var && alt.lets.count(root->var))
-          root = alt.lets.at(root->var).get();
-        if (root->kind != Pattern::Kind::Op || root->op == "*")
-          everywhere_any = true;
-        else
-          everywhere_roots.emplace(canonical_domain(root->domain), root->op);
-      }
-    }
+    std::vector<bool> everywhere(rules.rules().size());
+    for (size_t r = 0; r < rules.rules().size(); ++r)
+      everywhere[r] = active[r] && (search_all[r] || back_near.count(r));
+    const RootOps everywhere_roots = root_ops(rules, everywhere);
+    const bool everywhere_any = everywhere_roots.any;
     for (ClassId c : g.class_ids()) {
       auto close = near.find(c);
       auto close_both = near_both.find(c);
@@ -539,7 +587,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const OpRegistry& ops
         if (n.kind != ENode::Kind::Op) continue;
         if (close == near.end() && close_both == near_both.end() && !everywhere_any) {
           const OpSignature& sig = g.signature(n.op);
-          if (!everywhere_roots.count({sig.domain, sig.op_type})) continue;
+          if (!everywhere_roots.ops.count({sig.domain, sig.op_type})) continue;
         }
         for (const auto& [rule, alt] : matcher.candidates(c, n)) {
           if (!active[static_cast<size_t>(rule)] || bans[static_cast<size_t>(rule)].until >= it ||
@@ -587,22 +635,7 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const OpRegistry& ops
       }
       for (const EMatch& m : found[r]) sites.emplace(m.rule, m.roots.front());
       auto rule_start = Clock::now();
-      for (const EMatch& m : found[r]) {
-        SiteRecord rec;
-        const bool changed = apply_ematch(g, rules, ops, matcher, m, &rec, &site_replaced);
-        if (!rec.refusal.empty()) {
-          // Said once per rule (a rule wrong for one value is usually wrong for all of them).
-          if (rs.refused++ == 0) {
-            spdlog::warn("{}", rec.refusal);
-            rs.refusal = rec.refusal;
-          }
-        }
-        if (changed) {
-          ++rs.applied;
-          ++is.applied;
-          if (rec.rule >= 0) report.sites.push_back(std::move(rec));
-        }
-      }
+      is.applied += apply_matches(g, rules, ops, matcher, found[r], rs, report.sites, site_replaced);
       rs.apply_ms += ms_since(rule_start);
     }
     is.apply_ms = ms_since(t0);

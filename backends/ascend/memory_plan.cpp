@@ -130,6 +130,79 @@ bool is_view_op(const Node& n) {
          is_view_split(describe(n));
 }
 
+namespace {
+
+// Bytes of the buffers alive at each step (0 .. end_step).
+std::vector<int64_t> bytes_alive_per_step(const std::vector<PlannedBuffer>& bufs, int end_step) {
+  std::vector<int64_t> alive(static_cast<size_t>(end_step) + 2, 0);  // a difference array, then summed
+  for (const auto& b : bufs) {
+    alive[static_cast<size_t>(b.first_step)] += static_cast<int64_t>(b.bytes);
+    alive[static_cast<size_t>(b.last_step) + 1] -= static_cast<int64_t>(b.bytes);
+  }
+  for (size_t s = 1; s < alive.size(); ++s) alive[s] += alive[s - 1];
+  alive.pop_back();
+  return alive;
+}
+
+// Each buffer's offset in the pool: one after another without reuse; with it, the
+// smallest pool of three greedy orders (by size, by breadth, by lifetime best fit), gaps
+// closed after each. Records each strategy's pool and the one chosen in `plan`.
+Placement place_buffers(MemoryPlan& plan, const std::vector<int64_t>& alive, bool reuse) {
+  const auto& bufs = plan.buffers;
+  Placement best;
+  if (!reuse) {
+    best.resize(bufs.size());
+    size_t top = 0;
+    for (size_t i = 0; i < bufs.size(); ++i) best[i] = top, top += bufs[i].bytes;
+    plan.strategy = "no reuse";
+    plan.strategy_pool_bytes[plan.strategy] = top;
+  } else {
+    const std::vector<std::vector<size_t>> conflicts = overlapping_lifetimes(bufs);
+    std::vector<size_t> ids(bufs.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = i;
+    auto sorted = [&](std::function<bool(size_t, size_t)> before) {
+      std::vector<size_t> v = ids;
+      std::stable_sort(v.begin(), v.end(), before);
+      return v;
+    };
+    // Breadth of a buffer: the most bytes alive at any step of its lifetime.
+    const RangeMax most_alive(alive);
+    std::vector<int64_t> breadth(bufs.size(), 0);
+    for (size_t i = 0; i < bufs.size(); ++i)
+      breadth[i] =
+          most_alive.over(static_cast<size_t>(bufs[i].first_step), static_cast<size_t>(bufs[i].last_step));
+    struct Strategy {
+      std::string name;
+      std::vector<size_t> order;
+      bool best_fit;
+    };
+    std::vector<Strategy> strategies = {
+        {"greedy by size", sorted([&](size_t a, size_t b) { return bufs[a].bytes > bufs[b].bytes; }), false},
+        {"greedy by breadth", sorted([&](size_t a, size_t b) {
+           return breadth[a] != breadth[b] ? breadth[a] > breadth[b] : bufs[a].bytes > bufs[b].bytes;
+         }),
+         false},
+        {"lifetime best fit", sorted([&](size_t a, size_t b) {
+           return bufs[a].first_step != bufs[b].first_step ? bufs[a].first_step < bufs[b].first_step
+                                                           : bufs[a].bytes > bufs[b].bytes;
+         }),
+         true},
+    };
+    size_t best_pool = SIZE_MAX;
+    for (const auto& s : strategies) {
+      Placement at = place_in_order(bufs, conflicts, s.order, s.best_fit);
+      plan.strategy_pool_bytes[s.name] = pool_size(bufs, at);
+      close_gaps(bufs, conflicts, at);
+      size_t pool = pool_size(bufs, at);
+      plan.strategy_pool_bytes[s.name + " + closing gaps"] = pool;
+      if (pool < best_pool) best_pool = pool, best = at, plan.strategy = s.name + " + closing gaps";
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order,
                        const MemoryPlanOptions& options) {
   MemoryPlan plan;
@@ -227,64 +300,9 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order,
   }
 
   auto& bufs = plan.buffers;
-  std::vector<int64_t> alive(static_cast<size_t>(end_step) + 2, 0);  // a difference array, then summed
-  for (const auto& b : bufs) {
-    alive[static_cast<size_t>(b.first_step)] += static_cast<int64_t>(b.bytes);
-    alive[static_cast<size_t>(b.last_step) + 1] -= static_cast<int64_t>(b.bytes);
-  }
-  for (size_t s = 1; s < alive.size(); ++s) alive[s] += alive[s - 1];
-  alive.pop_back();
+  const std::vector<int64_t> alive = bytes_alive_per_step(bufs, end_step);
   plan.load_bytes = bufs.empty() ? 0 : static_cast<size_t>(*std::max_element(alive.begin(), alive.end()));
-
-  Placement best;
-  if (!options.reuse) {
-    best.resize(bufs.size());
-    size_t top = 0;
-    for (size_t i = 0; i < bufs.size(); ++i) best[i] = top, top += bufs[i].bytes;
-    plan.strategy = "no reuse";
-    plan.strategy_pool_bytes[plan.strategy] = top;
-  } else {
-    const std::vector<std::vector<size_t>> conflicts = overlapping_lifetimes(bufs);
-    std::vector<size_t> ids(bufs.size());
-    for (size_t i = 0; i < ids.size(); ++i) ids[i] = i;
-    auto sorted = [&](std::function<bool(size_t, size_t)> before) {
-      std::vector<size_t> v = ids;
-      std::stable_sort(v.begin(), v.end(), before);
-      return v;
-    };
-    // Breadth of a buffer: the most bytes alive at any step of its lifetime.
-    const RangeMax most_alive(alive);
-    std::vector<int64_t> breadth(bufs.size(), 0);
-    for (size_t i = 0; i < bufs.size(); ++i)
-      breadth[i] =
-          most_alive.over(static_cast<size_t>(bufs[i].first_step), static_cast<size_t>(bufs[i].last_step));
-    struct Strategy {
-      std::string name;
-      std::vector<size_t> order;
-      bool best_fit;
-    };
-    std::vector<Strategy> strategies = {
-        {"greedy by size", sorted([&](size_t a, size_t b) { return bufs[a].bytes > bufs[b].bytes; }), false},
-        {"greedy by breadth", sorted([&](size_t a, size_t b) {
-           return breadth[a] != breadth[b] ? breadth[a] > breadth[b] : bufs[a].bytes > bufs[b].bytes;
-         }),
-         false},
-        {"lifetime best fit", sorted([&](size_t a, size_t b) {
-           return bufs[a].first_step != bufs[b].first_step ? bufs[a].first_step < bufs[b].first_step
-                                                           : bufs[a].bytes > bufs[b].bytes;
-         }),
-         true},
-    };
-    size_t best_pool = SIZE_MAX;
-    for (const auto& s : strategies) {
-      Placement at = place_in_order(bufs, conflicts, s.order, s.best_fit);
-      plan.strategy_pool_bytes[s.name] = pool_size(bufs, at);
-      close_gaps(bufs, conflicts, at);
-      size_t pool = pool_size(bufs, at);
-      plan.strategy_pool_bytes[s.name + " + closing gaps"] = pool;
-      if (pool < best_pool) best_pool = pool, best = at, plan.strategy = s.name + " + closing gaps";
-    }
-  }
+  const Placement best = place_buffers(plan, alive, options.reuse);
   for (size_t i = 0; i < bufs.size(); ++i) bufs[i].offset = best[i];
   plan.pool_bytes = pool_size(bufs, best);
 

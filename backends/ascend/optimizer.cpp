@@ -166,74 +166,37 @@ std::vector<OptimizeResult> optimize_bodies(Model& m, const dsl::RuleSet& rules,
   return changed;
 }
 
-}  // namespace
+using SiteRecords = std::map<std::pair<int32_t, int32_t>, const dsl::SiteRecord*>;
 
-Model shapes_for_rules(const Model& model) {
-  Model shaped = model.clone();
-  propagate_static_shapes(shaped, op_registry());
-  return shaped;
-}
-
-OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const HardwareProfile& profile,
-                        const OptimizeOptions& options) {
-  OptimizeResult r;
-  // The report's "before" is the model as given; shape computations on static shapes
-  // fold first (GE's graph prepare), so rules see the shapes they read.
-  r.nodes_before = given.graph->nodes().size();
-  r.before = cost_of_model(given, profile, options.cost);
-  Model shaped = given.clone();
-  r.shapes_folded = propagate_static_shapes(shaped, op_registry()).folded > 0;  // as shapes_for_rules
-  std::vector<OptimizeResult> bodies = optimize_bodies(shaped, rules, profile, options);
-  if (!bodies.empty()) spdlog::info("optimize: {} control-flow bodies optimized", bodies.size());
-  const Model& input = shaped;
-  dsl::RuleRun run = dsl::run_rules(input, rules, op_registry(), egraph_cost(profile, options.cost),
-                                    {options.limits, options.backoff, options.exact_limit});
-  r.saturation = std::move(run.saturation);
-  r.egraph_ms = run.egraph_ms;
-  r.saturate_ms = run.saturate_ms;
-  r.extract_ms = run.extract_ms;
+// Each applied site: kept, or why not. A site's alternative is costed as a whole
+// program: the chosen one with that class switched to the site's e-node (classes it
+// newly needs take their cheapest tree choice).
+std::vector<SiteOutcome> site_outcomes(const dsl::RuleRun& run, const std::vector<dsl::SiteRecord>& applied,
+                                       const SiteRecords& records, const dsl::RuleSet& rules,
+                                       const HardwareProfile& profile, const CostOptions& cost_options) {
   const GraphEGraph& geg = run.egraph;
   const Extraction& x = run.extraction;
   const NodeCost& cost = run.cost;
-  r.enodes = geg.egraph.node_count();
-  r.eclasses = geg.egraph.class_count();
-  r.extraction_method = x.method;
-  r.extraction_steps = x.steps;
-  r.extraction_optimal = x.optimal;
-  r.model = std::move(run.model);
-  r.selected = run.selected;
-  for (const auto& [rule, n] : r.selected)
-    (rules.find(rule)->ast->has_tag("fusion") ? r.fused : r.rewritten)[rule] = n;
   const auto& sites = run.kept_sites;
-  const auto& origins = run.origins;
   const Selection kept(geg.egraph, geg.roots, cost, x.choice);
-
-  // Each applied site: kept, or why not. A site's alternative is costed as a whole
-  // program: the chosen one with that class switched to the site's e-node (classes it
-  // newly needs take their cheapest tree choice).
+  std::vector<SiteOutcome> outcomes;
   const Extraction fill = extract_greedy_tree(geg.egraph, geg.roots, cost);
   auto program_with = [&](ClassId c, size_t node_index) {
     return kept.cost_with(c, node_index, &fill.choice);
   };
-  auto is_fusion = [&](const std::string& rule) {
-    const dsl::CompiledRule* cr = rules.find(rule);
-    return cr && cr->ast->has_tag("fusion");
-  };
-  std::map<std::pair<int32_t, int32_t>, const dsl::SiteRecord*> records;
-  for (const auto& rec : r.saturation.sites) records[{rec.rule, rec.site}] = &rec;
   // Operand orders of one commutative pattern rewrite the same value: one site.
   std::map<std::pair<int, ClassId>, size_t> site_index;
-  for (const auto& rec : r.saturation.sites) {
+  for (const auto& rec : applied) {
     const auto key = std::make_pair(rec.rule, geg.egraph.find(rec.target));
     if (auto it = site_index.find(key); it != site_index.end()) {
-      SiteOutcome& prev = r.sites[it->second];
+      SiteOutcome& prev = outcomes[it->second];
       if (!prev.selected && sites.count({rec.rule, rec.site})) {
         prev.selected = true;
         prev.reason.clear();
       }
       continue;
     }
-    site_index[key] = r.sites.size();
+    site_index[key] = outcomes.size();
     SiteOutcome o;
     o.rule = rules.rules()[static_cast<size_t>(rec.rule)].ast->name;
     o.replaced = rec.replaced;
@@ -268,7 +231,7 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
       } else {
         const ENode& kept_node = geg.egraph.eclass(c).nodes.at(chosen);
         const OpSignature& s = geg.egraph.signature(mine->op);
-        KernelCost kc = cost_of(work_of(describe(geg.egraph, c, *mine), options.cost), profile);
+        KernelCost kc = cost_of(work_of(describe(geg.egraph, c, *mine), cost_options), profile);
         if (!kc.feasible) {
           o.reason = "infeasible: " + kc.reason;
         } else {
@@ -296,13 +259,17 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
         }
       }
     }
-    r.sites.push_back(std::move(o));
+    outcomes.push_back(std::move(o));
   }
+  return outcomes;
+}
 
-  // Provenance: fused nodes are named after the module they replace and record the
-  // rule and the input nodes, on the node (doc string) and in the model's metadata.
+// Provenance: fused nodes are named after the module they replace and record the
+// rule and the input nodes, on the node (doc string) and in the model's metadata.
+void record_provenance(Model& model, const std::map<std::string, std::pair<int32_t, int32_t>>& origins,
+                       const SiteRecords& records, const dsl::RuleSet& rules) {
   nlohmann::ordered_json provenance = nlohmann::ordered_json::object();
-  for (auto& node : r.model.graph->nodes()) {
+  for (auto& node : model.graph->nodes()) {
     auto it = origins.find(node->name);
     if (it == origins.end()) continue;
     auto rec = records.find(it->second);
@@ -335,24 +302,35 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
     std::string scope;
     for (size_t i = 0; i < scope_parts.size(); ++i) scope += (i ? "/" : "") + scope_parts[i];
     std::string wanted = (scope.empty() ? "" : scope + "/") + node->op_type;
-    if (wanted != node->name && !r.model.graph->find_node(wanted))
-      r.model.graph->rename_node(node.get(), wanted);
+    if (wanted != node->name && !model.graph->find_node(wanted)) model.graph->rename_node(node.get(), wanted);
     node->doc_string = "geopt: rule " + rule;
     provenance[node->name] = {{"rule", rule}, {"replaced", replaced}};
   }
-  if (!provenance.empty()) r.model.metadata.emplace_back("geopt.provenance", provenance.dump());
+  if (!provenance.empty()) model.metadata.emplace_back("geopt.provenance", provenance.dump());
+}
 
-  // Fusion rate: input kernels whose node is gone from the result because a kept rewrite covered it.
-  // Only fusion rules whose rewrite merges two or more input kernels fuse; a Conv
-  // that merely changes form (FusedConv, NC1HWC0) or an op moved through a
-  // layout conversion is not counted.
+struct KernelCount {
+  size_t kernels = 0, absorbed = 0;
+};
+
+// The input's kernels, and those whose node is gone from the result because a kept
+// rewrite covered it (the fusion rate's terms); the input's kernels left unfused go to
+// r.unfused. Only fusion rules whose rewrite merges two or more input kernels fuse; a
+// Conv that merely changes form (FusedConv, NC1HWC0) or an op moved through a layout
+// conversion is not counted.
+KernelCount count_fused_kernels(const Model& input, OptimizeResult& r, const dsl::RuleSet& rules,
+                                const CostOptions& cost_options) {
+  auto is_fusion = [&](const std::string& rule) {
+    const dsl::CompiledRule* cr = rules.find(rule);
+    return cr && cr->ast->has_tag("fusion");
+  };
   std::set<std::string> covered;
   for (const auto& s : r.sites) {
     if (!s.selected || !is_fusion(s.rule)) continue;
     size_t kernels_replaced = 0;
     for (const auto& name : std::set<std::string>(s.replaced.begin(), s.replaced.end()))
       if (const Node* n = input.graph->find_node(name))
-        kernels_replaced += work_of(*n, options.cost).is_kernel;
+        kernels_replaced += work_of(*n, cost_options).is_kernel;
     if (kernels_replaced >= 2) covered.insert(s.replaced.begin(), s.replaced.end());
   }
   // A fused node may inherit the name of the input node it grew from (the Conv of a
@@ -361,43 +339,96 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
     const Node* kept = r.model.graph->find_node(n.name);
     return kept && kept->op_type == n.op_type && kept->domain == n.domain;
   };
-  size_t kernels = 0, absorbed = 0;
+  KernelCount count;
   for (const auto& n : input.graph->nodes()) {
-    if (!work_of(*n, options.cost).is_kernel) continue;
-    ++kernels;
-    if (covered.count(n->name) && !same_op_survives(*n)) ++absorbed;
+    if (!work_of(*n, cost_options).is_kernel) continue;
+    ++count.kernels;
+    if (covered.count(n->name) && !same_op_survives(*n)) ++count.absorbed;
   }
   for (const auto& n : r.model.graph->nodes())
     if (const Node* was = input.graph->find_node(n->name);
-        was && n->domain.empty() && work_of(*n, options.cost).is_kernel && was->op_type == n->op_type)
+        was && n->domain.empty() && work_of(*n, cost_options).is_kernel && was->op_type == n->op_type)
       ++r.unfused[n->op_type];
-  // The bodies' rewrites count in the report too: the rules they kept, their sites, and
-  // their kernels in the fusion rate and in what is left unfused.
+  return count;
+}
+
+// The bodies' rewrites count in the report too: the rules they kept, their sites, and
+// their kernels in the fusion rate and in what is left unfused.
+void add_body_reports(OptimizeResult& r, const std::vector<OptimizeResult>& bodies, KernelCount& count) {
   for (const OptimizeResult& b : bodies) {
     for (const auto& [rule, count] : b.selected) r.selected[rule] += count;
     for (const auto& [rule, count] : b.fused) r.fused[rule] += count;
     for (const auto& [rule, count] : b.rewritten) r.rewritten[rule] += count;
     for (const auto& [op, count] : b.unfused) r.unfused[op] += count;
     r.sites.insert(r.sites.end(), b.sites.begin(), b.sites.end());
-    kernels += b.before.kernels;
-    absorbed += static_cast<size_t>(std::lround(b.fusion_rate * static_cast<double>(b.before.kernels)));
+    count.kernels += b.before.kernels;
+    count.absorbed += static_cast<size_t>(std::lround(b.fusion_rate * static_cast<double>(b.before.kernels)));
   }
-  r.fusion_rate = kernels ? static_cast<double>(absorbed) / static_cast<double>(kernels) : 0;
+}
+
+// Names the result's new values apart from every name the input uses, once every value
+// of the result is named (the precision pass names its casts too).
+void name_apart_from_input(const Model& shaped, Model& result) {
+  std::set<std::string> before;
+  for (const Value* v : shaped.graph->inputs()) before.insert(v->name());
+  for (const auto& n : shaped.graph->nodes()) {
+    for (const Value* v : n->outputs())
+      if (v) before.insert(v->name());
+    for (const Value* v : n->inputs())
+      if (v && v->initializer) before.insert(v->name());
+  }
+  rename_apart(*result.graph, before, body_names(result), "");
+}
+
+}  // namespace
+
+Model shapes_for_rules(const Model& model) {
+  Model shaped = model.clone();
+  propagate_static_shapes(shaped, op_registry());
+  return shaped;
+}
+
+OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const HardwareProfile& profile,
+                        const OptimizeOptions& options) {
+  OptimizeResult r;
+  // The report's "before" is the model as given; shape computations on static shapes
+  // fold first (GE's graph prepare), so rules see the shapes they read.
+  r.nodes_before = given.graph->nodes().size();
+  r.before = cost_of_model(given, profile, options.cost);
+  Model shaped = given.clone();
+  r.shapes_folded = propagate_static_shapes(shaped, op_registry()).folded > 0;  // as shapes_for_rules
+  std::vector<OptimizeResult> bodies = optimize_bodies(shaped, rules, profile, options);
+  if (!bodies.empty()) spdlog::info("optimize: {} control-flow bodies optimized", bodies.size());
+  const Model& input = shaped;
+  dsl::RuleRun run = dsl::run_rules(input, rules, op_registry(), egraph_cost(profile, options.cost),
+                                    {options.limits, options.backoff, options.exact_limit});
+  r.saturation = std::move(run.saturation);
+  r.egraph_ms = run.egraph_ms;
+  r.saturate_ms = run.saturate_ms;
+  r.extract_ms = run.extract_ms;
+  const GraphEGraph& geg = run.egraph;
+  const Extraction& x = run.extraction;
+  r.enodes = geg.egraph.node_count();
+  r.eclasses = geg.egraph.class_count();
+  r.extraction_method = x.method;
+  r.extraction_steps = x.steps;
+  r.extraction_optimal = x.optimal;
+  r.model = std::move(run.model);
+  r.selected = run.selected;
+  for (const auto& [rule, n] : r.selected)
+    (rules.find(rule)->ast->has_tag("fusion") ? r.fused : r.rewritten)[rule] = n;
+  SiteRecords records;
+  for (const auto& rec : r.saturation.sites) records[{rec.rule, rec.site}] = &rec;
+  r.sites = site_outcomes(run, r.saturation.sites, records, rules, profile, options.cost);
+  record_provenance(r.model, run.origins, records, rules);
+  KernelCount count = count_fused_kernels(input, r, rules, options.cost);
+  add_body_reports(r, bodies, count);
+  r.fusion_rate =
+      count.kernels ? static_cast<double>(count.absorbed) / static_cast<double>(count.kernels) : 0;
   // The device's precision, written into the graph after fusion (as ATC does), so
   // every fused kernel gets the dtype its class computes in.
   if (options.write_precision) r.precision = apply_precision(r.model, options.cost.precision);
-  // Last, when every value of the result is named (the precision pass names its casts too).
-  {
-    std::set<std::string> before;
-    for (const Value* v : shaped.graph->inputs()) before.insert(v->name());
-    for (const auto& n : shaped.graph->nodes()) {
-      for (const Value* v : n->outputs())
-        if (v) before.insert(v->name());
-      for (const Value* v : n->inputs())
-        if (v && v->initializer) before.insert(v->name());
-    }
-    rename_apart(*r.model.graph, before, body_names(r.model), "");
-  }
+  name_apart_from_input(shaped, r.model);
   r.nodes_after = r.model.graph->nodes().size();
   r.after = cost_of_model(r.model, profile,
                           options.write_precision ? with_precision_applied(options.cost) : options.cost);

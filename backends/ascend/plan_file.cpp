@@ -452,6 +452,61 @@ void check_gears(const plan::Plan& p, const std::string& where, const PlanChecks
   }
 }
 
+// Dataflow, in kernel order (every event points forward, so a kernel's writers come
+// before it): each pool tensor a kernel reads was written by an earlier kernel or bound
+// as an input, by name and offset, with the dtype and dims its writer gave it. A plan
+// edited to read before a write, or to bind an input away from where it is read, or to read
+// 64x64 what the binding says is 32x128, would compute on the pool's poison bytes. (An
+// input nobody reads is legal: a model may ignore one.)
+void check_dataflow(const plan::Plan& p, const std::string& where) {
+  struct Written {
+    int32_t dtype;
+    std::vector<int64_t> dims;
+    bool bounded;
+  };
+  std::map<std::pair<std::string, uint64_t>, Written> written;
+  auto same = [](const Written& w, const plan::TensorRef& r) {
+    return w.dtype == r.dtype() &&
+           (w.bounded || r.bounded() ||
+            std::equal(w.dims.begin(), w.dims.end(), r.dims().begin(), r.dims().end()));
+  };
+  auto describe_ref = [](const plan::TensorRef& r) {
+    std::string dims;
+    for (int64_t d : r.dims()) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    return "'" + r.name() + "' (" + dtype_name(static_cast<DType>(r.dtype())) + "[" + dims + "] at offset " +
+           std::to_string(r.offset()) + ")";
+  };
+  for (const auto& r : p.inputs())
+    if (!r.absent())
+      written[{r.name(), r.offset()}] = {r.dtype(), {r.dims().begin(), r.dims().end()}, r.bounded()};
+  for (int k = 0; k < p.kernels_size(); ++k) {
+    const auto& kernel = p.kernels(k);
+    for (const auto& r : kernel.inputs()) {
+      if (r.absent() || r.region() != plan::ACTIVATION) continue;
+      auto it = written.find({r.name(), r.offset()});
+      if (it == written.end())
+        throw Error(where + ": kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() +
+                    "') reads " + describe_ref(r) + ", which no earlier kernel writes and no input binds");
+      if (!same(it->second, r))
+        throw Error(where + ": kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() +
+                    "') reads " + describe_ref(r) + " with another dtype or shape than it was written with");
+    }
+    for (const auto& r : kernel.outputs())
+      if (!r.absent())
+        written[{r.name(), r.offset()}] = {r.dtype(), {r.dims().begin(), r.dims().end()}, r.bounded()};
+  }
+  for (const auto& r : p.outputs()) {
+    if (r.absent() || r.name().empty()) throw Error(where + ": an output binding names no tensor");
+    if (r.region() != plan::ACTIVATION) continue;
+    auto it = written.find({r.name(), r.offset()});
+    if (it == written.end())
+      throw Error(where + ": output '" + r.name() + "' is no tensor a kernel writes or an input binds");
+    if (!same(it->second, r))
+      throw Error(where + ": output " + describe_ref(r) +
+                  " has another dtype or shape than the kernel that writes it gives it");
+  }
+}
+
 void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChecks& checks) {
   const uint64_t* shared_weights = checks.shared_weights;
   check_header(p, where);
@@ -585,59 +640,8 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
       throw Error(where + ": input '" + r.name() +
                   "' lies in the weight region (inputs are copied into the pool)");
   }
-  // Dataflow, in kernel order (every event points forward, so a kernel's writers come
-  // before it): each pool tensor a kernel reads was written by an earlier kernel or bound
-  // as an input, by name and offset, with the dtype and dims its writer gave it. A plan
-  // edited to read before a write, or to bind an input away from where it is read, or to read
-  // 64x64 what the binding says is 32x128, would compute on the pool's poison bytes. (An
-  // input nobody reads is legal: a model may ignore one.)
-  struct Written {
-    int32_t dtype;
-    std::vector<int64_t> dims;
-    bool bounded;
-  };
-  std::map<std::pair<std::string, uint64_t>, Written> written;
-  auto same = [](const Written& w, const plan::TensorRef& r) {
-    return w.dtype == r.dtype() &&
-           (w.bounded || r.bounded() ||
-            std::equal(w.dims.begin(), w.dims.end(), r.dims().begin(), r.dims().end()));
-  };
-  auto describe_ref = [](const plan::TensorRef& r) {
-    std::string dims;
-    for (int64_t d : r.dims()) dims += (dims.empty() ? "" : ",") + std::to_string(d);
-    return "'" + r.name() + "' (" + dtype_name(static_cast<DType>(r.dtype())) + "[" + dims + "] at offset " +
-           std::to_string(r.offset()) + ")";
-  };
-  for (const auto& r : p.inputs())
-    if (!r.absent())
-      written[{r.name(), r.offset()}] = {r.dtype(), {r.dims().begin(), r.dims().end()}, r.bounded()};
-  for (int k = 0; k < p.kernels_size(); ++k) {
-    const auto& kernel = p.kernels(k);
-    for (const auto& r : kernel.inputs()) {
-      if (r.absent() || r.region() != plan::ACTIVATION) continue;
-      auto it = written.find({r.name(), r.offset()});
-      if (it == written.end())
-        throw Error(where + ": kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() +
-                    "') reads " + describe_ref(r) + ", which no earlier kernel writes and no input binds");
-      if (!same(it->second, r))
-        throw Error(where + ": kernel " + std::to_string(k) + " (" + kernel.op_type() + " '" + kernel.name() +
-                    "') reads " + describe_ref(r) + " with another dtype or shape than it was written with");
-    }
-    for (const auto& r : kernel.outputs())
-      if (!r.absent())
-        written[{r.name(), r.offset()}] = {r.dtype(), {r.dims().begin(), r.dims().end()}, r.bounded()};
-  }
-  for (const auto& r : p.outputs()) {
-    check_ref(r, "output");
-    if (r.absent() || r.name().empty()) throw Error(where + ": an output binding names no tensor");
-    if (r.region() != plan::ACTIVATION) continue;
-    auto it = written.find({r.name(), r.offset()});
-    if (it == written.end())
-      throw Error(where + ": output '" + r.name() + "' is no tensor a kernel writes or an input binds");
-    if (!same(it->second, r))
-      throw Error(where + ": output " + describe_ref(r) +
-                  " has another dtype or shape than the kernel that writes it gives it");
-  }
+  for (const auto& r : p.outputs()) check_ref(r, "output");
+  check_dataflow(p, where);
   check_plan_ordering(p, where);
 }
 

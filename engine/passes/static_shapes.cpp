@@ -91,6 +91,50 @@ bool refine(const Node& n, Value& v, const ValueType& got) {
 
 namespace {
 
+// Output 0's type where ONNX's inference lost track of a dim: the dims `made` (the shape
+// tensor the node reads) carries.
+void take_symbolic_dims(const Node& n, const Shape& made, std::vector<std::optional<ValueType>>& inferred) {
+  if (inferred.empty()) inferred.resize(n.outputs().size());
+  std::optional<ValueType>& t = inferred[0];
+  if (!t) t = n.output(0)->type;
+  if (!t->shape || t->shape->rank() != made.rank()) {
+    if (!t->shape) t->shape = made;
+    return;
+  }
+  std::vector<Dim> dims = t->shape->dims();
+  for (size_t d = 0; d < dims.size(); ++d)
+    if ((dims[d].is_unknown() || is_placeholder_dim(dims[d])) && !made[d].is_unknown() &&
+        !is_placeholder_dim(made[d]))
+      dims[d] = made[d];
+  t->shape = Shape(std::move(dims));
+}
+
+// The node's outputs computed by its kernel over its constant inputs (null for an omitted
+// one); nullopt where it has no kernel or the kernel refuses them.
+std::optional<std::vector<HostTensor>> run_on_constants(const OpRegistry& kernels, const Node& n,
+                                                        int64_t opset,
+                                                        const std::vector<const Tensor*>& constants) {
+  const KernelInfo* k = kernels.find(n.domain, n.op_type);
+  if (!k) return std::nullopt;
+  std::vector<HostTensor> views;
+  views.reserve(constants.size());
+  std::vector<const HostTensor*> ptrs;
+  for (const Tensor* t : constants) {
+    if (!t) {
+      ptrs.push_back(nullptr);
+      continue;
+    }
+    views.push_back(HostTensor::view(*t));
+    ptrs.push_back(&views.back());
+  }
+  try {
+    return call_kernel(kernels, *k, n, opset, std::move(ptrs));
+  } catch (const Error& e) {
+    spdlog::debug("static shapes: not folding {}: {}", n.describe(), e.what());
+    return std::nullopt;
+  }
+}
+
 StaticShapeReport propagate_once(Model& model, const OpRegistry& kernels, const StaticShapeOptions& options) {
   Graph& g = *model.graph;
   std::unordered_set<const Value*> graph_inputs(g.inputs().begin(), g.inputs().end());
@@ -138,22 +182,8 @@ StaticShapeReport propagate_once(Model& model, const OpRegistry& kernels, const 
       for (const Value* out : n->outputs())
         inferred.push_back(out ? std::optional<ValueType>(out->type) : std::nullopt);
     }
-    if (auto made = symbolic.output_shape(*n); made && !n->outputs().empty() && n->output(0)) {
-      // Where ONNX's inference lost track of a dim, the dims the shape tensor carries.
-      if (inferred.empty()) inferred.resize(n->outputs().size());
-      std::optional<ValueType>& t = inferred[0];
-      if (!t) t = n->output(0)->type;
-      if (!t->shape || t->shape->rank() != made->rank()) {
-        if (!t->shape) t->shape = made;
-      } else {
-        std::vector<Dim> dims = t->shape->dims();
-        for (size_t d = 0; d < dims.size(); ++d)
-          if ((dims[d].is_unknown() || is_placeholder_dim(dims[d])) && !(*made)[d].is_unknown() &&
-              !is_placeholder_dim((*made)[d]))
-            dims[d] = (*made)[d];
-        t->shape = Shape(std::move(dims));
-      }
-    }
+    if (auto made = symbolic.output_shape(*n); made && !n->outputs().empty() && n->output(0))
+      take_symbolic_dims(*n, *made, inferred);
 
     // A Loop or Scan of constants would be run here for as many trips as it says: left to run time.
     bool foldable = !n->outputs().empty() && !n->is_nondeterministic() &&
@@ -181,23 +211,8 @@ StaticShapeReport propagate_once(Model& model, const OpRegistry& kernels, const 
       if (auto from_type = evaluate_from_type(*n)) {
         folded.emplace();
         folded->push_back(std::move(*from_type));
-      } else if (const KernelInfo* k = kernels.find(n->domain, n->op_type); k && all_constant) {
-        std::vector<HostTensor> views;
-        views.reserve(n->inputs().size());
-        std::vector<const HostTensor*> ptrs;
-        for (const Value* in : n->inputs()) {
-          if (!in) {
-            ptrs.push_back(nullptr);
-            continue;
-          }
-          views.push_back(HostTensor::view(*constant(in)));
-          ptrs.push_back(&views.back());
-        }
-        try {
-          folded = call_kernel(kernels, *k, *n, opset(*n), std::move(ptrs));
-        } catch (const Error& e) {
-          spdlog::debug("static shapes: not folding {}: {}", n->describe(), e.what());
-        }
+      } else if (all_constant) {
+        folded = run_on_constants(kernels, *n, opset(*n), in_constants);
       }
     }
     if (folded) {

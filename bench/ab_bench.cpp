@@ -189,6 +189,7 @@ std::unique_ptr<Side> open_side(const std::string& spec, const std::string& inpu
 }  // namespace
 
 int main(int argc, char** argv) {
+  geopt::ascend::register_op_schemas();  // an optimized model names Ascend's ops
   if (argc < 6 || argc > 8) {
     std::fprintf(stderr,
                  "usage: %s SIDE_A SIDE_B INPUT_DIR THREADS PAIRS [RUNS] [PAUSE_MS]\n  a side: PATH.plan, "

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "ascend/cost_model.h"
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/hardware_profile.h"
 #include "onnx/import.h"
 #include "util/error.h"
@@ -178,6 +179,7 @@ void print_table(const std::vector<Point>& points, const Overrides& set, const c
 }
 
 int run(int argc, char** argv) {
+  ascend::register_op_schemas();  // the optimized models name Ascend's ops
   if (argc < 3) {
     std::fprintf(
         stderr,

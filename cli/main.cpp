@@ -9,6 +9,7 @@
 #include <new>
 #include <vector>
 
+#include "ascend/device_ops/device_ops.h"
 #include "compile_command.h"
 #include "cost_command.h"
 #include "explain_command.h"
@@ -37,6 +38,7 @@ std::string version_text() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  geopt::ascend::register_op_schemas();  // before any command reads a model, a rule file or a plan
   geopt::remove_temporaries_on_signals();
   geopt::install_out_of_memory_handler();  // a failed allocation throws, even under mimalloc  // an
                                            // interrupted write leaves no .NAME.tmp-XXXXXX behind

@@ -10,12 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "ascend/device_ops/device_ops.h"
 #include "ascend/hardware_profile.h"
 #include "ascend/optimizer.h"
 #include "dsl_support.h"
+#include "eval/evaluator.h"
 #include "onnx/import.h"
 #include "passes/window_attributes.h"
 #include "test_support.h"
+#include "util/error.h"
 
 namespace geopt {
 namespace {
@@ -189,6 +192,24 @@ TEST_CASE(
   CHECK(conv.attr("kernel_shape")->ints == std::vector<int64_t>{4, 4});
   CHECK(test::max_output_error(before, m) == 0);
   CHECK(make_window_attributes_explicit(*m.graph) == 0);  // already in the one form
+}
+
+TEST_CASE(
+    "an empty auto_pad reads as NOTSET, as ONNX Runtime reads it, and an unknown one is refused, named") {
+  const ConvCase empty{3, 2, 1, 24, 1, "", false}, omitted{3, 2, 1, 24, 1, "omitted", false},
+      unknown{3, 2, 1, 24, 1, "SAME", false};
+  const Model with_empty = conv_model(empty);
+  CHECK(test::max_output_error(conv_model(omitted), with_empty) == 0);
+  Model explicit_form = with_empty.clone();
+  make_window_attributes_explicit(*explicit_form.graph);
+  CHECK(explicit_form.graph->nodes()[0]->attr("pads") != nullptr);
+  CHECK(test::max_output_error(with_empty, explicit_form) == 0);
+  CHECK_THROWS_WITH_AS(
+      [&] {
+        const Model m = conv_model(unknown);
+        Evaluator(m, ascend::op_registry()).run(random_inputs(m, 1));
+      }(),
+      doctest::Contains("SAME"), Error);
 }
 
 }  // namespace geopt

@@ -356,10 +356,10 @@ KernelCount count_fused_kernels(const Model& input, OptimizeResult& r, const dsl
 // their kernels in the fusion rate and in what is left unfused.
 void add_body_reports(OptimizeResult& r, const std::vector<OptimizeResult>& bodies, KernelCount& count) {
   for (const OptimizeResult& b : bodies) {
-    for (const auto& [rule, count] : b.selected) r.selected[rule] += count;
-    for (const auto& [rule, count] : b.fused) r.fused[rule] += count;
-    for (const auto& [rule, count] : b.rewritten) r.rewritten[rule] += count;
-    for (const auto& [op, count] : b.unfused) r.unfused[op] += count;
+    for (const auto& [rule, n] : b.selected) r.selected[rule] += n;
+    for (const auto& [rule, n] : b.fused) r.fused[rule] += n;
+    for (const auto& [rule, n] : b.rewritten) r.rewritten[rule] += n;
+    for (const auto& [op, n] : b.unfused) r.unfused[op] += n;
     r.sites.insert(r.sites.end(), b.sites.begin(), b.sites.end());
     count.kernels += b.before.kernels;
     count.absorbed += static_cast<size_t>(std::lround(b.fusion_rate * static_cast<double>(b.before.kernels)));

@@ -368,6 +368,14 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
   } return_pool{c, pool};
   check_input_names(plan_, inputs);
   RuntimeDims runtime_dims;
+  bind_inputs(inputs, pool.get(), runtime_dims);
+  run_streams(pool.get(), schedule, runtime_dims, profile);
+  return read_outputs(pool.get(), runtime_dims);
+}
+
+void PlanExecutor::bind_inputs(const std::map<std::string, HostTensor>& inputs, std::byte* pool,
+                               RuntimeDims& runtime_dims) const {
+  Compiled& c = *compiled_;
   // The sizes the inputs give the model's named dims: one name, one size (symbol -> size, input).
   std::map<std::string, std::pair<int64_t, std::string>> symbols;
   for (const auto& r : plan_.inputs()) {
@@ -395,14 +403,18 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
                       "'; the plan was compiled for one size of '" + symbol + "'");
       }
       runtime_dims.by_name[r.name()] = t.dims();
-      if (t.nbytes()) std::memcpy(pool.get() + r.offset(), t.raw(), t.nbytes());
+      if (t.nbytes()) std::memcpy(pool + r.offset(), t.raw(), t.nbytes());
       continue;
     }
     if (static_cast<int32_t>(t.dtype()) != r.dtype() || t.dims() != dims_of(r))
       throw Error("input '" + r.name() + "': expected " + type_text(r) + ", got " + t.shape_string());
-    if (r.size()) std::memcpy(pool.get() + r.offset(), t.raw(), r.size());
+    if (r.size()) std::memcpy(pool + r.offset(), t.raw(), r.size());
   }
+}
 
+void PlanExecutor::run_streams(std::byte* pool, StreamSchedule schedule, RuntimeDims& runtime_dims,
+                               OpProfile* profile) const {
+  Compiled& c = *compiled_;
   // Each step runs one stream's next kernel whose events are all recorded: the earliest
   // in the plan's order (in_order), or the latest (adversarial). Host threads for the
   // streams would add nothing but their handoffs: the kernels run one at a time on this
@@ -434,10 +446,13 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
     }
     if (pick == head.size()) throw Error("plan: every stream waits on an event nobody records (deadlock)");
     const size_t k = c.stream_kernels[pick][head[pick]++];
-    timed_kernel(k, pool.get(), schedule, runtime_dims, profile);
+    timed_kernel(k, pool, schedule, runtime_dims, profile);
     for (uint32_t e : c.records[k]) recorded[e] = 1;
   }
+}
 
+NamedTensors PlanExecutor::read_outputs(const std::byte* pool, const RuntimeDims& runtime_dims) const {
+  Compiled& c = *compiled_;
   NamedTensors outs;
   for (const auto& r : plan_.outputs()) {
     std::vector<int64_t> out_dims = dims_of(r);
@@ -453,7 +468,7 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
       throw Error("plan: output '" + r.name() + "' came out as " + t.shape_string() + ", larger than the " +
                   std::to_string(r.size()) + " bytes the plan gives it");
     // An output may be a constant (a branch that returns one of its weights).
-    const std::byte* base = r.region() == plan::WEIGHT ? c.weights.get() : pool.get();
+    const std::byte* base = r.region() == plan::WEIGHT ? c.weights.get() : pool;
     if (t.nbytes()) std::memcpy(t.mutable_raw(), base + r.offset(), t.nbytes());
     outs.emplace_back(r.name(), std::move(t));
   }

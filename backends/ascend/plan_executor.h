@@ -55,6 +55,13 @@ class PlanExecutor {
   struct RuntimeDims {
     std::map<std::string, std::vector<int64_t>> by_name;
   };
+  // Copies the feeds into the pool at their offsets, checking each against its binding
+  // (a range plan's input against its range, and one size per named dim).
+  void bind_inputs(const std::map<std::string, HostTensor>& inputs, std::byte* pool, RuntimeDims& dims) const;
+  // Runs every kernel, one at a time, each stream's next whose events are recorded.
+  void run_streams(std::byte* pool, StreamSchedule schedule, RuntimeDims& dims, OpProfile* profile) const;
+  // The outputs, read from the pool (or the weights) at their dims.
+  NamedTensors read_outputs(const std::byte* pool, const RuntimeDims& dims) const;
   void run_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims) const;
   // run_kernel, its time added to `profile` when there is one.
   void timed_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims,

@@ -1,4 +1,4 @@
-// Conv and FusedConv on one oneDNN convolution (the layout oneDNN picks, converted to
+// Conv and the fused convolutions on one oneDNN convolution (the layout oneDNN picks, converted to
 // and from the caller's NCHW or channel-blocked layout around it; bias, residual and activation as
 // post-ops). ConvTranspose is in conv_transpose.cpp.
 #include "kernels/conv.h"

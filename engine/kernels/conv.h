@@ -1,6 +1,6 @@
 #pragma once
 // Convolution geometry (ONNX attributes resolved to numbers) and the f32
-// convolution on oneDNN, shared by Conv and ai.geopt::FusedConv.
+// convolution on oneDNN, shared by Conv and the fused convolutions a backend registers.
 #include <optional>
 #include <string>
 #include <vector>

@@ -1,9 +1,9 @@
-// FusedMatMul's body on oneDNN matmul primitives: the bias and the activation are
-// post-ops, applied while each tile of the product is still in cache. A constant B (a
-// weight) is reordered once into the layout the primitive prefers and kept while the
-// weight lives, as ONNX Runtime prepacks its MatMul weights: a plain B is repacked by
-// the primitive on every call (BERT-base's FFN product took twice as long). The packing
-// waits for a weight's second use, so a run made once costs no more than before.
+// A fused matmul's body (fused_matmul_output, kernels/fused.h) on oneDNN matmul primitives: the bias and the
+// activation are post-ops, applied while each tile of the product is still in cache. A constant B (a weight)
+// is reordered once into the layout the primitive prefers and kept while the weight lives, as ONNX Runtime
+// prepacks its MatMul weights: a plain B is repacked by the primitive on every call (BERT-base's FFN product
+// took twice as long). The packing waits for a weight's second use, so a run made once costs no more than
+// before.
 #include <atomic>
 #include <cstring>
 #include <optional>

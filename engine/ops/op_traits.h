@@ -25,7 +25,7 @@ struct OpTraits {
   // its output may take the bytes of any input that dies at it.
   bool elementwise = false;
   // An input whose bytes the output may take when it dies at the node, read element by
-  // element where the output is written (FusedConv's residual, input 3).
+  // element where the output is written (a fused conv's residual).
   std::optional<size_t> in_place_input;
   // Two operands that may swap (Add, Mul, Max, ...): the matcher tries both orders.
   bool commutative = false;

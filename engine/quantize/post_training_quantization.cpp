@@ -140,15 +140,48 @@ Model quantizable(Model model, const std::filesystem::path& where, const OpRegis
   return upgrade_opset(model, kQuantizeOpset, where);
 }
 
-QuantizeResult quantize_model(const OpRegistry& ops, const Model& model,
-                              const std::vector<CalibrationSample>& samples, const QuantizeOptions& o,
-                              const QuantizeProgress& progress) {
-  if (samples.empty()) throw Error("quantize: the calibration set is empty");
+namespace {
+
+void check_options(const QuantizeOptions& o) {
   if (o.accuracy_target && !(*o.accuracy_target > 0 && *o.accuracy_target <= 1))
     throw Error("--accuracy-target " + std::to_string(*o.accuracy_target) +
                 ": the outputs' cosine to reach, in (0, 1]");
   if (!(o.percentile > 0 && o.percentile <= 100))
     throw Error("--percentile " + std::to_string(o.percentile) + ": must be in (0, 100]");
+}
+
+// --skip-layers: each named layer (by its node or its output) stays in float; a name that
+// is no quantizable layer is refused with the model's layers.
+void keep_skipped_layers(const Model& model, const std::vector<std::string>& skip_layers,
+                         std::vector<LayerReport>& layers) {
+  for (const std::string& skip : skip_layers) {
+    bool found = false;
+    for (LayerReport& r : layers) {
+      const Node& n = *model.graph->nodes()[r.layer.node_index];
+      if (r.layer.name == skip || (n.output(0) && n.output(0)->name() == skip)) {
+        r.quantized = false;
+        r.kept_because = "--skip-layers";
+        found = true;
+      }
+    }
+    if (!found) {
+      std::string names;
+      for (size_t i = 0; i < layers.size() && i < 5; ++i) names += (i ? ", " : "") + layers[i].layer.name;
+      throw Error(
+          "--skip-layers '" + skip +
+          "' names no quantizable layer (Conv, MatMul or Gemm with a constant weight); the model's are " +
+          names + (layers.size() > 5 ? ", ... (" + std::to_string(layers.size()) + " in all)" : ""));
+    }
+  }
+}
+
+}  // namespace
+
+QuantizeResult quantize_model(const OpRegistry& ops, const Model& model,
+                              const std::vector<CalibrationSample>& samples, const QuantizeOptions& o,
+                              const QuantizeProgress& progress) {
+  if (samples.empty()) throw Error("quantize: the calibration set is empty");
+  check_options(o);
   const std::vector<QuantizableLayer> layers = find_quantizable_layers(model);
   if (layers.empty())
     throw Error(model.opset_version("") < 10
@@ -161,25 +194,7 @@ QuantizeResult quantize_model(const OpRegistry& ops, const Model& model,
   for (const QuantizableLayer& l : layers)
     result.layers.push_back(LayerReport{l, true, {}, std::nullopt, {}, {}});
 
-  for (const std::string& skip : o.skip_layers) {
-    bool found = false;
-    for (LayerReport& r : result.layers) {
-      const Node& n = *model.graph->nodes()[r.layer.node_index];
-      if (r.layer.name == skip || (n.output(0) && n.output(0)->name() == skip)) {
-        r.quantized = false;
-        r.kept_because = "--skip-layers";
-        found = true;
-      }
-    }
-    if (!found) {
-      std::string names;
-      for (size_t i = 0; i < layers.size() && i < 5; ++i) names += (i ? ", " : "") + layers[i].name;
-      throw Error(
-          "--skip-layers '" + skip +
-          "' names no quantizable layer (Conv, MatMul or Gemm with a constant weight); the model's are " +
-          names + (layers.size() > 5 ? ", ... (" + std::to_string(layers.size()) + " in all)" : ""));
-    }
-  }
+  keep_skipped_layers(model, o.skip_layers, result.layers);
 
   std::vector<std::string> activations;  // each once, in graph order
   std::set<std::string> listed;

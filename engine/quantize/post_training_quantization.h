@@ -65,7 +65,7 @@ using QuantizeProgress = std::function<void(std::string_view stage, size_t done,
 
 // Throws geopt::Error for a layer in skip_layers that names no quantizable layer, or a
 // model with nothing to quantize.
-// `ops` run the model (calibration, the accuracy check) and fold its shapes.
+// `ops` run the model (calibration, sensitivity, the accuracy check).
 QuantizeResult quantize_model(const OpRegistry& ops, const Model& model,
                               const std::vector<CalibrationSample>& samples, const QuantizeOptions& options,
                               const QuantizeProgress& progress = {});

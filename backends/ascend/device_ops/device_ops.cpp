@@ -24,10 +24,11 @@ void register_op_schemas() {
 
 std::optional<Format> written_format(const Node& n) {
   if (n.domain != kGeoptDomain) return std::nullopt;
-  // Per op, the attribute naming its output's format, or the format it always writes.
+  // Per op, the attribute naming its output's format (null: it always writes `format`),
+  // and that attribute's default.
   struct Written {
     const char* attribute;
-    Format fixed;
+    Format format;
   };
   static const std::map<std::string, Written, std::less<>> kWritten = {
       {"TransData", {"dst_format", Format::ND}},    {"FusedConv", {"data_format", Format::NCHW}},
@@ -36,9 +37,8 @@ std::optional<Format> written_format(const Node& n) {
   };
   auto it = kWritten.find(n.op_type);
   if (it == kWritten.end()) return std::nullopt;
-  if (!it->second.attribute) return it->second.fixed;
-  const Attribute* a = n.attr(it->second.attribute);
-  return a ? parse_format(a->s) : std::nullopt;
+  const Attribute* a = it->second.attribute ? n.attr(it->second.attribute) : nullptr;
+  return a ? parse_format(a->s) : std::optional<Format>(it->second.format);
 }
 
 const OpRegistry& op_registry() {

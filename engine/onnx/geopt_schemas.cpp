@@ -21,9 +21,18 @@ using onnx::OpSchema;
 const std::vector<std::string> kFloatTypes = {"tensor(float)", "tensor(float16)", "tensor(bfloat16)",
                                               "tensor(double)"};
 
-OpSchema base(const char* name, const char* doc) {
+const std::vector<std::string> kNumericTypes = {"tensor(float)",  "tensor(float16)", "tensor(bfloat16)",
+                                                "tensor(double)", "tensor(int8)",    "tensor(uint8)",
+                                                "tensor(int32)",  "tensor(int64)"};
+
+OpSchema geopt_op(const char* name, const char* doc) {
   OpSchema s;
   s.SetName(name).SetDomain(std::string(kGeoptDomain)).SinceVersion(kGeoptOpsetVersion).SetDoc(doc);
+  return s;
+}
+
+OpSchema base(const char* name, const char* doc) {
+  OpSchema s = geopt_op(name, doc);
   s.TypeConstraint("T", kFloatTypes, "Floating-point tensors.");
   return s;
 }
@@ -80,14 +89,10 @@ OpSchema norm(const char* name, const char* doc, float eps, bool has_bias) {
 
 namespace {
 
-const std::string kDomain(kGeoptDomain);
-constexpr int kVersion = kGeoptOpsetVersion;
-
 // The int8 Cube ops the QDQ fusion rules make (rules/quantize.gerule): 8-bit operands,
 // their products summed exactly in int32, dequantized to a float output.
 OpSchema quantized_cube_op(const char* name, const char* doc, const char* wrapped, int opset) {
-  OpSchema s;
-  s.SetName(name).SetDomain(kDomain).SinceVersion(kVersion).SetDoc(doc);
+  OpSchema s = geopt_op(name, doc);
   s.TypeConstraint("T1", {"tensor(uint8)", "tensor(int8)"}, "The quantized activation and its zero point.");
   s.TypeConstraint("T2", {"tensor(int8)", "tensor(uint8)"}, "The quantized weight and its zero point.");
   s.TypeConstraint("T", kFloatTypes, "Scales, bias and output.");
@@ -287,9 +292,8 @@ void register_quantized_cube_ops() {
 
 // Roll.
 void register_roll() {
-  OpSchema s;
-  s.SetName("Roll").SetDomain(kDomain).SinceVersion(kVersion);
-  s.SetDoc(
+  OpSchema s = geopt_op(
+      "Roll",
       "A rotation along `axes` (torch.roll, GE's Roll): along axis a, output element j is input element (j "
       "+ starts[a]) mod n, "
       "so the output starts at input element `starts` (torch.roll(x, -starts)). What exporters write as "
@@ -314,7 +318,9 @@ void register_roll() {
 
 void register_all() {
   auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance();
-  if (ranges.Map().count(kDomain) == 0) ranges.AddDomainToVersion(kDomain, kVersion, kVersion);
+  const std::string domain(kGeoptDomain);
+  if (ranges.Map().count(domain) == 0)
+    ranges.AddDomainToVersion(domain, kGeoptOpsetVersion, kGeoptOpsetVersion);
   register_norms();
   register_elementwise_ops();
   register_attention();

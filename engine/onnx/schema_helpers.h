@@ -19,7 +19,12 @@ inline constexpr int kGeoptOpsetVersion = 1;
 // f32, f16, bf16, f64.
 extern const std::vector<std::string> kFloatTypes;
 
-// An ai.geopt op named `name` whose type constraint "T" is the float types.
+// Every numeric type a layout or data-movement op carries: the floats, 8-bit, int32, int64.
+extern const std::vector<std::string> kNumericTypes;
+
+// An ai.geopt op named `name`, at kGeoptOpsetVersion, documented by `doc`.
+onnx::OpSchema geopt_op(const char* name, const char* doc);
+// geopt_op whose type constraint "T" is the float types.
 onnx::OpSchema base(const char* name, const char* doc);
 void same_as_first_input(onnx::InferenceContext& ctx);
 // Runs a standard ONNX op's inference (Conv, MatMul) for a fused op that wraps it.

@@ -186,8 +186,9 @@ StaticShapeReport propagate_once(Model& model, const OpRegistry& kernels, const 
       take_symbolic_dims(*n, *made, inferred);
 
     // A Loop or Scan of constants would be run here for as many trips as it says: left to run time.
-    bool foldable = !n->outputs().empty() && !n->is_nondeterministic() &&
-                    !(control_flow_of(*n) == ControlFlow::Loop || control_flow_of(*n) == ControlFlow::Scan);
+    const ControlFlow flow = control_flow_of(*n);
+    bool foldable = !n->outputs().empty() && !n->is_nondeterministic() && flow != ControlFlow::Loop &&
+                    flow != ControlFlow::Scan;
     for (const Value* out : n->outputs()) foldable = foldable && out && !graph_outputs.count(out);
     // A quantized weight stays quantized: int8 kernels read the 8-bit tensor behind its
     // DequantizeLinear (the e-graph still folds it for the float alternative).

@@ -196,12 +196,7 @@ void channel_concat(KernelContext& ctx) {
 // Channel movement in NC1HWC0: each input holds `channels` real channels in
 // ceil(channels / C0) blocks; the output's blocks hold its own count.
 void register_channel_ops_schemas() {
-  auto numeric = [](OpSchema& s) {
-    s.TypeConstraint("T",
-                     {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(double)",
-                      "tensor(int8)", "tensor(uint8)", "tensor(int32)", "tensor(int64)"},
-                     "Any numeric tensor.");
-  };
+  auto numeric = [](OpSchema& s) { s.TypeConstraint("T", onnx_io::kNumericTypes, "Any numeric tensor."); };
   // The output of an NC1HWC0 op: input 0's N, H, W and C0, blocks for `channels`.
   auto blocked_like_first = [](InferenceContext& ctx, int64_t channels) {
     onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
@@ -225,11 +220,8 @@ void register_channel_ops_schemas() {
     return a->i();
   };
   {
-    OpSchema s;
-    s.SetName("ShuffleChannel")
-        .SetDomain(std::string(kGeoptDomain))
-        .SinceVersion(onnx_io::kGeoptOpsetVersion);
-    s.SetDoc(
+    OpSchema s = onnx_io::geopt_op(
+        "ShuffleChannel",
         "ShuffleNet's channel shuffle on an NC1HWC0 tensor: its `channels` seen as [group, channels / group] "
         "and transposed, "
         "so output channel j = a * group + b is input channel b * (channels / group) + a.");
@@ -245,9 +237,8 @@ void register_channel_ops_schemas() {
     onnx::RegisterSchema(std::move(s));
   }
   {
-    OpSchema s;
-    s.SetName("ChannelSlice").SetDomain(std::string(kGeoptDomain)).SinceVersion(onnx_io::kGeoptOpsetVersion);
-    s.SetDoc(
+    OpSchema s = onnx_io::geopt_op(
+        "ChannelSlice",
         "Channels [start, start + count) of an NC1HWC0 tensor, repacked from block 0 (a split or slice along "
         "C at any offset).");
     numeric(s);
@@ -266,9 +257,8 @@ void register_channel_ops_schemas() {
     onnx::RegisterSchema(std::move(s));
   }
   {
-    OpSchema s;
-    s.SetName("ChannelConcat").SetDomain(std::string(kGeoptDomain)).SinceVersion(onnx_io::kGeoptOpsetVersion);
-    s.SetDoc(
+    OpSchema s = onnx_io::geopt_op(
+        "ChannelConcat",
         "NC1HWC0 tensors concatenated along their real channels (input i holds channels[i]), repacked so "
         "that no padding sits "
         "inside the result: a concatenation along C of inputs that are not whole C0 blocks.");
@@ -292,14 +282,9 @@ void register_channel_ops_schemas() {
 }
 
 void add_channel_ops(OpRegistry& r) {
-  OpTraits t;
-  t.per_sample = true;
-  for (auto [op, kernel] :
-       {std::pair{"ShuffleChannel", &shuffle_channel}, std::pair{"ChannelSlice", &channel_slice},
-        std::pair{"ChannelConcat", &channel_concat}}) {
-    r.add(kGeoptDomain, op, kernel, /*half_via_f32=*/false);
-    r.set_traits(kGeoptDomain, op, t);
-  }
+  add_device_op(r, "ShuffleChannel", shuffle_channel, /*half_via_f32=*/false);
+  add_device_op(r, "ChannelSlice", channel_slice, /*half_via_f32=*/false);
+  add_device_op(r, "ChannelConcat", channel_concat, /*half_via_f32=*/false);
 }
 
 }  // namespace geopt::ascend

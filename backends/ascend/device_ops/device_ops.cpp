@@ -41,6 +41,12 @@ std::optional<Format> written_format(const Node& n) {
   return a ? parse_format(a->s) : std::optional<Format>(it->second.format);
 }
 
+void add_device_op(OpRegistry& r, std::string_view op, KernelFn fn, bool half_via_f32, OpTraits traits) {
+  traits.per_sample = true;
+  r.add(kGeoptDomain, op, std::move(fn), half_via_f32);
+  r.set_traits(kGeoptDomain, op, traits);
+}
+
 const OpRegistry& op_registry() {
   static const OpRegistry registry = [] {
     register_op_schemas();

@@ -5,6 +5,7 @@
 // schema, its host kernel and its traits; this backend registers them, engine/ knows
 // none of them (docs/ARCHITECTURE.md, "The op registry").
 #include <optional>
+#include <string_view>
 
 #include "ir/node.h"
 #include "layout.h"
@@ -26,6 +27,10 @@ const OpRegistry& op_registry();
 // FusedConv's or LayerNorm's data_format, NC1HWC0 for the channel ops); nullopt for any
 // other op, whose output is in the plain layout of its rank.
 std::optional<Format> written_format(const Node& n);
+
+// Adds an Ascend op (domain ai.geopt) with its kernel and traits: every one works per
+// sample, so a batch may run slice by slice (ATC's L2 slicing, op_work.cpp).
+void add_device_op(OpRegistry& r, std::string_view op, KernelFn fn, bool half_via_f32, OpTraits traits = {});
 
 // Each op's file: its schema, and its kernel and traits.
 void register_trans_data_schema();

@@ -182,11 +182,9 @@ void register_fused_conv_schema() {
 }
 
 void add_fused_conv(OpRegistry& r) {
-  r.add(kGeoptDomain, "FusedConv", fused_conv);
   OpTraits t;
-  t.per_sample = true;
   t.in_place_input = 3;  // the residual, added where the conv writes
-  r.set_traits(kGeoptDomain, "FusedConv", t);
+  add_device_op(r, "FusedConv", fused_conv, /*half_via_f32=*/true, t);
 }
 
 }  // namespace geopt::ascend

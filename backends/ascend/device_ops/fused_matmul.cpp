@@ -80,11 +80,6 @@ void register_fused_matmul_schema() {
   onnx::RegisterSchema(std::move(s));
 }
 
-void add_fused_matmul(OpRegistry& r) {
-  r.add(kGeoptDomain, "FusedMatMul", fused_matmul);
-  OpTraits t;
-  t.per_sample = true;
-  r.set_traits(kGeoptDomain, "FusedMatMul", t);
-}
+void add_fused_matmul(OpRegistry& r) { add_device_op(r, "FusedMatMul", fused_matmul, /*half_via_f32=*/true); }
 
 }  // namespace geopt::ascend

@@ -43,11 +43,6 @@ void register_layer_norm_schema() {
   onnx::RegisterSchema(std::move(s));
 }
 
-void add_layer_norm(OpRegistry& r) {
-  r.add(kGeoptDomain, "LayerNorm", layer_norm);
-  OpTraits t;
-  t.per_sample = true;
-  r.set_traits(kGeoptDomain, "LayerNorm", t);
-}
+void add_layer_norm(OpRegistry& r) { add_device_op(r, "LayerNorm", layer_norm, /*half_via_f32=*/true); }
 
 }  // namespace geopt::ascend

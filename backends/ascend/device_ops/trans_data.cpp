@@ -129,16 +129,12 @@ void trans_data(KernelContext& ctx) {
 }  // namespace
 
 void register_trans_data_schema() {
-  OpSchema s;
-  s.SetName("TransData").SetDomain(std::string(kGeoptDomain)).SinceVersion(onnx_io::kGeoptOpsetVersion);
-  s.SetDoc(
+  OpSchema s = onnx_io::geopt_op(
+      "TransData",
       "Converts between layouts: NCHW <-> NC1HWC0 ([N, ceil(C/C0), H, W, C0], zero-padded; C0 = 16, or 32 "
       "for 8-bit types); "
       "weights NCHW -> FRACTAL_Z and ND -> FRACTAL_NZ (the Cube's operand layouts).");
-  s.TypeConstraint("T",
-                   {"tensor(float)", "tensor(float16)", "tensor(bfloat16)", "tensor(double)", "tensor(int8)",
-                    "tensor(uint8)", "tensor(int32)", "tensor(int64)"},
-                   "Any numeric tensor.");
+  s.TypeConstraint("T", onnx_io::kNumericTypes, "Any numeric tensor.");
   s.Attr("src_format", "NCHW, NC1HWC0 or ND.", AttributeProto::STRING);
   s.Attr("dst_format", "NCHW, NC1HWC0, FRACTAL_Z or FRACTAL_NZ.", AttributeProto::STRING);
   s.Attr("channels", "C of the NCHW side, needed when converting back from NC1HWC0.", AttributeProto::INT,
@@ -148,11 +144,6 @@ void register_trans_data_schema() {
   onnx::RegisterSchema(std::move(s));
 }
 
-void add_trans_data(OpRegistry& r) {
-  r.add(kGeoptDomain, "TransData", trans_data, /*half_via_f32=*/false);
-  OpTraits t;
-  t.per_sample = true;
-  r.set_traits(kGeoptDomain, "TransData", t);
-}
+void add_trans_data(OpRegistry& r) { add_device_op(r, "TransData", trans_data, /*half_via_f32=*/false); }
 
 }  // namespace geopt::ascend

@@ -74,7 +74,8 @@ TEST_CASE(
       {"if_branch_shapes", {{"inputs", "outputs"}, {"inputs_else", "outputs_else"}}},
   };
   for (const auto& [name, sets] : cases) {
-    CAPTURE(name);
+    const std::string& model_name = name;  // a lambda (CAPTURE) cannot name a structured binding in clang 14
+    CAPTURE(model_name);
     const fs::path dir = control_flow_dir() / name;
     Model model = import_onnx(control_flow_dir() / (name + ".onnx"));
     ascend::OptimizeResult optimized = ascend::optimize(model, *rules, profile);
@@ -86,7 +87,8 @@ TEST_CASE(
     CHECK(compiled.check_ok);
     ascend::PlanExecutor executor(compiled.plan);
     for (const auto& [in_dir, out_dir] : sets) {
-      CAPTURE(in_dir);
+      const std::string& inputs = in_dir;  // a lambda (CAPTURE) cannot name a structured binding in clang 14
+      CAPTURE(inputs);
       const auto feeds = read_folder(model, dir / in_dir);
       const NamedTensors want = read_outputs(model, dir / out_dir);
       check_close(Evaluator(model, ascend::op_registry()).run(feeds), want, "run");

@@ -38,7 +38,8 @@ TEST_CASE("every example model matches torch's reference output within 1e-4") {
       auto want = read_npy_folder(ref / "outputs");
       REQUIRE(outs.size() == want.size());
       for (const auto& [name, got] : outs) {
-        INFO("output " << name);
+        const std::string& output = name;  // a lambda (INFO) cannot name a structured binding in clang 14
+        INFO("output " << output);
         REQUIRE(want.count(name));
         CHECK(max_abs_diff(got, want.at(name)) <= 1e-4);
       }

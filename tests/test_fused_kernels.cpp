@@ -29,8 +29,9 @@ void check_pairs(const char* text, const std::vector<std::pair<std::string, std:
   for (uint64_t seed : {1, 2, 3}) {
     NamedTensors outs = ev.run(random_inputs(model, seed));
     std::map<std::string, HostTensor> by_name(outs.begin(), outs.end());
-    for (const auto& [fused, reference] : pairs) {
-      INFO(fused << " vs " << reference << ", seed " << seed);
+    for (const auto& pair : pairs) {
+      const auto& [fused, reference] = pair;
+      INFO(pair.first << " vs " << pair.second << ", seed " << seed);
       const HostTensor& a = by_name.at(fused);
       const HostTensor& b = by_name.at(reference);
       REQUIRE(a.dims() == b.dims());

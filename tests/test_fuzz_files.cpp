@@ -181,7 +181,7 @@ TEST_CASE(
       const std::string bytes = mutate(original, rng);
       const fs::path file = scratch / ("case" + ext);
       test::write_file(file, bytes);
-      const std::string outcome = run_isolated([&] { kinds[ext].load(file); });
+      const std::string outcome = run_isolated([&, &kind = kinds[ext]] { kind.load(file); });
       ++ran;
       if (outcome == "ok" || outcome == "refused") {
         ++outcomes[ext][outcome];

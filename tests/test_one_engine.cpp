@@ -208,7 +208,8 @@ TEST_CASE(
     CHECK(rb.stop == dsl::StopReason::Saturated);
     CHECK(a.egraph.node_count() == b.egraph.node_count());
     CHECK(a.egraph.class_count() == b.egraph.class_count());
-    for (const auto& [rule, s] : rb.per_rule) CHECK_MESSAGE(ra.per_rule.at(rule).matched == s.matched, rule);
+    for (const auto& per_rule : rb.per_rule)
+      CHECK_MESSAGE(ra.per_rule.at(per_rule.first).matched == per_rule.second.matched, per_rule.first);
   }
 }
 

@@ -59,11 +59,12 @@ void check_outputs(const fs::path& dir, const NamedTensors& got, const std::stri
                                                      << " (" << what << "): " << got.size()
                                                      << " outputs, ONNX Runtime has " << expected.size());
   for (const auto& [name, tensor] : got) {
+    const std::string& output = name;  // a lambda (INFO) cannot name a structured binding in clang 14
     auto it = expected.find(name);
     REQUIRE_MESSAGE(it != expected.end(), dir.filename().string()
-                                              << ": ONNX Runtime has no output '" << name << "'");
+                                              << ": ONNX Runtime has no output '" << output << "'");
     const HostTensor want = as_declared_dtype(it->second, tensor.dtype());
-    INFO(dir.filename().string() << " (" << what << ") output '" << name << "'");
+    INFO(dir.filename().string() << " (" << what << ") output '" << output << "'");
     REQUIRE(tensor.dtype() == want.dtype());
     REQUIRE(tensor.dims() == want.dims());
     const TensorDiff d = diff(tensor, want, Tolerance{1e-4, 1e-4, 0});

@@ -4,8 +4,8 @@
 # DejaVu fonts (bench/ocr/render.py), read with PaddleOCR's CTC decoding and key file
 # (bench/ocr/ctc_decode.js).
 #
-# Recognizer: WORDS words (seeded); the first 20 calibrate `geopt quantize`, the rest are
-# held out. For each precision, the plan reads the held-out words and the text is
+# Recognizer: WORDS words and phrases (seeded); the first 20 calibrate `geopt quantize`,
+# the rest (60 by default) are held out. For each precision, the plan reads the held-out words and the text is
 # compared with ONNX Runtime's fp32 reading of the float model. Detector: PAGES pages of
 # text at 640 x 640; the first 8 calibrate, and each plan's probability maps of the rest
 # are compared (cosine) with ONNX Runtime's fp32 maps. Each row also gives the plan's
@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/ci}
-words=${2:-70}
+words=${2:-80}
 pages=${3:-12}
 det_int8_options=("${@:4}")
 geopt=$build/cli/geopt

@@ -18,6 +18,8 @@ struct QuantizeCliOptions {
   std::string method = "percentile";
   std::string activation_type = "uint8";
   double percentile = 99.999;
+  bool bias_correction = true;
+  double holdout = 0;
   std::vector<std::string> skip_layers;
   bool sensitivity = false;
   std::optional<double> accuracy_target;
@@ -49,6 +51,8 @@ int run(const QuantizeCliOptions& o) {
   a.method = o.method;
   a.activation_type = o.activation_type;
   a.percentile = o.percentile;
+  a.bias_correction = o.bias_correction;
+  a.holdout = o.holdout;
   a.skip_layers = o.skip_layers;
   a.sensitivity = o.sensitivity;
   a.accuracy_target = o.accuracy_target;
@@ -73,12 +77,21 @@ std::function<int()> add_quantize_command(CLI::App& app) {
                   "--save-inputs` writes)")
       ->required();
   cmd->add_option("--calibration-method", o->method,
-                  "How activation ranges are chosen: minmax, percentile or entropy (KL)")
-      ->check(CLI::IsMember({"minmax", "percentile", "entropy"}))
+                  "How activation ranges are chosen: percentile, minmax, entropy (KL), or auto (per tensor, "
+                  "whichever of the three quantizes its calibration values with the least squared error)")
+      ->check(CLI::IsMember({"auto", "minmax", "percentile", "entropy"}))
       ->capture_default_str();
   cmd->add_option("--percentile", o->percentile,
                   "With --calibration-method percentile: the share of values the range keeps")
       ->check(CLI::Range(50.0, 100.0))
+      ->capture_default_str();
+  cmd->add_flag("!--no-bias-correction", o->bias_correction,
+                "Keep the float biases as they are (by default each quantized layer's bias takes back the "
+                "mean shift quantization gives its output channels)");
+  cmd->add_option("--holdout", o->holdout,
+                  "Share of the calibration samples held out: they set no range and judge the result "
+                  "(--sensitivity, --accuracy-target and the reported held-out agreement)")
+      ->check(CLI::Range(0.0, 0.5))
       ->capture_default_str();
   cmd->add_option("--activation-type", o->activation_type,
                   "uint8 (asymmetric, a zero point) or int8 (symmetric)")
@@ -89,7 +102,7 @@ std::function<int()> add_quantize_command(CLI::App& app) {
   cmd->add_flag("--sensitivity", o->sensitivity, "Report each layer's error when it alone is quantized");
   cmd->add_option("--accuracy-target", o->accuracy_target,
                   "Keep the most sensitive layers in float until the outputs' cosine against float, on the "
-                  "calibration set, reaches this")
+                  "calibration set (the held-out split with --holdout), reaches this")
       ->check(CLI::Range(0.0, 1.0));
   o->input_shape.add_to(cmd);
   cmd->add_flag("!--no-progress", o->progress, "No progress bar on stderr");

@@ -191,6 +191,8 @@ void bind_options(py::module_& m) {
       .def_readwrite("method", &api::QuantizeOptions::method)
       .def_readwrite("activation_type", &api::QuantizeOptions::activation_type)
       .def_readwrite("percentile", &api::QuantizeOptions::percentile)
+      .def_readwrite("bias_correction", &api::QuantizeOptions::bias_correction)
+      .def_readwrite("holdout", &api::QuantizeOptions::holdout)
       .def_readwrite("skip_layers", &api::QuantizeOptions::skip_layers)
       .def_readwrite("sensitivity", &api::QuantizeOptions::sensitivity)
       .def_readwrite("accuracy_target", &api::QuantizeOptions::accuracy_target)

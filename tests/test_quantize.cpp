@@ -391,7 +391,7 @@ TEST_CASE(
   const fs::path dir = fs::path(GEOPT_SOURCE_DIR_STR) / "examples" / "trained";
   const fs::path model_path = dir / "shapes_cnn_op13.onnx";
   const fs::path q8 = test::scratch_dir("quantize-trained") / "int8.onnx";
-  for (const std::string method : {"minmax", "percentile", "entropy"}) {
+  for (const std::string method : {"auto", "minmax", "percentile", "entropy"}) {
     CAPTURE(method);
     const test::CliResult r =
         test::run_cli({"quantize", model_path.string(), "-o", q8.string(), "--calibration",

@@ -12,8 +12,9 @@ CalibrationMethod parse_calibration_method(std::string_view name) {
   if (name == "minmax") return CalibrationMethod::MinMax;
   if (name == "percentile") return CalibrationMethod::Percentile;
   if (name == "entropy" || name == "kl") return CalibrationMethod::Entropy;
+  if (name == "auto") return CalibrationMethod::Auto;
   throw UsageError("unknown calibration method '" + std::string(name) +
-                   "': expected minmax, percentile or entropy");
+                   "': expected auto, minmax, percentile or entropy");
 }
 
 const char* calibration_method_name(CalibrationMethod m) {
@@ -24,6 +25,8 @@ const char* calibration_method_name(CalibrationMethod m) {
       return "percentile";
     case CalibrationMethod::Entropy:
       return "entropy";
+    case CalibrationMethod::Auto:
+      return "auto";
   }
   return "?";
 }
@@ -72,6 +75,11 @@ std::vector<double> ValueStats::magnitude_histogram() const {
 
 ValueRange ValueStats::range(CalibrationMethod method, double percentile, bool symmetric, int levels) const {
   if (!seen_) return {0, 0};
+  return method_range(chosen_method(method, percentile, symmetric, levels), percentile, symmetric, levels);
+}
+
+ValueRange ValueStats::method_range(CalibrationMethod method, double percentile, bool symmetric,
+                                    int levels) const {
   const float a = static_cast<float>(span());
   if (method == CalibrationMethod::MinMax || histogram_.empty())
     return symmetric ? ValueRange{-a, a} : ValueRange{lo_, hi_};
@@ -79,6 +87,47 @@ ValueRange ValueStats::range(CalibrationMethod method, double percentile, bool s
                                                          : entropy_range(symmetric, levels);
   if (!symmetric) r = {std::max(r.lo, lo_), std::min(r.hi, hi_)};
   return r;
+}
+
+CalibrationMethod ValueStats::chosen_method(CalibrationMethod method, double percentile, bool symmetric,
+                                            int levels) const {
+  if (method != CalibrationMethod::Auto) return method;
+  if (!seen_ || histogram_.empty()) return CalibrationMethod::MinMax;
+  // In this order, so that a tie keeps the range that clips least.
+  CalibrationMethod best = CalibrationMethod::MinMax;
+  double best_error = std::numeric_limits<double>::infinity();
+  for (CalibrationMethod m :
+       {CalibrationMethod::MinMax, CalibrationMethod::Percentile, CalibrationMethod::Entropy}) {
+    const double e = quantization_error(method_range(m, percentile, symmetric, levels), symmetric);
+    if (e < best_error) {
+      best_error = e;
+      best = m;
+    }
+  }
+  return best;
+}
+
+double ValueStats::quantization_error(ValueRange r, bool symmetric) const {
+  if (histogram_.empty()) return 0;
+  double lo = std::min(static_cast<double>(r.lo), 0.0), hi = std::max(static_cast<double>(r.hi), 0.0);
+  double step;
+  if (symmetric) {
+    step = std::max(-lo, hi) / 127;
+    lo = -127 * step;
+    hi = 127 * step;
+  } else {
+    step = (hi - lo) / 255;
+  }
+  const double a = span(), width = 2 * a / kBins;
+  double error = 0, count = 0;
+  for (size_t k = 0; k < histogram_.size(); ++k) {
+    if (histogram_[k] == 0) continue;
+    const double x = -a + width * (static_cast<double>(k) + 0.5);
+    const double outside = x < lo ? lo - x : x > hi ? x - hi : 0;
+    error += histogram_[k] * (outside > 0 ? outside * outside : step * step / 12);
+    count += histogram_[k];
+  }
+  return count > 0 ? error / count : 0;
 }
 
 ValueRange ValueStats::percentile_range(double percentile, bool symmetric) const {

@@ -23,55 +23,95 @@ NamedTensors run_sample(const Evaluator& evaluator, const CalibrationSample& sam
   }
 }
 
-// The float model's outputs on every sample, and the calibrated ranges of `activations`.
+// What calibration decided, per activation: its range and the method that chose it,
+// and, for bias correction, its per-channel means (float and through its Q/DQ pair).
 struct Calibration {
-  std::vector<NamedTensors> reference;  // per sample
+  std::vector<NamedTensors> reference;  // the float model's outputs, per calibration sample
   std::map<std::string, ValueRange> ranges;
+  std::map<std::string, CalibrationMethod> methods;
+  std::map<std::string, ChannelMeans> means;  // by channel_means_key
 };
 
-Calibration calibrate(const OpRegistry& ops, const Model& model, const std::vector<std::string>& activations,
-                      const std::vector<CalibrationSample>& samples, const QuantizeOptions& o,
-                      const QuantizeProgress& progress) {
-  // The activations become extra outputs of a copy of the model, read on each run.
+// A copy of the model whose outputs also give `activations`, read on each run.
+Model probe_model(const Model& model, const std::vector<std::string>& activations) {
   Model probe = model.clone();
   Graph& g = *probe.graph;
-  const size_t model_outputs = g.outputs().size();
   std::set<std::string> outputs;
   for (const Value* v : g.outputs()) outputs.insert(v->name());
   for (const std::string& a : activations)
     if (outputs.insert(a).second) g.add_output(g.find_value(a));
+  return probe;
+}
+
+// A sample the float model computes NaN on (values near float's limit, 3e38, overflow
+// on the way) gives nothing to compare the quantized model with.
+void check_reference(const NamedTensors& out, const CalibrationSample& sample) {
+  for (const auto& [name, t] : out)
+    if (is_float(t.dtype()))
+      for (int64_t e = 0; e < t.size(); ++e)
+        if (std::isnan(t.real_at(e)))
+          throw Error("calibration sample '" + sample.name + "': the float model's output '" + name +
+                      "' is NaN at element " + std::to_string(e) +
+                      ": calibration samples must be inputs the model computes numbers for");
+}
+
+// The float model's outputs on each of `samples`.
+std::vector<NamedTensors> reference_outputs(const OpRegistry& ops, const Model& model,
+                                            const std::vector<CalibrationSample>& samples,
+                                            const QuantizeProgress& progress) {
+  const Evaluator evaluator(model, ops);
+  std::vector<NamedTensors> outputs;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    outputs.push_back(run_sample(evaluator, samples[i]));
+    check_reference(outputs.back(), samples[i]);
+    if (progress) progress("held-out float outputs", i + 1, samples.size());
+  }
+  return outputs;
+}
+
+// Up to three passes over the samples: the extremes (and the float outputs), the
+// histograms (methods other than min-max), the per-channel means (bias correction).
+Calibration calibrate(const OpRegistry& ops, const Model& model, const std::vector<QuantizableLayer>& layers,
+                      const std::vector<CalibrationSample>& samples, const QuantizeOptions& o,
+                      const QuantizeProgress& progress) {
+  std::vector<std::string> activations;  // each once, in graph order
+  for (const QuantizableLayer& l : layers)
+    if (std::find(activations.begin(), activations.end(), l.activation) == activations.end())
+      activations.push_back(l.activation);
+  const size_t model_outputs = model.graph->outputs().size();
+  const Model probe = probe_model(model, activations);  // the evaluator keeps a reference
   const Evaluator evaluator(probe, ops);
   std::map<std::string, ValueStats> stats;
   for (const std::string& a : activations) stats[a];
-  auto for_each_activation = [&](const NamedTensors& out, auto&& f) {
-    for (const auto& [name, t] : out)
-      if (auto s = stats.find(name); s != stats.end() && t.dtype() == DType::F32) f(s->second, t);
-  };
-  Calibration c;
-  for (size_t i = 0; i < samples.size(); ++i) {
-    NamedTensors out = run_sample(evaluator, samples[i]);
-    for_each_activation(
-        out, [](ValueStats& s, const HostTensor& t) { s.add_extremes(t.data<float>(), t.size()); });
-    out.resize(model_outputs);
-    // A sample the float model computes NaN on (values near float's limit, 3e38, overflow
-    // on the way) gives nothing to compare the quantized model with.
-    for (const auto& [name, t] : out)
-      if (is_float(t.dtype()))
-        for (int64_t e = 0; e < t.size(); ++e)
-          if (std::isnan(t.real_at(e)))
-            throw Error("calibration sample '" + samples[i].name + "': the float model's output '" + name +
-                        "' is NaN at element " + std::to_string(e) +
-                        ": calibration samples must be inputs the model computes numbers for");
-    c.reference.push_back(std::move(out));
-    if (progress) progress("calibrating", i + 1, samples.size());
-  }
-  if (o.method != CalibrationMethod::MinMax)
+  // One pass: f(activation name, its tensor) for each sample's float activations.
+  auto pass = [&](std::string_view stage, auto&& f, auto&& with_outputs) {
     for (size_t i = 0; i < samples.size(); ++i) {
-      const NamedTensors out = run_sample(evaluator, samples[i]);
-      for_each_activation(
-          out, [](ValueStats& s, const HostTensor& t) { s.add_to_histogram(t.data<float>(), t.size()); });
-      if (progress) progress("histograms", i + 1, samples.size());
+      NamedTensors out = run_sample(evaluator, samples[i]);
+      for (const auto& [name, t] : out)
+        if (stats.count(name) && t.dtype() == DType::F32) f(name, t);
+      out.resize(model_outputs);
+      with_outputs(samples[i], std::move(out));
+      if (progress) progress(stage, i + 1, samples.size());
     }
+  };
+  auto ignore_outputs = [](const CalibrationSample&, NamedTensors&&) {};
+  Calibration c;
+  pass(
+      "calibrating",
+      [&](const std::string& name, const HostTensor& t) {
+        stats[name].add_extremes(t.data<float>(), t.size());
+      },
+      [&](const CalibrationSample& sample, NamedTensors&& out) {
+        check_reference(out, sample);
+        c.reference.push_back(std::move(out));
+      });
+  if (o.method != CalibrationMethod::MinMax)
+    pass(
+        "histograms",
+        [&](const std::string& name, const HostTensor& t) {
+          stats[name].add_to_histogram(t.data<float>(), t.size());
+        },
+        ignore_outputs);
   const bool symmetric = o.activation_type == ActivationType::I8;
   for (const std::string& a : activations) {
     const ValueStats& s = stats[a];
@@ -86,13 +126,31 @@ Calibration calibrate(const OpRegistry& ops, const Model& model, const std::vect
                   std::to_string(r.hi) +
                   "], wider than a float holds: the calibration samples reach values near float's limit");
     c.ranges[a] = r;
+    c.methods[a] = s.has_values() ? s.chosen_method(o.method, o.percentile, symmetric, levels)
+                                  : CalibrationMethod::MinMax;
+  }
+  if (o.bias_correction) {
+    std::multimap<std::string, ChannelMeans*> by_activation;
+    for (const QuantizableLayer& l : layers) {
+      const int64_t axis = activation_channel_axis(model, l);
+      auto [m, fresh] =
+          c.means.try_emplace(channel_means_key(l.activation, axis), axis,
+                              activation_quant(c.ranges[l.activation], o.activation_type), o.activation_type);
+      if (fresh) by_activation.emplace(l.activation, &m->second);
+    }
+    pass(
+        "channel means",
+        [&](const std::string& name, const HostTensor& t) {
+          for (auto [m, end] = by_activation.equal_range(name); m != end; ++m) m->second->add(t);
+        },
+        ignore_outputs);
   }
   return c;
 }
 
-// How `candidate`'s outputs compare with the float model's over the calibration set.
+// How `candidate`'s outputs compare with the float model's (`reference`, per sample).
 Agreement agreement(const OpRegistry& ops, const Model& candidate,
-                    const std::vector<CalibrationSample>& samples, const Calibration& c,
+                    const std::vector<CalibrationSample>& samples, const std::vector<NamedTensors>& reference,
                     std::string_view stage, const QuantizeProgress& progress) {
   const Evaluator evaluator(candidate, ops);
   struct Sums {
@@ -101,7 +159,7 @@ Agreement agreement(const OpRegistry& ops, const Model& candidate,
   std::vector<Sums> sums;
   for (size_t i = 0; i < samples.size(); ++i) {
     const NamedTensors out = run_sample(evaluator, samples[i]);
-    const NamedTensors& ref = c.reference[i];
+    const NamedTensors& ref = reference[i];
     if (out.size() < ref.size())
       throw InternalError("quantize: the candidate model has fewer outputs than the original");
     sums.resize(ref.size());
@@ -148,6 +206,27 @@ void check_options(const QuantizeOptions& o) {
                 ": the outputs' cosine to reach, in (0, 1]");
   if (!(o.percentile > 0 && o.percentile <= 100))
     throw Error("--percentile " + std::to_string(o.percentile) + ": must be in (0, 100]");
+  if (!(o.holdout >= 0 && o.holdout <= 0.5))
+    throw Error("--holdout " + std::to_string(o.holdout) + ": the share of samples held out, from 0 to 0.5");
+}
+
+// The held-out split: round(holdout x n) samples, at least one, spread evenly over the
+// folder's order; the others calibrate.
+void split_samples(const std::vector<CalibrationSample>& samples, double holdout,
+                   std::vector<CalibrationSample>& calibrating, std::vector<CalibrationSample>& held_out) {
+  const size_t n = samples.size();
+  size_t held = holdout > 0
+                    ? std::max<size_t>(1, static_cast<size_t>(std::lround(holdout * static_cast<double>(n))))
+                    : 0;
+  if (held > 0 && n < 2)
+    throw Error("--holdout " + std::to_string(holdout) + ": the calibration set has " + std::to_string(n) +
+                " sample; holding one out needs at least 2");
+  held = std::min(held, n - 1);
+  std::set<size_t> held_indices;
+  for (size_t j = 0; j < held; ++j)
+    held_indices.insert(static_cast<size_t>((static_cast<double>(j) + 0.5) * static_cast<double>(n) /
+                                            static_cast<double>(held)));
+  for (size_t i = 0; i < n; ++i) (held_indices.count(i) ? held_out : calibrating).push_back(samples[i]);
 }
 
 // --skip-layers: each named layer (by its node or its output) stays in float; a name that
@@ -189,38 +268,45 @@ QuantizeResult quantize_model(const OpRegistry& ops, const Model& model,
                           " predates QuantizeLinear (opset 10)"
                     : "quantize: the model has no Conv, MatMul or Gemm with a constant float weight and a "
                       "float input");
+  std::vector<CalibrationSample> calibrating, held_out;
+  split_samples(samples, o.holdout, calibrating, held_out);
   QuantizeResult result;
-  result.samples = samples.size();
+  result.samples = calibrating.size();
+  result.held_out_samples = held_out.size();
   for (const QuantizableLayer& l : layers)
-    result.layers.push_back(LayerReport{l, true, {}, std::nullopt, {}, {}});
+    result.layers.push_back(LayerReport{l, true, {}, std::nullopt, {}, {}, {}, {}});
 
   keep_skipped_layers(model, o.skip_layers, result.layers);
 
-  std::vector<std::string> activations;  // each once, in graph order
-  std::set<std::string> listed;
-  for (const QuantizableLayer& l : layers)
-    if (listed.insert(l.activation).second) activations.push_back(l.activation);
-  const Calibration c = calibrate(ops, model, activations, samples, o, progress);
+  const Calibration c = calibrate(ops, model, layers, calibrating, o, progress);
   for (LayerReport& r : result.layers) {
     r.range = c.ranges.at(r.layer.activation);
+    r.method = c.methods.at(r.layer.activation);
     r.activation = activation_quant(r.range, o.activation_type);
   }
+  // Choices (sensitivity, the accuracy target) are judged on the held-out split when there is one.
+  const std::vector<NamedTensors> held_out_reference =
+      held_out.empty() ? std::vector<NamedTensors>{} : reference_outputs(ops, model, held_out, progress);
+  const std::vector<CalibrationSample>& judging = held_out.empty() ? calibrating : held_out;
+  const std::vector<NamedTensors>& judging_reference = held_out.empty() ? c.reference : held_out_reference;
+  auto judge = [&](const Model& candidate, std::string_view stage) {
+    ++result.evaluations;
+    return agreement(ops, candidate, judging, judging_reference, stage, progress);
+  };
 
-  auto quantized_model = [&](const std::vector<const LayerReport*>& chosen) {
+  auto quantized_model = [&](const std::vector<const LayerReport*>& chosen,
+                             std::vector<BiasCorrection>* biases = nullptr) {
     std::vector<QuantizableLayer> ls;
     for (const LayerReport* r : chosen) ls.push_back(r->layer);
-    return write_qdq(model, ls, c.ranges, o.activation_type);
+    if (!o.bias_correction) return write_qdq(model, ls, c.ranges, o.activation_type);
+    return write_qdq(correct_biases(model, ls, c.means, biases), ls, c.ranges, o.activation_type);
   };
   std::vector<LayerReport*> candidates;
   for (LayerReport& r : result.layers)
     if (r.quantized) candidates.push_back(&r);
 
-  if (o.sensitivity || o.accuracy_target) {
-    for (LayerReport* r : candidates) {
-      r->alone = agreement(ops, quantized_model({r}), samples, c, "sensitivity " + r->layer.name, progress);
-      ++result.evaluations;
-    }
-  }
+  if (o.sensitivity || o.accuracy_target)
+    for (LayerReport* r : candidates) r->alone = judge(quantized_model({r}), "sensitivity " + r->layer.name);
 
   std::optional<Agreement> final_agreement;
   if (o.accuracy_target && !candidates.empty()) {
@@ -231,8 +317,7 @@ QuantizeResult quantize_model(const OpRegistry& ops, const Model& model,
     });
     auto with_first_kept = [&](size_t k) {
       std::vector<const LayerReport*> chosen(order.begin() + static_cast<std::ptrdiff_t>(k), order.end());
-      ++result.evaluations;
-      return agreement(ops, quantized_model(chosen), samples, c, "accuracy", progress);
+      return judge(quantized_model(chosen), "accuracy");
     };
     std::map<size_t, Agreement> tried;
     tried[0] = with_first_kept(0);
@@ -253,11 +338,11 @@ QuantizeResult quantize_model(const OpRegistry& ops, const Model& model,
     for (size_t i = 0; i < keep; ++i) {
       LayerReport& r = *order[i];
       r.quantized = false;
-      char why[160];
+      char why[200];
       std::snprintf(
           why, sizeof why,
-          "--accuracy-target %g: quantized alone the outputs' cosine is %.6f, %zu of %zu by sensitivity",
-          *o.accuracy_target, r.alone->cosine, i + 1, order.size());
+          "--accuracy-target %g: quantized alone the outputs' cosine is %.6f%s, %zu of %zu by sensitivity",
+          *o.accuracy_target, r.alone->cosine, held_out.empty() ? "" : " (held out)", i + 1, order.size());
       r.kept_because = why;
     }
     if (tried.count(keep)) final_agreement = tried[keep];
@@ -266,12 +351,17 @@ QuantizeResult quantize_model(const OpRegistry& ops, const Model& model,
   std::vector<const LayerReport*> chosen;
   for (const LayerReport& r : result.layers)
     if (r.quantized) chosen.push_back(&r);
-  result.model = quantized_model(chosen);
-  if (final_agreement) {
-    result.agreement = *final_agreement;
+  std::vector<BiasCorrection> biases;
+  result.model = quantized_model(chosen, &biases);
+  for (BiasCorrection& b : biases)
+    for (LayerReport& r : result.layers)
+      if (r.quantized && r.layer.node_index == b.node_index) r.bias = b;
+  if (held_out.empty()) {
+    result.agreement = final_agreement ? *final_agreement : judge(result.model, "accuracy");
   } else {
-    result.agreement = agreement(ops, result.model, samples, c, "accuracy", progress);
+    result.held_out_agreement = final_agreement ? *final_agreement : judge(result.model, "held-out accuracy");
     ++result.evaluations;
+    result.agreement = agreement(ops, result.model, calibrating, c.reference, "accuracy", progress);
   }
   return result;
 }

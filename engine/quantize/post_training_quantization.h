@@ -12,6 +12,7 @@
 
 #include "ir/graph.h"
 #include "quantize/activation_range.h"
+#include "quantize/bias_correction.h"
 #include "quantize/calibration_set.h"
 #include "quantize/qdq_model.h"
 
@@ -27,9 +28,14 @@ inline constexpr int64_t kQuantizeOpset = 13;
 Model quantizable(Model model, const std::filesystem::path& where, const OpRegistry& ops);
 
 struct QuantizeOptions {
-  CalibrationMethod method =
-      CalibrationMethod::Percentile;  // best on the trained models tried (docs/PRECISION.md)
+  // Percentile read most held-out words as float does on PaddleOCR's recognizer, ahead
+  // of auto's per-tensor choice (docs/PRECISION.md, "Choosing the method").
+  CalibrationMethod method = CalibrationMethod::Percentile;
   double percentile = 99.999;
+  bool bias_correction = true;  // move each quantized layer's bias by its mean shift
+  // The share of the samples (0 to 0.5) that set nothing and judge: sensitivity, the
+  // accuracy target and the reported held-out agreement are measured on them.
+  double holdout = 0;
   ActivationType activation_type = ActivationType::U8;
   std::vector<std::string> skip_layers;   // layer (node) names, or their output's names
   bool sensitivity = false;               // measure each layer alone
@@ -45,22 +51,26 @@ struct Agreement {
 struct LayerReport {
   QuantizableLayer layer;
   bool quantized = false;
-  std::string kept_because;        // why it stayed float, when it did
-  std::optional<Agreement> alone;  // the outputs with only this layer quantized
-  ValueRange range;                // its activation's calibrated range
-  LinearQuant activation;          // and the scale / zero point from it
+  std::string kept_because;                              // why it stayed float, when it did
+  std::optional<Agreement> alone;                        // the outputs with only this layer quantized
+  ValueRange range;                                      // its activation's calibrated range
+  CalibrationMethod method = CalibrationMethod::MinMax;  // that chose it (auto's pick)
+  LinearQuant activation;                                // and the scale / zero point from it
+  std::optional<BiasCorrection> bias;                    // in the written model, when corrected
 };
 
 struct QuantizeResult {
   Model model;
-  std::vector<LayerReport> layers;  // in graph order
-  Agreement agreement;              // of the written model, on the calibration set
-  size_t samples = 0;
+  std::vector<LayerReport> layers;              // in graph order
+  Agreement agreement;                          // of the written model, on the samples that calibrated it
+  std::optional<Agreement> held_out_agreement;  // and on the held-out split, when there is one
+  size_t samples = 0;                           // that calibrated
+  size_t held_out_samples = 0;
   size_t evaluations = 0;  // runs over the calibration set (sensitivity, target search)
 };
 
-// Called as each sample is done in a stage ("calibrating", "histograms", "sensitivity",
-// "accuracy"): stage, samples done, samples in the stage.
+// Called as each sample is done in a stage ("calibrating", "histograms", "channel means",
+// "sensitivity", "accuracy", "held-out accuracy"): stage, samples done, samples in the stage.
 using QuantizeProgress = std::function<void(std::string_view stage, size_t done, size_t total)>;
 
 // Throws geopt::Error for a layer in skip_layers that names no quantizable layer, or a

@@ -20,32 +20,11 @@ const Tensor* float_weight(const Graph& g, const Value* v, size_t min_rank, size
   return t->element_count() > 0 ? t : nullptr;
 }
 
-std::shared_ptr<const Tensor> make_tensor(std::string name, DType dtype, std::vector<int64_t> dims,
-                                          std::string bytes) {
-  auto t = std::make_shared<Tensor>();
-  t->name = std::move(name);
-  t->dtype = dtype;
-  t->dims = std::move(dims);
-  t->data = BufferSlice(std::move(bytes));
-  return t;
-}
-
 template <class T>
 std::string bytes_of(const std::vector<T>& v) {
   std::string s(v.size() * sizeof(T), '\0');
   if (!v.empty()) std::memcpy(s.data(), v.data(), s.size());
   return s;
-}
-
-Value* add_constant(Graph& g, const std::string& prefix, std::shared_ptr<const Tensor> t) {
-  Value* v = g.add_value(g.unique_name(prefix));
-  v->type.dtype = t->dtype;
-  std::vector<Dim> dims(t->dims.begin(), t->dims.end());
-  v->type.shape = Shape(dims);
-  auto named = std::make_shared<Tensor>(*t);
-  named->name = v->name();
-  g.add_initializer(v, std::move(named));
-  return v;
 }
 
 Value* zero_point_constant(Graph& g, const std::string& prefix, DType t, int32_t z,
@@ -56,14 +35,13 @@ Value* zero_point_constant(Graph& g, const std::string& prefix, DType t, int32_t
     std::memset(bytes.data(), static_cast<uint8_t>(z), n);
   else
     std::memset(bytes.data(), static_cast<int8_t>(z), n);
-  return add_constant(g, prefix, make_tensor("", t, std::move(dims), std::move(bytes)));
+  return add_constant(g, prefix, t, std::move(dims), std::move(bytes));
 }
 
 // The activation behind a Q/DQ pair: the dequantized value its layers read.
 Value* quantize_activation(Graph& g, Value* x, const LinearQuant& q, ActivationType type) {
   const DType qt = type == ActivationType::U8 ? DType::U8 : DType::I8;
-  Value* scale = add_constant(g, x->name() + "_scale",
-                              make_tensor("", DType::F32, {}, bytes_of(std::vector<float>{q.scale})));
+  Value* scale = add_constant(g, x->name() + "_scale", DType::F32, {}, bytes_of(std::vector<float>{q.scale}));
   Value* zero = zero_point_constant(g, x->name() + "_zero_point", qt, q.zero_point, {});
   Value* xq = g.add_value(g.unique_name(x->name() + "_quantized"));
   xq->type = x->type;
@@ -77,35 +55,15 @@ Value* quantize_activation(Graph& g, Value* x, const LinearQuant& q, ActivationT
   return xdq;
 }
 
-// The weight as int8 (symmetric: -127..127 around a zero point of 0) behind a
-// DequantizeLinear, with one scale per slice of `axis`, or one for all (axis < 0).
+// The weight as int8 behind a DequantizeLinear (quantize_weight_values).
 Value* quantize_weight(Graph& g, Value* w, const Tensor& data, int64_t axis) {
-  const std::vector<float> values = data.to_vector<float>();
-  const int64_t n = static_cast<int64_t>(values.size());
-  int64_t len = 1, inner = 1;
-  if (axis >= 0) {
-    len = data.dims[static_cast<size_t>(axis)];
-    for (size_t a = static_cast<size_t>(axis) + 1; a < data.dims.size(); ++a) inner *= data.dims[a];
-  }
-  auto slot = [&](int64_t i) { return axis >= 0 ? i / inner % len : 0; };
-  std::vector<float> scales(static_cast<size_t>(len), 0.0f);
-  for (int64_t i = 0; i < n; ++i) {
-    const float a =
-        std::isfinite(values[static_cast<size_t>(i)]) ? std::fabs(values[static_cast<size_t>(i)]) : 0.0f;
-    float& s = scales[static_cast<size_t>(slot(i))];
-    s = std::max(s, a);
-  }
-  for (float& s : scales) s = s / 127.0f >= kScaleFloor ? s / 127.0f : 1.0f;
-  std::vector<int8_t> q(values.size());
-  for (int64_t i = 0; i < n; ++i) {
-    // As QuantizeLinear computes it: divide in float, round half to even, saturate.
-    const float r = std::nearbyint(values[static_cast<size_t>(i)] / scales[static_cast<size_t>(slot(i))]);
-    q[static_cast<size_t>(i)] = static_cast<int8_t>(std::clamp(std::isnan(r) ? 0.0f : r, -127.0f, 127.0f));
-  }
-  Value* wq = add_constant(g, w->name() + "_quantized", make_tensor("", DType::I8, data.dims, bytes_of(q)));
+  const Int8Weight iw = quantize_weight_values(data, axis);
+  const int64_t len = static_cast<int64_t>(iw.scales.size());
+  const std::vector<int8_t>& q = iw.values;
+  const std::vector<float>& scales = iw.scales;
+  Value* wq = add_constant(g, w->name() + "_quantized", DType::I8, data.dims, bytes_of(q));
   const std::vector<int64_t> scale_dims = axis >= 0 ? std::vector<int64_t>{len} : std::vector<int64_t>{};
-  Value* scale =
-      add_constant(g, w->name() + "_scale", make_tensor("", DType::F32, scale_dims, bytes_of(scales)));
+  Value* scale = add_constant(g, w->name() + "_scale", DType::F32, scale_dims, bytes_of(scales));
   Value* zero = zero_point_constant(g, w->name() + "_zero_point", DType::I8, 0, scale_dims);
   Value* wdq = g.add_value(g.unique_name(w->name() + "_dequantized"));
   wdq->type = w->type;
@@ -118,6 +76,53 @@ Value* quantize_weight(Graph& g, Value* w, const Tensor& data, int64_t axis) {
 
 }  // namespace
 
+Value* add_constant(Graph& g, const std::string& prefix, DType dtype, std::vector<int64_t> dims,
+                    std::string bytes) {
+  Value* v = g.add_value(g.unique_name(prefix));
+  v->type.dtype = dtype;
+  v->type.shape = Shape(std::vector<Dim>(dims.begin(), dims.end()));
+  auto t = std::make_shared<Tensor>();
+  t->name = v->name();
+  t->dtype = dtype;
+  t->dims = std::move(dims);
+  t->data = BufferSlice(std::move(bytes));
+  g.add_initializer(v, std::move(t));
+  return v;
+}
+
+int64_t stored_weight_axis(const Model& model, const QuantizableLayer& layer) {
+  return model.opset_version("") >= 13 ? layer.weight_axis : -1;
+}
+
+Int8Weight quantize_weight_values(const Tensor& data, int64_t axis) {
+  const std::vector<float> values = data.to_vector<float>();
+  const int64_t n = static_cast<int64_t>(values.size());
+  int64_t len = 1, inner = 1;
+  if (axis >= 0) {
+    len = data.dims[static_cast<size_t>(axis)];
+    for (size_t a = static_cast<size_t>(axis) + 1; a < data.dims.size(); ++a) inner *= data.dims[a];
+  }
+  auto slot = [&](int64_t i) { return axis >= 0 ? i / inner % len : 0; };
+  Int8Weight w;
+  w.inner = inner;
+  w.scales.assign(static_cast<size_t>(len), 0.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    const float a =
+        std::isfinite(values[static_cast<size_t>(i)]) ? std::fabs(values[static_cast<size_t>(i)]) : 0.0f;
+    float& s = w.scales[static_cast<size_t>(slot(i))];
+    s = std::max(s, a);
+  }
+  for (float& s : w.scales) s = s / 127.0f >= kScaleFloor ? s / 127.0f : 1.0f;
+  w.values.resize(values.size());
+  for (int64_t i = 0; i < n; ++i) {
+    // As QuantizeLinear computes it: divide in float, round half to even, saturate.
+    const float r = std::nearbyint(values[static_cast<size_t>(i)] / w.scales[static_cast<size_t>(slot(i))]);
+    w.values[static_cast<size_t>(i)] =
+        static_cast<int8_t>(std::clamp(std::isnan(r) ? 0.0f : r, -127.0f, 127.0f));
+  }
+  return w;
+}
+
 std::vector<QuantizableLayer> find_quantizable_layers(const Model& model) {
   std::vector<QuantizableLayer> layers;
   const Graph& g = *model.graph;
@@ -128,17 +133,21 @@ std::vector<QuantizableLayer> find_quantizable_layers(const Model& model) {
     if (!n.domain.empty() || !computed_float(g, n.input(0))) continue;
     // The ops quantized, the ranks of their float weight (input 1) and its output-channel axis.
     struct Weighted {
+      LayerKind kind;
       size_t min_rank, max_rank;
       int64_t channel_axis;
     };
     static const std::map<std::string, Weighted, std::less<>> kQuantized = {
-        {"Conv", {3, 5, 0}}, {"MatMul", {2, 2, 1}}, {"Gemm", {2, 2, 1}}};
+        {"Conv", {LayerKind::Conv, 3, 5, 0}},
+        {"MatMul", {LayerKind::MatMul, 2, 2, 1}},
+        {"Gemm", {LayerKind::Gemm, 2, 2, 1}}};
     auto q = kQuantized.find(n.op_type);
     if (q == kQuantized.end() || !float_weight(g, n.input(1), q->second.min_rank, q->second.max_rank))
       continue;
     int64_t axis = q->second.channel_axis;
     if (const Attribute* tb = n.attr("transB"); tb && tb->i != 0) axis = 0;  // Gemm's B transposed
     QuantizableLayer l;
+    l.kind = q->second.kind;
     l.node_index = i;
     l.name = !n.name.empty() ? n.name : n.output(0) ? n.output(0)->name() : n.describe();
     l.op_type = n.op_type;
@@ -177,7 +186,6 @@ Model write_qdq(const Model& model, const std::vector<QuantizableLayer>& layers,
                 const std::map<std::string, ValueRange>& ranges, ActivationType type) {
   Model out = model.clone();
   Graph& g = *out.graph;
-  const bool per_channel = out.opset_version("") >= 13;  // DequantizeLinear's axis
   std::map<std::string, Value*> activations, weights;
   std::vector<Node*> nodes;
   for (const auto& n : g.nodes()) nodes.push_back(n.get());
@@ -195,7 +203,7 @@ Model write_qdq(const Model& model, const std::vector<QuantizableLayer>& layers,
     if (fresh_a) a->second = quantize_activation(g, x, activation_quant(range->second, type), type);
     const std::string weight_key = l.weight + "@" + std::to_string(l.weight_axis);
     auto [wv, fresh_w] = weights.try_emplace(weight_key, nullptr);
-    if (fresh_w) wv->second = quantize_weight(g, w, *g.constant_value(w), per_channel ? l.weight_axis : -1);
+    if (fresh_w) wv->second = quantize_weight(g, w, *g.constant_value(w), stored_weight_axis(out, l));
     g.set_input(n, 0, a->second);
     g.set_input(n, 1, wv->second);
   }

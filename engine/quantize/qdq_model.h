@@ -14,9 +14,12 @@
 
 namespace geopt::quantize {
 
+enum class LayerKind { Conv, MatMul, Gemm };
+
 // A Conv, MatMul or Gemm of the main graph whose weight (input 1) is a float constant
 // and whose input 0 is a computed float tensor.
 struct QuantizableLayer {
+  LayerKind kind = LayerKind::Conv;
   size_t node_index = 0;  // in the graph's node order (Model::clone keeps it)
   std::string name;       // the node's name, or its output's where it has none
   std::string op_type;
@@ -44,6 +47,26 @@ struct LinearQuant {
 // The scale and zero point that cover `r` (widened to hold 0, so 0 is exact). A range of
 // nothing but 0 gets scale 1.
 LinearQuant activation_quant(ValueRange r, ActivationType type);
+
+// A float weight as geopt quantize stores it: int8 in -127..127 around a zero point of 0,
+// with one scale per slice of `axis` (or one for all, axis < 0), each max|w| / 127.
+struct Int8Weight {
+  std::vector<int8_t> values;  // in the weight's order
+  std::vector<float> scales;   // one per slice of the axis
+  int64_t inner = 1;           // elements per slice step: value i has scale (i / inner) % scales.size()
+  float dequantized(size_t i) const {
+    return static_cast<float>(values[i]) * scales[(i / static_cast<size_t>(inner)) % scales.size()];
+  }
+};
+Int8Weight quantize_weight_values(const Tensor& weight, int64_t axis);
+
+// The axis write_qdq stores `layer`'s weight scales along: its output channels from
+// opset 13 on (DequantizeLinear's axis), none (-1, one scale) before.
+int64_t stored_weight_axis(const Model& model, const QuantizableLayer& layer);
+
+// A new initializer of `model`'s graph named after `prefix`, holding `bytes`.
+Value* add_constant(Graph& g, const std::string& prefix, DType dtype, std::vector<int64_t> dims,
+                    std::string bytes);
 
 // A copy of `model` with `layers` quantized: one Q/DQ pair per activation value (shared
 // by the layers reading it), one int8 weight per weight value (symmetric, range -127..127),

@@ -289,11 +289,13 @@ def explain(model, *, rule=None, node=None, anywhere=False, all=False, verbose=F
 
 
 def quantize(model, calibration, *, method="percentile", activation_type="uint8", percentile=99.999,
-             skip_layers=None, sensitivity=False, accuracy_target=None, input_shape=None, output=None,
-             progress=None):
+             bias_correction=True, holdout=0.0, skip_layers=None, sensitivity=False, accuracy_target=None,
+             input_shape=None, output=None, progress=None):
     """INT8 post-training quantization of `model` into ONNX's QDQ form, as `geopt quantize` does.
 
     calibration: a folder with one folder per sample holding NAME.npy per input.
+    method: percentile, minmax, entropy, or auto (per tensor, the least quantization error).
+    holdout: the share of samples that set nothing and judge (sensitivity, accuracy_target).
     progress: called as progress(stage, done, total). Returns an OptimizeResult-like
     object (.model, .report, .save)."""
     o = _geopt.QuantizeOptions()
@@ -301,6 +303,8 @@ def quantize(model, calibration, *, method="percentile", activation_type="uint8"
     o.method = method
     o.activation_type = activation_type
     o.percentile = float(percentile)
+    o.bias_correction = bool(bias_correction)
+    o.holdout = float(holdout)
     o.skip_layers = _strings(skip_layers, "skip_layers")
     o.sensitivity = bool(sensitivity)
     o.accuracy_target = accuracy_target

@@ -246,6 +246,17 @@ def test_quantize_writes_a_qdq_model_that_compiles(cnn, tmp_path):
     assert {"QuantizeLinear", "DequantizeLinear"} <= ops
     with pytest.raises(geopt.UsageError):
         geopt.quantize(path, calibration, percentile=20)
+    # The per-tensor method, a held-out sample and bias correction, through keywords.
+    held = geopt.quantize(path, calibration, method="auto", holdout=0.25)
+    assert held.report["calibration"]["samples"] == 3
+    assert held.report["calibration"]["held_out_samples"] == 1
+    assert 0 < held.report["accuracy"]["held_out"]["cosine"] <= 1
+    assert {layer["method"] for layer in held.report["layers"]} <= {"minmax", "percentile", "entropy"}
+    assert any("bias_shift" in layer for layer in held.report["layers"])
+    plain = geopt.quantize(path, calibration, bias_correction=False)
+    assert not any("bias_shift" in layer for layer in plain.report["layers"])
+    with pytest.raises(geopt.UsageError):
+        geopt.quantize(path, calibration, holdout=0.9)
 
     class Stop(Exception):
         pass

@@ -276,9 +276,11 @@ using Progress = std::function<void(std::string_view stage, size_t done, size_t 
 
 struct QuantizeOptions {
   std::string calibration;                // a folder of samples: one folder per sample, NAME.npy per input
-  std::string method = "percentile";      // minmax, percentile or entropy
+  std::string method = "percentile";      // percentile, auto (per tensor), minmax or entropy
   std::string activation_type = "uint8";  // uint8 (asymmetric) or int8 (symmetric)
   double percentile = 99.999;
+  bool bias_correction = true;            // move each quantized layer's bias by its mean shift
+  double holdout = 0;                     // share of the samples held out to judge (0 to 0.5)
   std::vector<std::string> skip_layers;   // node names kept in float
   bool sensitivity = false;               // each layer's error when it alone is quantized
   std::optional<double> accuracy_target;  // keep sensitive layers in float until the cosine reaches it

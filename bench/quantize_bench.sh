@@ -27,8 +27,11 @@ for model in resnet18_narrow_op13 mobilenetv2_half_op17 bert_tiny_op13 vit_tiny_
   inputs=()
   for f in "$out/$model/held_out"/*.npy; do inputs+=(--input "$(basename "$f" .npy)=$f"); done
   echo "== $model"
+  # Not a pass/fail: a value that lands on a rounding boundary of a QuantizeLinear can round
+  # one step apart when the two runtimes sum a conv in different orders (a float's last
+  # bit), and the step then carries through the later layers. The cosine says how far.
   echo -n "geopt's evaluator on the QDQ model against ONNX Runtime's: "
-  "$geopt" run "$out/$model/int8.onnx" "${inputs[@]}" --compare "$out/$model/ort" --atol 1e-3 --rtol 1e-3 | tail -1
+  { "$geopt" run "$out/$model/int8.onnx" "${inputs[@]}" --compare "$out/$model/ort" --atol 1e-3 --rtol 1e-3 2>&1 || true; } | tail -1
   "$geopt" optimize "$out/$model/int8.onnx" -o "$out/$model/int8_optimized.onnx" --json > "$out/$model/optimize.json"
   node -e '
     const q = require(process.argv[1]), o = require(process.argv[2]);

@@ -140,7 +140,7 @@ QuantizeResult quantize_model(const ModelSource& source, const QuantizeOptions& 
   if (r.held_out_samples) appendf(t, " and %zu held out", r.held_out_samples);
   appendf(t, ", %s", method_text(q, r.layers).c_str());
   if (q.method == quantize::CalibrationMethod::Percentile || q.method == quantize::CalibrationMethod::Auto)
-    appendf(t, ", percentile %g%%", q.percentile);
+    appendf(t, " (%g%%)", q.percentile);
   appendf(t, "\nquantization     activations %s, weights %s; QDQ form\n", activation_text, weight_text);
   if (q.bias_correction) {
     const BiasSummary b = bias_summary(r.layers);

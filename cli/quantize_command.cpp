@@ -82,7 +82,8 @@ std::function<int()> add_quantize_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "minmax", "percentile", "entropy"}))
       ->capture_default_str();
   cmd->add_option("--percentile", o->percentile,
-                  "With --calibration-method percentile: the share of values the range keeps")
+                  "With --calibration-method percentile (or auto, which weighs it): the share of values the "
+                  "range keeps")
       ->check(CLI::Range(50.0, 100.0))
       ->capture_default_str();
   cmd->add_flag("!--no-bias-correction", o->bias_correction,

@@ -6,9 +6,10 @@
 // channel o is
 //   sum over input channels i and kernel taps k of  W[o,i,k] E[x_i] - Wq[o,i,k] E[Q(x)_i]
 // with W the float weight, Wq the int8 weight dequantized, x the float activation and Q(x)
-// the activation quantized and dequantized; the layer's float bias takes it back. Exact
-// for MatMul and Gemm; for a conv, positions whose window reads padding count it as zero
-// in both terms.
+// the activation quantized and dequantized; the layer's float bias takes it back. Each
+// layer is corrected for its own quantization, its input as the float model computes it.
+// For MatMul and Gemm that is exact; a conv's shift is one per channel from the means over
+// all positions, so a window that reads padding or a border pixel gets the full shift.
 #include <map>
 #include <string>
 #include <vector>

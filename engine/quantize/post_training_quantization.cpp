@@ -117,7 +117,11 @@ Calibration calibrate(const OpRegistry& ops, const Model& model, const std::vect
     const ValueStats& s = stats[a];
     // One side of 0 gets 127 steps in int8; non-negative values (after a ReLU) get all 255 in uint8.
     const int levels = !symmetric && s.extremes().lo >= 0 ? 255 : 128;
-    const ValueRange r = s.range(o.method, o.percentile, symmetric, levels);
+    // Auto's search (three ranges, entropy's over every bin count) runs once.
+    const CalibrationMethod method = s.has_values()
+                                         ? s.chosen_method(o.method, o.percentile, symmetric, levels)
+                                         : CalibrationMethod::MinMax;
+    const ValueRange r = s.range(method, o.percentile, symmetric, levels);
     // Its int8 step must be a float: a range of +-3e38 has a step of 2.4e36 in int8, but
     // one of width 6e38 has no float width at all.
     if (!(static_cast<double>(r.hi) - std::min(static_cast<double>(r.lo), 0.0) <=
@@ -126,8 +130,7 @@ Calibration calibrate(const OpRegistry& ops, const Model& model, const std::vect
                   std::to_string(r.hi) +
                   "], wider than a float holds: the calibration samples reach values near float's limit");
     c.ranges[a] = r;
-    c.methods[a] = s.has_values() ? s.chosen_method(o.method, o.percentile, symmetric, levels)
-                                  : CalibrationMethod::MinMax;
+    c.methods[a] = method;
   }
   if (o.bias_correction) {
     std::multimap<std::string, ChannelMeans*> by_activation;

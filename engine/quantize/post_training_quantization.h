@@ -66,11 +66,12 @@ struct QuantizeResult {
   std::optional<Agreement> held_out_agreement;  // and on the held-out split, when there is one
   size_t samples = 0;                           // that calibrated
   size_t held_out_samples = 0;
-  size_t evaluations = 0;  // runs over the calibration set (sensitivity, target search)
+  size_t evaluations = 0;  // candidate models run over the judging samples (sensitivity, target search)
 };
 
 // Called as each sample is done in a stage ("calibrating", "histograms", "channel means",
-// "sensitivity", "accuracy", "held-out accuracy"): stage, samples done, samples in the stage.
+// "held-out float outputs", "sensitivity", "accuracy", "held-out accuracy"): stage, samples done, samples in
+// the stage.
 using QuantizeProgress = std::function<void(std::string_view stage, size_t done, size_t total)>;
 
 // Throws geopt::Error for a layer in skip_layers that names no quantizable layer, or a

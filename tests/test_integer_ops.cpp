@@ -468,11 +468,11 @@ TEST_CASE(
 
 TEST_CASE(
     "a requantizing QuantConv writes exactly what QuantizeLinear makes of its float output: uint8 and "
-    "int8, ReLU and HardSwish, groups, a residual, batch 2") {
+    "int8, no activation, ReLU and HardSwish, groups, a residual, batch 2") {
   std::mt19937 rng(17);
   const std::vector<int> w = draw(4 * 4 * 3 * 3, false, rng);
   for (bool is_unsigned : {true, false})
-    for (const char* activation : {"Relu", "HardSwish"})
+    for (const char* activation : {"none", "Relu", "HardSwish"})
       for (int group : {1, 2})
         for (bool residual : {false, true}) {
           const int cg = 4 / group;

@@ -29,6 +29,38 @@ void pool_2d(const T* px, T* py, int64_t* pi, int64_t planes, int64_t lanes, con
   const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
   const int64_t dh = g.dilations[0], dw = g.dilations[1], ph = g.pad_begin[0], pw = g.pad_begin[1];
   const int64_t limit_h = ih + g.pad_end[0], limit_w = iw + g.pad_end[1];
+  if constexpr (kind == Pool::Max) {
+    if (lanes == 1 && !pi) {
+      // A plain NCHW max pool without Indices (an int8 CNN's stem, where oneDNN's float
+      // pooling does not apply): one running maximum per output, no per-row buffers.
+      // The first tap read is kept unless a later one is greater, as below (NaN included).
+#pragma omp parallel for collapse(2) if (planes * oh * ow > (1 << 14))
+      for (int64_t plane = 0; plane < planes; ++plane)
+        for (int64_t y = 0; y < oh; ++y) {
+          const T* in = px + plane * ih * iw;
+          T* out = py + (plane * oh + y) * ow;
+          for (int64_t x = 0; x < ow; ++x) {
+            T best = std::numeric_limits<T>::lowest();
+            bool any = false;
+            for (int64_t a = 0; a < kh; ++a) {
+              const int64_t r = y * sh + a * dh - ph;
+              if (r >= limit_h) break;
+              if (r < 0 || r >= ih) continue;
+              for (int64_t b = 0; b < kw; ++b) {
+                const int64_t c = x * sw + b * dw - pw;
+                if (c >= limit_w) break;
+                if (c < 0 || c >= iw) continue;
+                const T v = in[r * iw + c];
+                if (!any || v > best) best = v;
+                any = true;
+              }
+            }
+            out[x] = best;
+          }
+        }
+      return;
+    }
+  }
 #pragma omp parallel for collapse(2) if (planes * oh * ow * lanes > (1 << 14))
   for (int64_t plane = 0; plane < planes; ++plane)
     for (int64_t y = 0; y < oh; ++y) {

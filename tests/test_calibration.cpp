@@ -89,6 +89,27 @@ Model quantized(const fs::path& model, const fs::path& samples, const std::strin
   return import_onnx(out);
 }
 
+// How far output 0's per-channel means land from the float model's over `samples` once
+// quantized with the 98th percentile (the tail clipped), without bias correction and with
+// it; and the corrected model.
+struct MeanShift {
+  double uncorrected = 0, corrected = 0;
+  Model corrected_model;
+};
+
+MeanShift mean_shift(const fs::path& model, const fs::path& samples, const std::string& tag) {
+  const std::vector<std::string> clip = {"--calibration-method", "percentile", "--percentile", "98"};
+  std::vector<std::string> plain = clip;
+  plain.push_back("--no-bias-correction");
+  MeanShift m;
+  m.corrected_model = quantized(model, samples, tag + "-corrected", clip);
+  const auto reference = output_channel_means(import_onnx(model), samples, 1);
+  m.uncorrected = largest_difference(
+      output_channel_means(quantized(model, samples, tag + "-plain", plain), samples, 1), reference);
+  m.corrected = largest_difference(output_channel_means(m.corrected_model, samples, 1), reference);
+  return m;
+}
+
 }  // namespace
 
 TEST_CASE("calibration: auto picks, per tensor, the range that quantizes the values with the least error") {
@@ -147,18 +168,9 @@ TEST_CASE("bias correction: a quantized MatMul's output channels keep the float 
     })";
   test::save_model(test::parse_text_model(text.c_str()), dir / "m.onnx");
   const fs::path samples = tailed_samples("bias-matmul-cal", "x", {4, 16}, 8, 30.0f, 67);
-  const Model original = import_onnx(dir / "m.onnx");
-  const std::vector<std::string> clip = {"--calibration-method", "percentile", "--percentile", "98"};
-  std::vector<std::string> plain = clip;
-  plain.push_back("--no-bias-correction");
-  const Model uncorrected = quantized(dir / "m.onnx", samples, "bias-matmul-plain", plain);
-  const Model corrected = quantized(dir / "m.onnx", samples, "bias-matmul-corrected", clip);
-
-  const auto reference = output_channel_means(original, samples, 1);
-  const double before = largest_difference(output_channel_means(uncorrected, samples, 1), reference);
-  const double after = largest_difference(output_channel_means(corrected, samples, 1), reference);
-  CHECK(before > 0.05);  // the clipped tail shifted the means
-  CHECK(after < 1e-4);   // and the corrected bias takes the whole shift back
+  const MeanShift shift = mean_shift(dir / "m.onnx", samples, "bias-matmul");
+  CHECK(shift.uncorrected > 0.05);  // the clipped tail shifted the means
+  CHECK(shift.corrected < 1e-4);    // and the corrected bias takes the whole shift back
 }
 
 TEST_CASE("bias correction: a depthwise conv's channel means come back, and a conv without a bias gets one") {
@@ -185,12 +197,8 @@ TEST_CASE("bias correction: a depthwise conv's channel means come back, and a co
     for (int64_t e = 0; e < z.size(); ++e) z.mutable_data<float>()[e] = static_cast<float>(e % 5) * 0.3f;
     write_npy(s.path() / npy_file_name("z"), z);
   }
-  const Model original = import_onnx(dir / "m.onnx");
-  const std::vector<std::string> clip = {"--calibration-method", "percentile", "--percentile", "98"};
-  std::vector<std::string> plain = clip;
-  plain.push_back("--no-bias-correction");
-  const Model uncorrected = quantized(dir / "m.onnx", samples, "bias-conv-plain", plain);
-  const Model corrected = quantized(dir / "m.onnx", samples, "bias-conv-corrected", clip);
+  const MeanShift shift = mean_shift(dir / "m.onnx", samples, "bias-conv");
+  const Model& corrected = shift.corrected_model;
   for (const auto& n : corrected.graph->nodes())
     if (n->op_type == "Conv") {
       REQUIRE(n->input(2));
@@ -199,11 +207,8 @@ TEST_CASE("bias correction: a depthwise conv's channel means come back, and a co
 
   // The conv's output (the first): the window's edges read the border pixels less often
   // than the means count them, so the correction is close, not exact.
-  const auto reference = output_channel_means(original, samples, 1);
-  const double before = largest_difference(output_channel_means(uncorrected, samples, 1), reference);
-  const double after = largest_difference(output_channel_means(corrected, samples, 1), reference);
-  CHECK(before > 0.05);
-  CHECK(after < before / 5);
+  CHECK(shift.uncorrected > 0.05);
+  CHECK(shift.corrected < shift.uncorrected / 5);
   const fs::path json_out = test::scratch_dir("bias-conv-json") / "q.onnx";
   const test::CliResult r =
       test::run_cli({"quantize", (dir / "m.onnx").string(), "-o", json_out.string(), "--calibration",
@@ -308,22 +313,9 @@ TEST_CASE("bias correction: a Gemm's C (transposed B, alpha, beta) exactly, a gr
     })";
   test::save_model(test::parse_text_model(gemm.c_str()), dir / "gemm.onnx");
   const fs::path gemm_samples = tailed_samples("bias-gemm-cal", "x", {4, 16}, 8, 30.0f, 67);
-  const std::vector<std::string> clip = {"--calibration-method", "percentile", "--percentile", "98"};
-  std::vector<std::string> plain = clip;
-  plain.push_back("--no-bias-correction");
-  {
-    const auto reference = output_channel_means(import_onnx(dir / "gemm.onnx"), gemm_samples, 1);
-    const double before = largest_difference(
-        output_channel_means(quantized(dir / "gemm.onnx", gemm_samples, "bias-gemm-plain", plain),
-                             gemm_samples, 1),
-        reference);
-    const double after = largest_difference(
-        output_channel_means(quantized(dir / "gemm.onnx", gemm_samples, "bias-gemm-corrected", clip),
-                             gemm_samples, 1),
-        reference);
-    CHECK(before > 0.05);
-    CHECK(after < 1e-4);
-  }
+  const MeanShift gemm_shift = mean_shift(dir / "gemm.onnx", gemm_samples, "bias-gemm");
+  CHECK(gemm_shift.uncorrected > 0.05);
+  CHECK(gemm_shift.corrected < 1e-4);
   // Two groups of two input channels: output channel o reads input channels 2 (o / 2) and
   // 2 (o / 2) + 1.
   const std::string grouped = R"(<ir_version: 8, opset_import: ["" : 13]>
@@ -334,15 +326,7 @@ TEST_CASE("bias correction: a Gemm's C (transposed B, alpha, beta) exactly, a gr
     })";
   test::save_model(test::parse_text_model(grouped.c_str()), dir / "grouped.onnx");
   const fs::path conv_samples = tailed_samples("bias-grouped-cal", "x", {1, 4, 64, 64}, 8, 30.0f, 67);
-  const auto reference = output_channel_means(import_onnx(dir / "grouped.onnx"), conv_samples, 1);
-  const double before = largest_difference(
-      output_channel_means(quantized(dir / "grouped.onnx", conv_samples, "bias-grouped-plain", plain),
-                           conv_samples, 1),
-      reference);
-  const double after = largest_difference(
-      output_channel_means(quantized(dir / "grouped.onnx", conv_samples, "bias-grouped-corrected", clip),
-                           conv_samples, 1),
-      reference);
-  CHECK(before > 0.05);
-  CHECK(after < before / 5);
+  const MeanShift conv_shift = mean_shift(dir / "grouped.onnx", conv_samples, "bias-grouped");
+  CHECK(conv_shift.uncorrected > 0.05);
+  CHECK(conv_shift.corrected < conv_shift.uncorrected / 5);
 }

@@ -9,6 +9,9 @@
 #include "ascend/compile.h"
 #include "ascend/dynamic_compile.h"
 #include "ascend/plan_file.h"
+#include "ascend/tune/tuning_hints.h"
+#include "banks.h"
+#include "compile_pipeline.h"
 #include "eval/numerical_check.h"
 #include "guard.h"
 #include "json_text.h"
@@ -160,6 +163,43 @@ std::string check_failed(const ascend::CompileResult& c, const ascend::CompileOp
          "); nothing written";
 }
 
+nlohmann::ordered_json banks_json(const CompileBanks& b, size_t bank_kernels) {
+  nlohmann::ordered_json j;
+  j["key"] = b.key.text();
+  if (!b.op_file.empty())
+    j["op_bank"] = {{"file", b.op_file},
+                    {"kernels_tuned", bank_kernels},
+                    {"entries_for_other_machines", b.op_other_keys}};
+  if (!b.model_file.empty()) {
+    nlohmann::ordered_json m = {{"file", b.model_file}, {"entries_for_other_machines", b.model_other_keys}};
+    if (b.model_entry)
+      m["applied"] = {{"disable", b.model_entry->disable}, {"max_streams", b.model_entry->max_streams}};
+    else
+      m["applied"] = nullptr;
+    j["model_bank"] = m;
+  }
+  return j;
+}
+
+std::string banks_text(const CompileBanks& b, size_t bank_kernels) {
+  std::string t;
+  if (!b.op_file.empty())
+    appendf(t,
+            "op bank          %s: %zu kernel(s) took a tuned tactic; %zu entr%s for other machines ignored\n",
+            b.op_file.c_str(), bank_kernels, b.op_other_keys, b.op_other_keys == 1 ? "y" : "ies");
+  if (!b.model_file.empty()) {
+    std::string applied = "nothing filed for this model";
+    if (b.model_entry) {
+      applied = "max streams " + std::to_string(b.model_entry->max_streams) + ", off:";
+      for (const auto& d : b.model_entry->disable) applied += " " + d;
+      if (b.model_entry->disable.empty()) applied += " none";
+    }
+    appendf(t, "model bank       %s: %s; %zu entr%s for other machines ignored\n", b.model_file.c_str(),
+            applied.c_str(), b.model_other_keys, b.model_other_keys == 1 ? "y" : "ies");
+  }
+  return t;
+}
+
 // What one compile made, whichever its kind.
 struct Made {
   plan::Plan plan;
@@ -168,6 +208,8 @@ struct Made {
   nlohmann::ordered_json json;
   std::string text;
   Summary summary;
+  size_t bank_kernels = 0;      // kernels that took a tactic from the op bank (all gears)
+  ascend::PlanProfile profile;  // simulated (a plan of gears: its first gear's)
 };
 
 // The dynamic-shape option given (ATC's: at most one of them).
@@ -211,6 +253,7 @@ Made compile_gears(const CompileOptions& o, const Model& given, const ascend::Co
     list.push_back(one);
     appendf(m.text, "\ngear %zu           %s\n", i, name.c_str());
     m.text += report_text(g.gears[i], co);
+    m.bank_kernels += g.gears[i].bank_kernels;
     if (m.ok && !g.gears[i].check_ok) {
       m.ok = false;
       m.error = check_failed(g.gears[i], co, "gear " + name + ": ");
@@ -222,6 +265,7 @@ Made compile_gears(const CompileOptions& o, const Model& given, const ascend::Co
           human(double(g.plan.weight_bytes())).c_str(), g.gears.size(),
           human(double(g.gear_weight_bytes)).c_str());
   if (!g.gears.empty() && g.gears.front().optimized) m.summary = summary_of(*g.gears.front().optimized);
+  if (!g.gears.empty()) m.profile = g.gears.front().profile;
   m.plan = std::move(g.plan);
   return m;
 }
@@ -267,6 +311,8 @@ Made compile_range(const ModelSource& source, const CompileOptions& o, Model giv
   m.ok = c.check_ok;
   if (!m.ok) m.error = check_failed(c, co, "");
   if (c.optimized) m.summary = summary_of(*c.optimized);
+  m.bank_kernels = c.bank_kernels;
+  m.profile = c.profile;
   m.plan = std::move(c.plan);
   return m;
 }
@@ -283,12 +329,28 @@ Made compile_static(const Model& given, const ascend::CompileOptions& co,
   Made m;
   m.json = report_json(c, co);
   m.text = report_text(c, co);
+  m.bank_kernels = c.bank_kernels;
+  m.profile = c.profile;
   m.ok = c.check_ok;
   if (!m.ok) m.error = check_failed(c, co, "");
   if (c.optimized) m.summary = summary_of(*c.optimized);
   m.plan = std::move(c.plan);
   return m;
 }
+
+// A plan written over its own model would destroy the model (and its external data's
+// anchor): refused before anything is read.
+void refuse_output_over_model(const ModelSource& source, const std::string& output) {
+  namespace fs = std::filesystem;
+  if (output.empty() || source.path.empty()) return;
+  std::error_code ec;
+  if (fs::equivalent(source.path, output, ec) ||
+      fs::path(output).lexically_normal() == fs::path(source.path).lexically_normal())
+    throw geopt::Error("-o " + output + " is the model itself; write the plan elsewhere (e.g. " +
+                       fs::path(source.path).replace_extension(".plan").string() + ")");
+}
+
+}  // namespace
 
 ascend::CompileOptions pipeline_options(const CompileOptions& o, const Model& given,
                                         const dsl::RuleSet* rules, const ascend::HardwareProfile& profile) {
@@ -313,30 +375,19 @@ ascend::CompileOptions pipeline_options(const CompileOptions& o, const Model& gi
   return co;
 }
 
-// A plan written over its own model would destroy the model (and its external data's
-// anchor): refused before anything is read.
-void refuse_output_over_model(const ModelSource& source, const std::string& output) {
-  namespace fs = std::filesystem;
-  if (output.empty() || source.path.empty()) return;
-  std::error_code ec;
-  if (fs::equivalent(source.path, output, ec) ||
-      fs::path(output).lexically_normal() == fs::path(source.path).lexically_normal())
-    throw geopt::Error("-o " + output + " is the model itself; write the plan elsewhere (e.g. " +
-                       fs::path(source.path).replace_extension(".plan").string() + ")");
-}
-
-}  // namespace
-
-CompileResult compile(const ModelSource& source, const CompileOptions& o) {
+CompileResult compile(const ModelSource& source, const CompileOptions& given_options) {
   return guarded([&] {
-    refuse_output_over_model(source, o.output);
-    const DynamicChoice dynamic = dynamic_choice(o);
-    const ascend::HardwareProfile profile = load_profile(o.target);
+    refuse_output_over_model(source, given_options.output);
+    const DynamicChoice dynamic = dynamic_choice(given_options);
+    const ascend::HardwareProfile profile = load_profile(given_options.target);
+    CompileOptions o = given_options;
+    const CompileBanks banks = load_compile_banks(source, profile, o);
     Model given = import_model(source, import_options(o.input_shape));
     if (!o.dump_graph.empty()) dump_stage(o.dump_graph, "1_import", given);
     std::unique_ptr<dsl::RuleSet> rules;
     if (o.optimize) rules = load_rules(o.rules);
-    const ascend::CompileOptions co = pipeline_options(o, given, rules.get(), profile);
+    ascend::CompileOptions co = pipeline_options(o, given, rules.get(), profile);
+    if (banks.op_bank) co.op_bank = &*banks.op_bank, co.bank_key = banks.key;
     CompileResult result;
     Made m = dynamic.gears   ? compile_gears(o, given, co, profile, *dynamic.gears, dynamic.gear_text)
              : dynamic.range ? compile_range(source, o, std::move(given), co, profile)
@@ -352,6 +403,22 @@ CompileResult compile(const ModelSource& source, const CompileOptions& o) {
     j["soc_version"] = profile.soc_version;
     j["profile_file"] = profile.source;
     j.update(m.json);
+    const std::vector<ascend::TuningHint> hints = ascend::tuning_hints(m.profile);
+    auto hint_list = nlohmann::ordered_json::array();
+    for (const auto& h : hints) {
+      hint_list.push_back(
+          {{"metric", h.metric},
+           {"value", h.value},
+           {"threshold", h.threshold},
+           {"job_type", h.job_type},
+           {"command", "geopt tune " + source.name() + " --job_type " + std::to_string(h.job_type)}});
+      m.text += "tune hint        " + ascend::hint_text(h, source.name()) + "\n";
+    }
+    j["tuning_hints"] = hint_list;
+    if (!banks.op_file.empty() || !banks.model_file.empty()) {
+      j["tuning"] = banks_json(banks, m.bank_kernels);
+      m.text += banks_text(banks, m.bank_kernels);
+    }
     if (!written.empty()) j["written"] = written;
     result.report_json = json_text(j);
     const std::string precision = o.target.precision_mode.value_or("force_fp16");

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "ascend/plan_profile.h"
+#include "ascend/tune/tuning_hints.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -88,6 +89,14 @@ nlohmann::ordered_json plan_profile_json(const plan::Plan& file, int gear, const
   for (const auto& [s, us] : busy) streams.push_back({{"stream", s}, {"busy_us", us}});
   j["streams"] = streams;
   j["bodies"] = bodies_json(plan, p);
+  auto hints = nlohmann::ordered_json::array();
+  for (const auto& h : ascend::tuning_hints(p))  // the plan does not name its model: MODEL stands for it
+    hints.push_back({{"metric", h.metric},
+                     {"value", h.value},
+                     {"threshold", h.threshold},
+                     {"job_type", h.job_type},
+                     {"hint", ascend::hint_text(h, "MODEL")}});
+  j["tuning_hints"] = hints;
   return j;
 }
 

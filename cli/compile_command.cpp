@@ -16,6 +16,7 @@ struct CompileOptions : PipelineOptions {
   bool external_weights = false;
   // ATC's dynamic-shape options (docs/LOWERING.md, "Dynamic shapes")
   std::string dynamic_batch_size, dynamic_image_size, dynamic_dims, input_shape_range;
+  std::string op_bank_path, mdl_bank_path;  // geopt tune's knowledge banks
 };
 
 int run(const CompileOptions& o) {
@@ -31,6 +32,8 @@ int run(const CompileOptions& o) {
   a.dynamic_image_size = o.dynamic_image_size;
   a.dynamic_dims = o.dynamic_dims;
   a.input_shape_range = o.input_shape_range;
+  a.op_bank_path = o.op_bank_path;
+  a.mdl_bank_path = o.mdl_bank_path;
   const api::CompileResult r = api::compile(api::ModelSource::file(o.model), a);
   return o.finish(r.report_json, r.report_text, r.check_ok, r.error);
 }
@@ -79,6 +82,15 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_option("--input_shape_range,--input-shape-range", o->input_shape_range,
                   "Shape ranges, ATC style: \"input_ids:[1,1~512];attention_mask:[1,1~512]\": one plan for "
                   "every shape in range, memory planned at the upper bound");
+  cmd->add_option(
+         "--op_bank_path,--op-bank-path", o->op_bank_path,
+         "Kernels take the tactics geopt tune --job_type 2 filed for their op signatures on this machine: "
+         "the bank folder or file; TUNE_BANK_PATH when unset")
+      ->envname("TUNE_BANK_PATH");
+  cmd->add_option(
+      "--mdl_bank_path,--mdl-bank-path", o->mdl_bank_path,
+      "The model takes the strategy settings geopt tune --job_type 1 filed for it: the bank folder or "
+      "file");
   cmd->add_option("--dump-graph", o->dump_dir,
                   "Write each stage (import; static shapes; saturation + extraction + layout; lowering) as "
                   "ONNX, DOT and SVG");

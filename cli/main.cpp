@@ -22,6 +22,7 @@
 #include "quantize_command.h"
 #include "rules_command.h"
 #include "run_command.h"
+#include "tune_command.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/memory.h"
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   commands.push_back(geopt::cli::add_plan_command(app));
   commands.push_back(geopt::cli::add_profile_command(app));
   commands.push_back(geopt::cli::add_quantize_command(app));
+  commands.push_back(geopt::cli::add_tune_command(app));
 
   try {
     app.parse(argc, argv);

@@ -34,6 +34,9 @@ void print_kernels(const plan::Plan& p, const std::string& indent) {
     std::printf("%s#%-4d stream %u  %s%s%s '%s'  %.2f us\n", indent.c_str(), k, kernel.stream(),
                 kernel.domain().c_str(), kernel.domain().empty() ? "" : "::", kernel.op_type().c_str(),
                 kernel.name().c_str(), kernel.modeled_us());
+    if (!kernel.host_tactic().empty())
+      std::printf("%s      tactic %s%s\n", indent.c_str(), kernel.host_tactic().c_str(),
+                  kernel.tactic_source() == "bank" ? " (from the knowledge bank)" : "");
     for (uint32_t e : kernel.wait_events())
       std::printf("%s      wait   event %u (from #%u)\n", indent.c_str(), e,
                   p.events(static_cast<int>(e)).from_kernel());

@@ -79,6 +79,8 @@ int run(const ProfileCliOptions& o) {
     std::printf("control-flow bodies (simulated as plans of their own)\n");
     print_bodies(j["bodies"], 0);
   }
+  for (const auto& h : j["tuning_hints"])
+    std::printf("tune hint               %s\n", h["hint"].get<std::string>().c_str());
   if (!o.trace.empty())
     std::printf("trace                   %s (open in Perfetto or chrome://tracing)\n", o.trace.c_str());
   return 0;

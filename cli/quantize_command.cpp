@@ -1,7 +1,5 @@
 #include "quantize_command.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -9,6 +7,7 @@
 
 #include "geopt/geopt.h"
 #include "input_shape_option.h"
+#include "progress_bar.h"
 
 namespace geopt::cli {
 namespace {
@@ -27,23 +26,6 @@ struct QuantizeCliOptions {
   bool json = false;
   InputShapeOption input_shape;
 };
-
-// A bar on a terminal, redrawn in place; elsewhere (a log) one line as each stage ends.
-api::Progress progress_bar(bool enabled) {
-  if (!enabled) return {};
-  const bool tty = isatty(fileno(stderr)) != 0;
-  return [tty](std::string_view stage, size_t done, size_t total) {
-    if (tty) {
-      const size_t width = 30, filled = total ? done * width / total : width;
-      std::fprintf(stderr, "\r%-40.40s [%s%s] %zu/%zu", std::string(stage).c_str(),
-                   std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), done, total);
-      if (done == total) std::fputc('\n', stderr);
-    } else if (done == total) {
-      std::fprintf(stderr, "%s: %zu sample(s)\n", std::string(stage).c_str(), total);
-    }
-    std::fflush(stderr);
-  };
-}
 
 int run(const QuantizeCliOptions& o) {
   api::QuantizeOptions a;

@@ -94,7 +94,7 @@ TEST_CASE(
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("21 of 21 quantized (Conv 20, Gemm 1)") != std::string::npos);
-  CHECK(r.err.find("calibrating: 6 sample(s)") !=
+  CHECK(r.err.find("calibrating: 6 step(s)") !=
         std::string::npos);  // the progress, one line per stage off a terminal
 
   const Model original = import_onnx(kResNet);

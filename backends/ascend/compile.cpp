@@ -16,6 +16,7 @@
 #include "ascend/lowering_notes.h"
 #include "ascend/plan_executor.h"
 #include "ascend/plan_file.h"
+#include "ascend/tune/op_tuning.h"
 #include "eval/compare.h"
 #include "eval/evaluator.h"
 #include "eval/numerical_check.h"
@@ -325,6 +326,7 @@ void lower_for_plan(CompileResult& r, const HardwareProfile& profile, const Comp
       r.profile = std::move(one_sim);
     }
   }
+  if (options.op_bank) r.bank_kernels = apply_op_bank(r.plan, *options.op_bank, options.bank_key);
   set_plan_weights(r.plan, r.memory);
   r.lower_ms = ms_since(phase);
   if (options.dump) options.dump("4_lowering", r.model, lowering_notes(g, r.order, r.memory, r.streams));

@@ -15,6 +15,7 @@
 #include "ascend/optimizer.h"
 #include "ascend/plan_profile.h"
 #include "ascend/stream_plan.h"
+#include "ascend/tune/knowledge_bank.h"
 #include "eval/compare.h"
 #include "plan.pb.h"
 
@@ -38,6 +39,10 @@ struct CompileOptions {
     return check_tolerance.value_or(optimize.cost.precision.check_tolerance(optimize.write_precision, model));
   }
   std::map<std::string, HostTensor> check_inputs;  // inputs the check takes as given (--check-input)
+  // A knowledge bank's tactics for the plan's kernels (--op_bank_path): the entries of
+  // `bank_key` whose op signature a kernel has. Nothing is measured.
+  const KnowledgeBank* op_bank = nullptr;
+  BankKey bank_key;
   // Called with each stage's model (and per-node notes for lowering): --dump-graph.
   std::function<void(const std::string& stage, Model& model,
                      const std::unordered_map<const Node*, std::string>& notes)>
@@ -53,6 +58,7 @@ struct CompileResult {
   plan::Plan plan;
   PlanProfile profile;
   std::string stream_note;  // why one stream was kept, when it was
+  size_t bank_kernels = 0;  // kernels that took a tactic from options.op_bank
   bool checked = false, check_ok = true;
   double max_abs = 0;
   std::string check_worst;        // the element furthest outside the tolerance (or nearest its edge)

@@ -49,6 +49,7 @@ struct PlanExecutor::Compiled {
   std::vector<std::shared_ptr<std::byte>> free_pools;
   // Per kernel, the events it waits on and records.
   std::vector<std::vector<uint32_t>> waits, records;
+  std::vector<HostTactic> tactics;  // per kernel (plan.proto Kernel.host_tactic)
 };
 
 namespace {
@@ -184,6 +185,11 @@ void PlanExecutor::build(const OpRegistry& registry, std::shared_ptr<std::byte> 
         c.unrunnable[static_cast<size_t>(k)][b.attribute()] = b.unrunnable();
     const KernelInfo* info = registry.find(pk.domain(), pk.op_type());
     if (!info) throw Error("plan: " + describe(pk, static_cast<size_t>(k)) + ": no host kernel for this op");
+    try {
+      c.tactics.push_back(parse_tactic(pk.host_tactic()));
+    } catch (const Error& e) {
+      throw Error("plan: " + describe(pk, static_cast<size_t>(k)) + ": " + e.what());
+    }
     c.nodes.push_back(n);
     c.kernels.push_back(info);
     c.opsets.push_back(c.model.opset_version(pk.domain()));
@@ -200,8 +206,11 @@ void PlanExecutor::build(const OpRegistry& registry, std::shared_ptr<std::byte> 
 
 PlanExecutor::~PlanExecutor() = default;
 
-void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims) const {
+void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims,
+                              const HostTactic* tactic) const {
   const Compiled& c = *compiled_;
+  const HostTactic& how = tactic ? *tactic : c.tactics[k];
+  const KernelThreadLimit threads(how.threads);
   const plan::Kernel& pk = plan_.kernels(static_cast<int>(k));
   std::vector<HostTensor> views;
   views.reserve(static_cast<size_t>(pk.inputs_size()));
@@ -257,10 +266,10 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
     auto it = c.unrunnable.find(k);
     const SubPlanScope scope(c.model, *c.registry, c.bodies[k], it == c.unrunnable.end() ? none : it->second,
                              std::move(captured), schedule);
-    results = call_kernel(*c.registry, *c.kernels[k], n, c.opsets[k], std::move(ptrs), &scope);
+    results = call_kernel(*c.registry, *c.kernels[k], n, c.opsets[k], std::move(ptrs), &scope, {}, how);
   } else {
     results = call_kernel(*c.registry, *c.kernels[k], *c.nodes[k], c.opsets[k], std::move(ptrs), nullptr,
-                          std::move(placements));
+                          std::move(placements), how);
   }
   for (int o = 0; o < pk.outputs_size(); ++o) {
     const auto& r = pk.outputs(o);
@@ -371,6 +380,50 @@ NamedTensors PlanExecutor::run(const std::map<std::string, HostTensor>& inputs, 
   bind_inputs(inputs, pool.get(), runtime_dims);
   run_streams(pool.get(), schedule, runtime_dims, profile);
   return read_outputs(pool.get(), runtime_dims);
+}
+
+void PlanExecutor::run_probed(
+    const std::map<std::string, HostTensor>& inputs,
+    const std::function<void(size_t kernel, const KernelTimer& time)>& probe) const {
+  const Compiled& c = *compiled_;
+  if (!c.gears.empty() || plan_.input_ranges_size())
+    throw Error("plan: tuning times a plan of static shapes, not one of gears or ranges");
+  std::shared_ptr<std::byte> pool =
+      aligned_bytes(plan_.activation_bytes(), 0xFF, "the plan's activation pool");
+  check_input_names(plan_, inputs);
+  RuntimeDims dims;
+  bind_inputs(inputs, pool.get(), dims);
+  // Every event points forward (check_plan), so the kernels' own order is a valid one.
+  for (size_t k = 0; k < static_cast<size_t>(plan_.kernels_size()); ++k) {
+    const plan::Kernel& pk = plan_.kernels(static_cast<int>(k));
+    auto bounded = [](const plan::TensorRef& r) { return r.bounded(); };
+    const bool timeable = c.bodies[k].empty() && !c.unrunnable.count(k) &&
+                          std::none_of(pk.inputs().begin(), pk.inputs().end(), bounded) &&
+                          std::none_of(pk.outputs().begin(), pk.outputs().end(), bounded);
+    if (timeable) {
+      // The kernel's activation inputs as they stand: a kernel may write over one (a
+      // residual it adds in place), and each timed call must read what the run would.
+      std::vector<std::pair<uint64_t, std::string>> saved;
+      for (const auto& r : pk.inputs())
+        if (!r.absent() && r.region() == plan::ACTIVATION)
+          saved.emplace_back(r.offset(), std::string(reinterpret_cast<const char*>(pool.get()) + r.offset(),
+                                                     static_cast<size_t>(r.size())));
+      auto restore = [&] {
+        for (const auto& [offset, bytes] : saved)
+          std::memcpy(pool.get() + offset, bytes.data(), bytes.size());
+      };
+      const KernelTimer time = [&](const HostTactic& tactic) {
+        restore();
+        RuntimeDims scratch = dims;
+        const auto started = std::chrono::steady_clock::now();
+        run_kernel(k, pool.get(), StreamSchedule::in_order, scratch, &tactic);
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      };
+      probe(k, time);
+      restore();
+    }
+    run_kernel(k, pool.get(), StreamSchedule::in_order, dims);
+  }
 }
 
 void PlanExecutor::bind_inputs(const std::map<std::string, HostTensor>& inputs, std::byte* pool,

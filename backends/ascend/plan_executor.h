@@ -4,6 +4,7 @@
 // each stream runs on its own host thread, waiting on events before a kernel
 // and recording them after. A wrong offset, lifetime or missing event in the
 // plan therefore changes the numbers.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "device_ops/device_ops.h"
 #include "eval/evaluator.h"
+#include "eval/host_tactic.h"
 #include "eval/kernel.h"
 #include "plan.pb.h"
 
@@ -44,6 +46,16 @@ class PlanExecutor {
   // The gear run() takes for these feeds (a plan of gears only); throws as run() does.
   size_t gear_for(const std::map<std::string, HostTensor>& inputs) const;
 
+  // Operator tuning (geopt tune --job_type 2). A timer runs one kernel alone with a
+  // tactic, on the pool as the plan's run leaves it just before that kernel (the
+  // kernel's inputs restored before each call), and returns the call's host seconds.
+  using KernelTimer = std::function<double(const HostTactic&)>;
+  // Runs the plan once, in its kernels' order, on `inputs`, handing `probe` a timer for
+  // each kernel it may time: not a control-flow kernel, nor one of bounded dims. A plan
+  // of gears or ranges is refused (geopt::Error): tuning times static shapes.
+  void run_probed(const std::map<std::string, HostTensor>& inputs,
+                  const std::function<void(size_t kernel, const KernelTimer& time)>& probe) const;
+
  private:
   // A gear: its plan, reading the weights of the plan of gears (already checked).
   PlanExecutor(const plan::Plan& gear, const OpRegistry& kernels, std::shared_ptr<std::byte> shared_weights);
@@ -62,7 +74,9 @@ class PlanExecutor {
   void run_streams(std::byte* pool, StreamSchedule schedule, RuntimeDims& dims, OpProfile* profile) const;
   // The outputs, read from the pool (or the weights) at their dims.
   NamedTensors read_outputs(const std::byte* pool, const RuntimeDims& dims) const;
-  void run_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims) const;
+  // With the plan's tactic for kernel k, or `tactic` where given.
+  void run_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims,
+                  const HostTactic* tactic = nullptr) const;
   // run_kernel, its time added to `profile` when there is one.
   void timed_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims,
                     OpProfile* profile) const;

@@ -14,6 +14,7 @@
 #include <onnx/defs/schema.h>
 #include <zlib.h>
 #include "device_ops/device_ops.h"
+#include "eval/host_tactic.h"
 #include "execution_order.h"
 #include "memory_plan.h"
 #include "onnx/proto_types.h"
@@ -581,6 +582,14 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
                      [](const plan::TensorRef& r) { return !r.absent(); }))
       throw Error(where + ": " + what + " has no output");
     check_kernel_schema(kernel, opsets, where + ": " + what);
+    try {
+      parse_tactic(kernel.host_tactic());
+    } catch (const Error& e) {
+      throw Error(where + ": " + what + ": " + e.what());
+    }
+    if (!kernel.tactic_source().empty() && kernel.tactic_source() != "bank")
+      throw Error(where + ": " + what + "'s tactic source '" + escaped(kernel.tactic_source().substr(0, 64)) +
+                  "' is neither empty nor \"bank\"");
     // Modeled figures are printed and summed by profile: finite and not negative.
     for (const auto& [field, value] : {std::pair<const char*, double>{"modeled_us", kernel.modeled_us()},
                                        {"cube_us", kernel.cube_us()},

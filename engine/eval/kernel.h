@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "eval/host_tactic.h"
 #include "eval/host_tensor.h"
 #include "ir/node.h"
 #include "ops/op_registry.h"
@@ -90,6 +91,10 @@ class KernelContext {
   std::vector<float> attr_floats(std::string_view name, std::vector<float> fallback = {}) const;
   const Tensor* attr_tensor(std::string_view name) const;
 
+  // How the caller asks this kernel to run (a plan's tuned kernel); the default elsewhere.
+  const HostTactic& tactic() const { return tactic_; }
+  void set_tactic(const HostTactic& tactic) { tactic_ = tactic; }
+
   // Throws geopt::Error("<node>: <message>").
   [[noreturn]] void fail(const std::string& message) const;
 
@@ -102,12 +107,30 @@ class KernelContext {
   std::vector<const HostTensor*> inputs_;
   const Scope* scope_;
   std::vector<OutputPlacement> placements_;
+  HostTactic tactic_;
 };
 
 // How many threads each kernel may use (OpenMP's team size; oneDNN follows it); the
 // default (and `threads` <= 0) is what OpenMP started with: OMP_NUM_THREADS, else every core. The kernels are
 // the only part of geopt that runs threads this way.
 void set_kernel_threads(int threads);
+// The team each kernel gets by default: OMP_NUM_THREADS, else every core.
+int default_kernel_threads();
+// The instruction set the kernels run with (oneDNN's effective ISA: "avx512_core_amx",
+// "avx2", ...), which decides which of their tactics is fastest.
+std::string host_cpu_isa();
+// While it lives, kernels run on this thread take at most `threads` threads (a tactic's
+// `threads`); 0, or more than the team has, changes nothing.
+class KernelThreadLimit {
+ public:
+  explicit KernelThreadLimit(int threads);
+  ~KernelThreadLimit();
+  KernelThreadLimit(const KernelThreadLimit&) = delete;
+  KernelThreadLimit& operator=(const KernelThreadLimit&) = delete;
+
+ private:
+  int restore_ = 0;  // the team size to restore, 0 when unchanged
+};
 
 // Adds every op engine/ knows to `registry`: ONNX's standard ops and the
 // hardware-independent ai.geopt ops (docs/OPS.md), their kernels and traits.

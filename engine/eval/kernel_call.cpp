@@ -23,7 +23,7 @@ HostTensor widened_constant(const HostTensor& t) {
 
 std::vector<HostTensor> call_kernel(const OpRegistry& ops, const KernelInfo& kernel, const Node& node,
                                     int64_t opset, std::vector<const HostTensor*> inputs, const Scope* scope,
-                                    std::vector<OutputPlacement> placements) {
+                                    std::vector<OutputPlacement> placements, const HostTactic& tactic) {
   DType half = DType::Undefined;
   for (const HostTensor* t : inputs)
     if (t && (t->dtype() == DType::F16 || t->dtype() == DType::BF16)) half = t->dtype();
@@ -39,6 +39,7 @@ std::vector<HostTensor> call_kernel(const OpRegistry& ops, const KernelInfo& ker
   // A widened kernel computes f32 outputs: they cannot go where the half ones are kept.
   if (!widened.empty()) placements.clear();
   KernelContext ctx(ops, node, opset, std::move(inputs), scope, std::move(placements));
+  ctx.set_tactic(tactic);
   try {
     kernel.fn(ctx);
   } catch (const Error& e) {

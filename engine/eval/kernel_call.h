@@ -14,10 +14,12 @@ namespace geopt {
 // node output (undefined for omitted outputs); throws geopt::Error. `ops` are the ops the
 // caller runs with (a control-flow node runs its bodies with them). `scope` is where
 // the node runs (control-flow bodies look outer values up in it); `placements`, where
-// the caller keeps the outputs (KernelContext::new_output).
+// the caller keeps the outputs (KernelContext::new_output); `tactic`, how it runs
+// (KernelContext::tactic).
 std::vector<HostTensor> call_kernel(const OpRegistry& ops, const KernelInfo& kernel, const Node& node,
                                     int64_t opset, std::vector<const HostTensor*> inputs,
                                     const Scope* scope = nullptr,
-                                    std::vector<OutputPlacement> placements = {});
+                                    std::vector<OutputPlacement> placements = {},
+                                    const HostTactic& tactic = {});
 
 }  // namespace geopt

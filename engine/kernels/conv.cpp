@@ -179,6 +179,7 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   append_activation(ctx, ops, fusion.activation, fusion.activation_params);
   const bool affine = fusion.post_scale != 1.0f || fusion.post_shift != 0.0f;
   if (affine) ops.append_eltwise(1.0f, algorithm::eltwise_linear, fusion.post_scale, fusion.post_shift);
+  const HostTactic& tactic = ctx.tactic();
   std::string key;
   for (const auto* v : {&src_dims, &wei_dims, &dst_dims, &strides, &dil, &pl, &pr}) {
     for (auto d : *v) key += std::to_string(d) + ',';
@@ -192,6 +193,8 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   if (affine) key += ";affine " + activation_key("", {fusion.post_scale, fusion.post_shift});
   key += ";threads " +
          std::to_string(omp_get_max_threads());  // a primitive runs the thread count it was made for
+  key += ";tactic " +
+         tactic_text(HostTactic{.conv_algorithm = tactic.conv_algorithm, .conv_layout = tactic.conv_layout});
   std::shared_ptr<const ConvPlan> plan = cached_plan<ConvPlan>(key, [&] {
     primitive_attr attr;
     attr.set_scratchpad_mode(scratchpad_mode::user);
@@ -200,10 +203,12 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
     // the direct conv's time from 48 channels on (ResNet's 3x3 convs), slower below
     // (its transforms dominate). Its error is that of a reordered fp32 sum (about 1e-6
     // of an output of magnitude 1). Where the machine has no Winograd kernel (AVX2),
-    // creating it throws and the direct conv is used.
-    const bool winograd_shape = rank == 4 && group == 1 && wei_dims[2] == 3 && wei_dims[3] == 3 &&
-                                strides == memory::dims{1, 1} && dil == memory::dims{0, 0} &&
-                                std::min(c, m) >= 48;
+    // creating it throws and the direct conv is used. A tactic may ask for either.
+    const bool dense_3x3 = rank == 4 && group == 1 && wei_dims[2] == 3 && wei_dims[3] == 3 &&
+                           strides == memory::dims{1, 1} && dil == memory::dims{0, 0};
+    const bool winograd = tactic.conv_algorithm == ConvAlgorithm::automatic
+                              ? dense_3x3 && std::min(c, m) >= 48
+                              : dense_3x3 && tactic.conv_algorithm == ConvAlgorithm::winograd;
     auto is_reference = [](const convolution_forward::primitive_desc& pd) {
       return std::string_view(pd.impl_info_str()).starts_with("ref");
     };
@@ -213,24 +218,46 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
                                        dst_md, strides, dil, pl, pr);
         return convolution_forward::primitive_desc(desc, attr, eng);
       };
-      if (winograd_shape) try {
+      if (winograd) try {
           auto pd = with(algorithm::convolution_winograd);
           if (!is_reference(pd)) return pd;
         } catch (const dnnl::error&) {
         }
       return with(algorithm::convolution_direct);
     };
-    // The channel-blocked layout is oneDNN's nChw16c: where the machine has a jit kernel for it (AVX-512),
-    // the conv reads and writes the caller's bytes with no conversion around it. Left
-    // to choose, oneDNN would pick NHWC and cost two reorders per conv. Elsewhere (AVX2
-    // has no nChw16c kernel, only the reference loop) oneDNN picks.
+    // Both operands in one named layout (2-D convolutions; for others a tactic's layout
+    // leaves the choice to oneDNN).
+    auto both_in = [&](tag t) {
+      return rank == 4 ? make(memory::desc(src_dims, dt::f32, t), memory::desc(dst_dims, dt::f32, t))
+                       : make(any(src_dims), any(dst_dims));
+    };
     std::optional<convolution_forward::primitive_desc> made;
-    if (fusion.x_blocked || fusion.y_blocked) {
-      auto in_place = make(fusion.x_blocked ? src_user_md : any(src_dims),
-                           fusion.y_blocked ? dst_user_md : any(dst_dims));
-      if (!is_reference(in_place)) made = in_place;
+    switch (tactic.conv_layout) {
+      case ConvLayout::automatic:
+        // The channel-blocked layout is oneDNN's nChw16c: where the machine has a jit kernel for it
+        // (AVX-512), the conv reads and writes the caller's bytes with no conversion around it. Left
+        // to choose, oneDNN would pick NHWC and cost two reorders per conv. Elsewhere (AVX2
+        // has no nChw16c kernel, only the reference loop) oneDNN picks.
+        if (fusion.x_blocked || fusion.y_blocked) {
+          auto in_place = make(fusion.x_blocked ? src_user_md : any(src_dims),
+                               fusion.y_blocked ? dst_user_md : any(dst_dims));
+          if (!is_reference(in_place)) made = in_place;
+        }
+        if (!made) made = make(any(src_dims), any(dst_dims));
+        break;
+      case ConvLayout::caller:
+        made = make(src_user_md, dst_user_md);
+        break;
+      case ConvLayout::onednn:
+        made = make(any(src_dims), any(dst_dims));
+        break;
+      case ConvLayout::nhwc:
+        made = both_in(tag::acdb);
+        break;
+      case ConvLayout::blocked:
+        made = both_in(tag::nChw16c);
+        break;
     }
-    if (!made) made = make(any(src_dims), any(dst_dims));
     return std::make_shared<const ConvPlan>(
         ConvPlan{*made, convolution_forward(*made), made->src_desc(), made->weights_desc(), made->dst_desc(),
                  made->scratchpad_desc(), "conv " + desc_bytes(made->weights_desc())});
@@ -280,6 +307,7 @@ void register_conv_pool_kernels(OpRegistry& r) {
   r.add("", "Conv", [](KernelContext& ctx) {
     ctx.outputs[0] = convolution(ctx, ctx.input(0), ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr);
   });
+  r.set_tactic_knobs("", "Conv", kTacticConv);
   register_conv_transpose_kernel(r);
   register_pool_kernels(r);
 }

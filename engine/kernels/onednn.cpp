@@ -147,9 +147,49 @@ std::string activation_key(const std::string& name, const std::vector<float>& pa
   return key;
 }
 
-void set_kernel_threads(int threads) {
+int default_kernel_threads() {
   static const int started_with = omp_get_max_threads();  // OMP_NUM_THREADS, else every core
-  omp_set_num_threads(threads > 0 ? threads : started_with);
+  return started_with;
+}
+
+void set_kernel_threads(int threads) {
+  omp_set_num_threads(threads > 0 ? threads : default_kernel_threads());
+}
+
+std::string host_cpu_isa() {
+  using isa = dnnl::cpu_isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case isa::sse41:
+      return "sse41";
+    case isa::avx:
+      return "avx";
+    case isa::avx2:
+      return "avx2";
+    case isa::avx2_vnni:
+      return "avx2_vnni";
+    case isa::avx512_core:
+      return "avx512_core";
+    case isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "other";
+  }
+}
+
+KernelThreadLimit::KernelThreadLimit(int threads) {
+  const int team = omp_get_max_threads();
+  if (threads > 0 && threads < team) {
+    restore_ = team;
+    omp_set_num_threads(threads);
+  }
+}
+
+KernelThreadLimit::~KernelThreadLimit() {
+  if (restore_) omp_set_num_threads(restore_);
 }
 
 }  // namespace geopt

@@ -1,6 +1,7 @@
 #include "ops/op_registry.h"
 
 #include "ir/domain.h"
+#include "util/error.h"
 
 namespace geopt {
 namespace {
@@ -20,6 +21,12 @@ OpRegistry::Entry& OpRegistry::entry(std::string_view domain, std::string_view o
 
 void OpRegistry::add(std::string_view domain, std::string_view op, KernelFn fn, bool half_via_f32) {
   entry(domain, op).kernel = KernelInfo{std::move(fn), half_via_f32};
+}
+
+void OpRegistry::set_tactic_knobs(std::string_view domain, std::string_view op, unsigned knobs) {
+  Entry& e = entry(domain, op);
+  if (!e.kernel) throw InternalError("set_tactic_knobs: " + key(domain, op) + " has no kernel");
+  e.kernel->tactic_knobs = knobs;
 }
 
 void OpRegistry::set_traits(std::string_view domain, std::string_view op, const OpTraits& traits) {

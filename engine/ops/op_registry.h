@@ -26,12 +26,16 @@ struct KernelInfo {
   // f16/bf16 inputs are widened to f32 and f32 outputs narrowed back: for ops
   // whose arithmetic is defined for half types but computed in f32 here.
   bool half_via_f32 = false;
+  // The HostTactic knobs it honours (TacticKnob bits): what operator tuning may try.
+  unsigned tactic_knobs = 0;
 };
 
 class OpRegistry {
  public:
   // The host kernel of an op (replacing any registered before).
   void add(std::string_view domain, std::string_view op, KernelFn fn, bool half_via_f32 = true);
+  // The tactic knobs an op's kernel honours (after add(); TacticKnob bits).
+  void set_tactic_knobs(std::string_view domain, std::string_view op, unsigned knobs);
   // An op's traits (replacing any set before).
   void set_traits(std::string_view domain, std::string_view op, const OpTraits& traits);
   // Null when the op has no kernel.

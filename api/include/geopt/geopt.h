@@ -231,6 +231,10 @@ struct CompileOptions : OptimizeOptions {
   bool external_weights = false;  // for `output`
   // ATC's dynamic-shape options (at most one): gears or ranges.
   std::string dynamic_batch_size, dynamic_image_size, dynamic_dims, input_shape_range;
+  // Knowledge banks geopt tune wrote (a folder, or a bank file; docs/TUNING.md): the
+  // kernels take the tactics filed for their op signatures (op bank), and the model the
+  // strategy settings filed for it (model bank). Nothing is measured.
+  std::string op_bank_path, mdl_bank_path;
 };
 
 struct CompileResult {
@@ -246,6 +250,34 @@ struct CompileResult {
 // Optimizes `model`, plans memory and streams, lowers it to a plan and checks the plan
 // on the plan executor against the model as given.
 GEOPT_API CompileResult compile(const ModelSource& model, const CompileOptions& options = {});
+
+// ---------------------------------------------------------------- tune
+// Progress of long work: `done` of `total` steps of `stage` (called from the working thread).
+using Progress = std::function<void(std::string_view stage, size_t done, size_t total)>;
+
+// geopt tune, as Huawei's AOE: measures on this machine and files the results in a
+// knowledge bank that later compiles read (docs/TUNING.md).
+struct TuneOptions {
+  CompileOptions compile;  // how the model is compiled (its output and check are not used)
+  // 1: subgraph tuning (strategy settings per model: rule tags, streams), filed in the
+  // model bank; 2: operator tuning (host tactics per op signature), in the op bank.
+  int job_type = 2;
+  std::string bank_path;      // a folder (AOE's custom bank: FOLDER/<soc>/op_bank.json) or a .json file
+  std::string tune_ops_file;  // AOE's: {"tune_ops_name": [...], "tune_ops_type": [...]}, job 2 only
+  bool reload = false;        // resume: what the bank already holds for this machine is not measured again
+  double time_budget_s = 0;   // 0: none; what is not reached in time is left as it was
+  std::string tune_target = "host";  // job 1: "host" (the plan measured) or "simulated" (the cost model)
+  uint64_t seed = 0;                 // of the random inputs the plans are timed on
+  Progress progress;
+};
+
+struct TuneResult {
+  std::string bank_file;    // the bank written
+  std::string report_json;  // what `geopt tune --json` prints
+  std::string report_text;
+};
+
+GEOPT_API TuneResult tune(const ModelSource& model, const TuneOptions& options);
 
 // ---------------------------------------------------------------- explain
 struct ExplainOptions {
@@ -271,8 +303,6 @@ struct ExplainResult {
 GEOPT_API ExplainResult explain(const ModelSource& model, const ExplainOptions& options = {});
 
 // ---------------------------------------------------------------- quantize
-// Progress of long work: `done` of `total` steps of `stage` (called from the working thread).
-using Progress = std::function<void(std::string_view stage, size_t done, size_t total)>;
 
 struct QuantizeOptions {
   std::string calibration;                // a folder of samples: one folder per sample, NAME.npy per input

@@ -3,6 +3,8 @@
 // ShuffleNet-style blocks do, without leaving the Cube's layout. A real channel c sits
 // in block c / C0 at lane c % C0; these kernels move whole H x W planes of lanes and
 // leave every padding lane zero, as a device kernel does.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -40,12 +42,47 @@ Blocked blocked_dims(const KernelContext& ctx, const HostTensor& x, int64_t chan
   return b;
 }
 
+// One output block of 16 four-byte lanes at every position, as AVX-512 moves it: per
+// source block a masked lane permute into one register, then one masked store of the
+// lanes this move writes (a concatenation's other input writes the rest). A shuffle's
+// block draws on two or three source blocks: three instructions a position where the
+// word loop moves sixteen lanes one by one (ShuffleNet v2's 116-channel shuffles).
+struct LanePermute {
+  int64_t src_block;  // its offset in blocks of the image
+  uint16_t mask;      // the output lanes it gives
+  int32_t index[16];  // for each of them, its lane in the source block
+};
+
+__attribute__((target("avx512f"))) void permute_block(const uint32_t* image, uint32_t* block, int64_t plane,
+                                                      const std::vector<LanePermute>& sources,
+                                                      uint16_t written) {
+  const uint32_t* from[16];
+  __m512i index[16];
+  const size_t n = sources.size();  // at most one source block per lane
+  for (size_t k = 0; k < n; ++k) {
+    from[k] = image + sources[k].src_block * plane * 16;
+    index[k] = _mm512_loadu_si512(sources[k].index);
+  }
+  for (int64_t p = 0; p < plane; ++p) {
+    __m512i lanes = _mm512_setzero_si512();
+    for (size_t k = 0; k < n; ++k)
+      lanes = _mm512_mask_permutexvar_epi32(lanes, sources[k].mask, index[k],
+                                            _mm512_loadu_si512(from[k] + p * 16));
+    _mm512_mask_storeu_epi32(block + p * 16, written, lanes);
+  }
+}
+
+bool has_avx512f() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+
 // out channel first_out + k <- channel pick(k) of x (k < count), for each image and
 // position. Lanes that come from consecutive lanes of one input block form a run (a
 // concatenation or a slice moves runs of up to C0 lanes; a shuffle, runs of one), and
 // each position copies its runs: C0 lanes apart in both tensors.
 void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int64_t count,
-                   const std::function<int64_t(int64_t)>& pick, int64_t first_out = 0) {
+                   const std::function<int64_t(int64_t)>& pick, ChannelMoves how, int64_t first_out = 0) {
   struct Run {
     int64_t src_block, src_lane, dst_block, dst_lane, len;
   };
@@ -89,6 +126,23 @@ void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int6
         runs[first].len == c0) {  // a whole block (DenseNet's 32-channel features): one copy
       std::memcpy(block, image + runs[first].src_block * plane * c0 * elem,
                   static_cast<size_t>(plane * c0 * elem));
+      continue;
+    }
+    if (elem == 4 && c0 == 16 && how != ChannelMoves::words && has_avx512f()) {
+      std::vector<LanePermute> sources;
+      uint16_t written = 0;
+      for (size_t r = first; r < end; ++r)
+        for (int64_t i = 0; i < runs[r].len; ++i) {
+          const int64_t lane = runs[r].dst_lane + i;
+          auto it = std::find_if(sources.begin(), sources.end(),
+                                 [&](const LanePermute& s) { return s.src_block == runs[r].src_block; });
+          if (it == sources.end()) it = sources.insert(sources.end(), LanePermute{runs[r].src_block, 0, {}});
+          it->mask = static_cast<uint16_t>(it->mask | (1u << lane));
+          it->index[lane] = static_cast<int32_t>(runs[r].src_lane + i);
+          written = static_cast<uint16_t>(written | (1u << lane));
+        }
+      permute_block(reinterpret_cast<const uint32_t*>(image), reinterpret_cast<uint32_t*>(block), plane,
+                    sources, written);
       continue;
     }
     if (elem == 4) {  // f32, i32: each lane from its own source, copied as words
@@ -144,7 +198,8 @@ void shuffle_channel(KernelContext& ctx) {
     ctx.fail("group " + std::to_string(group) + " does not divide " + std::to_string(channels) + " channels");
   const int64_t per_group = channels / group;
   HostTensor y = blocked_output(ctx, x, b, channels);
-  move_channels(x, b, y, channels, [&](int64_t k) { return (k % group) * per_group + k / group; });
+  move_channels(
+      x, b, y, channels, [&](int64_t k) { return (k % group) * per_group + k / group; }, ctx.tactic().moves);
   ctx.outputs[0] = std::move(y);
 }
 
@@ -158,7 +213,8 @@ void channel_slice(KernelContext& ctx) {
     ctx.fail("channels [" + std::to_string(start) + ", " + std::to_string(start + count) +
              ") are not within the input's " + std::to_string(channels));
   HostTensor y = blocked_output(ctx, x, b, count);
-  move_channels(x, b, y, count, [&](int64_t k) { return start + k; });
+  move_channels(
+      x, b, y, count, [&](int64_t k) { return start + k; }, ctx.tactic().moves);
   ctx.outputs[0] = std::move(y);
 }
 
@@ -185,7 +241,7 @@ void channel_concat(KernelContext& ctx) {
   int64_t at = 0;
   for (size_t i = 0; i < channels.size(); ++i) {
     move_channels(
-        ctx.input(i), dims[i], y, channels[i], [](int64_t k) { return k; }, at);
+        ctx.input(i), dims[i], y, channels[i], [](int64_t k) { return k; }, ctx.tactic().moves, at);
     at += channels[i];
   }
   ctx.outputs[0] = std::move(y);
@@ -285,6 +341,8 @@ void add_channel_ops(OpRegistry& r) {
   add_device_op(r, "ShuffleChannel", shuffle_channel, /*half_via_f32=*/false);
   add_device_op(r, "ChannelSlice", channel_slice, /*half_via_f32=*/false);
   add_device_op(r, "ChannelConcat", channel_concat, /*half_via_f32=*/false);
+  for (const char* op : {"ShuffleChannel", "ChannelSlice", "ChannelConcat"})
+    r.set_tactic_knobs(kGeoptDomain, op, kTacticMoves);
 }
 
 }  // namespace geopt::ascend

@@ -185,6 +185,7 @@ void add_fused_conv(OpRegistry& r) {
   OpTraits t;
   t.in_place_input = 3;  // the residual, added where the conv writes
   add_device_op(r, "FusedConv", fused_conv, /*half_via_f32=*/true, t);
+  r.set_tactic_knobs(kGeoptDomain, "FusedConv", kTacticConv);  // fused_convolution reads them
 }
 
 }  // namespace geopt::ascend

@@ -1,0 +1,320 @@
+#include "tune/op_tuning.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include "device_ops/device_ops.h"
+#include "eval/host_tactic.h"
+#include "eval/kernel.h"
+#include "plan_executor.h"
+#include "tune/op_signature.h"
+#include "tune/plan_timing.h"
+#include "util/error.h"
+
+namespace geopt::ascend {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Spread {
+  double median = 0, q1 = 0, q3 = 0;
+};
+
+double quantile(const std::vector<double>& sorted, double q) {
+  const double at = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(at);
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (at - static_cast<double>(lo));
+}
+
+Spread spread_of(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return {quantile(samples, 0.5), quantile(samples, 0.25), quantile(samples, 0.75)};
+}
+
+// Times `candidates` interleaved: a warm-up call each (a primitive is made on its first
+// call), then `rounds` rounds, each running every candidate `calls` times, starting one
+// candidate later each round so no candidate always follows the same one.
+std::vector<Spread> measure(const PlanExecutor::KernelTimer& time, const std::vector<HostTactic>& candidates,
+                            int rounds) {
+  double slowest = 0;
+  for (const HostTactic& t : candidates) {
+    time(t);
+    slowest = std::max(slowest, time(t));
+  }
+  // About a millisecond of each candidate per round: short kernels get more samples.
+  const int calls = std::clamp(static_cast<int>(1e-3 / std::max(slowest, 1e-7)), 1, 16);
+  std::vector<std::vector<double>> samples(candidates.size());
+  const size_t n = candidates.size();
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < n; ++i) {
+      const size_t c = (i + static_cast<size_t>(r)) % n;
+      for (int k = 0; k < calls; ++k) samples[c].push_back(time(candidates[c]));
+    }
+  std::vector<Spread> out;
+  for (auto& s : samples) out.push_back(spread_of(std::move(s)));
+  return out;
+}
+
+// The conv geometry a kernel's attributes give: whether Winograd applies, as the
+// kernel decides it (kernels/conv.cpp).
+bool dense_3x3(const plan::Kernel& k) {
+  std::vector<int64_t> kernel_shape, strides, dilations;
+  int64_t group = 1;
+  for (const std::string& bytes : k.attributes()) {
+    onnx::AttributeProto a;
+    if (!a.ParseFromString(bytes)) continue;
+    if (a.name() == "kernel_shape") kernel_shape.assign(a.ints().begin(), a.ints().end());
+    if (a.name() == "strides") strides.assign(a.ints().begin(), a.ints().end());
+    if (a.name() == "dilations") dilations.assign(a.ints().begin(), a.ints().end());
+    if (a.name() == "group") group = a.i();
+  }
+  auto ones = [](const std::vector<int64_t>& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 1; });
+  };
+  return kernel_shape == std::vector<int64_t>{3, 3} && group == 1 && ones(strides) && ones(dilations);
+}
+
+// One knob's alternatives to the incumbent, in the order the search tries the knobs.
+std::vector<std::vector<HostTactic>> knob_stages(const plan::Kernel& k, unsigned knobs, int team) {
+  std::vector<std::vector<HostTactic>> stages;
+  const bool conv = (knobs & kTacticConv) && k.inputs_size() > 0 &&
+                    (k.inputs(0).dims_size() == 4 || k.inputs(0).dims_size() == 5);
+  if (conv) {
+    std::vector<HostTactic> layouts;
+    for (const auto& [layout, name] : conv_layout_names())
+      if (layout != ConvLayout::automatic) layouts.push_back(HostTactic{.conv_layout = layout});
+    stages.push_back(layouts);
+    std::vector<HostTactic> algorithms{HostTactic{.conv_algorithm = ConvAlgorithm::direct}};
+    if (dense_3x3(k)) algorithms.push_back(HostTactic{.conv_algorithm = ConvAlgorithm::winograd});
+    stages.push_back(algorithms);
+  }
+  if (knobs & kTacticMoves) {
+    std::vector<HostTactic> moves;
+    for (const auto& [how, name] : channel_moves_names())
+      if (how != ChannelMoves::automatic) moves.push_back(HostTactic{.moves = how});
+    stages.push_back(moves);
+  }
+  if (team > 1) {
+    std::vector<HostTactic> threads{HostTactic{.threads = 1}};
+    if (team >= 4) threads.push_back(HostTactic{.threads = team / 2});
+    stages.push_back(threads);
+  }
+  return stages;
+}
+
+// The incumbent with one knob of `alternative` applied (the knob its stage varies).
+HostTactic with_knob(HostTactic incumbent, const HostTactic& alternative) {
+  if (alternative.conv_layout != ConvLayout::automatic) incumbent.conv_layout = alternative.conv_layout;
+  if (alternative.conv_algorithm != ConvAlgorithm::automatic)
+    incumbent.conv_algorithm = alternative.conv_algorithm;
+  if (alternative.moves != ChannelMoves::automatic) incumbent.moves = alternative.moves;
+  if (alternative.threads != 0) incumbent.threads = alternative.threads;
+  return incumbent;
+}
+
+struct Choice {
+  HostTactic tactic;
+  double default_us = 0, tuned_us = 0;
+  size_t candidates = 0;
+};
+
+// The kernel's own tactic's median is `default_us`; each stage's winner is priced by its
+// ratio to that stage's incumbent (measured side by side), so `tuned_us` is the default's
+// time times those ratios: comparisons within a stage are what the noise policy trusts.
+Choice choose(const plan::Kernel& k, unsigned knobs, int team, const PlanExecutor::KernelTimer& time,
+              const OpTuneOptions& o) {
+  Choice c;
+  HostTactic incumbent;
+  double ratio = 1;
+  for (const auto& stage : knob_stages(k, knobs, team)) {
+    std::vector<HostTactic> candidates{incumbent};
+    for (const HostTactic& alt : stage) {
+      const HostTactic t = with_knob(incumbent, alt);
+      if (std::find(candidates.begin(), candidates.end(), t) == candidates.end()) candidates.push_back(t);
+    }
+    if (candidates.size() < 2) continue;
+    const std::vector<Spread> s = measure(time, candidates, o.rounds);
+    if (c.candidates == 0) c.default_us = s[0].median * 1e6;
+    c.candidates += candidates.size() - 1;
+    size_t best = 0;
+    for (size_t i = 1; i < s.size(); ++i)
+      if (s[i].median < s[best].median) best = i;
+    const bool beyond_noise =
+        best != 0 && s[best].median < s[0].median * (1 - o.min_gain) && s[best].q3 < s[0].q1;
+    if (beyond_noise) {
+      incumbent = candidates[best];
+      ratio *= s[best].median / s[0].median;
+    }
+  }
+  c.tactic = incumbent;
+  c.tuned_us = c.default_us * ratio;
+  return c;
+}
+
+bool wanted(const plan::Kernel& k, const OpTuneOptions& o) {
+  if (o.op_names.empty() && o.op_types.empty()) return true;
+  return o.op_names.count(k.name()) || o.op_types.count(k.op_type());
+}
+
+void for_each_plan(plan::Plan& p, const std::function<void(plan::Kernel&)>& f) {
+  for (auto& g : *p.mutable_gears()) for_each_plan(*g.mutable_plan(), f);
+  for (auto& k : *p.mutable_kernels()) {
+    f(k);
+    for (auto& b : *k.mutable_bodies()) for_each_plan(*b.mutable_plan(), f);
+  }
+}
+
+}  // namespace
+
+std::string outcome_name(TunedOp::Outcome outcome) {
+  switch (outcome) {
+    case TunedOp::Outcome::switched:
+      return "switched";
+    case TunedOp::Outcome::kept:
+      return "kept";
+    case TunedOp::Outcome::from_bank:
+      return "from the bank";
+    case TunedOp::Outcome::not_reached:
+      return "not reached";
+    case TunedOp::Outcome::taken_back:
+      return "taken back";
+  }
+  return "?";
+}
+
+size_t apply_op_bank(plan::Plan& plan, const KnowledgeBank& bank, const BankKey& key) {
+  size_t applied = 0;
+  for_each_plan(plan, [&](plan::Kernel& k) {
+    if (k.bodies_size()) return;
+    const OpEntry* e = bank.find_op(key, op_signature(k));
+    if (!e || e->tactic.empty()) return;
+    k.set_host_tactic(e->tactic);
+    k.set_tactic_source("bank");
+    ++applied;
+  });
+  return applied;
+}
+
+OpTuneResult tune_operators(const plan::Plan& plan, const std::map<std::string, HostTensor>& inputs,
+                            KnowledgeBank& bank, const OpTuneOptions& o) {
+  const auto started = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
+  if (plan.gears_size() || plan.input_ranges_size())
+    throw Error("tuning times static shapes: compile the model without --dynamic_* or --input_shape_range");
+  OpTuneResult r;
+  // The signatures to tune, in plan order, and how many kernels share each.
+  std::map<std::string, size_t> index;
+  std::vector<std::string> signature_of(static_cast<size_t>(plan.kernels_size()));
+  for (int i = 0; i < plan.kernels_size(); ++i) {
+    const plan::Kernel& k = plan.kernels(i);
+    if (k.bodies_size() || !wanted(k, o)) continue;
+    const std::string sig = op_signature(k);
+    signature_of[static_cast<size_t>(i)] = sig;
+    auto [it, fresh] = index.emplace(sig, r.ops.size());
+    if (fresh) {
+      TunedOp t;
+      t.signature = sig;
+      t.op_type = k.op_type();
+      t.kernel = k.name();
+      r.ops.push_back(t);
+    }
+    ++r.ops[it->second].kernels;
+  }
+  const int team = default_kernel_threads();
+  size_t done = 0;
+  std::vector<size_t> switched;
+  if (o.progress) o.progress("measuring op tactics", 0, r.ops.size());
+  const PlanExecutor executor(plan, op_registry());
+  executor.run_probed(inputs, [&](size_t k, const PlanExecutor::KernelTimer& time) {
+    const std::string& sig = signature_of[k];
+    if (sig.empty()) return;
+    TunedOp& t = r.ops[index.at(sig)];
+    if (t.kernel != plan.kernels(static_cast<int>(k)).name()) return;  // its first kernel decides
+    if (o.reload && bank.find_op(o.key, sig)) {
+      const OpEntry& e = *bank.find_op(o.key, sig);
+      t.tactic = e.tactic, t.default_us = e.default_us, t.tuned_us = e.tuned_us;
+      t.outcome = TunedOp::Outcome::from_bank;
+    } else if (o.time_budget_s > 0 && elapsed() > o.time_budget_s) {
+      t.outcome = TunedOp::Outcome::not_reached;
+      r.budget_hit = true;
+    } else {
+      const plan::Kernel& pk = plan.kernels(static_cast<int>(k));
+      const KernelInfo* info = op_registry().find(pk.domain(), pk.op_type());
+      const Choice c = choose(pk, info ? info->tactic_knobs : 0, team, time, o);
+      t.candidates = c.candidates;
+      t.default_us = c.default_us;
+      t.tuned_us = c.tuned_us;
+      t.tactic = tactic_text(c.tactic);
+      t.outcome = t.tactic.empty() ? TunedOp::Outcome::kept : TunedOp::Outcome::switched;
+      if (t.candidates) {
+        if (!t.tactic.empty()) switched.push_back(index.at(sig));
+        bank.put(OpEntry{o.key, sig, t.op_type, t.tactic, t.default_us, t.tuned_us, o.model});
+        if (o.checkpoint) o.checkpoint(bank);
+      }
+    }
+    if (o.progress) o.progress("measuring op tactics", ++done, r.ops.size());
+  });
+  if (o.progress && done < r.ops.size()) o.progress("measuring op tactics", r.ops.size(), r.ops.size());
+
+  // The whole plan with this run's tactics against none: a kernel timed alone may gain
+  // what the plan loses (a thread count that leaves the next kernel's data in the other
+  // core's cache). What does not pay there is taken back.
+  plan::Plan untuned = plan;
+  for_each_plan(untuned, [](plan::Kernel& k) { k.clear_host_tactic(), k.clear_tactic_source(); });
+  auto take_back = [&](bool threads_only) {
+    size_t n = 0;
+    for (size_t i : switched) {
+      TunedOp& t = r.ops[i];
+      if (t.outcome != TunedOp::Outcome::switched) continue;
+      HostTactic tactic = parse_tactic(t.tactic);
+      if (threads_only && tactic.threads == 0) continue;
+      if (threads_only) {
+        tactic.threads = 0;
+        t.tactic = tactic_text(tactic);
+      } else {
+        t.tactic.clear();
+      }
+      if (t.tactic.empty()) t.outcome = TunedOp::Outcome::taken_back;
+      bank.put(OpEntry{o.key, t.signature, t.op_type, t.tactic, t.default_us, t.tuned_us, o.model});
+      ++n;
+    }
+    return n;
+  };
+  if (o.progress) o.progress("checking the whole plan", 0, 1);
+  r.plan_check = "nothing to check: no tactic differs from the kernels' own";
+  for (bool threads_taken_back = false;;) {
+    plan::Plan tuned = untuned;
+    if (apply_op_bank(tuned, bank, o.key) == 0) {
+      if (threads_taken_back) {
+        r.plan_check = "every switch taken back: the plan did not gain";
+        r.plan_tuned_ms = r.plan_default_ms;
+      }
+      break;
+    }
+    const PlanTimes times = time_plans(untuned, tuned, inputs);
+    r.plan_default_ms = times.a_ms, r.plan_tuned_ms = times.b_ms;
+    if (r.plan_tuned_ms <= r.plan_default_ms * 1.01) {
+      r.plan_check = threads_taken_back ? "kept without the thread-count switches" : "every switch kept";
+      break;
+    }
+    if (!threads_taken_back && take_back(true) > 0) {
+      threads_taken_back = true;
+      continue;
+    }
+    take_back(false);
+    r.plan_check = "every switch taken back: the plan did not gain";
+    r.plan_tuned_ms = r.plan_default_ms;
+    break;
+  }
+  if (o.checkpoint) o.checkpoint(bank);
+  if (o.progress) o.progress("checking the whole plan", 1, 1);
+  r.seconds = elapsed();
+  return r;
+}
+
+}  // namespace geopt::ascend

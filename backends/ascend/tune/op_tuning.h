@@ -1,0 +1,69 @@
+#pragma once
+// Operator tuning (AOE's OPAT; geopt tune --job_type 2). For each distinct op signature
+// of a compiled plan, the host tactics its kernel honours (engine/eval/host_tactic.h) are
+// measured on this machine, one knob at a time: the conv layout, then its algorithm,
+// then the thread count. Each candidate is timed against the incumbent interleaved
+// (rounds in rotated order), and replaces it only when it wins beyond the run-to-run
+// spread: its median at least `min_gain` below the incumbent's, and its upper quartile
+// below the incumbent's lower quartile. Every signature measured is filed in the
+// knowledge bank (its tactic, or none where the kernel's own choice held). Last, the
+// whole plan runs with and without this run's tactics, interleaved; tactics that do not
+// pay there are taken back (those of the thread count first, then all).
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eval/host_tensor.h"
+#include "plan.pb.h"
+#include "tune/knowledge_bank.h"
+
+namespace geopt::ascend {
+
+struct OpTuneOptions {
+  BankKey key;
+  std::string model;                         // named in the bank's entries
+  std::set<std::string> op_names, op_types;  // --tune_ops_file: only these kernels (both empty: all)
+  bool reload = false;       // resume: signatures the bank holds for the key are not measured again
+  double time_budget_s = 0;  // 0: none; signatures not reached by then keep their tactic
+  int rounds = 7;            // interleaved rounds per comparison
+  double min_gain = 0.03;    // a switch saves at least this share of the incumbent's median
+  std::function<void(std::string_view stage, size_t done, size_t total)> progress;
+  std::function<void(const KnowledgeBank&)> checkpoint;  // after each signature (the bank written)
+};
+
+struct TunedOp {
+  enum class Outcome { switched, kept, from_bank, not_reached, taken_back };
+  std::string signature, op_type;
+  std::string kernel;  // its first kernel's name
+  size_t kernels = 0;  // kernels of the plan with this signature
+  size_t candidates = 0;
+  double default_us = 0, tuned_us = 0;
+  std::string tactic;  // the chosen one ("" the kernel's own)
+  Outcome outcome = Outcome::kept;
+};
+
+struct OpTuneResult {
+  std::vector<TunedOp> ops;  // in plan order of their first kernel
+  // The whole plan, medians over interleaved blocks (ms): untuned, and with the tactics kept.
+  double plan_default_ms = 0, plan_tuned_ms = 0;
+  std::string plan_check;  // what the whole-plan check kept ("every switch", ...)
+  bool budget_hit = false;
+  double seconds = 0;
+};
+
+std::string outcome_name(TunedOp::Outcome outcome);
+
+// Tunes `plan` (static shapes) on `inputs`, filing into `bank`. Throws geopt::Error on a
+// plan it cannot run.
+OpTuneResult tune_operators(const plan::Plan& plan, const std::map<std::string, HostTensor>& inputs,
+                            KnowledgeBank& bank, const OpTuneOptions& options);
+
+// Stamps each kernel of `plan` (its gears' and bodies' too) whose signature the bank
+// holds under `key` with that tactic (Kernel.host_tactic, tactic_source "bank").
+// Returns how many kernels took one.
+size_t apply_op_bank(plan::Plan& plan, const KnowledgeBank& bank, const BankKey& key);
+
+}  // namespace geopt::ascend

@@ -1,0 +1,55 @@
+#include "tune/plan_timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "device_ops/device_ops.h"
+#include "eval/evaluator.h"
+#include "plan_executor.h"
+
+namespace geopt::ascend {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+PlanTimes time_plans(const plan::Plan& a, const plan::Plan& b,
+                     const std::map<std::string, HostTensor>& inputs) {
+  using Clock = std::chrono::steady_clock;
+  const PlanExecutor ea(a, op_registry()), eb(b, op_registry());
+  auto once = [&](const PlanExecutor& e) {
+    const auto started = Clock::now();
+    e.run(inputs);
+    return std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  };
+  double warm = 0;
+  for (int i = 0; i < 2; ++i) warm = std::max({warm, once(ea), once(eb)});
+  // Blocks of about 100 ms (at most 5 runs), 6 pairs, the order alternating.
+  const int block = std::clamp(static_cast<int>(100.0 / std::max(warm, 1e-3)), 1, 5);
+  std::vector<double> ta, tb;
+  for (int pair = 0; pair < 6; ++pair)
+    for (int side = 0; side < 2; ++side) {
+      const bool a_first = pair % 2 == 0;
+      const bool run_a = (side == 0) == a_first;
+      for (int r = 0; r < block; ++r) (run_a ? ta : tb).push_back(once(run_a ? ea : eb));
+    }
+  return {median(ta), median(tb)};
+}
+
+std::map<std::string, HostTensor> random_plan_inputs(const plan::Plan& plan, uint64_t seed) {
+  const plan::Plan& p = plan.gears_size() ? plan.gears(0).plan() : plan;
+  std::mt19937_64 rng(seed);
+  std::map<std::string, HostTensor> feeds;
+  for (const auto& r : p.inputs())
+    feeds[r.name()] = random_tensor(static_cast<DType>(r.dtype()), {r.dims().begin(), r.dims().end()}, rng);
+  return feeds;
+}
+
+}  // namespace geopt::ascend

@@ -1,0 +1,23 @@
+#pragma once
+// Two plans timed against each other on the host as bench/ab_bench.cpp does: one process,
+// the same inputs and threads, blocks of runs interleaved (A B, B A, ...), medians. What
+// tuning judges a whole plan by.
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "eval/host_tensor.h"
+#include "plan.pb.h"
+
+namespace geopt::ascend {
+
+struct PlanTimes {
+  double a_ms = 0, b_ms = 0;  // median ms of one run
+};
+PlanTimes time_plans(const plan::Plan& a, const plan::Plan& b,
+                     const std::map<std::string, HostTensor>& inputs);
+
+// Random inputs for a plan's bindings (as geopt run --random-inputs draws them), from `seed`.
+std::map<std::string, HostTensor> random_plan_inputs(const plan::Plan& plan, uint64_t seed);
+
+}  // namespace geopt::ascend

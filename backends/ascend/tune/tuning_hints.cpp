@@ -1,0 +1,31 @@
+#include "tune/tuning_hints.h"
+
+#include <cstdio>
+
+namespace geopt::ascend {
+
+std::vector<TuningHint> tuning_hints(const PlanProfile& p) {
+  std::vector<TuningHint> hints;
+  auto below = [&](const char* metric, double value, double threshold, int job, const char* what) {
+    if (value < threshold) hints.push_back({metric, value, threshold, false, job, what});
+  };
+  below("fusion rate", p.fusion_rate, 0.5, 1, "the fusion switches");
+  below("memory reuse", p.memory_reuse_rate, 0.6, 1, "the fusion switches and stream count");
+  if (p.layout_transform_share > 0.2)
+    hints.push_back({"layout transforms", p.layout_transform_share, 0.2, true, 1, "the layout regions"});
+  // A plan with no Cube (or no Vector) work has nothing to tune there.
+  if (p.cube_utilization > 0) below("Cube utilisation", p.cube_utilization, 0.7, 2, "the kernels' tactics");
+  if (p.vector_utilization > 0)
+    below("Vector utilisation", p.vector_utilization, 0.6, 2, "the kernels' tactics");
+  return hints;
+}
+
+std::string hint_text(const TuningHint& h, const std::string& model) {
+  char text[512];
+  std::snprintf(text, sizeof text, "%s %.0f%% %s %.0f%%: geopt tune %s --job_type %d (%s)", h.metric.c_str(),
+                100 * h.value, h.above ? ">" : "<", 100 * h.threshold, model.c_str(), h.job_type,
+                h.what.c_str());
+  return text;
+}
+
+}  // namespace geopt::ascend

@@ -1,0 +1,388 @@
+// Auto-tuning (geopt tune, docs/TUNING.md): host tactics computing what the kernels' own
+// choices compute, the knowledge bank written by tune and read by compile, and every
+// way a bank, a plan's tactic or a tune_ops_file can be wrong.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <set>
+
+#include "ascend/device_ops/device_ops.h"
+#include "ascend/plan_executor.h"
+#include "ascend/plan_file.h"
+#include "ascend/tune/knowledge_bank.h"
+#include "ascend/tune/op_signature.h"
+#include "ascend/tune/plan_timing.h"
+#include "eval/compare.h"
+#include "eval/host_tactic.h"
+#include "test_support.h"
+#include "util/error.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace geopt {
+namespace {
+
+const fs::path kResNet = test::examples_dir() / "resnet18_narrow_op13.onnx";
+const fs::path kMobileNet = test::examples_dir() / "mobilenetv2_half_op13.onnx";
+
+fs::path compiled(const fs::path& model, const std::string& tag, const std::vector<std::string>& extra = {}) {
+  const fs::path plan = test::scratch_dir(tag) / "model.plan";
+  std::vector<std::string> args{"compile", model.string(), "-o", plan.string(), "--no-check"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const test::CliResult r = test::run_cli(args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return plan;
+}
+
+std::vector<std::pair<std::string, HostTensor>> run_plan(const plan::Plan& p,
+                                                         const std::map<std::string, HostTensor>& inputs) {
+  const ascend::PlanExecutor e(p, ascend::op_registry());
+  return e.run(inputs);
+}
+
+bool is_conv(const plan::Kernel& k) {
+  return k.op_type() == std::string("FusedConv") || k.op_type() == "Conv";
+}
+
+}  // namespace
+
+TEST_CASE("a host tactic reads back as written, and an unknown knob or value is refused by name") {
+  for (const auto& [algorithm, a_name] : conv_algorithm_names())
+    for (const auto& [layout, l_name] : conv_layout_names())
+      for (const auto& [moves, m_name] : channel_moves_names())
+        for (int threads : {0, 1, 3}) {
+          const HostTactic t{algorithm, layout, moves, threads};
+          CHECK(parse_tactic(tactic_text(t)) == t);
+        }
+  CHECK(tactic_text({}).empty());
+  CHECK(tactic_text(HostTactic{ConvAlgorithm::winograd, ConvLayout::nhwc, ChannelMoves::words, 1}) ==
+        "algorithm=winograd,layout=nhwc,moves=words,threads=1");
+  CHECK_THROWS_WITH_AS(parse_tactic("layout=nchw8c"), doctest::Contains("layout 'nchw8c' is none of"), Error);
+  CHECK_THROWS_WITH_AS(parse_tactic("unroll=4"), doctest::Contains("unknown knob 'unroll'"), Error);
+  CHECK_THROWS_WITH_AS(parse_tactic("threads=0"), doctest::Contains("not a count from 1"), Error);
+  CHECK_THROWS_WITH_AS(parse_tactic("threads=99999"), doctest::Contains("not a count from 1"), Error);
+  CHECK_THROWS_WITH_AS(parse_tactic("threads"), doctest::Contains("is not KNOB=VALUE"), Error);
+}
+
+TEST_CASE(
+    "every conv tactic computes what the conv's own choice computes (ResNet-18 and MobileNetV2 plans)") {
+  for (const fs::path& model : {kResNet, kMobileNet}) {
+    CAPTURE(model);
+    const plan::Plan untuned = ascend::read_plan(compiled(model, "tactics"));
+    const auto inputs = ascend::random_plan_inputs(untuned, 3);
+    const auto reference = run_plan(untuned, inputs);
+    size_t convs = 0;
+    for (const auto& k : untuned.kernels()) convs += is_conv(k);
+    REQUIRE(convs >= 10);
+    for (const auto& [algorithm, a_name] : conv_algorithm_names())
+      for (const auto& [layout, l_name] : conv_layout_names()) {
+        const std::string tactic =
+            tactic_text(HostTactic{.conv_algorithm = algorithm, .conv_layout = layout, .threads = 1});
+        CAPTURE(tactic);
+        plan::Plan tuned = untuned;
+        for (auto& k : *tuned.mutable_kernels())
+          if (is_conv(k)) k.set_host_tactic(tactic);
+        ascend::check_plan(tuned, "tuned");
+        const OutputsDiff d = diff_outputs(run_plan(tuned, inputs), reference, Tolerance{1e-4, 1e-4});
+        CHECK(d.within());
+        CHECK(d.max_abs < 1e-4);
+      }
+  }
+}
+
+TEST_CASE(
+    "both channel-move tactics give the same bytes (ShuffleNet v2's and DenseNet-121's NC1HWC0 moves)") {
+  for (const std::string name : {"shufflenet_v2_x1_0_op17.onnx", "densenet121_op17.onnx"}) {
+    CAPTURE(name);
+    const plan::Plan untuned = ascend::read_plan(compiled(test::zoo_dir() / name, "moves"));
+    const auto inputs = ascend::random_plan_inputs(untuned, 5);
+    size_t moves = 0;
+    std::vector<std::vector<std::pair<std::string, HostTensor>>> outputs;
+    for (const char* how : {"moves=words", "moves=permute"}) {
+      plan::Plan tuned = untuned;
+      for (auto& k : *tuned.mutable_kernels())
+        if (ascend::op_registry().find(k.domain(), k.op_type())->tactic_knobs & kTacticMoves) {
+          k.set_host_tactic(how);
+          ++moves;
+        }
+      outputs.push_back(run_plan(tuned, inputs));
+    }
+    CHECK(moves >= 2 * 8);  // each tactic's
+    const OutputsDiff d = diff_outputs(outputs[1], outputs[0], Tolerance{0, 0});
+    CHECK(d.within());
+    CHECK(d.max_abs == 0);
+  }
+}
+
+TEST_CASE("a kernel's signature holds its shapes, layouts and attributes, not its name or weights") {
+  const plan::Plan p = ascend::read_plan(compiled(kResNet, "signature"));
+  std::set<std::string> signatures;
+  size_t kernels = 0;
+  for (const auto& k : p.kernels()) {
+    if (!is_conv(k)) continue;
+    ++kernels;
+    const std::string s = ascend::op_signature(k);
+    CHECK(s.find(k.name()) == std::string::npos);
+    CHECK(s.find("kernel_shape=[") != std::string::npos);
+    signatures.insert(s);
+  }
+  // ResNet-18's basic blocks repeat their 3x3 convs: fewer signatures than convs.
+  CHECK(signatures.size() < kernels);
+  CHECK(signatures.size() >= 4);
+}
+
+TEST_CASE(
+    "geopt tune --job_type 2 files a tactic per signature, and compile --op_bank_path takes them, measuring "
+    "nothing") {
+  const fs::path dir = test::scratch_dir("tune-op");
+  const fs::path bank = dir / "bank";
+  const test::CliResult t = test::run_cli(
+      {"tune", kMobileNet.string(), "--job_type", "2", "--output", bank.string(), "--json", "--no-check"});
+  INFO(t.err);
+  REQUIRE(t.exit_code == 0);
+  const json report = json::parse(t.out);
+  const fs::path file = bank / "Ascend910B1" / "op_bank.json";
+  CHECK(report["bank"] == file.string());
+  REQUIRE(fs::exists(file));
+  const ascend::KnowledgeBank b = ascend::KnowledgeBank::load(file.string(), false);
+  // Every signature measured is filed, with a tactic or with none (the kernel's own held).
+  size_t measured = 0;
+  for (const auto& op : report["ops"]) {
+    if (op["candidates"].get<int>() == 0) continue;
+    ++measured;
+    CHECK(op["default_us"].get<double>() > 0);
+    CHECK(op["tuned_us"].get<double>() > 0);
+    CHECK(op["tuned_us"].get<double>() <= op["default_us"].get<double>() * 1.0001);
+  }
+  CHECK(measured >= 10);
+  CHECK(b.ops().size() == measured);
+  CHECK(report["plan"]["check"].get<std::string>().size() > 0);
+
+  // A bank entry's tactic reaches every kernel of its signature, and the plan still
+  // computes the model (compile's check runs the tuned plan).
+  ascend::KnowledgeBank edited = b;
+  const ascend::OpEntry* conv = nullptr;
+  for (const auto& e : b.ops())
+    if (e.op_type == "FusedConv") conv = &e;
+  REQUIRE(conv);
+  ascend::OpEntry forced = *conv;
+  forced.tactic = "layout=nhwc,threads=1";
+  edited.put(forced);
+  const fs::path edited_file = dir / "edited.json";
+  edited.save(edited_file.string());
+  const fs::path plan = dir / "tuned.plan";
+  const test::CliResult c = test::run_cli(
+      {"compile", kMobileNet.string(), "-o", plan.string(), "--op_bank_path", edited_file.string()});
+  INFO(c.out);
+  REQUIRE(c.exit_code == 0);
+  CHECK(c.out.find("op bank          " + edited_file.string()) != std::string::npos);
+  const plan::Plan p = ascend::read_plan(plan);
+  size_t from_bank = 0, forced_kernels = 0;
+  for (const auto& k : p.kernels()) {
+    if (k.tactic_source() == "bank") ++from_bank;
+    if (ascend::op_signature(k) == forced.signature) {
+      ++forced_kernels;
+      CHECK(k.host_tactic() == forced.tactic);
+      CHECK(k.tactic_source() == "bank");
+    }
+  }
+  CHECK(forced_kernels >= 1);
+  CHECK(c.out.find(std::to_string(from_bank) + " kernel(s) took a tuned tactic") != std::string::npos);
+  const test::CliResult dump = test::run_cli({"plan", "dump", plan.string()});
+  CHECK(dump.out.find("tactic layout=nhwc,threads=1 (from the knowledge bank)") != std::string::npos);
+
+  // --reload measures nothing the bank holds.
+  const test::CliResult again = test::run_cli(
+      {"tune", kMobileNet.string(), "--output", bank.string(), "--reload", "--json", "--no-check"});
+  REQUIRE(again.exit_code == 0);
+  const json reloaded = json::parse(again.out);
+  for (const auto& op : reloaded["ops"])
+    if (op["candidates"].get<int>() > 0) FAIL("measured again under --reload: " << op["signature"]);
+  CHECK(reloaded["outcomes"]["from the bank"].get<size_t>() == measured);
+}
+
+TEST_CASE("entries filed for another machine are ignored and counted") {
+  const fs::path dir = test::scratch_dir("tune-other-key");
+  const plan::Plan p = ascend::read_plan(compiled(kResNet, "tune-other-key-plan"));
+  ascend::KnowledgeBank bank;
+  for (const auto& k : p.kernels())
+    if (is_conv(k))
+      bank.put(ascend::OpEntry{{"Ascend910B1", "0.1.0", "an-isa-no-machine-has", 2},
+                               ascend::op_signature(k),
+                               k.op_type(),
+                               "threads=1",
+                               10,
+                               5,
+                               "elsewhere.onnx"});
+  const fs::path file = dir / "bank.json";
+  bank.save(file.string());
+  const test::CliResult c =
+      test::run_cli({"compile", kResNet.string(), "--op_bank_path", file.string(), "--json"});
+  REQUIRE(c.exit_code == 0);
+  const json j = json::parse(c.out);
+  CHECK(j["tuning"]["op_bank"]["kernels_tuned"] == 0);
+  CHECK(j["tuning"]["op_bank"]["entries_for_other_machines"] == bank.ops().size());
+}
+
+TEST_CASE("a bank that is not one is refused whole, with exit 1, and tune leaves it as it was") {
+  const fs::path dir = test::scratch_dir("tune-bad-bank");
+  struct Case {
+    const char* name;
+    std::string bytes;
+    const char* says;
+  };
+  std::string random_bytes;
+  uint32_t x = 12345;
+  for (int i = 0; i < 4096; ++i) random_bytes += static_cast<char>((x = x * 1664525u + 1013904223u) >> 24);
+  const std::vector<Case> cases{
+      {"random", random_bytes, "it is no JSON"},
+      {"array", "[1, 2]", "it is no JSON object"},
+      {"format", R"({"format": "trt-timing-cache", "version": 1})", "\"format\" is not"},
+      {"version", R"({"format": "geopt-knowledge-bank", "version": 7})", "of version 7"},
+      {"tactic",
+       R"json({"format": "geopt-knowledge-bank", "version": 1, "op_entries": [{"soc_version": "Ascend910B1",
+          "geopt_version": "0.1.0", "isa": "avx2", "threads": 2, "signature": "Conv()", "op_type": "Conv",
+          "tactic": "layout=sideways", "default_us": 1, "tuned_us": 1, "model": "m"}]})json",
+       "op entry 0: host tactic 'layout=sideways'"},
+      {"time",
+       R"json({"format": "geopt-knowledge-bank", "version": 1, "op_entries": [{"soc_version": "Ascend910B1",
+          "geopt_version": "0.1.0", "isa": "avx2", "threads": 2, "signature": "Conv()", "op_type": "Conv",
+          "tactic": "", "default_us": -1, "tuned_us": 1, "model": "m"}]})json",
+       "\"default_us\" is no time"},
+      {"threads",
+       R"json({"format": "geopt-knowledge-bank", "version": 1, "op_entries": [{"soc_version": "Ascend910B1",
+          "geopt_version": "0.1.0", "isa": "avx2", "threads": 0, "signature": "Conv()", "op_type": "Conv",
+          "tactic": "", "default_us": 1, "tuned_us": 1, "model": "m"}]})json",
+       "\"threads\" is 0"},
+  };
+  for (const Case& k : cases) {
+    CAPTURE(k.name);
+    const fs::path file = dir / (std::string(k.name) + ".json");
+    test::write_file(file, k.bytes);
+    const test::CliResult c = test::run_cli({"compile", kResNet.string(), "--op_bank_path", file.string()});
+    CHECK(c.exit_code == 1);
+    CHECK(c.err.find(file.string() + ": not a geopt knowledge bank") != std::string::npos);
+    CHECK(c.err.find(k.says) != std::string::npos);
+    const test::CliResult t =
+        test::run_cli({"tune", kResNet.string(), "--output", file.string(), "--no-check"});
+    CHECK(t.exit_code == 1);
+    CHECK(test::read_file(file) == k.bytes);
+  }
+  const test::CliResult missing =
+      test::run_cli({"compile", kResNet.string(), "--op_bank_path", (dir / "none").string()});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("none/Ascend910B1/op_bank.json") != std::string::npos);
+}
+
+TEST_CASE("a plan whose kernel names an unknown tactic is refused on load, naming the kernel") {
+  const fs::path plan_file = compiled(kResNet, "tune-hostile-plan");
+  plan::Plan p = ascend::read_plan(plan_file);
+  for (const char* tactic : {"layout=diagonal", "threads=4096", "algorithm=fft"}) {
+    CAPTURE(tactic);
+    plan::Plan bad = p;
+    bad.mutable_kernels(0)->set_host_tactic(tactic);
+    const fs::path out = plan_file.parent_path() / "bad.plan";
+    ascend::write_plan(bad, out);
+    const test::CliResult r = test::run_cli({"run", out.string(), "--random-inputs"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find("kernel 0 (") != std::string::npos);
+    CHECK(r.err.find(std::string("host tactic '") + tactic) != std::string::npos);
+  }
+  plan::Plan bad = p;
+  bad.mutable_kernels(0)->set_tactic_source("the moon");
+  const fs::path out = plan_file.parent_path() / "bad_source.plan";
+  ascend::write_plan(bad, out);
+  const test::CliResult r = test::run_cli({"run", out.string(), "--random-inputs"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("tactic source 'the moon'") != std::string::npos);
+}
+
+TEST_CASE("--tune_ops_file tunes the kernels it names only, and a wrong one is refused") {
+  const fs::path dir = test::scratch_dir("tune-ops-file");
+  const fs::path ops = dir / "ops.json";
+  test::write_file(ops, R"({"tune_ops_type": ["FusedConv"]})");
+  const test::CliResult t = test::run_cli({"tune", kResNet.string(), "--output", (dir / "bank").string(),
+                                           "--tune_ops_file", ops.string(), "--json", "--no-check"});
+  INFO(t.err);
+  REQUIRE(t.exit_code == 0);
+  const json j = json::parse(t.out);
+  REQUIRE(!j["ops"].empty());
+  for (const auto& op : j["ops"]) CHECK(op["op_type"] == "FusedConv");
+  for (const auto& [bytes, says] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"tune_ops_kind\": []}", "unknown key \"tune_ops_kind\""},
+           {"{\"tune_ops_name\": [3]}", "holds something other than a name"},
+           {"{}", "names no op"},
+           {"not json", "is no JSON"}}) {
+    CAPTURE(bytes);
+    test::write_file(ops, bytes);
+    const test::CliResult bad = test::run_cli(
+        {"tune", kResNet.string(), "--output", (dir / "bank2").string(), "--tune_ops_file", ops.string()});
+    CHECK(bad.exit_code == 1);
+    CHECK(bad.err.find(says) != std::string::npos);
+    CHECK(!fs::exists(dir / "bank2"));
+  }
+}
+
+TEST_CASE("a time budget ends tuning early and leaves a bank that --reload goes on from") {
+  const fs::path dir = test::scratch_dir("tune-budget");
+  const test::CliResult t = test::run_cli({"tune", kResNet.string(), "--output", (dir / "bank").string(),
+                                           "--time_budget", "0.000001", "--json", "--no-check"});
+  INFO(t.err);
+  REQUIRE(t.exit_code == 0);
+  const json j = json::parse(t.out);
+  CHECK(j["budget_hit"] == true);
+  CHECK(j["outcomes"]["not reached"].get<size_t>() >= 1);
+}
+
+TEST_CASE(
+    "geopt tune --job_type 1 files the model's strategy settings, and compile --mdl_bank_path applies them") {
+  const fs::path dir = test::scratch_dir("tune-model");
+  const fs::path bank = dir / "bank";
+  const test::CliResult t = test::run_cli({"tune", kResNet.string(), "--job_type", "1", "--tune_target",
+                                           "simulated", "--output", bank.string(), "--json", "--no-check"});
+  INFO(t.err);
+  REQUIRE(t.exit_code == 0);
+  const json j = json::parse(t.out);
+  CHECK(!j["tried"].empty());
+  CHECK(j["tuned_us"].get<double>() <= j["default_us"].get<double>());
+  const fs::path file = bank / "Ascend910B1" / "model_bank.json";
+  REQUIRE(fs::exists(file));
+  const test::CliResult c =
+      test::run_cli({"compile", kResNet.string(), "--mdl_bank_path", bank.string(), "--json", "--no-check"});
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  const json cj = json::parse(c.out);
+  REQUIRE(cj["tuning"]["model_bank"]["applied"].is_object());
+  CHECK(cj["tuning"]["model_bank"]["applied"]["disable"] == j["chosen"]["disable"]);
+  CHECK(cj["tuning"]["model_bank"]["applied"]["max_streams"] == j["chosen"]["max_streams"]);
+  // The simulated latency compile reports is the one tuning filed.
+  CHECK(cj["profile"]["latency_us"].get<double>() == doctest::Approx(j["tuned_us"].get<double>()));
+}
+
+TEST_CASE("compile names each metric past the seed's threshold and the tuning job for it") {
+  for (const fs::path& model : {kResNet, kMobileNet, test::examples_dir() / "bert_tiny_op13.onnx"}) {
+    CAPTURE(model);
+    const test::CliResult c = test::run_cli({"compile", model.string(), "--json", "--no-check"});
+    REQUIRE(c.exit_code == 0);
+    const json j = json::parse(c.out);
+    const json& p = j["profile"];
+    std::set<std::string> expected;
+    if (p["fusion_rate"].get<double>() < 0.5) expected.insert("fusion rate");
+    if (p["memory_reuse_rate"].get<double>() < 0.6) expected.insert("memory reuse");
+    if (p["layout_transform_share"].get<double>() > 0.2) expected.insert("layout transforms");
+    const double cube = p["cube_utilization"].get<double>(), vector = p["vector_utilization"].get<double>();
+    if (cube > 0 && cube < 0.7) expected.insert("Cube utilisation");
+    if (vector > 0 && vector < 0.6) expected.insert("Vector utilisation");
+    std::set<std::string> named;
+    for (const auto& h : j["tuning_hints"]) {
+      named.insert(h["metric"].get<std::string>());
+      CHECK(h["command"].get<std::string>().find("geopt tune " + model.string() + " --job_type ") == 0);
+    }
+    CHECK(named == expected);
+  }
+}
+
+}  // namespace geopt

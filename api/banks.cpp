@@ -2,10 +2,13 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 
 #include "eval/kernel.h"
+#include "settings.h"
 #include "util/error.h"
 #include "util/input_file.h"
+#include "util/text.h"
 
 namespace geopt::api {
 
@@ -37,19 +40,37 @@ CompileBanks load_compile_banks(const ModelSource& source, const ascend::Hardwar
   using ascend::KnowledgeBank;
   CompileBanks b;
   b.key = bank_key(profile);
+  // A bank folder that holds no bank for this soc version (never tuned for it) is an
+  // empty bank, as AOE's custom bank path is; a path that is not there is a mistake.
+  auto load = [&](const std::string& path, const std::string& kind, std::string& file) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    file = KnowledgeBank::file_for(path, profile.soc_version, kind);
+    const bool folder = fs::is_directory(path, ec);
+    if (!folder && !fs::exists(path, ec))
+      throw geopt::Error(path + ": no knowledge bank there (no such file or folder)");
+    return KnowledgeBank::load(file, folder);
+  };
   if (!o.op_bank_path.empty()) {
-    b.op_file = KnowledgeBank::file_for(o.op_bank_path, profile.soc_version, "op");
-    b.op_bank = KnowledgeBank::load(b.op_file, false);
+    b.op_bank = load(o.op_bank_path, "op", b.op_file);
     b.op_other_keys = b.op_bank->other_keys(b.key);
   }
   if (!o.mdl_bank_path.empty()) {
-    b.model_file = KnowledgeBank::file_for(o.mdl_bank_path, profile.soc_version, "model");
-    b.model_bank = KnowledgeBank::load(b.model_file, false);
+    b.model_bank = load(o.mdl_bank_path, "model", b.model_file);
     b.model_other_keys = b.model_bank->other_keys(b.key);
     b.model_entry = b.model_bank->find_model(b.key, model_signature(source, o.input_shape));
     if (b.model_entry) {
+      // The entry's rule names and tags must be the loaded rules' (rules edited since the
+      // tuning may have dropped one): said here, naming the bank, not as a --disable typo.
+      if (o.optimize && !b.model_entry->disable.empty()) {
+        const std::unique_ptr<dsl::RuleSet> rules = load_rules(o.rules);
+        for (const std::string& d : b.model_entry->disable)
+          if (!rules->set_enabled(d, false))
+            throw geopt::Error(b.model_file + ": the entry for this model turns off '" + as_text(d) +
+                               "', which no rule or tag of the loaded rules has; tune the model again");
+      }
       for (const std::string& d : b.model_entry->disable) o.rules.disable.push_back(d);
-      o.max_streams = b.model_entry->max_streams;
+      o.max_streams = b.model_entry->max_streams;  // the setting tuned replaces --max_streams
     }
   }
   return b;

@@ -9,13 +9,13 @@
 #include "ascend/compile.h"
 #include "ascend/dynamic_compile.h"
 #include "ascend/plan_file.h"
-#include "ascend/tune/tuning_hints.h"
 #include "banks.h"
 #include "compile_pipeline.h"
 #include "eval/numerical_check.h"
 #include "guard.h"
 #include "json_text.h"
 #include "model_handles.h"
+#include "plan_reports.h"
 #include "report_text.h"
 #include "settings.h"
 #include "stage_dump.h"
@@ -403,18 +403,9 @@ CompileResult compile(const ModelSource& source, const CompileOptions& given_opt
     j["soc_version"] = profile.soc_version;
     j["profile_file"] = profile.source;
     j.update(m.json);
-    const std::vector<ascend::TuningHint> hints = ascend::tuning_hints(m.profile);
-    auto hint_list = nlohmann::ordered_json::array();
-    for (const auto& h : hints) {
-      hint_list.push_back(
-          {{"metric", h.metric},
-           {"value", h.value},
-           {"threshold", h.threshold},
-           {"job_type", h.job_type},
-           {"command", "geopt tune " + source.name() + " --job_type " + std::to_string(h.job_type)}});
-      m.text += "tune hint        " + ascend::hint_text(h, source.name()) + "\n";
-    }
-    j["tuning_hints"] = hint_list;
+    j["tuning_hints"] = tuning_hints_json(m.profile, source.name());
+    for (const auto& h : j["tuning_hints"])
+      m.text += "tune hint        " + h["hint"].get<std::string>() + "\n";
     if (!banks.op_file.empty() || !banks.model_file.empty()) {
       j["tuning"] = banks_json(banks, m.bank_kernels);
       m.text += banks_text(banks, m.bank_kernels);

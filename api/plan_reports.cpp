@@ -89,15 +89,20 @@ nlohmann::ordered_json plan_profile_json(const plan::Plan& file, int gear, const
   for (const auto& [s, us] : busy) streams.push_back({{"stream", s}, {"busy_us", us}});
   j["streams"] = streams;
   j["bodies"] = bodies_json(plan, p);
+  j["tuning_hints"] = tuning_hints_json(p, "MODEL");  // a plan does not name its model
+  return j;
+}
+
+nlohmann::ordered_json tuning_hints_json(const ascend::PlanProfile& profile, const std::string& model) {
   auto hints = nlohmann::ordered_json::array();
-  for (const auto& h : ascend::tuning_hints(p))  // the plan does not name its model: MODEL stands for it
+  for (const auto& h : ascend::tuning_hints(profile))
     hints.push_back({{"metric", h.metric},
                      {"value", h.value},
                      {"threshold", h.threshold},
                      {"job_type", h.job_type},
-                     {"hint", ascend::hint_text(h, "MODEL")}});
-  j["tuning_hints"] = hints;
-  return j;
+                     {"command", "geopt tune " + model + " --job_type " + std::to_string(h.job_type)},
+                     {"hint", ascend::hint_text(h, model)}});
+  return hints;
 }
 
 }  // namespace geopt::api

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "ascend/plan_profile.h"
 #include "plan.pb.h"
 
 namespace geopt::api {
@@ -14,5 +15,9 @@ std::string plan_dump_json(plan::Plan plan, const std::string& where);
 // names the plan in the report. With `trace`, writes Chrome's trace format there.
 nlohmann::ordered_json plan_profile_json(const plan::Plan& file, int gear, const std::string& where,
                                          const std::string& trace = "");
+
+// The seed's tuning hints for a profile (ascend/tune/tuning_hints.h): metric, value,
+// threshold, job type, and the command that tunes `model`.
+nlohmann::ordered_json tuning_hints_json(const ascend::PlanProfile& profile, const std::string& model);
 
 }  // namespace geopt::api

@@ -82,7 +82,14 @@ TuneResult tune_operators(const ModelSource& source, const TuneOptions& opt, con
   t.reload = opt.reload;
   t.time_budget_s = opt.time_budget_s;
   t.progress = opt.progress;
-  t.checkpoint = [&](const ascend::KnowledgeBank& b) { b.save(file); };
+  // The bank on disk after each signature, so an interrupted run resumes (--reload); at
+  // most every 2 s, as a large bank takes a while to write whole.
+  auto saved = Clock::now() - std::chrono::seconds(10);
+  t.checkpoint = [&](const ascend::KnowledgeBank& b) {
+    if (seconds_since(saved) < 2) return;
+    b.save(file);
+    saved = Clock::now();
+  };
   if (!opt.tune_ops_file.empty()) read_tune_ops_file(opt.tune_ops_file, t);
   if (opt.progress) opt.progress("compiling", 0, 1);
   const Model given = import_model(source, import_options(o.input_shape));

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -20,6 +21,7 @@ api::Progress progress_bar(bool enabled) {
   const bool tty = isatty(fileno(stderr)) != 0;
   return [tty, stage](std::string_view name, size_t done, size_t total) {
     if (stage->name != name) *stage = {std::string(name), Clock::now()};
+    done = std::min(done, total);
     const double elapsed = std::chrono::duration<double>(Clock::now() - stage->started).count();
     if (tty) {
       const size_t width = 30, filled = total ? done * width / total : width;

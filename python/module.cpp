@@ -173,7 +173,19 @@ void bind_options(py::module_& m) {
       .def_readwrite("dynamic_batch_size", &api::CompileOptions::dynamic_batch_size)
       .def_readwrite("dynamic_image_size", &api::CompileOptions::dynamic_image_size)
       .def_readwrite("dynamic_dims", &api::CompileOptions::dynamic_dims)
-      .def_readwrite("input_shape_range", &api::CompileOptions::input_shape_range);
+      .def_readwrite("input_shape_range", &api::CompileOptions::input_shape_range)
+      .def_readwrite("op_bank_path", &api::CompileOptions::op_bank_path)
+      .def_readwrite("mdl_bank_path", &api::CompileOptions::mdl_bank_path);
+  py::class_<api::TuneOptions>(m, "TuneOptions")
+      .def(py::init<>())
+      .def_readwrite("compile", &api::TuneOptions::compile)
+      .def_readwrite("job_type", &api::TuneOptions::job_type)
+      .def_readwrite("bank_path", &api::TuneOptions::bank_path)
+      .def_readwrite("tune_ops_file", &api::TuneOptions::tune_ops_file)
+      .def_readwrite("reload", &api::TuneOptions::reload)
+      .def_readwrite("time_budget_s", &api::TuneOptions::time_budget_s)
+      .def_readwrite("tune_target", &api::TuneOptions::tune_target)
+      .def_readwrite("seed", &api::TuneOptions::seed);
   py::class_<api::ExplainOptions>(m, "ExplainOptions")
       .def(py::init<>())
       .def_readwrite("target", &api::ExplainOptions::target)
@@ -276,6 +288,10 @@ void bind_results(py::module_& m) {
   py::class_<api::ExplainResult>(m, "ExplainResult")
       .def_property_readonly("report_json", [](const api::ExplainResult& r) { return text(r.report_json); })
       .def_property_readonly("report_text", [](const api::ExplainResult& r) { return text(r.report_text); });
+  py::class_<api::TuneResult>(m, "TuneResult")
+      .def_property_readonly("bank_file", [](const api::TuneResult& r) { return text(r.bank_file); })
+      .def_property_readonly("report_json", [](const api::TuneResult& r) { return text(r.report_json); })
+      .def_property_readonly("report_text", [](const api::TuneResult& r) { return text(r.report_text); });
   py::class_<api::QuantizeResult>(m, "QuantizeResult")
       .def_readonly("model", &api::QuantizeResult::model)
       .def_property_readonly("report_json", [](const api::QuantizeResult& r) { return text(r.report_json); })
@@ -286,6 +302,35 @@ void bind_results(py::module_& m) {
       .def_property_readonly("report_text", [](const api::RulesReport& r) { return text(r.report_text); });
 }
 
+// A Python callable as the library's Progress (None: none). It is called from the working
+// thread without the GIL; the callable is shared, never copied there (a copy would touch
+// its reference count without the GIL). What it raises (KeyboardInterrupt too) stops the
+// work and reaches the caller as raised (with_progress).
+api::Progress progress_callback(const py::object& progress) {
+  if (progress.is_none()) return {};
+  auto callable = std::make_shared<py::object>(progress);
+  return [callable](std::string_view stage, size_t done, size_t total) {
+    py::gil_scoped_acquire held;
+    try {
+      (*callable)(std::string(stage), done, total);
+    } catch (py::error_already_set& e) {
+      e.restore();
+      throw PythonRaised{};
+    }
+  };
+}
+
+// Runs `work` with the GIL released; a progress callback's exception is raised again.
+template <class Work>
+auto with_progress(Work&& work) {
+  try {
+    py::gil_scoped_release released;
+    return work();
+  } catch (const PythonRaised&) {
+    throw py::error_already_set();
+  }
+}
+
 // The calls, each with the GIL released while geopt works.
 void bind_calls(py::module_& m) {
   m.def("explain", [](const api::ModelSource& model, const api::ExplainOptions& options) {
@@ -293,27 +338,12 @@ void bind_calls(py::module_& m) {
     return api::explain(model, options);
   });
   m.def("quantize", [](const api::ModelSource& model, api::QuantizeOptions options, py::object progress) {
-    if (!progress.is_none()) {
-      // Called from the working thread without the GIL; the callable is shared, never
-      // copied there (a copy would touch its reference count without the GIL). What it
-      // raises (KeyboardInterrupt too) stops quantize and reaches the caller as raised.
-      auto callable = std::make_shared<py::object>(progress);
-      options.progress = [callable](std::string_view stage, size_t done, size_t total) {
-        py::gil_scoped_acquire held;
-        try {
-          (*callable)(std::string(stage), done, total);
-        } catch (py::error_already_set& e) {
-          e.restore();
-          throw PythonRaised{};
-        }
-      };
-    }
-    try {
-      py::gil_scoped_release released;
-      return api::quantize(model, options);
-    } catch (const PythonRaised&) {
-      throw py::error_already_set();
-    }
+    options.progress = progress_callback(progress);
+    return with_progress([&] { return api::quantize(model, options); });
+  });
+  m.def("tune", [](const api::ModelSource& model, api::TuneOptions options, py::object progress) {
+    options.progress = progress_callback(progress);
+    return with_progress([&] { return api::tune(model, options); });
   });
   m.def("rules_check", [](const std::vector<std::string>& paths) {
     py::gil_scoped_release released;

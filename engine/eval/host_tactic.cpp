@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "util/error.h"
+#include "util/text.h"
 
 namespace geopt {
 
@@ -75,34 +76,34 @@ std::string tactic_text(const HostTactic& t) {
 HostTactic parse_tactic(std::string_view text) {
   HostTactic t;
   auto fail = [&](const std::string& why) -> void {
-    throw Error("host tactic '" + std::string(text.substr(0, 200)) + "': " + why);
+    throw Error("host tactic '" + escaped(text.substr(0, 200)) + "': " + why);
   };
+  auto shown = [](std::string_view part) { return escaped(part.substr(0, 64)); };  // from a file: not trusted
   std::string_view rest = text;
   while (!rest.empty()) {
     const size_t comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     const size_t eq = item.find('=');
-    if (eq == std::string_view::npos) fail("'" + std::string(item) + "' is not KNOB=VALUE");
+    if (eq == std::string_view::npos) fail("'" + shown(item) + "' is not KNOB=VALUE");
     const std::string_view knob = item.substr(0, eq), value = item.substr(eq + 1);
     if (knob == "algorithm") {
       if (!value_of(conv_algorithm_names(), value, t.conv_algorithm))
-        fail("algorithm '" + std::string(value) + "' is none of " + listed(conv_algorithm_names()));
+        fail("algorithm '" + shown(value) + "' is none of " + listed(conv_algorithm_names()));
     } else if (knob == "layout") {
       if (!value_of(conv_layout_names(), value, t.conv_layout))
-        fail("layout '" + std::string(value) + "' is none of " + listed(conv_layout_names()));
+        fail("layout '" + shown(value) + "' is none of " + listed(conv_layout_names()));
     } else if (knob == "moves") {
       if (!value_of(channel_moves_names(), value, t.moves))
-        fail("moves '" + std::string(value) + "' is none of " + listed(channel_moves_names()));
+        fail("moves '" + shown(value) + "' is none of " + listed(channel_moves_names()));
     } else if (knob == "threads") {
       int n = 0;
       const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
       if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > kMaxTacticThreads)
-        fail("threads '" + std::string(value) + "' is not a count from 1 to " +
-             std::to_string(kMaxTacticThreads));
+        fail("threads '" + shown(value) + "' is not a count from 1 to " + std::to_string(kMaxTacticThreads));
       t.threads = n;
     } else {
-      fail("unknown knob '" + std::string(knob) + "' (algorithm, layout, moves, threads)");
+      fail("unknown knob '" + shown(knob) + "' (algorithm, layout, moves, threads)");
     }
   }
   return t;

@@ -147,14 +147,15 @@ std::string activation_key(const std::string& name, const std::vector<float>& pa
   return key;
 }
 
-int default_kernel_threads() {
-  static const int started_with = omp_get_max_threads();  // OMP_NUM_THREADS, else every core
-  return started_with;
-}
+namespace {
+// OMP_NUM_THREADS, else every core: read as the library loads, before any kernel or
+// caller changes the team (set_kernel_threads, KernelThreadLimit).
+const int kStartedWith = omp_get_max_threads();
+}  // namespace
 
-void set_kernel_threads(int threads) {
-  omp_set_num_threads(threads > 0 ? threads : default_kernel_threads());
-}
+int default_kernel_threads() { return kStartedWith; }
+
+void set_kernel_threads(int threads) { omp_set_num_threads(threads > 0 ? threads : kStartedWith); }
 
 std::string host_cpu_isa() {
   using isa = dnnl::cpu_isa;

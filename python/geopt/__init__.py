@@ -221,10 +221,37 @@ def compile(model, *, soc_version="Ascend910B1", input_shape=None, rules=None, d
             node_limit=None, time_limit=None, check_atol=None, check_rtol=None, check_inputs=None,
             disable_reuse_memory=False, op_no_reuse_mem=None, enable_single_stream=False, max_streams=4,
             dynamic_batch_size=None, dynamic_image_size=None, dynamic_dims=None, input_shape_range=None, output=None,
-            external_weights=False, dump_graph=None):
+            external_weights=False, dump_graph=None, op_bank_path=None, mdl_bank_path=None):
     """Compiles `model` (a path, bytes or onnx.ModelProto) to a Plan as `geopt compile` does.
 
+    op_bank_path, mdl_bank_path: knowledge banks geopt.tune wrote (docs/TUNING.md).
     Raises CheckFailed when the plan's outputs differ from the model's beyond the tolerance."""
+    o = _compile_options(
+        soc_version=soc_version, input_shape=input_shape, rules=rules, disable=disable, precision_mode=precision_mode,
+        check=check, optimize=optimize, profile_set=profile_set, modify_mixlist=modify_mixlist,
+        enable_small_channel=enable_small_channel, buffer_optimize=buffer_optimize,
+        fusion_switch_file=fusion_switch_file, iter_limit=iter_limit, node_limit=node_limit, time_limit=time_limit,
+        check_atol=check_atol, check_rtol=check_rtol, check_inputs=check_inputs,
+        disable_reuse_memory=disable_reuse_memory, op_no_reuse_mem=op_no_reuse_mem,
+        enable_single_stream=enable_single_stream, max_streams=max_streams, dynamic_batch_size=dynamic_batch_size,
+        dynamic_image_size=dynamic_image_size, dynamic_dims=dynamic_dims, input_shape_range=input_shape_range,
+        output=output, external_weights=external_weights, dump_graph=dump_graph, op_bank_path=op_bank_path,
+        mdl_bank_path=mdl_bank_path)
+    r = _geopt.compile(_source(model), o)
+    report = json.loads(r.report_json)
+    if not r.check_ok:
+        raise CheckFailed(r.error, report)
+    return Plan(r.plan, report, r.report_text, r.warnings)
+
+
+def _compile_options(*, soc_version="Ascend910B1", input_shape=None, rules=None, disable=None, precision_mode=None,
+                     check=True, optimize=True, profile_set=None, modify_mixlist=None, enable_small_channel=False,
+                     buffer_optimize="l2_optimize", fusion_switch_file=None, iter_limit=None, node_limit=None,
+                     time_limit=None, check_atol=None, check_rtol=None, check_inputs=None,
+                     disable_reuse_memory=False, op_no_reuse_mem=None, enable_single_stream=False, max_streams=4,
+                     dynamic_batch_size=None, dynamic_image_size=None, dynamic_dims=None, input_shape_range=None,
+                     output=None, external_weights=False, dump_graph=None, op_bank_path=None, mdl_bank_path=None):
+    """compile's keywords as the library's CompileOptions (tune compiles with them too)."""
     o = _geopt.CompileOptions()
     _fill(o, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel, buffer_optimize,
           rules, disable, fusion_switch_file, iter_limit, node_limit, time_limit, input_shape, check, check_atol,
@@ -239,11 +266,49 @@ def compile(model, *, soc_version="Ascend910B1", input_shape=None, rules=None, d
     o.dynamic_image_size = dynamic_image_size or ""
     o.dynamic_dims = dynamic_dims or ""
     o.input_shape_range = input_shape_range or ""
-    r = _geopt.compile(_source(model), o)
-    report = json.loads(r.report_json)
-    if not r.check_ok:
-        raise CheckFailed(r.error, report)
-    return Plan(r.plan, report, r.report_text, r.warnings)
+    o.op_bank_path = os.fspath(op_bank_path) if op_bank_path else ""
+    o.mdl_bank_path = os.fspath(mdl_bank_path) if mdl_bank_path else ""
+    return o
+
+
+class Tuning:
+    """What geopt.tune measured and filed: .bank_file, .report (the dict `geopt tune --json`
+    prints), .text (what `geopt tune` prints)."""
+
+    def __init__(self, result):
+        self.bank_file = result.bank_file
+        self.report = json.loads(result.report_json)
+        self.text = result.report_text
+
+    def __str__(self):
+        return self.text
+
+
+def tune(model, output, *, job_type=2, tune_ops_file=None, reload=False, time_budget=0.0, tune_target="host",
+         seed=0, progress=None, soc_version="Ascend910B1", input_shape=None, rules=None, disable=None,
+         precision_mode=None, check=True, optimize=True, profile_set=None, modify_mixlist=None,
+         enable_small_channel=False, buffer_optimize="l2_optimize", fusion_switch_file=None, iter_limit=None,
+         node_limit=None, time_limit=None, max_streams=4, mdl_bank_path=None):
+    """Auto-tuning as `geopt tune` does it (docs/TUNING.md): job_type 2 measures each op
+    signature's host tactics, job_type 1 the model's strategy settings; both file what they
+    keep in the knowledge bank `output` (a folder or a .json file), which geopt.compile reads
+    with op_bank_path= / mdl_bank_path=. progress: called as progress(stage, done, total).
+    Returns a Tuning."""
+    o = _geopt.TuneOptions()
+    o.compile = _compile_options(
+        soc_version=soc_version, input_shape=input_shape, rules=rules, disable=disable, precision_mode=precision_mode,
+        check=check, optimize=optimize, profile_set=profile_set, modify_mixlist=modify_mixlist,
+        enable_small_channel=enable_small_channel, buffer_optimize=buffer_optimize,
+        fusion_switch_file=fusion_switch_file, iter_limit=iter_limit, node_limit=node_limit, time_limit=time_limit,
+        max_streams=max_streams, mdl_bank_path=mdl_bank_path)
+    o.job_type = int(job_type)
+    o.bank_path = os.fspath(output)
+    o.tune_ops_file = os.fspath(tune_ops_file) if tune_ops_file else ""
+    o.reload = bool(reload)
+    o.time_budget_s = float(time_budget)
+    o.tune_target = tune_target
+    o.seed = int(seed)
+    return Tuning(_geopt.tune(_source(model), o, progress))
 
 
 class Explanation:

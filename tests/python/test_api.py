@@ -271,3 +271,23 @@ def test_quantize_writes_a_qdq_model_that_compiles(cnn, tmp_path):
     out = plan.run(feeds)["out"]
     cosine = float(np.dot(out.ravel(), expected.ravel()) / np.linalg.norm(out) / np.linalg.norm(expected))
     assert cosine > 0.98, cosine
+
+
+def test_tune_files_a_bank_that_compile_reads(cnn, tmp_path):
+    path, feeds, expected = cnn
+    stages = []
+    tuning = geopt.tune(path, tmp_path / "bank", progress=lambda stage, done, total: stages.append(stage))
+    assert {"compiling", "measuring op tactics", "checking the whole plan"} <= set(stages)
+    assert tuning.bank_file == str(tmp_path / "bank" / "Ascend910B1" / "op_bank.json")
+    assert tuning.report["job_type"] == 2 and tuning.report["ops"]
+    plan = geopt.compile(path, op_bank_path=tmp_path / "bank")
+    assert plan.report["tuning"]["op_bank"]["file"] == tuning.bank_file
+    np.testing.assert_allclose(plan.run(feeds)["out"], expected, atol=1e-4, rtol=1e-4)
+    simulated = geopt.tune(path, tmp_path / "models.json", job_type=1, tune_target="simulated")
+    assert simulated.report["chosen"]["max_streams"] in (1, 2, 4)
+    assert geopt.compile(path, mdl_bank_path=tmp_path / "models.json").report["tuning"]["model_bank"]["applied"]
+    (tmp_path / "random.json").write_bytes(bytes(range(256)) * 8)
+    with pytest.raises(geopt.BadInput, match="not a geopt knowledge bank"):
+        geopt.compile(path, op_bank_path=tmp_path / "random.json")
+    with pytest.raises(geopt.UsageError):
+        geopt.tune(path, tmp_path / "bank", job_type=3)

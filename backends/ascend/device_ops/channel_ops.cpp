@@ -53,9 +53,15 @@ struct LanePermute {
   int32_t index[16];  // for each of them, its lane in the source block
 };
 
+struct BlockPermute {
+  std::vector<LanePermute> sources;  // at most one per lane
+  uint16_t written = 0;              // the lanes this move writes
+};
+
 __attribute__((target("avx512f"))) void permute_block(const uint32_t* image, uint32_t* block, int64_t plane,
-                                                      const std::vector<LanePermute>& sources,
-                                                      uint16_t written) {
+                                                      const BlockPermute& permute) {
+  const std::vector<LanePermute>& sources = permute.sources;
+  const uint16_t written = permute.written;
   const uint32_t* from[16];
   __m512i index[16];
   const size_t n = sources.size();  // at most one source block per lane
@@ -116,6 +122,22 @@ void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int6
   const std::byte* src = x.raw();
   std::byte* dst = out.mutable_raw();
   const auto tasks = static_cast<int64_t>(groups.size()) * in.n;
+  // Each output block's permutes, made once for every image: its source blocks, the lanes
+  // each gives and from where.
+  const bool permute = elem == 4 && c0 == 16 && how != ChannelMoves::words && has_avx512f();
+  std::vector<BlockPermute> permutes(permute ? groups.size() : 0);
+  for (size_t g = 0; g < permutes.size(); ++g)
+    for (size_t r = groups[g].first; r < groups[g].second; ++r)
+      for (int64_t i = 0; i < runs[r].len; ++i) {
+        std::vector<LanePermute>& sources = permutes[g].sources;
+        const int64_t lane = runs[r].dst_lane + i;
+        auto it = std::find_if(sources.begin(), sources.end(),
+                               [&](const LanePermute& s) { return s.src_block == runs[r].src_block; });
+        if (it == sources.end()) it = sources.insert(sources.end(), LanePermute{runs[r].src_block, 0, {}});
+        it->mask = static_cast<uint16_t>(it->mask | (1u << lane));
+        it->index[lane] = static_cast<int32_t>(runs[r].src_lane + i);
+        permutes[g].written = static_cast<uint16_t>(permutes[g].written | (1u << lane));
+      }
 #pragma omp parallel for schedule(dynamic) if (plane * c0 * tasks > (1 << 15))
   for (int64_t task = 0; task < tasks; ++task) {
     const int64_t n = task / static_cast<int64_t>(groups.size());
@@ -128,21 +150,9 @@ void move_channels(const HostTensor& x, const Blocked& in, HostTensor& out, int6
                   static_cast<size_t>(plane * c0 * elem));
       continue;
     }
-    if (elem == 4 && c0 == 16 && how != ChannelMoves::words && has_avx512f()) {
-      std::vector<LanePermute> sources;
-      uint16_t written = 0;
-      for (size_t r = first; r < end; ++r)
-        for (int64_t i = 0; i < runs[r].len; ++i) {
-          const int64_t lane = runs[r].dst_lane + i;
-          auto it = std::find_if(sources.begin(), sources.end(),
-                                 [&](const LanePermute& s) { return s.src_block == runs[r].src_block; });
-          if (it == sources.end()) it = sources.insert(sources.end(), LanePermute{runs[r].src_block, 0, {}});
-          it->mask = static_cast<uint16_t>(it->mask | (1u << lane));
-          it->index[lane] = static_cast<int32_t>(runs[r].src_lane + i);
-          written = static_cast<uint16_t>(written | (1u << lane));
-        }
+    if (permute) {
       permute_block(reinterpret_cast<const uint32_t*>(image), reinterpret_cast<uint32_t*>(block), plane,
-                    sources, written);
+                    permutes[static_cast<size_t>(task % static_cast<int64_t>(groups.size()))]);
       continue;
     }
     if (elem == 4) {  // f32, i32: each lane from its own source, copied as words

@@ -206,9 +206,12 @@ void KnowledgeBank::save(const std::string& file) const {
 
 namespace {
 
+// Each field behind its length: no two keys share a text, whatever their fields hold.
 std::string index_key(const BankKey& key, const std::string& signature) {
-  return key.soc_version + '\n' + key.geopt_version + '\n' + key.isa + '\n' + std::to_string(key.threads) +
-         '\n' + signature;
+  std::string k;
+  for (const std::string* field : {&key.soc_version, &key.geopt_version, &key.isa, &signature})
+    k += std::to_string(field->size()) + ':' + *field;
+  return k + std::to_string(key.threads);
 }
 
 template <class Entry>
@@ -241,15 +244,6 @@ void KnowledgeBank::put(OpEntry entry) {
 void KnowledgeBank::put(ModelEntry entry) {
   const std::string k = index_key(entry.key, entry.model_signature);
   put_indexed(models_, model_index_, k, std::move(entry));
-}
-
-bool KnowledgeBank::erase_op(const BankKey& key, const std::string& signature) {
-  auto it = op_index_.find(index_key(key, signature));
-  if (it == op_index_.end()) return false;
-  ops_.erase(ops_.begin() + static_cast<std::ptrdiff_t>(it->second));
-  op_index_.clear();
-  for (size_t i = 0; i < ops_.size(); ++i) op_index_[index_key(ops_[i].key, ops_[i].signature)] = i;
-  return true;
 }
 
 size_t KnowledgeBank::other_keys(const BankKey& key) const {

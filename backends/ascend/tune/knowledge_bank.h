@@ -7,8 +7,8 @@
 // its own key and counts the others as ignored.
 //
 // The file is JSON (docs/TUNING.md, "The bank"): {"format": "geopt-knowledge-bank",
-// "version": 1, "entries": [...]}. A bank that is not one (bytes, another format or
-// version, a field of the wrong type, a tactic geopt does not know) is refused whole.
+// "version": 1, "op_entries": [...], "model_entries": [...]}. A bank that is not one (bytes, another format
+// or version, a field of the wrong type, a tactic geopt does not know) is refused whole.
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -64,7 +64,6 @@ class KnowledgeBank {
   const ModelEntry* find_model(const BankKey& key, const std::string& model_signature) const;
   void put(OpEntry entry);     // replaces the entry of the same key and signature
   void put(ModelEntry entry);  // replaces the entry of the same key and model
-  bool erase_op(const BankKey& key, const std::string& signature);
 
   const std::vector<OpEntry>& ops() const { return ops_; }
   const std::vector<ModelEntry>& models() const { return models_; }
@@ -79,7 +78,8 @@ class KnowledgeBank {
   std::map<std::string, size_t> op_index_, model_index_;
 };
 
-// The largest bank file read (a bank of a million entries is far below it).
-inline constexpr size_t kMaxBankBytes = size_t{256} << 20;
+// The largest bank file read: about 40,000 entries. JSON is parsed whole, and a hostile
+// file of empty objects takes some twenty times its size in memory.
+inline constexpr size_t kMaxBankBytes = size_t{16} << 20;
 
 }  // namespace geopt::ascend

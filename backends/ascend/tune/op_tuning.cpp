@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <set>
 
 #include "device_ops/device_ops.h"
 #include "eval/host_tactic.h"
@@ -14,27 +15,12 @@
 #include "tune/op_signature.h"
 #include "tune/plan_timing.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace geopt::ascend {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Spread {
-  double median = 0, q1 = 0, q3 = 0;
-};
-
-double quantile(const std::vector<double>& sorted, double q) {
-  const double at = q * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(at);
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (at - static_cast<double>(lo));
-}
-
-Spread spread_of(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  return {quantile(samples, 0.5), quantile(samples, 0.25), quantile(samples, 0.75)};
-}
 
 // Times `candidates` interleaved: a warm-up call each (a primitive is made on its first
 // call), then `rounds` rounds, each running every candidate `calls` times, starting one
@@ -120,6 +106,7 @@ HostTactic with_knob(HostTactic incumbent, const HostTactic& alternative) {
 struct Choice {
   HostTactic tactic;
   double default_us = 0, tuned_us = 0;
+  double threads_ratio = 1;  // the thread-count step's share of tuned_us / default_us
   size_t candidates = 0;
 };
 
@@ -147,8 +134,10 @@ Choice choose(const plan::Kernel& k, unsigned knobs, int team, const PlanExecuto
     const bool beyond_noise =
         best != 0 && s[best].median < s[0].median * (1 - o.min_gain) && s[best].q3 < s[0].q1;
     if (beyond_noise) {
+      const double step = s[best].median / s[0].median;
+      if (candidates[best].threads != incumbent.threads) c.threads_ratio = step;
       incumbent = candidates[best];
-      ratio *= s[best].median / s[0].median;
+      ratio *= step;
     }
   }
   c.tactic = incumbent;
@@ -156,9 +145,18 @@ Choice choose(const plan::Kernel& k, unsigned knobs, int team, const PlanExecuto
   return c;
 }
 
-bool wanted(const plan::Kernel& k, const OpTuneOptions& o) {
+// --tune_ops_file's selection: a kernel by its name, or by its op type, bare or with its
+// domain as plan dump prints it ("FusedConv", "ai.geopt::FusedConv").
+bool wanted(const plan::Kernel& k, const OpTuneOptions& o, std::set<std::string>& matched) {
   if (o.op_names.empty() && o.op_types.empty()) return true;
-  return o.op_names.count(k.name()) || o.op_types.count(k.op_type());
+  bool hit = false;
+  auto take = [&](const std::set<std::string>& names, const std::string& name) {
+    if (names.count(name)) hit = true, matched.insert(name);
+  };
+  take(o.op_names, k.name());
+  take(o.op_types, k.op_type());
+  if (!k.domain().empty()) take(o.op_types, k.domain() + "::" + k.op_type());
+  return hit;
 }
 
 void for_each_plan(plan::Plan& p, const std::function<void(plan::Kernel&)>& f) {
@@ -209,12 +207,13 @@ OpTuneResult tune_operators(const plan::Plan& plan, const std::map<std::string, 
   OpTuneResult r;
   // The signatures to tune, in plan order, and how many kernels share each.
   std::map<std::string, size_t> index;
-  std::vector<std::string> signature_of(static_cast<size_t>(plan.kernels_size()));
+  std::vector<size_t> op_of(static_cast<size_t>(plan.kernels_size()), SIZE_MAX);  // kernel -> r.ops
+  std::vector<size_t> first_kernel;                                               // r.ops -> its first kernel
+  std::set<std::string> matched;
   for (int i = 0; i < plan.kernels_size(); ++i) {
     const plan::Kernel& k = plan.kernels(i);
-    if (k.bodies_size() || !wanted(k, o)) continue;
+    if (k.bodies_size() || !wanted(k, o, matched)) continue;
     const std::string sig = op_signature(k);
-    signature_of[static_cast<size_t>(i)] = sig;
     auto [it, fresh] = index.emplace(sig, r.ops.size());
     if (fresh) {
       TunedOp t;
@@ -222,37 +221,50 @@ OpTuneResult tune_operators(const plan::Plan& plan, const std::map<std::string, 
       t.op_type = k.op_type();
       t.kernel = k.name();
       r.ops.push_back(t);
+      first_kernel.push_back(static_cast<size_t>(i));
     }
+    op_of[static_cast<size_t>(i)] = it->second;
     ++r.ops[it->second].kernels;
   }
+  // A name the selection gives that no kernel has is a typo, not a request to tune nothing.
+  for (const std::set<std::string>* names : {&o.op_names, &o.op_types})
+    for (const std::string& name : *names)
+      if (!matched.count(name))
+        throw Error(
+            "--tune_ops_file: '" + escaped(name.substr(0, 200)) +
+            "' is the name or op type of no kernel of the compiled plan (geopt plan dump lists them)");
+  std::vector<double> threads_ratio(r.ops.size(), 1);
   const int team = default_kernel_threads();
   size_t done = 0;
+  bool measured_any = false;  // a run measures one signature at least, however short its budget
   std::vector<size_t> switched;
   if (o.progress) o.progress("measuring op tactics", 0, r.ops.size());
   const PlanExecutor executor(plan, op_registry());
   executor.run_probed(inputs, [&](size_t k, const PlanExecutor::KernelTimer& time) {
-    const std::string& sig = signature_of[k];
-    if (sig.empty()) return;
-    TunedOp& t = r.ops[index.at(sig)];
-    if (t.kernel != plan.kernels(static_cast<int>(k)).name()) return;  // its first kernel decides
+    const size_t op = op_of[k];
+    if (op == SIZE_MAX || first_kernel[op] != k) return;  // a signature's first kernel decides
+    TunedOp& t = r.ops[op];
+    const std::string& sig = t.signature;
     if (o.reload && bank.find_op(o.key, sig)) {
       const OpEntry& e = *bank.find_op(o.key, sig);
       t.tactic = e.tactic, t.default_us = e.default_us, t.tuned_us = e.tuned_us;
       t.outcome = TunedOp::Outcome::from_bank;
-    } else if (o.time_budget_s > 0 && elapsed() > o.time_budget_s) {
+    } else if (o.time_budget_s > 0 && measured_any && elapsed() > o.time_budget_s) {
       t.outcome = TunedOp::Outcome::not_reached;
       r.budget_hit = true;
     } else {
       const plan::Kernel& pk = plan.kernels(static_cast<int>(k));
       const KernelInfo* info = op_registry().find(pk.domain(), pk.op_type());
       const Choice c = choose(pk, info ? info->tactic_knobs : 0, team, time, o);
+      measured_any = true;
       t.candidates = c.candidates;
       t.default_us = c.default_us;
       t.tuned_us = c.tuned_us;
+      threads_ratio[op] = c.threads_ratio;
       t.tactic = tactic_text(c.tactic);
       t.outcome = t.tactic.empty() ? TunedOp::Outcome::kept : TunedOp::Outcome::switched;
       if (t.candidates) {
-        if (!t.tactic.empty()) switched.push_back(index.at(sig));
+        if (!t.tactic.empty()) switched.push_back(op);
         bank.put(OpEntry{o.key, sig, t.op_type, t.tactic, t.default_us, t.tuned_us, o.model});
         if (o.checkpoint) o.checkpoint(bank);
       }
@@ -276,10 +288,14 @@ OpTuneResult tune_operators(const plan::Plan& plan, const std::map<std::string, 
       if (threads_only) {
         tactic.threads = 0;
         t.tactic = tactic_text(tactic);
+        t.tuned_us /= threads_ratio[i];  // the other steps' gain stands
       } else {
         t.tactic.clear();
       }
-      if (t.tactic.empty()) t.outcome = TunedOp::Outcome::taken_back;
+      if (t.tactic.empty()) {
+        t.outcome = TunedOp::Outcome::taken_back;
+        t.tuned_us = t.default_us;
+      }
       bank.put(OpEntry{o.key, t.signature, t.op_type, t.tactic, t.default_us, t.tuned_us, o.model});
       ++n;
     }
@@ -287,9 +303,18 @@ OpTuneResult tune_operators(const plan::Plan& plan, const std::map<std::string, 
   };
   if (o.progress) o.progress("checking the whole plan", 0, 1);
   r.plan_check = "nothing to check: no tactic differs from the kernels' own";
+  // This run's switches only: the bank's other entries (other models', --reload's) were
+  // checked by the runs that filed them.
+  auto this_run = [&] {
+    KnowledgeBank mine;
+    for (size_t i : switched)
+      if (r.ops[i].outcome == TunedOp::Outcome::switched)
+        mine.put(OpEntry{o.key, r.ops[i].signature, r.ops[i].op_type, r.ops[i].tactic, 0, 0, o.model});
+    return mine;
+  };
   for (bool threads_taken_back = false;;) {
     plan::Plan tuned = untuned;
-    if (apply_op_bank(tuned, bank, o.key) == 0) {
+    if (apply_op_bank(tuned, this_run(), o.key) == 0) {
       if (threads_taken_back) {
         r.plan_check = "every switch taken back: the plan did not gain";
         r.plan_tuned_ms = r.plan_default_ms;

@@ -2,13 +2,12 @@
 // Operator tuning (AOE's OPAT; geopt tune --job_type 2). For each distinct op signature
 // of a compiled plan, the host tactics its kernel honours (engine/eval/host_tactic.h) are
 // measured on this machine, one knob at a time: the conv layout, then its algorithm,
-// then the thread count. Each candidate is timed against the incumbent interleaved
-// (rounds in rotated order), and replaces it only when it wins beyond the run-to-run
-// spread: its median at least `min_gain` below the incumbent's, and its upper quartile
-// below the incumbent's lower quartile. Every signature measured is filed in the
-// knowledge bank (its tactic, or none where the kernel's own choice held). Last, the
-// whole plan runs with and without this run's tactics, interleaved; tactics that do not
-// pay there are taken back (those of the thread count first, then all).
+// then the channel-move strategy, then the thread count. Each candidate is timed against the incumbent
+// interleaved (rounds in rotated order), and replaces it only when it wins beyond the run-to-run spread: its
+// median at least `min_gain` below the incumbent's, and its upper quartile below the incumbent's lower
+// quartile. Every signature measured is filed in the knowledge bank (its tactic, or none where the kernel's
+// own choice held). Last, the whole plan runs with and without this run's tactics, interleaved; tactics that
+// do not pay there are taken back (those of the thread count first, then all).
 #include <functional>
 #include <map>
 #include <set>
@@ -24,12 +23,16 @@ namespace geopt::ascend {
 
 struct OpTuneOptions {
   BankKey key;
-  std::string model;                         // named in the bank's entries
-  std::set<std::string> op_names, op_types;  // --tune_ops_file: only these kernels (both empty: all)
-  bool reload = false;       // resume: signatures the bank holds for the key are not measured again
-  double time_budget_s = 0;  // 0: none; signatures not reached by then keep their tactic
-  int rounds = 7;            // interleaved rounds per comparison
-  double min_gain = 0.03;    // a switch saves at least this share of the incumbent's median
+  std::string model;  // named in the bank's entries
+  // --tune_ops_file: only these kernels (both empty: all); an op type bare or with its
+  // domain ("ai.geopt::FusedConv"). A name no kernel has is an error.
+  std::set<std::string> op_names, op_types;
+  bool reload = false;  // resume: signatures the bank holds for the key are not measured again
+  // 0: none. Measuring stops once it has run this long (one signature at least is
+  // measured); the signatures not reached keep their tactic, and --reload goes on.
+  double time_budget_s = 0;
+  int rounds = 7;          // interleaved rounds per comparison
+  double min_gain = 0.03;  // a switch saves at least this share of the incumbent's median
   std::function<void(std::string_view stage, size_t done, size_t total)> progress;
   std::function<void(const KnowledgeBank&)> checkpoint;  // after each signature (the bank written)
 };

@@ -5,11 +5,19 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "eval/host_tensor.h"
 #include "plan.pb.h"
 
 namespace geopt::ascend {
+
+// The median and quartiles of timing samples (linear interpolation between order
+// statistics); zero for no samples.
+struct Spread {
+  double median = 0, q1 = 0, q3 = 0;
+};
+Spread spread_of(std::vector<double> samples);
 
 struct PlanTimes {
   double a_ms = 0, b_ms = 0;  // median ms of one run

@@ -21,11 +21,11 @@ std::vector<TuningHint> tuning_hints(const PlanProfile& p) {
 }
 
 std::string hint_text(const TuningHint& h, const std::string& model) {
-  char text[512];
-  std::snprintf(text, sizeof text, "%s %.0f%% %s %.0f%%: geopt tune %s --job_type %d (%s)", h.metric.c_str(),
-                100 * h.value, h.above ? ">" : "<", 100 * h.threshold, model.c_str(), h.job_type,
-                h.what.c_str());
-  return text;
+  char figures[64];
+  std::snprintf(figures, sizeof figures, " %.0f%% %s %.0f%%", 100 * h.value, h.above ? ">" : "<",
+                100 * h.threshold);
+  return h.metric + figures + ": geopt tune " + model + " --job_type " + std::to_string(h.job_type) + " (" +
+         h.what + ")";
 }
 
 }  // namespace geopt::ascend

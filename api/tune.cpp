@@ -81,6 +81,7 @@ TuneResult tune_operators(const ModelSource& source, const TuneOptions& opt, con
   t.model = source.name();
   t.reload = opt.reload;
   t.time_budget_s = opt.time_budget_s;
+  t.thread_counts = opt.tune_threads;
   t.progress = opt.progress;
   // The bank on disk after each signature, so an interrupted run resumes (--reload); at
   // most every 2 s, as a large bank takes a while to write whole.
@@ -121,7 +122,9 @@ TuneResult tune_operators(const ModelSource& source, const TuneOptions& opt, con
                    {"tuned_us", op.tuned_us},
                    {"tactic", op.tactic},
                    {"outcome", outcome}});
-    if (op.outcome == ascend::TunedOp::Outcome::not_reached) continue;
+    if (op.outcome == ascend::TunedOp::Outcome::not_reached ||
+        op.outcome == ascend::TunedOp::Outcome::nothing_to_try)
+      continue;
     appendf(table, "  %-16.16s %-28.28s x%-3zu %9s -> %9s us  %-14s %s\n", op.op_type.c_str(),
             op.kernel.c_str(), op.kernels, us_text(op.default_us).c_str(), us_text(op.tuned_us).c_str(),
             outcome.c_str(), op.tactic.empty() ? "(its own)" : op.tactic.c_str());
@@ -307,6 +310,8 @@ TuneResult tune(const ModelSource& source, const TuneOptions& opt) {
       throw geopt::UsageError("--time_budget must be a number of seconds >= 0");
     if (opt.job_type == 1 && !opt.tune_ops_file.empty())
       throw geopt::UsageError("--tune_ops_file selects ops for operator tuning (--job_type 2)");
+    if (opt.job_type == 1 && opt.tune_threads)
+      throw geopt::UsageError("--tune_threads is a knob of operator tuning (--job_type 2)");
     const CompileOptions& c = opt.compile;
     if (!c.dynamic_batch_size.empty() || !c.dynamic_image_size.empty() || !c.dynamic_dims.empty() ||
         !c.input_shape_range.empty())

@@ -12,7 +12,7 @@ namespace {
 struct TuneCliOptions : PipelineOptions {
   int job_type = 2;
   std::string tune_ops_file, tune_target = "host", mdl_bank_path;
-  bool reload = false, progress = true;
+  bool reload = false, progress = true, tune_threads = false;
   double time_budget = 0;
   uint64_t seed = 0;
 };
@@ -28,6 +28,7 @@ int run(const TuneCliOptions& o) {
   a.time_budget_s = o.time_budget;
   a.tune_target = o.tune_target;
   a.seed = o.seed;
+  a.tune_threads = o.tune_threads;
   a.progress = progress_bar(o.progress && !o.json);
   const api::TuneResult r = api::tune(api::ModelSource::file(o.model), a);
   std::cout << (o.json ? r.report_json + "\n" : r.report_text) << std::flush;
@@ -56,6 +57,10 @@ std::function<int()> add_tune_command(CLI::App& app) {
       "Only these ops (--job_type 2): JSON {\"tune_ops_name\": [...], \"tune_ops_type\": [...]} of "
       "kernel names and op types as plan dump lists them");
   cmd->add_flag("--reload", o->reload, "Resume: what the bank holds for this machine is not measured again");
+  cmd->add_flag(
+      "--tune_threads,--tune-threads", o->tune_threads,
+      "--job_type 2: also try fewer threads per kernel (can gain on dedicated cores, and lose on shared "
+      "ones: docs/TUNING.md)");
   cmd->add_option("--time_budget,--time-budget", o->time_budget,
                   "Seconds at most (0: none); what is not reached keeps its setting, --reload goes on")
       ->check(CLI::NonNegativeNumber);

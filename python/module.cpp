@@ -185,7 +185,8 @@ void bind_options(py::module_& m) {
       .def_readwrite("reload", &api::TuneOptions::reload)
       .def_readwrite("time_budget_s", &api::TuneOptions::time_budget_s)
       .def_readwrite("tune_target", &api::TuneOptions::tune_target)
-      .def_readwrite("seed", &api::TuneOptions::seed);
+      .def_readwrite("seed", &api::TuneOptions::seed)
+      .def_readwrite("tune_threads", &api::TuneOptions::tune_threads);
   py::class_<api::ExplainOptions>(m, "ExplainOptions")
       .def(py::init<>())
       .def_readwrite("target", &api::ExplainOptions::target)

@@ -15,6 +15,7 @@
 #include "ascend/tune/plan_timing.h"
 #include "eval/compare.h"
 #include "eval/host_tactic.h"
+#include "eval/kernel.h"
 #include "test_support.h"
 #include "util/error.h"
 
@@ -197,6 +198,18 @@ TEST_CASE(
   CHECK(c.out.find(std::to_string(from_bank) + " kernel(s) took a tuned tactic") != std::string::npos);
   const test::CliResult dump = test::run_cli({"plan", "dump", plan.string()});
   CHECK(dump.out.find("tactic layout=nhwc,threads=1 (from the knowledge bank)") != std::string::npos);
+
+  // --tune_threads adds the thread count to each signature's search, where there is a team.
+  const test::CliResult threads =
+      test::run_cli({"tune", kMobileNet.string(), "--output", (dir / "threads").string(), "--tune_threads",
+                     "--json", "--no-check"});
+  REQUIRE(threads.exit_code == 0);
+  const json with_threads = json::parse(threads.out);
+  size_t without = 0, with = 0;
+  for (const auto& op : report["ops"]) without += op["candidates"].get<size_t>();
+  for (const auto& op : with_threads["ops"]) with += op["candidates"].get<size_t>();
+  const int team = default_kernel_threads();  // 1 thread fewer, and half the team from 4 up
+  CHECK(with == without + with_threads["ops"].size() * static_cast<size_t>(team >= 4 ? 2 : team > 1 ? 1 : 0));
 
   // --reload measures nothing the bank holds.
   const test::CliResult again = test::run_cli(

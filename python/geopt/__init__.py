@@ -285,7 +285,7 @@ class Tuning:
 
 
 def tune(model, output, *, job_type=2, tune_ops_file=None, reload=False, time_budget=0.0, tune_target="host",
-         seed=0, progress=None, soc_version="Ascend910B1", input_shape=None, rules=None, disable=None,
+         seed=0, tune_threads=False, progress=None, soc_version="Ascend910B1", input_shape=None, rules=None, disable=None,
          precision_mode=None, check=True, optimize=True, profile_set=None, modify_mixlist=None,
          enable_small_channel=False, buffer_optimize="l2_optimize", fusion_switch_file=None, iter_limit=None,
          node_limit=None, time_limit=None, max_streams=4, mdl_bank_path=None):
@@ -308,6 +308,7 @@ def tune(model, output, *, job_type=2, tune_ops_file=None, reload=False, time_bu
     o.time_budget_s = float(time_budget)
     o.tune_target = tune_target
     o.seed = int(seed)
+    o.tune_threads = bool(tune_threads)
     return Tuning(_geopt.tune(_source(model), o, progress))
 
 

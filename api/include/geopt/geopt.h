@@ -267,6 +267,7 @@ struct TuneOptions {
   bool reload = false;        // resume: what the bank already holds for this machine is not measured again
   double time_budget_s = 0;   // 0: none; what is not reached in time is left as it was
   std::string tune_target = "host";  // job 1: "host" (the plan measured) or "simulated" (the cost model)
+  bool tune_threads = false;         // job 2: also fewer threads per kernel (fragile on shared cores)
   uint64_t seed = 0;                 // of the random inputs the plans are timed on
   Progress progress;
 };

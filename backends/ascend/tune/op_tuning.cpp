@@ -181,6 +181,8 @@ std::string outcome_name(TunedOp::Outcome outcome) {
       return "not reached";
     case TunedOp::Outcome::taken_back:
       return "taken back";
+    case TunedOp::Outcome::nothing_to_try:
+      return "nothing to try";
   }
   return "?";
 }
@@ -255,14 +257,16 @@ OpTuneResult tune_operators(const plan::Plan& plan, const std::map<std::string, 
     } else {
       const plan::Kernel& pk = plan.kernels(static_cast<int>(k));
       const KernelInfo* info = op_registry().find(pk.domain(), pk.op_type());
-      const Choice c = choose(pk, info ? info->tactic_knobs : 0, team, time, o);
-      measured_any = true;
+      const Choice c = choose(pk, info ? info->tactic_knobs : 0, o.thread_counts ? team : 1, time, o);
+      measured_any = measured_any || c.candidates > 0;
       t.candidates = c.candidates;
       t.default_us = c.default_us;
       t.tuned_us = c.tuned_us;
       threads_ratio[op] = c.threads_ratio;
       t.tactic = tactic_text(c.tactic);
-      t.outcome = t.tactic.empty() ? TunedOp::Outcome::kept : TunedOp::Outcome::switched;
+      t.outcome = !t.candidates      ? TunedOp::Outcome::nothing_to_try
+                  : t.tactic.empty() ? TunedOp::Outcome::kept
+                                     : TunedOp::Outcome::switched;
       if (t.candidates) {
         if (!t.tactic.empty()) switched.push_back(op);
         bank.put(OpEntry{o.key, sig, t.op_type, t.tactic, t.default_us, t.tuned_us, o.model});

@@ -2,12 +2,12 @@
 // Operator tuning (AOE's OPAT; geopt tune --job_type 2). For each distinct op signature
 // of a compiled plan, the host tactics its kernel honours (engine/eval/host_tactic.h) are
 // measured on this machine, one knob at a time: the conv layout, then its algorithm,
-// then the channel-move strategy, then the thread count. Each candidate is timed against the incumbent
-// interleaved (rounds in rotated order), and replaces it only when it wins beyond the run-to-run spread: its
-// median at least `min_gain` below the incumbent's, and its upper quartile below the incumbent's lower
-// quartile. Every signature measured is filed in the knowledge bank (its tactic, or none where the kernel's
-// own choice held). Last, the whole plan runs with and without this run's tactics, interleaved; tactics that
-// do not pay there are taken back (those of the thread count first, then all).
+// then the channel-move strategy, then (when asked) the thread count. Each candidate is timed against the
+// incumbent interleaved (rounds in rotated order), and replaces it only when it wins beyond the run-to-run
+// spread: its median at least `min_gain` below the incumbent's, and its upper quartile below the incumbent's
+// lower quartile. Every signature measured is filed in the knowledge bank (its tactic, or none where the
+// kernel's own choice held). Last, the whole plan runs with and without this run's tactics, interleaved;
+// tactics that do not pay there are taken back (those of the thread count first, then all).
 #include <functional>
 #include <map>
 #include <set>
@@ -31,6 +31,10 @@ struct OpTuneOptions {
   // 0: none. Measuring stops once it has run this long (one signature at least is
   // measured); the signatures not reached keep their tactic, and --reload goes on.
   double time_budget_s = 0;
+  // Also try fewer threads per kernel. Off by default: on EfficientNet-B0 the thread
+  // switches one run kept made the plan 2.5% faster on a quiet machine and 13% slower
+  // once the cores were shared (docs/TUNING.md).
+  bool thread_counts = false;
   int rounds = 7;          // interleaved rounds per comparison
   double min_gain = 0.03;  // a switch saves at least this share of the incumbent's median
   std::function<void(std::string_view stage, size_t done, size_t total)> progress;
@@ -38,7 +42,7 @@ struct OpTuneOptions {
 };
 
 struct TunedOp {
-  enum class Outcome { switched, kept, from_bank, not_reached, taken_back };
+  enum class Outcome { switched, kept, from_bank, not_reached, taken_back, nothing_to_try };
   std::string signature, op_type;
   std::string kernel;  // its first kernel's name
   size_t kernels = 0;  // kernels of the plan with this signature

@@ -44,7 +44,6 @@ struct HostTactic {
   ChannelMoves moves = ChannelMoves::automatic;
   int threads = 0;  // 0: the run's team; else this many, where the run has at least as many
 
-  bool is_default() const { return *this == HostTactic{}; }
   bool operator==(const HostTactic&) const = default;
 };
 

@@ -58,7 +58,6 @@ struct OpTuneResult {
   double plan_default_ms = 0, plan_tuned_ms = 0;
   std::string plan_check;  // what the whole-plan check kept ("every switch", ...)
   bool budget_hit = false;
-  double seconds = 0;
 };
 
 std::string outcome_name(TunedOp::Outcome outcome);

@@ -132,7 +132,11 @@ TEST_CASE("optimize fuses a QDQ model into int8 kernels and the plan computes wh
               .exit_code == 0);
   const Model qdq = import_onnx(q8);
   const ascend::OptimizeResult r = ascend::optimize(qdq, rules(), ascend::load_profile("Ascend910B1"), {});
-  CHECK(test::count_op(r.model, "QuantConv") == 20);
+  // Every conv an int8 conv in NC1HWC0, int8 from layer to layer (the stem reads the
+  // quantized image's 3 channels as NCHW); the head's pooled features leave NC1HWC0 once.
+  CHECK(test::count_op(r.model, "FusedQuantConv") == 20);
+  CHECK(test::count_op(r.model, "QuantConv") == 0);
+  CHECK(test::count_op(r.model, "TransData") <= 1);
   CHECK(test::count_op(r.model, "QuantMatMul") == 1);
   const size_t dq_before = test::count_op(qdq, "DequantizeLinear");
   const size_t dq_after = test::count_op(r.model, "DequantizeLinear");
@@ -152,6 +156,40 @@ TEST_CASE("optimize fuses a QDQ model into int8 kernels and the plan computes wh
   const test::CliResult compiled = test::run_cli({"compile", q8.string(), "-o", plan.string()});
   INFO(compiled.out, compiled.err);
   CHECK(compiled.exit_code == 0);
+}
+
+TEST_CASE(
+    "int8 convs in NC1HWC0 compute what the NCHW int8 kernels compute, requantized from layer to layer") {
+  // ResNet-18 (residual blocks, a strided stem, max pool, downsampling shortcuts) and
+  // MobileNetV2 (depthwise convs, ReLU6, an unpadded channel count: 3 x 32 + 0) through
+  // the blocked kernels and through the NCHW ones, the same QDQ model on the same inputs.
+  for (const fs::path& model : {kResNet, test::examples_dir() / "mobilenetv2_half_op17.onnx"}) {
+    CAPTURE(model);
+    const std::string name = model.stem().string();
+    const fs::path cal = calibration_folder(model, 2, 500, name + "-blocked-cal");
+    const fs::path q8 = test::scratch_dir(name + "-blocked") / "int8.onnx";
+    REQUIRE(test::run_cli({"quantize", model.string(), "-o", q8.string(), "--calibration", cal.string(),
+                           "--no-progress"})
+                .exit_code == 0);
+    const Model qdq = import_onnx(q8);
+    const auto profile = ascend::load_profile("Ascend910B1");
+    const ascend::OptimizeResult blocked = ascend::optimize(qdq, rules(), profile, {});
+    auto nchw_rules = test::load_rules({test::shipped_rules()});
+    for (const char* rule : {"QuantConvToNC1HWC0", "QuantConvResidualToNC1HWC0", "QuantizeNC1HWC0"})
+      REQUIRE(nchw_rules->set_enabled(rule, false));
+    const ascend::OptimizeResult nchw = ascend::optimize(qdq, *nchw_rules, profile, {});
+    const size_t int8_convs = test::count_op(blocked.model, "FusedQuantConv");
+    CHECK(int8_convs == test::count_op(qdq, "Conv"));
+    CHECK(test::count_op(nchw.model, "QuantConv") == int8_convs);
+    // The cost model prices the blocked int8 form lower: no conversions around each conv.
+    CHECK(blocked.after.latency_us < 0.8 * nchw.after.latency_us);
+    // The same sums, dequantized, requantized and pooled alike: only the float head's
+    // summation order (a global pool over blocked or NCHW data) may differ.
+    Tolerance close;
+    close.atol = close.rtol = 1e-5;
+    const NumericalCheck c = check_same_outputs(ascend::op_registry(), nchw.model, blocked.model, close, 3);
+    CHECK_MESSAGE(c.diff.within(), c.diff.worst);
+  }
 }
 
 TEST_CASE("BERT quantized with int8 activations: every projection an int8 QuantMatMul") {
@@ -409,7 +447,7 @@ TEST_CASE(
     CHECK(int8_accuracy >= float_accuracy - 0.02);
     CHECK(agreement_of(float_predicted, int8_predicted) >= 0.97);
     const ascend::OptimizeResult o = ascend::optimize(qdq, rules(), ascend::load_profile("Ascend910B1"), {});
-    CHECK(test::count_op(o.model, "QuantConv") == 3);
+    CHECK(test::count_op(o.model, "FusedQuantConv") == 3);  // int8 convs in NC1HWC0
     CHECK(test::count_op(o.model, "DequantizeLinear") == 0);
     const auto [fused_accuracy, fused_predicted] = classify(o.model, images, labels);
     CHECK(agreement_of(int8_predicted, fused_predicted) >= 0.99);  // the int8 kernels compute the QDQ model

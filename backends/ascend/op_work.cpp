@@ -113,6 +113,7 @@ struct Form {
   bool weights_prepacked = false;  // an int8 weight, laid out for the Cube when the plan is built
   bool transposed = false;         // ConvTranspose: every input element scatters its window
   bool converts_weights = false;   // in NC1HWC0, NCHW weights are converted on every call
+  bool blocked = false;            // always in NC1HWC0 (FusedQuantConv): no conversions around it
   // FlashAttentionLayerNorm: the finished rows normalized and the residual added in UB.
   bool then_layer_norm = false;
   // Row ops: inputs read per row (AddLayerNorm and the Skip norms read two); ONNX's
@@ -280,7 +281,7 @@ void conv_work(const OpWork& c, const Form& f) {
   // (each conversion reads one layout and writes the other) in two extra kernels.
   const Attribute* format = find_attr(n, "data_format");
   // ONNX Runtime's NCHWc convs hold blocked activations, as NC1HWC0 does.
-  if (x.known && wt.known && !(format && parse_format(format->s) == Format::NC1HWC0) &&
+  if (x.known && wt.known && !f.blocked && !(format && parse_format(format->s) == Format::NC1HWC0) &&
       n.domain != "com.microsoft.nchwc") {
     // (An int8 conv converts its 8-bit input and its float output.)
     const double out_bytes = out.elements * (op_registry().traits(n.domain, op).integer_products
@@ -444,6 +445,7 @@ const Class& work_class(const KernelDesc& n) {
     for (const char* op : {"Conv", "ConvInteger"}) m[op] = {conv_work, false, {}};
     m["FusedConv"] = {conv_work, false, {.epilogue_ops = 2, .converts_weights = true}};
     m["QuantConv"] = {conv_work, false, {.epilogue_ops = 2}};
+    m["FusedQuantConv"] = {conv_work, false, {.epilogue_ops = 2, .blocked = true}};
     m["ConvTranspose"] = {conv_work, false, {.transposed = true}};
     m["DeformConv"] = {deform_conv_work, true, {}};
     m["FlashAttention"] = {attention_work, false, {}};

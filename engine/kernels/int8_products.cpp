@@ -132,11 +132,16 @@ bool int8_primitives_exact() {
 
 bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
                       const std::vector<int32_t>& w_zero, const WindowGeometry& g, int64_t group,
-                      int32_t* acc, const int32_t** channels_last) {
-  if (!int8_primitives_exact() || x.rank() != 4 || w.rank() != 4 || group <= 0) return false;
+                      int32_t* acc, const int32_t** channels_last, int64_t x_block) {
+  if (!int8_primitives_exact() || x.rank() != (x_block ? 5 : 4) || w.rank() != 4 || group <= 0) return false;
+  if (x_block != 0 && x_block != 16 && x_block != 32) return false;  // oneDNN's aBcd16b and aBcd32b
   const int64_t depth = w.dim(1) * w.dim(2) * w.dim(3);
   if (depth > kMaxInt8Depth) return false;
-  const int64_t n = x.dim(0), c = x.dim(1), m = w.dim(0), spatial = g.out[0] * g.out[1];
+  const int64_t n = x.dim(0), c = x_block ? w.dim(1) * group : x.dim(1), m = w.dim(0),
+                spatial = g.out[0] * g.out[1];
+  // Each (image, channel or channel block) plane holds `lanes` bytes per position.
+  const int64_t lanes = x_block ? x_block : 1, planes = n * (x_block ? x.dim(1) : c);
+  if (x_block && x.dim(1) != (c + x_block - 1) / x_block) return false;
   if (n * m * spatial == 0) return false;
   // The source as uint8, and the zero point to take off; padded here where the padding
   // must read a zero point that is not 0.
@@ -179,23 +184,24 @@ bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
   if (!weights->has_value()) return false;
   const void* src = x.raw();
   if (shifted || padded) {
-    const int64_t rows = n * c * g.in[0];
-    uint8_t* copy = thread_source(static_cast<size_t>(n * c * ih * iw));
-    if (padded) std::fill(copy, copy + n * c * ih * iw, static_cast<uint8_t>(zero));
+    const int64_t rows = planes * g.in[0], row_bytes = g.in[1] * lanes;
+    uint8_t* copy = thread_source(static_cast<size_t>(planes * ih * iw * lanes));
+    if (padded) std::fill(copy, copy + planes * ih * iw * lanes, static_cast<uint8_t>(zero));
     const int64_t top = padded ? g.pad_begin[0] : 0, left = padded ? g.pad_begin[1] : 0;
-#pragma omp parallel for if (rows * g.in[1] > (1 << 16))
+#pragma omp parallel for if (rows * row_bytes > (1 << 16))
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t plane = r / g.in[0], y = r % g.in[0];
-      const uint8_t* in = reinterpret_cast<const uint8_t*>(x.raw()) + r * g.in[1];
-      uint8_t* out = copy + (plane * ih + y + top) * iw + left;
-      for (int64_t i = 0; i < g.in[1]; ++i) out[i] = shifted ? static_cast<uint8_t>(in[i] ^ 0x80) : in[i];
+      const uint8_t* in = reinterpret_cast<const uint8_t*>(x.raw()) + r * row_bytes;
+      uint8_t* out = copy + ((plane * ih + y + top) * iw + left) * lanes;
+      for (int64_t i = 0; i < row_bytes; ++i) out[i] = shifted ? static_cast<uint8_t>(in[i] ^ 0x80) : in[i];
     }
     src = copy;
   }
+  const tag src_tag = x_block == 32 ? tag::aBcd32b : x_block == 16 ? tag::aBcd16b : tag::nchw;
   const bool leave = channels_last && plan->dst == memory::desc(dst_dims, dt::s32, tag::nhwc);
-  const int32_t* sums_at = execute(plan->primitive, plan->src, memory::desc(src_dims, dt::u8, tag::nchw), src,
-                                   (*weights)->laid_out, plan->dst,
-                                   memory::desc(dst_dims, dt::s32, tag::nchw), acc, plan->scratchpad, leave);
+  const int32_t* sums_at =
+      execute(plan->primitive, plan->src, memory::desc(src_dims, dt::u8, src_tag), src, (*weights)->laid_out,
+              plan->dst, memory::desc(dst_dims, dt::s32, tag::nchw), acc, plan->scratchpad, leave);
   const bool left = sums_at != acc;
   if (left) *channels_last = sums_at;
   if (zero != 0) {

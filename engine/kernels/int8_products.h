@@ -34,9 +34,11 @@ bool int8_primitives_exact();
 // them as the primitive leaves them: *channels_last points to them channels last ([N, OH,
 // OW, M]) in the buffer this thread's oneDNN kernels convert outputs in (read them before
 // the next oneDNN call), and acc is untouched; it stays null where they are in acc.
+// `x_block` > 0: x is channel-blocked, [N, ceil(C/x_block), H, W, x_block] (C = the weights'
+// C/group x group), its padding channels read by zero weights (so never summed).
 bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
                       const std::vector<int32_t>& w_zero, const WindowGeometry& g, int64_t group,
-                      int32_t* acc, const int32_t** channels_last = nullptr);
+                      int32_t* acc, const int32_t** channels_last = nullptr, int64_t x_block = 0);
 
 // acc [rows, N] (int32) = (a - a_zero) [rows, K] x (b - b_zero) [K, N]: a's bytes (uint8
 // or int8, rows x K row-major), b a 2-D uint8 or int8 tensor with one zero point or one

@@ -110,15 +110,23 @@ void pool_2d(const T* px, T* py, int64_t* pi, int64_t planes, int64_t lanes, con
     }
 }
 
-// f32 pooling over two spatial axes, plain NCHW (lanes 1) or channel-blocked (lanes 16, oneDNN's
-// nChw16c, whose padding channels are zero and pool to zero), on one oneDNN pooling
-// primitive. Returns false where oneDNN's semantics differ from ONNX's or it has no
-// such pooling: dilations, and an average that counts padding with ceil_mode windows
-// that run past the end padding (ONNX leaves those positions out of the divisor).
-bool onednn_pool(Pool kind, const float* px, float* py, int64_t n, int64_t c, int64_t lanes,
-                 const WindowGeometry& g, bool include_pad) {
+// Pooling over two spatial axes, plain NCHW (lanes 1) or channel-blocked ([N, C, H, W,
+// lanes]: oneDNN's NHWC of N x C images of `lanes` channels, whose padding channels pool
+// on their own), on one oneDNN pooling primitive: f32, and the max of uint8 or int8 (an
+// int8 CNN's stem; a max is exact in any type, an 8-bit average would round). Returns
+// false where oneDNN's semantics differ from ONNX's or it has no such pooling: dilations,
+// and an average that counts padding with ceil_mode windows that run past the end
+// padding (ONNX leaves those positions out of the divisor).
+template <class T>
+bool onednn_pool(Pool kind, const T* px, T* py, int64_t n, int64_t c, int64_t lanes, const WindowGeometry& g,
+                 bool include_pad) {
   using namespace dnnl;
-  if (lanes != 1 && lanes != 16) return false;
+  constexpr bool is_float = std::is_same_v<T, float>;
+  if constexpr (!is_float && !std::is_same_v<T, uint8_t> && !std::is_same_v<T, int8_t>) return false;
+  if (!is_float && kind != Pool::Max) return false;
+  const memory::data_type type = is_float                     ? memory::data_type::f32
+                                 : std::is_same_v<T, uint8_t> ? memory::data_type::u8
+                                                              : memory::data_type::s8;
   memory::dims strides, kernel, pad_l, pad_r;
   for (size_t i = 0; i < 2; ++i) {
     if (g.dilations[i] != 1) return false;
@@ -130,16 +138,16 @@ bool onednn_pool(Pool kind, const float* px, float* py, int64_t n, int64_t c, in
     pad_l.push_back(g.pad_begin[i]);
     pad_r.push_back(std::max<int64_t>(reach, 0));
   }
-  const auto tag = lanes == 16 ? memory::format_tag::nChw16c : memory::format_tag::nchw;
-  const int64_t channels = c * lanes;
-  memory::desc src_md({n, channels, g.in[0], g.in[1]}, memory::data_type::f32, tag);
-  memory::desc dst_md({n, channels, g.out[0], g.out[1]}, memory::data_type::f32, tag);
+  const auto tag = lanes == 1 ? memory::format_tag::nchw : memory::format_tag::nhwc;
+  const int64_t images = lanes == 1 ? n : n * c, channels = lanes == 1 ? c : lanes;
+  memory::desc src_md({images, channels, g.in[0], g.in[1]}, type, tag);
+  memory::desc dst_md({images, channels, g.out[0], g.out[1]}, type, tag);
   const algorithm alg = kind == Pool::Max ? algorithm::pooling_max
                         : include_pad     ? algorithm::pooling_avg_include_padding
                                           : algorithm::pooling_avg_exclude_padding;
   std::ostringstream key;
-  key << n << ',' << channels << ',' << g.in[0] << ',' << g.in[1] << ',' << lanes << ','
-      << static_cast<int>(alg);
+  key << images << ',' << channels << ',' << g.in[0] << ',' << g.in[1] << ',' << lanes << ','
+      << static_cast<int>(alg) << ',' << static_cast<int>(type);
   for (const auto* v : {&strides, &kernel, &pad_l, &pad_r})
     for (auto d : *v) key << ',' << d;
   key << ";threads " << omp_get_max_threads();
@@ -160,7 +168,7 @@ bool onednn_pool(Pool kind, const float* px, float* py, int64_t n, int64_t c, in
   if (!plan) return false;
   engine& eng = cpu_engine();
   stream& s = cpu_stream();
-  memory src(src_md, eng, const_cast<float*>(px)), dst(dst_md, eng, py),
+  memory src(src_md, eng, const_cast<T*>(px)), dst(dst_md, eng, py),
       scratchpad = thread_scratchpad(plan->pd.scratchpad_desc());
   plan->primitive.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
   s.wait();
@@ -207,8 +215,7 @@ void pool(KernelContext& ctx, Pool kind) {
                {&g2.in, &g2.kernel, &g2.strides, &g2.dilations, &g2.pad_begin, &g2.pad_end, &g2.out})
             v->resize(2);
           const int64_t lanes = sp == 3 ? g.in[2] : 1;
-          if constexpr (std::is_same_v<T, float>)
-            if (!pi && onednn_pool(kind, px, py, n, c, lanes, g2, include_pad)) return;
+          if (!pi && onednn_pool<T>(kind, px, py, n, c, lanes, g2, include_pad)) return;
           if (kind == Pool::Max)
             pool_2d<Pool::Max>(px, py, pi, n * c, lanes, g2, include_pad);
           else

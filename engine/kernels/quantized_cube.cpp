@@ -10,6 +10,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "eval/derived_constant.h"
 #include "eval/kernel.h"
@@ -17,6 +18,7 @@
 #include "kernels/conv.h"
 #include "kernels/int8_products.h"
 #include "kernels/quantize.h"
+#include "kernels/quantized_conv.h"
 
 namespace geopt {
 namespace {
@@ -256,23 +258,77 @@ void sum_conv_products(const HostTensor& x, int32_t x_zero, const HostTensor& w,
     }
 }
 
-// Y = activation(Conv((X - zx) sx, (W - zw) sw) + B [+ Z]): X [N, C, H, W] 8-bit, W [M, C/group, kH, kW]
-// 8-bit.
-void quant_conv(KernelContext& ctx) {
+// A tensor of `channels` channels [N, C, spatial] (block 0) or channel-blocked [N,
+// ceil(C/block), spatial, block] (padding channels past C): where channel c of image b
+// lies at position p.
+struct ChannelLayout {
+  int64_t channels = 0, block = 0, spatial = 0;
+  int64_t blocks() const { return block ? (channels + block - 1) / block : channels; }
+  int64_t at(int64_t b, int64_t c, int64_t p) const {
+    return block ? ((b * blocks() + c / block) * spatial + p) * block + c % block
+                 : (b * channels + c) * spatial + p;
+  }
+  std::vector<int64_t> dims(int64_t batch, int64_t h, int64_t w) const {
+    return block ? std::vector<int64_t>{batch, blocks(), h, w, block}
+                 : std::vector<int64_t>{batch, channels, h, w};
+  }
+};
+
+// v[ch] = clamp(float(row[ch] x scale[ch]) + bias[ch] (+ shortcut[ch]), lo, hi) over one
+// position's M channels (NaN stays NaN): the int8 conv's output stage, in the vectors the
+// CPU has (chosen when the program loads).
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void dequantize_row(
+    const int32_t* row, const double* scale, const float* bias, const float* shortcut, float lo, float hi,
+    int64_t m, float* v) {
+  // (`omp simd`: v overlaps none of the others, which the compiler cannot see.)
+#pragma omp simd
+  for (int64_t ch = 0; ch < m; ++ch)
+    v[ch] = static_cast<float>(static_cast<double>(row[ch]) * scale[ch]) + bias[ch];
+  if (shortcut) {
+#pragma omp simd
+    for (int64_t ch = 0; ch < m; ++ch) v[ch] += shortcut[ch];
+  }
+#pragma omp simd
+  for (int64_t ch = 0; ch < m; ++ch) v[ch] = v[ch] < lo ? lo : (v[ch] > hi ? hi : v[ch]);
+}
+
+// x [N, C, H, W] from a channel-blocked x (any element type): the exact fallback's input.
+HostTensor unblocked(const HostTensor& x, int64_t channels) {
+  const ChannelLayout from{channels, x.dim(4), x.dim(2) * x.dim(3)};
+  HostTensor y = HostTensor::uninitialized(x.dtype(), {x.dim(0), channels, x.dim(2), x.dim(3)});
+  const size_t size = dtype_size(x.dtype());
+  for (int64_t b = 0; b < x.dim(0); ++b)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t p = 0; p < from.spatial; ++p)
+        std::memcpy(y.mutable_raw() + static_cast<size_t>((b * channels + c) * from.spatial + p) * size,
+                    x.raw() + static_cast<size_t>(from.at(b, c, p)) * size, size);
+  return y;
+}
+
+}  // namespace
+
+// Y = activation(Conv((X - zx) sx, (W - zw) sw) + B [+ Z]): X 8-bit, W [M, C/group, kH, kW]
+// 8-bit; X, Y and Z in NCHW or channel-blocked as `blocks` says.
+void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks) {
   const HostTensor& x = ctx.input(0);
   const HostTensor& w = ctx.input(1);
   require_8bit(ctx, x, "X");
   require_8bit(ctx, w, "W");
-  if (x.rank() != 4 || w.rank() != 4)
-    ctx.fail("needs a 4-D X and 4-D W, not " + x.shape_string() + " and " + w.shape_string());
+  if (x.rank() != (blocks.x ? 5 : 4) || w.rank() != 4)
+    ctx.fail("needs a " + std::string(blocks.x ? "channel-blocked 5-D" : "4-D") + " X and 4-D W, not " +
+             x.shape_string() + " and " + w.shape_string());
   const int64_t group = ctx.attr_int("group", 1);
-  const int64_t batch = x.dim(0), c = x.dim(1), m = w.dim(0);
-  if (group <= 0 || c % group != 0 || m % group != 0 || w.dim(1) * group != c)
+  if (group <= 0) ctx.fail("group must be positive");
+  const int64_t batch = x.dim(0), c = blocks.x ? w.dim(1) * group : x.dim(1), m = w.dim(0);
+  if (c % group != 0 || m % group != 0 || w.dim(1) * group != c)
     ctx.fail("channels do not match the weights and group");
+  if (blocks.x && (x.dim(4) != blocks.x || x.dim(1) != (c + blocks.x - 1) / blocks.x))
+    ctx.fail("X " + x.shape_string() + " is not " + std::to_string(c) + " channels in blocks of " +
+             std::to_string(blocks.x));
   const std::vector<int64_t> kernel = {w.dim(2), w.dim(3)};
   if (ctx.attr_ints("kernel_shape", kernel) != kernel)
     ctx.fail("kernel_shape does not match the weights " + w.shape_string());
-  const WindowGeometry g = window_geometry(ctx, x.dims(), kernel, false);
+  const WindowGeometry g = window_geometry(ctx, {batch, c, x.dim(2), x.dim(3)}, kernel, false);
   const int64_t depth = c / group * kernel[0] * kernel[1];
   const int64_t oh = g.out[0], ow = g.out[1], spatial = oh * ow;
   const auto [x_scale, x_zero] = activation_params(ctx, ctx.input(2), ctx.input(3), x);
@@ -280,60 +336,146 @@ void quant_conv(KernelContext& ctx) {
   for (double& s : scale) s *= x_scale;
   const std::vector<int32_t> w_zero = per_channel_ints(ctx, ctx.input(5), m, "W's zero point");
   const std::vector<float> bias = float_bias(ctx, 6, m);
-  const HostTensor* residual = ctx.has_input(7) ? &ctx.input(7) : nullptr;
-  if (residual &&
-      (residual->dtype() != DType::F32 || residual->dims() != std::vector<int64_t>{batch, m, oh, ow}))
-    ctx.fail("the residual Z is " + residual->shape_string() + ", the output f32[" + std::to_string(batch) +
-             "," + std::to_string(m) + "," + std::to_string(oh) + "," + std::to_string(ow) + "]");
   const Requantization requant = requantization(ctx);
-  HostTensor y = float_result(ctx, requant, {batch, m, oh, ow});
-  if (depth > kMaxInt8Depth) {  // sums int32 may not hold (a depth no model seen has)
-    std::vector<int64_t> wide(static_cast<size_t>(batch * m * spatial));
-    sum_conv_products(x, x_zero, w, w_zero, g, group, wide.data());
-    float* py = y.mutable_data<float>();
-    for (int64_t i = 0; i < y.size(); ++i) {
-      const size_t channel = static_cast<size_t>(i / spatial % m);
-      py[i] = static_cast<float>(static_cast<double>(wide[static_cast<size_t>(i)]) * scale[channel]) +
-              bias[channel] + (residual ? residual->data<float>()[i] : 0.0f);
+  const ChannelLayout out{m, blocks.y, spatial}, res{m, blocks.z, spatial};
+  const HostTensor* residual = ctx.has_input(7) ? &ctx.input(7) : nullptr;
+  if (residual && (residual->dtype() != DType::F32 || residual->dims() != res.dims(batch, oh, ow)))
+    ctx.fail("the residual Z is " + residual->shape_string() + ", not f32" +
+             HostTensor(DType::F32, res.dims(batch, oh, ow)).shape_string());
+  // Blocked: the padding channels come out 0 (float) or the zero point (8-bit), as
+  // converting a zero-padded float tensor would give.
+  const int32_t* channels_last = nullptr;
+  const bool fast = depth <= kMaxInt8Depth && x.size() > 0;
+  // The sums in NCHW where no oneDNN primitive left them channels last.
+  // (Kept per thread and grown as needed: every element is written before it is read.)
+  // (The loops below run on other threads too: they read it through `acc`, this thread's.)
+  thread_local std::vector<int32_t> this_thread_sums;
+  if (fast && this_thread_sums.size() < static_cast<size_t>(batch * m * spatial))
+    this_thread_sums.resize(static_cast<size_t>(batch * m * spatial));
+  int32_t* const acc = this_thread_sums.data();
+  std::vector<int64_t> wide;
+  if (fast) {
+    if (!int8_convolution(x, x_zero, w, w_zero, g, group, acc, &channels_last, blocks.x)) {
+      const HostTensor plain = blocks.x ? unblocked(x, c) : HostTensor();
+      sum_conv_products(blocks.x ? plain : x, x_zero, w, w_zero, g, group, acc);
     }
-    apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
-    finish(ctx, requant, std::move(y));
+  } else {  // sums int32 may not hold (a depth no model seen has)
+    wide.resize(static_cast<size_t>(batch * m * spatial));
+    const HostTensor plain = blocks.x ? unblocked(x, c) : HostTensor();
+    sum_conv_products(blocks.x ? plain : x, x_zero, w, w_zero, g, group, wide.data());
+  }
+  const float* z = residual ? residual->data<float>() : nullptr;
+  const std::string activation = ctx.attr_string("activation", "none");
+  const Activation act = parse_activation(ctx, activation);
+  if (channels_last && blocks.y &&
+      (act == Activation::None || act == Activation::Relu || act == Activation::Clip)) {
+    // The common case, in one pass: each output block's lanes from the channels-last
+    // sums, dequantized, the residual added, clamped (ReLU, ReLU6) and, requantizing,
+    // rounded into the 8-bit output (no float tensor of the output's size).
+    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+    if (act == Activation::Relu) lo = 0.0f;
+    if (act == Activation::Clip) {
+      const std::vector<float> params = ctx.attr_floats("activation_params");
+      if (params.size() != 2) ctx.fail("Clip activation needs 2 params (min, max)");
+      lo = params[0], hi = params[1];
+    }
+    const int64_t block = blocks.y, out_blocks = out.blocks();
+    HostTensor y = ctx.new_output(0, requant.dtype, out.dims(batch, oh, ow));
+    std::byte* py = y.mutable_raw();
+    const size_t element = dtype_size(requant.dtype);
+    // What a padding lane holds: 0, or 0 quantized (the zero point).
+    std::vector<std::byte> padding(static_cast<size_t>(block) * element, std::byte{0});
+    if (requant.on()) {
+      const std::vector<float> zeros(static_cast<size_t>(block), 0.0f);
+      quantize_floats_serial(zeros.data(), block, requant.scale, requant.zero, requant.dtype, padding.data());
+    }
+    const int64_t z_block = res.block, z_blocks = z_block ? res.blocks() : 0;
+    // Position by position: the row of M sums dequantized in one vectorized pass over
+    // its channels, then each block's run of lanes copied to its plane.
+#pragma omp parallel if (batch * m * spatial > (1 << 16))
+    {
+      std::vector<float> values(static_cast<size_t>(m)), shortcut(z ? static_cast<size_t>(m) : 0);
+      std::vector<std::byte> quantized(requant.on() ? static_cast<size_t>(m) : 0);
+#pragma omp for
+      for (int64_t bp = 0; bp < batch * spatial; ++bp) {
+        const int64_t b = bp / spatial, p = bp % spatial;
+        float* v = values.data();
+        if (z) {
+          for (int64_t zb = 0; zb < z_blocks; ++zb)
+            std::memcpy(shortcut.data() + zb * z_block, z + ((b * z_blocks + zb) * spatial + p) * z_block,
+                        static_cast<size_t>(std::min(z_block, m - zb * z_block)) * sizeof(float));
+          if (!z_block)
+            for (int64_t ch = 0; ch < m; ++ch)
+              shortcut[static_cast<size_t>(ch)] = z[(b * m + ch) * spatial + p];
+        }
+        dequantize_row(channels_last + bp * m, scale.data(), bias.data(), z ? shortcut.data() : nullptr, lo,
+                       hi, m, v);
+        const std::byte* lanes_from = reinterpret_cast<const std::byte*>(v);
+        if (requant.on()) {
+          quantize_floats_serial(v, m, requant.scale, requant.zero, requant.dtype, quantized.data());
+          lanes_from = quantized.data();
+        }
+        const size_t run = static_cast<size_t>(block) * element;  // 32 bytes, or 64 for float
+        const int64_t whole = m / block;
+        std::byte* at = py + static_cast<size_t>((b * out_blocks * spatial + p) * block) * element;
+        const size_t plane = static_cast<size_t>(spatial) * run;
+        // Whole blocks by copies of a size the compiler knows (one vector move each).
+        for (int64_t ob = 0; ob < whole; ++ob) {
+          std::byte* to = at + static_cast<size_t>(ob) * plane;
+          const std::byte* from = lanes_from + static_cast<size_t>(ob) * run;
+          if (run == 32)
+            std::memcpy(to, from, 32);
+          else if (run == 64)
+            std::memcpy(to, from, 64);
+          else
+            std::memcpy(to, from, run);
+        }
+        if (whole < out_blocks) {  // the last block's real lanes, then its padding
+          const size_t lanes = static_cast<size_t>(m - whole * block) * element;
+          std::byte* to = at + static_cast<size_t>(whole) * plane;
+          std::memcpy(to, lanes_from + static_cast<size_t>(whole) * run, lanes);
+          std::memcpy(to + lanes, padding.data(), run - lanes);
+        }
+      }
+    }
+    ctx.outputs[0] = std::move(y);
     return;
   }
-  // The int32 sums are written where the float output goes, and each is dequantized in
-  // place (int32 and float are both 4 bytes): no second tensor of the output's size.
-  std::byte* bytes = y.mutable_raw();
-  int32_t* acc = reinterpret_cast<int32_t*>(bytes);  // written by oneDNN or the loops, read via memcpy
+  HostTensor y = float_result(ctx, requant, out.dims(batch, oh, ow));
+  float* py = y.mutable_data<float>();
+  if (blocks.y && m % blocks.y) std::fill(py, py + y.size(), 0.0f);
   // ReLU (what most int8 convs carry) is applied as each value is written, not in a pass
   // of its own over the output; other activations after.
-  const std::string activation = ctx.attr_string("activation", "none");
-  const bool relu = parse_activation(ctx, activation) == Activation::Relu;
+  const bool relu = act == Activation::Relu;
+  auto value = [&](double sum, int64_t b, int64_t channel, int64_t p) {
+    const size_t ch = static_cast<size_t>(channel);
+    float v = static_cast<float>(sum * scale[ch]) + bias[ch];
+    if (z) v += z[res.at(b, channel, p)];
+    return relu && v < 0 ? 0.0f : v;  // NaN stays NaN, as apply_activation's
+  };
   auto done = [&] {
-    if (!relu) apply_activation(ctx, y, activation, ctx.attr_floats("activation_params"));
+    if (!relu && act != Activation::None) {
+      apply_activation(ctx, y, activation, ctx.attr_floats("activation_params"));
+      if (blocks.y && m % blocks.y)  // the activation of 0 need not be 0: the padding stays 0
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t channel = m; channel < out.blocks() * out.block; ++channel)
+            for (int64_t p = 0; p < spatial; ++p) py[out.at(b, channel, p)] = 0.0f;
+    }
     finish(ctx, requant, std::move(y));
   };
-  const int32_t* channels_last = nullptr;
-  if (!int8_convolution(x, x_zero, w, w_zero, g, group, acc, &channels_last))
-    sum_conv_products(x, x_zero, w, w_zero, g, group, acc);
   if (channels_last) {
     // The sums as oneDNN leaves them, [N, OH, OW, M]: dequantized as they are read into
-    // NCHW, 16 channels (a cache line of sums) at a time, instead of reordered first.
-    float* py = y.mutable_data<float>();
-    constexpr int64_t kBlock = 16;
-    const int64_t blocks = (m + kBlock - 1) / kBlock;
+    // the output's layout, a run of channels at a time (a block's lanes are contiguous;
+    // in NCHW, 16 channels are a cache line of sums).
+    const int64_t run = blocks.y ? blocks.y : 16, runs = (m + run - 1) / run;
 #pragma omp parallel for collapse(2) if (batch * m * spatial > (1 << 16))
     for (int64_t b = 0; b < batch; ++b)
-      for (int64_t blk = 0; blk < blocks; ++blk) {
-        const int64_t first = blk * kBlock, last = std::min(m, first + kBlock);
+      for (int64_t r = 0; r < runs; ++r) {
+        const int64_t first = r * run, last = std::min(m, first + run);
         for (int64_t p = 0; p < spatial; ++p) {
           const int32_t* row = channels_last + (b * spatial + p) * m;
-          for (int64_t channel = first; channel < last; ++channel) {
-            const int64_t at = (b * m + channel) * spatial + p;
-            const size_t c = static_cast<size_t>(channel);
-            float v = static_cast<float>(static_cast<double>(row[channel]) * scale[c]) + bias[c];
-            if (residual) v += residual->data<float>()[at];
-            py[at] = relu && v < 0 ? 0.0f : v;  // NaN stays NaN, as apply_activation's
-          }
+          for (int64_t channel = first; channel < last; ++channel)
+            py[out.at(b, channel, p)] = value(row[channel], b, channel, p);
         }
       }
     done();
@@ -343,21 +485,17 @@ void quant_conv(KernelContext& ctx) {
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t channel = 0; channel < m; ++channel) {
       const int64_t at = (b * m + channel) * spatial;
-      const double s = scale[static_cast<size_t>(channel)];
-      const float bv = bias[static_cast<size_t>(channel)];
-      const float* z = residual ? residual->data<float>() + at : nullptr;
-      for (int64_t i = 0; i < spatial; ++i) {
-        std::byte* e = bytes + (at + i) * 4;
-        int32_t sum;
-        std::memcpy(&sum, e, 4);
-        float v = static_cast<float>(static_cast<double>(sum) * s) + bv;
-        if (z) v += z[i];
-        if (relu && v < 0) v = 0.0f;
-        std::memcpy(e, &v, 4);
-      }
+      for (int64_t p = 0; p < spatial; ++p)
+        py[out.at(b, channel, p)] = value(
+            fast ? static_cast<double>(acc[at + p]) : static_cast<double>(wide[static_cast<size_t>(at + p)]),
+            b, channel, p);
     }
   done();
 }
+
+namespace {
+
+void quant_conv(KernelContext& ctx) { quantized_convolution(ctx, {}); }
 
 }  // namespace
 

@@ -87,8 +87,6 @@ OpSchema norm(const char* name, const char* doc, float eps, bool has_bias) {
   return s;
 }
 
-namespace {
-
 // The int8 Cube ops the QDQ fusion rules make (rules/quantize.gerule): 8-bit operands,
 // their products summed exactly in int32, dequantized to a float output.
 OpSchema quantized_cube_op(const char* name, const char* doc, const char* wrapped, int opset) {
@@ -129,6 +127,8 @@ OpSchema quantized_cube_op(const char* name, const char* doc, const char* wrappe
   });
   return s;
 }
+
+namespace {
 
 // RMSNorm and AddLayerNorm.
 void register_norms() {

@@ -36,6 +36,10 @@ int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t dilation, int6
 void add_conv_attrs(onnx::OpSchema& s);
 // `activation` and `activation_params` (kernels/activation.h reads them).
 void add_activation_attrs(onnx::OpSchema& s);
+// An int8 Cube op (QuantMatMul, QuantConv, a backend's blocked forms): 8-bit X and W, their
+// scales and zero points, a float bias, requantization attributes; shapes inferred as the
+// standard op `wrapped` (at `opset`) infers them, the output type from output_dtype.
+onnx::OpSchema quantized_cube_op(const char* name, const char* doc, const char* wrapped, int opset);
 // A normalization over axes axis..rank-1 with a scale (and a bias).
 onnx::OpSchema norm(const char* name, const char* doc, float eps, bool has_bias);
 

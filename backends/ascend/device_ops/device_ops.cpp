@@ -19,6 +19,8 @@ void register_op_schemas() {
     register_fused_matmul_schema();
     register_layer_norm_schema();
     register_channel_ops_schemas();
+    register_fused_quant_conv_schema();
+    register_ascend_quant_schema();
   });
 }
 
@@ -31,9 +33,10 @@ std::optional<Format> written_format(const Node& n) {
     Format format;
   };
   static const std::map<std::string, Written, std::less<>> kWritten = {
-      {"TransData", {"dst_format", Format::ND}},    {"FusedConv", {"data_format", Format::NCHW}},
-      {"LayerNorm", {"data_format", Format::ND}},   {"ShuffleChannel", {nullptr, Format::NC1HWC0}},
-      {"ChannelSlice", {nullptr, Format::NC1HWC0}}, {"ChannelConcat", {nullptr, Format::NC1HWC0}},
+      {"TransData", {"dst_format", Format::ND}},      {"FusedConv", {"data_format", Format::NCHW}},
+      {"LayerNorm", {"data_format", Format::ND}},     {"ShuffleChannel", {nullptr, Format::NC1HWC0}},
+      {"ChannelSlice", {nullptr, Format::NC1HWC0}},   {"ChannelConcat", {nullptr, Format::NC1HWC0}},
+      {"FusedQuantConv", {nullptr, Format::NC1HWC0}}, {"AscendQuant", {nullptr, Format::NC1HWC0}},
   };
   auto it = kWritten.find(n.op_type);
   if (it == kWritten.end()) return std::nullopt;
@@ -57,6 +60,8 @@ const OpRegistry& op_registry() {
     add_fused_matmul(r);
     add_layer_norm(r);
     add_channel_ops(r);
+    add_fused_quant_conv(r);
+    add_ascend_quant(r);
     return r;
   }();
   return registry;

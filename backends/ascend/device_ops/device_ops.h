@@ -1,9 +1,12 @@
 #pragma once
 // Ascend's own ops: the layout conversion TransData and the ops that read or write
 // Ascend's device layouts (NC1HWC0, FRACTAL_Z, FRACTAL_NZ): FusedConv, FusedMatMul,
-// LayerNorm, ShuffleChannel, ChannelSlice, ChannelConcat. Each op's file holds its
+// LayerNorm, ShuffleChannel, ChannelSlice, ChannelConcat, and the int8 ones,
+// FusedQuantConv and AscendQuant. Each op's file holds its
 // schema, its host kernel and its traits; this backend registers them, engine/ knows
 // none of them (docs/ARCHITECTURE.md, "The op registry").
+#include <onnx/defs/shape_inference.h>
+
 #include <optional>
 #include <string_view>
 
@@ -32,6 +35,11 @@ std::optional<Format> written_format(const Node& n);
 // sample, so a batch may run slice by slice (ATC's L2 slicing, op_work.cpp).
 void add_device_op(OpRegistry& r, std::string_view op, KernelFn fn, bool half_via_f32, OpTraits traits = {});
 
+// The NC1HWC0 output shape of a 2-D conv, [N, ceil(M/c0), OH, OW, c0], from its X (5-D
+// NC1HWC0, or 4-D NCHW with `plain_input`), W and Conv attributes; M is `channels` where
+// positive, else W's dim 0 (fused_conv.cpp).
+void infer_blocked_conv_shape(onnx::InferenceContext& ctx, bool plain_input, int64_t channels, int64_t c0);
+
 // Each op's file: its schema, and its kernel and traits.
 void register_trans_data_schema();
 void add_trans_data(OpRegistry& r);
@@ -43,5 +51,9 @@ void register_layer_norm_schema();
 void add_layer_norm(OpRegistry& r);
 void register_channel_ops_schemas();
 void add_channel_ops(OpRegistry& r);
+void register_fused_quant_conv_schema();
+void add_fused_quant_conv(OpRegistry& r);
+void register_ascend_quant_schema();
+void add_ascend_quant(OpRegistry& r);
 
 }  // namespace geopt::ascend

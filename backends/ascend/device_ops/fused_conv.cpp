@@ -89,6 +89,58 @@ void fused_conv(KernelContext& ctx) {
 
 }  // namespace
 
+// The NC1HWC0 output of a 2-D conv (FusedConv's, FusedQuantConv's): [N, ceil(M/c0), OH,
+// OW, c0] from X (5-D NC1HWC0, or 4-D NCHW with `plain_input`), W and the Conv attributes;
+// M is `channels` where given (> 0; FRACTAL_Z weights' dims are padded), else W's dim 0.
+void infer_blocked_conv_shape(InferenceContext& ctx, bool plain_input, int64_t channels, int64_t c0) {
+  if (!onnx::hasInputShape(ctx, 0) || !onnx::hasInputShape(ctx, 1)) return;
+  const auto& x = ctx.getInputType(0)->tensor_type().shape();
+  const auto& w = ctx.getInputType(1)->tensor_type().shape();
+  if (x.dim_size() != (plain_input ? 4 : 5) || w.dim_size() != 4)
+    fail_shape_inference(plain_input ? "an NC1HWC0 conv reading NCHW needs a 4-D input and 4-D weights"
+                                     : "an NC1HWC0 conv needs a 5-D input and 4-D weights");
+  auto ints = [&](const char* name, std::vector<int64_t> fallback) {
+    const auto* a = ctx.getAttribute(name);
+    return a && a->ints_size() ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : fallback;
+  };
+  const auto* ap = ctx.getAttribute("auto_pad");
+  const std::string auto_pad = ap ? ap->s() : "NOTSET";
+  const std::optional<AutoPad> pad = parse_auto_pad(auto_pad);
+  auto strides = ints("strides", {1, 1}), dil = ints("dilations", {1, 1}), pads = ints("pads", {0, 0, 0, 0});
+  if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4)
+    fail_shape_inference("a 2-D conv needs 2 strides, 2 dilations and 4 pads");
+  const bool padded_weights = channels > 0;  // W's dims are not the conv's (FRACTAL_Z)
+  onnx::TensorShapeProto out;
+  *out.add_dim() = x.dim(0);
+  if (padded_weights)
+    out.add_dim()->set_dim_value((channels + c0 - 1) / c0);
+  else if (w.dim(0).has_dim_value())
+    out.add_dim()->set_dim_value((w.dim(0).dim_value() + c0 - 1) / c0);
+  else
+    out.add_dim();
+  const auto kernel = ints("kernel_shape", {});
+  for (int i = 0; i < 2; ++i) {
+    auto* d = out.add_dim();
+    // The kernel's extent: from kernel_shape, or the NCHW weights' dims.
+    int64_t k = kernel.size() == 2
+                    ? kernel[static_cast<size_t>(i)]
+                    : (!padded_weights && w.dim(2 + i).has_dim_value() ? w.dim(2 + i).dim_value() : 0);
+    if (x.dim(2 + i).has_dim_value() && k > 0)
+      d->set_dim_value(window_out(x.dim(2 + i).dim_value(), k, strides[static_cast<size_t>(i)],
+                                  dil[static_cast<size_t>(i)],
+                                  pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i) + 2], auto_pad));
+    else if (x.dim(2 + i).has_dim_param() && k > 0 && pad == AutoPad::NotSet)
+      // A symbolic dim keeps a name, the one ONNX's Conv gets from geopt's shape preparation.
+      if (const Dim o = window_output(Dim::symbol(x.dim(2 + i).dim_param()), k,
+                                      strides[static_cast<size_t>(i)], dil[static_cast<size_t>(i)],
+                                      pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i) + 2]);
+          o.is_symbolic())
+        d->set_dim_param(o.symbol_name());
+  }
+  out.add_dim()->set_dim_value(c0);
+  onnx::updateOutputShape(ctx, 0, out);
+}
+
 void register_fused_conv_schema() {
   OpSchema s =
       base("FusedConv",
@@ -128,55 +180,11 @@ void register_fused_conv_schema() {
       return;
     }
     onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-    if (!onnx::hasInputShape(ctx, 0) || !onnx::hasInputShape(ctx, 1)) return;
-    const auto& x = ctx.getInputType(0)->tensor_type().shape();
-    const auto& w = ctx.getInputType(1)->tensor_type().shape();
-    const bool nchw_in = f.plain_input;
-    if (x.dim_size() != (nchw_in ? 4 : 5) || w.dim_size() != 4)
-      fail_shape_inference(nchw_in ? "an NC1HWC0 FusedConv reading NCHW needs a 4-D input and 4-D weights"
-                                   : "NC1HWC0 FusedConv needs a 5-D input and 4-D weights");
-    const bool fractal = f.fractal_weights;
     const auto* m_attr = ctx.getAttribute("channels");
-    if (fractal && (!m_attr || m_attr->i() <= 0)) fail_shape_inference("FRACTAL_Z weights need `channels`");
-    auto ints = [&](const char* name, std::vector<int64_t> fallback) {
-      const auto* a = ctx.getAttribute(name);
-      return a && a->ints_size() ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : fallback;
-    };
-    const auto* ap = ctx.getAttribute("auto_pad");
-    const std::string auto_pad = ap ? ap->s() : "NOTSET";
-    const std::optional<AutoPad> pad = parse_auto_pad(auto_pad);
-    auto strides = ints("strides", {1, 1}), dil = ints("dilations", {1, 1}),
-         pads = ints("pads", {0, 0, 0, 0});
-    const int64_t c0 = c0_for(static_cast<DType>(ctx.getInputType(0)->tensor_type().elem_type()));
-    onnx::TensorShapeProto out;
-    *out.add_dim() = x.dim(0);
-    if (fractal)
-      out.add_dim()->set_dim_value((m_attr->i() + c0 - 1) / c0);
-    else if (w.dim(0).has_dim_value())
-      out.add_dim()->set_dim_value((w.dim(0).dim_value() + c0 - 1) / c0);
-    else
-      out.add_dim();
-    const auto kernel = ints("kernel_shape", {});
-    for (int i = 0; i < 2; ++i) {
-      auto* d = out.add_dim();
-      // The kernel's extent: from kernel_shape, or the NCHW weights' dims.
-      int64_t k = kernel.size() == 2
-                      ? kernel[static_cast<size_t>(i)]
-                      : (!fractal && w.dim(2 + i).has_dim_value() ? w.dim(2 + i).dim_value() : 0);
-      if (x.dim(2 + i).has_dim_value() && k > 0)
-        d->set_dim_value(window_out(
-            x.dim(2 + i).dim_value(), k, strides[static_cast<size_t>(i)], dil[static_cast<size_t>(i)],
-            pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i) + 2], auto_pad));
-      else if (x.dim(2 + i).has_dim_param() && k > 0 && pad == AutoPad::NotSet)
-        // A symbolic dim keeps a name, the one ONNX's Conv gets from geopt's shape preparation.
-        if (const Dim o = window_output(Dim::symbol(x.dim(2 + i).dim_param()), k,
-                                        strides[static_cast<size_t>(i)], dil[static_cast<size_t>(i)],
-                                        pads[static_cast<size_t>(i)] + pads[static_cast<size_t>(i) + 2]);
-            o.is_symbolic())
-          d->set_dim_param(o.symbol_name());
-    }
-    out.add_dim()->set_dim_value(c0);
-    onnx::updateOutputShape(ctx, 0, out);
+    if (f.fractal_weights && (!m_attr || m_attr->i() <= 0))
+      fail_shape_inference("FRACTAL_Z weights need `channels`");
+    infer_blocked_conv_shape(ctx, f.plain_input, f.fractal_weights ? m_attr->i() : 0,
+                             c0_for(static_cast<DType>(ctx.getInputType(0)->tensor_type().elem_type())));
   });
   onnx::RegisterSchema(std::move(s));
 }

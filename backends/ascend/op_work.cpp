@@ -276,6 +276,10 @@ void conv_work(const OpWork& c, const Form& f) {
     }
   }
   add_epilogue(c, f);
+  // A FusedQuantConv that quantizes its float input as it reads it: one more Vector
+  // operation per input element.
+  if (const Attribute* quantize = find_attr(n, "quantize_input"); quantize && quantize->i && x.known)
+    w.vector_ops += x.elements;
   w.min_l1_bytes = static_cast<int64_t>(2 * 16 * 16 * bytes);
   // The Cube reads NC1HWC0 only: a conv in NCHW converts its input and its output
   // (each conversion reads one layout and writes the other) in two extra kernels.

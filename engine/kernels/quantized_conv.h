@@ -19,8 +19,10 @@ struct QuantConvBlocks {
 };
 
 // The kernel of an op with QuantConv's inputs (X, W, X_scale, X_zero_point, W_scale,
-// W_zero_point, B, Z) and attributes (Conv's, activation, output_dtype, output_scale,
-// output_zero_point): sets ctx.outputs[0].
-void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks);
+// W_zero_point, B, Z) and attributes (Conv's, activation, post_scale, post_shift,
+// output_dtype, output_scale, output_zero_point): sets ctx.outputs[0]. `quantized_x`,
+// where given, is the 8-bit X in its place (a kernel that quantizes its float input first).
+void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks,
+                           const HostTensor* quantized_x = nullptr);
 
 }  // namespace geopt

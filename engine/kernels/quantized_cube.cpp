@@ -274,12 +274,19 @@ struct ChannelLayout {
   }
 };
 
-// v[ch] = clamp(float(row[ch] x scale[ch]) + bias[ch] (+ shortcut[ch]), lo, hi) over one
+// post_scale and post_shift: y * scale + shift after the activation.
+struct PostAffine {
+  float scale = 1.0f, shift = 0.0f;
+  bool on() const { return scale != 1.0f || shift != 0.0f; }
+};
+
+// v[ch] = clamp(float(row[ch] x scale[ch]) + bias[ch] (+ shortcut[ch]), lo, hi), then the
+// post affine, over one
 // position's M channels (NaN stays NaN): the int8 conv's output stage, in the vectors the
 // CPU has (chosen when the program loads).
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void dequantize_row(
     const int32_t* row, const double* scale, const float* bias, const float* shortcut, float lo, float hi,
-    int64_t m, float* v) {
+    const PostAffine& affine, int64_t m, float* v) {
   // (`omp simd`: v overlaps none of the others, which the compiler cannot see.)
 #pragma omp simd
   for (int64_t ch = 0; ch < m; ++ch)
@@ -290,6 +297,10 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) vo
   }
 #pragma omp simd
   for (int64_t ch = 0; ch < m; ++ch) v[ch] = v[ch] < lo ? lo : (v[ch] > hi ? hi : v[ch]);
+  if (affine.on()) {
+#pragma omp simd
+    for (int64_t ch = 0; ch < m; ++ch) v[ch] = v[ch] * affine.scale + affine.shift;
+  }
 }
 
 // x [N, C, H, W] from a channel-blocked x (any element type): the exact fallback's input.
@@ -309,8 +320,8 @@ HostTensor unblocked(const HostTensor& x, int64_t channels) {
 
 // Y = activation(Conv((X - zx) sx, (W - zw) sw) + B [+ Z]): X 8-bit, W [M, C/group, kH, kW]
 // 8-bit; X, Y and Z in NCHW or channel-blocked as `blocks` says.
-void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks) {
-  const HostTensor& x = ctx.input(0);
+void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks, const HostTensor* quantized_x) {
+  const HostTensor& x = quantized_x ? *quantized_x : ctx.input(0);
   const HostTensor& w = ctx.input(1);
   require_8bit(ctx, x, "X");
   require_8bit(ctx, w, "W");
@@ -367,6 +378,7 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks) {
   const float* z = residual ? residual->data<float>() : nullptr;
   const std::string activation = ctx.attr_string("activation", "none");
   const Activation act = parse_activation(ctx, activation);
+  const PostAffine affine{ctx.attr_float("post_scale", 1.0f), ctx.attr_float("post_shift", 0.0f)};
   if (channels_last && blocks.y &&
       (act == Activation::None || act == Activation::Relu || act == Activation::Clip)) {
     // The common case, in one pass: each output block's lanes from the channels-last
@@ -409,7 +421,7 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks) {
               shortcut[static_cast<size_t>(ch)] = z[(b * m + ch) * spatial + p];
         }
         dequantize_row(channels_last + bp * m, scale.data(), bias.data(), z ? shortcut.data() : nullptr, lo,
-                       hi, m, v);
+                       hi, affine, m, v);
         const std::byte* lanes_from = reinterpret_cast<const std::byte*>(v);
         if (requant.on()) {
           quantize_floats_serial(v, m, requant.scale, requant.zero, requant.dtype, quantized.data());
@@ -454,13 +466,18 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks) {
     return relu && v < 0 ? 0.0f : v;  // NaN stays NaN, as apply_activation's
   };
   auto done = [&] {
-    if (!relu && act != Activation::None) {
+    if (!relu && act != Activation::None)
       apply_activation(ctx, y, activation, ctx.attr_floats("activation_params"));
-      if (blocks.y && m % blocks.y)  // the activation of 0 need not be 0: the padding stays 0
-        for (int64_t b = 0; b < batch; ++b)
-          for (int64_t channel = m; channel < out.blocks() * out.block; ++channel)
-            for (int64_t p = 0; p < spatial; ++p) py[out.at(b, channel, p)] = 0.0f;
+    if (affine.on()) {
+      const int64_t n = y.size();
+#pragma omp parallel for if (n > (1 << 16))
+      for (int64_t i = 0; i < n; ++i) py[i] = py[i] * affine.scale + affine.shift;
     }
+    // The activation or the shift of 0 need not be 0: the padding stays 0.
+    if (blocks.y && m % blocks.y && ((!relu && act != Activation::None) || affine.on()))
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t channel = m; channel < out.blocks() * out.block; ++channel)
+          for (int64_t p = 0; p < spatial; ++p) py[out.at(b, channel, p)] = 0.0f;
     finish(ctx, requant, std::move(y));
   };
   if (channels_last) {

@@ -89,6 +89,15 @@ OpSchema norm(const char* name, const char* doc, float eps, bool has_bias) {
 
 // The int8 Cube ops the QDQ fusion rules make (rules/quantize.gerule): 8-bit operands,
 // their products summed exactly in int32, dequantized to a float output.
+void add_post_affine_attrs(OpSchema& s) {
+  s.Attr("post_scale", "Multiplies the activation's output (a learnable affine block after it, PP-LCNet's).",
+         AttributeProto::FLOAT, 1.0f);
+  s.Attr("post_shift",
+         "Added last, after post_scale and before any requantization; a channel-blocked output's padding "
+         "channels keep 0 (or the zero point).",
+         AttributeProto::FLOAT, 0.0f);
+}
+
 OpSchema quantized_cube_op(const char* name, const char* doc, const char* wrapped, int opset) {
   OpSchema s = geopt_op(name, doc);
   s.TypeConstraint("T1", {"tensor(uint8)", "tensor(int8)"}, "The quantized activation and its zero point.");
@@ -280,11 +289,14 @@ void register_quantized_cube_ops() {
   {
     OpSchema s = quantized_cube_op(
         "QuantConv",
-        "Y = activation(Conv((X - X_zero_point) X_scale, (W - W_zero_point) W_scale) + B [+ Z]): "
+        "Y = activation(Conv((X - X_zero_point) X_scale, (W - W_zero_point) W_scale) + B [+ Z]) * post_scale "
+        "+ "
+        "post_shift: "
         "a 2-D Conv of an 8-bit NCHW X and 8-bit W [M, C/group, kH, kW], products summed in int32; Conv "
         "attributes as ONNX Conv-11.",
         "Conv", 11);
     add_conv_attrs(s);
+    add_post_affine_attrs(s);
     s.Input(7, "Z", "Float residual of Y's shape, added before the activation.", "T", OpSchema::Optional);
     onnx::RegisterSchema(std::move(s));
   }

@@ -40,6 +40,9 @@ void add_activation_attrs(onnx::OpSchema& s);
 // scales and zero points, a float bias, requantization attributes; shapes inferred as the
 // standard op `wrapped` (at `opset`) infers them, the output type from output_dtype.
 onnx::OpSchema quantized_cube_op(const char* name, const char* doc, const char* wrapped, int opset);
+// `post_scale` and `post_shift`: y * post_scale + post_shift after a fused kernel's
+// activation (QuantConv and its blocked form; FusedConv's are its own).
+void add_post_affine_attrs(onnx::OpSchema& s);
 // A normalization over axes axis..rank-1 with a scale (and a bias).
 onnx::OpSchema norm(const char* name, const char* doc, float eps, bool has_bias);
 

@@ -34,20 +34,37 @@ DType quantized_type(const KernelContext& ctx) {
 
 void ascend_quant(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
-  if (x.dtype() != DType::F32) ctx.fail("X must be float, not " + dtype_name(x.dtype()));
   const int64_t channels = ctx.attr_int("channels", 0);
-  const int64_t in_c0 = c0_for(DType::F32);
-  if (x.rank() != 5 || x.dim(4) != in_c0 || channels <= (x.dim(1) - 1) * in_c0 || channels > x.dim(1) * in_c0)
-    ctx.fail("X " + x.shape_string() + " is not NC1HWC0 holding " + std::to_string(channels) + " channels");
   const DType out = quantized_type(ctx);
   const float scale = ctx.attr_float("scale", 1.0f);
-  if (!(scale > 0.0f) || !std::isfinite(scale)) ctx.fail("scale must be positive and finite");
   const int64_t zero = ctx.attr_int("zero_point", 0);
+  check_quantization(ctx, x, channels, scale, zero, out);
+  const int64_t c0 = c0_for(out);
+  HostTensor y = ctx.new_output(0, out, {x.dim(0), (channels + c0 - 1) / c0, x.dim(2), x.dim(3), c0});
+  quantize_to_nc1hwc0(x, channels, scale, zero, y);
+  ctx.outputs[0] = std::move(y);
+}
+
+}  // namespace
+
+void check_quantization(const KernelContext& ctx, const HostTensor& x, int64_t channels, float scale,
+                        int64_t zero, DType out) {
+  if (x.dtype() != DType::F32) ctx.fail("the float input must be f32, not " + dtype_name(x.dtype()));
+  const int64_t in_c0 = c0_for(DType::F32);
+  if (x.rank() != 5 || x.dim(4) != in_c0 || channels <= (x.dim(1) - 1) * in_c0 || channels > x.dim(1) * in_c0)
+    ctx.fail("the float input " + x.shape_string() + " is not NC1HWC0 holding " + std::to_string(channels) +
+             " channels");
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    ctx.fail("the quantization scale must be positive and finite");
   if (zero < (out == DType::U8 ? 0 : -128) || zero > (out == DType::U8 ? 255 : 127))
-    ctx.fail("zero_point " + std::to_string(zero) + " is outside " + dtype_name(out));
-  const int64_t out_c0 = c0_for(out), batch = x.dim(0), spatial = x.dim(2) * x.dim(3);
-  const int64_t in_blocks = x.dim(1), out_blocks = (channels + out_c0 - 1) / out_c0;
-  HostTensor y = ctx.new_output(0, out, {batch, out_blocks, x.dim(2), x.dim(3), out_c0});
+    ctx.fail("the zero point " + std::to_string(zero) + " is outside " + dtype_name(out));
+}
+
+void quantize_to_nc1hwc0(const HostTensor& x, int64_t channels, float scale, int64_t zero, HostTensor& y) {
+  const DType out = y.dtype();
+  const int64_t in_c0 = c0_for(DType::F32), out_c0 = c0_for(out), batch = x.dim(0);
+  const int64_t spatial = x.dim(2) * x.dim(3), in_blocks = x.dim(1),
+                out_blocks = (channels + out_c0 - 1) / out_c0;
   const float* px = x.data<float>();
   std::byte* py = y.mutable_raw();
   // Per output block, its 32 lanes gathered from two input blocks into a float plane,
@@ -68,10 +85,9 @@ void ascend_quant(KernelContext& ctx) {
       quantize_floats_serial(plane.data(), spatial * out_c0, scale, static_cast<float>(zero), out,
                              py + (b * out_blocks + ob) * spatial * out_c0);
     }
-  ctx.outputs[0] = std::move(y);
 }
 
-}  // namespace
+namespace {}  // namespace
 
 void register_ascend_quant_schema() {
   OpSchema s = onnx_io::geopt_op("AscendQuant",

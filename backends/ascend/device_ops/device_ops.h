@@ -10,6 +10,7 @@
 #include <optional>
 #include <string_view>
 
+#include "eval/kernel.h"
 #include "ir/node.h"
 #include "layout.h"
 #include "ops/op_registry.h"
@@ -39,6 +40,14 @@ void add_device_op(OpRegistry& r, std::string_view op, KernelFn fn, bool half_vi
 // NC1HWC0, or 4-D NCHW with `plain_input`), W and Conv attributes; M is `channels` where
 // positive, else W's dim 0 (fused_conv.cpp).
 void infer_blocked_conv_shape(onnx::InferenceContext& ctx, bool plain_input, int64_t channels, int64_t c0);
+
+// AscendQuant's conversion (ascend_quant.cpp): x, float NC1HWC0 (C0 16) holding `channels`
+// channels, quantized as QuantizeLinear rounds into y, 8-bit NC1HWC0 (C0 32) allocated by the
+// caller, its padding lanes the zero point. check_quantization fails the kernel, naming
+// what is wrong, on an x, scale or zero point it cannot take.
+void check_quantization(const KernelContext& ctx, const HostTensor& x, int64_t channels, float scale,
+                        int64_t zero, DType out);
+void quantize_to_nc1hwc0(const HostTensor& x, int64_t channels, float scale, int64_t zero, HostTensor& y);
 
 // Each op's file: its schema, and its kernel and traits.
 void register_trans_data_schema();

@@ -9,7 +9,8 @@
 # compared with ONNX Runtime's fp32 reading of the float model. Detector: PAGES pages of
 # text at 640 x 640; the first 8 calibrate, and each plan's probability maps of the rest
 # are compared (cosine) with ONNX Runtime's fp32 maps. Each row also gives the plan's
-# kernels and modeled latency (Ascend910B1).
+# kernels and modeled latency (Ascend910B1) and its host latency (the plan executor, 2
+# threads, median of 10 runs after 3).
 #   bench/ocr_accuracy_bench.sh [BUILD_DIR] [WORDS] [PAGES] [DET_INT8_OPTIONS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +51,9 @@ plan_figures() {  # kernels and modeled latency from a compile report
   l=$(grep -m1 '^modeled latency' "$1" | sed 's/.*-> //; s/ (.*//')
   echo "$k | $l"
 }
+host_ms() {  # the plan executor's median over 10 runs on this machine, 2 threads
+  "$geopt" run "$1" --profile --threads 2 --warmup 3 --repeat 10 --random-inputs 2>&1 | sed -n '1s/.*median \([0-9.]*\) ms.*/\1 ms/p'
+}
 cosines() {  # min and mean cosine of NAME's maps against ONNX Runtime fp32's
   local all=()
   for d in "$out"/det_held/*/; do
@@ -76,8 +80,8 @@ read_texts rec_ort_int8
 
 echo "ONNX Runtime fp32 reads $truth of $held held-out words as rendered."
 echo
-echo "| precision | recognizer: kernels | modeled latency | words read as ONNX Runtime fp32 reads them | detector: kernels | modeled latency | probability map vs ONNX Runtime fp32 (cosine over $((pages - 8)) pages) |"
-echo "|---|---|---|---|---|---|---|"
+echo "| precision | recognizer: kernels | modeled latency | host latency | words read as ONNX Runtime fp32 reads them | detector: kernels | modeled latency | host latency | probability map vs ONNX Runtime fp32 (cosine over $((pages - 8)) pages) |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for mode in must_keep_origin_dtype force_fp16 allow_mix_precision int8; do
   if [[ $mode == int8 ]]; then
     rec_args=("$out/rec_int8.onnx")
@@ -94,16 +98,17 @@ for mode in must_keep_origin_dtype force_fp16 allow_mix_precision int8; do
   read_texts "rec_$mode"
   outputs "det_$mode" plan_run "$out/det_$mode.plan" det_held
   a=$(agree "rec_$mode")
-  printf '| %s | %s | %s/%s (%.0f%%) | %s | %s |\n' "$mode" "$(plan_figures "$out/rec_$mode.compile.txt")" "$a" "$held" \
-    "$(echo "100 * $a / $held" | bc -l)" "$(plan_figures "$out/det_$mode.compile.txt")" "$(cosines "det_$mode")"
+  printf '| %s | %s | %s | %s/%s (%.0f%%) | %s | %s | %s |\n' "$mode" "$(plan_figures "$out/rec_$mode.compile.txt")" \
+    "$(host_ms "$out/rec_$mode.plan")" "$a" "$held" "$(echo "100 * $a / $held" | bc -l)" \
+    "$(plan_figures "$out/det_$mode.compile.txt")" "$(host_ms "$out/det_$mode.plan")" "$(cosines "det_$mode")"
 done
 a=$(agree rec_ort_int8)
-printf '| INT8 QDQ model in ONNX Runtime | | | %s/%s (%.0f%%) | | | |\n' "$a" "$held" "$(echo "100 * $a / $held" | bc -l)"
+printf '| INT8 QDQ model in ONNX Runtime | | | | %s/%s (%.0f%%) | | | | |\n' "$a" "$held" "$(echo "100 * $a / $held" | bc -l)"
 echo
 for m in rec det; do
   "$geopt" optimize "$out/${m}_int8.onnx" -o "$out/${m}_int8_opt.onnx" --no-check > /dev/null
   echo "$m INT8: $(grep -m1 '^calibration' "$out/${m}_quantize.txt" | sed 's/ \+/ /g; s/^calibration //'); $(grep -m1 '^layers' "$out/${m}_quantize.txt" | sed 's/ \+/ /g; s/^layers //')" \
-    "; DequantizeLinear $("$geopt" info "$out/${m}_int8.onnx" | awk '$1 == "DequantizeLinear" { print $2 }') in the QDQ model," \
-    "$("$geopt" info "$out/${m}_int8_opt.onnx" | awk '$1 == "DequantizeLinear" { n = $2 } END { print n + 0 }') after optimize"
+    "; QuantizeLinear and DequantizeLinear $("$geopt" info "$out/${m}_int8.onnx" | awk '$1 ~ /^(Quantize|Dequantize)Linear$/ { n += $2 } END { print n + 0 }') in the QDQ model," \
+    "$("$geopt" info "$out/${m}_int8_opt.onnx" | awk '$1 ~ /^(Quantize|Dequantize)Linear$|AscendQuant$/ { n += $2 } END { print n + 0 }') left as kernels of their own after optimize (AscendQuant counted)"
   grep -m1 '^accuracy' "$out/${m}_quantize.txt" | sed 's/ \+/ /g; s/^/  /'
 done

@@ -187,7 +187,8 @@ bool compare_output(const HostTensor& got, const HostTensor& want, const Toleran
   return ok;
 }
 
-// --profile: time and calls per run by op type, slowest first (printed when `print`).
+// --profile: time and calls per run by op type, slowest first, with the implementations
+// its kernels ran (oneDNN's primitives, geopt's loops; printed when `print`).
 nlohmann::ordered_json profile_by_op(const OpProfile& profile, double runs, bool print) {
   std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(profile.by_op.begin(),
                                                                        profile.by_op.end());
@@ -197,9 +198,18 @@ nlohmann::ordered_json profile_by_op(const OpProfile& profile, double runs, bool
   if (print) std::printf("time per run by op type:\n");
   for (const auto& [op, v] : rows) {
     prof[op] = {{"ms_per_run", v.first / runs}, {"calls_per_run", static_cast<double>(v.second) / runs}};
+    std::string ran;
+    if (auto it = profile.implementations.find(op); it != profile.implementations.end()) {
+      auto& by_implementation = prof[op]["implementations"] = nlohmann::ordered_json::object();
+      for (const auto& [implementation, calls] : it->second) {
+        by_implementation[implementation] = static_cast<double>(calls) / runs;
+        ran += std::string(ran.empty() ? "" : ", ") + implementation + " x" +
+               std::to_string(static_cast<int64_t>(static_cast<double>(calls) / runs + 0.5));
+      }
+    }
     if (print)
-      std::printf("  %-24s %9.3f ms  %6.0f calls\n", op.c_str(), v.first / runs,
-                  static_cast<double>(v.second) / runs);
+      std::printf("  %-24s %9.3f ms  %6.0f calls%s\n", op.c_str(), v.first / runs,
+                  static_cast<double>(v.second) / runs, ran.empty() ? "" : ("  (" + ran + ")").c_str());
   }
   return prof;
 }

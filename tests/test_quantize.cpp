@@ -16,6 +16,7 @@
 #include "eval/evaluator.h"
 #include "eval/numerical_check.h"
 #include "io/npy.h"
+#include "kernels/int8_products.h"
 #include "onnx/import.h"
 #include "quantize/activation_range.h"
 #include "test_support.h"
@@ -156,6 +157,27 @@ TEST_CASE("optimize fuses a QDQ model into int8 kernels and the plan computes wh
   const test::CliResult compiled = test::run_cli({"compile", q8.string(), "-o", plan.string()});
   INFO(compiled.out, compiled.err);
   CHECK(compiled.exit_code == 0);
+
+  // `geopt run --profile` names what summed each int8 kernel's products on this machine:
+  // oneDNN's int8 primitives where they are exact (VNNI, AMX), else geopt's exact loops.
+  const test::CliResult ran = test::run_cli(
+      {"run", plan.string(), "--random-inputs", "--profile", "--warmup", "0", "--repeat", "1", "--json"});
+  INFO(ran.out, ran.err);
+  REQUIRE(ran.exit_code == 0);
+  const auto profile = nlohmann::json::parse(ran.out)["profile"];
+  for (const char* op : {"ai.geopt::FusedQuantConv", "ai.geopt::QuantMatMul"}) {
+    CAPTURE(op);
+    REQUIRE(profile.contains(op));
+    const auto& implementations = profile[op]["implementations"];
+    REQUIRE(implementations.is_object());
+    double calls = 0;
+    for (const auto& [name, per_run] : implementations.items()) {
+      CAPTURE(name);
+      CHECK(name.rfind(int8_primitives_exact() ? "oneDNN int8 " : "exact int32 loops", 0) == 0);
+      calls += per_run.get<double>();
+    }
+    CHECK(calls == profile[op]["calls_per_run"].get<double>());
+  }
 }
 
 TEST_CASE(

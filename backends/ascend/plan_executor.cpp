@@ -8,6 +8,7 @@
 #include <new>
 
 #include "eval/kernel_call.h"
+#include "eval/kernel_implementation.h"
 #include "onnx/captures.h"
 #include "onnx/import.h"
 #include "plan_file.h"
@@ -290,14 +291,11 @@ void PlanExecutor::run_kernel(size_t k, std::byte* pool, StreamSchedule schedule
 void PlanExecutor::timed_kernel(size_t k, std::byte* pool, StreamSchedule schedule, RuntimeDims& dims,
                                 OpProfile* profile) const {
   if (!profile) return run_kernel(k, pool, schedule, dims);
+  take_implementation();  // a note is this call's only
   const auto started = std::chrono::steady_clock::now();
   run_kernel(k, pool, schedule, dims);
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  const Node& n = *compiled_->nodes[k];
-  auto& [total, calls] = profile->by_op[(n.domain.empty() ? "" : n.domain + "::") + n.op_type];
-  total += ms;
-  ++calls;
+  profile->add(*compiled_->nodes[k],
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "eval/kernel_call.h"
+#include "eval/kernel_implementation.h"
 #include "ir/domain.h"
 #include "kernels/cast.h"
 #include "kernels/dispatch.h"
@@ -164,14 +165,13 @@ NamedTensors run_graph(const Model& model, const OpRegistry& kernels, const Grap
       if (!t) throw Error(n.describe() + ": input '" + in->name() + "' has no value");
       ptrs.push_back(t);
     }
+    if (profile) take_implementation();  // a note is this call's only
     auto started = std::chrono::steady_clock::now();
     std::vector<HostTensor> results =
         call_kernel(kernels, *k, n, model.opset_version(n.domain), std::move(ptrs), &scope);
-    if (profile) {
-      auto& [ms, calls] = profile->by_op[(n.domain.empty() ? "" : n.domain + "::") + n.op_type];
-      ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-      ++calls;
-    }
+    if (profile)
+      profile->add(
+          n, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     for (size_t o = 0; o < n.outputs().size(); ++o)
       if (n.outputs()[o]) env[n.outputs()[o]] = std::move(results[o]);
     for (const Value* in : n.inputs())
@@ -232,6 +232,15 @@ void Evaluator::precompute_constants() const {
       for (const Value* out : node->outputs())
         if (out && read.count(out)) done.values.emplace(out, constants.at(out));
   precomputed_ = std::move(done);
+}
+
+void OpProfile::add(const Node& node, double ms) {
+  const std::string op = (node.domain.empty() ? "" : node.domain + "::") + node.op_type;
+  auto& [total, calls] = by_op[op];
+  total += ms;
+  ++calls;
+  if (std::string implementation = take_implementation(); !implementation.empty())
+    ++implementations[op][implementation];
 }
 
 NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs, OpProfile* profile) const {

@@ -19,9 +19,14 @@ namespace geopt {
 
 using NamedTensors = std::vector<std::pair<std::string, HostTensor>>;
 
-// Time spent per op type over the runs that had profiling on.
+// Time spent per op type over the runs that had profiling on, and the implementations
+// its kernels noted (kernel_implementation.h).
 struct OpProfile {
-  std::map<std::string, std::pair<double, int64_t>> by_op;  // op -> (total ms, calls)
+  std::map<std::string, std::pair<double, int64_t>> by_op;                // op -> (total ms, calls)
+  std::map<std::string, std::map<std::string, int64_t>> implementations;  // op -> (implementation -> calls)
+
+  // One call of `node`'s kernel that took `ms`, with the implementation it noted.
+  void add(const Node& node, double ms);
 };
 
 // The nodes of a graph that read constants only, computed once, and those of their

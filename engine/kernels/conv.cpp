@@ -14,6 +14,7 @@
 
 #include <omp.h>
 
+#include "eval/kernel_implementation.h"
 #include "kernels/dispatch.h"
 #include "kernels/onednn.h"
 #include "util/checked_size.h"
@@ -71,7 +72,8 @@ struct ConvPlan {
   dnnl::convolution_forward primitive;
   // Queried once: each query copies a descriptor of a kilobyte.
   dnnl::memory::desc src, weights, dst, scratchpad;
-  std::string weights_key;  // derived_constant's key for the weights in `weights`' layout
+  std::string weights_key;     // derived_constant's key for the weights in `weights`' layout
+  std::string implementation;  // "oneDNN " and the primitive's name, for the profile
 };
 
 // Blocks of 16 channels to or from the 8-channel blocks oneDNN's AVX2 kernels use: plain
@@ -260,7 +262,8 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
     }
     return std::make_shared<const ConvPlan>(
         ConvPlan{*made, convolution_forward(*made), made->src_desc(), made->weights_desc(), made->dst_desc(),
-                 made->scratchpad_desc(), "conv " + desc_bytes(made->weights_desc())});
+                 made->scratchpad_desc(), "conv " + desc_bytes(made->weights_desc()),
+                 std::string("oneDNN ") + made->impl_info_str()});
   });
 
   auto convert = [&](memory from, memory to) {
@@ -286,6 +289,7 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   }
   memory scratchpad = thread_scratchpad(plan->scratchpad);
   args[DNNL_ARG_SCRATCHPAD] = scratchpad;
+  note_implementation(plan->implementation);
   plan->primitive.execute(s, args);
   if (dst != dst_user) {
     s.wait();

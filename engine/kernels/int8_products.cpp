@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include "eval/derived_constant.h"
+#include "eval/kernel_implementation.h"
 #include "kernels/onednn.h"
 
 namespace geopt {
@@ -76,6 +77,7 @@ template <class Primitive>
 struct Int8Plan {
   Primitive primitive;
   memory::desc src, weights, dst, scratchpad;
+  std::string implementation;  // "oneDNN int8 " and the primitive's name
 };
 
 dnnl::primitive_attr plain_sums() {
@@ -173,7 +175,8 @@ bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
       dnnl::convolution_forward::primitive_desc pd(desc, plain_sums(), cpu_engine());
       if (!exact_kernel(pd.impl_info_str(), depth)) return nullptr;
       return std::make_shared<const Plan>(Plan{dnnl::convolution_forward(pd), pd.src_desc(),
-                                               pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc()});
+                                               pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc(),
+                                               std::string("oneDNN int8 ") + pd.impl_info_str()});
     } catch (const dnnl::error&) {
       return nullptr;
     }
@@ -182,6 +185,7 @@ bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
   const memory::desc wei_user(wei_dims, dt::s8, group > 1 ? tag::goihw : tag::oihw);
   auto weights = centred_weights(w, w_zero, m, depth, wei_user, plan->weights);
   if (!weights->has_value()) return false;
+  note_implementation(plan->implementation);
   const void* src = x.raw();
   if (shifted || padded) {
     const int64_t rows = planes * g.in[0], row_bytes = g.in[1] * lanes;
@@ -240,8 +244,9 @@ bool int8_matmul(const std::byte* a, DType a_type, int64_t rows, int64_t k, int3
                               memory::desc(dst_dims, dt::s32, tag::ab));
       dnnl::matmul::primitive_desc pd(desc, plain_sums(), cpu_engine());
       if (!exact_kernel(pd.impl_info_str(), k)) return nullptr;
-      return std::make_shared<const Plan>(
-          Plan{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc()});
+      return std::make_shared<const Plan>(Plan{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(),
+                                               pd.dst_desc(), pd.scratchpad_desc(),
+                                               std::string("oneDNN int8 ") + pd.impl_info_str()});
     } catch (const dnnl::error&) {
       return nullptr;
     }
@@ -250,6 +255,7 @@ bool int8_matmul(const std::byte* a, DType a_type, int64_t rows, int64_t k, int3
   // Column j's zero point for element (kk, j): channel i % n.
   auto weights = centred_weights(b, b_zero, n, 1, memory::desc(wei_dims, dt::s8, tag::ab), plan->weights);
   if (!weights->has_value()) return false;
+  note_implementation(plan->implementation);
   const bool shifted = a_type == DType::I8;
   const int32_t zero = a_zero + (shifted ? 128 : 0);
   const void* src = a;

@@ -14,6 +14,7 @@
 
 #include "eval/derived_constant.h"
 #include "eval/kernel.h"
+#include "eval/kernel_implementation.h"
 #include "kernels/activation.h"
 #include "kernels/conv.h"
 #include "kernels/int8_products.h"
@@ -22,6 +23,10 @@
 
 namespace geopt {
 namespace {
+
+// What `geopt run --profile` names where no exact oneDNN int8 primitive summed the products.
+constexpr const char* kInt32Loops = "exact int32 loops";
+constexpr const char* kInt64Loops = "exact int64 loops";
 
 void require_8bit(const KernelContext& ctx, const HostTensor& t, const char* what) {
   if (t.dtype() != DType::U8 && t.dtype() != DType::I8)
@@ -202,12 +207,15 @@ void quant_matmul(KernelContext& ctx) {
   HostTensor y = float_result(ctx, requant, dims);
   if (k <= kMaxInt8Depth) {
     std::vector<int32_t> acc(static_cast<size_t>(m * n), 0);
-    if (!int8_matmul(a.raw(), a.dtype(), m, k, a_zero, b, b_zero, acc.data()))
+    if (!int8_matmul(a.raw(), a.dtype(), m, k, a_zero, b, b_zero, acc.data())) {
       sum_products(a, a_zero, b, b_zero, m, k, n, acc.data());
+      note_implementation(kInt32Loops);
+    }
     dequantize_rows(y.mutable_data<float>(), acc.data(), m, n, scale, bias);
   } else {  // sums int32 may not hold (a depth no model seen has)
     std::vector<int64_t> acc(static_cast<size_t>(m * n), 0);
     sum_products(a, a_zero, b, b_zero, m, k, n, acc.data());
+    note_implementation(kInt64Loops);
     dequantize_rows(y.mutable_data<float>(), acc.data(), m, n, scale, bias);
   }
   apply_activation(ctx, y, ctx.attr_string("activation", "none"), ctx.attr_floats("activation_params"));
@@ -369,11 +377,13 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks, co
     if (!int8_convolution(x, x_zero, w, w_zero, g, group, acc, &channels_last, blocks.x)) {
       const HostTensor plain = blocks.x ? unblocked(x, c) : HostTensor();
       sum_conv_products(blocks.x ? plain : x, x_zero, w, w_zero, g, group, acc);
+      note_implementation(kInt32Loops);
     }
   } else {  // sums int32 may not hold (a depth no model seen has)
     wide.resize(static_cast<size_t>(batch * m * spatial));
     const HostTensor plain = blocks.x ? unblocked(x, c) : HostTensor();
     sum_conv_products(blocks.x ? plain : x, x_zero, w, w_zero, g, group, wide.data());
+    note_implementation(kInt64Loops);
   }
   const float* z = residual ? residual->data<float>() : nullptr;
   const std::string activation = ctx.attr_string("activation", "none");

@@ -267,12 +267,38 @@ void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCo
   constexpr size_t kFanOut = 16;
   constexpr size_t kNearLimit = 4 * kFreshLimit;  // classes tried near one candidate
   size_t tries = 0;
+  // The walks themselves, bounded too: a candidate's neighbours may each be priced over
+  // much of the model (the cycle check walks down from what they read), and an e-graph of
+  // two layouts offers thousands (PaddleOCR's INT8 detector: 5e9 steps, 7 minutes). Past
+  // this many steps share_work stops where it is; the program stays a valid one.
+  const size_t step_limit = extraction_steps() + std::max<size_t>(size_t{1} << 24, 256 * s.order().size());
+  // Whether computing e-node `e` would add at most `limit` classes to the selection.
+  auto adds_at_most = [&](const ENode& e, size_t limit) {
+    std::vector<ClassId> stack;
+    std::unordered_set<ClassId> seen;
+    for (ClassId ch : e.children)
+      if (ch != kAbsent && !s.computes(g.find(ch)) && seen.insert(g.find(ch)).second)
+        stack.push_back(g.find(ch));
+    while (!stack.empty()) {
+      if (seen.size() > limit) return false;
+      const ClassId f = stack.back();
+      stack.pop_back();
+      ++extraction_steps();
+      const size_t k = s.choice()[f];
+      if (k == kNoChoice) continue;
+      for (ClassId ch : g.eclass(f).nodes[k].children)
+        if (ch != kAbsent && !s.computes(g.find(ch)) && seen.insert(g.find(ch)).second)
+          stack.push_back(g.find(ch));
+    }
+    return true;
+  };
   const std::vector<ClassId> order = s.order();
   for (ClassId c : order) {
-    if (tries >= kTryLimit) break;
+    if (tries >= kTryLimit || extraction_steps() > step_limit) break;
     if (!s.computes(c)) continue;
     const auto& nodes = g.eclass(c).nodes;
-    for (size_t i = 0; i < nodes.size() && tries < kTryLimit && s.computes(c); ++i) {
+    for (size_t i = 0;
+         i < nodes.size() && tries < kTryLimit && s.computes(c) && extraction_steps() <= step_limit; ++i) {
       if (i == s.choice()[c]) continue;
       ++tries;  // every candidate walked counts, shared or not
       // The classes the switch would add, and whether one of them is read by the
@@ -335,8 +361,14 @@ void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCo
       for (ClassId d : near) {
         if (!s.computes(d)) continue;
         const auto& alts = g.eclass(d).nodes;
-        for (size_t j = 0; j < alts.size(); ++j)
-          if (j != s.choice()[d] && s.cost_with(d, j) < s.cost() - 1e-9) take(d, j);
+        for (size_t j = 0; j < alts.size(); ++j) {
+          if (j == s.choice()[d]) continue;
+          // Only an alternative that adds at most kFreshLimit classes, as the candidate
+          // itself: pricing one that needs more walks all it needs, which in an e-graph of
+          // two layouts is the other layout's whole program, for each of thousands of
+          // candidates (PaddleOCR's INT8 detector took 6 minutes).
+          if (adds_at_most(alts[j], kFreshLimit) && s.cost_with(d, j) < s.cost() - 1e-9) take(d, j);
+        }
       }
       if (s.cost() < before - 1e-9) continue;
       for (auto it = undo.rbegin(); it != undo.rend(); ++it) s.switch_to(it->first, it->second);

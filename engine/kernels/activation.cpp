@@ -35,14 +35,9 @@ Activation parse_activation(const KernelContext& ctx, std::string_view name) {
   ctx.fail("unknown activation '" + std::string(name) + "'");
 }
 
-void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string& name,
+void apply_activation(const KernelContext& ctx, float* p, int64_t n, Activation activation,
                       const std::vector<float>& params) {
-  const Activation activation = parse_activation(ctx, name);
-  if (activation == Activation::None) return;
-  float* p = y.mutable_data<float>();
-  const int64_t n = y.size();
   auto each = [&](auto f) {
-#pragma omp parallel for if (n > (1 << 16))
     for (int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
   };
   switch (activation) {
@@ -81,15 +76,29 @@ void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string
       return;
     }
     case Activation::Gelu:
-      gelu_in_place(y, false);
+      gelu_row(p, n, false);
       return;
     case Activation::GeluTanh:
-      gelu_in_place(y, true);
+      gelu_row(p, n, true);
       return;
     case Activation::Tanh:
       each([](float v) { return std::tanh(v); });
       return;
   }
+}
+
+void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string& name,
+                      const std::vector<float>& params) {
+  const Activation activation = parse_activation(ctx, name);
+  if (activation == Activation::None) return;
+  if (activation == Activation::Clip && params.size() != 2)
+    ctx.fail("Clip activation needs 2 params (min, max)");
+  float* p = y.mutable_data<float>();
+  const int64_t n = y.size();
+  constexpr int64_t kChunk = 4096;
+#pragma omp parallel for if (n > (1 << 16))
+  for (int64_t first = 0; first < n; first += kChunk)
+    apply_activation(ctx, p + first, std::min(kChunk, n - first), activation, params);
 }
 
 }  // namespace geopt

@@ -30,6 +30,9 @@ Activation parse_activation(const KernelContext& ctx, std::string_view name);
 // Applies `name` with `params` to every element of an f32 tensor, in place.
 void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string& name,
                       const std::vector<float>& params);
+// The same on n floats, in the calling thread (a row inside a caller's parallel loop).
+void apply_activation(const KernelContext& ctx, float* p, int64_t n, Activation activation,
+                      const std::vector<float>& params);
 // GELU of every element of an f32 tensor on the vector row loop (row_math.h).
 void gelu_in_place(HostTensor& y, bool tanh_approximation);
 

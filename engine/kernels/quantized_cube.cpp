@@ -389,11 +389,13 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks, co
   const std::string activation = ctx.attr_string("activation", "none");
   const Activation act = parse_activation(ctx, activation);
   const PostAffine affine{ctx.attr_float("post_scale", 1.0f), ctx.attr_float("post_shift", 0.0f)};
-  if (channels_last && blocks.y &&
-      (act == Activation::None || act == Activation::Relu || act == Activation::Clip)) {
-    // The common case, in one pass: each output block's lanes from the channels-last
-    // sums, dequantized, the residual added, clamped (ReLU, ReLU6) and, requantizing,
-    // rounded into the 8-bit output (no float tensor of the output's size).
+  if (channels_last && blocks.y) {
+    // A blocked output, in one pass: each output block's lanes from the channels-last
+    // sums, dequantized, the residual added, clamped (ReLU, ReLU6) or activated, the
+    // post affine applied and, requantizing, rounded into the 8-bit output (no float
+    // tensor of the output's size).
+    const bool clamps = act == Activation::Relu || act == Activation::Clip;
+    const std::vector<float> activation_params = ctx.attr_floats("activation_params");
     float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
     if (act == Activation::Relu) lo = 0.0f;
     if (act == Activation::Clip) {
@@ -430,8 +432,14 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks, co
             for (int64_t ch = 0; ch < m; ++ch)
               shortcut[static_cast<size_t>(ch)] = z[(b * m + ch) * spatial + p];
         }
+        // (An activation other than a clamp comes before the post affine.)
         dequantize_row(channels_last + bp * m, scale.data(), bias.data(), z ? shortcut.data() : nullptr, lo,
-                       hi, affine, m, v);
+                       hi, clamps || act == Activation::None ? affine : PostAffine{}, m, v);
+        if (!clamps && act != Activation::None) {
+          apply_activation(ctx, v, m, act, activation_params);
+          if (affine.on())
+            for (int64_t ch = 0; ch < m; ++ch) v[ch] = v[ch] * affine.scale + affine.shift;
+        }
         const std::byte* lanes_from = reinterpret_cast<const std::byte*>(v);
         if (requant.on()) {
           quantize_floats_serial(v, m, requant.scale, requant.zero, requant.dtype, quantized.data());

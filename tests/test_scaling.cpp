@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include "ascend/cost_model.h"
@@ -395,4 +396,82 @@ TEST_CASE(
   CHECK(test::count_op(r.model, "Relu") == 0);       // each fused into its conv, with the residual Add
   CHECK(test::count_op(r.model, "Add") == 0);
   CHECK(test::max_output_error(m, r.model) <= 1e-4);
+}
+
+namespace {
+
+// An int8 mobile CNN in QDQ form, `blocks` blocks of PP-LCNet's and the OCR detector's
+// kind: a 1x1 conv, HardSwish and a learnable affine, a depthwise 3x3 conv, ReLU, a
+// squeeze-and-excitation gate and a residual Add, every conv's input and weight quantized.
+// Its e-graph holds every int8 conv in NCHW and in NC1HWC0, and every quantization
+// before a conv and inside it: the two layouts' programs side by side.
+Model int8_cnn(size_t blocks) {
+  std::ostringstream text;
+  auto values = [&](size_t n, auto f) {
+    for (size_t i = 0; i < n; ++i) text << (i ? ", " : "") << f(i);
+  };
+  text << "<ir_version: 8, opset_import: [\"\" : 14]>\n g (float[1, 16, 8, 8] x) => (float[1, 16, 8, 8] y) "
+          "{\n";
+  text << " s = Constant <value = float {0.05}> ()\n z = Constant <value = uint8 {128}> ()\n";
+  text << " sc = Constant <value = float {1.25}> ()\n sh = Constant <value = float {-0.125}> ()\n";
+  text << " ws = Constant <value = float[16] {";
+  values(16, [](size_t i) { return 0.002 + 0.0001 * static_cast<double>(i % 5); });
+  text << "}> ()\n wz = Constant <value = int8[16] {";
+  values(16, [](size_t) { return 0; });
+  text << "}> ()\n";
+  for (const auto& [name, dims, n] : {std::tuple{"w1", "16,16,1,1", 256}, std::tuple{"wd", "16,1,3,3", 144},
+                                      std::tuple{"we", "16,16,1,1", 256}}) {
+    text << " " << name << "q = Constant <value = int8[" << dims << "] {";
+    values(static_cast<size_t>(n), [](size_t i) { return static_cast<int>((i * 37) % 255) - 127; });
+    text << "}> ()\n " << name << " = DequantizeLinear <axis = 0> (" << name << "q, ws, wz)\n";
+  }
+  std::string in = "x";
+  for (size_t b = 0; b < blocks; ++b) {
+    const std::string p = "b" + std::to_string(b) + "_";
+    const std::string out = b + 1 == blocks ? "y" : p + "out";
+    auto qdq = [&](const std::string& v) {
+      text << " " << v << "q = QuantizeLinear(" << v << ", s, z)\n " << v << "d = DequantizeLinear(" << v
+           << "q, s, z)\n";
+      return v + "d";
+    };
+    const std::string xd = qdq(in);
+    text << " " << p << "c = Conv(" << xd << ", w1)\n " << p << "h = HardSwish(" << p << "c)\n " << p
+         << "m = Mul(" << p << "h, sc)\n " << p << "a = Add(" << p << "m, sh)\n";
+    const std::string ad = qdq(p + "a");
+    text << " " << p << "dw = Conv <group = 16, pads = [1, 1, 1, 1]> (" << ad << ", wd)\n " << p
+         << "r = Relu(" << p << "dw)\n " << p << "g = GlobalAveragePool(" << p << "r)\n";
+    const std::string gd = qdq(p + "g");
+    text << " " << p << "e = Conv(" << gd << ", we)\n " << p << "hs = HardSigmoid(" << p << "e)\n " << p
+         << "se = Mul(" << p << "r, " << p << "hs)\n " << out << " = Add(" << p << "se, " << in << ")\n";
+    in = out;
+  }
+  text << "}";
+  return import_onnx_proto(test::parse_text_model(text.str().c_str()),
+                           "int8_cnn_" + std::to_string(blocks) + ".onnx");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "extraction's work on an int8 CNN with both layouts grows with the graph, not faster: 4 to 32 blocks, "
+    "classes visited per e-class") {
+  // PaddleOCR's INT8 detector once took 5e9 steps (7 minutes) to extract: the alternatives
+  // of one layout priced against a program in the other, each over much of the model.
+  auto rules = test::load_rules({test::shipped_rules()});
+  const auto profile = ascend::load_profile("Ascend910B1");
+  std::vector<double> per_class;
+  for (size_t blocks : {4, 8, 16, 32}) {
+    Model m = int8_cnn(blocks);
+    ascend::OptimizeOptions options;
+    options.limits.seconds = 600;  // iterations and e-nodes bound saturation, not the machine's speed
+    const ascend::OptimizeResult r = ascend::optimize(m, *rules, profile, options);
+    INFO(blocks << " blocks: " << r.eclasses << " e-classes, " << r.extraction_steps << " steps ("
+                << r.extraction_method << ")");
+    CHECK(test::count_op(r.model, "FusedQuantConv") >= 2 * blocks);  // the int8 convs in NC1HWC0
+    REQUIRE(r.eclasses > 0);
+    per_class.push_back(static_cast<double>(r.extraction_steps) / static_cast<double>(r.eclasses));
+    MESSAGE(blocks << " blocks: " << r.eclasses << " e-classes, " << r.extraction_steps << " steps, "
+                   << per_class.back() << " per class");
+  }
+  for (size_t i = 1; i < per_class.size(); ++i) CHECK(per_class[i] <= 1.5 * per_class[0]);
 }

@@ -171,10 +171,11 @@ TEST_CASE("optimize fuses a QDQ model into int8 kernels and the plan computes wh
     const auto& implementations = profile[op]["implementations"];
     REQUIRE(implementations.is_object());
     double calls = 0;
-    for (const auto& [name, per_run] : implementations.items()) {
+    for (const auto& item : implementations.items()) {
+      const std::string name = item.key();  // (clang 14's doctest captures no structured binding)
       CAPTURE(name);
       CHECK(name.rfind(int8_primitives_exact() ? "oneDNN int8 " : "exact int32 loops", 0) == 0);
-      calls += per_run.get<double>();
+      calls += item.value().get<double>();
     }
     CHECK(calls == profile[op]["calls_per_run"].get<double>());
   }

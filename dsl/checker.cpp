@@ -138,10 +138,7 @@ class RuleChecker {
         if (!p.var.empty()) define_or_count(p.var, VarKind::Value, p.loc);
         if (p.op != "*") check_op_pattern(p);
         for (const auto& a : p.args) walk(*a, true);
-        if (p.rest) {
-          if (p.rest->kind == Pattern::Kind::Var || !p.rest->var.empty())
-            error(p.rest->loc,
-                  "the pattern before `...` applies to several inputs and cannot bind a variable");
+        if (p.rest) {  // `%xs...` binds each remaining input; `Op(...) as %v...`, each one's output
           ++in_rest_;
           walk(*p.rest, true);
           --in_rest_;

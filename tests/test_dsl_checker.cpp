@@ -156,7 +156,7 @@ TEST_CASE("list variables: bound inside `...`, used only spliced") {
 }
 rule B { match %y = Concat(Relu(%x)...) rewrite %y => Concat(%y...) { axis = 1 } }
 rule C { match %y = Add(%x, Concat(Neg(%x)...)) rewrite %y => %x }
-rule D { match %y = Concat(ai.geopt.TransData(%xs) { channels == %cs }...) rewrite %y => ai.geopt.ChannelConcat(%xs...) { channels = [%xs...] } }
+rule D { match %y = Concat(ai.geopt.TransData(%xs) { channels == %cs }...) rewrite %y => ai.geopt.ChannelMove(%xs...) { channels = [%xs...] } }
 rule E { match %y = Concat(Relu(%xs)...) rewrite %y => %xs... }
 )");
   std::string all;

@@ -94,7 +94,7 @@ TEST_CASE(
       // Every CNN (Swin-T's patch embedding too) runs in NC1HWC0 from its first conv, which
       // reads the image as given, and converts once, on the way out. ShuffleNet splits,
       // concatenates and shuffles channels at offsets that are not whole C0 blocks
-      // (ChannelSlice, ChannelConcat, ShuffleChannel); DenseNet concatenates many inputs and
+      // (ChannelMove); DenseNet concatenates many inputs and
       // normalizes them before each conv; ConvNeXt normalizes channels and runs its
       // pointwise Linears between NCHW <-> NHWC Transposes (channels_last.gerule).
       CHECK(runtime_ops(r.model, "TransData") == 1);

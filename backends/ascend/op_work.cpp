@@ -463,8 +463,7 @@ const Class& work_class(const KernelDesc& n) {
     m["LayerNormalization"].form.writes_statistics = true;
     for (const std::string& op : kDataMovement) m[op] = {data_movement_work, true, {}};
     m["Transpose"].form.permutes = true;
-    for (const char* op : {"TransData", "ReorderInput", "ReorderOutput", "ShuffleChannel", "ChannelSlice",
-                           "ChannelConcat", "Roll"})
+    for (const char* op : {"TransData", "ReorderInput", "ReorderOutput", "ChannelMove", "Roll"})
       m[op] = {data_movement_work, false, {}};
     for (const char* op : {"GRU", "LSTM"}) m[op] = {recurrent_work, true, {}};
     m["RNN"] = {recurrent_work, true, {.gate = "Tanh"}};

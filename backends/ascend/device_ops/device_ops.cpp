@@ -34,8 +34,7 @@ std::optional<Format> written_format(const Node& n) {
   };
   static const std::map<std::string, Written, std::less<>> kWritten = {
       {"TransData", {"dst_format", Format::ND}},      {"FusedConv", {"data_format", Format::NCHW}},
-      {"LayerNorm", {"data_format", Format::ND}},     {"ShuffleChannel", {nullptr, Format::NC1HWC0}},
-      {"ChannelSlice", {nullptr, Format::NC1HWC0}},   {"ChannelConcat", {nullptr, Format::NC1HWC0}},
+      {"LayerNorm", {"data_format", Format::ND}},     {"ChannelMove", {nullptr, Format::NC1HWC0}},
       {"FusedQuantConv", {nullptr, Format::NC1HWC0}}, {"AscendQuant", {nullptr, Format::NC1HWC0}},
   };
   auto it = kWritten.find(n.op_type);

@@ -1,7 +1,7 @@
 #pragma once
 // Ascend's own ops: the layout conversion TransData and the ops that read or write
 // Ascend's device layouts (NC1HWC0, FRACTAL_Z, FRACTAL_NZ): FusedConv, FusedMatMul,
-// LayerNorm, ShuffleChannel, ChannelSlice, ChannelConcat, and the int8 ones,
+// LayerNorm, ChannelMove, and the int8 ones,
 // FusedQuantConv and AscendQuant. Each op's file holds its
 // schema, its host kernel and its traits; this backend registers them, engine/ knows
 // none of them (docs/ARCHITECTURE.md, "The op registry").

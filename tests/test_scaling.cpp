@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -335,28 +336,41 @@ Model decoder(size_t layers) {
 
 }  // namespace
 
-TEST_CASE(
-    "extraction's work grows with the graph, not faster: a decoder of 4 to 32 blocks, classes visited per "
-    "e-class") {
+namespace {
+
+// Optimizes the model of each size and checks that extraction's classes visited per
+// e-class stay within a band as the model grows 8x (quadratic work would grow them 8x);
+// the first size sets the band. `check` looks at each result (what must have fused).
+void check_extraction_grows_linearly(
+    const std::function<Model(size_t)>& make,
+    const std::function<void(size_t, const ascend::OptimizeResult&)>& check) {
   auto rules = test::load_rules({test::shipped_rules()});
   const auto profile = ascend::load_profile("Ascend910B1");
   std::vector<double> per_class;
-  for (size_t layers : {4, 8, 16, 32}) {
-    Model m = decoder(layers);
+  for (size_t size : {4, 8, 16, 32}) {
+    Model m = make(size);
     ascend::OptimizeOptions options;
     options.limits.seconds = 600;  // the same saturation on a slow machine: iterations and e-nodes bound it
     const ascend::OptimizeResult r = ascend::optimize(m, *rules, profile, options);
-    INFO(layers << " blocks: " << r.eclasses << " e-classes, " << r.extraction_steps << " classes visited ("
-                << r.extraction_method << ")");
-    CHECK(r.selected.count("QKVMerge"));  // the sharing share_work looks for is there to find
+    INFO(size << " blocks: " << r.eclasses << " e-classes, " << r.extraction_steps << " classes visited ("
+              << r.extraction_method << ")");
+    check(size, r);
     REQUIRE(r.eclasses > 0);
     per_class.push_back(static_cast<double>(r.extraction_steps) / static_cast<double>(r.eclasses));
-    MESSAGE(layers << " blocks: " << r.eclasses << " e-classes, " << r.extraction_steps << " steps, "
-                   << per_class.back() << " per class");
+    MESSAGE(size << " blocks: " << r.eclasses << " e-classes, " << r.extraction_steps << " steps, "
+                 << per_class.back() << " per class");
   }
-  // Linear: the steps per e-class stay within a band as the decoder grows 8x (quadratic
-  // work would grow them 8x). The first point sets the band.
   for (size_t i = 1; i < per_class.size(); ++i) CHECK(per_class[i] <= 1.5 * per_class[0]);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "extraction's work grows with the graph, not faster: a decoder of 4 to 32 blocks, classes visited per "
+    "e-class") {
+  check_extraction_grows_linearly(decoder, [](size_t, const ascend::OptimizeResult& r) {
+    CHECK(r.selected.count("QKVMerge"));  // the sharing share_work looks for is there to find
+  });
 }
 
 TEST_CASE(
@@ -457,21 +471,7 @@ TEST_CASE(
     "classes visited per e-class") {
   // PaddleOCR's INT8 detector once took 5e9 steps (7 minutes) to extract: the alternatives
   // of one layout priced against a program in the other, each over much of the model.
-  auto rules = test::load_rules({test::shipped_rules()});
-  const auto profile = ascend::load_profile("Ascend910B1");
-  std::vector<double> per_class;
-  for (size_t blocks : {4, 8, 16, 32}) {
-    Model m = int8_cnn(blocks);
-    ascend::OptimizeOptions options;
-    options.limits.seconds = 600;  // iterations and e-nodes bound saturation, not the machine's speed
-    const ascend::OptimizeResult r = ascend::optimize(m, *rules, profile, options);
-    INFO(blocks << " blocks: " << r.eclasses << " e-classes, " << r.extraction_steps << " steps ("
-                << r.extraction_method << ")");
+  check_extraction_grows_linearly(int8_cnn, [](size_t blocks, const ascend::OptimizeResult& r) {
     CHECK(test::count_op(r.model, "FusedQuantConv") >= 2 * blocks);  // the int8 convs in NC1HWC0
-    REQUIRE(r.eclasses > 0);
-    per_class.push_back(static_cast<double>(r.extraction_steps) / static_cast<double>(r.eclasses));
-    MESSAGE(blocks << " blocks: " << r.eclasses << " e-classes, " << r.extraction_steps << " steps, "
-                   << per_class.back() << " per class");
-  }
-  for (size_t i = 1; i < per_class.size(); ++i) CHECK(per_class[i] <= 1.5 * per_class[0]);
+  });
 }

@@ -70,7 +70,8 @@ CompileBanks load_compile_banks(const ModelSource& source, const ascend::Hardwar
                                "', which no rule or tag of the loaded rules has; tune the model again");
       }
       for (const std::string& d : b.model_entry->disable) o.rules.disable.push_back(d);
-      o.max_streams = b.model_entry->max_streams;  // the setting tuned replaces --max_streams
+      o.max_streams = b.model_entry->max_streams;  // the settings tuned replace --max_streams
+      if (!b.model_entry->topo_sorting_mode.empty()) o.topo_sorting_mode = b.model_entry->topo_sorting_mode;
     }
   }
   return b;

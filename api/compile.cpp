@@ -173,7 +173,11 @@ nlohmann::ordered_json banks_json(const CompileBanks& b, size_t bank_kernels) {
   if (!b.model_file.empty()) {
     nlohmann::ordered_json m = {{"file", b.model_file}, {"entries_for_other_machines", b.model_other_keys}};
     if (b.model_entry)
-      m["applied"] = {{"disable", b.model_entry->disable}, {"max_streams", b.model_entry->max_streams}};
+      m["applied"] = {
+          {"disable", b.model_entry->disable},
+          {"max_streams", b.model_entry->max_streams},
+          {"topo_sorting_mode", b.model_entry->topo_sorting_mode.empty() ? std::string("memory")
+                                                                         : b.model_entry->topo_sorting_mode}};
     else
       m["applied"] = nullptr;
     j["model_bank"] = m;
@@ -190,7 +194,9 @@ std::string banks_text(const CompileBanks& b, size_t bank_kernels) {
   if (!b.model_file.empty()) {
     std::string applied = "nothing filed for this model";
     if (b.model_entry) {
-      applied = "max streams " + std::to_string(b.model_entry->max_streams) + ", off:";
+      applied = "max streams " + std::to_string(b.model_entry->max_streams) + ", order " +
+                (b.model_entry->topo_sorting_mode.empty() ? "memory" : b.model_entry->topo_sorting_mode) +
+                ", off:";
       for (const auto& d : b.model_entry->disable) applied += " " + d;
       if (b.model_entry->disable.empty()) applied += " none";
     }
@@ -363,6 +369,13 @@ ascend::CompileOptions pipeline_options(const CompileOptions& o, const Model& gi
   co.single_stream = o.enable_single_stream;
   if (o.max_streams < 1 || o.max_streams > 64) throw geopt::UsageError("max_streams must be from 1 to 64");
   co.max_streams = o.max_streams;
+  if (!o.topo_sorting_mode.empty()) {
+    const auto mode = ascend::parse_topo_sorting_mode(o.topo_sorting_mode);
+    if (!mode)
+      throw geopt::UsageError("--topo_sorting_mode '" + as_text(o.topo_sorting_mode) +
+                              "': 0 (BFS), 1 (DFS), 2 (reverse DFS) or 3 (stable reverse DFS)");
+    co.topo_sorting_mode = *mode;
+  }
   co.check = o.check.enabled;
   co.check_tolerance =
       check_tolerance(o.check, co.optimize.cost.precision, co.optimize.write_precision, given);

@@ -157,8 +157,9 @@ TuneResult tune_operators(const ModelSource& source, const TuneOptions& opt, con
 }
 
 // Subgraph tuning: the strategy settings extraction does not price, one at a time from
-// the model's own: each rule tag whose rules the plan uses turned off, and (judged on the
-// simulator, where streams run side by side) the stream count. A setting is kept where
+// the model's own: each rule tag whose rules the plan uses turned off, (judged on the
+// simulator, where streams run side by side) the stream count, and the order kernels
+// are issued in (GE's topological sorting modes against geopt's memory-aware order). A setting is kept where
 // the plan gains beyond the noise: 3% on the host's interleaved medians, 1% simulated.
 TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, const CompileOptions& o,
                           const ascend::HardwareProfile& profile, const ascend::BankKey& key) {
@@ -199,7 +200,17 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
   if (!host)
     for (size_t s : {size_t{1}, size_t{2}, size_t{4}})
       if (s != o.max_streams) stream_counts.push_back(s);
-  const size_t total = tag_list.size() + stream_counts.size();
+  // The order's name, "memory" for geopt's own (o's --topo_sorting_mode is checked by now).
+  auto order_of = [](const CompileOptions& c) {
+    return c.topo_sorting_mode.empty()
+               ? std::string("memory")
+               : ascend::topo_sorting_mode_name(ascend::parse_topo_sorting_mode(c.topo_sorting_mode)
+                                                    .value_or(ascend::TopoSortingMode::memory_aware));
+  };
+  std::vector<std::string> orders;
+  for (const char* mode : {"memory", "bfs", "dfs", "rdfs", "stable_rdfs"})
+    if (mode != order_of(o)) orders.push_back(mode);
+  const size_t total = tag_list.size() + stream_counts.size() + orders.size();
   const double default_measure = host ? 0 : best.profile.latency_us;
   double incumbent_measure = default_measure;
   double default_ms = 0;
@@ -249,6 +260,11 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
     c.max_streams = s;
     consider("at most " + std::to_string(s) + " stream(s)", c);
   }
+  for (const std::string& mode : orders) {
+    CompileOptions c = incumbent;
+    c.topo_sorting_mode = mode;
+    consider("kernels in " + mode + " order", c);
+  }
   if (host && default_ms == 0) default_ms = ascend::time_plans(best.plan, best.plan, inputs).a_ms;
   ascend::ModelEntry entry;
   entry.key = key;
@@ -258,6 +274,7 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
     if (std::find(o.rules.disable.begin(), o.rules.disable.end(), d) == o.rules.disable.end())
       entry.disable.push_back(d);
   entry.max_streams = incumbent.max_streams;
+  if (order_of(incumbent) != "memory") entry.topo_sorting_mode = order_of(incumbent);
   entry.judged_by = host ? "host" : "simulated";
   entry.default_us = host ? default_ms * 1000 : default_measure;
   entry.tuned_us = host ? (incumbent_measure > 0 ? incumbent_measure : default_ms) * 1000 : incumbent_measure;
@@ -271,7 +288,9 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
   j["bank"] = file;
   j["key"] = key.text();
   j["tried"] = tried;
-  j["chosen"] = {{"disable", entry.disable}, {"max_streams", entry.max_streams}};
+  j["chosen"] = {{"disable", entry.disable},
+                 {"max_streams", entry.max_streams},
+                 {"topo_sorting_mode", order_of(incumbent)}};
   j["default_us"] = entry.default_us;
   j["tuned_us"] = entry.tuned_us;
   j["budget_hit"] = budget_hit;
@@ -283,7 +302,8 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
           host ? "by the plan on this host" : "by the simulator", key.text().c_str());
   appendf(text, "settings tried   %zu\n", tried.size());
   text += table;
-  std::string chosen = "at most " + std::to_string(entry.max_streams) + " stream(s); off:";
+  std::string chosen =
+      "at most " + std::to_string(entry.max_streams) + " stream(s), " + order_of(incumbent) + " order; off:";
   for (const auto& d : entry.disable) chosen += " " + d;
   if (entry.disable.empty()) chosen += " nothing";
   appendf(text, "chosen           %s\n", chosen.c_str());

@@ -13,6 +13,7 @@ struct CompileOptions : PipelineOptions {
   std::vector<std::string> no_reuse;  // OP_NO_REUSE_MEM: "name,OpType,..."
   bool single_stream = false;
   size_t max_streams = 4;
+  std::string topo_sorting_mode;
   bool external_weights = false;
   // ATC's dynamic-shape options (docs/LOWERING.md, "Dynamic shapes")
   std::string dynamic_batch_size, dynamic_image_size, dynamic_dims, input_shape_range;
@@ -27,6 +28,7 @@ int run(const CompileOptions& o) {
   a.op_no_reuse_mem = o.no_reuse;
   a.enable_single_stream = o.single_stream;
   a.max_streams = o.max_streams;
+  a.topo_sorting_mode = o.topo_sorting_mode;
   a.external_weights = o.external_weights;
   a.dynamic_batch_size = o.dynamic_batch_size;
   a.dynamic_image_size = o.dynamic_image_size;
@@ -63,6 +65,10 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_option("--max-streams", o->max_streams, "Streams at most")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  cmd->add_option(
+      "--topo_sorting_mode,--topo-sorting-mode", o->topo_sorting_mode,
+      "The order kernels are issued in, ATC's option: 0 BFS, 1 DFS, 2 reverse DFS, 3 stable reverse "
+      "DFS (the model's own order); unset, geopt's memory-aware order");
   cmd->add_flag("--no-check", o->no_check, "Skip running the plan against the original");
   o->tolerance.add_to(cmd, "plan");
   o->limits.add_to(cmd);

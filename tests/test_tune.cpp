@@ -399,6 +399,11 @@ TEST_CASE(
   REQUIRE(cj["tuning"]["model_bank"]["applied"].is_object());
   CHECK(cj["tuning"]["model_bank"]["applied"]["disable"] == j["chosen"]["disable"]);
   CHECK(cj["tuning"]["model_bank"]["applied"]["max_streams"] == j["chosen"]["max_streams"]);
+  CHECK(cj["tuning"]["model_bank"]["applied"]["topo_sorting_mode"] == j["chosen"]["topo_sorting_mode"]);
+  std::set<std::string> orders;  // each of GE's orders was tried against geopt's own
+  for (const json& t : j["tried"])
+    if (t["setting"].get<std::string>().ends_with(" order")) orders.insert(t["setting"].get<std::string>());
+  CHECK(orders.size() == 4);
   // The simulated latency compile reports is the one tuning filed.
   CHECK(cj["profile"]["latency_us"].get<double>() == doctest::Approx(j["tuned_us"].get<double>()));
 }

@@ -233,7 +233,7 @@ std::pair<StreamPlan, plan::Plan> lower_planned(
 Lowered lower_graph(const Model& m, const HardwareProfile& profile, const CompileOptions& options,
                     size_t max_streams) {
   Lowered l;
-  l.order = memory_aware_order(*m.graph);
+  l.order = execution_order(*m.graph, options.topo_sorting_mode);
   l.memory = plan_memory(*m.graph, l.order, options.memory);
   validate_memory_plan(l.memory);
   std::tie(l.streams, l.plan) = lower_planned(m, l.order, l.memory, profile, options, max_streams);
@@ -287,7 +287,7 @@ void lower_for_plan(CompileResult& r, const HardwareProfile& profile, const Comp
                     const std::set<std::string>& bounded) {
   auto phase = Clock::now();
   const Graph& g = *r.model.graph;
-  r.order = memory_aware_order(g);
+  r.order = execution_order(g, options.topo_sorting_mode);
   auto memory_started = Clock::now();
   MemoryPlanOptions memory_options = options.memory;
   memory_options.runtime_shaped.insert(bounded.begin(), bounded.end());

@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "ascend/execution_order.h"
 #include "ascend/memory_plan.h"
 #include "ascend/optimizer.h"
 #include "ascend/plan_profile.h"
@@ -27,6 +28,7 @@ struct CompileOptions {
   MemoryPlanOptions memory;  // reuse on or off (--disable_reuse_memory), OP_NO_REUSE_MEM
   bool single_stream = false;
   size_t max_streams = 4;
+  TopoSortingMode topo_sorting_mode = TopoSortingMode::memory_aware;  // --topo_sorting_mode
   // Keep one stream where the simulation says the streams do not pay for their events
   // (as GE may decide); off, the stream plan is lowered as planned (tests of events).
   bool choose_streams = true;

@@ -1,6 +1,7 @@
 #include "execution_order.h"
 
 #include <algorithm>
+#include <deque>
 #include <unordered_map>
 
 #include "util/error.h"
@@ -94,6 +95,116 @@ std::vector<size_t> memory_aware_order(const Graph& graph) {
       if (in) --readers_left[in];
     for (size_t c : consumers[i])
       if (--waiting[c] == 0) ready.push_back(c);
+  }
+  if (order.size() != nodes.size()) throw Error("the graph has a cycle; it has no execution order");
+  return order;
+}
+
+std::optional<TopoSortingMode> parse_topo_sorting_mode(const std::string& text) {
+  static const std::pair<const char*, TopoSortingMode> kNames[] = {
+      {"0", TopoSortingMode::bfs},
+      {"bfs", TopoSortingMode::bfs},
+      {"1", TopoSortingMode::dfs},
+      {"dfs", TopoSortingMode::dfs},
+      {"2", TopoSortingMode::rdfs},
+      {"rdfs", TopoSortingMode::rdfs},
+      {"3", TopoSortingMode::stable_rdfs},
+      {"stable_rdfs", TopoSortingMode::stable_rdfs},
+      {"memory", TopoSortingMode::memory_aware},
+  };
+  for (const auto& [name, mode] : kNames)
+    if (text == name) return mode;
+  return std::nullopt;
+}
+
+std::string topo_sorting_mode_name(TopoSortingMode mode) {
+  switch (mode) {
+    case TopoSortingMode::bfs:
+      return "bfs";
+    case TopoSortingMode::dfs:
+      return "dfs";
+    case TopoSortingMode::rdfs:
+      return "rdfs";
+    case TopoSortingMode::stable_rdfs:
+      return "stable_rdfs";
+    case TopoSortingMode::memory_aware:
+      break;
+  }
+  return "memory";
+}
+
+std::vector<size_t> execution_order(const Graph& graph, TopoSortingMode mode) {
+  if (mode == TopoSortingMode::memory_aware) return memory_aware_order(graph);
+  const auto& nodes = graph.nodes();
+  std::unordered_map<const Node*, size_t> index;
+  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].get()] = i;
+  // Each node's producers and consumers, in input order, each once.
+  std::vector<std::vector<size_t>> producers(nodes.size()), consumers(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const Value* in : nodes[i]->inputs()) {
+      const Node* p = in ? in->producer() : nullptr;
+      if (!p) continue;
+      const size_t j = index.at(p);
+      if (std::find(producers[i].begin(), producers[i].end(), j) != producers[i].end()) continue;
+      producers[i].push_back(j);
+      consumers[j].push_back(i);
+    }
+  std::vector<size_t> order;
+  order.reserve(nodes.size());
+  if (mode == TopoSortingMode::rdfs) {
+    // Post-order from each graph output back through the producers, then whatever
+    // reaches no output (in node order); an explicit stack, as a chain may be long.
+    enum class Mark { none, open, done };
+    std::vector<Mark> mark(nodes.size(), Mark::none);
+    auto visit = [&](size_t root) {
+      if (mark[root] != Mark::none) return;
+      std::vector<std::pair<size_t, size_t>> stack{{root, 0}};  // node, next producer to visit
+      mark[root] = Mark::open;
+      while (!stack.empty()) {
+        auto& [i, next] = stack.back();
+        if (next < producers[i].size()) {
+          const size_t p = producers[i][next++];
+          if (mark[p] == Mark::open) throw Error("the graph has a cycle; it has no execution order");
+          if (mark[p] == Mark::none) {
+            mark[p] = Mark::open;
+            stack.emplace_back(p, 0);
+          }
+          continue;
+        }
+        mark[i] = Mark::done;
+        order.push_back(i);
+        stack.pop_back();
+      }
+    };
+    for (const Value* out : graph.outputs())
+      if (const Node* p = out ? out->producer() : nullptr) visit(index.at(p));
+    for (size_t i = 0; i < nodes.size(); ++i) visit(i);
+    return order;
+  }
+  // Kahn's algorithm; the modes differ in which ready node goes next.
+  std::vector<size_t> waiting(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) waiting[i] = producers[i].size();
+  std::deque<size_t> ready;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (waiting[i] == 0) ready.push_back(i);
+  while (!ready.empty()) {
+    size_t i;
+    if (mode == TopoSortingMode::stable_rdfs) {  // the earliest in the graph's own order
+      auto it = std::min_element(ready.begin(), ready.end());
+      i = *it;
+      ready.erase(it);
+    } else {
+      i = ready.front();
+      ready.pop_front();
+    }
+    order.push_back(i);
+    std::vector<size_t> now_ready;
+    for (size_t c : consumers[i])
+      if (--waiting[c] == 0) now_ready.push_back(c);
+    if (mode == TopoSortingMode::dfs)  // the first consumer next, before what was ready
+      ready.insert(ready.begin(), now_ready.begin(), now_ready.end());
+    else
+      ready.insert(ready.end(), now_ready.begin(), now_ready.end());
   }
   if (order.size() != nodes.size()) throw Error("the graph has a cycle; it has no execution order");
   return order;

@@ -228,6 +228,9 @@ struct CompileOptions : OptimizeOptions {
   std::vector<std::string> op_no_reuse_mem;  // node names or op types kept apart
   bool enable_single_stream = false;
   size_t max_streams = 4;
+  // The order kernels are issued in: ATC's --topo_sorting_mode, "0" BFS, "1" DFS, "2"
+  // reverse DFS, "3" stable reverse DFS (or those names); empty: geopt's memory-aware order.
+  std::string topo_sorting_mode;
   bool external_weights = false;  // for `output`
   // ATC's dynamic-shape options (at most one): gears or ranges.
   std::string dynamic_batch_size, dynamic_image_size, dynamic_dims, input_shape_range;

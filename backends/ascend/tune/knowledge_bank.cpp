@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "eval/host_tactic.h"
+#include "execution_order.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/input_file.h"
@@ -156,6 +157,11 @@ KnowledgeBank KnowledgeBank::load(const std::string& file, bool missing_ok) {
       m.disable.push_back(d.get<std::string>());
     }
     m.max_streams = static_cast<size_t>(r.count(e, "max_streams", where, 1, 64));
+    if (e.contains("topo_sorting_mode")) {  // absent in banks from before it was tuned
+      m.topo_sorting_mode = r.text(e, "topo_sorting_mode", where);
+      if (!m.topo_sorting_mode.empty() && !parse_topo_sorting_mode(m.topo_sorting_mode))
+        r.fail(where, "\"topo_sorting_mode\" is none of bfs, dfs, rdfs, stable_rdfs, memory");
+    }
     m.default_us = r.microseconds(e, "default_us", where);
     m.tuned_us = r.microseconds(e, "tuned_us", where);
     m.judged_by = r.text(e, "judged_by", where, false);
@@ -189,6 +195,7 @@ void KnowledgeBank::save(const std::string& file) const {
     e["model"] = m.model;
     e["disable"] = m.disable;
     e["max_streams"] = m.max_streams;
+    if (!m.topo_sorting_mode.empty()) e["topo_sorting_mode"] = m.topo_sorting_mode;
     e["default_us"] = m.default_us;
     e["tuned_us"] = m.tuned_us;
     e["judged_by"] = m.judged_by;

@@ -131,6 +131,52 @@ TEST_CASE("LayerNorm in NC1HWC0 refuses a channel count that does not fit its bl
                        doctest::Contains("channels = 40 does not fit 2 blocks of 16"), Error);
 }
 
+TEST_CASE("ChannelMove equals Concat, ShuffleNet's shuffle and Slice in NCHW, at offsets inside C0 blocks") {
+  // 24 + 10 channels (padding lanes random: a move reads real channels only), shuffled
+  // across 2 groups, channels [5, 25) taken; and the same concatenation whole.
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
+    g (float[1,2,3,3,16] a, float[1,1,3,3,16] b) => (float[1,2,3,3,16] moved, float[1,2,3,3,16] reference,
+                                                      float[1,3,3,3,16] whole, float[1,3,3,3,16] concatenated) {
+      moved = ai.geopt.ChannelMove <channels = [24, 10], group = 2, start = 5, count = 20> (a, b)
+      whole = ai.geopt.ChannelMove <channels = [24, 10]> (a, b)
+      an = ai.geopt.TransData <src_format = "NC1HWC0", dst_format = "NCHW", channels = 24> (a)
+      bn = ai.geopt.TransData <src_format = "NC1HWC0", dst_format = "NCHW", channels = 10> (b)
+      cat = Concat <axis = 1> (an, bn)
+      s5 = Constant <value = int64[5] {1, 2, 17, 3, 3}> ()
+      v = Reshape(cat, s5)
+      t = Transpose <perm = [0, 2, 1, 3, 4]> (v)
+      s4 = Constant <value = int64[4] {1, 34, 3, 3}> ()
+      shuffled = Reshape(t, s4)
+      first = Constant <value = int64[1] {5}> ()
+      end = Constant <value = int64[1] {25}> ()
+      axis = Constant <value = int64[1] {1}> ()
+      taken = Slice(shuffled, first, end, axis)
+      reference = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (taken)
+      concatenated = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (cat)
+    })",
+              {{"moved", "reference"}, {"whole", "concatenated"}}, 0.0);
+}
+
+TEST_CASE("ChannelMove refuses channels it does not have, naming them") {
+  for (const char* attributes : {"channels = [24], start = 20, count = 8", "channels = [24], start = -1",
+                                 "channels = [24], group = 5", "channels = [40]"}) {
+    INFO(attributes);
+    const std::string text = std::string(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
+      g (float[1,2,3,3,16] a) => (float[1,1,3,3,16] y) {
+        y = ai.geopt.ChannelMove <)") +
+                             attributes + R"(> (a)
+      })";
+    fs::path p = test::scratch_dir("fused") / "bad_move.onnx";
+    test::save_model(test::parse_text_model(text.c_str()), p);
+    CHECK_THROWS_AS(
+        {
+          Model model = import_onnx(p);
+          Evaluator(model, ascend::op_registry()).run(random_inputs(model, 1));
+        },
+        Error);
+  }
+}
+
 TEST_CASE("RMSNorm equals Pow/ReduceMean/Add/Sqrt/Div/Mul") {
   check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
     g (float[3,16] x, float[16] w) => (float[3,16] fused, float[3,16] ref) {

@@ -221,10 +221,12 @@ void channel_move(KernelContext& ctx) {
   }
   if (group <= 0 || total % group != 0)
     ctx.fail("group " + std::to_string(group) + " does not divide " + std::to_string(total) + " channels");
-  const int64_t count = ctx.attr_int("count", 0) == 0 ? total - start : ctx.attr_int("count", 0);
-  if (start < 0 || count <= 0 || start > total - count)
-    ctx.fail("channels [" + std::to_string(start) + ", " + std::to_string(start + count) +
+  const int64_t given = ctx.attr_int("count", 0);
+  // Compared without forming start + count: a hostile plan's may overflow.
+  if (start < 0 || start >= total || given < 0 || given > total - start)
+    ctx.fail("channels from " + std::to_string(start) + " (count " + std::to_string(given) +
              ") are not within the " + std::to_string(total) + " moved");
+  const int64_t count = given == 0 ? total - start : given;
   const int64_t per_group = total / group;
   const Blocked& b = dims.front();
   HostTensor y = ctx.new_output(0, ctx.input(0).dtype(), {b.n, (count + b.c0 - 1) / b.c0, b.h, b.w, b.c0});
@@ -289,17 +291,17 @@ void register_channel_ops_schemas() {
       fail_shape_inference("`channels` must give one count per input");
     int64_t total = 0;
     for (int64_t c : channels->ints()) {
-      if (c <= 0) fail_shape_inference("channel counts must be positive");
+      // Positive, and far from overflowing their sum (a hostile model's counts).
+      if (c <= 0 || c > (int64_t{1} << 40)) fail_shape_inference("channel counts must be from 1 to 2^40");
       total += c;
     }
     const int64_t group = onnx::getAttribute(ctx, "group", int64_t{1}),
                   start = onnx::getAttribute(ctx, "start", int64_t{0}),
-                  given = onnx::getAttribute(ctx, "count", int64_t{0}),
-                  count = given == 0 ? total - start : given;
+                  given = onnx::getAttribute(ctx, "count", int64_t{0});
     if (group <= 0 || total % group != 0) fail_shape_inference("`group` must divide the channels' total");
-    if (start < 0 || count <= 0 || start > total - count)
+    if (start < 0 || start >= total || given < 0 || given > total - start)
       fail_shape_inference("[start, start + count) must lie within the channels' total");
-    blocked_like_first(ctx, count);
+    blocked_like_first(ctx, given == 0 ? total - start : given);
   });
   onnx::RegisterSchema(std::move(s));
 }

@@ -158,9 +158,10 @@ TuneResult tune_operators(const ModelSource& source, const TuneOptions& opt, con
 
 // Subgraph tuning: the strategy settings extraction does not price, one at a time from
 // the model's own: each rule tag whose rules the plan uses turned off, (judged on the
-// simulator, where streams run side by side) the stream count, and the order kernels
-// are issued in (GE's topological sorting modes against geopt's memory-aware order). A setting is kept where
-// the plan gains beyond the noise: 3% on the host's interleaved medians, 1% simulated.
+// simulator, where streams run side by side) the stream count, and the order kernels are
+// issued in (GE's topological sorting modes against geopt's memory-aware order). A
+// setting is kept where the plan gains beyond the noise: 3% on the host's interleaved
+// medians, 1% simulated.
 TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, const CompileOptions& o,
                           const ascend::HardwareProfile& profile, const ascend::BankKey& key) {
   const auto started = Clock::now();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
+#include <queue>
 #include <unordered_map>
 
 #include "util/error.h"
@@ -181,18 +183,20 @@ std::vector<size_t> execution_order(const Graph& graph, TopoSortingMode mode) {
     for (size_t i = 0; i < nodes.size(); ++i) visit(i);
     return order;
   }
-  // Kahn's algorithm; the modes differ in which ready node goes next.
+  // Kahn's algorithm; the modes differ in which ready node goes next: the earliest in
+  // the graph's own order (stable), the first to become ready (BFS), or the last (DFS).
   std::vector<size_t> waiting(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) waiting[i] = producers[i].size();
   std::deque<size_t> ready;
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> earliest;
+  const bool stable = mode == TopoSortingMode::stable_rdfs;
   for (size_t i = 0; i < nodes.size(); ++i)
-    if (waiting[i] == 0) ready.push_back(i);
-  while (!ready.empty()) {
+    if (waiting[i] == 0) stable ? earliest.push(i) : ready.push_back(i);
+  while (!ready.empty() || !earliest.empty()) {
     size_t i;
-    if (mode == TopoSortingMode::stable_rdfs) {  // the earliest in the graph's own order
-      auto it = std::min_element(ready.begin(), ready.end());
-      i = *it;
-      ready.erase(it);
+    if (stable) {
+      i = earliest.top();
+      earliest.pop();
     } else {
       i = ready.front();
       ready.pop_front();
@@ -201,7 +205,9 @@ std::vector<size_t> execution_order(const Graph& graph, TopoSortingMode mode) {
     std::vector<size_t> now_ready;
     for (size_t c : consumers[i])
       if (--waiting[c] == 0) now_ready.push_back(c);
-    if (mode == TopoSortingMode::dfs)  // the first consumer next, before what was ready
+    if (stable)
+      for (size_t c : now_ready) earliest.push(c);
+    else if (mode == TopoSortingMode::dfs)  // the first consumer next, before what was ready
       ready.insert(ready.begin(), now_ready.begin(), now_ready.end());
     else
       ready.insert(ready.end(), now_ready.begin(), now_ready.end());

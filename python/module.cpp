@@ -169,6 +169,7 @@ void bind_options(py::module_& m) {
       .def_readwrite("op_no_reuse_mem", &api::CompileOptions::op_no_reuse_mem)
       .def_readwrite("enable_single_stream", &api::CompileOptions::enable_single_stream)
       .def_readwrite("max_streams", &api::CompileOptions::max_streams)
+      .def_readwrite("topo_sorting_mode", &api::CompileOptions::topo_sorting_mode)
       .def_readwrite("external_weights", &api::CompileOptions::external_weights)
       .def_readwrite("dynamic_batch_size", &api::CompileOptions::dynamic_batch_size)
       .def_readwrite("dynamic_image_size", &api::CompileOptions::dynamic_image_size)

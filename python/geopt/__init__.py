@@ -220,11 +220,13 @@ def compile(model, *, soc_version="Ascend910B1", input_shape=None, rules=None, d
             enable_small_channel=False, buffer_optimize="l2_optimize", fusion_switch_file=None, iter_limit=None,
             node_limit=None, time_limit=None, check_atol=None, check_rtol=None, check_inputs=None,
             disable_reuse_memory=False, op_no_reuse_mem=None, enable_single_stream=False, max_streams=4,
-            dynamic_batch_size=None, dynamic_image_size=None, dynamic_dims=None, input_shape_range=None, output=None,
-            external_weights=False, dump_graph=None, op_bank_path=None, mdl_bank_path=None):
+            topo_sorting_mode=None, dynamic_batch_size=None, dynamic_image_size=None, dynamic_dims=None,
+            input_shape_range=None, output=None, external_weights=False, dump_graph=None, op_bank_path=None,
+            mdl_bank_path=None):
     """Compiles `model` (a path, bytes or onnx.ModelProto) to a Plan as `geopt compile` does.
 
     op_bank_path, mdl_bank_path: knowledge banks geopt.tune wrote (docs/TUNING.md).
+    topo_sorting_mode: ATC's --topo_sorting_mode, 0 to 3 (None: geopt's memory-aware order).
     Raises CheckFailed when the plan's outputs differ from the model's beyond the tolerance."""
     o = _compile_options(
         soc_version=soc_version, input_shape=input_shape, rules=rules, disable=disable, precision_mode=precision_mode,
@@ -233,8 +235,8 @@ def compile(model, *, soc_version="Ascend910B1", input_shape=None, rules=None, d
         fusion_switch_file=fusion_switch_file, iter_limit=iter_limit, node_limit=node_limit, time_limit=time_limit,
         check_atol=check_atol, check_rtol=check_rtol, check_inputs=check_inputs,
         disable_reuse_memory=disable_reuse_memory, op_no_reuse_mem=op_no_reuse_mem,
-        enable_single_stream=enable_single_stream, max_streams=max_streams, dynamic_batch_size=dynamic_batch_size,
-        dynamic_image_size=dynamic_image_size, dynamic_dims=dynamic_dims, input_shape_range=input_shape_range,
+        enable_single_stream=enable_single_stream, max_streams=max_streams, topo_sorting_mode=topo_sorting_mode,
+        dynamic_batch_size=dynamic_batch_size, dynamic_image_size=dynamic_image_size, dynamic_dims=dynamic_dims, input_shape_range=input_shape_range,
         output=output, external_weights=external_weights, dump_graph=dump_graph, op_bank_path=op_bank_path,
         mdl_bank_path=mdl_bank_path)
     r = _geopt.compile(_source(model), o)
@@ -249,7 +251,7 @@ def _compile_options(*, soc_version="Ascend910B1", input_shape=None, rules=None,
                      buffer_optimize="l2_optimize", fusion_switch_file=None, iter_limit=None, node_limit=None,
                      time_limit=None, check_atol=None, check_rtol=None, check_inputs=None,
                      disable_reuse_memory=False, op_no_reuse_mem=None, enable_single_stream=False, max_streams=4,
-                     dynamic_batch_size=None, dynamic_image_size=None, dynamic_dims=None, input_shape_range=None,
+                     topo_sorting_mode=None, dynamic_batch_size=None, dynamic_image_size=None, dynamic_dims=None, input_shape_range=None,
                      output=None, external_weights=False, dump_graph=None, op_bank_path=None, mdl_bank_path=None):
     """compile's keywords as the library's CompileOptions (tune compiles with them too)."""
     o = _geopt.CompileOptions()
@@ -261,6 +263,7 @@ def _compile_options(*, soc_version="Ascend910B1", input_shape=None, rules=None,
     o.op_no_reuse_mem = _strings(op_no_reuse_mem, "op_no_reuse_mem")
     o.enable_single_stream = bool(enable_single_stream)
     o.max_streams = int(max_streams)
+    o.topo_sorting_mode = "" if topo_sorting_mode is None else str(topo_sorting_mode)
     o.external_weights = bool(external_weights)
     o.dynamic_batch_size = dynamic_batch_size or ""
     o.dynamic_image_size = dynamic_image_size or ""

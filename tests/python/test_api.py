@@ -40,6 +40,15 @@ def test_an_optimize_result_compiles_as_it_is(cnn):
     np.testing.assert_allclose(plan.run(feeds)["out"], expected, atol=1e-4, rtol=1e-4)
 
 
+def test_every_topological_sorting_mode_computes_the_model(cnn):
+    path, feeds, expected = cnn
+    for mode in (None, 0, 1, 2, 3):
+        plan = geopt.compile(path, topo_sorting_mode=mode)
+        np.testing.assert_allclose(plan.run(feeds)["out"], expected, atol=1e-4, rtol=1e-4)
+    with pytest.raises(geopt.UsageError, match="topo_sorting_mode"):
+        geopt.compile(path, topo_sorting_mode=7)
+
+
 def test_cnn_from_bytes_runs_in_nc1hwc0_and_matches_torch(cnn):
     path, feeds, expected = cnn
     plan = geopt.compile(path.read_bytes(), soc_version="Ascend310P3", input_shape={"input": [1, 3, 32, 32]})
@@ -285,6 +294,7 @@ def test_tune_files_a_bank_that_compile_reads(cnn, tmp_path):
     np.testing.assert_allclose(plan.run(feeds)["out"], expected, atol=1e-4, rtol=1e-4)
     simulated = geopt.tune(path, tmp_path / "models.json", job_type=1, tune_target="simulated")
     assert simulated.report["chosen"]["max_streams"] in (1, 2, 4)
+    assert simulated.report["chosen"]["topo_sorting_mode"] in ("memory", "bfs", "dfs", "rdfs", "stable_rdfs")
     assert geopt.compile(path, mdl_bank_path=tmp_path / "models.json").report["tuning"]["model_bank"]["applied"]
     (tmp_path / "random.json").write_bytes(bytes(range(256)) * 8)
     with pytest.raises(geopt.BadInput, match="not a geopt knowledge bank"):

@@ -214,6 +214,29 @@ nlohmann::ordered_json profile_by_op(const OpProfile& profile, double runs, bool
   return prof;
 }
 
+// --profile: the slowest kernels by name, `print_top` of them printed; all in the JSON.
+nlohmann::ordered_json profile_by_kernel(const OpProfile& profile, double runs, bool print,
+                                         size_t print_top = 10) {
+  std::vector<std::pair<std::string, OpProfile::Kernel>> rows(profile.by_kernel.begin(),
+                                                              profile.by_kernel.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+  auto kernels = nlohmann::ordered_json::array();
+  if (print && !rows.empty()) std::printf("slowest kernels (of %zu):\n", rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& [name, k] = rows[i];
+    kernels.push_back({{"name", name},
+                       {"op", k.op},
+                       {"ms_per_run", k.ms / runs},
+                       {"calls_per_run", static_cast<double>(k.calls) / runs},
+                       {"implementation", k.implementation}});
+    if (print && i < print_top)
+      std::printf("  %9.3f ms  %-24s %s%s\n", k.ms / runs, k.op.c_str(), name.c_str(),
+                  k.implementation.empty() ? "" : ("  (" + k.implementation + ")").c_str());
+  }
+  return kernels;
+}
+
 // The inputs: drawn (--random-inputs, following `reference`'s types where given, else the
 // runner's), then those read from --input files; every required one present.
 std::map<std::string, HostTensor> gather_feeds(const RunOptions& o, const Runner& runner,
@@ -334,7 +357,10 @@ int run(const RunOptions& o) {
     if (!o.json) std::printf("%s\n", line.c_str());
   }
   j["outputs"] = arr;
-  if (o.profile) j["profile"] = profile_by_op(profile, static_cast<double>(times.size()), !o.json);
+  if (o.profile) {
+    j["profile"] = profile_by_op(profile, static_cast<double>(times.size()), !o.json);
+    j["profile_kernels"] = profile_by_kernel(profile, static_cast<double>(times.size()), !o.json);
+  }
   if (!o.compare_dir.empty()) j["within_tolerance"] = all_ok;
   if (o.json) std::cout << json_text(j) << "\n";
   if (!all_ok) {

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
+
 #include "test_support.h"
 
 using geopt::test::run_cli;
@@ -303,6 +305,15 @@ TEST_CASE(
     CHECK(row["ms_per_run"].get<double>() >= 0.0);
   }
   CHECK(profiled == kernels_by_op);
+  // ...and each kernel by its name, slowest first, under the same op types.
+  std::map<std::string, double> by_kernel;
+  double last = std::numeric_limits<double>::infinity();
+  for (const auto& k : host_report["profile_kernels"]) {
+    by_kernel[k["op"].get<std::string>()] += k["calls_per_run"].get<double>();
+    CHECK(k["ms_per_run"].get<double>() <= last);
+    last = k["ms_per_run"].get<double>();
+  }
+  CHECK(by_kernel == kernels_by_op);
 
   // One stream and no reuse, as ATC's debugging options ask.
   auto single = run_cli(

@@ -1,7 +1,8 @@
 // ONNX Runtime's time per op type (its own profiler), to set beside `geopt run PLAN
 // --profile`: the same session options as the latency benches, RUNS timed runs after
-// WARMUP, the node events' durations summed per op type and divided by RUNS.
-// usage: node profile.js MODEL.onnx INPUT_DIR THREADS RUNS WARMUP
+// WARMUP, the node events' durations summed per op type and divided by RUNS; then the
+// NODES slowest nodes by name (beside `geopt run --profile`'s slowest kernels).
+// usage: node profile.js MODEL.onnx INPUT_DIR THREADS RUNS WARMUP [NODES]
 'use strict';
 const ort = require('onnxruntime-node');
 const fs = require('fs');
@@ -10,7 +11,7 @@ const path = require('path');
 const { readNpy } = require('./npy');
 
 async function main() {
-  const [model, inputDir, threads, runs, warmup] = process.argv.slice(2);
+  const [model, inputDir, threads, runs, warmup, nodes] = process.argv.slice(2);
   const prefix = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ort-profile-')), 'p');
   const session = await ort.InferenceSession.create(model, {
     intraOpNumThreads: Number(threads), interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all',
@@ -35,18 +36,25 @@ async function main() {
   const timed = runEvents.slice(Number(warmup));
   if (timed.length === 0) throw new Error('no timed runs in the profile');
   const from = timed[0].ts, to = timed[timed.length - 1].ts + timed[timed.length - 1].dur;
-  const byOp = {};
+  const byOp = {}, byNode = {};
   for (const e of events) {
     if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time') || e.ts < from || e.ts > to) continue;
     const op = e.args && e.args.op_name ? e.args.op_name : 'unknown';
     const row = byOp[op] || (byOp[op] = { ms: 0, calls: 0 });
     row.ms += e.dur / 1000;
     row.calls += 1;
+    const node = e.name.slice(0, -'_kernel_time'.length);
+    const n = byNode[node] || (byNode[node] = { op, ms: 0 });
+    n.ms += e.dur / 1000;
   }
   const rows = Object.entries(byOp).sort((a, b) => b[1].ms - a[1].ms);
   console.log(`${model}: ${wall.toFixed(2)} ms per run (mean of ${runs}, profiling on)`);
   for (const [op, r] of rows)
     console.log(`  ${op.padEnd(28)} ${(r.ms / timed.length).toFixed(3).padStart(9)} ms  ${(r.calls / timed.length).toFixed(0).padStart(6)} calls`);
+  const slowest = Object.entries(byNode).sort((a, b) => b[1].ms - a[1].ms).slice(0, Number(nodes || 0));
+  if (slowest.length) console.log(`slowest nodes (of ${Object.keys(byNode).length}):`);
+  for (const [node, n] of slowest)
+    console.log(`  ${(n.ms / timed.length).toFixed(3).padStart(9)} ms  ${n.op.padEnd(20)} ${node}`);
   fs.rmSync(dir, { recursive: true, force: true });
 }
 

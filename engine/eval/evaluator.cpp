@@ -239,8 +239,14 @@ void OpProfile::add(const Node& node, double ms) {
   auto& [total, calls] = by_op[op];
   total += ms;
   ++calls;
-  if (std::string implementation = take_implementation(); !implementation.empty())
-    ++implementations[op][implementation];
+  const std::string implementation = take_implementation();
+  if (!implementation.empty()) ++implementations[op][implementation];
+  const Value* first = node.outputs().empty() ? nullptr : node.outputs()[0];
+  Kernel& k = by_kernel[!node.name.empty() ? node.name : first ? first->name() : op];
+  k.op = op;
+  k.ms += ms;
+  ++k.calls;
+  if (!implementation.empty()) k.implementation = implementation;
 }
 
 NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs, OpProfile* profile) const {

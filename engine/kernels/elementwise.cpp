@@ -1,5 +1,6 @@
 // Elementwise kernels: arithmetic, comparison and logic with ONNX broadcasting,
 // unary math and activations, Where, Cast.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -7,6 +8,7 @@
 #include "kernels/cast.h"
 #include "kernels/dispatch.h"
 #include "kernels/elementwise_util.h"
+#include "kernels/row_math.h"
 
 namespace geopt {
 namespace {
@@ -212,7 +214,26 @@ void register_unary(OpRegistry& r) {
   SIMPLE_FLOAT("Log", std::log(x));
   SIMPLE_FLOAT("Erf", std::erf(x));
   SIMPLE_FLOAT("Tanh", std::tanh(x));
-  SIMPLE_FLOAT("Sigmoid", sigmoid(x));
+  // f32 on the vectorized row (a SiLU or gate left unfused: 1.2M values took 5.2 ms one
+  // std::exp at a time); other float types as written.
+  r.add("", "Sigmoid", [](KernelContext& ctx) {
+    const HostTensor& x = ctx.input(0);
+    if (x.dtype() == DType::F32) {
+      HostTensor y = HostTensor::uninitialized(DType::F32, x.dims());
+      const float* px = x.data<float>();
+      float* py = y.mutable_data<float>();
+      const int64_t n = x.size(), chunk = 1 << 14;
+#pragma omp parallel for if (n > (1 << 16))
+      for (int64_t first = 0; first < n; first += chunk)
+        sigmoid_row(px + first, py + first, std::min(chunk, n - first));
+      ctx.outputs[0] = std::move(y);
+      return;
+    }
+    dispatch_float(
+        x.dtype(),
+        [&]<class T>() { ctx.outputs[0] = map_unary<T>(x, x.dtype(), [](T v) { return sigmoid(v); }); },
+        "Sigmoid");
+  });
   SIMPLE_FLOAT("Softplus", x > T(20) ? x : std::log1p(std::exp(x)));
   SIMPLE_FLOAT("Softsign", x / (T(1) + std::fabs(x)));
   SIMPLE_FLOAT(

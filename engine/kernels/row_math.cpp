@@ -151,6 +151,17 @@ float exp_row(const float* x, float* y, int64_t n, float shift) {
 }
 
 GEOPT_VECTOR_CLONES
+void sigmoid_row(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float e = exp_inline(-std::fabs(v));  // in (0, 1]: 1 + e never overflows
+    const float s = (v >= 0 ? 1.0f : e) / (1.0f + e);
+    y[i] = v != v ? v : s;
+  }
+}
+
+GEOPT_VECTOR_CLONES
 void scale_row(float* x, int64_t n, float factor) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) x[i] *= factor;

@@ -28,6 +28,9 @@ float exp_row(const float* x, float* y, int64_t n, float shift);
 void scale_row(float* x, int64_t n, float factor);
 // GELU, exact (erf) or tanh-approximated, in place.
 void gelu_row(float* x, int64_t n, bool tanh_approximation);
+// y = 1 / (1 + e^-x) (x and y may alias), on e^-|x| so that neither side overflows; NaN
+// stays NaN.
+void sigmoid_row(const float* x, float* y, int64_t n);
 
 // e^x for one value, as exp_row computes it: relative error under 2.5e-7 on [-87.3,
 // 88.3]; 0 below, e^88.3 above (the callers pass x <= 0); NaN stays NaN.

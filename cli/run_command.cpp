@@ -187,29 +187,40 @@ bool compare_output(const HostTensor& got, const HostTensor& want, const Toleran
   return ok;
 }
 
+// Slowest first.
+std::vector<std::pair<std::string, OpProfile::Kernel>> slowest_first(
+    const std::map<std::string, OpProfile::Kernel>& m) {
+  std::vector<std::pair<std::string, OpProfile::Kernel>> rows(m.begin(), m.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+  return rows;
+}
+
+// What ran a kernel or an op type's kernels: "oneDNN jit_1x1:avx512_core x36, ...".
+std::string implementations_text(const OpProfile::Kernel& k, double runs) {
+  std::string ran;
+  for (const auto& [implementation, calls] : k.implementations)
+    ran += std::string(ran.empty() ? "" : ", ") + implementation + " x" +
+           std::to_string(static_cast<int64_t>(static_cast<double>(calls) / runs + 0.5));
+  return ran;
+}
+
 // --profile: time and calls per run by op type, slowest first, with the implementations
 // its kernels ran (oneDNN's primitives, geopt's loops; printed when `print`).
 nlohmann::ordered_json profile_by_op(const OpProfile& profile, double runs, bool print) {
-  std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(profile.by_op.begin(),
-                                                                       profile.by_op.end());
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
   auto prof = nlohmann::ordered_json::object();
   if (print) std::printf("time per run by op type:\n");
-  for (const auto& [op, v] : rows) {
-    prof[op] = {{"ms_per_run", v.first / runs}, {"calls_per_run", static_cast<double>(v.second) / runs}};
-    std::string ran;
-    if (auto it = profile.implementations.find(op); it != profile.implementations.end()) {
+  for (const auto& [op, k] : slowest_first(profile.by_op())) {
+    prof[op] = {{"ms_per_run", k.ms / runs}, {"calls_per_run", static_cast<double>(k.calls) / runs}};
+    if (!k.implementations.empty()) {
       auto& by_implementation = prof[op]["implementations"] = nlohmann::ordered_json::object();
-      for (const auto& [implementation, calls] : it->second) {
+      for (const auto& [implementation, calls] : k.implementations)
         by_implementation[implementation] = static_cast<double>(calls) / runs;
-        ran += std::string(ran.empty() ? "" : ", ") + implementation + " x" +
-               std::to_string(static_cast<int64_t>(static_cast<double>(calls) / runs + 0.5));
-      }
     }
+    const std::string ran = implementations_text(k, runs);
     if (print)
-      std::printf("  %-24s %9.3f ms  %6.0f calls%s\n", op.c_str(), v.first / runs,
-                  static_cast<double>(v.second) / runs, ran.empty() ? "" : ("  (" + ran + ")").c_str());
+      std::printf("  %-24s %9.3f ms  %6.0f calls%s\n", op.c_str(), k.ms / runs,
+                  static_cast<double>(k.calls) / runs, ran.empty() ? "" : ("  (" + ran + ")").c_str());
   }
   return prof;
 }
@@ -217,22 +228,22 @@ nlohmann::ordered_json profile_by_op(const OpProfile& profile, double runs, bool
 // --profile: the slowest kernels by name, `print_top` of them printed; all in the JSON.
 nlohmann::ordered_json profile_by_kernel(const OpProfile& profile, double runs, bool print,
                                          size_t print_top = 10) {
-  std::vector<std::pair<std::string, OpProfile::Kernel>> rows(profile.by_kernel.begin(),
-                                                              profile.by_kernel.end());
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+  const auto rows = slowest_first(profile.by_kernel);
   auto kernels = nlohmann::ordered_json::array();
   if (print && !rows.empty()) std::printf("slowest kernels (of %zu):\n", rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& [name, k] = rows[i];
+    std::string ran;  // the implementations without counts: a kernel runs one
+    for (const auto& [implementation, calls] : k.implementations)
+      ran += (ran.empty() ? "" : ", ") + implementation;
     kernels.push_back({{"name", name},
                        {"op", k.op},
                        {"ms_per_run", k.ms / runs},
                        {"calls_per_run", static_cast<double>(k.calls) / runs},
-                       {"implementation", k.implementation}});
+                       {"implementation", ran}});
     if (print && i < print_top)
       std::printf("  %9.3f ms  %-24s %s%s\n", k.ms / runs, k.op.c_str(), name.c_str(),
-                  k.implementation.empty() ? "" : ("  (" + k.implementation + ")").c_str());
+                  ran.empty() ? "" : ("  (" + ran + ")").c_str());
   }
   return kernels;
 }

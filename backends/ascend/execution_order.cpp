@@ -36,28 +36,43 @@ long long known_bytes(const Value& v) {
   return static_cast<long long>(static_bytes(v));
 }
 
+// Each node's producers and consumers (indices into graph.nodes()), in input order, each
+// once: what every order below walks.
+struct Dependencies {
+  std::unordered_map<const Node*, size_t> index;
+  std::vector<std::vector<size_t>> producers, consumers;
+};
+
+Dependencies dependencies(const Graph& graph) {
+  const auto& nodes = graph.nodes();
+  Dependencies d{
+      {}, std::vector<std::vector<size_t>>(nodes.size()), std::vector<std::vector<size_t>>(nodes.size())};
+  std::unordered_map<const Node*, size_t>& index = d.index;
+  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].get()] = i;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const Value* in : nodes[i]->inputs()) {
+      const Node* p = in ? in->producer() : nullptr;
+      if (!p) continue;
+      const size_t j = index.at(p);
+      if (std::find(d.producers[i].begin(), d.producers[i].end(), j) != d.producers[i].end()) continue;
+      d.producers[i].push_back(j);
+      d.consumers[j].push_back(i);
+    }
+  return d;
+}
+
 }  // namespace
 
 std::vector<size_t> memory_aware_order(const Graph& graph) {
   const auto& nodes = graph.nodes();
-  std::unordered_map<const Node*, size_t> index;
-  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].get()] = i;
-
-  std::vector<size_t> waiting(nodes.size(), 0);           // producers not yet issued
+  const Dependencies deps = dependencies(graph);
+  const std::vector<std::vector<size_t>>& consumers = deps.consumers;
+  std::vector<size_t> waiting(nodes.size());  // producers not yet issued
+  for (size_t i = 0; i < nodes.size(); ++i) waiting[i] = deps.producers[i].size();
   std::unordered_map<const Value*, size_t> readers_left;  // consumers not yet issued
-  std::vector<std::vector<size_t>> consumers(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    std::vector<const Node*> seen;
-    for (const Value* in : nodes[i]->inputs()) {
-      if (!in) continue;
-      ++readers_left[in];
-      const Node* p = in->producer();
-      if (!p || std::find(seen.begin(), seen.end(), p) != seen.end()) continue;
-      seen.push_back(p);
-      ++waiting[i];
-      consumers[index.at(p)].push_back(i);
-    }
-  }
+  for (const auto& n : nodes)
+    for (const Value* in : n->inputs())
+      if (in) ++readers_left[in];
   auto pinned = [&](const Value* v) {
     if (v->initializer) return true;
     for (const Value* o : graph.outputs())
@@ -138,19 +153,9 @@ std::string topo_sorting_mode_name(TopoSortingMode mode) {
 std::vector<size_t> execution_order(const Graph& graph, TopoSortingMode mode) {
   if (mode == TopoSortingMode::memory_aware) return memory_aware_order(graph);
   const auto& nodes = graph.nodes();
-  std::unordered_map<const Node*, size_t> index;
-  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].get()] = i;
-  // Each node's producers and consumers, in input order, each once.
-  std::vector<std::vector<size_t>> producers(nodes.size()), consumers(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i)
-    for (const Value* in : nodes[i]->inputs()) {
-      const Node* p = in ? in->producer() : nullptr;
-      if (!p) continue;
-      const size_t j = index.at(p);
-      if (std::find(producers[i].begin(), producers[i].end(), j) != producers[i].end()) continue;
-      producers[i].push_back(j);
-      consumers[j].push_back(i);
-    }
+  const Dependencies deps = dependencies(graph);
+  const auto& producers = deps.producers;
+  const auto& consumers = deps.consumers;
   std::vector<size_t> order;
   order.reserve(nodes.size());
   if (mode == TopoSortingMode::rdfs) {
@@ -179,7 +184,7 @@ std::vector<size_t> execution_order(const Graph& graph, TopoSortingMode mode) {
       }
     };
     for (const Value* out : graph.outputs())
-      if (const Node* p = out ? out->producer() : nullptr) visit(index.at(p));
+      if (const Node* p = out ? out->producer() : nullptr) visit(deps.index.at(p));
     for (size_t i = 0; i < nodes.size(); ++i) visit(i);
     return order;
   }

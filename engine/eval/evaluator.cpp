@@ -236,17 +236,25 @@ void Evaluator::precompute_constants() const {
 
 void OpProfile::add(const Node& node, double ms) {
   const std::string op = (node.domain.empty() ? "" : node.domain + "::") + node.op_type;
-  auto& [total, calls] = by_op[op];
-  total += ms;
-  ++calls;
-  const std::string implementation = take_implementation();
-  if (!implementation.empty()) ++implementations[op][implementation];
   const Value* first = node.outputs().empty() ? nullptr : node.outputs()[0];
   Kernel& k = by_kernel[!node.name.empty() ? node.name : first ? first->name() : op];
   k.op = op;
   k.ms += ms;
   ++k.calls;
-  if (!implementation.empty()) k.implementation = implementation;
+  if (std::string implementation = take_implementation(); !implementation.empty())
+    ++k.implementations[implementation];
+}
+
+std::map<std::string, OpProfile::Kernel> OpProfile::by_op() const {
+  std::map<std::string, Kernel> ops;
+  for (const auto& [name, k] : by_kernel) {
+    Kernel& o = ops[k.op];
+    o.op = k.op;
+    o.ms += k.ms;
+    o.calls += k.calls;
+    for (const auto& [implementation, calls] : k.implementations) o.implementations[implementation] += calls;
+  }
+  return ops;
 }
 
 NamedTensors Evaluator::run(const std::map<std::string, HostTensor>& inputs, OpProfile* profile) const {

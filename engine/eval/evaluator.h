@@ -22,19 +22,19 @@ using NamedTensors = std::vector<std::pair<std::string, HostTensor>>;
 // Time spent per op type over the runs that had profiling on, and the implementations
 // its kernels noted (kernel_implementation.h).
 struct OpProfile {
-  std::map<std::string, std::pair<double, int64_t>> by_op;                // op -> (total ms, calls)
-  std::map<std::string, std::map<std::string, int64_t>> implementations;  // op -> (implementation -> calls)
-  // Per kernel, by its node's name (its first output's where the node has none): which
-  // one of a type's kernels takes the time.
   struct Kernel {
-    std::string op, implementation;
-    double ms = 0;
+    std::string op;
+    double ms = 0;  // in all
     int64_t calls = 0;
+    std::map<std::string, int64_t> implementations;  // what ran it, as noted -> calls
   };
+  // Per kernel, by its node's name (its first output's where the node has none).
   std::map<std::string, Kernel> by_kernel;
 
   // One call of `node`'s kernel that took `ms`, with the implementation it noted.
   void add(const Node& node, double ms);
+  // Per op type, its kernels summed.
+  std::map<std::string, Kernel> by_op() const;
 };
 
 // The nodes of a graph that read constants only, computed once, and those of their

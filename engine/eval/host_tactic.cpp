@@ -12,7 +12,8 @@ const std::vector<std::pair<ConvAlgorithm, std::string_view>>& conv_algorithm_na
   static const std::vector<std::pair<ConvAlgorithm, std::string_view>> names{
       {ConvAlgorithm::automatic, "auto"},
       {ConvAlgorithm::direct, "direct"},
-      {ConvAlgorithm::winograd, "winograd"}};
+      {ConvAlgorithm::winograd, "winograd"},
+      {ConvAlgorithm::depthwise, "depthwise"}};
   return names;
 }
 

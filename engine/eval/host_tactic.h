@@ -12,9 +12,11 @@
 namespace geopt {
 
 enum class ConvAlgorithm : uint8_t {
-  automatic,  // the kernel's rule: Winograd for a dense 3x3 stride-1 conv of 48 channels and more
+  automatic,  // the kernel's rule: Winograd for a dense 3x3 stride-1 conv of 48 channels and more,
+              // geopt's depthwise loop for a depthwise conv between channel-blocked tensors
   direct,
-  winograd,  // where oneDNN has no Winograd kernel for the shape, the direct conv runs
+  winograd,   // where oneDNN has no Winograd kernel for the shape, the direct conv runs
+  depthwise,  // geopt's vector loop for a depthwise conv between channel-blocked tensors (elsewhere, direct)
 };
 
 enum class ConvLayout : uint8_t {

@@ -61,18 +61,17 @@ void apply_activation(const KernelContext& ctx, float* p, int64_t n, Activation 
       each([](float v) { return v * std::max(0.0f, std::min(1.0f, v / 6.0f + 0.5f)); });
       return;
     case Activation::Sigmoid:
-      each([](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+      sigmoid_row(p, p, n);
       return;
     case Activation::SiLU:
-      each([](float v) { return v / (1.0f + std::exp(-v)); });
+      swish_row(p, p, n, 1.0f);
       return;
     case Activation::Mish:  // x * tanh(softplus(x)); softplus is x itself past 20, as ONNX's Softplus kernel
                             // has it
       each([](float v) { return v * std::tanh(v > 20.0f ? v : std::log1p(std::exp(v))); });
       return;
     case Activation::QuickGelu: {  // x * sigmoid(alpha x), CLIP's GELU approximation
-      const float a = params.empty() ? 1.702f : params[0];
-      each([a](float v) { return v / (1.0f + std::exp(-a * v)); });
+      swish_row(p, p, n, params.empty() ? 1.702f : params[0]);
       return;
     }
     case Activation::Gelu:

@@ -15,6 +15,7 @@
 #include <omp.h>
 
 #include "eval/kernel_implementation.h"
+#include "kernels/depthwise_conv.h"
 #include "kernels/dispatch.h"
 #include "kernels/onednn.h"
 #include "util/checked_size.h"
@@ -113,6 +114,18 @@ bool copy_channel_blocks(const dnnl::memory::desc& from, const void* src, const 
   return true;
 }
 
+// Whether geopt's depthwise loop (kernels/depthwise_conv.h) runs a convolution rather
+// than oneDNN: a depthwise 2-D conv between channel-blocked tensors, unless a tactic
+// names oneDNN's algorithm or another layout.
+bool runs_own_depthwise(const HostTactic& tactic, const ConvFusion& fusion, size_t rank, int64_t group,
+                        int64_t channels, int64_t outputs) {
+  const bool algorithm =
+      tactic.conv_algorithm == ConvAlgorithm::automatic || tactic.conv_algorithm == ConvAlgorithm::depthwise;
+  const bool layout = tactic.conv_layout == ConvLayout::automatic || tactic.conv_layout == ConvLayout::caller;
+  return algorithm && layout && rank == 4 && fusion.x_blocked && fusion.y_blocked && group == channels &&
+         outputs == channels;
+}
+
 }  // namespace
 
 HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,
@@ -169,6 +182,40 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   // where it writes, so the output may be planned over it (no copy of it into dst).
   HostTensor y = ctx.new_output(0, DType::F32, out_dims, fusion.residual_input);
   if (y.size() == 0) return y;
+  if (b && (b->dtype() != DType::F32 || b->size() != m))
+    ctx.fail("bias " + b->shape_string() + " must hold " + std::to_string(m) +
+             " f32 values, one per channel");
+  const HostTactic& tactic = ctx.tactic();
+  if (runs_own_depthwise(tactic, fusion, rank, group, c, m)) {
+    if (std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()) != kernel)
+      ctx.fail("kernel_shape " + dims_text(kernel) + " differs from the weights' " + w.shape_string());
+    const Activation activation = parse_activation(ctx, fusion.activation);
+    if (activation == Activation::Clip && fusion.activation_params.size() != 2)
+      ctx.fail("Clip activation needs 2 params (min, max)");
+    const DepthwiseGeometry geometry{.batch = n,
+                                     .channels = c,
+                                     .in_h = g.in[0],
+                                     .in_w = g.in[1],
+                                     .out_h = g.out[0],
+                                     .out_w = g.out[1],
+                                     .kernel_h = kernel[0],
+                                     .kernel_w = kernel[1],
+                                     .stride_h = g.strides[0],
+                                     .stride_w = g.strides[1],
+                                     .dilation_h = g.dilations[0],
+                                     .dilation_w = g.dilations[1],
+                                     .pad_top = g.pad_begin[0],
+                                     .pad_left = g.pad_begin[1]};
+    const DepthwiseEpilogue epilogue{.bias = b ? b->data<float>() : nullptr,
+                                     .residual = fusion.residual ? fusion.residual->data<float>() : nullptr,
+                                     .activation = activation,
+                                     .activation_params = fusion.activation_params,
+                                     .post_scale = fusion.post_scale,
+                                     .post_shift = fusion.post_shift};
+    note_implementation("geopt depthwise");
+    depthwise_conv_blocked(ctx, x.data<float>(), w, y.mutable_data<float>(), geometry, epilogue);
+    return y;
+  }
   engine& eng = cpu_engine();
   stream& s = cpu_stream();
   memory::desc src_user_md(src_dims, dt::f32, fusion.x_blocked ? tag::nChw16c : row_major_tag(rank));
@@ -181,7 +228,6 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   append_activation(ctx, ops, fusion.activation, fusion.activation_params);
   const bool affine = fusion.post_scale != 1.0f || fusion.post_shift != 0.0f;
   if (affine) ops.append_eltwise(1.0f, algorithm::eltwise_linear, fusion.post_scale, fusion.post_shift);
-  const HostTactic& tactic = ctx.tactic();
   std::string key;
   for (const auto* v : {&src_dims, &wei_dims, &dst_dims, &strides, &dil, &pl, &pr}) {
     for (auto d : *v) key += std::to_string(d) + ',';
@@ -283,8 +329,6 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   }
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
   if (b) {
-    if (b->size() != m)
-      ctx.fail("bias has " + std::to_string(b->size()) + " values for " + std::to_string(m) + " channels");
     args[DNNL_ARG_BIAS] = memory(bias_md, eng, const_cast<std::byte*>(b->raw()));
   }
   memory scratchpad = thread_scratchpad(plan->scratchpad);

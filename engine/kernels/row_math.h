@@ -1,8 +1,8 @@
 #pragma once
 // The row loops of the Vector kernels (LayerNorm, AddLayerNorm, RMSNorm, Softmax, GELU,
 // attention's online softmax), written so that the compiler vectorizes them (checked
-// with -fopt-info-vec) and compiled twice, for AVX2 + FMA and for the baseline: GCC's
-// target_clones picks one when the program loads.
+// with -fopt-info-vec) and compiled three times, for AVX-512, for AVX2 + FMA and for the
+// baseline: GCC's target_clones picks one when the program loads.
 #include <cstdint>
 
 namespace geopt {
@@ -31,6 +31,8 @@ void gelu_row(float* x, int64_t n, bool tanh_approximation);
 // y = 1 / (1 + e^-x) (x and y may alias), on e^-|x| so that neither side overflows; NaN
 // stays NaN.
 void sigmoid_row(const float* x, float* y, int64_t n);
+// y = x * sigmoid(alpha x): SiLU (alpha 1) and QuickGelu (x and y may alias); NaN stays NaN.
+void swish_row(const float* x, float* y, int64_t n, float alpha);
 
 // e^x for one value, as exp_row computes it: relative error under 2.5e-7 on [-87.3,
 // 88.3]; 0 below, e^88.3 above (the callers pass x <= 0); NaN stays NaN.

@@ -1,0 +1,153 @@
+#include "kernels/depthwise_conv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "eval/derived_constant.h"
+
+namespace geopt {
+namespace {
+
+constexpr int64_t kLanes = 16;  // one channel block, one vector
+
+// 16 floats: one ZMM register with AVX-512, two YMM with AVX2.
+typedef float Block __attribute__((vector_size(kLanes * sizeof(float))));
+
+#define GEOPT_DEPTHWISE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The weights as [C1, KH, KW, 16]: each tap one block, padding channels 0.
+std::vector<float> regroup_weights(const float* w, int64_t channels, int64_t taps) {
+  const int64_t blocks = ceil_div(channels, kLanes);
+  std::vector<float> out(static_cast<size_t>(blocks * taps * kLanes), 0.0f);
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t t = 0; t < taps; ++t)
+      out[static_cast<size_t>(((c / kLanes) * taps + t) * kLanes + c % kLanes)] = w[c * taps + t];
+  return out;
+}
+
+// Outputs [ox, ox + R) of one row, each window wholly inside the row: their sums stay in
+// registers across the taps. Inlined into each clone of depthwise_row (a default-target
+// callee inlines into any target), so it compiles to that clone's vectors.
+template <int64_t R>
+__attribute__((always_inline)) inline void sum_run(const float* plane, const float* taps, const float* bias,
+                                                   float* out, int64_t ox, int64_t iy0, int64_t ky_lo,
+                                                   int64_t ky_hi, const DepthwiseGeometry& g) {
+  Block acc[R];
+#pragma GCC unroll 8
+  for (int64_t j = 0; j < R; ++j) std::memcpy(&acc[j], bias, sizeof(Block));
+  const int64_t step = g.stride_w * kLanes;
+  for (int64_t ky = ky_lo; ky < ky_hi; ++ky) {
+    const float* row = plane + (iy0 + ky * g.dilation_h) * g.in_w * kLanes;
+    const float* tap = taps + ky * g.kernel_w * kLanes;
+    for (int64_t kx = 0; kx < g.kernel_w; ++kx) {
+      Block wv;
+      std::memcpy(&wv, tap + kx * kLanes, sizeof wv);
+      const float* in = row + (ox * g.stride_w - g.pad_left + kx * g.dilation_w) * kLanes;
+#pragma GCC unroll 8
+      for (int64_t j = 0; j < R; ++j) {
+        Block xv;
+        std::memcpy(&xv, in + j * step, sizeof xv);
+        acc[j] += xv * wv;
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int64_t j = 0; j < R; ++j) std::memcpy(out + (ox + j) * kLanes, &acc[j], sizeof(Block));
+}
+
+// Output ox at a row's end: the sum over the taps whose column lies inside the row.
+__attribute__((always_inline)) inline void sum_edge(const float* plane, const float* taps, const float* bias,
+                                                    float* out, int64_t ox, int64_t iy0, int64_t ky_lo,
+                                                    int64_t ky_hi, const DepthwiseGeometry& g) {
+  const int64_t ix0 = ox * g.stride_w - g.pad_left;
+  const int64_t kx_lo = ix0 < 0 ? ceil_div(-ix0, g.dilation_w) : 0;
+  const int64_t kx_hi = std::min(g.kernel_w, ix0 >= g.in_w ? 0 : (g.in_w - 1 - ix0) / g.dilation_w + 1);
+  Block acc;
+  std::memcpy(&acc, bias, sizeof acc);
+  for (int64_t ky = ky_lo; ky < ky_hi; ++ky) {
+    const float* row = plane + (iy0 + ky * g.dilation_h) * g.in_w * kLanes;
+    for (int64_t kx = kx_lo; kx < kx_hi; ++kx) {
+      Block xv, wv;
+      std::memcpy(&xv, row + (ix0 + kx * g.dilation_w) * kLanes, sizeof xv);
+      std::memcpy(&wv, taps + (ky * g.kernel_w + kx) * kLanes, sizeof wv);
+      acc += xv * wv;
+    }
+  }
+  std::memcpy(out + ox * kLanes, &acc, sizeof acc);
+}
+
+// One output row of one channel block: out[ox] = bias + the sum over the taps inside
+// the input of x[iy, ix] * w[ky, kx]. Outputs whose window lies inside the row go in
+// runs of 8, 4, 2 and 1; the few at the row's ends one at a time.
+GEOPT_DEPTHWISE_CLONES
+void depthwise_row(const float* plane, const float* taps, const float* bias, float* out, int64_t oy,
+                   const DepthwiseGeometry& g) {
+  const int64_t iy0 = oy * g.stride_h - g.pad_top;
+  const int64_t ky_lo = iy0 < 0 ? ceil_div(-iy0, g.dilation_h) : 0;
+  const int64_t ky_hi = std::min(g.kernel_h, iy0 >= g.in_h ? 0 : (g.in_h - 1 - iy0) / g.dilation_h + 1);
+  // Outputs whose whole window lies in [0, W): ox * sw - pad_left >= 0 and
+  // ox * sw - pad_left + (KW - 1) * dw <= W - 1.
+  const int64_t last_start = g.in_w - 1 - (g.kernel_w - 1) * g.dilation_w + g.pad_left;
+  const int64_t inner_lo = std::min(g.out_w, ceil_div(g.pad_left, g.stride_w));
+  const int64_t inner_hi =
+      std::max(inner_lo, std::min(g.out_w, last_start < 0 ? 0 : last_start / g.stride_w + 1));
+  for (int64_t ox = 0; ox < inner_lo; ++ox) sum_edge(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+  int64_t ox = inner_lo;
+  for (; ox + 8 <= inner_hi; ox += 8) sum_run<8>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+  if (ox + 4 <= inner_hi) {
+    sum_run<4>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+    ox += 4;
+  }
+  if (ox + 2 <= inner_hi) {
+    sum_run<2>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+    ox += 2;
+  }
+  if (ox < inner_hi) sum_run<1>(plane, taps, bias, out, ox++, iy0, ky_lo, ky_hi, g);
+  for (; ox < g.out_w; ++ox) sum_edge(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+}
+
+}  // namespace
+
+void depthwise_conv_blocked(const KernelContext& ctx, const float* x, const HostTensor& w, float* y,
+                            const DepthwiseGeometry& g, const DepthwiseEpilogue& e) {
+  const int64_t blocks = ceil_div(g.channels, kLanes), taps = g.kernel_h * g.kernel_w;
+  auto regroup = [&] {
+    return std::make_shared<const std::vector<float>>(regroup_weights(w.data<float>(), g.channels, taps));
+  };
+  const std::shared_ptr<const std::vector<float>> packed =
+      cacheable_constant(w) ? derived_constant<std::vector<float>>(w, "depthwise blocks", regroup)
+                            : regroup();
+  std::vector<float> bias(static_cast<size_t>(blocks * kLanes), 0.0f);
+  if (e.bias) std::copy(e.bias, e.bias + g.channels, bias.begin());
+  const int64_t row = g.out_w * kLanes, rows = g.batch * blocks * g.out_h;
+  const int64_t tail = g.channels % kLanes;  // real lanes of the last block, 0 if it is full
+  const bool affine = e.post_scale != 1.0f || e.post_shift != 0.0f;
+  // The residual may be y itself (planned over it): sums go to a scratch row first.
+#pragma omp parallel if (rows * row * taps > (1 << 15))
+  {
+    std::vector<float> scratch(e.residual ? static_cast<size_t>(row) : 0);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t plane_index = r / g.out_h, oy = r % g.out_h, block = plane_index % blocks;
+      float* out = y + r * row;
+      float* sums = e.residual ? scratch.data() : out;
+      depthwise_row(x + plane_index * g.in_h * g.in_w * kLanes, packed->data() + block * taps * kLanes,
+                    bias.data() + block * kLanes, sums, oy, g);
+      if (e.residual) {
+        const float* res = e.residual + r * row;
+        for (int64_t i = 0; i < row; ++i) out[i] = sums[i] + res[i];
+      }
+      apply_activation(ctx, out, row, e.activation, e.activation_params);
+      if (affine)
+        for (int64_t i = 0; i < row; ++i) out[i] = out[i] * e.post_scale + e.post_shift;
+      if (tail && block == blocks - 1)  // an activation or shift may have moved padding off 0
+        for (int64_t ox = 0; ox < g.out_w; ++ox)
+          std::fill(out + ox * kLanes + tail, out + (ox + 1) * kLanes, 0.0f);
+    }
+  }
+}
+
+}  // namespace geopt

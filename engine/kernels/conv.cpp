@@ -186,7 +186,10 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
     ctx.fail("bias " + b->shape_string() + " must hold " + std::to_string(m) +
              " f32 values, one per channel");
   const HostTactic& tactic = ctx.tactic();
-  if (runs_own_depthwise(tactic, fusion, rank, group, c, m)) {
+  const bool padded_outward =
+      std::all_of(g.pad_begin.begin(), g.pad_begin.end(), [](int64_t p) { return p >= 0; }) &&
+      std::all_of(g.pad_end.begin(), g.pad_end.end(), [](int64_t p) { return p >= 0; });
+  if (padded_outward && runs_own_depthwise(tactic, fusion, rank, group, c, m)) {  // negative pads: oneDNN's
     if (std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()) != kernel)
       ctx.fail("kernel_shape " + dims_text(kernel) + " differs from the weights' " + w.shape_string());
     const Activation activation = parse_activation(ctx, fusion.activation);

@@ -81,7 +81,7 @@ __attribute__((always_inline)) inline void sum_edge(const float* plane, const fl
 
 // One output row of one channel block: out[ox] = bias + the sum over the taps inside
 // the input of x[iy, ix] * w[ky, kx]. Outputs whose window lies inside the row go in
-// runs of 8, 4, 2 and 1; the few at the row's ends one at a time.
+// runs of 8 and one of the rest; the few at the row's ends one at a time.
 GEOPT_DEPTHWISE_CLONES
 void depthwise_row(const float* plane, const float* taps, const float* bias, float* out, int64_t oy,
                    const DepthwiseGeometry& g) {
@@ -97,15 +97,34 @@ void depthwise_row(const float* plane, const float* taps, const float* bias, flo
   for (int64_t ox = 0; ox < inner_lo; ++ox) sum_edge(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
   int64_t ox = inner_lo;
   for (; ox + 8 <= inner_hi; ox += 8) sum_run<8>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
-  if (ox + 4 <= inner_hi) {
-    sum_run<4>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
-    ox += 4;
+  // The rest in one run (a 7-wide row is one run of 7, not 4 + 2 + 1: each run reloads
+  // the weights and pays the loops over the taps).
+  switch (inner_hi - ox) {
+    case 7:
+      sum_run<7>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+      break;
+    case 6:
+      sum_run<6>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+      break;
+    case 5:
+      sum_run<5>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+      break;
+    case 4:
+      sum_run<4>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+      break;
+    case 3:
+      sum_run<3>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+      break;
+    case 2:
+      sum_run<2>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+      break;
+    case 1:
+      sum_run<1>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+      break;
+    default:
+      break;
   }
-  if (ox + 2 <= inner_hi) {
-    sum_run<2>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
-    ox += 2;
-  }
-  if (ox < inner_hi) sum_run<1>(plane, taps, bias, out, ox++, iy0, ky_lo, ky_hi, g);
+  ox = inner_hi;
   for (; ox < g.out_w; ++ox) sum_edge(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
 }
 
@@ -122,30 +141,36 @@ void depthwise_conv_blocked(const KernelContext& ctx, const float* x, const Host
                             : regroup();
   std::vector<float> bias(static_cast<size_t>(blocks * kLanes), 0.0f);
   if (e.bias) std::copy(e.bias, e.bias + g.channels, bias.begin());
-  const int64_t row = g.out_w * kLanes, rows = g.batch * blocks * g.out_h;
+  const int64_t row = g.out_w * kLanes, planes = g.batch * blocks;
   const int64_t tail = g.channels % kLanes;  // real lanes of the last block, 0 if it is full
   const bool affine = e.post_scale != 1.0f || e.post_shift != 0.0f;
-  // The residual may be y itself (planned over it): sums go to a scratch row first.
+  // Output row r of `sums` (its plane's bias and taps summed): residual, activation, tail.
+  // The residual may be y itself (planned over it), so the sums of a row with a residual
+  // are in a scratch row.
+  auto finish_row = [&](int64_t r, const float* sums, int64_t block) {
+    float* out = y + r * row;
+    if (e.residual) {
+      const float* res = e.residual + r * row;
+      for (int64_t i = 0; i < row; ++i) out[i] = sums[i] + res[i];
+    }
+    apply_activation(ctx, out, row, e.activation, e.activation_params);
+    if (affine)
+      for (int64_t i = 0; i < row; ++i) out[i] = out[i] * e.post_scale + e.post_shift;
+    if (tail && block == blocks - 1)  // an activation or shift may have moved padding off 0
+      for (int64_t ox = 0; ox < g.out_w; ++ox)
+        std::fill(out + ox * kLanes + tail, out + (ox + 1) * kLanes, 0.0f);
+  };
+  const int64_t rows = planes * g.out_h;
 #pragma omp parallel if (rows * row * taps > (1 << 15))
   {
     std::vector<float> scratch(e.residual ? static_cast<size_t>(row) : 0);
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t plane_index = r / g.out_h, oy = r % g.out_h, block = plane_index % blocks;
-      float* out = y + r * row;
-      float* sums = e.residual ? scratch.data() : out;
-      depthwise_row(x + plane_index * g.in_h * g.in_w * kLanes, packed->data() + block * taps * kLanes,
-                    bias.data() + block * kLanes, sums, oy, g);
-      if (e.residual) {
-        const float* res = e.residual + r * row;
-        for (int64_t i = 0; i < row; ++i) out[i] = sums[i] + res[i];
-      }
-      apply_activation(ctx, out, row, e.activation, e.activation_params);
-      if (affine)
-        for (int64_t i = 0; i < row; ++i) out[i] = out[i] * e.post_scale + e.post_shift;
-      if (tail && block == blocks - 1)  // an activation or shift may have moved padding off 0
-        for (int64_t ox = 0; ox < g.out_w; ++ox)
-          std::fill(out + ox * kLanes + tail, out + (ox + 1) * kLanes, 0.0f);
+      const int64_t p = r / g.out_h, block = p % blocks;
+      float* sums = e.residual ? scratch.data() : y + r * row;
+      depthwise_row(x + p * g.in_h * g.in_w * kLanes, packed->data() + block * taps * kLanes,
+                    bias.data() + block * kLanes, sums, r % g.out_h, g);
+      finish_row(r, sums, block);
     }
   }
 }

@@ -2,9 +2,10 @@
 // The depthwise 2-D convolution (one filter per channel) between channel-blocked
 // tensors, [N, C/16, H, W, 16] both sides, as geopt's own vector loop: a block of 16
 // channels is one vector, each output one multiply-add per tap, read straight from the
-// caller's layout, and the activation applied to each row while it is in cache. On
-// EfficientNet-B0's plan, its 16 depthwise convs this way instead of oneDNN's jit_dw
-// made the whole run 0.95x as long (2 threads, interleaved; docs/EVALUATOR.md).
+// caller's layout, and the activation applied to each row while it is in cache. In
+// EfficientNet-B0's plan its 16 depthwise convs took 0.93x the time of oneDNN's jit_dw
+// (`geopt run --profile`): less on every 3 x 3 window, up to 1.2x on 5 x 5 windows over
+// 14 x 14 and 7 x 7 planes, where `geopt tune --job_type 2` can pick oneDNN's.
 #include <cstdint>
 #include <vector>
 
@@ -30,7 +31,8 @@ struct DepthwiseEpilogue {
 
 // x [N, C1, H, W, 16], w [C, 1, KH, KW] f32, y [N, C1, OH, OW, 16] with C1 = ceil(C / 16).
 // Padding channels come out 0. The caller checks the geometry (positive strides and
-// dilations, the window inside the padded input) and the activation's params; the
+// dilations, pads of 0 or more, the window inside the padded input) and the activation's
+// params; the
 // weights, regrouped in blocks of 16 channels, are kept while a constant `w` lives.
 void depthwise_conv_blocked(const KernelContext& ctx, const float* x, const HostTensor& w, float* y,
                             const DepthwiseGeometry& g, const DepthwiseEpilogue& e);

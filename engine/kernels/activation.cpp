@@ -86,6 +86,13 @@ void apply_activation(const KernelContext& ctx, float* p, int64_t n, Activation 
   }
 }
 
+void apply_activation_tail(const KernelContext& ctx, float* p, int64_t n, Activation activation,
+                           const std::vector<float>& params, float post_scale, float post_shift) {
+  apply_activation(ctx, p, n, activation, params);
+  if (post_scale != 1.0f || post_shift != 0.0f)
+    for (int64_t i = 0; i < n; ++i) p[i] = p[i] * post_scale + post_shift;
+}
+
 void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string& name,
                       const std::vector<float>& params) {
   const Activation activation = parse_activation(ctx, name);

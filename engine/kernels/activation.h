@@ -33,6 +33,10 @@ void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string
 // The same on n floats, in the calling thread (a row inside a caller's parallel loop).
 void apply_activation(const KernelContext& ctx, float* p, int64_t n, Activation activation,
                       const std::vector<float>& params);
+// p = act(p) * post_scale + post_shift on n floats, in the calling thread (a fused
+// kernel's tail, after its sums).
+void apply_activation_tail(const KernelContext& ctx, float* p, int64_t n, Activation activation,
+                           const std::vector<float>& params, float post_scale, float post_shift);
 // GELU of every element of an f32 tensor on the vector row loop (row_math.h).
 void gelu_in_place(HostTensor& y, bool tanh_approximation);
 

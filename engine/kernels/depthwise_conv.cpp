@@ -143,7 +143,6 @@ void depthwise_conv_blocked(const KernelContext& ctx, const float* x, const Host
   if (e.bias) std::copy(e.bias, e.bias + g.channels, bias.begin());
   const int64_t row = g.out_w * kLanes, planes = g.batch * blocks;
   const int64_t tail = g.channels % kLanes;  // real lanes of the last block, 0 if it is full
-  const bool affine = e.post_scale != 1.0f || e.post_shift != 0.0f;
   // Output row r of `sums` (its plane's bias and taps summed): residual, activation, tail.
   // The residual may be y itself (planned over it), so the sums of a row with a residual
   // are in a scratch row.
@@ -153,9 +152,7 @@ void depthwise_conv_blocked(const KernelContext& ctx, const float* x, const Host
       const float* res = e.residual + r * row;
       for (int64_t i = 0; i < row; ++i) out[i] = sums[i] + res[i];
     }
-    apply_activation(ctx, out, row, e.activation, e.activation_params);
-    if (affine)
-      for (int64_t i = 0; i < row; ++i) out[i] = out[i] * e.post_scale + e.post_shift;
+    apply_activation_tail(ctx, out, row, e.activation, e.activation_params, e.post_scale, e.post_shift);
     if (tail && block == blocks - 1)  // an activation or shift may have moved padding off 0
       for (int64_t ox = 0; ox < g.out_w; ++ox)
         std::fill(out + ox * kLanes + tail, out + (ox + 1) * kLanes, 0.0f);

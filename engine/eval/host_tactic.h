@@ -20,7 +20,8 @@ enum class ConvAlgorithm : uint8_t {
 };
 
 enum class ConvLayout : uint8_t {
-  automatic,  // the caller's blocked layout where oneDNN has a jit kernel for it, else oneDNN picks
+  automatic,  // the caller's layouts (blocked; a first conv's NCHW image) where oneDNN has a jit kernel for
+              // them, else oneDNN picks
   caller,     // the caller's layout (NCHW or nChw16c), converted nowhere
   onednn,     // what oneDNN picks (usually NHWC), converted to and from the caller's
   nhwc,       // channels last, converted to and from the caller's

@@ -448,6 +448,35 @@ TEST_CASE("a depthwise FusedConv in NC1HWC0 (geopt's own loop) equals Conv on ev
       1e-5);
 }
 
+TEST_CASE("a 1x1 FusedConv over a 1x1 image (a matrix-vector product) equals Conv, in NCHW and in NC1HWC0") {
+  // A squeeze-and-excitation gate's two convs: 40 -> 20 with SiLU, 20 -> 40 with Sigmoid
+  // (padding lanes of the blocked output must come out 0, not Sigmoid(0)), and a residual
+  // with an affine tail; a batch of 2.
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[2,40,1,1] x, float[20,40,1,1] w1, float[20] b1, float[40,20,1,1] w2, float[40] b2, float[2,20,1,1] z) => (float[2,20,1,1] plain_f, float[2,20,1,1] plain_r, float[2,3,1,1,16] gate_f, float[2,3,1,1,16] gate_r, float[2,2,1,1,16] res_f, float[2,2,1,1,16] res_r) {
+      plain_f = ai.geopt.FusedConv <kernel_shape = [1, 1], activation = "SiLU"> (x, w1, b1)
+      c1 = Conv <kernel_shape = [1, 1]> (x, w1, b1)
+      s1 = Sigmoid(c1)
+      plain_r = Mul(c1, s1)
+      x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
+      h5 = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [1, 1], activation = "SiLU"> (x5, w1, b1)
+      gate_f = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [1, 1], activation = "Sigmoid"> (h5, w2, b2)
+      c2 = Conv <kernel_shape = [1, 1]> (plain_r, w2, b2)
+      s2 = Sigmoid(c2)
+      gate_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (s2)
+      z5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (z)
+      res_f = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [1, 1], activation = "Relu", post_scale = 0.5, post_shift = 1.0> (x5, w1, b1, z5)
+      cz = Add(c1, z)
+      rz = Relu(cz)
+      half = Constant <value = float {0.5}> ()
+      one = Constant <value = float {1.0}> ()
+      rh = Mul(rz, half)
+      ra = Add(rh, one)
+      res_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (ra)
+    })",
+              {{"plain_f", "plain_r"}, {"gate_f", "gate_r"}, {"res_f", "res_r"}}, 1e-5);
+}
+
 TEST_CASE(
     "a 3x3 conv of many channels (Winograd where the machine has it) equals the direct sum, in NCHW and in "
     "NC1HWC0") {

@@ -13,7 +13,7 @@ const std::vector<std::pair<ConvAlgorithm, std::string_view>>& conv_algorithm_na
       {ConvAlgorithm::automatic, "auto"},
       {ConvAlgorithm::direct, "direct"},
       {ConvAlgorithm::winograd, "winograd"},
-      {ConvAlgorithm::depthwise, "depthwise"}};
+      {ConvAlgorithm::geopt, "geopt"}};
   return names;
 }
 

@@ -13,10 +13,11 @@ namespace geopt {
 
 enum class ConvAlgorithm : uint8_t {
   automatic,  // the kernel's rule: Winograd for a dense 3x3 stride-1 conv of 48 channels and more,
-              // geopt's depthwise loop for a depthwise conv between channel-blocked tensors
+              // geopt's own loops where they apply (see geopt)
   direct,
-  winograd,   // where oneDNN has no Winograd kernel for the shape, the direct conv runs
-  depthwise,  // geopt's vector loop for a depthwise conv between channel-blocked tensors (elsewhere, direct)
+  winograd,  // where oneDNN has no Winograd kernel for the shape, the direct conv runs
+  geopt,     // geopt's own loops: a depthwise conv between channel-blocked tensors, a 1x1 conv over a 1x1
+             // image (elsewhere, direct)
 };
 
 enum class ConvLayout : uint8_t {

@@ -18,6 +18,7 @@
 #include "kernels/depthwise_conv.h"
 #include "kernels/dispatch.h"
 #include "kernels/onednn.h"
+#include "kernels/pixel_conv.h"
 #include "util/checked_size.h"
 
 namespace geopt {
@@ -114,16 +115,14 @@ bool copy_channel_blocks(const dnnl::memory::desc& from, const void* src, const 
   return true;
 }
 
-// Whether geopt's depthwise loop (kernels/depthwise_conv.h) runs a convolution rather
-// than oneDNN: a depthwise 2-D conv between channel-blocked tensors, unless a tactic
+// Whether a tactic lets geopt's own loops run a conv they cover (a depthwise conv between
+// channel-blocked tensors, a 1x1 conv over a 1x1 image) rather than oneDNN: unless it
 // names oneDNN's algorithm or another layout.
-bool runs_own_depthwise(const HostTactic& tactic, const ConvFusion& fusion, size_t rank, int64_t group,
-                        int64_t channels, int64_t outputs) {
+bool own_loops_allowed(const HostTactic& tactic) {
   const bool algorithm =
-      tactic.conv_algorithm == ConvAlgorithm::automatic || tactic.conv_algorithm == ConvAlgorithm::depthwise;
-  const bool layout = tactic.conv_layout == ConvLayout::automatic || tactic.conv_layout == ConvLayout::caller;
-  return algorithm && layout && rank == 4 && fusion.x_blocked && fusion.y_blocked && group == channels &&
-         outputs == channels;
+      tactic.conv_algorithm == ConvAlgorithm::automatic || tactic.conv_algorithm == ConvAlgorithm::geopt;
+  return algorithm &&
+         (tactic.conv_layout == ConvLayout::automatic || tactic.conv_layout == ConvLayout::caller);
 }
 
 }  // namespace
@@ -189,12 +188,14 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   const bool padded_outward =
       std::all_of(g.pad_begin.begin(), g.pad_begin.end(), [](int64_t p) { return p >= 0; }) &&
       std::all_of(g.pad_end.begin(), g.pad_end.end(), [](int64_t p) { return p >= 0; });
-  if (padded_outward && runs_own_depthwise(tactic, fusion, rank, group, c, m)) {  // negative pads: oneDNN's
+  const bool own = own_loops_allowed(tactic) && rank == 4;
+  const Activation activation = parse_activation(ctx, fusion.activation);
+  if (activation == Activation::Clip && fusion.activation_params.size() != 2)
+    ctx.fail("Clip activation needs 2 params (min, max)");
+  if (own && fusion.x_blocked && fusion.y_blocked && group == c && m == c &&
+      padded_outward) {  // negative pads: oneDNN's
     if (std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()) != kernel)
       ctx.fail("kernel_shape " + dims_text(kernel) + " differs from the weights' " + w.shape_string());
-    const Activation activation = parse_activation(ctx, fusion.activation);
-    if (activation == Activation::Clip && fusion.activation_params.size() != 2)
-      ctx.fail("Clip activation needs 2 params (min, max)");
     const DepthwiseGeometry geometry{.batch = n,
                                      .channels = c,
                                      .in_h = g.in[0],
@@ -217,6 +218,23 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
                                      .post_shift = fusion.post_shift};
     note_implementation("geopt depthwise");
     depthwise_conv_blocked(ctx, x.data<float>(), w, y.mutable_data<float>(), geometry, epilogue);
+    return y;
+  }
+  if (own && group == 1 && kernel == std::vector<int64_t>{1, 1} && g.in == std::vector<int64_t>{1, 1} &&
+      g.out == std::vector<int64_t>{1, 1} && w.dims()[2] == 1 && w.dims()[3] == 1) {
+    const PixelConv product{.batch = n,
+                            .channels = c,
+                            .outputs = m,
+                            .x_stride = x.size() / n,
+                            .y_stride = y.size() / n,
+                            .bias = b ? b->data<float>() : nullptr,
+                            .residual = fusion.residual ? fusion.residual->data<float>() : nullptr,
+                            .activation = activation,
+                            .activation_params = fusion.activation_params,
+                            .post_scale = fusion.post_scale,
+                            .post_shift = fusion.post_shift};
+    note_implementation("geopt matrix-vector");
+    pixel_conv(ctx, x.data<float>(), w.data<float>(), y.mutable_data<float>(), product);
     return y;
   }
   engine& eng = cpu_engine();

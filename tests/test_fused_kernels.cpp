@@ -417,7 +417,8 @@ TEST_CASE("FusedConv in NC1HWC0 equals Conv on every path, padding channels incl
 TEST_CASE("a depthwise FusedConv in NC1HWC0 (geopt's own loop) equals Conv on every geometry") {
   // 29 columns: runs of 8 outputs inside the row and single ones at its edges; 20
   // channels, so the second block is mostly padding and must come out 0 (Sigmoid(0) is
-  // not). Strides, asymmetric pads, dilations, a 1x7 window, no bias, a residual.
+  // not). Strides, asymmetric pads, dilations, a 1x7 window, no bias, a residual; each with
+  // an activation the loop takes by default (Sigmoid, SiLU, QuickGelu).
   check_pairs(
       R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
     g (float[2,20,23,29] x, float[20,1,3,3] w3, float[20,1,5,5] w5, float[20,1,1,7] w17, float[20] b, float[2,20,23,29] z) => (float[2,2,23,29,16] res_f, float[2,2,23,29,16] res_r, float[2,2,11,14,16] s2_f, float[2,2,11,14,16] s2_r, float[2,2,23,29,16] dil_f, float[2,2,23,29,16] dil_r, float[2,2,23,15,16] row_f, float[2,2,23,15,16] row_r, float[2,2,11,14,16] sig_f, float[2,2,11,14,16] sig_r) {
@@ -429,16 +430,26 @@ TEST_CASE("a depthwise FusedConv in NC1HWC0 (geopt's own loop) equals Conv on ev
       g1 = Sigmoid(c1z)
       r1 = Mul(c1z, g1)
       res_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (r1)
-      s2_f = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [5, 5], strides = [2, 2], pads = [2, 1, 1, 2]> (x5, w5, b)
+      s2_f = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [5, 5], strides = [2, 2], pads = [2, 1, 1, 2], activation = "SiLU"> (x5, w5, b)
       c2 = Conv <group = 20, kernel_shape = [5, 5], strides = [2, 2], pads = [2, 1, 1, 2]> (x, w5, b)
-      s2_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (c2)
-      dil_f = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [3, 3], dilations = [2, 3], pads = [2, 3, 2, 3], activation = "Relu"> (x5, w3, b)
+      g2 = Sigmoid(c2)
+      r2 = Mul(c2, g2)
+      s2_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (r2)
+      dil_f = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [3, 3], dilations = [2, 3], pads = [2, 3, 2, 3], activation = "QuickGelu", activation_params = [1.5]> (x5, w3, b)
       c3 = Conv <group = 20, kernel_shape = [3, 3], dilations = [2, 3], pads = [2, 3, 2, 3]> (x, w3, b)
-      r3 = Relu(c3)
+      a3 = Constant <value = float {1.5}> ()
+      m3 = Mul(c3, a3)
+      g3 = Sigmoid(m3)
+      r3 = Mul(c3, g3)
       dil_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (r3)
-      row_f = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [1, 7], strides = [1, 2], pads = [0, 3, 0, 3]> (x5, w17)
+      row_f = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [1, 7], strides = [1, 2], pads = [0, 3, 0, 3], activation = "Sigmoid", post_scale = 2.0, post_shift = -1.0> (x5, w17)
       c4 = Conv <group = 20, kernel_shape = [1, 7], strides = [1, 2], pads = [0, 3, 0, 3]> (x, w17)
-      row_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (c4)
+      g4 = Sigmoid(c4)
+      two = Constant <value = float {2.0}> ()
+      one = Constant <value = float {1.0}> ()
+      m4 = Mul(g4, two)
+      r4 = Sub(m4, one)
+      row_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (r4)
       sig_f = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [3, 3], strides = [2, 2], activation = "Sigmoid"> (x5, w3, b)
       c5 = Conv <group = 20, kernel_shape = [3, 3], strides = [2, 2]> (x, w3, b)
       r5 = Sigmoid(c5)

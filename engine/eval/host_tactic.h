@@ -13,7 +13,8 @@ namespace geopt {
 
 enum class ConvAlgorithm : uint8_t {
   automatic,  // the kernel's rule: Winograd for a dense 3x3 stride-1 conv of 48 channels and more,
-              // geopt's own loops where they apply (see geopt)
+              // geopt's own loops for a 1x1 conv over a 1x1 image, and for a depthwise conv
+              // of more than one tap whose activation is Sigmoid, SiLU or QuickGelu
   direct,
   winograd,  // where oneDNN has no Winograd kernel for the shape, the direct conv runs
   geopt,     // geopt's own loops: a depthwise conv between channel-blocked tensors, a 1x1 conv over a 1x1

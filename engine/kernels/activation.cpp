@@ -86,6 +86,10 @@ void apply_activation(const KernelContext& ctx, float* p, int64_t n, Activation 
   }
 }
 
+bool activation_rows_beat_post_ops(Activation a) {
+  return a == Activation::Sigmoid || a == Activation::SiLU || a == Activation::QuickGelu;
+}
+
 void apply_activation_tail(const KernelContext& ctx, float* p, int64_t n, Activation activation,
                            const std::vector<float>& params, float post_scale, float post_shift) {
   apply_activation(ctx, p, n, activation, params);

@@ -192,8 +192,15 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   const Activation activation = parse_activation(ctx, fusion.activation);
   if (activation == Activation::Clip && fusion.activation_params.size() != 2)
     ctx.fail("Clip activation needs 2 params (min, max)");
-  if (own && fusion.x_blocked && fusion.y_blocked && group == c && m == c &&
-      padded_outward) {  // negative pads: oneDNN's
+  // The depthwise loop by default where its activation is one of the row loops' (the sums
+  // cost about what oneDNN's jit_dw pays, the activation less) and the window has more
+  // than one tap: `geopt tune` switched a 1x1 depthwise conv (a per-channel scale) back
+  // to oneDNN's on 60 of DenseNet-121's 62, and 11 of MobileNetV3's ReLU and HardSwish
+  // ones. Negative pads stay on oneDNN.
+  const bool depthwise_by_default =
+      activation_rows_beat_post_ops(activation) && kernel.size() == 2 && kernel[0] * kernel[1] > 1;
+  if (own && fusion.x_blocked && fusion.y_blocked && group == c && m == c && padded_outward &&
+      (tactic.conv_algorithm == ConvAlgorithm::geopt || depthwise_by_default)) {
     if (std::vector<int64_t>(w.dims().begin() + 2, w.dims().end()) != kernel)
       ctx.fail("kernel_shape " + dims_text(kernel) + " differs from the weights' " + w.shape_string());
     const DepthwiseGeometry geometry{.batch = n,

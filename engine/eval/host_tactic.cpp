@@ -32,6 +32,12 @@ const std::vector<std::pair<ChannelMoves, std::string_view>>& channel_moves_name
   return names;
 }
 
+const std::vector<std::pair<WeightPacking, std::string_view>>& weight_packing_names() {
+  static const std::vector<std::pair<WeightPacking, std::string_view>> names{
+      {WeightPacking::automatic, "auto"}, {WeightPacking::plain, "plain"}};
+  return names;
+}
+
 namespace {
 
 template <class Enum>
@@ -71,6 +77,7 @@ std::string tactic_text(const HostTactic& t) {
   if (t.conv_layout != ConvLayout::automatic) add("layout", name_of(conv_layout_names(), t.conv_layout));
   if (t.moves != ChannelMoves::automatic) add("moves", name_of(channel_moves_names(), t.moves));
   if (t.threads != 0) add("threads", std::to_string(t.threads));
+  if (t.packing != WeightPacking::automatic) add("packing", name_of(weight_packing_names(), t.packing));
   return text;
 }
 
@@ -103,8 +110,11 @@ HostTactic parse_tactic(std::string_view text) {
       if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > kMaxTacticThreads)
         fail("threads '" + shown(value) + "' is not a count from 1 to " + std::to_string(kMaxTacticThreads));
       t.threads = n;
+    } else if (knob == "packing") {
+      if (!value_of(weight_packing_names(), value, t.packing))
+        fail("packing '" + shown(value) + "' is none of " + listed(weight_packing_names()));
     } else {
-      fail("unknown knob '" + shown(knob) + "' (algorithm, layout, moves, threads)");
+      fail("unknown knob '" + shown(knob) + "' (algorithm, layout, moves, threads, packing)");
     }
   }
   return t;

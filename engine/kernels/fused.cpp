@@ -326,6 +326,7 @@ void register_fused_kernels(OpRegistry& r) {
   r.add(kGeoptDomain, "FlashAttention", flash_attention);
   r.add(kGeoptDomain, "FlashAttentionLayerNorm", flash_attention_layer_norm);
   r.add(kGeoptDomain, "SwiGLU", swiglu);
+  r.set_tactic_knobs(kGeoptDomain, "SwiGLU", kTacticPacking);  // its two products' weights
   r.add(kGeoptDomain, "RotaryEmbedding", rotary_embedding);
 }
 

@@ -3,7 +3,7 @@
 // is reordered once into the layout the primitive prefers and kept while the weight lives, as ONNX Runtime
 // prepacks its MatMul weights: a plain B is repacked by the primitive on every call (BERT-base's FFN product
 // took twice as long). The packing waits for a weight's second use, so a run made once costs no more than
-// before.
+// before. The tactic `packing=plain` (geopt tune --job_type 2 measures it) keeps B plain.
 #include <atomic>
 #include <cstring>
 #include <optional>
@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include "eval/derived_constant.h"
+#include "eval/kernel_implementation.h"
 #include "kernels/broadcast.h"
 #include "kernels/linalg.h"
 #include "kernels/onednn.h"
@@ -26,7 +27,8 @@ struct MatMulPlan {
   dnnl::matmul primitive;
   // Queried once: each query copies a descriptor of a kilobyte.
   memory::desc weights, scratchpad;
-  std::string packed_key;  // derived_constant's key for a weight packed into `weights`' layout
+  std::string packed_key;      // derived_constant's key for a weight packed into `weights`' layout
+  std::string implementation;  // for `geopt run --profile`: oneDNN's kernel, and whether B is packed
 };
 
 // One product's operands: dims as oneDNN takes them (equal ranks, batch dims broadcast),
@@ -61,7 +63,8 @@ std::shared_ptr<const MatMulPlan> plan_for(const KernelContext& ctx, const Produ
     dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
     return std::make_shared<const MatMulPlan>(
         MatMulPlan{pd, dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc(),
-                   "matmul " + dims_key(p.wei) + desc_bytes(pd.weights_desc())});
+                   "matmul " + dims_key(p.wei) + desc_bytes(pd.weights_desc()),
+                   std::string("oneDNN ") + pd.impl_info_str() + (packed ? ", B packed" : "")});
   });
 }
 
@@ -113,6 +116,7 @@ void run(const KernelContext& ctx, const Product& p, const std::string& activati
   if (!p.bias.empty())
     args[DNNL_ARG_BIAS] =
         memory({p.bias, dt::f32, row_major_tag(rank)}, eng, const_cast<std::byte*>(p.bias_data));
+  note_implementation(plan->implementation);
   plan->primitive.execute(s, args);
   s.wait();
 }
@@ -164,7 +168,10 @@ std::optional<HostTensor> fused_matmul_f32(const KernelContext& ctx, const HostT
   int64_t batches = 1;
   for (int64_t d : batch) batches *= d;
   const int64_t a_batches = a.size() / (m * k), b_batches = b.size() / (k * n);
-  const std::shared_ptr<const void> owner = cacheable_constant(b) ? b.storage() : nullptr;
+  // A tactic may leave the weight where it lies (`packing=plain`): where the rows are few
+  // (a classifier's one image), packing may not pay for the layout it reads in.
+  const bool pack = ctx.tactic().packing != WeightPacking::plain;
+  const std::shared_ptr<const void> owner = pack && cacheable_constant(b) ? b.storage() : nullptr;
   Product p;
   p.a = a.raw();
   p.b = b.raw();

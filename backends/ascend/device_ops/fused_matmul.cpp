@@ -80,6 +80,9 @@ void register_fused_matmul_schema() {
   onnx::RegisterSchema(std::move(s));
 }
 
-void add_fused_matmul(OpRegistry& r) { add_device_op(r, "FusedMatMul", fused_matmul, /*half_via_f32=*/true); }
+void add_fused_matmul(OpRegistry& r) {
+  add_device_op(r, "FusedMatMul", fused_matmul, /*half_via_f32=*/true);
+  r.set_tactic_knobs(kGeoptDomain, "FusedMatMul", kTacticPacking);  // fused_matmul_f32 reads it
+}
 
 }  // namespace geopt::ascend

@@ -83,6 +83,9 @@ std::vector<std::vector<HostTactic>> knob_stages(const plan::Kernel& k, unsigned
       if (how != ChannelMoves::automatic) moves.push_back(HostTactic{.moves = how});
     stages.push_back(moves);
   }
+  // A product whose B is a weight: packed once (its own choice) against read where it lies.
+  if ((knobs & kTacticPacking) && k.inputs_size() > 1 && k.inputs(1).region() == plan::WEIGHT)
+    stages.push_back({HostTactic{.packing = WeightPacking::plain}});
   if (team > 1) {
     std::vector<HostTactic> threads{HostTactic{.threads = 1}};
     if (team >= 4) threads.push_back(HostTactic{.threads = team / 2});
@@ -98,6 +101,7 @@ HostTactic with_knob(HostTactic incumbent, const HostTactic& alternative) {
     incumbent.conv_algorithm = alternative.conv_algorithm;
   if (alternative.moves != ChannelMoves::automatic) incumbent.moves = alternative.moves;
   if (alternative.threads != 0) incumbent.threads = alternative.threads;
+  if (alternative.packing != WeightPacking::automatic) incumbent.packing = alternative.packing;
   return incumbent;
 }
 

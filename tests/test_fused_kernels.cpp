@@ -459,20 +459,28 @@ TEST_CASE("a depthwise FusedConv in NC1HWC0 (geopt's own loop) equals Conv on ev
       1e-5);
 }
 
-TEST_CASE("a global average pool gives each plane's mean, in NCHW and over a whole NC1HWC0 plane") {
+TEST_CASE(
+    "a global average pool and a ReduceMean over H and W give each plane's mean, in NCHW and over a whole "
+    "NC1HWC0 plane") {
   // 37 channels: 3 blocks, the last with 11 padding lanes (their mean is 0); 9 x 11
   // positions (not a multiple of the four sums per lane); a batch of 2; a 1 x 1 plane.
+  // The reference is ReduceSum's double loop divided by 99.
   check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
-    g (float[2,37,9,11] x, float[2,5,1,1] p) => (float[2,37,1,1] gap, float[2,37,1,1] mean, float[2,3,1,1,16] blocked, float[2,3,1,1,16] blocked_mean, float[2,5,1,1] pixel, float[2,5,1,1] same) {
+    g (float[2,37,9,11] x, float[2,5,1,1] p) => (float[2,37,1,1] gap, float[2,37,1,1] reduce_mean, float[2,37,1,1] mean, float[2,3,1,1,16] blocked, float[2,3,1,1,16] blocked_mean, float[2,5,1,1] pixel, float[2,5,1,1] same) {
       gap = GlobalAveragePool(x)
-      mean = ReduceMean <axes = [2, 3]> (x)
+      reduce_mean = ReduceMean <axes = [2, 3]> (x)
+      axes = Constant <value = int64[2] {2, 3}> ()
+      sum = ReduceSum(x, axes)
+      count = Constant <value = float {99.0}> ()
+      mean = Div(sum, count)
       x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
       blocked = AveragePool <kernel_shape = [9, 11, 1]> (x5)
       blocked_mean = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (mean)
       pixel = GlobalAveragePool(p)
       same = Identity(p)
     })",
-              {{"gap", "mean"}, {"blocked", "blocked_mean"}, {"pixel", "same"}}, 1e-6);
+              {{"gap", "mean"}, {"reduce_mean", "mean"}, {"blocked", "blocked_mean"}, {"pixel", "same"}},
+              1e-6);
 }
 
 TEST_CASE("a 1x1 FusedConv over a 1x1 image (a matrix-vector product) equals Conv, in NCHW and in NC1HWC0") {

@@ -83,6 +83,7 @@ QuantizeResult quantize_model(const ModelSource& source, const QuantizeOptions& 
     throw geopt::UsageError("--holdout " + std::to_string(o.holdout) + ": must be from 0 to 0.5");
   q.holdout = o.holdout;
   q.skip_layers = o.skip_layers;
+  q.quantize_image_convs = o.quantize_image_convs;
   q.sensitivity = o.sensitivity;
   q.accuracy_target = o.accuracy_target;
   const Model model = quantize::quantizable(import_model(source, import_options(o.input_shape)), model_name,

@@ -20,6 +20,7 @@ struct QuantizeCliOptions {
   bool bias_correction = true;
   double holdout = 0;
   std::vector<std::string> skip_layers;
+  bool quantize_image_convs = false;
   bool sensitivity = false;
   std::optional<double> accuracy_target;
   bool progress = true;
@@ -36,6 +37,7 @@ int run(const QuantizeCliOptions& o) {
   a.bias_correction = o.bias_correction;
   a.holdout = o.holdout;
   a.skip_layers = o.skip_layers;
+  a.quantize_image_convs = o.quantize_image_convs;
   a.sensitivity = o.sensitivity;
   a.accuracy_target = o.accuracy_target;
   a.input_shape = o.input_shape.text;
@@ -82,6 +84,10 @@ std::function<int()> add_quantize_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--skip-layers", o->skip_layers, "Layers (node names) kept in float, comma-separated")
       ->delimiter(',');
+  cmd->add_flag(
+      "--quantize-image-convs", o->quantize_image_convs,
+      "Also quantize a conv that reads a model input of at most 4 channels (an image), kept in float "
+      "by default: int8 gains nothing there on the Cube, and it costs the most accuracy");
   cmd->add_flag("--sensitivity", o->sensitivity, "Report each layer's error when it alone is quantized");
   cmd->add_option("--accuracy-target", o->accuracy_target,
                   "Keep the most sensitive layers in float until the outputs' cosine against float, on the "

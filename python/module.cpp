@@ -208,6 +208,7 @@ void bind_options(py::module_& m) {
       .def_readwrite("bias_correction", &api::QuantizeOptions::bias_correction)
       .def_readwrite("holdout", &api::QuantizeOptions::holdout)
       .def_readwrite("skip_layers", &api::QuantizeOptions::skip_layers)
+      .def_readwrite("quantize_image_convs", &api::QuantizeOptions::quantize_image_convs)
       .def_readwrite("sensitivity", &api::QuantizeOptions::sensitivity)
       .def_readwrite("accuracy_target", &api::QuantizeOptions::accuracy_target)
       .def_readwrite("input_shape", &api::QuantizeOptions::input_shape)

@@ -94,19 +94,25 @@ TEST_CASE(
                                            cal.string(), "--calibration-method", "entropy"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(r.out.find("21 of 21 quantized (Conv 20, Gemm 1)") != std::string::npos);
+  // By default the stem, which reads the 3-channel image, stays in float.
+  CHECK(r.out.find("20 of 21 quantized (Conv 19, Gemm 1); kept in float: Conv 1") != std::string::npos);
+  CHECK(r.out.find("float: reads the input image") != std::string::npos);
   CHECK(r.err.find("calibrating: 6 step(s)") !=
         std::string::npos);  // the progress, one line per stage off a terminal
 
   const Model original = import_onnx(kResNet);
   const Model q = import_onnx(out);  // the ONNX checker and shape inference accept it
-  size_t convs = 0;
+  size_t convs = 0, float_stems = 0;
   for (const auto& n : q.graph->nodes()) {
     if (n->op_type != "Conv" && n->op_type != "Gemm") continue;
     ++convs;
     const Node* x = producer_of(*n, 0);
     const Node* w = producer_of(*n, 1);
-    REQUIRE(x);
+    if (!x) {  // the graph input itself: the stem, in float with its float weight
+      ++float_stems;
+      CHECK(q.graph->constant_value(n->input(1))->dtype == DType::F32);
+      continue;
+    }
     REQUIRE(w);
     CHECK(x->op_type == "DequantizeLinear");
     CHECK(producer_of(*x, 0)->op_type == "QuantizeLinear");
@@ -120,6 +126,7 @@ TEST_CASE(
     CHECK(scale->dims == std::vector<int64_t>{wq->dims[0]});
   }
   CHECK(convs == 21);
+  CHECK(float_stems == 1);
   const double cosine = output_cosine(original, q, 7);  // a draw calibration did not see
   CHECK(cosine > 0.99);
   CHECK(cosine < 1.0);  // quantization changes the numbers
@@ -129,7 +136,7 @@ TEST_CASE("optimize fuses a QDQ model into int8 kernels and the plan computes wh
   const fs::path cal = calibration_folder(kResNet, 4, 200, "fuse-resnet-cal");
   const fs::path q8 = test::scratch_dir("fuse-resnet") / "int8.onnx";
   REQUIRE(test::run_cli({"quantize", kResNet.string(), "-o", q8.string(), "--calibration", cal.string(),
-                         "--no-progress"})
+                         "--quantize-image-convs", "--no-progress"})
               .exit_code == 0);
   const Model qdq = import_onnx(q8);
   const ascend::OptimizeResult r = ascend::optimize(qdq, rules(), ascend::load_profile("Ascend910B1"), {});
@@ -192,7 +199,7 @@ TEST_CASE(
     const fs::path cal = calibration_folder(model, 2, 500, name + "-blocked-cal");
     const fs::path q8 = test::scratch_dir(name + "-blocked") / "int8.onnx";
     REQUIRE(test::run_cli({"quantize", model.string(), "-o", q8.string(), "--calibration", cal.string(),
-                           "--no-progress"})
+                           "--quantize-image-convs", "--no-progress"})
                 .exit_code == 0);
     const Model qdq = import_onnx(q8);
     const auto profile = ascend::load_profile("Ascend910B1");
@@ -291,7 +298,7 @@ TEST_CASE("quantize: --skip-layers, the sensitivity report and --accuracy-target
   SUBCASE("the accuracy target keeps the most sensitive layers in float until the cosine reaches it") {
     const test::CliResult r =
         test::run_cli({"quantize", kResNet.string(), "-o", (dir / "target.onnx").string(), "--calibration",
-                       cal.string(), "--accuracy-target", "0.999995", "--json"});
+                       cal.string(), "--accuracy-target", "0.999995", "--quantize-image-convs", "--json"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     const auto j = nlohmann::json::parse(r.out);
@@ -406,7 +413,7 @@ TEST_CASE("quantize converts a model below opset 13 with ONNX's version converte
   const fs::path cal = calibration_folder(dir / "m.onnx", 3, 500, "quantize-opset11-cal");
   const test::CliResult r =
       test::run_cli({"quantize", (dir / "m.onnx").string(), "-o", (dir / "q.onnx").string(), "--calibration",
-                     cal.string(), "--no-progress"});
+                     cal.string(), "--quantize-image-convs", "--no-progress"});  // its one conv reads x
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const Model original = import_onnx(dir / "m.onnx");
@@ -470,7 +477,9 @@ TEST_CASE(
     CHECK(int8_accuracy >= float_accuracy - 0.02);
     CHECK(agreement_of(float_predicted, int8_predicted) >= 0.97);
     const ascend::OptimizeResult o = ascend::optimize(qdq, rules(), ascend::load_profile("Ascend910B1"), {});
-    CHECK(test::count_op(o.model, "FusedQuantConv") == 3);  // int8 convs in NC1HWC0
+    // int8 convs in NC1HWC0; the first, on the image, in float by default
+    CHECK(test::count_op(o.model, "FusedQuantConv") == 2);
+    CHECK(test::count_op(o.model, "FusedConv") == 1);
     CHECK(test::count_op(o.model, "DequantizeLinear") == 0);
     const auto [fused_accuracy, fused_predicted] = classify(o.model, images, labels);
     CHECK(agreement_of(int8_predicted, fused_predicted) >= 0.99);  // the int8 kernels compute the QDQ model

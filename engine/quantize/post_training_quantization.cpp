@@ -257,6 +257,18 @@ void keep_skipped_layers(const Model& model, const std::vector<std::string>& ski
   }
 }
 
+// A Conv reading a model input of at most 4 channels (QuantizeOptions::quantize_image_convs).
+bool reads_input_image(const Model& model, const QuantizableLayer& l) {
+  if (l.kind != LayerKind::Conv) return false;
+  const Graph& g = *model.graph;
+  const Node& n = *g.nodes()[l.node_index];
+  const auto& inputs = g.inputs();
+  if (std::find(inputs.begin(), inputs.end(), n.input(0)) == inputs.end()) return false;
+  const Tensor* w = g.constant_value(n.input(1));  // a constant: find_quantizable_layers saw to it
+  const Attribute* group = n.attr("group");
+  return w && w->dims.size() >= 2 && w->dims[1] * (group ? group->i : 1) <= 4;
+}
+
 }  // namespace
 
 QuantizeResult quantize_model(const OpRegistry& ops, const Model& model,
@@ -280,6 +292,12 @@ QuantizeResult quantize_model(const OpRegistry& ops, const Model& model,
     result.layers.push_back(LayerReport{l, true, {}, std::nullopt, {}, {}, {}, {}});
 
   keep_skipped_layers(model, o.skip_layers, result.layers);
+  if (!o.quantize_image_convs)
+    for (LayerReport& r : result.layers)
+      if (r.quantized && reads_input_image(model, r.layer)) {
+        r.quantized = false;
+        r.kept_because = "reads the input image (--quantize-image-convs to quantize it)";
+      }
 
   const Calibration c = calibrate(ops, model, layers, calibrating, o, progress);
   for (LayerReport& r : result.layers) {

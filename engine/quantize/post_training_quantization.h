@@ -37,7 +37,12 @@ struct QuantizeOptions {
   // accuracy target and the reported held-out agreement are measured on them.
   double holdout = 0;
   ActivationType activation_type = ActivationType::U8;
-  std::vector<std::string> skip_layers;   // layer (node) names, or their output's names
+  std::vector<std::string> skip_layers;  // layer (node) names, or their output's names
+  // A conv that reads a model input of at most 4 channels (an image: GE's C04 first conv)
+  // stays in float unless this is set. On the Cube, int8 pads its channels to 32 lanes where
+  // fp16's C04 form reads 4, so it costs what fp16 does; and each of its outputs sums 27 to
+  // 147 products of raw input, too few to average the rounding away.
+  bool quantize_image_convs = false;
   bool sensitivity = false;               // measure each layer alone
   std::optional<double> accuracy_target;  // the outputs' cosine to reach (implies sensitivity)
 };

@@ -358,13 +358,15 @@ def explain(model, *, rule=None, node=None, anywhere=False, all=False, verbose=F
 
 
 def quantize(model, calibration, *, method="percentile", activation_type="uint8", percentile=99.999,
-             bias_correction=True, holdout=0.0, skip_layers=None, sensitivity=False, accuracy_target=None,
-             input_shape=None, output=None, progress=None):
+             bias_correction=True, holdout=0.0, skip_layers=None, quantize_image_convs=False, sensitivity=False,
+             accuracy_target=None, input_shape=None, output=None, progress=None):
     """INT8 post-training quantization of `model` into ONNX's QDQ form, as `geopt quantize` does.
 
     calibration: a folder with one folder per sample holding NAME.npy per input.
     method: percentile, minmax, entropy, or auto (per tensor, the least quantization error).
     holdout: the share of samples that set nothing and judge (sensitivity, accuracy_target).
+    quantize_image_convs: also quantize a conv that reads a model input of at most 4 channels
+    (kept in float by default).
     progress: called as progress(stage, done, total). Returns an OptimizeResult-like
     object (.model, .report, .save)."""
     o = _geopt.QuantizeOptions()
@@ -375,6 +377,7 @@ def quantize(model, calibration, *, method="percentile", activation_type="uint8"
     o.bias_correction = bool(bias_correction)
     o.holdout = float(holdout)
     o.skip_layers = _strings(skip_layers, "skip_layers")
+    o.quantize_image_convs = bool(quantize_image_convs)
     o.sensitivity = bool(sensitivity)
     o.accuracy_target = accuracy_target
     o.input_shape = _input_shape(input_shape)

@@ -251,6 +251,10 @@ def test_quantize_writes_a_qdq_model_that_compiles(cnn, tmp_path):
     result = geopt.quantize(path, calibration, progress=lambda stage, done, total: stages.append((stage, done)))
     assert stages
     assert result.report["quantized"] > 0
+    # The first conv reads the 3-channel image: float by default, int8 when asked.
+    assert result.report["quantized"] == len(result.report["layers"]) - 1
+    every = geopt.quantize(path, calibration, quantize_image_convs=True)
+    assert every.report["quantized"] == len(every.report["layers"])
     ops = {n.op_type for n in result.model.graph.node}
     assert {"QuantizeLinear", "DequantizeLinear"} <= ops
     with pytest.raises(geopt.UsageError):

@@ -316,6 +316,7 @@ struct QuantizeOptions {
   bool bias_correction = true;            // move each quantized layer's bias by its mean shift
   double holdout = 0;                     // share of the samples held out to judge (0 to 0.5)
   std::vector<std::string> skip_layers;   // node names kept in float
+  bool quantize_image_convs = false;      // also a conv reading a model input of <= 4 channels
   bool sensitivity = false;               // each layer's error when it alone is quantized
   std::optional<double> accuracy_target;  // keep sensitive layers in float until the cosine reaches it
   std::string input_shape;

@@ -87,7 +87,7 @@ std::function<int()> add_quantize_command(CLI::App& app) {
   cmd->add_flag(
       "--quantize-image-convs", o->quantize_image_convs,
       "Also quantize a conv that reads a model input of at most 4 channels (an image), kept in float "
-      "by default: int8 gains nothing there on the Cube, and it costs the most accuracy");
+      "by default: int8 gains little there and costs the most accuracy (docs/PRECISION.md)");
   cmd->add_flag("--sensitivity", o->sensitivity, "Report each layer's error when it alone is quantized");
   cmd->add_option("--accuracy-target", o->accuracy_target,
                   "Keep the most sensitive layers in float until the outputs' cosine against float, on the "

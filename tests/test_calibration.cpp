@@ -76,12 +76,14 @@ double largest_difference(const std::vector<double>& a, const std::vector<double
   return d;
 }
 
-// `geopt quantize` of `model` with `extra` options; the written model.
+// `geopt quantize` of `model` with `extra` options; the written model. The test models'
+// convs read their input directly: --quantize-image-convs quantizes those of <= 4 channels too.
 Model quantized(const fs::path& model, const fs::path& samples, const std::string& tag,
                 std::vector<std::string> extra) {
   const fs::path out = test::scratch_dir(tag) / "int8.onnx";
-  std::vector<std::string> args = {"quantize",      model.string(),   "-o",           out.string(),
-                                   "--calibration", samples.string(), "--no-progress"};
+  std::vector<std::string> args = {"quantize",      model.string(),          "-o",
+                                   out.string(),    "--calibration",         samples.string(),
+                                   "--no-progress", "--quantize-image-convs"};
   args.insert(args.end(), extra.begin(), extra.end());
   const test::CliResult r = test::run_cli(args);
   INFO(r.err);
@@ -210,9 +212,9 @@ TEST_CASE("bias correction: a depthwise conv's channel means come back, and a co
   CHECK(shift.uncorrected > 0.05);
   CHECK(shift.corrected < shift.uncorrected / 5);
   const fs::path json_out = test::scratch_dir("bias-conv-json") / "q.onnx";
-  const test::CliResult r =
-      test::run_cli({"quantize", (dir / "m.onnx").string(), "-o", json_out.string(), "--calibration",
-                     samples.string(), "--json", "--calibration-method", "percentile", "--percentile", "98"});
+  const test::CliResult r = test::run_cli(
+      {"quantize", (dir / "m.onnx").string(), "-o", json_out.string(), "--calibration", samples.string(),
+       "--json", "--calibration-method", "percentile", "--percentile", "98", "--quantize-image-convs"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -240,6 +242,7 @@ TEST_CASE(
                                          "--calibration",
                                          (dir / "shapes_cnn_op13" / "calibration").string(),
                                          "--no-progress",
+                                         "--quantize-image-convs",
                                          "--holdout",
                                          "0.25"};
   std::vector<std::string> args = base;
@@ -275,7 +278,7 @@ TEST_CASE(
     if (i % 4 != 2) fs::copy(samples[i], fifteen / samples[i].filename(), fs::copy_options::recursive);
   const test::CliResult alone =
       test::run_cli({"quantize", (dir / "shapes_cnn_op13.onnx").string(), "-o", out.string(), "--calibration",
-                     fifteen.string(), "--no-progress", "--json"});
+                     fifteen.string(), "--no-progress", "--quantize-image-convs", "--json"});
   REQUIRE(alone.exit_code == 0);
   const auto a = nlohmann::json::parse(alone.out);
   REQUIRE(a["layers"].size() == j["layers"].size());

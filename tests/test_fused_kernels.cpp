@@ -463,12 +463,14 @@ TEST_CASE(
     "a global average pool and a ReduceMean over H and W give each plane's mean, in NCHW and over a whole "
     "NC1HWC0 plane") {
   // 37 channels: 3 blocks, the last with 11 padding lanes (their mean is 0); 9 x 11
-  // positions (not a multiple of the four sums per lane); a batch of 2; a 1 x 1 plane.
-  // The reference is ReduceSum's double loop divided by 99.
+  // positions (not a multiple of the four sums per lane); a batch of 2; a 1 x 1 plane;
+  // and planes of 100 x 201 positions (more than one block of 4096, on both threads).
+  // The reference is ReduceSum's double loop divided by the positions.
   check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
-    g (float[2,37,9,11] x, float[2,5,1,1] p) => (float[2,37,1,1] gap, float[2,37,1,1] reduce_mean, float[2,37,1,1] mean, float[2,3,1,1,16] blocked, float[2,3,1,1,16] blocked_mean, float[2,5,1,1] pixel, float[2,5,1,1] same) {
+    g (float[2,37,9,11] x, float[2,5,1,1] p, float[1,3,100,201] big) => (float[2,37,1,1] gap, float[2,37,1,1] reduce_mean, float[2,37,1,1] window, float[2,37,1,1] mean, float[2,3,1,1,16] blocked, float[2,3,1,1,16] blocked_mean, float[2,5,1,1] pixel, float[2,5,1,1] same, float[1,3,1,1] big_gap, float[1,3,1,1] big_reduce_mean, float[1,1,1,1,16] big_blocked, float[1,3,1,1] big_mean, float[1,1,1,1,16] big_blocked_mean) {
       gap = GlobalAveragePool(x)
       reduce_mean = ReduceMean <axes = [2, 3]> (x)
+      window = AveragePool <kernel_shape = [9, 11]> (x)
       axes = Constant <value = int64[2] {2, 3}> ()
       sum = ReduceSum(x, axes)
       count = Constant <value = float {99.0}> ()
@@ -478,8 +480,23 @@ TEST_CASE(
       blocked_mean = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (mean)
       pixel = GlobalAveragePool(p)
       same = Identity(p)
+      big_gap = GlobalAveragePool(big)
+      big_reduce_mean = ReduceMean <axes = [2, 3]> (big)
+      big5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (big)
+      big_blocked = AveragePool <kernel_shape = [100, 201, 1]> (big5)
+      big_sum = ReduceSum(big, axes)
+      positions = Constant <value = float {20100.0}> ()
+      big_mean = Div(big_sum, positions)
+      big_blocked_mean = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (big_mean)
     })",
-              {{"gap", "mean"}, {"reduce_mean", "mean"}, {"blocked", "blocked_mean"}, {"pixel", "same"}},
+              {{"gap", "mean"},
+               {"reduce_mean", "mean"},
+               {"window", "mean"},
+               {"blocked", "blocked_mean"},
+               {"pixel", "same"},
+               {"big_gap", "big_mean"},
+               {"big_reduce_mean", "big_mean"},
+               {"big_blocked", "big_blocked_mean"}},
               1e-6);
 }
 

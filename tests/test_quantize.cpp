@@ -411,9 +411,15 @@ TEST_CASE("quantize converts a model below opset 13 with ONNX's version converte
   const fs::path dir = test::scratch_dir("quantize-opset11");
   test::save_model(test::parse_text_model(text), dir / "m.onnx");
   const fs::path cal = calibration_folder(dir / "m.onnx", 3, 500, "quantize-opset11-cal");
+  // Its one conv reads x (2 channels): by default it would stay float, and nothing be quantized.
+  const test::CliResult refused = test::run_cli({"quantize", (dir / "m.onnx").string(), "-o",
+                                                 (dir / "q.onnx").string(), "--calibration", cal.string()});
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.err.find("every quantizable layer is a conv reading the input image") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "q.onnx"));
   const test::CliResult r =
       test::run_cli({"quantize", (dir / "m.onnx").string(), "-o", (dir / "q.onnx").string(), "--calibration",
-                     cal.string(), "--quantize-image-convs", "--no-progress"});  // its one conv reads x
+                     cal.string(), "--quantize-image-convs", "--no-progress"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const Model original = import_onnx(dir / "m.onnx");

@@ -61,10 +61,12 @@ std::shared_ptr<const MatMulPlan> plan_for(const KernelContext& ctx, const Produ
     dnnl::matmul::desc desc(memory::desc(p.src, dt::f32, row_major_tag(rank)), wei_md, bias_md,
                             memory::desc(p.dst, dt::f32, row_major_tag(rank)));
     dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
-    return std::make_shared<const MatMulPlan>(
-        MatMulPlan{pd, dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc(),
-                   "matmul " + dims_key(p.wei) + desc_bytes(pd.weights_desc()),
-                   std::string("oneDNN ") + pd.impl_info_str() + (packed ? ", B packed" : "")});
+    return std::make_shared<const MatMulPlan>(MatMulPlan{
+        pd, dnnl::matmul(pd), pd.weights_desc(), pd.scratchpad_desc(),
+        "matmul " + dims_key(p.wei) + desc_bytes(pd.weights_desc()),
+        std::string("oneDNN ") + pd.impl_info_str() +
+            (packed && pd.weights_desc() != memory::desc(p.wei, dt::f32, row_major_tag(rank)) ? ", B packed"
+                                                                                              : "")});
   });
 }
 

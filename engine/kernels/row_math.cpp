@@ -1,5 +1,6 @@
 #include "kernels/row_math.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -105,28 +106,40 @@ float row_mean_square(const float* x, int64_t n) {
 
 GEOPT_VECTOR_CLONES
 void strided_means(const float* x, int64_t count, int64_t lanes, float* mean) {
-  const float n = static_cast<float>(count);  // an empty plane: 0 / 0, NaN, as before
+  // Blocks of 4096 positions sum in float vectors; the blocks add up in double, so a long
+  // row (a mean over a whole tensor) keeps its precision and does not stop growing.
+  constexpr int64_t kBlock = 4096;
+  const double n = static_cast<double>(count);  // an empty plane: 0 / 0, NaN, as before
   if (lanes == 16) {
     // Four positions a step: four independent sums per lane, so the adds overlap.
     constexpr int64_t kLanes = 16, kSums = 4;
-    float sum[kSums][kLanes] = {};
-    int64_t i = 0;
-    for (; i + kSums <= count; i += kSums)
-      for (int64_t a = 0; a < kSums; ++a)
+    double total[kLanes] = {};
+    for (int64_t from = 0; from < count; from += kBlock) {
+      const int64_t to = std::min(count, from + kBlock);
+      float sum[kSums][kLanes] = {};
+      int64_t i = from;
+      for (; i + kSums <= to; i += kSums)
+        for (int64_t a = 0; a < kSums; ++a)
 #pragma omp simd
-        for (int64_t l = 0; l < kLanes; ++l) sum[a][l] += x[(i + a) * kLanes + l];
-    for (; i < count; ++i)
+          for (int64_t l = 0; l < kLanes; ++l) sum[a][l] += x[(i + a) * kLanes + l];
+      for (; i < to; ++i)
 #pragma omp simd
-      for (int64_t l = 0; l < kLanes; ++l) sum[0][l] += x[i * kLanes + l];
-#pragma omp simd
-    for (int64_t l = 0; l < kLanes; ++l) mean[l] = ((sum[0][l] + sum[1][l]) + (sum[2][l] + sum[3][l])) / n;
+        for (int64_t l = 0; l < kLanes; ++l) sum[0][l] += x[i * kLanes + l];
+      for (int64_t l = 0; l < kLanes; ++l) total[l] += (sum[0][l] + sum[1][l]) + (sum[2][l] + sum[3][l]);
+    }
+    for (int64_t l = 0; l < kLanes; ++l) mean[l] = static_cast<float>(total[l] / n);
     return;
   }
   for (int64_t l = 0; l < lanes; ++l) {
-    float s = 0;
+    double total = 0;
+    for (int64_t from = 0; from < count; from += kBlock) {
+      const int64_t to = std::min(count, from + kBlock);
+      float s = 0;
 #pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < count; ++i) s += x[i * lanes + l];
-    mean[l] = s / n;
+      for (int64_t i = from; i < to; ++i) s += x[i * lanes + l];
+      total += s;
+    }
+    mean[l] = static_cast<float>(total / n);
   }
 }
 

@@ -14,7 +14,7 @@ void row_moments(const float* x, int64_t n, float& mean, float& variance);
 float row_mean_square(const float* x, int64_t n);
 // The mean of each of `lanes` values side by side over `count` positions: mean[l] = (x[l]
 // + x[lanes + l] + ...) / count. Lanes 1 is a plain run (an NCHW plane); 16, a channel
-// block's plane. Sums in float, in several partial sums per lane.
+// block's plane. Sums blocks of 4096 positions in float vectors, the blocks in double.
 void strided_means(const float* x, int64_t count, int64_t lanes, float* mean);
 // y = (x - mean) * inv * scale + bias; bias may be null.
 void normalize_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale,

@@ -292,12 +292,21 @@ QuantizeResult quantize_model(const OpRegistry& ops, const Model& model,
     result.layers.push_back(LayerReport{l, true, {}, std::nullopt, {}, {}, {}, {}});
 
   keep_skipped_layers(model, o.skip_layers, result.layers);
-  if (!o.quantize_image_convs)
+  if (!o.quantize_image_convs) {
+    size_t image_convs = 0;
     for (LayerReport& r : result.layers)
       if (r.quantized && reads_input_image(model, r.layer)) {
         r.quantized = false;
         r.kept_because = "reads the input image (--quantize-image-convs to quantize it)";
+        ++image_convs;
       }
+    // A model that would come out all float by this default alone is refused, not written.
+    if (image_convs > 0 && std::none_of(result.layers.begin(), result.layers.end(),
+                                        [](const LayerReport& r) { return r.quantized; }))
+      throw Error(
+          "quantize: every quantizable layer is a conv reading the input image (at most 4 channels), "
+          "kept in float by default; --quantize-image-convs quantizes it");
+  }
 
   const Calibration c = calibrate(ops, model, layers, calibrating, o, progress);
   for (LayerReport& r : result.layers) {

@@ -38,10 +38,10 @@ struct QuantizeOptions {
   double holdout = 0;
   ActivationType activation_type = ActivationType::U8;
   std::vector<std::string> skip_layers;  // layer (node) names, or their output's names
-  // A conv that reads a model input of at most 4 channels (an image: GE's C04 first conv)
-  // stays in float unless this is set. On the Cube, int8 pads its channels to 32 lanes where
-  // fp16's C04 form reads 4, so it costs what fp16 does; and each of its outputs sums 27 to
-  // 147 products of raw input, too few to average the rounding away.
+  // A conv that reads a model input of at most 4 channels (an image) stays in float unless
+  // this is set: each of its outputs sums few products (C x KH x KW) of raw input, too few
+  // to average the rounding away, and a channel-blocked int8 kernel pads those few
+  // channels to a whole block (docs/PRECISION.md, "Layers").
   bool quantize_image_convs = false;
   bool sensitivity = false;               // measure each layer alone
   std::optional<double> accuracy_target;  // the outputs' cosine to reach (implies sensitivity)

@@ -230,7 +230,7 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
       ascend::CompileResult c = compile_with(given, candidate, profile);
       if (host) {
         const ascend::PlanTimes t = ascend::time_plans(best.plan, c.plan, inputs);
-        before = t.a_ms, after = t.b_ms;
+        before = t.a_ms, after = t.a_ms * t.b_over_a;  // the pairs' ratio, as operator tuning judges
         if (default_ms == 0) default_ms = t.a_ms;
       } else {
         after = c.profile.latency_us;

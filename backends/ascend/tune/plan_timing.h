@@ -21,6 +21,7 @@ Spread spread_of(std::vector<double> samples);
 
 struct PlanTimes {
   double a_ms = 0, b_ms = 0;  // median ms of one run
+  double b_over_a = 1;        // the median of the pairs' ratios (each pair's B block over its A block)
 };
 PlanTimes time_plans(const plan::Plan& a, const plan::Plan& b,
                      const std::map<std::string, HostTensor>& inputs);

@@ -88,10 +88,7 @@ void reduce_typed(KernelContext& ctx, Reduce kind, const HostTensor& x, const Re
     // ONNX Runtime's time on the double loop below): the rows' vector loop, rows shared
     // among the threads.
     if (kind == Reduce::Mean && reduces_rows(x, p)) {
-      const float* px = x.data<float>();
-      float* py = y.mutable_data<float>();
-#pragma omp parallel for if (x.size() > (1 << 15))
-      for (int64_t r = 0; r < n_out; ++r) strided_means(px + r * p.group, p.group, 1, py + r);
+      mean_planes(x.data<float>(), y.mutable_data<float>(), n_out, p.group, 1);
       ctx.outputs[0] = std::move(y);
       return;
     }

@@ -143,6 +143,13 @@ void strided_means(const float* x, int64_t count, int64_t lanes, float* mean) {
   }
 }
 
+// Not cloned: it only shares the planes out; strided_means is.
+void mean_planes(const float* x, float* mean, int64_t planes, int64_t count, int64_t lanes) {
+#pragma omp parallel for if (planes * count * lanes > (1 << 15))
+  for (int64_t plane = 0; plane < planes; ++plane)
+    strided_means(x + plane * count * lanes, count, lanes, mean + plane * lanes);
+}
+
 GEOPT_VECTOR_CLONES
 void normalize_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale,
                    const float* bias) {

@@ -16,6 +16,9 @@ float row_mean_square(const float* x, int64_t n);
 // + x[lanes + l] + ...) / count. Lanes 1 is a plain run (an NCHW plane); 16, a channel
 // block's plane. Sums blocks of 4096 positions in float vectors, the blocks in double.
 void strided_means(const float* x, int64_t count, int64_t lanes, float* mean);
+// strided_means of each of `planes` planes of count x lanes values, one after another (a
+// global average pool, a mean over trailing axes), the planes shared among the threads.
+void mean_planes(const float* x, float* mean, int64_t planes, int64_t count, int64_t lanes);
 // y = (x - mean) * inv * scale + bias; bias may be null.
 void normalize_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale,
                    const float* bias);

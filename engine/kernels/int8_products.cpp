@@ -134,7 +134,7 @@ bool int8_primitives_exact() {
 
 bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
                       const std::vector<int32_t>& w_zero, const WindowGeometry& g, int64_t group,
-                      int32_t* acc, const int32_t** channels_last, int64_t x_block) {
+                      int32_t* acc, ChannelsLastSums* channels_last, int64_t x_block) {
   if (!int8_primitives_exact() || x.rank() != (x_block ? 5 : 4) || w.rank() != 4 || group <= 0) return false;
   if (x_block != 0 && x_block != 16 && x_block != 32) return false;  // oneDNN's aBcd16b and aBcd32b
   const int64_t depth = w.dim(1) * w.dim(2) * w.dim(3);
@@ -206,24 +206,22 @@ bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
   const int32_t* sums_at =
       execute(plan->primitive, plan->src, memory::desc(src_dims, dt::u8, src_tag), src, (*weights)->laid_out,
               plan->dst, memory::desc(dst_dims, dt::s32, tag::nchw), acc, plan->scratchpad, leave);
-  const bool left = sums_at != acc;
-  if (left) *channels_last = sums_at;
+  if (sums_at != acc) {
+    channels_last->sums = sums_at;
+    channels_last->offsets.clear();
+    if (zero != 0)
+      for (int32_t s : (*weights)->sums) channels_last->offsets.push_back(zero * s);
+    return true;
+  }
   if (zero != 0) {
     const std::vector<int32_t>& sums = (*weights)->sums;
-    int32_t* out = const_cast<int32_t*>(sums_at);  // this thread's buffer or the caller's acc
-    if (left) {
-#pragma omp parallel for if (n * m * spatial > (1 << 16))
-      for (int64_t p = 0; p < n * spatial; ++p)
-        for (int64_t oc = 0; oc < m; ++oc) out[p * m + oc] -= zero * sums[static_cast<size_t>(oc)];
-    } else {
 #pragma omp parallel for collapse(2) if (n * m * spatial > (1 << 16))
-      for (int64_t b = 0; b < n; ++b)
-        for (int64_t oc = 0; oc < m; ++oc) {
-          const int32_t off = zero * sums[static_cast<size_t>(oc)];
-          int32_t* row = out + (b * m + oc) * spatial;
-          for (int64_t i = 0; i < spatial; ++i) row[i] -= off;
-        }
-    }
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t oc = 0; oc < m; ++oc) {
+        const int32_t off = zero * sums[static_cast<size_t>(oc)];
+        int32_t* row = acc + (b * m + oc) * spatial;
+        for (int64_t i = 0; i < spatial; ++i) row[i] -= off;
+      }
   }
   return true;
 }

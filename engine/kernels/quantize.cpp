@@ -103,14 +103,6 @@ struct QuantParams {
   int64_t zero_at(int64_t i) const { return zero ? zero->int_at(slot(i)) : 0; }
 };
 
-// Rounds v half to even as float arithmetic does by default, for |v| < 2^22: adding and
-// taking away 1.5 x 2^23 leaves no fraction bits. A loop of it vectorizes (nearbyint is a
-// library call on x86-64's baseline).
-inline float round_half_even(float v) {
-  constexpr float kShift = 12582912.0f;  // 1.5 x 2^23
-  return (v + kShift) - kShift;
-}
-
 // QuantizeLinear's common case (a float activation, one scale, an 8-bit output) as one
 // vectorized pass.
 bool quantize_per_tensor(KernelContext& ctx, const HostTensor& x, const QuantParams& q, DType out) {
@@ -129,18 +121,8 @@ namespace {
 // quantize_floats of elements [begin, end), in one thread.
 template <class T>
 void quantize_range(const float* x, int64_t begin, int64_t end, float scale, float zero, T* y) {
-  constexpr float lo = std::is_same_v<T, uint8_t> ? 0.0f : -128.0f,
-                  hi = std::is_same_v<T, uint8_t> ? 255.0f : 127.0f;
 #pragma omp simd
-  for (int64_t i = begin; i < end; ++i) {
-    // Past +-1024 every value saturates, so the clamp changes nothing and keeps the
-    // rounding exact (NaN stays NaN through it).
-    float v = x[i] / scale;
-    v = v < -1024.0f ? -1024.0f : (v > 1024.0f ? 1024.0f : v);
-    const float r = round_half_even(v) + zero;
-    // Saturated, NaN to 0, in selects the loop vectorizes.
-    y[i] = static_cast<T>(r >= lo ? (r <= hi ? r : hi) : (r < lo ? lo : 0.0f));
-  }
+  for (int64_t i = begin; i < end; ++i) y[i] = quantize_value<T>(x[i], scale, zero);
 }
 
 }  // namespace

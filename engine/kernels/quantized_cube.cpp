@@ -10,13 +10,18 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <type_traits>
+
+#include <omp.h>
 
 #include "eval/derived_constant.h"
 #include "eval/kernel.h"
 #include "eval/kernel_implementation.h"
 #include "kernels/activation.h"
 #include "kernels/conv.h"
+#include "kernels/int8_output_stage.h"
 #include "kernels/int8_products.h"
 #include "kernels/quantize.h"
 #include "kernels/quantized_conv.h"
@@ -282,35 +287,6 @@ struct ChannelLayout {
   }
 };
 
-// post_scale and post_shift: y * scale + shift after the activation.
-struct PostAffine {
-  float scale = 1.0f, shift = 0.0f;
-  bool on() const { return scale != 1.0f || shift != 0.0f; }
-};
-
-// v[ch] = clamp(float(row[ch] x scale[ch]) + bias[ch] (+ shortcut[ch]), lo, hi), then the
-// post affine, over one
-// position's M channels (NaN stays NaN): the int8 conv's output stage, in the vectors the
-// CPU has (chosen when the program loads).
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void dequantize_row(
-    const int32_t* row, const double* scale, const float* bias, const float* shortcut, float lo, float hi,
-    const PostAffine& affine, int64_t m, float* v) {
-  // (`omp simd`: v overlaps none of the others, which the compiler cannot see.)
-#pragma omp simd
-  for (int64_t ch = 0; ch < m; ++ch)
-    v[ch] = static_cast<float>(static_cast<double>(row[ch]) * scale[ch]) + bias[ch];
-  if (shortcut) {
-#pragma omp simd
-    for (int64_t ch = 0; ch < m; ++ch) v[ch] += shortcut[ch];
-  }
-#pragma omp simd
-  for (int64_t ch = 0; ch < m; ++ch) v[ch] = v[ch] < lo ? lo : (v[ch] > hi ? hi : v[ch]);
-  if (affine.on()) {
-#pragma omp simd
-    for (int64_t ch = 0; ch < m; ++ch) v[ch] = v[ch] * affine.scale + affine.shift;
-  }
-}
-
 // x [N, C, H, W] from a channel-blocked x (any element type): the exact fallback's input.
 HostTensor unblocked(const HostTensor& x, int64_t channels) {
   const ChannelLayout from{channels, x.dim(4), x.dim(2) * x.dim(3)};
@@ -363,7 +339,7 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks, co
              HostTensor(DType::F32, res.dims(batch, oh, ow)).shape_string());
   // Blocked: the padding channels come out 0 (float) or the zero point (8-bit), as
   // converting a zero-padded float tensor would give.
-  const int32_t* channels_last = nullptr;
+  ChannelsLastSums channels_last;
   const bool fast = depth <= kMaxInt8Depth && x.size() > 0;
   // The sums in NCHW where no oneDNN primitive left them channels last.
   // (Kept per thread and grown as needed: every element is written before it is read.)
@@ -389,84 +365,44 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks, co
   const std::string activation = ctx.attr_string("activation", "none");
   const Activation act = parse_activation(ctx, activation);
   const PostAffine affine{ctx.attr_float("post_scale", 1.0f), ctx.attr_float("post_shift", 0.0f)};
-  if (channels_last && blocks.y) {
-    // A blocked output, in one pass: each output block's lanes from the channels-last
-    // sums, dequantized, the residual added, clamped (ReLU, ReLU6) or activated, the
-    // post affine applied and, requantizing, rounded into the 8-bit output (no float
-    // tensor of the output's size).
+  if (channels_last.sums && blocks.y && blocks.y <= kMaxStageBlock) {
     const bool clamps = act == Activation::Relu || act == Activation::Clip;
     const std::vector<float> activation_params = ctx.attr_floats("activation_params");
-    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-    if (act == Activation::Relu) lo = 0.0f;
+    BlockedStage stage;
+    stage.lo = -std::numeric_limits<float>::infinity(), stage.hi = std::numeric_limits<float>::infinity();
+    if (act == Activation::Relu) stage.lo = 0.0f;
     if (act == Activation::Clip) {
-      const std::vector<float> params = ctx.attr_floats("activation_params");
-      if (params.size() != 2) ctx.fail("Clip activation needs 2 params (min, max)");
-      lo = params[0], hi = params[1];
+      if (activation_params.size() != 2) ctx.fail("Clip activation needs 2 params (min, max)");
+      stage.lo = activation_params[0], stage.hi = activation_params[1];
     }
-    const int64_t block = blocks.y, out_blocks = out.blocks();
+    const std::function<void(float*, int64_t)> activate = [&](float* v, int64_t n) {
+      apply_activation(ctx, v, n, act, activation_params);
+    };
+    if (!clamps && act != Activation::None) stage.activate = &activate;
+    stage.sums = channels_last.sums;
+    stage.offsets = channels_last.offsets.empty() ? nullptr : channels_last.offsets.data();
+    stage.m = m, stage.spatial = spatial, stage.block = blocks.y, stage.blocks = out.blocks();
+    stage.scale = scale.data(), stage.bias = bias.data();
+    stage.z = z, stage.z_block = res.block, stage.z_blocks = res.block ? res.blocks() : 0;
+    stage.affine = affine;
+    stage.q_scale = requant.scale, stage.q_zero = requant.zero;
     HostTensor y = ctx.new_output(0, requant.dtype, out.dims(batch, oh, ow));
-    std::byte* py = y.mutable_raw();
-    const size_t element = dtype_size(requant.dtype);
+    stage.y = y.mutable_raw();
     // What a padding lane holds: 0, or 0 quantized (the zero point).
-    std::vector<std::byte> padding(static_cast<size_t>(block) * element, std::byte{0});
+    const size_t element = dtype_size(requant.dtype);
+    std::vector<std::byte> padding(static_cast<size_t>(blocks.y) * element, std::byte{0});
     if (requant.on()) {
-      const std::vector<float> zeros(static_cast<size_t>(block), 0.0f);
-      quantize_floats_serial(zeros.data(), block, requant.scale, requant.zero, requant.dtype, padding.data());
+      const std::vector<float> zeros(static_cast<size_t>(blocks.y), 0.0f);
+      quantize_floats_serial(zeros.data(), blocks.y, requant.scale, requant.zero, requant.dtype,
+                             padding.data());
     }
-    const int64_t z_block = res.block, z_blocks = z_block ? res.blocks() : 0;
-    // Position by position: the row of M sums dequantized in one vectorized pass over
-    // its channels, then each block's run of lanes copied to its plane.
+    stage.padding = padding.data();
+    // Positions shared among the threads in equal runs.
+    const int64_t positions = batch * spatial;
 #pragma omp parallel if (batch * m * spatial > (1 << 16))
     {
-      std::vector<float> values(static_cast<size_t>(m)), shortcut(z ? static_cast<size_t>(m) : 0);
-      std::vector<std::byte> quantized(requant.on() ? static_cast<size_t>(m) : 0);
-#pragma omp for
-      for (int64_t bp = 0; bp < batch * spatial; ++bp) {
-        const int64_t b = bp / spatial, p = bp % spatial;
-        float* v = values.data();
-        if (z) {
-          for (int64_t zb = 0; zb < z_blocks; ++zb)
-            std::memcpy(shortcut.data() + zb * z_block, z + ((b * z_blocks + zb) * spatial + p) * z_block,
-                        static_cast<size_t>(std::min(z_block, m - zb * z_block)) * sizeof(float));
-          if (!z_block)
-            for (int64_t ch = 0; ch < m; ++ch)
-              shortcut[static_cast<size_t>(ch)] = z[(b * m + ch) * spatial + p];
-        }
-        // (An activation other than a clamp comes before the post affine.)
-        dequantize_row(channels_last + bp * m, scale.data(), bias.data(), z ? shortcut.data() : nullptr, lo,
-                       hi, clamps || act == Activation::None ? affine : PostAffine{}, m, v);
-        if (!clamps && act != Activation::None) {
-          apply_activation(ctx, v, m, act, activation_params);
-          if (affine.on())
-            for (int64_t ch = 0; ch < m; ++ch) v[ch] = v[ch] * affine.scale + affine.shift;
-        }
-        const std::byte* lanes_from = reinterpret_cast<const std::byte*>(v);
-        if (requant.on()) {
-          quantize_floats_serial(v, m, requant.scale, requant.zero, requant.dtype, quantized.data());
-          lanes_from = quantized.data();
-        }
-        const size_t run = static_cast<size_t>(block) * element;  // 32 bytes, or 64 for float
-        const int64_t whole = m / block;
-        std::byte* at = py + static_cast<size_t>((b * out_blocks * spatial + p) * block) * element;
-        const size_t plane = static_cast<size_t>(spatial) * run;
-        // Whole blocks by copies of a size the compiler knows (one vector move each).
-        for (int64_t ob = 0; ob < whole; ++ob) {
-          std::byte* to = at + static_cast<size_t>(ob) * plane;
-          const std::byte* from = lanes_from + static_cast<size_t>(ob) * run;
-          if (run == 32)
-            std::memcpy(to, from, 32);
-          else if (run == 64)
-            std::memcpy(to, from, 64);
-          else
-            std::memcpy(to, from, run);
-        }
-        if (whole < out_blocks) {  // the last block's real lanes, then its padding
-          const size_t lanes = static_cast<size_t>(m - whole * block) * element;
-          std::byte* to = at + static_cast<size_t>(whole) * plane;
-          std::memcpy(to, lanes_from + static_cast<size_t>(whole) * run, lanes);
-          std::memcpy(to + lanes, padding.data(), run - lanes);
-        }
-      }
+      const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+      write_blocked_positions(stage, requant.dtype, positions * t / threads, positions * (t + 1) / threads);
     }
     ctx.outputs[0] = std::move(y);
     return;
@@ -498,19 +434,22 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks, co
           for (int64_t p = 0; p < spatial; ++p) py[out.at(b, channel, p)] = 0.0f;
     finish(ctx, requant, std::move(y));
   };
-  if (channels_last) {
+  if (channels_last.sums) {
     // The sums as oneDNN leaves them, [N, OH, OW, M]: dequantized as they are read into
-    // the output's layout, a run of channels at a time (a block's lanes are contiguous;
-    // in NCHW, 16 channels are a cache line of sums).
+    // the output's layout, a run of channels at a time (in NCHW, 16 channels are a cache
+    // line of sums).
+    const int32_t* sums = channels_last.sums;
+    const std::vector<int32_t>& offsets = channels_last.offsets;
     const int64_t run = blocks.y ? blocks.y : 16, runs = (m + run - 1) / run;
 #pragma omp parallel for collapse(2) if (batch * m * spatial > (1 << 16))
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t r = 0; r < runs; ++r) {
         const int64_t first = r * run, last = std::min(m, first + run);
         for (int64_t p = 0; p < spatial; ++p) {
-          const int32_t* row = channels_last + (b * spatial + p) * m;
+          const int32_t* row = sums + (b * spatial + p) * m;
           for (int64_t channel = first; channel < last; ++channel)
-            py[out.at(b, channel, p)] = value(row[channel], b, channel, p);
+            py[out.at(b, channel, p)] = value(
+                row[channel] - (offsets.empty() ? 0 : offsets[static_cast<size_t>(channel)]), b, channel, p);
         }
       }
     done();

@@ -189,37 +189,43 @@ TEST_CASE("optimize fuses a QDQ model into int8 kernels and the plan computes wh
 }
 
 TEST_CASE(
-    "int8 convs in NC1HWC0 compute what the NCHW int8 kernels compute, requantized from layer to layer") {
+    "int8 convs in NC1HWC0 compute what the NCHW int8 kernels compute, requantized from layer to layer: "
+    "uint8 and int8 activations") {
   // ResNet-18 (residual blocks, a strided stem, max pool, downsampling shortcuts) and
   // MobileNetV2 (depthwise convs, ReLU6, an unpadded channel count: 3 x 32 + 0) through
   // the blocked kernels and through the NCHW ones, the same QDQ model on the same inputs.
-  for (const fs::path& model : {kResNet, test::examples_dir() / "mobilenetv2_half_op17.onnx"}) {
-    CAPTURE(model);
-    const std::string name = model.stem().string();
-    const fs::path cal = calibration_folder(model, 2, 500, name + "-blocked-cal");
-    const fs::path q8 = test::scratch_dir(name + "-blocked") / "int8.onnx";
-    REQUIRE(test::run_cli({"quantize", model.string(), "-o", q8.string(), "--calibration", cal.string(),
-                           "--quantize-image-convs", "--no-progress"})
-                .exit_code == 0);
-    const Model qdq = import_onnx(q8);
-    const auto profile = ascend::load_profile("Ascend910B1");
-    const ascend::OptimizeResult blocked = ascend::optimize(qdq, rules(), profile, {});
-    auto nchw_rules = test::load_rules({test::shipped_rules()});
-    for (const char* rule : {"QuantConvToNC1HWC0", "QuantConvResidualToNC1HWC0", "QuantizeNC1HWC0"})
-      REQUIRE(nchw_rules->set_enabled(rule, false));
-    const ascend::OptimizeResult nchw = ascend::optimize(qdq, *nchw_rules, profile, {});
-    const size_t int8_convs = test::count_op(blocked.model, "FusedQuantConv");
-    CHECK(int8_convs == test::count_op(qdq, "Conv"));
-    CHECK(test::count_op(nchw.model, "QuantConv") == int8_convs);
-    // The cost model prices the blocked int8 form lower: no conversions around each conv.
-    CHECK(blocked.after.latency_us < 0.8 * nchw.after.latency_us);
-    // The same sums, dequantized, requantized and pooled alike: only the float head's
-    // summation order (a global pool over blocked or NCHW data) may differ.
-    Tolerance close;
-    close.atol = close.rtol = 1e-5;
-    const NumericalCheck c = check_same_outputs(ascend::op_registry(), nchw.model, blocked.model, close, 3);
-    CHECK_MESSAGE(c.diff.within(), c.diff.worst);
-  }
+  // int8 activations are shifted into uint8 for oneDNN, and padding then reads their
+  // zero point (128 once shifted), in the one pass that lays a blocked source out
+  // channels last.
+  for (const char* activations : {"uint8", "int8"})
+    for (const fs::path& model : {kResNet, test::examples_dir() / "mobilenetv2_half_op17.onnx"}) {
+      CAPTURE(model);
+      CAPTURE(activations);
+      const std::string name = model.stem().string() + "-" + activations;
+      const fs::path cal = calibration_folder(model, 2, 500, model.stem().string() + "-blocked-cal");
+      const fs::path q8 = test::scratch_dir(name + "-blocked") / "int8.onnx";
+      REQUIRE(test::run_cli({"quantize", model.string(), "-o", q8.string(), "--calibration", cal.string(),
+                             "--activation-type", activations, "--quantize-image-convs", "--no-progress"})
+                  .exit_code == 0);
+      const Model qdq = import_onnx(q8);
+      const auto profile = ascend::load_profile("Ascend910B1");
+      const ascend::OptimizeResult blocked = ascend::optimize(qdq, rules(), profile, {});
+      auto nchw_rules = test::load_rules({test::shipped_rules()});
+      for (const char* rule : {"QuantConvToNC1HWC0", "QuantConvResidualToNC1HWC0", "QuantizeNC1HWC0"})
+        REQUIRE(nchw_rules->set_enabled(rule, false));
+      const ascend::OptimizeResult nchw = ascend::optimize(qdq, *nchw_rules, profile, {});
+      const size_t int8_convs = test::count_op(blocked.model, "FusedQuantConv");
+      CHECK(int8_convs == test::count_op(qdq, "Conv"));
+      CHECK(test::count_op(nchw.model, "QuantConv") == int8_convs);
+      // The cost model prices the blocked int8 form lower: no conversions around each conv.
+      CHECK(blocked.after.latency_us < 0.8 * nchw.after.latency_us);
+      // The same sums, dequantized, requantized and pooled alike: only the float head's
+      // summation order (a global pool over blocked or NCHW data) may differ.
+      Tolerance close;
+      close.atol = close.rtol = 1e-5;
+      const NumericalCheck c = check_same_outputs(ascend::op_registry(), nchw.model, blocked.model, close, 3);
+      CHECK_MESSAGE(c.diff.within(), c.diff.worst);
+    }
 }
 
 TEST_CASE("BERT quantized with int8 activations: every projection an int8 QuantMatMul") {

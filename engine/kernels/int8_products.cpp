@@ -115,6 +115,43 @@ const int32_t* execute(const dnnl::primitive& p, const memory::desc& src_want, c
   return acc;
 }
 
+// x channel-blocked [N, ceil(C/lanes), H, W, lanes] 8-bit, as the uint8 channels-last
+// source [N, ih, iw, C] an int8 primitive reads: shifted into uint8 (int8 ^ 0x80), and,
+// where `padded`, placed at (top, left) inside a border of `fill` (the zero point the
+// padding must read). One pass, in place of a copy, a padded copy and oneDNN's reorder.
+void blocked_to_channels_last(const uint8_t* x, int64_t n, int64_t c, int64_t lanes, int64_t h, int64_t w,
+                              bool shifted, bool padded, uint8_t fill, int64_t top, int64_t left, int64_t ih,
+                              int64_t iw, uint8_t* out) {
+  const int64_t blocks = (c + lanes - 1) / lanes, row = iw * c;
+  if (padded)
+    for (int64_t b = 0; b < n; ++b) {
+      uint8_t* image = out + b * ih * row;
+      std::fill(image, image + top * row, fill);
+      std::fill(image + (top + h) * row, image + ih * row, fill);
+      for (int64_t y = top; y < top + h; ++y) {
+        std::fill(image + y * row, image + y * row + left * c, fill);
+        std::fill(image + y * row + (left + w) * c, image + (y + 1) * row, fill);
+      }
+    }
+  const uint8_t flip = shifted ? 0x80 : 0x00;
+#pragma omp parallel for if (n * h * w * c > (1 << 16))
+  for (int64_t r = 0; r < n * h; ++r) {
+    const int64_t b = r / h, y = r % h;
+    uint8_t* to = out + ((b * ih + y + top) * iw + left) * c;
+    for (int64_t cb = 0; cb < blocks; ++cb) {
+      const uint8_t* from = x + ((b * blocks + cb) * h + y) * w * lanes;
+      const int64_t run = std::min(lanes, c - cb * lanes);
+      if (run == 32) {  // int8's C0: a run of a size the compiler knows (one vector)
+        for (int64_t i = 0; i < w; ++i)
+          for (int64_t l = 0; l < 32; ++l) to[i * c + cb * 32 + l] = from[i * 32 + l] ^ flip;
+      } else {
+        for (int64_t i = 0; i < w; ++i)
+          for (int64_t l = 0; l < run; ++l) to[i * c + cb * lanes + l] = from[i * lanes + l] ^ flip;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool int8_primitives_exact() {
@@ -187,7 +224,16 @@ bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
   if (!weights->has_value()) return false;
   note_implementation(plan->implementation);
   const void* src = x.raw();
-  if (shifted || padded) {
+  const memory::desc channels_last_source(src_dims, dt::u8, tag::nhwc);
+  const bool direct = x_block != 0 && plan->src == channels_last_source;
+  if (direct) {
+    memory converted = thread_operand(ThreadOperand::source, channels_last_source);
+    const int64_t top = padded ? g.pad_begin[0] : 0, left = padded ? g.pad_begin[1] : 0;
+    blocked_to_channels_last(reinterpret_cast<const uint8_t*>(x.raw()), n, c, lanes, g.in[0], g.in[1],
+                             shifted, padded, static_cast<uint8_t>(zero), top, left, ih, iw,
+                             static_cast<uint8_t*>(converted.get_data_handle()));
+    src = converted.get_data_handle();
+  } else if (shifted || padded) {
     const int64_t rows = planes * g.in[0], row_bytes = g.in[1] * lanes;
     uint8_t* copy = thread_source(static_cast<size_t>(planes * ih * iw * lanes));
     if (padded) std::fill(copy, copy + planes * ih * iw * lanes, static_cast<uint8_t>(zero));
@@ -202,10 +248,10 @@ bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
     src = copy;
   }
   const tag src_tag = x_block == 32 ? tag::aBcd32b : x_block == 16 ? tag::aBcd16b : tag::nchw;
+  const memory::desc src_user = direct ? channels_last_source : memory::desc(src_dims, dt::u8, src_tag);
   const bool leave = channels_last && plan->dst == memory::desc(dst_dims, dt::s32, tag::nhwc);
-  const int32_t* sums_at =
-      execute(plan->primitive, plan->src, memory::desc(src_dims, dt::u8, src_tag), src, (*weights)->laid_out,
-              plan->dst, memory::desc(dst_dims, dt::s32, tag::nchw), acc, plan->scratchpad, leave);
+  const int32_t* sums_at = execute(plan->primitive, plan->src, src_user, src, (*weights)->laid_out, plan->dst,
+                                   memory::desc(dst_dims, dt::s32, tag::nchw), acc, plan->scratchpad, leave);
   if (sums_at != acc) {
     channels_last->sums = sums_at;
     channels_last->offsets.clear();

@@ -111,10 +111,17 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
   Extent out = extent(at(n.outputs, 0), o);
   w.dtype = o.precision.planned(n.op_type, out.known ? out.dtype : DType::F32);
   const OpTraits& traits = op_registry().traits(n.domain, n.op_type);
-  // The int8 Cube ops read 8-bit operands: the Cube runs at its int8 rate.
+  // The int8 Cube ops read 8-bit operands: the Cube runs at its int8 rate. One that
+  // quantizes its float input as it reads it (quantize_input: AscendQuant taken into the
+  // conv) multiplies the 8-bit values it made, of its zero point's type (input 3).
   if (traits.integer_products) {
     const Extent x = extent(at(n.inputs, 0), o);
-    if (x.known) w.dtype = x.dtype;
+    const Attribute* quantizes = find_attr(n, "quantize_input");
+    const Extent zero = quantizes && quantizes->i ? extent(at(n.inputs, 3), o) : Extent{};
+    if (zero.known && dtype_size(zero.dtype) == 1)
+      w.dtype = zero.dtype;
+    else if (x.known)
+      w.dtype = x.dtype;
   }
   if (traits.view || traits.shape_only || is_view_transpose(n) || is_view_split(n)) {
     w.is_kernel = false;

@@ -253,9 +253,16 @@ void conv_work(const OpWork& c, const Form& f) {
       c.move(w_bytes, false, false);
       ++w.extra_launches;
     }
+    // Output values: an NC1HWC0 output holds C1 x C0 lanes a position, of which the
+    // conv computes its M channels (int8's 32 lanes would count a 2-channel conv 16 times).
+    const double out_channels =
+        fractal ? static_cast<double>(wt.dim(1) * wt.dim(2)) : static_cast<double>(wt.dim(0));
+    const double outputs = out.known && out.rank() == 5
+                               ? static_cast<double>(out.dim(0) * out.dim(2) * out.dim(3)) * out_channels
+                               : out.elements;
     // Conv: every output takes (C/group)*k MACs. ConvTranspose (weights [C, M/group, k]):
     // every input scatters (M/group)*k MACs.
-    w.cube_macs = (f.transposed ? x.elements : out.elements) * per_output;
+    w.cube_macs = (f.transposed ? x.elements : outputs) * per_output;
     // As an implicit GEMM per group: output positions x output channels x the reduction
     // (its channels and kernel window flattened, padded to whole fractals by the tiling).
     const double groups = static_cast<double>(group && group->i > 1 ? group->i : 1);
@@ -269,9 +276,7 @@ void conv_work(const OpWork& c, const Form& f) {
                             static_cast<int64_t>(out_per_group * spatial),
                             static_cast<int64_t>(in_channels / groups)});
     } else if (out.known && !out.empty()) {
-      const double out_channels =
-          fractal ? static_cast<double>(wt.dim(1) * wt.dim(2)) : static_cast<double>(wt.dim(0));
-      w.products.push_back({groups, static_cast<int64_t>(out.elements / std::max(out_channels, 1.0)),
+      w.products.push_back({groups, static_cast<int64_t>(outputs / std::max(out_channels, 1.0)),
                             static_cast<int64_t>(out_channels / groups), static_cast<int64_t>(per_output)});
     }
   }

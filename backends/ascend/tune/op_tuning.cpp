@@ -330,9 +330,10 @@ OpTuneResult tune_operators(const plan::Plan& plan, const std::map<std::string, 
     const PlanTimes times = time_plans(untuned, tuned, inputs);
     // The tuned time as the untuned median times the pairs' ratio, as for kernels.
     r.plan_default_ms = times.a_ms, r.plan_tuned_ms = times.a_ms * times.b_over_a;
-    // Kept only where the plan is not slower: kernels timed alone gained, and a tuned plan
-    // that merely matches the untuned one is not worth the risk of the noise.
-    if (times.b_over_a <= 1.0) {
+    // Kept only where the plan gains beyond the pairs' spread: kernels timed alone
+    // gained, and a tuned plan that merely matches the untuned one, or wins in half the
+    // pairs, is not worth the risk of the noise.
+    if (times.b_wins()) {
       r.plan_check = threads_taken_back ? "kept without the thread-count switches" : "every switch kept";
       break;
     }

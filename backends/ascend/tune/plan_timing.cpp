@@ -58,8 +58,8 @@ PlanTimes time_plans(const plan::Plan& a, const plan::Plan& b,
     const double a_block = spread_of(std::move(pa)).median;
     if (a_block > 0) ratios.push_back(spread_of(std::move(pb)).median / a_block);
   }
-  return {spread_of(std::move(ta)).median, spread_of(std::move(tb)).median,
-          ratios.empty() ? 1.0 : spread_of(std::move(ratios)).median};
+  const Spread r = ratios.empty() ? Spread{1.0, 1.0, 1.0} : spread_of(std::move(ratios));
+  return {spread_of(std::move(ta)).median, spread_of(std::move(tb)).median, r.median, r.q3};
 }
 
 std::map<std::string, HostTensor> random_plan_inputs(const plan::Plan& plan, uint64_t seed) {

@@ -133,7 +133,10 @@ TuneResult tune_operators(const ModelSource& source, const TuneOptions& opt, con
   json counts = json::object();
   for (const auto& [name, n] : outcomes) counts[name] = n;
   j["outcomes"] = counts;
-  j["plan"] = {{"untuned_ms", r.plan_default_ms}, {"tuned_ms", r.plan_tuned_ms}, {"check", r.plan_check}};
+  j["plan"] = {{"untuned_ms", r.plan_default_ms},
+               {"tuned_ms", r.plan_tuned_ms},
+               {"check", r.plan_check},
+               {"timings", r.plan_ratios}};
   j["budget_hit"] = r.budget_hit;
   j["seconds"] = seconds_since(started);
   result.report_json = json_text(j);
@@ -150,6 +153,7 @@ TuneResult tune_operators(const ModelSource& source, const TuneOptions& opt, con
             r.plan_default_ms, r.plan_tuned_ms, r.plan_check.c_str());
   else
     appendf(text, "whole plan       %s\n", r.plan_check.c_str());
+  for (const std::string& timing : r.plan_ratios) appendf(text, "                 %s\n", timing.c_str());
   if (r.budget_hit) appendf(text, "time budget      reached: run again with --reload to go on\n");
   appendf(text, "bank             %s\n", file.c_str());
   appendf(text, "time             %.1f s\n", seconds_since(started));

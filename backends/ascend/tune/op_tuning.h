@@ -57,6 +57,8 @@ struct OpTuneResult {
   // The whole plan, medians over interleaved blocks (ms): untuned, and with the tactics kept.
   double plan_default_ms = 0, plan_tuned_ms = 0;
   std::string plan_check;  // what the whole-plan check kept ("every switch", ...)
+  // What each of its timings read (the pairs' ratios' median and upper quartile).
+  std::vector<std::string> plan_ratios;
   bool budget_hit = false;
 };
 

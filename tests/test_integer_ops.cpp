@@ -530,112 +530,114 @@ TEST_CASE(
     for (int64_t m : {16, 40, 96})
       for (int64_t z_block : {-1, 0, 16, 32})  // -1: no residual; 0: an NCHW residual
         for (bool offsets : {false, true})
-          for (int activation = 0; activation < 4; ++activation)  // none, ReLU, Clip, another
-            for (bool affine : {false, true}) {
-              const int64_t block = out == DType::F32 ? 16 : 32, blocks = (m + block - 1) / block;
-              std::uniform_int_distribution<int32_t> big(-(1 << 26), 1 << 26);
-              std::vector<int32_t> sums(static_cast<size_t>(batch * spatial * m)),
-                  offs(static_cast<size_t>(m));
-              for (int32_t& v : sums) v = big(rng);
-              for (int32_t& v : offs) v = big(rng) / 8;
-              std::vector<double> scale(static_cast<size_t>(m));
-              std::vector<float> bias(static_cast<size_t>(m));
-              std::uniform_real_distribution<double> unit(0.0, 1.0);
-              for (int64_t c = 0; c < m; ++c) {
-                scale[static_cast<size_t>(c)] = 1e-7 * (0.5 + unit(rng));
-                bias[static_cast<size_t>(c)] = static_cast<float>(unit(rng) * 4 - 2);
-              }
-              const int64_t z_blocks = z_block > 0 ? (m + z_block - 1) / z_block : 0;
-              std::vector<float> z(
-                  z_block < 0 ? 0 : static_cast<size_t>(batch * spatial * std::max(m, z_blocks * z_block)));
-              std::normal_distribution<float> normal(0.0f, 3.0f);
-              for (float& v : z) v = normal(rng);
-              if (!z.empty()) z[z.size() / 2] = NAN;
-              // Where channel c of image b at position p is in the residual.
-              auto z_at = [&](int64_t b, int64_t c, int64_t p) {
-                return z_block > 0 ? ((b * z_blocks + c / z_block) * spatial + p) * z_block + c % z_block
-                                   : (b * m + c) * spatial + p;
-              };
-              const std::function<void(float*, int64_t)> other = [](float* v, int64_t n) {
-                for (int64_t i = 0; i < n; ++i) v[i] = v[i] * std::clamp(v[i] + 3.0f, 0.0f, 6.0f) / 6.0f;
-              };
-              BlockedStage s;
-              s.sums = sums.data();
-              s.offsets = offsets ? offs.data() : nullptr;
-              s.m = m, s.spatial = spatial, s.block = block, s.blocks = blocks;
-              s.scale = scale.data(), s.bias = bias.data();
-              s.z = z.empty() ? nullptr : z.data(), s.z_block = std::max<int64_t>(z_block, 0),
-              s.z_blocks = z_blocks;
-              s.lo = activation == 1 ? 0.0f : activation == 2 ? -1.0f : -INFINITY;
-              s.hi = activation == 2 ? 6.0f : INFINITY;
-              s.activate = activation == 3 ? &other : nullptr;
-              if (affine) s.affine = PostAffine{0.75f, 0.125f};
-              s.q_scale = 0.05f, s.q_zero = out == DType::U8 ? 3.0f : -2.0f;
-              const size_t element = dtype_size(out),
-                           size = static_cast<size_t>(batch * blocks * spatial * block);
-              std::vector<std::byte> padding(static_cast<size_t>(block) * element, std::byte{0});
-              if (out != DType::F32)
-                for (int64_t i = 0; i < block; ++i)
-                  padding[static_cast<size_t>(i)] = static_cast<std::byte>(static_cast<int8_t>(s.q_zero));
-              s.padding = padding.data();
-              // The formula, value by value.
-              std::vector<std::byte> want(size * element);
-              for (int64_t b = 0; b < batch; ++b)
-                for (int64_t ob = 0; ob < blocks; ++ob)
-                  for (int64_t p = 0; p < spatial; ++p)
-                    for (int64_t lane = 0; lane < block; ++lane) {
-                      const int64_t c = ob * block + lane,
-                                    at = ((b * blocks + ob) * spatial + p) * block + lane;
-                      std::byte* to = want.data() + at * static_cast<int64_t>(element);
-                      if (c >= m) {
-                        std::memcpy(to, padding.data(), element);
-                        continue;
-                      }
-                      const int32_t sum = sums[static_cast<size_t>((b * spatial + p) * m + c)] -
-                                          (offsets ? offs[static_cast<size_t>(c)] : 0);
-                      float v = static_cast<float>(static_cast<double>(sum) * scale[static_cast<size_t>(c)]) +
-                                bias[static_cast<size_t>(c)];
-                      if (!z.empty()) v += z[static_cast<size_t>(z_at(b, c, p))];
-                      if (v < s.lo) v = s.lo;
-                      if (v > s.hi) v = s.hi;
-                      if (activation == 3) other(&v, 1);
-                      if (affine) v = std::fma(v, 0.75f, 0.125f);
-                      if (out == DType::F32) {
-                        std::memcpy(to, &v, sizeof(float));
-                        continue;
-                      }
-                      const float q = v / s.q_scale;
-                      const double lo = out == DType::U8 ? 0 : -128, hi = out == DType::U8 ? 255 : 127;
-                      const int level = std::isnan(q)
-                                            ? 0
-                                            : static_cast<int>(std::clamp(
-                                                  std::nearbyint(static_cast<double>(q)) + s.q_zero, lo, hi));
-                      *to = static_cast<std::byte>(static_cast<uint8_t>(level));
-                    }
-              for (StageInstructions instructions : {StageInstructions::loops, StageInstructions::best}) {
-                std::vector<std::byte> got(size * element, std::byte{0x5a});
-                s.y = got.data();
-                // Two threads' halves, split inside an image.
-                write_blocked_positions(s, out, 0, 5, instructions);
-                write_blocked_positions(s, out, 5, batch * spatial, instructions);
-                int64_t differ = 0;
-                for (size_t i = 0; i < size; ++i) {
-                  if (out == DType::F32) {
-                    float g, w;
-                    std::memcpy(&g, got.data() + i * 4, 4);
-                    std::memcpy(&w, want.data() + i * 4, 4);
-                    differ += std::isnan(w) ? !std::isnan(g) : std::memcmp(&g, &w, 4) != 0;
-                  } else {
-                    differ += got[i] != want[i];
-                  }
+          for (int activation = 0; activation < 5; ++activation)  // none, ReLU, Clip, another, Clip(2, -1)
+            for (bool affine : {false, true})
+              for (bool odd_block : {false, true}) {  // C0 (16 float, 32 int8), or 8 and 24: runs end inside
+                const int64_t block = out == DType::F32 ? (odd_block ? 8 : 16) : (odd_block ? 24 : 32),
+                              blocks = (m + block - 1) / block;
+                std::uniform_int_distribution<int32_t> big(-(1 << 26), 1 << 26);
+                std::vector<int32_t> sums(static_cast<size_t>(batch * spatial * m)),
+                    offs(static_cast<size_t>(m));
+                for (int32_t& v : sums) v = big(rng);
+                for (int32_t& v : offs) v = big(rng) / 8;
+                std::vector<double> scale(static_cast<size_t>(m));
+                std::vector<float> bias(static_cast<size_t>(m));
+                std::uniform_real_distribution<double> unit(0.0, 1.0);
+                for (int64_t c = 0; c < m; ++c) {
+                  scale[static_cast<size_t>(c)] = 1e-7 * (0.5 + unit(rng));
+                  bias[static_cast<size_t>(c)] = static_cast<float>(unit(rng) * 4 - 2);
                 }
-                INFO(dtype_name(out) << " m " << m << " residual block " << z_block
-                                     << (offsets ? " offsets" : "") << " activation " << activation
-                                     << (affine ? " affine" : "")
-                                     << (instructions == StageInstructions::best ? " best" : " loops"));
-                CHECK(differ == 0);
+                const int64_t z_blocks = z_block > 0 ? (m + z_block - 1) / z_block : 0;
+                std::vector<float> z(
+                    z_block < 0 ? 0 : static_cast<size_t>(batch * spatial * std::max(m, z_blocks * z_block)));
+                std::normal_distribution<float> normal(0.0f, 3.0f);
+                for (float& v : z) v = normal(rng);
+                if (!z.empty()) z[z.size() / 2] = NAN;
+                // Where channel c of image b at position p is in the residual.
+                auto z_at = [&](int64_t b, int64_t c, int64_t p) {
+                  return z_block > 0 ? ((b * z_blocks + c / z_block) * spatial + p) * z_block + c % z_block
+                                     : (b * m + c) * spatial + p;
+                };
+                const std::function<void(float*, int64_t)> other = [](float* v, int64_t n) {
+                  for (int64_t i = 0; i < n; ++i) v[i] = v[i] * std::clamp(v[i] + 3.0f, 0.0f, 6.0f) / 6.0f;
+                };
+                BlockedStage s;
+                s.sums = sums.data();
+                s.offsets = offsets ? offs.data() : nullptr;
+                s.m = m, s.spatial = spatial, s.block = block, s.blocks = blocks;
+                s.scale = scale.data(), s.bias = bias.data();
+                s.z = z.empty() ? nullptr : z.data(), s.z_block = std::max<int64_t>(z_block, 0),
+                s.z_blocks = z_blocks;
+                s.lo = activation == 1 ? 0.0f : activation == 2 ? -1.0f : activation == 4 ? 2.0f : -INFINITY;
+                s.hi = activation == 2 ? 6.0f : activation == 4 ? -1.0f : INFINITY;
+                s.activate = activation == 3 ? &other : nullptr;
+                if (affine) s.affine = PostAffine{0.75f, 0.125f};
+                s.q_scale = 0.05f, s.q_zero = out == DType::U8 ? 3.0f : -2.0f;
+                const size_t element = dtype_size(out),
+                             size = static_cast<size_t>(batch * blocks * spatial * block);
+                std::vector<std::byte> padding(static_cast<size_t>(block) * element, std::byte{0});
+                if (out != DType::F32)
+                  for (int64_t i = 0; i < block; ++i)
+                    padding[static_cast<size_t>(i)] = static_cast<std::byte>(static_cast<int8_t>(s.q_zero));
+                s.padding = padding.data();
+                // The formula, value by value.
+                std::vector<std::byte> want(size * element);
+                for (int64_t b = 0; b < batch; ++b)
+                  for (int64_t ob = 0; ob < blocks; ++ob)
+                    for (int64_t p = 0; p < spatial; ++p)
+                      for (int64_t lane = 0; lane < block; ++lane) {
+                        const int64_t c = ob * block + lane,
+                                      at = ((b * blocks + ob) * spatial + p) * block + lane;
+                        std::byte* to = want.data() + at * static_cast<int64_t>(element);
+                        if (c >= m) {
+                          std::memcpy(to, padding.data(), element);
+                          continue;
+                        }
+                        const int32_t sum = sums[static_cast<size_t>((b * spatial + p) * m + c)] -
+                                            (offsets ? offs[static_cast<size_t>(c)] : 0);
+                        float v =
+                            static_cast<float>(static_cast<double>(sum) * scale[static_cast<size_t>(c)]) +
+                            bias[static_cast<size_t>(c)];
+                        if (!z.empty()) v += z[static_cast<size_t>(z_at(b, c, p))];
+                        v = v < s.lo ? s.lo : (v > s.hi ? s.hi : v);  // lo wins where lo > hi
+                        if (activation == 3) other(&v, 1);
+                        if (affine) v = std::fma(v, 0.75f, 0.125f);
+                        if (out == DType::F32) {
+                          std::memcpy(to, &v, sizeof(float));
+                          continue;
+                        }
+                        const float q = v / s.q_scale;
+                        const double lo = out == DType::U8 ? 0 : -128, hi = out == DType::U8 ? 255 : 127;
+                        const int level =
+                            std::isnan(q) ? 0
+                                          : static_cast<int>(std::clamp(
+                                                std::nearbyint(static_cast<double>(q)) + s.q_zero, lo, hi));
+                        *to = static_cast<std::byte>(static_cast<uint8_t>(level));
+                      }
+                for (StageInstructions instructions : {StageInstructions::loops, StageInstructions::best}) {
+                  std::vector<std::byte> got(size * element, std::byte{0x5a});
+                  s.y = got.data();
+                  // Two threads' halves, split inside an image.
+                  write_blocked_positions(s, out, 0, 5, instructions);
+                  write_blocked_positions(s, out, 5, batch * spatial, instructions);
+                  int64_t differ = 0;
+                  for (size_t i = 0; i < size; ++i) {
+                    if (out == DType::F32) {
+                      float g, w;
+                      std::memcpy(&g, got.data() + i * 4, 4);
+                      std::memcpy(&w, want.data() + i * 4, 4);
+                      differ += std::isnan(w) ? !std::isnan(g) : std::memcmp(&g, &w, 4) != 0;
+                    } else {
+                      differ += got[i] != want[i];
+                    }
+                  }
+                  INFO(dtype_name(out) << " m " << m << " block " << block << " residual block " << z_block
+                                       << (offsets ? " offsets" : "") << " activation " << activation
+                                       << (affine ? " affine" : "")
+                                       << (instructions == StageInstructions::best ? " best" : " loops"));
+                  CHECK(differ == 0);
+                }
               }
-            }
 }
 
 TEST_CASE("DynamicQuantizeLinear rounds half to even and saturates as ONNX defines") {

@@ -122,6 +122,7 @@ KernelWork work_of(const KernelDesc& n, const CostOptions& o) {
       w.dtype = zero.dtype;
     else if (x.known)
       w.dtype = x.dtype;
+    w.vector_dtype = o.precision.planned(n.op_type, DType::F32);
   }
   if (traits.view || traits.shape_only || is_view_transpose(n) || is_view_split(n)) {
     w.is_kernel = false;
@@ -170,8 +171,9 @@ KernelCost cost_of(const KernelWork& w, const HardwareProfile& p) {
   } else if (w.cube_macs > 0) {  // no shape to tile: at the sustained rate on every core
     c.cube_us = w.cube_macs / (p.fp16_macs_per_cycle * rate * p.cube_efficiency * p.ai_cores * hz) * 1e6;
   }
+  const DType lanes = w.vector_dtype == DType::Undefined ? w.dtype : w.vector_dtype;
   const double lane_bytes =
-      static_cast<double>(std::max<size_t>(dtype_size(w.dtype) >= 4 ? 4 : dtype_size(w.dtype), 1));
+      static_cast<double>(std::max<size_t>(dtype_size(lanes) >= 4 ? 4 : dtype_size(lanes), 1));
   const double vector_ops = w.vector_ops + w.permuted_elements * p.vector_transpose_ops;
   c.vector_us =
       vector_ops * lane_bytes / (p.vector_bytes_per_cycle * p.vector_efficiency * p.vector_cores * hz) * 1e6;

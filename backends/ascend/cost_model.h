@@ -19,7 +19,10 @@ namespace geopt::ascend {
 struct KernelWork {
   std::string op;
   DType dtype = DType::F32;  // the compute type
-  bool is_kernel = true;     // false for views (Reshape, Squeeze, ...), which launch nothing
+  // The Vector unit's lane type where it is not `dtype`: an int8 Cube op multiplies 8-bit
+  // values but dequantizes, adds its bias, activates and (re)quantizes in float.
+  DType vector_dtype = DType::Undefined;
+  bool is_kernel = true;  // false for views (Reshape, Squeeze, ...), which launch nothing
   double cube_macs = 0;
   double vector_ops = 0;  // element operations (a transcendental counts several)
   double hbm_read_bytes = 0;

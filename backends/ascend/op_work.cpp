@@ -257,9 +257,10 @@ void conv_work(const OpWork& c, const Form& f) {
     // conv computes its M channels (int8's 32 lanes would count a 2-channel conv 16 times).
     const double out_channels =
         fractal ? static_cast<double>(wt.dim(1) * wt.dim(2)) : static_cast<double>(wt.dim(0));
-    const double outputs = out.known && out.rank() == 5
-                               ? static_cast<double>(out.dim(0) * out.dim(2) * out.dim(3)) * out_channels
-                               : out.elements;
+    const double outputs =
+        out.known && out.rank() == 5 && wt.rank() == 4  // (a 3-D conv's NCDHW is rank 5 too)
+            ? static_cast<double>(out.dim(0) * out.dim(2) * out.dim(3)) * out_channels
+            : out.elements;
     // Conv: every output takes (C/group)*k MACs. ConvTranspose (weights [C, M/group, k]):
     // every input scatters (M/group)*k MACs.
     w.cube_macs = (f.transposed ? x.elements : outputs) * per_output;

@@ -22,7 +22,7 @@ template <class T, bool kOffsets, bool kResidual>
 __attribute__((always_inline)) inline void stage_lanes(const BlockedStage& s, const int32_t* sum, int64_t c,
                                                        const float* z, float lo, float hi, float a, float b,
                                                        T* to, int64_t n) {
-  const int32_t* off = s.offsets + c;
+  const int32_t* off = kOffsets ? s.offsets + c : nullptr;  // (no arithmetic on a null pointer)
   const double* scale = s.scale + c;
   const float* bias = s.bias + c;
   const float qs = s.q_scale, qz = s.q_zero;
@@ -43,10 +43,12 @@ __attribute__((always_inline)) inline void stage_lanes(const BlockedStage& s, co
   }
 }
 
-// v < lo ? lo : (v > hi ? hi : v), NaN kept, as the loops select.
+// v < lo ? lo : (v > hi ? hi : v), NaN kept, as the loops select (both compares of v
+// itself: with lo > hi, a Clip's degenerate bounds, lo wins as in apply_activation).
 __attribute__((target("avx512f"), always_inline)) inline __m512 clamp16(__m512 v, __m512 lo, __m512 hi) {
-  v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
-  return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+  const __mmask16 below = _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ),
+                  above = _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ);
+  return _mm512_mask_mov_ps(_mm512_mask_mov_ps(v, above, hi), below, lo);
 }
 
 // stage_lanes of 16 lanes in AVX-512 instructions, step for step (the compiler's own
@@ -159,15 +161,18 @@ __attribute__((always_inline)) inline void pad_last_block(const BlockedStage& s,
 // plane is written in order, and the residual's read in order. Image b and position p
 // are stepped along (a division per position costs as much as the lanes' arithmetic).
 // Loops vectorizes by the compiler for the target it is inlined into; Avx512 computes
-// each whole run of 16 lanes in AVX-512 instructions.
+// each whole run of 16 lanes in AVX-512 instructions. (The walk is written out in both:
+// GCC inlines AVX-512 code only into a function compiled for AVX-512, and a template or a
+// lambda shared by the two would be compiled for neither.)
 struct Loops {
   template <class T, bool kOffsets, bool kResidual>
   __attribute__((always_inline)) static inline void positions(const BlockedStage& s, int64_t begin,
                                                               int64_t end) {
     T* y = reinterpret_cast<T*>(s.y);
     alignas(64) float gathered[kRun];
-    for (int64_t c = 0; c < s.m; c += kRun) {
-      const int64_t ob = c / s.block, i0 = c % s.block, n = std::min({kRun, s.block - i0, s.m - c});
+    for (int64_t c = 0, n = 0; c < s.m; c += n) {  // runs of up to 16 lanes inside a block
+      const int64_t ob = c / s.block, i0 = c % s.block;
+      n = std::min({kRun, s.block - i0, s.m - c});
       const ResidualRun zr(s, c, n);
       int64_t b = begin / s.spatial, p = begin % s.spatial;
       for (int64_t bp = begin; bp < end; ++bp, ++p) {
@@ -187,8 +192,9 @@ struct Avx512 {
                                                            int64_t end) {
     T* y = reinterpret_cast<T*>(s.y);
     alignas(64) float gathered[kRun];
-    for (int64_t c = 0; c < s.m; c += kRun) {
-      const int64_t ob = c / s.block, i0 = c % s.block, n = std::min({kRun, s.block - i0, s.m - c});
+    for (int64_t c = 0, n = 0; c < s.m; c += n) {  // runs of up to 16 lanes inside a block
+      const int64_t ob = c / s.block, i0 = c % s.block;
+      n = std::min({kRun, s.block - i0, s.m - c});
       const ResidualRun zr(s, c, n);
       const bool wide = n == kRun && !s.activate;
       int64_t b = begin / s.spatial, p = begin % s.spatial;
@@ -237,6 +243,7 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void write_vectorize
 
 void write_blocked_positions(const BlockedStage& s, DType out, int64_t begin, int64_t end,
                              StageInstructions instructions) {
+  if (begin >= end) return;
   static const bool avx512 = __builtin_cpu_supports("avx512f");
   if (avx512 && instructions == StageInstructions::best)
     stage_all<Avx512>(s, out, begin, end);

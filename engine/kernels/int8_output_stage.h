@@ -21,9 +21,6 @@ struct PostAffine {
   bool on() const { return scale != 1.0f || shift != 0.0f; }
 };
 
-// The widest output block the stage writes (int8's C0 is 32, float's 16).
-constexpr int64_t kMaxStageBlock = 64;
-
 // Where the stage reads and writes, for one conv call.
 struct BlockedStage {
   const int32_t* sums = nullptr;     // [N x spatial, m]

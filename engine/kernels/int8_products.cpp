@@ -118,7 +118,8 @@ const int32_t* execute(const dnnl::primitive& p, const memory::desc& src_want, c
 // x channel-blocked [N, ceil(C/lanes), H, W, lanes] 8-bit, as the uint8 channels-last
 // source [N, ih, iw, C] an int8 primitive reads: shifted into uint8 (int8 ^ 0x80), and,
 // where `padded`, placed at (top, left) inside a border of `fill` (the zero point the
-// padding must read). One pass, in place of a copy, a padded copy and oneDNN's reorder.
+// padding must read). One pass, in place of a copy (shifted and padded where it must be)
+// and oneDNN's reorder.
 void blocked_to_channels_last(const uint8_t* x, int64_t n, int64_t c, int64_t lanes, int64_t h, int64_t w,
                               bool shifted, bool padded, uint8_t fill, int64_t top, int64_t left, int64_t ih,
                               int64_t iw, uint8_t* out) {

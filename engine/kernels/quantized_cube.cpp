@@ -12,7 +12,6 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <type_traits>
 
 #include <omp.h>
 
@@ -365,7 +364,7 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks, co
   const std::string activation = ctx.attr_string("activation", "none");
   const Activation act = parse_activation(ctx, activation);
   const PostAffine affine{ctx.attr_float("post_scale", 1.0f), ctx.attr_float("post_shift", 0.0f)};
-  if (channels_last.sums && blocks.y && blocks.y <= kMaxStageBlock) {
+  if (channels_last.sums && blocks.y) {
     const bool clamps = act == Activation::Relu || act == Activation::Clip;
     const std::vector<float> activation_params = ctx.attr_floats("activation_params");
     BlockedStage stage;
@@ -425,7 +424,8 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks, co
     if (affine.on()) {
       const int64_t n = y.size();
 #pragma omp parallel for if (n > (1 << 16))
-      for (int64_t i = 0; i < n; ++i) py[i] = py[i] * affine.scale + affine.shift;
+      for (int64_t i = 0; i < n; ++i)
+        py[i] = std::fma(py[i], affine.scale, affine.shift);  // as the blocked stage
     }
     // The activation or the shift of 0 need not be 0: the padding stays 0.
     if (blocks.y && m % blocks.y && ((!relu && act != Activation::None) || affine.on()))

@@ -323,7 +323,7 @@ OpTuneResult tune_operators(const plan::Plan& plan, const std::map<std::string, 
     plan::Plan tuned = untuned;
     if (apply_op_bank(tuned, this_run(), o.key) == 0) {
       if (threads_taken_back) {
-        r.plan_check = "every switch taken back: the plan did not gain";
+        r.plan_check = "every switch taken back: the plan did not win in three pairs in four";
         r.plan_tuned_ms = r.plan_default_ms;
       }
       break;
@@ -333,7 +333,7 @@ OpTuneResult tune_operators(const plan::Plan& plan, const std::map<std::string, 
     r.plan_default_ms = times.a_ms, r.plan_tuned_ms = times.a_ms * times.b_over_a;
     char measured[160];
     std::snprintf(
-        measured, sizeof measured, "%s: tuned/untuned %.3f in the median pair, %.3f in the upper quartile",
+        measured, sizeof measured, "%s: tuned/untuned %.3f, the pairs' median, %.3f, their upper quartile",
         threads_taken_back ? "without the thread counts" : "every switch", times.b_over_a, times.b_over_a_q3);
     r.plan_ratios.push_back(measured);
     // Kept only where the plan gains beyond the pairs' spread: kernels timed alone
@@ -348,7 +348,7 @@ OpTuneResult tune_operators(const plan::Plan& plan, const std::map<std::string, 
       continue;
     }
     take_back(false);
-    r.plan_check = "every switch taken back: the plan did not gain";
+    r.plan_check = "every switch taken back: the plan did not win in three pairs in four";
     r.plan_tuned_ms = r.plan_default_ms;
     break;
   }

@@ -128,6 +128,39 @@ TEST_CASE("a large fp16 MatMul is Cube-bound at the profile's sustained rate") {
   CHECK(cost_of(wn, p).l2_bytes == doctest::Approx(3.0 * 4096 * 4096 * 2));
 }
 
+TEST_CASE(
+    "an int8 conv multiplies at the Cube's int8 rate whether it reads 8-bit values or quantizes float ones "
+    "as it "
+    "reads them; an NC1HWC0 output's padding lanes are not positions") {
+  // ResNet-50's 3x3 layer-3 conv, 256 -> 256 channels at 14 x 14, its output requantized.
+  auto conv = [](const std::string& x, int quantize_input, int64_t m) {
+    const std::string blocks = std::to_string((m + 31) / 32), ms = std::to_string(m);
+    const std::string text =
+        "<ir_version: 8, opset_import: [\"\" : 13, \"ai.geopt\" : 1]>\ng (" + x + " x, int8[" + ms +
+        ",256,3,3] w, float xs, uint8 xz, float[" + ms + "] ws, int8[" + ms + "] wz, float[" + ms +
+        "] b) => (uint8[1," + blocks + ",14,14,32] y) {\n  y = ai.geopt.FusedQuantConv <channels = " + ms +
+        ", kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [1, 1], dilations = [1, 1], group = 1, "
+        "output_dtype = 2, output_scale = 0.1, output_zero_point = 0, quantize_input = " +
+        std::to_string(quantize_input) +
+        ", input_scale = 0.05, input_zero_point = 0> (x, w, xs, xz, ws, wz, b)\n}";
+    Model model = import_onnx_proto(test::parse_text_model(text.c_str()), "int8 conv");
+    return work_of(*model.graph->nodes()[0]);
+  };
+  const HardwareProfile p = load_profile("Ascend910B1");
+  const KernelWork reads_8bit = conv("uint8[1,8,14,14,32]", 0, 256),
+                   quantizes = conv("float[1,16,14,14,16]", 1, 256);
+  CHECK(cost_of(quantizes, p).cube_us == doctest::Approx(cost_of(reads_8bit, p).cube_us));
+  // The same conv in fp16 takes the Cube about twice as long.
+  onnx::ModelProto fp16 = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float16[1,256,14,14] x, float16[256,256,3,3] w) => (float16[1,256,14,14] y) { y = Conv <pads = [1, 1, 1, 1]> (x, w) })");
+  Model fp16_model = import_onnx_proto(std::move(fp16), "fp16 conv");
+  const double fp16_cube = cost_of(work_of(*fp16_model.graph->nodes()[0]), p).cube_us;
+  CHECK(cost_of(reads_8bit, p).cube_us < 0.6 * fp16_cube);
+  // Each output position computes its M channels: 2 channels in a block of 32 lanes are 2.
+  CHECK(reads_8bit.cube_macs == doctest::Approx(14.0 * 14 * 256 * 256 * 9));
+  CHECK(conv("uint8[1,8,14,14,32]", 0, 2).cube_macs == doctest::Approx(14.0 * 14 * 2 * 256 * 9));
+}
+
 TEST_CASE("a fused kernel is feasible with a large UB and infeasible, with the reason, with a small one") {
   onnx::ModelProto m = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
     g (float[8,16384] x, float[8,16384] r, float[16384] g) => (float[8,16384] y) { y = ai.geopt.AddLayerNorm(x, r, g) })");

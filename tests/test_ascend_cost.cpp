@@ -131,7 +131,7 @@ TEST_CASE("a large fp16 MatMul is Cube-bound at the profile's sustained rate") {
 TEST_CASE(
     "an int8 conv multiplies at the Cube's int8 rate whether it reads 8-bit values or quantizes float ones "
     "as it "
-    "reads them; an NC1HWC0 output's padding lanes are not positions") {
+    "reads them, and an NC1HWC0 output's padding lanes are not positions") {
   // ResNet-50's 3x3 layer-3 conv, 256 -> 256 channels at 14 x 14, its output requantized.
   auto conv = [](const std::string& x, int quantize_input, int64_t m) {
     const std::string blocks = std::to_string((m + 31) / 32), ms = std::to_string(m);

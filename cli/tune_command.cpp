@@ -59,8 +59,8 @@ std::function<int()> add_tune_command(CLI::App& app) {
   cmd->add_flag("--reload", o->reload, "Resume: what the bank holds for this machine is not measured again");
   cmd->add_flag(
       "--tune_threads,--tune-threads", o->tune_threads,
-      "--job_type 2: also try fewer threads per kernel (can gain on dedicated cores, and lose on shared "
-      "ones: docs/TUNING.md)");
+      "--job_type 2: also try fewer threads per kernel, then the whole plan on one thread (can gain on "
+      "dedicated cores, and lose on shared ones: docs/TUNING.md)");
   cmd->add_option("--time_budget,--time-budget", o->time_budget,
                   "Seconds at most (0: none); what is not reached keeps its setting, --reload goes on")
       ->check(CLI::NonNegativeNumber);

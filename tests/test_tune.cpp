@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -274,6 +275,12 @@ TEST_CASE(
   for (const auto& op : with_threads["ops"]) with += op["candidates"].get<size_t>();
   const int team = default_kernel_threads();  // 1 thread fewer, and half the team from 4 up
   CHECK(with == without + with_threads["ops"].size() * static_cast<size_t>(team >= 4 ? 2 : team > 1 ? 1 : 0));
+  // And the whole plan on one thread, timed against what the check kept (with a team).
+  const json timings = with_threads["plan"]["timings"];
+  const bool one_thread_timed = std::any_of(timings.begin(), timings.end(), [](const json& t) {
+    return t.get<std::string>().starts_with("every kernel on one thread");
+  });
+  CHECK(one_thread_timed == (team > 1));
 
   // --reload measures nothing the bank holds.
   const test::CliResult again = test::run_cli(

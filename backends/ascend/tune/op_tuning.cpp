@@ -352,6 +352,49 @@ OpTuneResult tune_operators(const plan::Plan& plan, const std::map<std::string, 
     r.plan_tuned_ms = r.plan_default_ms;
     break;
   }
+  // With thread counts searched, the whole plan on one thread too. Where a team's
+  // parallel regions cost more than the small kernels gain (a virtual machine's), only
+  // the whole plan shows it: each region wakes the other thread, and no kernel timed
+  // alone pays for that. ShuffleNet v2 ran 2.8-3.0 ms on one thread against 3.2-3.4 ms on
+  // two on dev-2c-z, where its kernels timed alone kept their team.
+  if (o.thread_counts && team > 1) {
+    KnowledgeBank kept = this_run(), single;
+    plan::Plan current = untuned;
+    apply_op_bank(current, kept, o.key);
+    std::vector<size_t> filed;
+    for (size_t i = 0; i < r.ops.size(); ++i) {
+      const TunedOp& t = r.ops[i];
+      if (t.outcome == TunedOp::Outcome::not_reached || t.outcome == TunedOp::Outcome::from_bank) continue;
+      HostTactic tactic = parse_tactic(t.outcome == TunedOp::Outcome::switched ? t.tactic : std::string());
+      tactic.threads = 1;
+      single.put(OpEntry{o.key, t.signature, t.op_type, tactic_text(tactic), 0, 0, o.model});
+      filed.push_back(i);
+    }
+    plan::Plan one_thread = untuned;
+    if (!filed.empty() && apply_op_bank(one_thread, single, o.key) > 0) {
+      const PlanTimes times = time_plans(current, one_thread, inputs);
+      char measured[160];
+      std::snprintf(
+          measured, sizeof measured,
+          "every kernel on one thread: against the above %.3f, the pairs' median, %.3f, their upper "
+          "quartile",
+          times.b_over_a, times.b_over_a_q3);
+      r.plan_ratios.push_back(measured);
+      if (times.b_wins()) {
+        const double before_ms = r.plan_tuned_ms > 0 ? r.plan_tuned_ms : times.a_ms;
+        if (r.plan_default_ms == 0) r.plan_default_ms = times.a_ms;
+        r.plan_tuned_ms = before_ms * times.b_over_a;
+        r.plan_check += "; then every kernel on one thread, kept";
+        for (size_t i : filed) {
+          TunedOp& t = r.ops[i];
+          t.tactic = single.find_op(o.key, t.signature)->tactic;
+          t.outcome = TunedOp::Outcome::switched;
+          t.tuned_us = t.default_us * times.b_over_a;  // the plan's ratio: no kernel was timed so alone
+          bank.put(OpEntry{o.key, t.signature, t.op_type, t.tactic, t.default_us, t.tuned_us, o.model});
+        }
+      }
+    }
+  }
   if (o.checkpoint) o.checkpoint(bank);
   if (o.progress) o.progress("checking the whole plan", 1, 1);
   return r;

@@ -31,9 +31,9 @@ struct OpTuneOptions {
   // 0: none. Measuring stops once it has run this long (one signature at least is
   // measured); the signatures not reached keep their tactic, and --reload goes on.
   double time_budget_s = 0;
-  // Also try fewer threads per kernel. Off by default: on EfficientNet-B0 the thread
-  // switches one run kept made the plan 2.5% faster on a quiet machine and 13% slower
-  // once the cores were shared (docs/TUNING.md).
+  // Also try fewer threads per kernel, and then the whole plan on one thread. Off by
+  // default: on EfficientNet-B0 the thread switches one run kept made the plan 2.5%
+  // faster on a quiet machine and 13% slower once the cores were shared (docs/TUNING.md).
   bool thread_counts = false;
   int rounds = 7;          // interleaved rounds per comparison
   double min_gain = 0.03;  // a switch saves at least this share of the incumbent's median

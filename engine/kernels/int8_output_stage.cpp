@@ -122,26 +122,10 @@ struct ResidualRun {
 template <class T, bool kOffsets, bool kResidual>
 __attribute__((always_inline)) inline void stage_run(const BlockedStage& s, const int32_t* sum, int64_t c,
                                                      const float* z, T* to, int64_t n) {
-  if (!s.activate) {
-    if (n == kRun)  // a constant trip count, once inlined
-      stage_lanes<T, kOffsets, kResidual>(s, sum, c, z, s.lo, s.hi, s.affine.scale, s.affine.shift, to, kRun);
-    else
-      stage_lanes<T, kOffsets, kResidual>(s, sum, c, z, s.lo, s.hi, s.affine.scale, s.affine.shift, to, n);
-    return;
-  }
-  // Another activation: the dequantized values, activated, then the post affine and
-  // the requantization.
-  const float inf = std::numeric_limits<float>::infinity();
-  alignas(64) float v[kRun];
-  stage_lanes<float, kOffsets, kResidual>(s, sum, c, z, -inf, inf, 1.0f, 0.0f, v, n);
-  (*s.activate)(v, n);
-  for (int64_t i = 0; i < n; ++i) {
-    const float w = s.affine.on() ? std::fma(v[i], s.affine.scale, s.affine.shift) : v[i];
-    if constexpr (std::is_same_v<T, float>)
-      to[i] = w;
-    else
-      to[i] = quantize_value<T>(w, s.q_scale, s.q_zero);
-  }
+  if (n == kRun)  // a constant trip count, once inlined
+    stage_lanes<T, kOffsets, kResidual>(s, sum, c, z, s.lo, s.hi, s.affine.scale, s.affine.shift, to, kRun);
+  else
+    stage_lanes<T, kOffsets, kResidual>(s, sum, c, z, s.lo, s.hi, s.affine.scale, s.affine.shift, to, n);
 }
 
 // The padding lanes of the last output block, past m, for positions [begin, end).
@@ -196,7 +180,7 @@ struct Avx512 {
       const int64_t ob = c / s.block, i0 = c % s.block;
       n = std::min({kRun, s.block - i0, s.m - c});
       const ResidualRun zr(s, c, n);
-      const bool wide = n == kRun && !s.activate;
+      const bool wide = n == kRun;
       int64_t b = begin / s.spatial, p = begin % s.spatial;
       for (int64_t bp = begin; bp < end; ++bp, ++p) {
         if (p == s.spatial) p = 0, ++b;
@@ -212,8 +196,53 @@ struct Avx512 {
   }
 };
 
+// Positions [begin, end) under another activation (HardSwish, Sigmoid, ...): for each run
+// of lanes, the dequantized values of up to 32 positions, activated in one call (a call a
+// run would cost as much as HardSwish's arithmetic), then the post affine and the
+// requantization.
+struct Activated {
+  static constexpr int64_t kBatch = 32;
+  template <class T, bool kOffsets, bool kResidual>
+  __attribute__((always_inline)) static inline void positions(const BlockedStage& s, int64_t begin,
+                                                              int64_t end) {
+    T* y = reinterpret_cast<T*>(s.y);
+    const float inf = std::numeric_limits<float>::infinity();
+    alignas(64) float gathered[kRun], v[kBatch * kRun];
+    int64_t at[kBatch];  // where each position's run goes in y
+    for (int64_t c = 0, n = 0; c < s.m; c += n) {
+      const int64_t ob = c / s.block, i0 = c % s.block;
+      n = std::min({kRun, s.block - i0, s.m - c});
+      const ResidualRun zr(s, c, n);
+      int64_t b = begin / s.spatial, p = begin % s.spatial;
+      for (int64_t first = begin; first < end; first += kBatch) {
+        const int64_t count = std::min(kBatch, end - first);
+        for (int64_t k = 0; k < count; ++k, ++p) {
+          if (p == s.spatial) p = 0, ++b;
+          const float* z = kResidual ? zr.at(s, b, p, c, n, gathered) : nullptr;
+          stage_lanes<float, kOffsets, kResidual>(s, s.sums + (first + k) * s.m + c, c, z, -inf, inf, 1.0f,
+                                                  0.0f, v + k * n, n);
+          at[k] = ((b * s.blocks + ob) * s.spatial + p) * s.block + i0;
+        }
+        (*s.activate)(v, count * n);
+        for (int64_t k = 0; k < count; ++k)
+          for (int64_t i = 0; i < n; ++i) {
+            const float x = v[k * n + i];
+            const float w = s.affine.on() ? std::fma(x, s.affine.scale, s.affine.shift) : x;
+            if constexpr (std::is_same_v<T, float>)
+              y[at[k] + i] = w;
+            else
+              y[at[k] + i] = quantize_value<T>(w, s.q_scale, s.q_zero);
+          }
+      }
+    }
+    pad_last_block<T>(s, begin, end);
+  }
+};
+
 template <class Impl, class T>
 __attribute__((always_inline)) inline void stage_of(const BlockedStage& s, int64_t begin, int64_t end) {
+  if constexpr (std::is_same_v<Impl, Loops>)
+    if (s.activate) return stage_of<Activated, T>(s, begin, end);
   if (s.offsets)
     s.z ? Impl::template positions<T, true, true>(s, begin, end)
         : Impl::template positions<T, true, false>(s, begin, end);
@@ -245,7 +274,8 @@ void write_blocked_positions(const BlockedStage& s, DType out, int64_t begin, in
                              StageInstructions instructions) {
   if (begin >= end) return;
   static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512 && instructions == StageInstructions::best)
+  // (Another activation's walk runs where it is vectorized: in the loops' clones.)
+  if (avx512 && instructions == StageInstructions::best && !s.activate)
     stage_all<Avx512>(s, out, begin, end);
   else
     write_vectorized(s, out, begin, end);

@@ -72,6 +72,10 @@ CompileBanks load_compile_banks(const ModelSource& source, const ascend::Hardwar
       for (const std::string& d : b.model_entry->disable) o.rules.disable.push_back(d);
       o.max_streams = b.model_entry->max_streams;  // the settings tuned replace --max_streams
       if (!b.model_entry->topo_sorting_mode.empty()) o.topo_sorting_mode = b.model_entry->topo_sorting_mode;
+      // Regions kept out of NC1HWC0: the model's node names, checked against it by compile
+      // (a model edited since has another signature, so its entry is not found).
+      for (const std::string& k : b.model_entry->keep_format) o.rules.keep_format.push_back(k);
+      if (!b.model_entry->extraction.empty()) o.rules.extraction = b.model_entry->extraction;
     }
   }
   return b;

@@ -177,7 +177,10 @@ nlohmann::ordered_json banks_json(const CompileBanks& b, size_t bank_kernels) {
           {"disable", b.model_entry->disable},
           {"max_streams", b.model_entry->max_streams},
           {"topo_sorting_mode", b.model_entry->topo_sorting_mode.empty() ? std::string("memory")
-                                                                         : b.model_entry->topo_sorting_mode}};
+                                                                         : b.model_entry->topo_sorting_mode},
+          {"keep_format", b.model_entry->keep_format},
+          {"extraction",
+           b.model_entry->extraction.empty() ? std::string("auto") : b.model_entry->extraction}};
     else
       m["applied"] = nullptr;
     j["model_bank"] = m;
@@ -199,6 +202,9 @@ std::string banks_text(const CompileBanks& b, size_t bank_kernels) {
                 ", off:";
       for (const auto& d : b.model_entry->disable) applied += " " + d;
       if (b.model_entry->disable.empty()) applied += " none";
+      if (!b.model_entry->keep_format.empty())
+        applied += ", " + std::to_string(b.model_entry->keep_format.size()) + " node(s) kept in their format";
+      if (!b.model_entry->extraction.empty()) applied += ", extraction " + b.model_entry->extraction;
     }
     appendf(t, "model bank       %s: %s; %zu entr%s for other machines ignored\n", b.model_file.c_str(),
             applied.c_str(), b.model_other_keys, b.model_other_keys == 1 ? "y" : "ies");
@@ -362,7 +368,7 @@ ascend::CompileOptions pipeline_options(const CompileOptions& o, const Model& gi
                                         const dsl::RuleSet* rules, const ascend::HardwareProfile& profile) {
   ascend::CompileOptions co;
   co.rules = rules;
-  co.optimize = optimize_options(o.target, o.rules, profile);
+  co.optimize = optimize_options(o.target, o.rules, profile, &given);
   co.memory.reuse = !o.disable_reuse_memory;
   for (const auto& name : o.op_no_reuse_mem)
     if (!name.empty()) co.memory.no_reuse.insert(name);

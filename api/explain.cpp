@@ -433,7 +433,8 @@ ExplainResult explain_model(const ModelSource& source, const ExplainOptions& o) 
   const dsl::ExplainOptions eo{o.rule, o.anywhere};
   Findings f;
   f.matches = dsl::explain_matches(*rules, ascend::op_registry(), model, eo);
-  f.optimized = ascend::optimize(model, *rules, profile, optimize_options(o.target, o.rules, profile));
+  f.optimized =
+      ascend::optimize(model, *rules, profile, optimize_options(o.target, o.rules, profile, &model));
   const ascend::OptimizeResult& r = f.optimized;
   ExplainResult result;
   if (!o.node.empty()) {

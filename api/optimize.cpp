@@ -247,7 +247,7 @@ OptimizeResult optimize(const ModelSource& source, const OptimizeOptions& o) {
     const int64_t bytes = source.path.empty()
                               ? static_cast<int64_t>(source.bytes.size())
                               : static_cast<int64_t>(std::filesystem::file_size(source.path, ec));
-    run.opts = optimize_options(o.target, o.rules, profile);
+    run.opts = optimize_options(o.target, o.rules, profile, &input);
     ascend::OptimizeResult r = ascend::optimize(input, *rules, profile, run.opts);
     run.r = &r;
     // Layouts are assigned by the same extraction, so this stage is also the layout stage.

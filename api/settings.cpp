@@ -1,9 +1,15 @@
 #include "settings.h"
 
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <set>
+
 #include "dsl/diagnostic.h"
 #include "io/npy.h"
 #include "ir/value.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace geopt::api {
 
@@ -88,12 +94,50 @@ ascend::CostOptions cost_options(const TargetOptions& o, const ascend::HardwareP
   return c;
 }
 
+dsl::NodeExclusion kept_format(const RuleOptions& rules, const Model& model) {
+  dsl::NodeExclusion e{"layout", {}};
+  if (rules.keep_format.empty()) return e;
+  std::set<std::string> names;
+  std::function<void(const onnx::GraphProto&)> body = [&](const onnx::GraphProto& g) {
+    for (const auto& n : g.node()) {
+      names.insert(n.name());
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) body(a.g());
+        for (const auto& sub : a.graphs()) body(sub);
+      }
+    }
+  };
+  for (const auto& n : model.graph->nodes()) {
+    names.insert(n->name);
+    for (const auto& a : n->attributes)
+      if (a.kind == AttrKind::Graph || a.kind == AttrKind::Graphs)
+        for (const std::string& bytes : a.opaque) {
+          onnx::GraphProto g;
+          if (g.ParseFromString(bytes)) body(g);
+        }
+  }
+  for (const std::string& name : rules.keep_format) {
+    if (!names.count(name))
+      throw geopt::Error("--keep_format " + as_text(name) + ": the model has no node of that name");
+    e.nodes.insert(name);
+  }
+  return e;
+}
+
 ascend::OptimizeOptions optimize_options(const TargetOptions& target, const RuleOptions& rules,
-                                         const ascend::HardwareProfile& profile) {
+                                         const ascend::HardwareProfile& profile, const Model* model) {
   ascend::OptimizeOptions opts;
   opts.cost = cost_options(target, profile);
   opts.write_precision = computes_precision(target);
   opts.limits = saturation_limits(rules);
+  const auto mode = parse_extraction_mode(rules.extraction);
+  if (!mode)
+    throw geopt::UsageError("--extraction " + as_text(rules.extraction) + ": expected auto, greedy or exact");
+  opts.extraction = *mode;
+  if (!rules.keep_format.empty()) {
+    if (!model) throw geopt::InternalError("keep_format given where no model is known");
+    opts.limits.exclusions.push_back(kept_format(rules, *model));
+  }
   return opts;
 }
 

@@ -33,8 +33,13 @@ ascend::Precision precision_for(const TargetOptions& o, const ascend::HardwarePr
 inline bool computes_precision(const TargetOptions& o) { return o.precision_mode.has_value(); }
 ascend::CostOptions cost_options(const TargetOptions& o, const ascend::HardwareProfile& profile,
                                  int64_t symbolic_dim_value = 1);
+// `model`: the model the rules run on, which rules.keep_format must name nodes of (where
+// keep_format is empty it may be null).
 ascend::OptimizeOptions optimize_options(const TargetOptions& target, const RuleOptions& rules,
-                                         const ascend::HardwareProfile& profile);
+                                         const ascend::HardwareProfile& profile, const Model* model);
+// rules.keep_format as an exclusion of the `layout` rules; throws naming a node `model`
+// (or a control-flow body in it) does not have.
+dsl::NodeExclusion kept_format(const RuleOptions& rules, const Model& model);
 
 ImportOptions import_options(const std::string& input_shape);
 Model import_model(const ModelSource& source, const ImportOptions& options);

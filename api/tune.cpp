@@ -8,6 +8,7 @@
 #include <set>
 
 #include "ascend/compile.h"
+#include "ascend/tune/layout_regions.h"
 #include "ascend/tune/op_tuning.h"
 #include "ascend/tune/plan_timing.h"
 #include "banks.h"
@@ -161,11 +162,13 @@ TuneResult tune_operators(const ModelSource& source, const TuneOptions& opt, con
 }
 
 // Subgraph tuning: the strategy settings extraction does not price, one at a time from
-// the model's own: each rule tag whose rules the plan uses turned off, (judged on the
-// simulator, where streams run side by side) the stream count, and the order kernels are
-// issued in (GE's topological sorting modes against geopt's memory-aware order). A
-// setting is kept where the plan gains beyond the noise: 3% on the host's interleaved
-// medians, 1% simulated.
+// the model's own: each rule tag whose rules the plan uses turned off, each NC1HWC0
+// region kept in the model's format (where the plan has more than one: the `layout` tag
+// covers one), the extraction mode, (judged on the simulator, where streams run side by
+// side) the stream count, and the order kernels are issued in (GE's topological sorting
+// modes against geopt's memory-aware order). A setting is kept where the plan gains
+// beyond the noise: 3% on the host's interleaved medians, 1% simulated. A setting that
+// makes the incumbent's plan again is not timed.
 TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, const CompileOptions& o,
                           const ascend::HardwareProfile& profile, const ascend::BankKey& key) {
   const auto started = Clock::now();
@@ -215,7 +218,20 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
   std::vector<std::string> orders;
   for (const char* mode : {"memory", "bfs", "dfs", "rdfs", "stable_rdfs"})
     if (mode != order_of(o)) orders.push_back(mode);
-  const size_t total = tag_list.size() + stream_counts.size() + orders.size();
+  // The NC1HWC0 regions, largest first; one region is what the `layout` tag tries.
+  constexpr size_t kMostRegions = 8;
+  std::vector<ascend::LayoutRegion> regions;
+  if (best.optimized && o.optimize) {
+    regions = ascend::layout_regions(best.model, given);
+    if (regions.size() < 2) regions.clear();
+    if (regions.size() > kMostRegions) regions.resize(kMostRegions);
+  }
+  std::vector<std::string> extractions;
+  if (o.optimize)
+    for (const char* mode : {"auto", "greedy", "exact"})
+      if (mode != o.rules.extraction) extractions.push_back(mode);
+  const size_t total =
+      tag_list.size() + regions.size() + extractions.size() + stream_counts.size() + orders.size();
   const double default_measure = host ? 0 : best.profile.latency_us;
   double incumbent_measure = default_measure;
   double default_ms = 0;
@@ -233,7 +249,10 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
     bool host_wins = false;
     try {
       ascend::CompileResult c = compile_with(given, candidate, profile);
-      if (host) {
+      if (c.plan.SerializeAsString() == best.plan.SerializeAsString()) {
+        outcome = "the same plan";
+        after = before;
+      } else if (host) {
         const ascend::PlanTimes t = ascend::time_plans(best.plan, c.plan, inputs);
         before = t.a_ms, after = t.a_ms * t.b_over_a;  // the pairs' ratio, as operator tuning judges
         host_wins = t.b_wins();
@@ -242,8 +261,8 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
         after = c.profile.latency_us;
       }
       // On the host: 3% in the median pair, and three pairs in four (PlanTimes::b_wins).
-      const bool gains = after < before * (host ? 0.97 : 0.99) && (!host || host_wins);
-      outcome = gains ? "kept" : "no gain";
+      const bool gains = outcome.empty() && after < before * (host ? 0.97 : 0.99) && (!host || host_wins);
+      if (outcome.empty()) outcome = gains ? "kept" : "no gain";
       if (gains) {
         incumbent = candidate;
         best = std::move(c);
@@ -253,7 +272,7 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
       outcome = std::string("failed: ") + e.what();
     }
     tried.push_back({{"setting", what}, {"before", before}, {"after", after}, {"outcome", outcome}});
-    appendf(table, "  %-34.34s %10.2f -> %10.2f %s  %s\n", what.c_str(), before, after, host ? "ms" : "us",
+    appendf(table, "  %-48.48s %10.2f -> %10.2f %s  %s\n", what.c_str(), before, after, host ? "ms" : "us",
             outcome.c_str());
     if (opt.progress) opt.progress("trying strategy settings", ++done, total);
   };
@@ -262,6 +281,19 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
     CompileOptions c = incumbent;
     c.rules.disable.push_back(tag);
     consider("rules tagged " + tag + " off", c);
+  }
+  for (const ascend::LayoutRegion& region : regions) {
+    CompileOptions c = incumbent;
+    c.rules.keep_format.insert(c.rules.keep_format.end(), region.input_nodes.begin(),
+                               region.input_nodes.end());
+    consider("region at " + region.input_nodes.front() + " (" + std::to_string(region.input_nodes.size()) +
+                 " nodes) in NCHW",
+             c);
+  }
+  for (const std::string& mode : extractions) {
+    CompileOptions c = incumbent;
+    c.rules.extraction = mode;
+    consider(mode + " extraction", c);
   }
   for (size_t s : stream_counts) {
     CompileOptions c = incumbent;
@@ -283,6 +315,10 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
       entry.disable.push_back(d);
   entry.max_streams = incumbent.max_streams;
   if (order_of(incumbent) != "memory") entry.topo_sorting_mode = order_of(incumbent);
+  for (const std::string& k : incumbent.rules.keep_format)
+    if (std::find(o.rules.keep_format.begin(), o.rules.keep_format.end(), k) == o.rules.keep_format.end())
+      entry.keep_format.push_back(k);
+  if (incumbent.rules.extraction != "auto") entry.extraction = incumbent.rules.extraction;
   entry.judged_by = host ? "host" : "simulated";
   entry.default_us = host ? default_ms * 1000 : default_measure;
   entry.tuned_us = host ? (incumbent_measure > 0 ? incumbent_measure : default_ms) * 1000 : incumbent_measure;
@@ -298,7 +334,9 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
   j["tried"] = tried;
   j["chosen"] = {{"disable", entry.disable},
                  {"max_streams", entry.max_streams},
-                 {"topo_sorting_mode", order_of(incumbent)}};
+                 {"topo_sorting_mode", order_of(incumbent)},
+                 {"keep_format", entry.keep_format},
+                 {"extraction", incumbent.rules.extraction}};
   j["default_us"] = entry.default_us;
   j["tuned_us"] = entry.tuned_us;
   j["budget_hit"] = budget_hit;
@@ -310,10 +348,12 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
           host ? "by the plan on this host" : "by the simulator", key.text().c_str());
   appendf(text, "settings tried   %zu\n", tried.size());
   text += table;
-  std::string chosen =
-      "at most " + std::to_string(entry.max_streams) + " stream(s), " + order_of(incumbent) + " order; off:";
+  std::string chosen = "at most " + std::to_string(entry.max_streams) + " stream(s), " + order_of(incumbent) +
+                       " order, " + incumbent.rules.extraction + " extraction; off:";
   for (const auto& d : entry.disable) chosen += " " + d;
   if (entry.disable.empty()) chosen += " nothing";
+  if (!entry.keep_format.empty())
+    chosen += "; " + std::to_string(entry.keep_format.size()) + " node(s) kept in their format";
   appendf(text, "chosen           %s\n", chosen.c_str());
   appendf(text, "plan             %.1f us -> %.1f us (%s)\n", entry.default_us, entry.tuned_us,
           host ? "host median" : "simulated");

@@ -72,6 +72,7 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_flag("--no-check", o->no_check, "Skip running the plan against the original");
   o->tolerance.add_to(cmd, "plan");
   o->limits.add_to(cmd);
+  o->add_extraction_options(cmd);
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   cmd->add_flag("--external-weights", o->external_weights,
                 "Write the weights to PLAN.weights beside the plan (automatic above 1 GiB: a protobuf "

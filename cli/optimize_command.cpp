@@ -44,6 +44,7 @@ std::function<int()> add_optimize_command(CLI::App& app) {
   cmd->add_option("--export-compile-stat", o->compile_stat,
                   "Write per-rule match_times/effect_times like GE's fusion_result.json");
   o->limits.add_to(cmd);
+  o->add_extraction_options(cmd);
   cmd->add_option("--dump-graph", o->dump_dir,
                   "Write each stage (import; saturation + extraction + layout) as ONNX, DOT and SVG");
   cmd->add_flag("--json", o->json, "Print the report as JSON");

@@ -4,6 +4,7 @@
 // and how both end: the report printed, exit 1 with the API's error when the check failed.
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "check_input_option.h"
 #include "check_tolerance_option.h"
@@ -25,8 +26,12 @@ struct PipelineOptions {
   CheckToleranceOption tolerance;
   std::string dump_dir;
   SaturationLimitOptions limits;
+  std::vector<std::string> keep_format;
+  std::string extraction = "auto";
   bool json = false;
 
+  // --keep_format and --extraction: where the layout rules stay out, how extraction chooses.
+  void add_extraction_options(CLI::App* cmd);
   void fill(api::OptimizeOptions& a) const;
   // Prints the report (JSON with --json); returns the exit code.
   int finish(const std::string& report_json, const std::string& report_text, bool check_ok,

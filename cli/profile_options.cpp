@@ -55,7 +55,7 @@ ascend::OptimizeOptions ProfileOptions::optimize_options(const ascend::HardwareP
                                                          const SaturationLimitOptions& limits) const {
   api::RuleOptions rules;
   limits.apply_to(rules);
-  return api::optimize_options(target(), rules, profile);
+  return api::optimize_options(target(), rules, profile, nullptr);
 }
 
 }  // namespace geopt::cli

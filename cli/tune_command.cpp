@@ -78,6 +78,7 @@ std::function<int()> add_tune_command(CLI::App& app) {
   o->input_shape.add_to(cmd);
   cmd->add_flag("--no-check", o->no_check, "Skip checking the plan against the model before timing it");
   o->limits.add_to(cmd);
+  o->add_extraction_options(cmd);
   cmd->add_flag("!--no-progress", o->progress, "No progress bar on stderr");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
   return [cmd, o]() -> int { return *cmd ? run(*o) : -1; };

@@ -34,7 +34,7 @@ RuleRun run_rules(const Model& input, const RuleSet& rules, const OpRegistry& op
   t = Clock::now();
   r.cost = remember_costs(cost);  // priced many times below
   const EGraph& g = r.egraph.egraph;
-  r.extraction = extract_best(g, r.egraph.roots, r.cost, options.exact_limit);
+  r.extraction = extract_best(g, r.egraph.roots, r.cost, options.exact_limit, options.extraction);
   r.extract_ms = ms_since(t);
   r.model = extracted_model(input, r.egraph, r.extraction, &r.origins);
 

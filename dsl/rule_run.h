@@ -20,6 +20,7 @@ struct RuleRunOptions {
   SaturationLimits limits;
   BackoffConfig backoff;
   size_t exact_limit = 40;  // exact extraction up to this many classes with a choice
+  ExtractionMode extraction = ExtractionMode::automatic;
 };
 
 struct RuleRun {

@@ -388,7 +388,8 @@ static bool buildable(const EGraph& g, const Replacement& r, const EMatch& m) {
 
 bool apply_ematch(EGraph& g, const RuleSet& rules, const OpRegistry& ops, const EMatcher& matcher,
                   const EMatch& m, SiteRecord* record,
-                  std::map<std::pair<int, int32_t>, std::vector<std::string>>* site_replaced) {
+                  std::map<std::pair<int, int32_t>, std::vector<std::string>>* site_replaced,
+                  const std::vector<NodeExclusion>* exclusions) {
   const CompiledRule& cr = rules.rules()[static_cast<size_t>(m.rule)];
   if (cr.ast->fold) return fold(g, ops, m, cr.ast->fold_max_elements, matcher);
   for (const auto& w : cr.ast->rewrites)
@@ -412,6 +413,11 @@ bool apply_ematch(EGraph& g, const RuleSet& rules, const OpRegistry& ops, const 
     for (const std::string& name : names)
       if (std::find(replaced.begin(), replaced.end(), name) == replaced.end()) replaced.push_back(name);
   }
+  if (exclusions)
+    for (const NodeExclusion& e : *exclusions)
+      if (cr.ast->has_tag(e.tag))
+        for (const std::string& name : replaced)
+          if (e.nodes.count(name)) return false;
   const int32_t site = g.new_site();  // one site per match, however many values it rewrites
   if (site_replaced) (*site_replaced)[{m.rule, site}] = replaced;
   for (const auto& w : cr.ast->rewrites) {
@@ -492,11 +498,12 @@ RootOps root_ops(const RuleSet& rules, const std::vector<bool>& chosen) {
 // is usually wrong for all of them).
 size_t apply_matches(EGraph& g, const RuleSet& rules, const OpRegistry& ops, const EMatcher& matcher,
                      const std::vector<EMatch>& matches, RuleRunStats& rs, std::vector<SiteRecord>& sites,
-                     std::map<std::pair<int, int32_t>, std::vector<std::string>>& site_replaced) {
+                     std::map<std::pair<int, int32_t>, std::vector<std::string>>& site_replaced,
+                     const std::vector<NodeExclusion>& exclusions) {
   size_t applied = 0;
   for (const EMatch& m : matches) {
     SiteRecord rec;
-    const bool changed = apply_ematch(g, rules, ops, matcher, m, &rec, &site_replaced);
+    const bool changed = apply_ematch(g, rules, ops, matcher, m, &rec, &site_replaced, &exclusions);
     if (!rec.refusal.empty() && rs.refused++ == 0) {
       spdlog::warn("{}", rec.refusal);
       rs.refusal = rec.refusal;
@@ -635,7 +642,8 @@ SaturationReport saturate(EGraph& g, const RuleSet& rules, const OpRegistry& ops
       }
       for (const EMatch& m : found[r]) sites.emplace(m.rule, m.roots.front());
       auto rule_start = Clock::now();
-      is.applied += apply_matches(g, rules, ops, matcher, found[r], rs, report.sites, site_replaced);
+      is.applied +=
+          apply_matches(g, rules, ops, matcher, found[r], rs, report.sites, site_replaced, limits.exclusions);
       rs.apply_ms += ms_since(rule_start);
     }
     is.apply_ms = ms_since(t0);

@@ -6,6 +6,7 @@
 // Limits on iterations, e-nodes and time stop it (the report says which), and
 // a backoff scheduler (egg's) throttles a rule that matches too often.
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,14 @@
 #include "ops/op_registry.h"
 
 namespace geopt::dsl {
+
+// Input nodes that the rules carrying `tag` leave as they are: a match whose pattern
+// covers one of them (directly, or through a node another rule made from it) is not
+// applied. geopt's --keep_format: the `layout` rules keep a region in the model's format.
+struct NodeExclusion {
+  std::string tag;
+  std::set<std::string> nodes;
+};
 
 struct SaturationLimits {
   // One iteration moves a layout conversion one op further: a 150-layer CNN needs about
@@ -30,6 +39,7 @@ struct SaturationLimits {
   // Non-empty: only the rules carrying one of these tags apply (the canonical forms that
   // `rules match` and explain add to a model before matching).
   std::vector<std::string> only_tags = {};
+  std::vector<NodeExclusion> exclusions = {};
 };
 
 // egg's BackoffScheduler: a rule with more matches than its limit in one
@@ -90,9 +100,10 @@ SaturationReport saturate(EGraph& egraph, const RuleSet& rules, const OpRegistry
 // Applies one match to the e-graph; true when it added or merged something.
 // `record`, when given, receives what was applied. `site_replaced` maps each site
 // (rule, site) to the input nodes it replaced: read to follow a match through nodes
-// other rules made, and filled for this one.
+// other rules made, and filled for this one. A match `exclusions` covers is not applied.
 bool apply_ematch(EGraph& egraph, const RuleSet& rules, const OpRegistry& ops, const EMatcher& matcher,
                   const EMatch& match, SiteRecord* record = nullptr,
-                  std::map<std::pair<int, int32_t>, std::vector<std::string>>* site_replaced = nullptr);
+                  std::map<std::pair<int, int32_t>, std::vector<std::string>>* site_replaced = nullptr,
+                  const std::vector<NodeExclusion>* exclusions = nullptr);
 
 }  // namespace geopt::dsl

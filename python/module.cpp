@@ -145,7 +145,9 @@ void bind_options(py::module_& m) {
       .def_readwrite("fusion_switch_file", &api::RuleOptions::fusion_switch_file)
       .def_readwrite("iter_limit", &api::RuleOptions::iter_limit)
       .def_readwrite("node_limit", &api::RuleOptions::node_limit)
-      .def_readwrite("time_limit", &api::RuleOptions::time_limit);
+      .def_readwrite("time_limit", &api::RuleOptions::time_limit)
+      .def_readwrite("keep_format", &api::RuleOptions::keep_format)
+      .def_readwrite("extraction", &api::RuleOptions::extraction);
   py::class_<api::CheckOptions>(m, "CheckOptions")
       .def(py::init<>())
       .def_readwrite("enabled", &api::CheckOptions::enabled)

@@ -106,6 +106,45 @@ TEST_CASE("a shared subterm makes the greedy tree extractor wrong and the exact 
   CHECK(best.method == "exact (branch and bound)");
 }
 
+TEST_CASE("extraction modes: greedy never searches, exact searches any size from the greedy program") {
+  // The shared-subterm e-graph above, where the heuristic and the optimum differ, then a
+  // chain of 4000 classes, searched to its end (a frame per class) within its budget.
+  EGraph g;
+  ClassId in = leaf(g, 0);
+  ClassId s = g.add_op(op("S"), {in});
+  ClassId x = g.add_op(op("A"), {s});
+  g.merge(x, g.add_op(op("B"), {in}));
+  ClassId y = g.add_op(op("C"), {s});
+  g.merge(y, g.add_op(op("D"), {in}));
+  g.rebuild();
+  ClassId root = g.add_op(op("Add"), {x, y});
+  auto cost = costs({{"S", 8}, {"A", 1}, {"B", 6}, {"C", 1}, {"D", 6}, {"Add", 1}});
+  const Extraction greedy = extract_best(g, {root}, cost, 40, ExtractionMode::greedy);
+  CHECK(greedy.method.rfind("exact", 0) != 0);
+  CHECK(!greedy.optimal);
+  const Extraction exact = extract_best(g, {root}, cost, 0, ExtractionMode::exact);  // exact_limit unused
+  CHECK(exact.optimal);
+  CHECK(exact.cost == 11);
+  CHECK(exact.cost <= greedy.cost);
+  CHECK(parse_extraction_mode("exact") == ExtractionMode::exact);
+  CHECK(!parse_extraction_mode("ilp"));
+
+  EGraph chain;
+  ClassId at = leaf(chain, 0);
+  for (int i = 0; i < 4000; ++i) {
+    ClassId next = chain.add_op(op("F"), {at});
+    chain.merge(next, chain.add_op(op("G"), {at}));
+    at = next;
+  }
+  chain.rebuild();
+  auto chain_cost = costs({{"F", 2}, {"G", 1}});
+  const Extraction deep = extract_best(chain, {at}, chain_cost, 40, ExtractionMode::exact);
+  const Extraction heuristic = extract_best(chain, {at}, chain_cost, 40, ExtractionMode::greedy);
+  CHECK(deep.cost == 4000);
+  CHECK(deep.explored > 4000);
+  CHECK(deep.cost <= heuristic.cost);
+}
+
 TEST_CASE("the greedy DAG extractor counts a shared child once") {
   // root = Add(P, Q), P = {Mul(S, S) cost 1, Big cost 5}, Q = {Neg(S) cost 1, Big2 cost 5}, S = {Exp cost 4}.
   // Tree: Mul(S,S) = 1 + 4 + 4 = 9 > 5, picks Big; DAG: Mul pulls {Mul, S} = 5, ties Big; at the root

@@ -503,3 +503,150 @@ TEST_CASE("compile names each metric past the seed's threshold and the tuning jo
 }
 
 }  // namespace geopt
+
+namespace geopt {
+namespace {
+
+// A super-resolution net (ESPCN's shape): two convs, a pixel shuffle (DepthToSpace, which
+// no layout rule moves a conversion through), two convs. So two NC1HWC0 regions, named
+// "head_*" and "tail_*". Weights are random initializers.
+fs::path two_region_model(const fs::path& dir) {
+  onnx::ModelProto m = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[1,3,24,24] x, float[16,3,3,3] w1, float[16] b1, float[16,16,3,3] w2, float[16] b2,
+       float[16,4,3,3] w3, float[16] b3, float[3,16,3,3] w4, float[3] b4) => (float[1,3,48,48] y) {
+      a = Conv <pads = [1, 1, 1, 1]> (x, w1, b1)
+      ar = Relu (a)
+      c = Conv <pads = [1, 1, 1, 1]> (ar, w2, b2)
+      cr = Relu (c)
+      d = DepthToSpace <blocksize = 2> (cr)
+      e = Conv <pads = [1, 1, 1, 1]> (d, w3, b3)
+      er = Relu (e)
+      y = Conv <pads = [1, 1, 1, 1]> (er, w4, b4)
+    })");
+  const char* names[] = {"head_conv1", "head_relu1", "head_conv2", "head_relu2",
+                         "shuffle",    "tail_conv1", "tail_relu1", "tail_conv2"};
+  for (int i = 0; i < m.graph().node_size(); ++i) m.mutable_graph()->mutable_node(i)->set_name(names[i]);
+  uint32_t state = 12345;
+  auto* g = m.mutable_graph();
+  for (int i = g->input_size(); i-- > 1;) {  // every input but x becomes a weight
+    const onnx::ValueInfoProto& in = g->input(i);
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(in.name());
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t n = 1;
+    for (const auto& d : in.type().tensor_type().shape().dim()) {
+      t->add_dims(d.dim_value());
+      n *= d.dim_value();
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      state = state * 1664525u + 1013904223u;
+      t->add_float_data(static_cast<float>(state >> 8) / static_cast<float>(1u << 24) * 0.4f - 0.2f);
+    }
+    g->mutable_input()->DeleteSubrange(i, 1);
+  }
+  const fs::path p = dir / "espcn.onnx";
+  test::save_model(m, p);
+  return p;
+}
+
+// The plan's convolutions that read or write NC1HWC0, by kernel name.
+std::set<std::string> blocked_convs(const fs::path& plan) {
+  std::set<std::string> out;
+  const plan::Plan p = ascend::read_plan(plan);
+  for (const auto& k : p.kernels())
+    if (k.op_type().find("Conv") != std::string::npos)
+      for (const auto& t : k.outputs())
+        if (t.format() == "NC1HWC0") out.insert(k.name());
+  return out;
+}
+
+// The head region (the conv reading the image x) in NC1HWC0 and the tail (the conv
+// writing y, with no conversion after it) in NCHW.
+void check_tail_kept_nchw(const fs::path& plan) {
+  const plan::Plan p = ascend::read_plan(plan);
+  size_t head = 0, tail = 0;
+  for (const auto& k : p.kernels()) {
+    if (k.op_type().find("Conv") == std::string::npos) continue;
+    if (k.inputs(0).name() == "x") head += k.outputs(0).format() == "NC1HWC0";
+    if (k.outputs(0).name() == "y") tail += k.outputs(0).format() == "NCHW";
+  }
+  CHECK(head == 1);
+  CHECK(tail == 1);
+  CHECK(blocked_convs(plan).size() == 2);
+}
+
+}  // namespace
+
+TEST_CASE("--keep_format keeps one NC1HWC0 region in the model's format, the rest as before") {
+  const fs::path dir = test::scratch_dir("keep-format");
+  const fs::path model = two_region_model(dir);
+  const test::CliResult all = test::run_cli({"compile", model.string(), "-o", (dir / "all.plan").string()});
+  INFO(all.err);
+  REQUIRE(all.exit_code == 0);
+  const std::set<std::string> both = blocked_convs(dir / "all.plan");
+  REQUIRE(both.size() == 4);  // both regions in NC1HWC0 by default
+  // The tail kept in NCHW: its convs leave NC1HWC0, the head's stay; the check passes.
+  const test::CliResult tail = test::run_cli({"compile", model.string(), "-o", (dir / "tail.plan").string(),
+                                              "--keep_format", "tail_conv1,tail_relu1,tail_conv2"});
+  INFO(tail.err);
+  REQUIRE(tail.exit_code == 0);
+  check_tail_kept_nchw(dir / "tail.plan");
+  // A name the model lacks is an error naming it.
+  const test::CliResult bad = test::run_cli({"compile", model.string(), "--keep_format", "tail_conv9"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("tail_conv9") != std::string::npos);
+  CHECK(bad.err.find("no node of that name") != std::string::npos);
+}
+
+TEST_CASE("tune --job_type 1 tries each NC1HWC0 region and the extraction modes, and the bank replays them") {
+  const fs::path dir = test::scratch_dir("tune-regions");
+  const fs::path model = two_region_model(dir);
+  const fs::path bank = dir / "bank";
+  const test::CliResult t = test::run_cli({"tune", model.string(), "--job_type", "1", "--tune_target",
+                                           "simulated", "--output", bank.string(), "--json"});
+  INFO(t.err);
+  REQUIRE(t.exit_code == 0);
+  const json j = json::parse(t.out);
+  std::vector<std::string> regions, extractions;
+  for (const json& s : j["tried"]) {
+    const std::string setting = s["setting"].get<std::string>();
+    if (setting.starts_with("region ")) regions.push_back(setting);
+    if (setting.ends_with(" extraction")) extractions.push_back(setting);
+    CHECK(s["outcome"].get<std::string>().find("failed") == std::string::npos);
+  }
+  CHECK(regions.size() == 2);
+  CHECK(extractions == std::vector<std::string>{"greedy extraction", "exact extraction"});
+  // What the bank holds, compile applies: the same simulated latency.
+  const test::CliResult c =
+      test::run_cli({"compile", model.string(), "--mdl_bank_path", bank.string(), "--json"});
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  const json cj = json::parse(c.out);
+  const json& applied = cj["tuning"]["model_bank"]["applied"];
+  REQUIRE(applied.is_object());
+  CHECK(applied["keep_format"] == j["chosen"]["keep_format"]);
+  CHECK(applied["extraction"] == j["chosen"]["extraction"]);
+  CHECK(cj["profile"]["latency_us"].get<double>() == doctest::Approx(j["tuned_us"].get<double>()));
+  // A region the bank keeps out of NC1HWC0 (filed by hand here: the simulator keeps
+  // both regions) is kept so by compile, as --keep_format keeps it.
+  const fs::path file = bank / "Ascend910B1" / "model_bank.json";
+  json b = json::parse(test::read_file(file));
+  REQUIRE(b["model_entries"].size() == 1);
+  b["model_entries"][0]["keep_format"] = {"tail_conv1", "tail_relu1", "tail_conv2"};
+  test::write_file(file, b.dump());
+  const fs::path plan = dir / "tail.plan";
+  const test::CliResult k = test::run_cli(
+      {"compile", model.string(), "--mdl_bank_path", bank.string(), "-o", plan.string(), "--json"});
+  INFO(k.err);
+  REQUIRE(k.exit_code == 0);
+  CHECK(json::parse(k.out)["tuning"]["model_bank"]["applied"]["keep_format"].size() == 3);
+  check_tail_kept_nchw(plan);
+  // A bank whose keep_format is not a list of names is refused whole.
+  b["model_entries"][0]["keep_format"] = {1, 2};
+  test::write_file(file, b.dump());
+  const test::CliResult bad = test::run_cli({"compile", model.string(), "--mdl_bank_path", bank.string()});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("keep_format") != std::string::npos);
+}
+
+}  // namespace geopt

@@ -400,8 +400,9 @@ OptimizeResult optimize(const Model& given, const dsl::RuleSet& rules, const Har
   std::vector<OptimizeResult> bodies = optimize_bodies(shaped, rules, profile, options);
   if (!bodies.empty()) spdlog::info("optimize: {} control-flow bodies optimized", bodies.size());
   const Model& input = shaped;
-  dsl::RuleRun run = dsl::run_rules(input, rules, op_registry(), egraph_cost(profile, options.cost),
-                                    {options.limits, options.backoff, options.exact_limit});
+  dsl::RuleRun run =
+      dsl::run_rules(input, rules, op_registry(), egraph_cost(profile, options.cost),
+                     {options.limits, options.backoff, options.exact_limit, options.extraction});
   r.saturation = std::move(run.saturation);
   r.egraph_ms = run.egraph_ms;
   r.saturate_ms = run.saturate_ms;

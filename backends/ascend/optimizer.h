@@ -17,6 +17,7 @@ struct OptimizeOptions {
   dsl::SaturationLimits limits;
   dsl::BackoffConfig backoff;
   size_t exact_limit = 40;  // exact extraction up to this many classes with a choice
+  ExtractionMode extraction = ExtractionMode::automatic;
   // Write cost.precision into the result (precision_pass.h); off, the result keeps the
   // model's dtypes though the extraction priced the mode's. Off by default for now: the
   // default mode (force_fp16) is priced, and computed only when asked (the CLI asks when

@@ -488,11 +488,15 @@ Extraction extract_original(const EGraph& g, const std::vector<ClassId>& roots, 
 }
 
 Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost,
-                         size_t budget) {
-  Extraction seed = extract_greedy_dag(g, roots, cost);
-  if (Extraction input = extract_original(g, roots, cost); input.cost < seed.cost)
-    seed = input;  // the better bound
-  Extraction best = seed;
+                         size_t budget, const Extraction* seed) {
+  Extraction best;
+  if (seed) {
+    best = *seed;
+  } else {
+    best = extract_greedy_dag(g, roots, cost);
+    if (Extraction input = extract_original(g, roots, cost); input.cost < best.cost)
+      best = std::move(input);  // the better bound
+  }
   best.method = "exact (branch and bound)";
   std::map<ClassId, double> min_cost;
   for (ClassId c : reachable(g, roots)) {
@@ -505,8 +509,18 @@ Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, con
   for (ClassId r : roots) needed.insert(g.find(r));
   size_t explored = 0;
   bool exhausted = true;
-  // Recursive, but only on e-graphs of at most a few hundred classes (extract_best).
-  std::function<void(double)> search = [&](double so_far) {
+  // Depth-first over the needed classes, lowest id first, each class's e-nodes cheapest
+  // first. An explicit stack: a model's e-graph has thousands of classes, one frame each.
+  struct Frame {
+    ClassId cls;
+    std::vector<size_t> order;   // its e-nodes, cheapest first
+    size_t next = 0;             // the next of them to try
+    std::vector<ClassId> added;  // classes the e-node being tried made needed
+    double so_far;               // the cost chosen above this class
+  };
+  std::vector<Frame> stack;
+  // One search state: pruned, a complete selection priced, or a class to decide pushed.
+  auto visit = [&](double so_far) {
     if (++explored > budget) {
       exhausted = false;
       return;
@@ -529,40 +543,66 @@ Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, con
       return;
     }
     const auto& nodes = g.eclass(next).nodes;
-    std::vector<size_t> order(nodes.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
+    Frame f{next, std::vector<size_t>(nodes.size()), 0, {}, so_far};
+    for (size_t i = 0; i < f.order.size(); ++i) f.order[i] = i;
+    std::stable_sort(f.order.begin(), f.order.end(),
                      [&](size_t a, size_t b) { return cost(g, next, nodes[a]) < cost(g, next, nodes[b]); });
-    for (size_t i : order) {
-      double c = cost(g, next, nodes[i]);
-      if (c == kInfeasible) continue;
-      choice[next] = i;
-      std::vector<ClassId> added;
-      for (ClassId child : nodes[i].children)
-        if (child != kAbsent && needed.insert(g.find(child)).second) added.push_back(g.find(child));
-      search(so_far + c);
-      for (ClassId a : added) needed.erase(a);
-      choice[next] = kNoChoice;
-      if (!exhausted) return;
-    }
+    stack.push_back(std::move(f));
   };
-  search(0);
+  visit(0);
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    for (ClassId a : f.added) needed.erase(a);  // the previous e-node tried here, undone
+    f.added.clear();
+    choice[f.cls] = kNoChoice;
+    if (!exhausted || f.next == f.order.size()) {
+      stack.pop_back();
+      continue;
+    }
+    const size_t i = f.order[f.next++];
+    const ENode& node = g.eclass(f.cls).nodes[i];
+    const double c = cost(g, f.cls, node);
+    if (c == kInfeasible) continue;
+    choice[f.cls] = i;
+    for (ClassId child : node.children)
+      if (child != kAbsent && needed.insert(g.find(child)).second) f.added.push_back(g.find(child));
+    visit(f.so_far + c);  // may push: `f` is not used after
+  }
   best.explored = explored;
   best.optimal = exhausted;
   if (!exhausted) best.method = "exact (gave up after " + std::to_string(budget) + " states; best found)";
   return best;
 }
 
+const char* extraction_mode_name(ExtractionMode m) {
+  switch (m) {
+    case ExtractionMode::automatic:
+      return "auto";
+    case ExtractionMode::greedy:
+      return "greedy";
+    case ExtractionMode::exact:
+      return "exact";
+  }
+  return "auto";
+}
+
+std::optional<ExtractionMode> parse_extraction_mode(std::string_view name) {
+  for (ExtractionMode m : {ExtractionMode::automatic, ExtractionMode::greedy, ExtractionMode::exact})
+    if (name == extraction_mode_name(m)) return m;
+  return std::nullopt;
+}
+
 namespace {
 
 Extraction best_extraction(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& node_cost,
-                           size_t exact_limit) {
+                           size_t exact_limit, ExtractionMode mode) {
   const NodeCost cost = remember_costs(node_cost);  // every extractor below prices the same e-nodes
   size_t with_choice = 0;
   const std::vector<ClassId> live = reachable(g, roots);
   for (ClassId c : live) with_choice += g.eclass(c).nodes.size() > 1;
   // The search's bound only sees classes already reached, so it prunes late on big graphs.
-  if (with_choice <= exact_limit && live.size() <= 8 * std::max<size_t>(exact_limit, 1)) {
+  if (mode == ExtractionMode::automatic && with_choice <= exact_limit &&
+      live.size() <= 8 * std::max<size_t>(exact_limit, 1)) {
     Extraction x = extract_exact(g, roots, cost, 20000);
     if (!x.optimal) reuse_selected(g, roots, cost, x), share_work(g, roots, cost, x);
     return x;
@@ -576,17 +616,28 @@ Extraction best_extraction(const EGraph& g, const std::vector<ClassId>& roots, c
   if (input.cost <= x.cost) {
     input.method = "the input program (the greedy DAG heuristic found nothing cheaper; " +
                    std::to_string(with_choice) + " classes with a choice)";
-    return input;
+    x = std::move(input);
   }
-  return x;
+  if (mode != ExtractionMode::exact) return x;
+  // Exact on any size, from the heuristic's program: never worse than it. Each state
+  // walks the needed classes, so the budget shrinks as the e-graph grows (deterministic,
+  // where a time limit would not be).
+  const size_t budget =
+      std::clamp<size_t>(size_t{50'000'000} / std::max<size_t>(live.size(), 1), 2000, 200000);
+  Extraction exact = extract_exact(g, roots, cost, budget, &x);
+  if (!exact.optimal) {
+    reuse_selected(g, roots, cost, exact);
+    share_work(g, roots, cost, exact);
+  }
+  return exact;
 }
 
 }  // namespace
 
 Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& node_cost,
-                        size_t exact_limit) {
+                        size_t exact_limit, ExtractionMode mode) {
   const size_t steps_before = extraction_steps();
-  Extraction x = best_extraction(g, roots, node_cost, exact_limit);
+  Extraction x = best_extraction(g, roots, node_cost, exact_limit, mode);
   x.steps = extraction_steps() - steps_before;
   return x;
 }

@@ -12,7 +12,9 @@
 // their programs differ (until every walk meets), and the improvement passes price
 // a switch by what it adds and drops (egraph/selection.h).
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "egraph/selection.h"
 
@@ -42,15 +44,27 @@ void reuse_selected(const EGraph& g, const std::vector<ClassId>& roots, const No
 void share_work(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost, Extraction& x);
 // The input program: in every class, the e-node that came from the input graph.
 Extraction extract_original(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost);
-// Exact; gives up (optimal = false, the seed returned) past `budget` search states.
+// Exact; gives up (optimal = false, the best found returned) past `budget` search
+// states. Starts from `seed` where given, else from the better of the DAG heuristic and
+// the input program.
 Extraction extract_exact(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost,
-                         size_t budget = 200000);
-// Exact when the reachable e-graph is small (at most `exact_limit` classes with a
-// choice and 8 times as many classes in all), else the better of the DAG heuristic
-// and the input program (the heuristic can pick both layouts of one value and so
-// compute it twice; the input program is always there to fall back on).
+                         size_t budget = 200000, const Extraction* seed = nullptr);
+
+// How extract_best chooses (geopt's --extraction, a knob geopt tune --job_type 1 tries):
+//   automatic  exact on small e-graphs, the DAG heuristic (or the input program) above;
+//   greedy     the DAG heuristic (or the input program) whatever the size;
+//   exact      branch and bound on any size from the heuristic's program, within a
+//              state budget that shrinks as the e-graph grows: never worse than greedy.
+enum class ExtractionMode { automatic, greedy, exact };
+const char* extraction_mode_name(ExtractionMode m);  // "auto", "greedy", "exact"
+std::optional<ExtractionMode> parse_extraction_mode(std::string_view name);
+// In `automatic` mode: exact when the reachable e-graph is small (at most `exact_limit`
+// classes with a choice and 8 times as many classes in all), else the better of the DAG
+// heuristic and the input program (the heuristic can pick both layouts of one value and
+// so compute it twice; the input program is always there to fall back on). The other
+// modes as ExtractionMode says.
 Extraction extract_best(const EGraph& g, const std::vector<ClassId>& roots, const NodeCost& cost,
-                        size_t exact_limit = 40);
+                        size_t exact_limit = 40, ExtractionMode mode = ExtractionMode::automatic);
 
 // The DAG cost of a selection (infinite when it is cyclic or incomplete).
 double dag_cost(const EGraph& g, const std::vector<ClassId>& roots, const Choice& choice,

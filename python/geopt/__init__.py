@@ -154,7 +154,7 @@ def optimize(model, *, soc_version="Ascend910B1", input_shape=None, rules=None, 
             buffer_optimize="l2_optimize",
              fusion_switch_file=None, iter_limit=None, node_limit=None, time_limit=None, check_atol=None,
              check_rtol=None, check_inputs=None, check_size_cap_mb=512, output=None, export_compile_stat=None,
-             dump_graph=None):
+             dump_graph=None, keep_format=None, extraction="auto"):
     """Optimizes `model` (a path, bytes or onnx.ModelProto) as `geopt optimize` does.
 
     Returns an OptimizeResult (.model, .report, .save). Raises CheckFailed when the
@@ -164,6 +164,8 @@ def optimize(model, *, soc_version="Ascend910B1", input_shape=None, rules=None, 
           rules, disable, fusion_switch_file, iter_limit, node_limit, time_limit, input_shape, check, check_atol,
           check_rtol, check_inputs, output, dump_graph)
     o.check.size_cap_mb = int(check_size_cap_mb)
+    o.rules.keep_format = _strings(keep_format, "keep_format")
+    o.rules.extraction = str(extraction)
     o.compile_stat = os.fspath(export_compile_stat) if export_compile_stat else ""
     r = _geopt.optimize(_source(model), o)
     if not r.check_ok:
@@ -222,11 +224,13 @@ def compile(model, *, soc_version="Ascend910B1", input_shape=None, rules=None, d
             disable_reuse_memory=False, op_no_reuse_mem=None, enable_single_stream=False, max_streams=4,
             topo_sorting_mode=None, dynamic_batch_size=None, dynamic_image_size=None, dynamic_dims=None,
             input_shape_range=None, output=None, external_weights=False, dump_graph=None, op_bank_path=None,
-            mdl_bank_path=None):
+            mdl_bank_path=None, keep_format=None, extraction="auto"):
     """Compiles `model` (a path, bytes or onnx.ModelProto) to a Plan as `geopt compile` does.
 
     op_bank_path, mdl_bank_path: knowledge banks geopt.tune wrote (docs/TUNING.md).
     topo_sorting_mode: ATC's --topo_sorting_mode, 0 to 3 (None: geopt's memory-aware order).
+    keep_format: node names the layout rules leave in the model's format (a region kept out
+    of NC1HWC0); extraction: "auto", "greedy" or "exact".
     Raises CheckFailed when the plan's outputs differ from the model's beyond the tolerance."""
     o = _compile_options(
         soc_version=soc_version, input_shape=input_shape, rules=rules, disable=disable, precision_mode=precision_mode,
@@ -238,7 +242,7 @@ def compile(model, *, soc_version="Ascend910B1", input_shape=None, rules=None, d
         enable_single_stream=enable_single_stream, max_streams=max_streams, topo_sorting_mode=topo_sorting_mode,
         dynamic_batch_size=dynamic_batch_size, dynamic_image_size=dynamic_image_size, dynamic_dims=dynamic_dims, input_shape_range=input_shape_range,
         output=output, external_weights=external_weights, dump_graph=dump_graph, op_bank_path=op_bank_path,
-        mdl_bank_path=mdl_bank_path)
+        mdl_bank_path=mdl_bank_path, keep_format=keep_format, extraction=extraction)
     r = _geopt.compile(_source(model), o)
     report = json.loads(r.report_json)
     if not r.check_ok:
@@ -252,7 +256,8 @@ def _compile_options(*, soc_version="Ascend910B1", input_shape=None, rules=None,
                      time_limit=None, check_atol=None, check_rtol=None, check_inputs=None,
                      disable_reuse_memory=False, op_no_reuse_mem=None, enable_single_stream=False, max_streams=4,
                      topo_sorting_mode=None, dynamic_batch_size=None, dynamic_image_size=None, dynamic_dims=None, input_shape_range=None,
-                     output=None, external_weights=False, dump_graph=None, op_bank_path=None, mdl_bank_path=None):
+                     output=None, external_weights=False, dump_graph=None, op_bank_path=None, mdl_bank_path=None,
+                     keep_format=None, extraction="auto"):
     """compile's keywords as the library's CompileOptions (tune compiles with them too)."""
     o = _geopt.CompileOptions()
     _fill(o, soc_version, profile_set, precision_mode, modify_mixlist, enable_small_channel, buffer_optimize,
@@ -271,6 +276,8 @@ def _compile_options(*, soc_version="Ascend910B1", input_shape=None, rules=None,
     o.input_shape_range = input_shape_range or ""
     o.op_bank_path = os.fspath(op_bank_path) if op_bank_path else ""
     o.mdl_bank_path = os.fspath(mdl_bank_path) if mdl_bank_path else ""
+    o.rules.keep_format = _strings(keep_format, "keep_format")
+    o.rules.extraction = str(extraction)
     return o
 
 
@@ -291,7 +298,7 @@ def tune(model, output, *, job_type=2, tune_ops_file=None, reload=False, time_bu
          seed=0, tune_threads=False, progress=None, soc_version="Ascend910B1", input_shape=None, rules=None, disable=None,
          precision_mode=None, check=True, optimize=True, profile_set=None, modify_mixlist=None,
          enable_small_channel=False, buffer_optimize="l2_optimize", fusion_switch_file=None, iter_limit=None,
-         node_limit=None, time_limit=None, max_streams=4, mdl_bank_path=None):
+         node_limit=None, time_limit=None, max_streams=4, mdl_bank_path=None, keep_format=None, extraction="auto"):
     """Auto-tuning as `geopt tune` does it (docs/TUNING.md): job_type 2 measures each op
     signature's host tactics, job_type 1 the model's strategy settings; both file what they
     keep in the knowledge bank `output` (a folder or a .json file), which geopt.compile reads
@@ -303,7 +310,7 @@ def tune(model, output, *, job_type=2, tune_ops_file=None, reload=False, time_bu
         check=check, optimize=optimize, profile_set=profile_set, modify_mixlist=modify_mixlist,
         enable_small_channel=enable_small_channel, buffer_optimize=buffer_optimize,
         fusion_switch_file=fusion_switch_file, iter_limit=iter_limit, node_limit=node_limit, time_limit=time_limit,
-        max_streams=max_streams, mdl_bank_path=mdl_bank_path)
+        max_streams=max_streams, mdl_bank_path=mdl_bank_path, keep_format=keep_format, extraction=extraction)
     o.job_type = int(job_type)
     o.bank_path = os.fspath(output)
     o.tune_ops_file = os.fspath(tune_ops_file) if tune_ops_file else ""

@@ -49,6 +49,20 @@ def test_every_topological_sorting_mode_computes_the_model(cnn):
         geopt.compile(path, topo_sorting_mode=7)
 
 
+def test_keep_format_and_extraction_keep_the_model_computed(cnn):
+    path, feeds, expected = cnn
+    import onnx
+    convs = [n.name for n in onnx.load(path).graph.node if n.op_type == "Conv"]
+    for keep in (None, convs[:1], convs):
+        for extraction in ("auto", "greedy", "exact"):
+            plan = geopt.compile(path, keep_format=keep, extraction=extraction)
+            np.testing.assert_allclose(plan.run(feeds)["out"], expected, atol=1e-4, rtol=1e-4)
+    with pytest.raises(geopt.Error, match="no_such_node"):
+        geopt.compile(path, keep_format=["no_such_node"])
+    with pytest.raises(geopt.UsageError, match="extraction"):
+        geopt.compile(path, extraction="ilp")
+
+
 def test_cnn_from_bytes_runs_in_nc1hwc0_and_matches_torch(cnn):
     path, feeds, expected = cnn
     plan = geopt.compile(path.read_bytes(), soc_version="Ascend310P3", input_shape={"input": [1, 3, 32, 32]})

@@ -108,6 +108,12 @@ struct RuleOptions {
   std::optional<int> iter_limit;     // unset: the library's defaults
   std::optional<size_t> node_limit;
   std::optional<double> time_limit;  // seconds
+  // Input nodes the layout rules leave in the model's format (NCHW/ND): a region kept out
+  // of NC1HWC0. Names as the model gives them; one the model lacks is an error.
+  std::vector<std::string> keep_format;
+  // How extraction chooses the program: "auto" (exact on small e-graphs), "greedy" or
+  // "exact" (branch and bound from the heuristic's program, within a state budget).
+  std::string extraction = "auto";
 };
 
 // The numerical check of what was made against the model as given.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "egraph/extract.h"
 #include "eval/host_tactic.h"
 #include "execution_order.h"
 #include "util/atomic_file.h"
@@ -162,6 +163,20 @@ KnowledgeBank KnowledgeBank::load(const std::string& file, bool missing_ok) {
       if (!m.topo_sorting_mode.empty() && !parse_topo_sorting_mode(m.topo_sorting_mode))
         r.fail(where, "\"topo_sorting_mode\" is none of bfs, dfs, rdfs, stable_rdfs, memory");
     }
+    if (e.contains("keep_format")) {  // absent in banks from before regions were tuned
+      const json& keep = e.at("keep_format");
+      if (!keep.is_array()) r.fail(where, "\"keep_format\" is not a list");
+      for (const json& k : keep) {
+        if (!k.is_string() || k.get<std::string>().empty() || k.get<std::string>().size() > 4096)
+          r.fail(where, "\"keep_format\" holds something other than a node name");
+        m.keep_format.push_back(k.get<std::string>());
+      }
+    }
+    if (e.contains("extraction")) {
+      m.extraction = r.text(e, "extraction", where);
+      if (!parse_extraction_mode(m.extraction))
+        r.fail(where, "\"extraction\" is none of auto, greedy, exact");
+    }
     m.default_us = r.microseconds(e, "default_us", where);
     m.tuned_us = r.microseconds(e, "tuned_us", where);
     m.judged_by = r.text(e, "judged_by", where, false);
@@ -196,6 +211,8 @@ void KnowledgeBank::save(const std::string& file) const {
     e["disable"] = m.disable;
     e["max_streams"] = m.max_streams;
     if (!m.topo_sorting_mode.empty()) e["topo_sorting_mode"] = m.topo_sorting_mode;
+    if (!m.keep_format.empty()) e["keep_format"] = m.keep_format;
+    if (!m.extraction.empty()) e["extraction"] = m.extraction;
     e["default_us"] = m.default_us;
     e["tuned_us"] = m.tuned_us;
     e["judged_by"] = m.judged_by;

@@ -44,9 +44,11 @@ struct ModelEntry {
   std::string model;                 // the file it was tuned from (for the report)
   std::vector<std::string> disable;  // rule tags or names turned off
   size_t max_streams = 4;
-  std::string topo_sorting_mode;        // "": geopt's memory-aware order; else a TopoSortingMode name
-  double default_us = 0, tuned_us = 0;  // the measure the tuning judged by
-  std::string judged_by;                // "host" (measured ms as us) or "simulated"
+  std::string topo_sorting_mode;         // "": geopt's memory-aware order; else a TopoSortingMode name
+  std::vector<std::string> keep_format;  // nodes the layout rules leave alone (regions kept out of NC1HWC0)
+  std::string extraction;                // "": the default (auto); else an ExtractionMode name
+  double default_us = 0, tuned_us = 0;   // the measure the tuning judged by
+  std::string judged_by;                 // "host" (measured ms as us) or "simulated"
 };
 
 class KnowledgeBank {

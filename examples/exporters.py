@@ -20,6 +20,8 @@ geopt run, optimize and compile.
 | dynamic_int8_unet | the same quantizer on a U-Net (64 x 64 here, 1024 x 1024 with `--full-size` for bench/): each bias added through a Reshape, MaxPool, nearest Resize, skip Concats |
 | if_vad_like | another builder (spox-style): open batch and samples, a scalar sample rate that picks the If branch, each branch framing the audio with its own Reshape, so the If's output has a shape per branch until the pooling after it (compile moves the readers into the branches) |
 | opset18_block | opset 18, IR 9 (torch's dynamo exporter): Split with num_outputs, ReduceMean with axes as an input, Pad with axes, GroupNormalization, Mish |
+| static_qdq_resnet_u8 | onnxruntime's quantize_static, QDQ format, uint8 activations (its MinMax calibration on one input, from the float model): each tensor quantized once (a QuantizeLinear and DequantizeLinear pair its readers share), int8 per-channel weights and int32 biases as DequantizeLinear of initializers, the ReLU after each conv removed (the output's range starts at 0), residual Adds, MaxPool and Flatten between pairs of one scale, GlobalAveragePool, Gemm |
+| static_qdq_mobilenet_s8 | the same quantizer with int8 activations on an inverted-residual net: depthwise convs, Clip(0, 6) removed likewise, residual Adds, GlobalAveragePool, Gemm |
 
 """
 import os
@@ -294,7 +296,153 @@ def if_vad_like():
                "sr": np.array(16000, np.int64)}
 
 
-MODELS = [tf_mobilenet_style, tf_blazeface_style, fp16_unet, fp16_io_classifier, dynamic_int8, lambda: dynamic_int8_unet(64), opset18_block, if_vad_like]
+class StaticQdq:
+    """onnxruntime's quantize_static in its QDQ format (QuantFormat.QDQ, per_channel=True, MinMax
+    calibration), written op by op: the float model is computed in numpy as it is built (the
+    calibration), and each quantized tensor gets one QuantizeLinear/DequantizeLinear pair that
+    its readers share. `act` is the activations' type, uint8 or int8 (asymmetric); weights are
+    symmetric int8 per output channel, biases int32 at the input scale times the weight's."""
+
+    def __init__(self, seed, act):
+        self.b = Builder(seed)
+        self.act = act
+
+    def params(self, value, rmin=None):
+        lo = min(0.0, float(value.min()) if rmin is None else rmin)
+        hi = max(0.0, float(value.max()))
+        qmin, qmax = (0, 255) if self.act == np.uint8 else (-128, 127)
+        scale = (hi - lo) / (qmax - qmin) if hi > lo else 1.0
+        zp = int(np.clip(round(qmin - lo / scale), qmin, qmax))
+        return np.float32(scale), zp
+
+    def qdq(self, x, value, scale_zp=None, rmin=None):
+        """x -> QuantizeLinear -> DequantizeLinear, at value's range (or the given scale and
+        zero point); returns the DequantizeLinear's output and the scale."""
+        scale, zp = scale_zp or self.params(value, rmin)
+        s = self.b.const(np.array(scale, np.float32), x + "_scale")
+        z = self.b.const(np.array(zp, self.act), x + "_zero_point")
+        q = self.b.node("QuantizeLinear", [x, s, z])
+        return self.b.node("DequantizeLinear", [q, s, z]), (scale, zp)
+
+    def weight(self, w, axis=0):
+        ws = (np.abs(w).reshape(w.shape[0], -1).max(1) / 127).astype(np.float32)
+        ws[ws == 0] = 1
+        shape = (-1,) + (1,) * (w.ndim - 1)
+        wq = np.clip(np.round(w / ws.reshape(shape)), -127, 127).astype(np.int8)
+        dq = self.b.node("DequantizeLinear", [self.b.const(wq, "w_quantized"), self.b.const(ws, "w_scale"),
+                                              self.b.const(np.zeros(len(ws), np.int8), "w_zero_point")], axis=axis)
+        return dq, ws, (wq.astype(np.float32) * ws.reshape(shape))
+
+    def bias(self, bias, x_scale, ws):
+        bs = (x_scale * ws).astype(np.float32)
+        bq = np.round(bias / bs).astype(np.int32)
+        return self.b.node("DequantizeLinear", [self.b.const(bq, "b_quantized"), self.b.const(bs, "b_scale"),
+                                                self.b.const(np.zeros(len(bs), np.int32), "b_zero_point")], axis=0)
+
+    def conv(self, x, xv, x_scale, cout, k, s=1, group=1, act=None):
+        """A conv (with the activation ORT removes: its range starts the output's at 0)."""
+        cin = xv.shape[1]
+        w = (self.b.rng.standard_normal((cout, cin // group, k, k)) / np.sqrt(cin // group * k * k)).astype(np.float32)
+        bias = (0.1 * self.b.rng.standard_normal(cout)).astype(np.float32)
+        wdq, ws, _ = self.weight(w)
+        p = k // 2
+        y = self.b.node("Conv", [x, wdq, self.bias(bias, x_scale, ws)], kernel_shape=[k, k], strides=[s, s],
+                        pads=[p, p, p, p], group=group)
+        yv = conv2d(xv, w, bias, s, p, group)
+        if act == "relu":
+            yv = np.maximum(yv, 0)
+        elif act == "relu6":
+            yv = np.clip(yv, 0, 6)
+        out, (scale, _) = self.qdq(y, yv)
+        return out, yv, scale
+
+    def add(self, a, av, c, cv, relu=False):
+        y = self.b.node("Add", [a, c])
+        yv = av + cv
+        if relu:  # a Relu after the Add is removed too: Add -> Q(range from 0) -> DQ
+            yv = np.maximum(yv, 0)
+        out, (scale, _) = self.qdq(y, yv)
+        return out, yv, scale
+
+    def head(self, x, xv, x_scale, classes):
+        """GlobalAveragePool, Flatten (one scale through it) and a Gemm, its output dequantized."""
+        g = self.b.node("GlobalAveragePool", [x])
+        gv = xv.mean(axis=(2, 3), keepdims=True)
+        gdq, gp = self.qdq(g, gv)
+        f = self.b.node("Flatten", [gdq])
+        fdq, _ = self.qdq(f, gv.reshape(1, -1), gp)
+        w = (self.b.rng.standard_normal((classes, gv.shape[1])) / np.sqrt(gv.shape[1])).astype(np.float32)
+        bias = (0.1 * self.b.rng.standard_normal(classes)).astype(np.float32)
+        wdq, ws, _ = self.weight(w)
+        y = self.b.node("Gemm", [fdq, wdq, self.bias(bias, gp[0], ws)], transB=1)
+        yv = gv.reshape(1, -1) @ w.T + bias
+        out, _ = self.qdq(y, yv)
+        return out
+
+
+def conv2d(x, w, bias, stride, pad, group):
+    """The float conv the calibration runs (NCHW, square kernel and symmetric pads)."""
+    n, cin, h, wd = x.shape
+    cout, cpg, k, _ = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))[:, :, ::stride, ::stride]
+    oh, ow = win.shape[2], win.shape[3]
+    out = np.empty((n, cout, oh, ow), np.float32)
+    per = cout // group
+    for g in range(group):
+        patch = win[:, g * cpg:(g + 1) * cpg]  # n, cpg, oh, ow, k, k
+        out[:, g * per:(g + 1) * per] = np.einsum("ncyxij,ocij->noyx", patch, w[g * per:(g + 1) * per])
+    return out + bias.reshape(1, -1, 1, 1)
+
+
+def static_qdq_resnet(act, name):
+    q = StaticQdq(21, act)
+    image = np.random.default_rng(22).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)
+    x, (xs, _) = q.qdq("image", image)
+    h, hv, hs = q.conv(x, image, xs, 16, 3, act="relu")
+    # A basic block: two convs, the skip added, then ReLU.
+    a, av, as_ = q.conv(h, hv, hs, 16, 3, act="relu")
+    c, cv, _ = q.conv(a, av, as_, 16, 3)
+    h, hv, hs = q.add(c, cv, h, hv, relu=True)
+    # A downsampling block: a strided pair and a strided 1x1 projection of the skip.
+    a, av, as_ = q.conv(h, hv, hs, 32, 3, s=2, act="relu")
+    c, cv, _ = q.conv(a, av, as_, 32, 3)
+    p, pv, _ = q.conv(h, hv, hs, 32, 1, s=2)
+    h, hv, hs = q.add(c, cv, p, pv, relu=True)
+    # MaxPool keeps its input's scale and zero point (ORT quantizes its output alike).
+    m = q.b.node("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2])
+    mv = hv.reshape(1, 32, 8, 2, 8, 2).max(axis=(3, 5))
+    h, _ = q.qdq(m, mv, q.params(hv))
+    y = q.head(h, mv, hs, 10)
+    model = q.b.model(name, [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 32, 32])],
+                      [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 10])], 13,
+                      "onnxruntime.quantization (quantize_static, QDQ)-style")
+    return model, {"image": image}
+
+
+def static_qdq_mobilenet(act, name):
+    q = StaticQdq(23, act)
+    image = np.random.default_rng(24).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)
+    x, (xs, _) = q.qdq("image", image)
+    h, hv, hs = q.conv(x, image, xs, 16, 3, s=2, act="relu6")
+    for cout, s in ((16, 1), (24, 2), (24, 1)):  # inverted residuals: expand, depthwise, project
+        e, ev, es = q.conv(h, hv, hs, hv.shape[1] * 4, 1, act="relu6")
+        d, dv, ds = q.conv(e, ev, es, ev.shape[1], 3, s=s, group=ev.shape[1], act="relu6")
+        p, pv, ps = q.conv(d, dv, ds, cout, 1)
+        if s == 1 and cout == hv.shape[1]:
+            h, hv, hs = q.add(p, pv, h, hv)
+        else:
+            h, hv, hs = p, pv, ps
+    y = q.head(h, hv, hs, 10)
+    model = q.b.model(name, [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 32, 32])],
+                      [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 10])], 13,
+                      "onnxruntime.quantization (quantize_static, QDQ)-style")
+    return model, {"image": image}
+
+
+MODELS = [tf_mobilenet_style, tf_blazeface_style, fp16_unet, fp16_io_classifier, dynamic_int8, lambda: dynamic_int8_unet(64), opset18_block, if_vad_like,
+          lambda: static_qdq_resnet(np.uint8, "static_qdq_resnet_u8"),
+          lambda: static_qdq_mobilenet(np.int8, "static_qdq_mobilenet_s8")]
 
 
 def save(out, model, inputs):

@@ -28,12 +28,12 @@ std::vector<std::string> input_args(const fs::path& model) {
 }
 
 // ONNX Runtime's results, allowed: fp32 models 1e-4 of the output's scale, an fp16 one
-// fp16's 1e-2, a dynamically quantized one 5e-2 (a rounding tie moves a quantized step).
+// fp16's 1e-2, a quantized one 5e-2 (a rounding tie moves a quantized step).
 std::vector<std::string> compare_args(const fs::path& model) {
   const std::string name = model.stem().string();
-  const std::string tol = name.rfind("fp16", 0) == 0           ? "1e-2"
-                          : name.rfind("dynamic_int8", 0) == 0 ? "5e-2"
-                                                               : "1e-4";
+  const std::string tol = name.rfind("fp16", 0) == 0                                               ? "1e-2"
+                          : name.rfind("dynamic_int8", 0) == 0 || name.rfind("static_qdq", 0) == 0 ? "5e-2"
+                                                                                                   : "1e-4";
   return {"--compare", (model.parent_path() / model.stem() / "outputs").string(), "--atol", tol, "--rtol",
           tol};
 }
@@ -123,6 +123,42 @@ TEST_CASE(
     }
     CHECK(test::count_op(m, "QuantConv") + test::count_op(m, "QuantMatMul") > 0);
     CHECK(test::count_op(m, "DynamicQuantizeLinear") > 0);  // each activation's own range
+  }
+}
+
+TEST_CASE(
+    "onnxruntime's static quantization (QDQ) fuses: every conv, residual sum and pool on 8-bit tensors in "
+    "NC1HWC0, at most 10% of the QuantizeLinear and DequantizeLinear nodes left") {
+  for (const char* name : {"static_qdq_resnet_u8", "static_qdq_mobilenet_s8"}) {
+    INFO(name);
+    const fs::path model = test::exporters_dir() / (std::string(name) + ".onnx");
+    const fs::path dir = test::scratch_dir("static-qdq");
+    const fs::path optimized = dir / "o.onnx";
+    auto opt = test::run_cli({"optimize", model.string(), "-o", optimized.string()});
+    REQUIRE_MESSAGE(opt.exit_code == 0, opt.out << opt.err);
+    const Model before = import_onnx(model);
+    const Model after = import_onnx(optimized);
+    auto qdq = [](const Model& m) {
+      return test::count_op(m, "QuantizeLinear") + test::count_op(m, "DequantizeLinear");
+    };
+    INFO(opt.out);
+    CHECK(qdq(after) * 10 <= qdq(before));
+    // The residual sums are 8-bit kernels, and no float Conv or Add is left.
+    CHECK(test::count_op(after, "QuantAdd") == 2);
+    for (const char* op : {"Conv", "Add", "Relu", "Clip"}) {
+      INFO(op);
+      CHECK(test::count_op(after, op) == 0);
+    }
+    CHECK(test::count_op(after, "FusedQuantConv") == test::count_op(before, "Conv"));
+    // In NC1HWC0 from the first conv to the pooling head: one conversion, before the
+    // GlobalAveragePool that the head computes in float.
+    CHECK(test::count_op(after, "TransData") == 1);
+    // The plan computes what ONNX Runtime does.
+    const fs::path plan = dir / "p.plan";
+    auto compile = test::run_cli({"compile", model.string(), "-o", plan.string()});
+    REQUIRE_MESSAGE(compile.exit_code == 0, compile.out << compile.err);
+    auto run = test::run_cli(join(join({"run", plan.string()}, input_args(model)), compare_args(model)));
+    CHECK_MESSAGE(run.exit_code == 0, run.out << run.err);
   }
 }
 

@@ -302,6 +302,40 @@ void register_quantized_cube_ops() {
   }
 }
 
+// QuantAdd.
+void register_quant_add() {
+  OpSchema s = geopt_op(
+      "QuantAdd",
+      "C = saturate(round_half_even(activation((A - A_zero_point) A_scale + (B - B_zero_point) B_scale) / "
+      "C_scale) + C_zero_point): an Add between two DequantizeLinears and a QuantizeLinear "
+      "(onnxruntime's QLinearAdd), each dequantized value, the sum and the division in float as those "
+      "ops compute them; one scale per tensor, numpy broadcasting.");
+  const std::vector<std::string> eight_bit = {"tensor(int8)", "tensor(uint8)"};
+  s.TypeConstraint("TA", eight_bit, "A's 8-bit type.");
+  s.TypeConstraint("TB", eight_bit, "B's 8-bit type.");
+  s.TypeConstraint("TC", eight_bit, "C's 8-bit type.");
+  s.TypeConstraint("S", {"tensor(float)"}, "Scales.");
+  s.Attr("activation", "none, or Relu applied to the sum before it is quantized.", AttributeProto::STRING,
+         std::string("none"));
+  s.Input(0, "A", "8-bit input.", "TA")
+      .Input(1, "A_scale", "A's scale (a scalar).", "S")
+      .Input(2, "A_zero_point", "A's zero point (a scalar).", "TA")
+      .Input(3, "B", "8-bit input, broadcast against A.", "TB")
+      .Input(4, "B_scale", "B's scale (a scalar).", "S")
+      .Input(5, "B_zero_point", "B's zero point (a scalar).", "TB")
+      .Input(6, "C_scale", "The output's scale (a scalar).", "S")
+      .Input(7, "C_zero_point", "The output's zero point (a scalar): its type is C's.", "TC");
+  s.Output(0, "C", "The quantized sum, of A and B broadcast.", "TC");
+  s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+    onnx::propagateElemTypeFromInputToOutput(ctx, 7, 0);
+    if (onnx::hasInputShape(ctx, 0) && onnx::hasInputShape(ctx, 3))
+      onnx::bidirectionalBroadcastShapeInference(ctx.getInputType(0)->tensor_type().shape(),
+                                                 ctx.getInputType(3)->tensor_type().shape(),
+                                                 *onnx::getOutputShape(ctx, 0));
+  });
+  onnx::RegisterSchema(std::move(s));
+}
+
 // Roll.
 void register_roll() {
   OpSchema s = geopt_op(
@@ -338,6 +372,7 @@ void register_all() {
   register_attention();
   register_mlp_ops();
   register_quantized_cube_ops();
+  register_quant_add();
   register_roll();
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "device_ops/device_ops.h"
@@ -42,12 +43,27 @@ std::vector<LayoutRegion> layout_regions(const Model& optimized, const Model& in
     while (parent[i] != i) i = parent[i] = parent[parent[i]];
     return i;
   };
+  // A value is in NC1HWC0 where its producer writes that format, or writes none of its
+  // own (an elementwise op, a pool moved through the conversions) from an NC1HWC0 input
+  // into a 5-D value. Nodes come in topological order.
+  std::set<const Value*> in_nc1hwc0;
+  for (const auto& n : nodes) {
+    const std::optional<Format> f = written_format(*n);
+    bool blocked_input = false;
+    for (const Value* in : n->inputs()) blocked_input = blocked_input || (in && in_nc1hwc0.count(in));
+    for (const Value* out : n->outputs())
+      if (out &&
+          (f == Format::NC1HWC0 || (!f && blocked_input && out->type.shape && out->type.shape->rank() == 5)))
+        in_nc1hwc0.insert(out);
+  }
   std::vector<bool> blocked(nodes.size(), false);
   for (size_t i = 0; i < nodes.size(); ++i) {
-    if (written_format(*nodes[i]) != Format::NC1HWC0) continue;
+    bool writes = false;
+    for (const Value* out : nodes[i]->outputs()) writes = writes || (out && in_nc1hwc0.count(out));
+    if (!writes) continue;
     blocked[i] = true;
     for (const Value* out : nodes[i]->outputs())
-      if (out)
+      if (out && in_nc1hwc0.count(out))
         for (const Use& u : out->uses()) {
           const size_t j = index.at(u.node);
           blocked[j] = true;

@@ -1,6 +1,8 @@
 #pragma once
 // The NC1HWC0 regions of an optimized model: its nodes joined by the values they pass in
-// NC1HWC0 (a value's producer with each of its consumers), each region with the input
+// NC1HWC0 (a value's producer with each of its consumers; a value is in NC1HWC0 where its
+// producer writes that format, or is an op of no format of its own, an elementwise op,
+// writing a 5-D value from an NC1HWC0 input), each region with the input
 // model's nodes it stands for (the provenance optimize records on fused nodes). Subgraph
 // tuning tries each region kept in the model's own format (--keep_format) as a strategy
 // setting, where the `layout` tag can only keep the whole model out of NC1HWC0.

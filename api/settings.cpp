@@ -116,6 +116,7 @@ dsl::NodeExclusion kept_format(const RuleOptions& rules, const Model& model) {
           if (g.ParseFromString(bytes)) body(g);
         }
   }
+  names.erase("");  // unnamed nodes
   for (const std::string& name : rules.keep_format) {
     if (!names.count(name))
       throw geopt::Error("--keep_format " + as_text(name) + ": the model has no node of that name");

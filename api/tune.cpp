@@ -272,8 +272,11 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
       outcome = std::string("failed: ") + e.what();
     }
     tried.push_back({{"setting", what}, {"before", before}, {"after", after}, {"outcome", outcome}});
-    appendf(table, "  %-48.48s %10.2f -> %10.2f %s  %s\n", what.c_str(), before, after, host ? "ms" : "us",
-            outcome.c_str());
+    if (outcome == "the same plan")
+      appendf(table, "  %-48.48s %27s  %s\n", what.c_str(), "", outcome.c_str());
+    else
+      appendf(table, "  %-48.48s %10.2f -> %10.2f %s  %s\n", what.c_str(), before, after, host ? "ms" : "us",
+              outcome.c_str());
     if (opt.progress) opt.progress("trying strategy settings", ++done, total);
   };
   if (opt.progress) opt.progress("trying strategy settings", 0, total);

@@ -22,6 +22,7 @@ geopt run, optimize and compile.
 | opset18_block | opset 18, IR 9 (torch's dynamo exporter): Split with num_outputs, ReduceMean with axes as an input, Pad with axes, GroupNormalization, Mish |
 | static_qdq_resnet_u8 | onnxruntime's quantize_static, QDQ format, uint8 activations (its MinMax calibration on one input, from the float model): each tensor quantized once (a QuantizeLinear and DequantizeLinear pair its readers share), int8 per-channel weights and int32 biases as DequantizeLinear of initializers, the ReLU after each conv removed (the output's range starts at 0), residual Adds, MaxPool and Flatten between pairs of one scale, GlobalAveragePool, Gemm |
 | static_qdq_mobilenet_s8 | the same quantizer with int8 activations on an inverted-residual net: depthwise convs, Clip(0, 6) removed likewise, residual Adds, GlobalAveragePool, Gemm |
+| static_qdq_efficientnet_u8 | the same quantizer (uint8) on EfficientNet's and MobileNetV3's MBConv blocks: SiLU as a Sigmoid and a Mul between pairs, squeeze-and-excitation gates (Sigmoid, HardSigmoid) and their Mul, HardSwish, a residual Add |
 
 """
 import os
@@ -420,6 +421,69 @@ def static_qdq_resnet(act, name):
     return model, {"image": image}
 
 
+def static_qdq_efficientnet(act, name):
+    """MBConv blocks as EfficientNet and MobileNetV3 have them, quantized by quantize_static:
+    SiLU as a Sigmoid and a Mul (each between pairs), squeeze-and-excitation (a pooled
+    mean, two 1x1 convs, a Sigmoid or HardSigmoid gate, a Mul), HardSwish, a residual Add."""
+    q = StaticQdq(25, act)
+    image = np.random.default_rng(26).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)
+    x, (xs, _) = q.qdq("image", image)
+
+    def unary(t, tv, op, fn, **attrs):
+        y = q.b.node(op, [t], **attrs)
+        yv = fn(tv)
+        out, (scale, _) = q.qdq(y, yv)
+        return out, yv, scale
+
+    def mul(a, av, c, cv):
+        y = q.b.node("Mul", [a, c])
+        yv = av * cv
+        out, (scale, _) = q.qdq(y, yv)
+        return out, yv, scale
+
+    sigmoid = lambda v: 1 / (1 + np.exp(-v))
+    hard_sigmoid = lambda v: np.clip(v / 6 + 0.5, 0, 1)
+
+    def silu(t, tv):
+        g, gv, _ = unary(t, tv, "Sigmoid", sigmoid)
+        return mul(t, tv, g, gv)
+
+    def gate(t, tv, ts, hard):
+        p = q.b.node("GlobalAveragePool", [t])
+        pv = tv.mean(axis=(2, 3), keepdims=True)
+        p, (ps, _) = q.qdq(p, pv)
+        r, rv, rs = q.conv(p, pv, ps, max(4, tv.shape[1] // 4), 1)
+        r, rv, rs = silu(r, rv) if not hard else q.conv(r, rv, rs, rv.shape[1], 1, act="relu")[:3]
+        e, ev, _ = q.conv(r, rv, rs, tv.shape[1], 1)
+        if hard:
+            g, gv, _ = unary(e, ev, "HardSigmoid", hard_sigmoid, alpha=1 / 6, beta=0.5)
+        else:
+            g, gv, _ = unary(e, ev, "Sigmoid", sigmoid)
+        return mul(t, tv, g, gv)
+
+    h, hv, hs = q.conv(x, image, xs, 16, 3, s=2)
+    h, hv, hs = silu(h, hv)
+    for cout, hard in ((16, False), (24, True)):
+        e, ev, es = q.conv(h, hv, hs, hv.shape[1] * 4, 1)
+        if hard:
+            e, ev, es = unary(e, ev, "HardSwish", lambda v: v * hard_sigmoid(v))
+        else:
+            e, ev, es = silu(e, ev)
+        d, dv, ds = q.conv(e, ev, es, ev.shape[1], 3, group=ev.shape[1])
+        d, dv, ds = silu(d, dv) if not hard else unary(d, dv, "HardSwish", lambda v: v * hard_sigmoid(v))
+        d, dv, ds = gate(d, dv, ds, hard)
+        p, pv, ps = q.conv(d, dv, ds, cout, 1)
+        if cout == hv.shape[1]:
+            h, hv, hs = q.add(p, pv, h, hv)
+        else:
+            h, hv, hs = p, pv, ps
+    y = q.head(h, hv, hs, 10)
+    model = q.b.model(name, [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 32, 32])],
+                      [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 10])], 14,
+                      "onnxruntime.quantization (quantize_static, QDQ)-style")
+    return model, {"image": image}
+
+
 def static_qdq_mobilenet(act, name):
     q = StaticQdq(23, act)
     image = np.random.default_rng(24).uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32)
@@ -442,7 +506,8 @@ def static_qdq_mobilenet(act, name):
 
 MODELS = [tf_mobilenet_style, tf_blazeface_style, fp16_unet, fp16_io_classifier, dynamic_int8, lambda: dynamic_int8_unet(64), opset18_block, if_vad_like,
           lambda: static_qdq_resnet(np.uint8, "static_qdq_resnet_u8"),
-          lambda: static_qdq_mobilenet(np.int8, "static_qdq_mobilenet_s8")]
+          lambda: static_qdq_mobilenet(np.int8, "static_qdq_mobilenet_s8"),
+          lambda: static_qdq_efficientnet(np.uint8, "static_qdq_efficientnet_u8")]
 
 
 def save(out, model, inputs):

@@ -127,9 +127,19 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "onnxruntime's static quantization (QDQ) fuses: every conv, residual sum and pool on 8-bit tensors in "
-    "NC1HWC0, at most 10% of the QuantizeLinear and DequantizeLinear nodes left") {
-  for (const char* name : {"static_qdq_resnet_u8", "static_qdq_mobilenet_s8"}) {
+    "onnxruntime's static quantization (QDQ) fuses: every conv, residual sum, activation, gate and pool on "
+    "8-bit tensors in NC1HWC0, at most 10% of the QuantizeLinear and DequantizeLinear nodes left") {
+  struct Case {
+    const char* name;
+    size_t sums, products, tables, conversions;
+  };
+  // ResNet: residual sums; MobileNetV2: sums, Clip removed; EfficientNet and MobileNetV3's
+  // blocks: SiLU (a table and a product), gates (a table, a product), HardSwish (a table),
+  // one sum. The conversions lead into a GlobalAveragePool computed in float (a gate's, the
+  // head's) and back.
+  for (const Case& c : {Case{"static_qdq_resnet_u8", 2, 0, 0, 1}, Case{"static_qdq_mobilenet_s8", 2, 0, 0, 1},
+                        Case{"static_qdq_efficientnet_u8", 1, 6, 8, 5}}) {
+    const char* name = c.name;
     INFO(name);
     const fs::path model = test::exporters_dir() / (std::string(name) + ".onnx");
     const fs::path dir = test::scratch_dir("static-qdq");
@@ -143,16 +153,16 @@ TEST_CASE(
     };
     INFO(opt.out);
     CHECK(qdq(after) * 10 <= qdq(before));
-    // The residual sums are 8-bit kernels, and no float Conv or Add is left.
-    CHECK(test::count_op(after, "QuantAdd") == 2);
-    for (const char* op : {"Conv", "Add", "Relu", "Clip"}) {
+    // The sums, products and activations are 8-bit kernels; no float one is left.
+    CHECK(test::count_op(after, "QuantAdd") == c.sums);
+    CHECK(test::count_op(after, "QuantMul") == c.products);
+    CHECK(test::count_op(after, "QuantLookup") == c.tables);
+    for (const char* op : {"Conv", "Add", "Mul", "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish"}) {
       INFO(op);
       CHECK(test::count_op(after, op) == 0);
     }
     CHECK(test::count_op(after, "FusedQuantConv") == test::count_op(before, "Conv"));
-    // In NC1HWC0 from the first conv to the pooling head: one conversion, before the
-    // GlobalAveragePool that the head computes in float.
-    CHECK(test::count_op(after, "TransData") == 1);
+    CHECK(test::count_op(after, "TransData") == c.conversions);
     // The plan computes what ONNX Runtime does.
     const fs::path plan = dir / "p.plan";
     auto compile = test::run_cli({"compile", model.string(), "-o", plan.string()});

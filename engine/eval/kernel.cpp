@@ -86,7 +86,7 @@ void register_standard_ops(OpRegistry& r) {
   register_roll_kernel(r);
   register_indexing_kernels(r);
   register_quantize_kernels(r);
-  register_quant_add_kernel(r);
+  register_quant_elementwise_kernels(r);
   register_quantized_cube_kernels(r);
   register_spatial_kernels(r);
   register_signal_kernels(r);

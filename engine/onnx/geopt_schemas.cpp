@@ -302,20 +302,22 @@ void register_quantized_cube_ops() {
   }
 }
 
-// QuantAdd.
-void register_quant_add() {
-  OpSchema s = geopt_op(
-      "QuantAdd",
-      "C = saturate(round_half_even(activation((A - A_zero_point) A_scale + (B - B_zero_point) B_scale) / "
-      "C_scale) + C_zero_point): an Add between two DequantizeLinears and a QuantizeLinear "
-      "(onnxruntime's QLinearAdd), each dequantized value, the sum and the division in float as those "
-      "ops compute them; one scale per tensor, numpy broadcasting.");
+// QuantAdd and QuantMul (an 8-bit sum or product of two dequantized tensors, quantized).
+void register_quant_binary(const char* name, const char* op, const char* sign) {
+  const std::string doc =
+      std::string("C = saturate(round_half_even(activation((A - A_zero_point) A_scale ") + sign +
+      " (B - B_zero_point) B_scale) / C_scale) + C_zero_point): " + op +
+      " between two DequantizeLinears and a QuantizeLinear (onnxruntime's QLinear" + op +
+      "'s signature), each dequantized value, the " + (sign[0] == '+' ? "sum" : "product") +
+      " and the division in float as those ops compute them; one scale per tensor, numpy broadcasting.";
+  OpSchema s = geopt_op(name, "");
+  s.SetDoc(doc);
   const std::vector<std::string> eight_bit = {"tensor(int8)", "tensor(uint8)"};
   s.TypeConstraint("TA", eight_bit, "A's 8-bit type.");
   s.TypeConstraint("TB", eight_bit, "B's 8-bit type.");
   s.TypeConstraint("TC", eight_bit, "C's 8-bit type.");
   s.TypeConstraint("S", {"tensor(float)"}, "Scales.");
-  s.Attr("activation", "none, or Relu applied to the sum before it is quantized.", AttributeProto::STRING,
+  s.Attr("activation", "none, or Relu applied before the result is quantized.", AttributeProto::STRING,
          std::string("none"));
   s.Input(0, "A", "8-bit input.", "TA")
       .Input(1, "A_scale", "A's scale (a scalar).", "S")
@@ -325,13 +327,33 @@ void register_quant_add() {
       .Input(5, "B_zero_point", "B's zero point (a scalar).", "TB")
       .Input(6, "C_scale", "The output's scale (a scalar).", "S")
       .Input(7, "C_zero_point", "The output's zero point (a scalar): its type is C's.", "TC");
-  s.Output(0, "C", "The quantized sum, of A and B broadcast.", "TC");
+  s.Output(0, "C", "The quantized result, of A and B broadcast.", "TC");
   s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
     onnx::propagateElemTypeFromInputToOutput(ctx, 7, 0);
     if (onnx::hasInputShape(ctx, 0) && onnx::hasInputShape(ctx, 3))
       onnx::bidirectionalBroadcastShapeInference(ctx.getInputType(0)->tensor_type().shape(),
                                                  ctx.getInputType(3)->tensor_type().shape(),
                                                  *onnx::getOutputShape(ctx, 0));
+  });
+  onnx::RegisterSchema(std::move(s));
+}
+
+// QuantLookup: a function of an 8-bit tensor as a table of its 256 results.
+void register_quant_lookup() {
+  OpSchema s = geopt_op(
+      "QuantLookup",
+      "Y = Table[X - the lowest value of X's type]: any function of one 8-bit tensor, Table holding its "
+      "256 results (a QuantizeLinear of an activation of a DequantizeLinear, folded when the model is "
+      "compiled; onnxruntime's QLinearSigmoid and QLinearLeakyRelu work so).");
+  const std::vector<std::string> eight_bit = {"tensor(int8)", "tensor(uint8)"};
+  s.TypeConstraint("T1", eight_bit, "X's 8-bit type.");
+  s.TypeConstraint("T2", eight_bit, "Y's 8-bit type.");
+  s.Input(0, "X", "8-bit input.", "T1")
+      .Input(1, "Table", "[256]: the result for each value of X's type, lowest first.", "T2");
+  s.Output(0, "Y", "X's shape, Table's type.", "T2");
+  s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+    onnx::propagateElemTypeFromInputToOutput(ctx, 1, 0);
+    if (onnx::hasInputShape(ctx, 0)) onnx::propagateShapeFromInputToOutput(ctx, 0, 0);
   });
   onnx::RegisterSchema(std::move(s));
 }
@@ -372,7 +394,9 @@ void register_all() {
   register_attention();
   register_mlp_ops();
   register_quantized_cube_ops();
-  register_quant_add();
+  register_quant_binary("QuantAdd", "Add", "+");
+  register_quant_binary("QuantMul", "Mul", "*");
+  register_quant_lookup();
   register_roll();
 }
 

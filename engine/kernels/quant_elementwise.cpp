@@ -1,0 +1,149 @@
+// geopt's 8-bit elementwise kernels (ai.geopt), each bit for bit what the ops it replaces
+// compute: QuantAdd and QuantMul, an Add or Mul between two DequantizeLinears and a
+// QuantizeLinear (quantize.h's rounding), and QuantLookup, any function of one 8-bit
+// tensor as a table of its 256 results (made at compile time by the ops themselves).
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "eval/kernel.h"
+#include "kernels/elementwise_util.h"
+#include "kernels/quantize.h"
+
+namespace geopt {
+namespace {
+
+// An int8 byte b holds v = (int8_t)b, and b ^ 0x80 is v + 128 as uint8: each input is
+// read as bytes, flipped by its mask, less its zero point plus 128 for int8 (exact: small
+// integers in float), so one loop serves uint8 and int8.
+struct QuantAddParams {
+  float a_scale, a_zero, b_scale, b_zero, c_scale, c_zero;
+  uint8_t a_mask, b_mask;
+  bool relu, mul;
+};
+
+// One run: out[j] from a[j * sa] and b[j * sb]. Dequantized, added and requantized in
+// float as DequantizeLinear, Add, Relu and QuantizeLinear do.
+template <class C>
+inline void quant_add_run(const uint8_t* a, int64_t sa, const uint8_t* b, int64_t sb, C* out, int64_t n,
+                          const QuantAddParams& p) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    const float x = (static_cast<float>(a[j * sa] ^ p.a_mask) - p.a_zero) * p.a_scale;
+    const float y = (static_cast<float>(b[j * sb] ^ p.b_mask) - p.b_zero) * p.b_scale;
+    float sum = p.mul ? x * y : x + y;
+    if (p.relu) sum = sum < 0.0f ? 0.0f : sum;  // NaN stays NaN, as Relu keeps it
+    out[j] = quantize_value<C>(sum, p.c_scale, p.c_zero);
+  }
+}
+
+// The contiguous case (equal shapes: a residual block's two branches), vectorized for the
+// widest vectors the CPU has (one function per output type: clones take no templates).
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void quant_add_to_u8(
+    const uint8_t* a, const uint8_t* b, uint8_t* out, int64_t n, const QuantAddParams& p) {
+  quant_add_run(a, 1, b, 1, out, n, p);
+}
+
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void quant_add_to_i8(
+    const uint8_t* a, const uint8_t* b, int8_t* out, int64_t n, const QuantAddParams& p) {
+  quant_add_run(a, 1, b, 1, out, n, p);
+}
+
+template <class C>
+void quant_add_typed(KernelContext& ctx, const QuantAddParams& p) {
+  const HostTensor& ta = ctx.input(0);
+  const HostTensor& tb = ctx.input(3);
+  const BroadcastPlan<2> plan = plan_broadcast<2>(ctx, {&ta, &tb});
+  HostTensor tc = ctx.new_output(0, std::is_same_v<C, uint8_t> ? DType::U8 : DType::I8, plan.dims);
+  const auto* a = reinterpret_cast<const uint8_t*>(ta.raw());
+  const auto* b = reinterpret_cast<const uint8_t*>(tb.raw());
+  C* out = tc.mutable_data<C>();
+  if (ta.dims() == tb.dims()) {
+    constexpr int64_t kChunk = 1 << 14;
+    const int64_t n = tc.size(), chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for if (n > (1 << 16))
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t at = c * kChunk, len = std::min(kChunk, n - at);
+      if constexpr (std::is_same_v<C, uint8_t>)
+        quant_add_to_u8(a + at, b + at, out + at, len, p);
+      else
+        quant_add_to_i8(a + at, b + at, out + at, len, p);
+    }
+  } else {
+    apply_broadcast_tiles(plan, [&](int64_t i, const int64_t* base, const int64_t* steps, int64_t count,
+                                    int64_t rows, const int64_t* row_steps) {
+      for (int64_t r = 0; r < rows; ++r)
+        quant_add_run(a + base[0] + r * row_steps[0], steps[0], b + base[1] + r * row_steps[1], steps[1],
+                      out + i + r * count, count, p);
+    });
+  }
+  ctx.outputs[0] = std::move(tc);
+}
+
+// A scalar scale or zero point (QuantAdd's are per tensor).
+double scalar(const KernelContext& ctx, size_t i, const char* what) {
+  const HostTensor& t = ctx.input(i);
+  if (t.size() != 1) ctx.fail(std::string(what) + " must be a scalar, not " + t.shape_string());
+  return t.real_at(0);
+}
+
+// QuantAdd (mul false) and QuantMul.
+void quant_binary(KernelContext& ctx, bool mul) {
+  const std::string activation = ctx.attr_string("activation", "none");
+  if (activation != "none" && activation != "Relu")
+    ctx.fail("activation '" + activation + "' is none of none, Relu");
+  QuantAddParams p{};
+  p.a_scale = static_cast<float>(scalar(ctx, 1, "A_scale"));
+  p.a_zero = static_cast<float>(scalar(ctx, 2, "A_zero_point"));
+  p.b_scale = static_cast<float>(scalar(ctx, 4, "B_scale"));
+  p.b_zero = static_cast<float>(scalar(ctx, 5, "B_zero_point"));
+  p.c_scale = static_cast<float>(scalar(ctx, 6, "C_scale"));
+  p.c_zero = static_cast<float>(scalar(ctx, 7, "C_zero_point"));
+  p.relu = activation == "Relu";
+  p.mul = mul;
+  const DType ta = ctx.input(0).dtype(), tb = ctx.input(3).dtype(), tc = ctx.input(7).dtype();
+  auto is8 = [](DType t) { return t == DType::U8 || t == DType::I8; };
+  if (!is8(ta) || !is8(tb) || !is8(tc) || ctx.input(2).dtype() != ta || ctx.input(5).dtype() != tb)
+    ctx.fail("A, B and C must be 8-bit, each zero point of its tensor's type");
+  p.a_mask = ta == DType::I8 ? 0x80 : 0;
+  p.b_mask = tb == DType::I8 ? 0x80 : 0;
+  p.a_zero += ta == DType::I8 ? 128.0f : 0.0f;
+  p.b_zero += tb == DType::I8 ? 128.0f : 0.0f;
+  if (tc == DType::U8)
+    quant_add_typed<uint8_t>(ctx, p);
+  else
+    quant_add_typed<int8_t>(ctx, p);
+}
+
+// Y = Table[X - lowest value of X's type]: 256 entries of Y's type.
+void quant_lookup(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  const HostTensor& table = ctx.input(1);
+  auto is8 = [](DType t) { return t == DType::U8 || t == DType::I8; };
+  if (!is8(x.dtype()) || !is8(table.dtype()) || table.size() != 256)
+    ctx.fail("X must be 8-bit and Table 256 8-bit entries, not " + x.shape_string() + " and " +
+             table.shape_string());
+  HostTensor y = ctx.new_output(0, table.dtype(), x.dims());
+  const auto* in = reinterpret_cast<const uint8_t*>(x.raw());
+  const auto* t = reinterpret_cast<const uint8_t*>(table.raw());
+  auto* out = reinterpret_cast<uint8_t*>(y.mutable_raw());
+  const uint8_t mask = x.dtype() == DType::I8 ? 0x80 : 0;  // int8 v at v + 128
+  const int64_t n = x.size();
+#pragma omp parallel for if (n > (1 << 16))
+  for (int64_t c = 0; c < (n + 16383) / 16384; ++c)
+    for (int64_t i = c * 16384; i < std::min(n, (c + 1) * 16384); ++i) out[i] = t[in[i] ^ mask];
+  ctx.outputs[0] = std::move(y);
+}
+
+}  // namespace
+
+void register_quant_elementwise_kernels(OpRegistry& r) {
+  r.add(
+      kGeoptDomain, "QuantAdd", [](KernelContext& ctx) { quant_binary(ctx, false); }, false);
+  r.add(
+      kGeoptDomain, "QuantMul", [](KernelContext& ctx) { quant_binary(ctx, true); }, false);
+  r.add(kGeoptDomain, "QuantLookup", quant_lookup, false);
+}
+
+}  // namespace geopt

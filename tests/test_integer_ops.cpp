@@ -660,3 +660,86 @@ TEST_CASE("DynamicQuantizeLinear rounds half to even and saturates as ONNX defin
 }
 
 }  // namespace geopt
+
+namespace geopt {
+namespace {
+
+// Every pair of 8-bit values through QuantAdd or QuantMul and through the DequantizeLinears,
+// Add or Mul and QuantizeLinear it replaces: the same bytes, on equal shapes (the vectorized
+// pass) and broadcast ([256, 1] against [1, 256]).
+void check_quant_binary(const char* op, const char* onnx_op, const char* ta, const char* tb, const char* tc,
+                        const char* scales) {
+  const std::string types = std::string("(") + ta + "[256,1] a, " + tb + "[1,256] b, " + ta + "[65536] af, " +
+                            tb + "[65536] bf) => (" + tc + "[256,256] y, " + tc + "[256,256] yb, " + tc +
+                            "[65536] yf, " + tc + "[65536] yr)";
+  const std::string text = std::string(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g )") + types + " {\n" +
+                           scales + R"(
+      y = ai.geopt.)" + op +
+                           R"((a, sa, za, b, sb, zb, sc, zc)
+      da = DequantizeLinear(a, sa, za)
+      db = DequantizeLinear(b, sb, zb)
+      s = )" + onnx_op + R"((da, db)
+      yb = QuantizeLinear(s, sc, zc)
+      yf = ai.geopt.)" + op +
+                           R"((af, sa, za, bf, sb, zb, sc, zc)
+      daf = DequantizeLinear(af, sa, za)
+      dbf = DequantizeLinear(bf, sb, zb)
+      sf = )" + onnx_op + R"((daf, dbf)
+      yr = QuantizeLinear(sf, sc, zc)
+    })";
+  const Model m = import_onnx_proto(test::parse_text_model(text.c_str()), "m.onnx");
+  auto values = [](const char* t) {
+    std::vector<int> v(256);
+    for (int i = 0; i < 256; ++i) v[static_cast<size_t>(i)] = std::string(t) == "uint8" ? i : i - 128;
+    return v;
+  };
+  const DType da = std::string(ta) == "uint8" ? DType::U8 : DType::I8;
+  const DType db = std::string(tb) == "uint8" ? DType::U8 : DType::I8;
+  std::vector<int> af, bf;
+  for (int x : values(ta))
+    for (int y : values(tb)) af.push_back(x), bf.push_back(y);
+  const NamedTensors out = Evaluator(m, ascend::op_registry())
+                               .run({{"a", bytes_tensor(da, {256, 1}, values(ta))},
+                                     {"b", bytes_tensor(db, {1, 256}, values(tb))},
+                                     {"af", bytes_tensor(da, {65536}, af)},
+                                     {"bf", bytes_tensor(db, {65536}, bf)}});
+  for (const auto& [fused, reference] : {std::pair<size_t, size_t>{0, 1}, {2, 3}}) {
+    const HostTensor& x = out[fused].second;
+    const HostTensor& y = out[reference].second;
+    REQUIRE(x.nbytes() == 65536);
+    REQUIRE(y.nbytes() == 65536);
+    size_t differ = 0;
+    for (int64_t i = 0; i < 65536; ++i) differ += x.int_at(i) != y.int_at(i);
+    CHECK(differ == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("QuantAdd and QuantMul give the bytes of the ops they replace for every pair of 8-bit values") {
+  // Scales where sums land on halves (ties: sa == sb, sc == 2 sa) and scales of no pattern.
+  const char* ties = R"(
+      sa = Constant <value = float {0.0375}> ()
+      sb = Constant <value = float {0.0375}> ()
+      sc = Constant <value = float {0.075}> ())";
+  const char* odd = R"(
+      sa = Constant <value = float {0.0173}> ()
+      sb = Constant <value = float {0.0419}> ()
+      sc = Constant <value = float {0.0291}> ())";
+  for (const char* scales : {ties, odd})
+    for (const char* ta : {"uint8", "int8"})
+      for (const char* tb : {"uint8", "int8"})
+        for (const char* tc : {"uint8", "int8"}) {
+          const std::string zeros =
+              std::string(scales) + "\n      za = Constant <value = " + ta +
+              (std::string(ta) == "uint8" ? " {131}" : " {-7}") + "> ()\n      zb = Constant <value = " + tb +
+              (std::string(tb) == "uint8" ? " {100}" : " {3}") + "> ()\n      zc = Constant <value = " + tc +
+              (std::string(tc) == "uint8" ? " {128}" : " {0}") + "> ()";
+          INFO(ta << " " << tb << " -> " << tc);
+          check_quant_binary("QuantAdd", "Add", ta, tb, tc, zeros.c_str());
+          check_quant_binary("QuantMul", "Mul", ta, tb, tc, zeros.c_str());
+        }
+}
+
+}  // namespace geopt

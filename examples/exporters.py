@@ -365,6 +365,13 @@ class StaticQdq:
         out, (scale, _) = self.qdq(y, yv)
         return out, yv, scale
 
+    def model(self, name, image, y, opset):
+        """The model from the image to the classifier's dequantized output y, and its input."""
+        m = self.b.model(name, [helper.make_tensor_value_info("image", TensorProto.FLOAT, list(image.shape))],
+                         [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 10])], opset,
+                         "onnxruntime.quantization (quantize_static, QDQ)-style")
+        return m, {"image": image}
+
     def head(self, x, xv, x_scale, classes):
         """GlobalAveragePool, Flatten (one scale through it) and a Gemm, its output dequantized."""
         g = self.b.node("GlobalAveragePool", [x])
@@ -415,10 +422,7 @@ def static_qdq_resnet(act, name):
     mv = hv.reshape(1, 32, 8, 2, 8, 2).max(axis=(3, 5))
     h, _ = q.qdq(m, mv, q.params(hv))
     y = q.head(h, mv, hs, 10)
-    model = q.b.model(name, [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 32, 32])],
-                      [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 10])], 13,
-                      "onnxruntime.quantization (quantize_static, QDQ)-style")
-    return model, {"image": image}
+    return q.model(name, image, y, 13)
 
 
 def static_qdq_efficientnet(act, name):
@@ -478,10 +482,7 @@ def static_qdq_efficientnet(act, name):
         else:
             h, hv, hs = p, pv, ps
     y = q.head(h, hv, hs, 10)
-    model = q.b.model(name, [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 32, 32])],
-                      [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 10])], 14,
-                      "onnxruntime.quantization (quantize_static, QDQ)-style")
-    return model, {"image": image}
+    return q.model(name, image, y, 14)
 
 
 def static_qdq_mobilenet(act, name):
@@ -498,10 +499,7 @@ def static_qdq_mobilenet(act, name):
         else:
             h, hv, hs = p, pv, ps
     y = q.head(h, hv, hs, 10)
-    model = q.b.model(name, [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 32, 32])],
-                      [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, 10])], 13,
-                      "onnxruntime.quantization (quantize_static, QDQ)-style")
-    return model, {"image": image}
+    return q.model(name, image, y, 13)
 
 
 MODELS = [tf_mobilenet_style, tf_blazeface_style, fp16_unet, fp16_io_classifier, dynamic_int8, lambda: dynamic_int8_unet(64), opset18_block, if_vad_like,

@@ -80,20 +80,30 @@ TEST_CASE("building the same e-graph twice is deterministic") {
   CHECK(build() == build());
 }
 
-TEST_CASE("a shared subterm makes the greedy tree extractor wrong and the exact one right") {
-  // root = Add(X, Y). X = {A(S) cost 1, B cost 6}; Y = {C(S) cost 1, D cost 6}; S costs 8.
-  // Tree costs: A(S) = 9 > B = 6, so a tree extractor picks B and D: 1 + 6 + 6 = 13.
-  // As a DAG, A and C share S: 1 + 1 + 1 + 8 = 11.
+// root = Add(X, Y). X = {A(S) cost 1, B cost 6}; Y = {C(S) cost 1, D cost 6}; S costs 8.
+// Tree costs: A(S) = 9 > B = 6, so a tree extractor picks B and D: 1 + 6 + 6 = 13.
+// As a DAG, A and C share S: 1 + 1 + 1 + 8 = 11.
+struct SharedSubterm {
   EGraph g;
-  ClassId in = leaf(g, 0);
-  ClassId s = g.add_op(op("S"), {in});
-  ClassId x = g.add_op(op("A"), {s});
-  g.merge(x, g.add_op(op("B"), {in}));
-  ClassId y = g.add_op(op("C"), {s});
-  g.merge(y, g.add_op(op("D"), {in}));
-  g.rebuild();
-  ClassId root = g.add_op(op("Add"), {x, y});
-  auto cost = costs({{"S", 8}, {"A", 1}, {"B", 6}, {"C", 1}, {"D", 6}, {"Add", 1}});
+  ClassId x, root;
+  NodeCost cost = costs({{"S", 8}, {"A", 1}, {"B", 6}, {"C", 1}, {"D", 6}, {"Add", 1}});
+  SharedSubterm() {
+    ClassId in = leaf(g, 0);
+    ClassId s = g.add_op(op("S"), {in});
+    x = g.add_op(op("A"), {s});
+    g.merge(x, g.add_op(op("B"), {in}));
+    ClassId y = g.add_op(op("C"), {s});
+    g.merge(y, g.add_op(op("D"), {in}));
+    g.rebuild();
+    root = g.add_op(op("Add"), {x, y});
+  }
+};
+
+TEST_CASE("a shared subterm makes the greedy tree extractor wrong and the exact one right") {
+  SharedSubterm t;
+  EGraph& g = t.g;
+  const ClassId x = t.x, root = t.root;
+  const NodeCost& cost = t.cost;
   Extraction tree = extract_greedy_tree(g, {root}, cost);
   Extraction exact = extract_exact(g, {root}, cost);
   CHECK(tree.cost == 13);
@@ -109,16 +119,10 @@ TEST_CASE("a shared subterm makes the greedy tree extractor wrong and the exact 
 TEST_CASE("extraction modes: greedy never searches, exact searches any size from the greedy program") {
   // The shared-subterm e-graph above, where the heuristic and the optimum differ, then a
   // chain of 4000 classes, searched to its end (a frame per class) within its budget.
-  EGraph g;
-  ClassId in = leaf(g, 0);
-  ClassId s = g.add_op(op("S"), {in});
-  ClassId x = g.add_op(op("A"), {s});
-  g.merge(x, g.add_op(op("B"), {in}));
-  ClassId y = g.add_op(op("C"), {s});
-  g.merge(y, g.add_op(op("D"), {in}));
-  g.rebuild();
-  ClassId root = g.add_op(op("Add"), {x, y});
-  auto cost = costs({{"S", 8}, {"A", 1}, {"B", 6}, {"C", 1}, {"D", 6}, {"Add", 1}});
+  SharedSubterm t;
+  const EGraph& g = t.g;
+  const ClassId root = t.root;
+  const NodeCost& cost = t.cost;
   const Extraction greedy = extract_best(g, {root}, cost, 40, ExtractionMode::greedy);
   CHECK(greedy.method.rfind("exact", 0) != 0);
   CHECK(!greedy.optimal);

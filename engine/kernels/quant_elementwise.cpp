@@ -25,30 +25,39 @@ struct QuantAddParams {
 
 // One run: out[j] from a[j * sa] and b[j * sb]. Dequantized, added and requantized in
 // float as DequantizeLinear, Add, Relu and QuantizeLinear do.
-template <class C>
-inline void quant_add_run(const uint8_t* a, int64_t sa, const uint8_t* b, int64_t sb, C* out, int64_t n,
-                          const QuantAddParams& p) {
+// The parameters are copied out first: the output is bytes, which may alias anything, so
+// a read through `p` after each store would keep the loop scalar. The operation is a
+// template argument: a run-time choice between x * y and x + y also keeps GCC 12 scalar.
+template <class C, bool kMul>
+inline void quant_binary_run(const uint8_t* a, int64_t sa, const uint8_t* b, int64_t sb, C* out, int64_t n,
+                             const QuantAddParams& p) {
+  const float a_zero = p.a_zero, a_scale = p.a_scale, b_zero = p.b_zero, b_scale = p.b_scale,
+              c_scale = p.c_scale, c_zero = p.c_zero;
+  const uint8_t a_mask = p.a_mask, b_mask = p.b_mask;
+  const bool relu = p.relu;
 #pragma omp simd
   for (int64_t j = 0; j < n; ++j) {
-    const float x = (static_cast<float>(a[j * sa] ^ p.a_mask) - p.a_zero) * p.a_scale;
-    const float y = (static_cast<float>(b[j * sb] ^ p.b_mask) - p.b_zero) * p.b_scale;
-    float sum = p.mul ? x * y : x + y;
-    if (p.relu) sum = sum < 0.0f ? 0.0f : sum;  // NaN stays NaN, as Relu keeps it
-    out[j] = quantize_value<C>(sum, p.c_scale, p.c_zero);
+    const float x = (static_cast<float>(a[j * sa] ^ a_mask) - a_zero) * a_scale;
+    const float y = (static_cast<float>(b[j * sb] ^ b_mask) - b_zero) * b_scale;
+    float sum = kMul ? x * y : x + y;
+    if (relu) sum = sum < 0.0f ? 0.0f : sum;  // NaN stays NaN, as Relu keeps it
+    out[j] = quantize_value<C>(sum, c_scale, c_zero);
   }
 }
 
 // The contiguous case (equal shapes: a residual block's two branches), vectorized for the
-// widest vectors the CPU has (one function per output type: clones take no templates).
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void quant_add_to_u8(
-    const uint8_t* a, const uint8_t* b, uint8_t* out, int64_t n, const QuantAddParams& p) {
-  quant_add_run(a, 1, b, 1, out, n, p);
-}
-
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void quant_add_to_i8(
-    const uint8_t* a, const uint8_t* b, int8_t* out, int64_t n, const QuantAddParams& p) {
-  quant_add_run(a, 1, b, 1, out, n, p);
-}
+// widest vectors the CPU has (one function per operation and output type: clones take no
+// templates).
+#define GEOPT_QUANT_BINARY_CLONE(name, C, kMul)                                            \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void name( \
+      const uint8_t* a, const uint8_t* b, C* out, int64_t n, const QuantAddParams& p) {    \
+    quant_binary_run<C, kMul>(a, 1, b, 1, out, n, p);                                      \
+  }
+GEOPT_QUANT_BINARY_CLONE(quant_add_to_u8, uint8_t, false)
+GEOPT_QUANT_BINARY_CLONE(quant_add_to_i8, int8_t, false)
+GEOPT_QUANT_BINARY_CLONE(quant_mul_to_u8, uint8_t, true)
+GEOPT_QUANT_BINARY_CLONE(quant_mul_to_i8, int8_t, true)
+#undef GEOPT_QUANT_BINARY_CLONE
 
 template <class C>
 void quant_add_typed(KernelContext& ctx, const QuantAddParams& p) {
@@ -66,16 +75,21 @@ void quant_add_typed(KernelContext& ctx, const QuantAddParams& p) {
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t at = c * kChunk, len = std::min(kChunk, n - at);
       if constexpr (std::is_same_v<C, uint8_t>)
-        quant_add_to_u8(a + at, b + at, out + at, len, p);
+        (p.mul ? quant_mul_to_u8 : quant_add_to_u8)(a + at, b + at, out + at, len, p);
       else
-        quant_add_to_i8(a + at, b + at, out + at, len, p);
+        (p.mul ? quant_mul_to_i8 : quant_add_to_i8)(a + at, b + at, out + at, len, p);
     }
   } else {
     apply_broadcast_tiles(plan, [&](int64_t i, const int64_t* base, const int64_t* steps, int64_t count,
                                     int64_t rows, const int64_t* row_steps) {
-      for (int64_t r = 0; r < rows; ++r)
-        quant_add_run(a + base[0] + r * row_steps[0], steps[0], b + base[1] + r * row_steps[1], steps[1],
-                      out + i + r * count, count, p);
+      for (int64_t r = 0; r < rows; ++r) {
+        const uint8_t* ra = a + base[0] + r * row_steps[0];
+        const uint8_t* rb = b + base[1] + r * row_steps[1];
+        if (p.mul)
+          quant_binary_run<C, true>(ra, steps[0], rb, steps[1], out + i + r * count, count, p);
+        else
+          quant_binary_run<C, false>(ra, steps[0], rb, steps[1], out + i + r * count, count, p);
+      }
     });
   }
   ctx.outputs[0] = std::move(tc);

@@ -169,11 +169,35 @@ void quantize_linear(KernelContext& ctx) {
   ctx.outputs[0] = integer_tensor(out, x.dims(), v);
 }
 
+// DequantizeLinear's common case (an 8-bit tensor, one float scale) in one vectorized pass:
+// (x - zero) in integers, then times the scale in float, as the general loop computes it.
+template <class T>
+void dequantize_bytes(const T* x, int64_t n, int32_t zero, float scale, float* y) {
+#pragma omp parallel for if (n > (1 << 16))
+  for (int64_t c = 0; c < (n + 16383) / 16384; ++c) {
+    const int64_t end = std::min(n, (c + 1) * 16384);
+#pragma omp simd
+    for (int64_t i = c * 16384; i < end; ++i)
+      y[i] = static_cast<float>(static_cast<int32_t>(x[i]) - zero) * scale;
+  }
+}
+
 void dequantize_linear(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const HostTensor& scale = ctx.input(1);
   const HostTensor* zero = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   QuantParams q(ctx, x, scale, zero);
+  if (!q.per_axis && scale.dtype() == DType::F32 && (x.dtype() == DType::U8 || x.dtype() == DType::I8)) {
+    HostTensor y = ctx.new_output(0, DType::F32, x.dims());
+    const auto z = static_cast<int32_t>(q.zero_at(0));
+    const auto s = static_cast<float>(q.scale_at(0));
+    if (x.dtype() == DType::U8)
+      dequantize_bytes(x.data<uint8_t>(), x.size(), z, s, y.mutable_data<float>());
+    else
+      dequantize_bytes(x.data<int8_t>(), x.size(), z, s, y.mutable_data<float>());
+    ctx.outputs[0] = std::move(y);
+    return;
+  }
   HostTensor y(scale.dtype() == DType::F16 ? DType::F32 : scale.dtype(), x.dims());
   dispatch_float(
       y.dtype(),

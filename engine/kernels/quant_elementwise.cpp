@@ -17,20 +17,20 @@ namespace {
 // An int8 byte b holds v = (int8_t)b, and b ^ 0x80 is v + 128 as uint8: each input is
 // read as bytes, flipped by its mask, less its zero point plus 128 for int8 (exact: small
 // integers in float), so one loop serves uint8 and int8.
-struct QuantAddParams {
+struct QuantBinaryParams {
   float a_scale, a_zero, b_scale, b_zero, c_scale, c_zero;
   uint8_t a_mask, b_mask;
   bool relu, mul;
 };
 
-// One run: out[j] from a[j * sa] and b[j * sb]. Dequantized, added and requantized in
-// float as DequantizeLinear, Add, Relu and QuantizeLinear do.
+// One run: out[j] from a[j * sa] and b[j * sb]. Dequantized, added or multiplied and
+// requantized in float as DequantizeLinear, Add or Mul, Relu and QuantizeLinear do.
 // The parameters are copied out first: the output is bytes, which may alias anything, so
 // a read through `p` after each store would keep the loop scalar. The operation is a
 // template argument: a run-time choice between x * y and x + y also keeps GCC 12 scalar.
 template <class C, bool kMul>
 inline void quant_binary_run(const uint8_t* a, int64_t sa, const uint8_t* b, int64_t sb, C* out, int64_t n,
-                             const QuantAddParams& p) {
+                             const QuantBinaryParams& p) {
   const float a_zero = p.a_zero, a_scale = p.a_scale, b_zero = p.b_zero, b_scale = p.b_scale,
               c_scale = p.c_scale, c_zero = p.c_zero;
   const uint8_t a_mask = p.a_mask, b_mask = p.b_mask;
@@ -50,7 +50,7 @@ inline void quant_binary_run(const uint8_t* a, int64_t sa, const uint8_t* b, int
 // templates).
 #define GEOPT_QUANT_BINARY_CLONE(name, C, kMul)                                            \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void name( \
-      const uint8_t* a, const uint8_t* b, C* out, int64_t n, const QuantAddParams& p) {    \
+      const uint8_t* a, const uint8_t* b, C* out, int64_t n, const QuantBinaryParams& p) { \
     quant_binary_run<C, kMul>(a, 1, b, 1, out, n, p);                                      \
   }
 GEOPT_QUANT_BINARY_CLONE(quant_add_to_u8, uint8_t, false)
@@ -60,7 +60,7 @@ GEOPT_QUANT_BINARY_CLONE(quant_mul_to_i8, int8_t, true)
 #undef GEOPT_QUANT_BINARY_CLONE
 
 template <class C>
-void quant_add_typed(KernelContext& ctx, const QuantAddParams& p) {
+void quant_add_typed(KernelContext& ctx, const QuantBinaryParams& p) {
   const HostTensor& ta = ctx.input(0);
   const HostTensor& tb = ctx.input(3);
   const BroadcastPlan<2> plan = plan_broadcast<2>(ctx, {&ta, &tb});
@@ -107,7 +107,7 @@ void quant_binary(KernelContext& ctx, bool mul) {
   const std::string activation = ctx.attr_string("activation", "none");
   if (activation != "none" && activation != "Relu")
     ctx.fail("activation '" + activation + "' is none of none, Relu");
-  QuantAddParams p{};
+  QuantBinaryParams p{};
   p.a_scale = static_cast<float>(scalar(ctx, 1, "A_scale"));
   p.a_zero = static_cast<float>(scalar(ctx, 2, "A_zero_point"));
   p.b_scale = static_cast<float>(scalar(ctx, 4, "B_scale"));

@@ -1,6 +1,7 @@
 // geopt tune as a library call (AOE's two jobs, docs/TUNING.md): operator tuning measures
 // each op signature's host tactics, subgraph tuning the strategy settings of one model;
 // both file what they keep in a knowledge bank that compile reads.
+#include <google/protobuf/util/message_differencer.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -249,7 +250,7 @@ TuneResult tune_subgraphs(const ModelSource& source, const TuneOptions& opt, con
     bool host_wins = false;
     try {
       ascend::CompileResult c = compile_with(given, candidate, profile);
-      if (c.plan.SerializeAsString() == best.plan.SerializeAsString()) {
+      if (google::protobuf::util::MessageDifferencer::Equals(c.plan, best.plan)) {  // no copy of the weights
         outcome = "the same plan";
         after = before;
       } else if (host) {

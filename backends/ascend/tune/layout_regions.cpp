@@ -87,8 +87,8 @@ std::vector<LayoutRegion> layout_regions(const Model& optimized, const Model& in
   }
   std::vector<LayoutRegion> regions;
   for (auto& [r, region] : by_root) {
-    for (const auto& n : input.graph->nodes())
-      if (names[r].count(n->name)) region.input_nodes.push_back(n->name);
+    for (const auto& n : input.graph->nodes())  // unnamed nodes cannot be named to --keep_format
+      if (!n->name.empty() && names[r].count(n->name)) region.input_nodes.push_back(n->name);
     if (!region.input_nodes.empty()) regions.push_back(std::move(region));
   }
   std::map<std::string, size_t> position;

@@ -11,6 +11,15 @@
 
 namespace geopt {
 
+// run(begin, end) over [0, n) in runs of 16384 elements, shared among the threads when n
+// is large (for a small tensor an OpenMP region costs more than the pass).
+template <class Run>
+void for_each_run(int64_t n, Run&& run) {
+  constexpr int64_t kRun = 1 << 14;
+#pragma omp parallel for if (n > (1 << 16))
+  for (int64_t c = 0; c < (n + kRun - 1) / kRun; ++c) run(c * kRun, std::min(n, (c + 1) * kRun));
+}
+
 template <size_t N>
 struct BroadcastPlan {
   std::vector<int64_t> dims;

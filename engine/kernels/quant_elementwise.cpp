@@ -69,16 +69,12 @@ void quant_add_typed(KernelContext& ctx, const QuantBinaryParams& p) {
   const auto* b = reinterpret_cast<const uint8_t*>(tb.raw());
   C* out = tc.mutable_data<C>();
   if (ta.dims() == tb.dims()) {
-    constexpr int64_t kChunk = 1 << 14;
-    const int64_t n = tc.size(), chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for if (n > (1 << 16))
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t at = c * kChunk, len = std::min(kChunk, n - at);
+    for_each_run(tc.size(), [&](int64_t at, int64_t end) {
       if constexpr (std::is_same_v<C, uint8_t>)
-        (p.mul ? quant_mul_to_u8 : quant_add_to_u8)(a + at, b + at, out + at, len, p);
+        (p.mul ? quant_mul_to_u8 : quant_add_to_u8)(a + at, b + at, out + at, end - at, p);
       else
-        (p.mul ? quant_mul_to_i8 : quant_add_to_i8)(a + at, b + at, out + at, len, p);
-    }
+        (p.mul ? quant_mul_to_i8 : quant_add_to_i8)(a + at, b + at, out + at, end - at, p);
+    });
   } else {
     apply_broadcast_tiles(plan, [&](int64_t i, const int64_t* base, const int64_t* steps, int64_t count,
                                     int64_t rows, const int64_t* row_steps) {
@@ -143,10 +139,9 @@ void quant_lookup(KernelContext& ctx) {
   const auto* t = reinterpret_cast<const uint8_t*>(table.raw());
   auto* out = reinterpret_cast<uint8_t*>(y.mutable_raw());
   const uint8_t mask = x.dtype() == DType::I8 ? 0x80 : 0;  // int8 v at v + 128
-  const int64_t n = x.size();
-#pragma omp parallel for if (n > (1 << 16))
-  for (int64_t c = 0; c < (n + 16383) / 16384; ++c)
-    for (int64_t i = c * 16384; i < std::min(n, (c + 1) * 16384); ++i) out[i] = t[in[i] ^ mask];
+  for_each_run(x.size(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = t[in[i] ^ mask];
+  });
   ctx.outputs[0] = std::move(y);
 }
 

@@ -11,6 +11,7 @@
 #include "kernels/arguments.h"
 #include "kernels/conv.h"
 #include "kernels/dispatch.h"
+#include "kernels/elementwise_util.h"
 #include "kernels/int8_products.h"
 #include "kernels/layout.h"
 #include "kernels/linalg.h"
@@ -128,12 +129,9 @@ void quantize_range(const float* x, int64_t begin, int64_t end, float scale, flo
 }  // namespace
 
 void quantize_floats(const float* x, int64_t n, float scale, float zero, DType out, std::byte* y) {
-  constexpr int64_t kChunk = 1 << 14;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for if (n > (1 << 16))
-  for (int64_t c = 0; c < chunks; ++c)
-    quantize_floats_serial(x + c * kChunk, std::min(kChunk, n - c * kChunk), scale, zero, out,
-                           y + c * kChunk);
+  for_each_run(n, [&](int64_t begin, int64_t end) {
+    quantize_floats_serial(x + begin, end - begin, scale, zero, out, y + begin);
+  });
 }
 
 // Wider vectors where the CPU has them (chosen when the program loads).
@@ -173,13 +171,11 @@ void quantize_linear(KernelContext& ctx) {
 // (x - zero) in integers, then times the scale in float, as the general loop computes it.
 template <class T>
 void dequantize_bytes(const T* x, int64_t n, int32_t zero, float scale, float* y) {
-#pragma omp parallel for if (n > (1 << 16))
-  for (int64_t c = 0; c < (n + 16383) / 16384; ++c) {
-    const int64_t end = std::min(n, (c + 1) * 16384);
+  for_each_run(n, [&](int64_t begin, int64_t end) {
 #pragma omp simd
-    for (int64_t i = c * 16384; i < end; ++i)
+    for (int64_t i = begin; i < end; ++i)
       y[i] = static_cast<float>(static_cast<int32_t>(x[i]) - zero) * scale;
-  }
+  });
 }
 
 void dequantize_linear(KernelContext& ctx) {

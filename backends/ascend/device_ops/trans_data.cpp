@@ -102,9 +102,13 @@ void infer_trans_data(InferenceContext& ctx) {
 void trans_data(KernelContext& ctx) {
   const std::optional<Format> src = parse_format(ctx.attr_string("src_format", "")),
                               dst = parse_format(ctx.attr_string("dst_format", ""));
-  if (!src || !dst || !supported(*src, *dst))
-    ctx.fail(std::string(kSupported) + ", not " + ctx.attr_string("src_format", "") + " -> " +
-             ctx.attr_string("dst_format", ""));
+  if (!src || !dst || !supported(*src, *dst)) {
+    // Appended in place: GCC 12 warns (-Warray-bounds, a false positive fixed in 13) on
+    // this chain of operator+ once <string> comes from a precompiled header.
+    std::string message = kSupported;
+    message.append(", not ").append(ctx.attr_string("src_format", "")).append(" -> ");
+    ctx.fail(message.append(ctx.attr_string("dst_format", "")));
+  }
   const HostTensor& x = ctx.input(0);
   switch (*dst) {
     case Format::NC1HWC0:

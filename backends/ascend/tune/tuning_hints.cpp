@@ -21,9 +21,11 @@ std::vector<TuningHint> tuning_hints(const PlanProfile& p) {
 }
 
 std::string hint_text(const TuningHint& h, const std::string& model) {
+  // A launch-bound plan's Cube may be busy 0.3% of its time: one decimal below 10%, not "0%".
+  const double percent = 100 * h.value;
   char figures[64];
-  std::snprintf(figures, sizeof figures, " %.0f%% %s %.0f%%", 100 * h.value, h.above ? ">" : "<",
-                100 * h.threshold);
+  std::snprintf(figures, sizeof figures, percent < 10 ? " %.1f%% %s %.0f%%" : " %.0f%% %s %.0f%%", percent,
+                h.above ? ">" : "<", 100 * h.threshold);
   return h.metric + figures + ": geopt tune " + model + " --job_type " + std::to_string(h.job_type) + " (" +
          h.what + ")";
 }

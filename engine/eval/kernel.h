@@ -150,6 +150,7 @@ void register_roll_kernel(OpRegistry& r);
 void register_indexing_kernels(OpRegistry& r);
 void register_quantize_kernels(OpRegistry& r);
 void register_quant_elementwise_kernels(OpRegistry& r);
+void register_quant_pool_kernels(OpRegistry& r);
 void register_quantized_cube_kernels(OpRegistry& r);
 void register_spatial_kernels(OpRegistry& r);
 void register_signal_kernels(OpRegistry& r);

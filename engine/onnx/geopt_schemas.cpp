@@ -358,6 +358,49 @@ void register_quant_lookup() {
   onnx::RegisterSchema(std::move(s));
 }
 
+// QuantGlobalAveragePool: each channel's mean of an 8-bit tensor, requantized.
+void register_quant_global_average_pool() {
+  OpSchema s = geopt_op(
+      "QuantGlobalAveragePool",
+      "Y = saturate(round_half_even(mean((X - X_zero_point) X_scale) / Y_scale) + Y_zero_point): a "
+      "GlobalAveragePool between a DequantizeLinear and a QuantizeLinear (onnxruntime's "
+      "QLinearGlobalAveragePool's inputs), the mean over every dim after C, or with channel_blocked over "
+      "every dim between the channel blocks and the lanes of a block (each lane alone); the sum exact in "
+      "integers, so within one step of the float ops.");
+  const std::vector<std::string> eight_bit = {"tensor(int8)", "tensor(uint8)"};
+  s.TypeConstraint("T1", eight_bit, "X's 8-bit type.");
+  s.TypeConstraint("T2", eight_bit, "Y's 8-bit type.");
+  s.TypeConstraint("S", {"tensor(float)"}, "Scales.");
+  s.Attr("channel_blocked",
+         "0: X is [N, C, ...] (rank 3 or more). 1: X is channel-blocked, [N, C / block, H, W, block].",
+         AttributeProto::INT, int64_t{0});
+  s.Input(0, "X", "8-bit input.", "T1")
+      .Input(1, "X_scale", "X's scale (a scalar).", "S")
+      .Input(2, "X_zero_point", "X's zero point (a scalar).", "T1")
+      .Input(3, "Y_scale", "Y's scale (a scalar).", "S")
+      .Input(4, "Y_zero_point", "Y's zero point (a scalar): its type is Y's.", "T2");
+  s.Output(0, "Y", "X's shape with the averaged dims 1.", "T2");
+  s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+    onnx::propagateElemTypeFromInputToOutput(ctx, 4, 0);
+    if (!onnx::hasInputShape(ctx, 0)) return;
+    const auto* channel_blocked = ctx.getAttribute("channel_blocked");
+    const int64_t blocked = channel_blocked ? channel_blocked->i() : 0;
+    if (blocked != 0 && blocked != 1) fail_shape_inference("channel_blocked must be 0 or 1, not ", blocked);
+    const auto& in = ctx.getInputType(0)->tensor_type().shape();
+    if (in.dim_size() < 3 || (blocked && in.dim_size() != 5))
+      fail_shape_inference("QuantGlobalAveragePool's X must be of rank 3 or more (5 channel-blocked), not ",
+                           in.dim_size());
+    auto* out = onnx::getOutputShape(ctx, 0);
+    for (int d = 0; d < in.dim_size(); ++d) {
+      if (d >= 2 && (!blocked || d < in.dim_size() - 1))
+        out->add_dim()->set_dim_value(1);
+      else
+        *out->add_dim() = in.dim(d);
+    }
+  });
+  onnx::RegisterSchema(std::move(s));
+}
+
 // Roll.
 void register_roll() {
   OpSchema s = geopt_op(
@@ -397,6 +440,7 @@ void register_all() {
   register_quant_binary("QuantAdd", "Add", "+");
   register_quant_binary("QuantMul", "Mul", "*");
   register_quant_lookup();
+  register_quant_global_average_pool();
   register_roll();
 }
 

@@ -24,7 +24,7 @@ TEST_CASE("fuzz: mutated rule files give located errors, never a crash") {
     if (e.path().extension() != ".gerule") continue;
     const std::string text = test::read_file(e.path());
     std::vector<std::string> rules;
-    size_t at = text.rfind("\nrule ", 0) == 0 ? 0 : text.find("\nrule ");
+    size_t at = text.rfind("rule ", 0) == 0 ? 0 : text.find("\nrule ");
     while (at != std::string::npos) {
       const size_t next = text.find("\nrule ", at + 1);
       rules.push_back(text.substr(at, next == std::string::npos ? std::string::npos : next - at));

@@ -28,6 +28,13 @@ inline double scalar_real_input(const KernelContext& ctx, size_t i, const char* 
   return t.real_at(0);
 }
 
+// The one element of input i, which must hold exactly one (a per-tensor scale or zero point).
+inline double single_real_input(const KernelContext& ctx, size_t i, const char* what) {
+  const HostTensor& t = ctx.input(i);
+  if (t.size() != 1) ctx.fail(std::string(what) + " must be a scalar, not " + t.shape_string());
+  return t.real_at(0);
+}
+
 // An axis of a tensor of rank >= 1 (a scalar has none).
 inline int64_t tensor_axis(const KernelContext& ctx, int64_t axis, const HostTensor& x) {
   if (x.rank() < 1) ctx.fail("the input is a scalar: it has no axis " + std::to_string(axis));

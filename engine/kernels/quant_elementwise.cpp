@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "eval/kernel.h"
+#include "kernels/arguments.h"
 #include "kernels/elementwise_util.h"
 #include "kernels/quantize.h"
 
@@ -91,25 +92,18 @@ void quant_add_typed(KernelContext& ctx, const QuantBinaryParams& p) {
   ctx.outputs[0] = std::move(tc);
 }
 
-// A scalar scale or zero point (QuantAdd's are per tensor).
-double scalar(const KernelContext& ctx, size_t i, const char* what) {
-  const HostTensor& t = ctx.input(i);
-  if (t.size() != 1) ctx.fail(std::string(what) + " must be a scalar, not " + t.shape_string());
-  return t.real_at(0);
-}
-
 // QuantAdd (mul false) and QuantMul.
 void quant_binary(KernelContext& ctx, bool mul) {
   const std::string activation = ctx.attr_string("activation", "none");
   if (activation != "none" && activation != "Relu")
     ctx.fail("activation '" + activation + "' is none of none, Relu");
   QuantBinaryParams p{};
-  p.a_scale = static_cast<float>(scalar(ctx, 1, "A_scale"));
-  p.a_zero = static_cast<float>(scalar(ctx, 2, "A_zero_point"));
-  p.b_scale = static_cast<float>(scalar(ctx, 4, "B_scale"));
-  p.b_zero = static_cast<float>(scalar(ctx, 5, "B_zero_point"));
-  p.c_scale = static_cast<float>(scalar(ctx, 6, "C_scale"));
-  p.c_zero = static_cast<float>(scalar(ctx, 7, "C_zero_point"));
+  p.a_scale = static_cast<float>(single_real_input(ctx, 1, "A_scale"));
+  p.a_zero = static_cast<float>(single_real_input(ctx, 2, "A_zero_point"));
+  p.b_scale = static_cast<float>(single_real_input(ctx, 4, "B_scale"));
+  p.b_zero = static_cast<float>(single_real_input(ctx, 5, "B_zero_point"));
+  p.c_scale = static_cast<float>(single_real_input(ctx, 6, "C_scale"));
+  p.c_zero = static_cast<float>(single_real_input(ctx, 7, "C_zero_point"));
   p.relu = activation == "Relu";
   p.mul = mul;
   const DType ta = ctx.input(0).dtype(), tb = ctx.input(3).dtype(), tc = ctx.input(7).dtype();

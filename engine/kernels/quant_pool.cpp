@@ -8,16 +8,11 @@
 #include <vector>
 
 #include "eval/kernel.h"
+#include "kernels/arguments.h"
 #include "kernels/quantize.h"
 
 namespace geopt {
 namespace {
-
-double scalar_input(const KernelContext& ctx, size_t i, const char* what) {
-  const HostTensor& t = ctx.input(i);
-  if (t.size() != 1) ctx.fail(std::string(what) + " must be a scalar, not " + t.shape_string());
-  return t.real_at(0);
-}
 
 // The input as [outer, plane, lanes]: channels first [N, C, ...] reduces every dim after C
 // (lanes 1); channel-blocked [N, C / block, ..., block] every dim between the two (lanes
@@ -87,12 +82,12 @@ void quant_global_average_pool(KernelContext& ctx) {
   if (!is8(tx) || !is8(ty) || ctx.input(2).dtype() != tx)
     ctx.fail("X and Y must be 8-bit, each zero point of its tensor's type");
   const PoolShape s = pool_shape(ctx, x, blocked == 1);
-  const double x_scale = scalar_input(ctx, 1, "X_scale");
+  const double x_scale = single_real_input(ctx, 1, "X_scale");
   // int8 v is read as the byte v + 128 (b ^ 0x80), so its zero point moves up by 128 too.
   const uint8_t mask = tx == DType::I8 ? 0x80 : 0;
-  const double zero = scalar_input(ctx, 2, "X_zero_point") + (tx == DType::I8 ? 128.0 : 0.0);
-  const auto y_scale = static_cast<float>(scalar_input(ctx, 3, "Y_scale"));
-  const auto y_zero = static_cast<float>(scalar_input(ctx, 4, "Y_zero_point"));
+  const double zero = single_real_input(ctx, 2, "X_zero_point") + (tx == DType::I8 ? 128.0 : 0.0);
+  const auto y_scale = static_cast<float>(single_real_input(ctx, 3, "Y_scale"));
+  const auto y_zero = static_cast<float>(single_real_input(ctx, 4, "Y_zero_point"));
   HostTensor y = ctx.new_output(0, ty, s.out_dims);
   const auto* in = reinterpret_cast<const uint8_t*>(x.raw());
   if (ty == DType::U8)

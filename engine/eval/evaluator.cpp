@@ -1,5 +1,6 @@
 #include "eval/evaluator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <set>
@@ -287,6 +288,11 @@ HostTensor random_tensor(DType dtype, const std::vector<int64_t>& dims, std::mt1
     HostTensor f(DType::F32, dims);
     for (int64_t i = 0; i < n; ++i) f.mutable_data<float>()[i] = u(rng);
     t = cast_tensor(f, dtype);
+  } else if (dtype == DType::U8 || dtype == DType::I8) {
+    // 8-bit tensors are quantized data (or images): every value of the type, in a random
+    // order, so a tensor of 256 or more holds each one (a table lookup is checked whole).
+    for (int64_t i = 0; i < n; ++i) t.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(i % 256);
+    std::shuffle(t.mutable_data<uint8_t>(), t.mutable_data<uint8_t>() + n, rng);
   } else if (dtype != DType::String) {
     // Small non-negative integers are valid ids, masks, indices and bools.
     HostTensor idx(DType::I64, dims);

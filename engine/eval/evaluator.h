@@ -89,7 +89,8 @@ std::map<std::string, std::vector<int64_t>> input_dims(
     const Model& model, const std::map<std::string, int64_t>& symbol_values = {});
 
 // Random inputs of the given dims for every required graph input, in the graph's input
-// order from one generator (uniform [-1,1) floats; small non-negative integers).
+// order from one generator (uniform [-1,1) floats; 8-bit integers each value of their
+// type in a random order; other integers 0 or 1).
 std::map<std::string, HostTensor> random_inputs_of(const Model& model, uint64_t seed,
                                                    const std::map<std::string, std::vector<int64_t>>& dims);
 

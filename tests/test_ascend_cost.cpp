@@ -161,6 +161,32 @@ TEST_CASE(
   CHECK(conv("uint8[1,8,14,14,32]", 0, 2).cube_macs == doctest::Approx(14.0 * 14 * 2 * 256 * 9));
 }
 
+TEST_CASE("ONNX's QLinearMatMul and QLinearConv are int8 products on the Cube, as geopt's own are") {
+  // The QOperator form of a quantized model (onnxruntime's quantize_static with
+  // QuantFormat.QOperator) and attention's activation x activation products: B, the
+  // weight, is input 3, after A's scale and zero point.
+  onnx::ModelProto m = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (uint8[1,12,128,64] q, uint8[1,12,64,128] k, float s, uint8 z, uint8[1,256,14,14] x, int8[256,256,3,3] w,
+       int8 wz, int32[256] b) => (uint8[1,12,128,128] y, uint8[1,256,14,14] c) {
+      y = QLinearMatMul(q, s, z, k, s, z, s, z)
+      c = QLinearConv <pads = [1, 1, 1, 1]> (x, s, z, w, s, wz, s, z, b)
+    })");
+  Model model = import_onnx_proto(std::move(m), "qlinear.onnx");
+  const HardwareProfile p = load_profile("Ascend910B1");
+  const KernelWork mm = work_of(*model.graph->nodes()[0]), conv = work_of(*model.graph->nodes()[1]);
+  CHECK(mm.cube_macs == doctest::Approx(12.0 * 128 * 128 * 64));
+  CHECK(dtype_size(mm.dtype) == 1);
+  CHECK(mm.vector_ops == doctest::Approx(2.0 * 12 * 128 * 128));  // the sums requantized
+  CHECK(conv.cube_macs == doctest::Approx(14.0 * 14 * 256 * 256 * 9));
+  CHECK(dtype_size(conv.dtype) == 1);
+  CHECK(conv.vector_ops == doctest::Approx(3.0 * 14 * 14 * 256));  // requantized, its bias added
+  // The same products in fp16 take the Cube about twice as long.
+  onnx::ModelProto fp16 = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float16[1,256,14,14] x, float16[256,256,3,3] w) => (float16[1,256,14,14] y) { y = Conv <pads = [1, 1, 1, 1]> (x, w) })");
+  Model fp16_model = import_onnx_proto(std::move(fp16), "fp16 conv");
+  CHECK(cost_of(conv, p).cube_us < 0.6 * cost_of(work_of(*fp16_model.graph->nodes()[0]), p).cube_us);
+}
+
 TEST_CASE("a fused kernel is feasible with a large UB and infeasible, with the reason, with a small one") {
   onnx::ModelProto m = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
     g (float[8,16384] x, float[8,16384] r, float[16384] g) => (float[8,16384] y) { y = ai.geopt.AddLayerNorm(x, r, g) })");

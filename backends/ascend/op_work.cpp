@@ -106,7 +106,9 @@ double vector_weight(const std::string& op) {
 // table): the class function reads these instead of the op's name.
 struct Form {
   // Matrix products and convolutions.
-  bool gemm = false;               // Gemm's transA: k is A's first dim when A is transposed
+  bool gemm = false;  // Gemm's transA: k is A's first dim when A is transposed
+  int operand_b =
+      1;  // B's (the weight's) input: QLinearMatMul and QLinearConv take it after A's scale and zero point
   double epilogue_ops = 0;         // Vector operations per output element after the product
   int bias_input = -1;             // a bias input, when given: one more per output element
   bool activation = false;         // an `activation` other than none: one more
@@ -184,7 +186,7 @@ void matmul_work(const OpWork& c, const Form& f) {
   const Extent& out = c.out;
   KernelWork& w = c.w;
   const double bytes = c.bytes;
-  Extent a = extent(at(n.inputs, 0), o), b = extent(at(n.inputs, 1), o);
+  Extent a = extent(at(n.inputs, 0), o), b = extent(at(n.inputs, static_cast<size_t>(f.operand_b)), o);
   if (a.known && b.known && !a.empty() && !b.empty()) {
     const Attribute* trans_a = find_attr(n, "transA");
     double k =
@@ -206,7 +208,7 @@ void matmul_work(const OpWork& c, const Form& f) {
   if (b.known && (b.rank() == 2 || (b.rank() == 3 && a.known && a.rank() == 2)) &&
       !(b_format && parse_format(b_format->s) == Format::FRACTAL_NZ) && !f.weights_prepacked) {
     const double b_bytes = b.elements * compute_bytes(b.dtype, n.op_type, o);
-    c.move(b_bytes, c.is_constant(1), true);
+    c.move(b_bytes, c.is_constant(static_cast<size_t>(f.operand_b)), true);
     c.move(b_bytes, false, false);
     ++w.extra_launches;
   }
@@ -223,7 +225,7 @@ void conv_work(const OpWork& c, const Form& f) {
   KernelWork& w = c.w;
   const double bytes = c.bytes;
   const std::string& op = c.n.op_type;
-  Extent x = extent(at(n.inputs, 0), o), wt = extent(at(n.inputs, 1), o);
+  Extent x = extent(at(n.inputs, 0), o), wt = extent(at(n.inputs, static_cast<size_t>(f.operand_b)), o);
   if (x.known && wt.known && wt.rank() >= 3) {
     double per_output = 1;  // (C / group) * kernel spatial
     for (size_t i = 1; i < wt.rank(); ++i) per_output *= static_cast<double>(wt.dim(i));
@@ -249,7 +251,7 @@ void conv_work(const OpWork& c, const Form& f) {
     if (f.converts_weights && !fractal && (!group || group->i == 1) && data_format &&
         parse_format(data_format->s) == Format::NC1HWC0) {
       const double w_bytes = wt.elements * compute_bytes(wt.dtype, n.op_type, o);
-      c.move(w_bytes, c.is_constant(1), true);
+      c.move(w_bytes, c.is_constant(static_cast<size_t>(f.operand_b)), true);
       c.move(w_bytes, false, false);
       ++w.extra_launches;
     }
@@ -452,7 +454,10 @@ const Class& work_class(const KernelDesc& n) {
     m["QuantMatMul"] = {matmul_work,
                         false,
                         {.epilogue_ops = 2, .bias_input = 6, .activation = true, .weights_prepacked = true}};
+    // ONNX's QLinearMatMul and QLinearConv: the int8 product, requantized as it leaves.
+    m["QLinearMatMul"] = {matmul_work, true, {.operand_b = 3, .epilogue_ops = 2}};
     for (const char* op : {"Conv", "ConvInteger"}) m[op] = {conv_work, false, {}};
+    m["QLinearConv"] = {conv_work, true, {.operand_b = 3, .epilogue_ops = 2, .bias_input = 8}};
     m["FusedConv"] = {conv_work, false, {.epilogue_ops = 2, .converts_weights = true}};
     m["QuantConv"] = {conv_work, false, {.epilogue_ops = 2}};
     m["FusedQuantConv"] = {conv_work, false, {.epilogue_ops = 2, .blocked = true}};

@@ -11,9 +11,12 @@ model with every tensor an output).
 DIR holds one folder per sample, NAME.npy per input (geopt run --save-inputs writes them).
 What it writes, as quantize_static does:
 - each quantized tensor behind one QuantizeLinear/DequantizeLinear pair its readers share;
-- the ops quantized: Conv, Gemm, MatMul (a constant B), Add, Mul, pools, Concat, Resize,
+- the ops quantized: Conv, Gemm, MatMul (a constant B as a weight, else both operands as
+  activations: attention's scores and context), Add, Mul, pools, Concat, Resize,
   Sigmoid, HardSigmoid, HardSwish, Softmax, and the data movers (Reshape, Transpose,
   Flatten, Squeeze, Unsqueeze), which keep their input's scale and zero point;
+- a float constant that an Add or Mul reads (a bias, a scale) quantized as an activation,
+  per tensor from its own range, behind a DequantizeLinear;
 - a Relu or Clip whose input nothing else reads removed (its output's range, which starts
   at 0, does the clamping);
 - weights (Conv, Gemm, MatMul) and biases as DequantizeLinear of int8 and int32
@@ -35,6 +38,7 @@ QUANTIZED = {"Conv", "Gemm", "MatMul", "Add", "Mul", "MaxPool", "AveragePool", "
              "Squeeze", "Unsqueeze"}
 SAME_PARAMS = {"MaxPool", "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze"}
 REMOVABLE = {"Relu", "Clip"}
+CONSTANT_OPERANDS = {"Add", "Mul"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -95,6 +99,18 @@ class Writer:
         self.params[tensor] = (np.float32(scale), zp)
         return self.params[tensor]
 
+    def constant_operand(self, value):
+        lo, hi = min(0.0, float(value.min())), max(0.0, float(value.max()))
+        qmin, qmax = (0, 255) if self.act == np.uint8 else (-128, 127)
+        scale = (hi - lo) / (qmax - qmin) if hi > lo else 1.0
+        zp = int(np.clip(round(qmin - lo / scale), qmin, qmax))
+        q = np.clip(np.round(value / scale) + zp, qmin, qmax).astype(self.act)
+        out = self.name("c_dequantized")
+        self.new_nodes.append(helper.make_node(
+            "DequantizeLinear", [self.const(q, "c_quantized"), self.const(np.array(scale, np.float32), "c_scale"),
+                                 self.const(np.array(zp, self.act), "c_zero_point")], [out], name=out))
+        return out
+
     def weight(self, w, axis):
         moved = np.moveaxis(w, axis, 0)
         ws = (np.abs(moved).reshape(moved.shape[0], -1).max(1) / 127).astype(np.float32)
@@ -142,14 +158,27 @@ def quantize(model, ranges, act):
     g.node.extend(kept)
     w = Writer(model, ranges, act)
     producer = {o: n for n in g.node for o in n.output}
-    # The tensors quantized: float activations read or written by a quantized op.
+    # The tensors quantized: float activations read or written by a quantized op (both
+    # operands of a MatMul whose B is not a constant: attention's scores and context).
     quantized = []
     for n in g.node:
         if n.op_type not in QUANTIZED:
             continue
-        for t in list(n.input[:1] if n.op_type in ("Conv", "Gemm", "MatMul") else n.input) + list(n.output[:1]):
+        weighted = n.op_type in ("Conv", "Gemm") or (n.op_type == "MatMul" and n.input[1] in w.inits)
+        for t in list(n.input[:1] if weighted else n.input) + list(n.output[:1]):
             if t and t in ranges and t not in w.inits and t not in quantized:
                 quantized.append(t)
+    # A float constant operand of an elementwise op (a bias Add's vector, attention's
+    # 1/sqrt(d) Mul) is quantized as quantize_static does an initializer it reads as an
+    # activation: the activation type, per tensor, from its own range, a DequantizeLinear
+    # of the 8-bit constant.
+    for n in g.node:
+        if n.op_type not in CONSTANT_OPERANDS:
+            continue
+        for i, t in enumerate(n.input):
+            c = w.inits.get(t)
+            if c is not None and c.data_type == TensorProto.FLOAT:
+                n.input[i] = w.constant_operand(nh.to_array(c))
     # Scale and zero point: a data mover's output takes its input's.
     for n in g.node:
         if n.op_type in SAME_PARAMS and n.input[0] in ranges and n.output[0] in quantized:

@@ -88,6 +88,7 @@ void register_standard_ops(OpRegistry& r) {
   register_quantize_kernels(r);
   register_quant_elementwise_kernels(r);
   register_quant_pool_kernels(r);
+  register_quant_row_kernels(r);
   register_quantized_cube_kernels(r);
   register_spatial_kernels(r);
   register_signal_kernels(r);

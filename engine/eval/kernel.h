@@ -151,6 +151,7 @@ void register_indexing_kernels(OpRegistry& r);
 void register_quantize_kernels(OpRegistry& r);
 void register_quant_elementwise_kernels(OpRegistry& r);
 void register_quant_pool_kernels(OpRegistry& r);
+void register_quant_row_kernels(OpRegistry& r);
 void register_quantized_cube_kernels(OpRegistry& r);
 void register_spatial_kernels(OpRegistry& r);
 void register_signal_kernels(OpRegistry& r);

@@ -178,6 +178,17 @@ void dequantize_bytes(const T* x, int64_t n, int32_t zero, float scale, float* y
   });
 }
 
+}  // namespace
+
+void dequantize_bytes(const std::byte* x, DType in, int64_t n, int32_t zero, float scale, float* y) {
+  if (in == DType::U8)
+    dequantize_bytes(reinterpret_cast<const uint8_t*>(x), n, zero, scale, y);
+  else
+    dequantize_bytes(reinterpret_cast<const int8_t*>(x), n, zero, scale, y);
+}
+
+namespace {
+
 void dequantize_linear(KernelContext& ctx) {
   const HostTensor& x = ctx.input(0);
   const HostTensor& scale = ctx.input(1);
@@ -187,10 +198,7 @@ void dequantize_linear(KernelContext& ctx) {
     HostTensor y = ctx.new_output(0, DType::F32, x.dims());
     const auto z = static_cast<int32_t>(q.zero_at(0));
     const auto s = static_cast<float>(q.scale_at(0));
-    if (x.dtype() == DType::U8)
-      dequantize_bytes(x.data<uint8_t>(), x.size(), z, s, y.mutable_data<float>());
-    else
-      dequantize_bytes(x.data<int8_t>(), x.size(), z, s, y.mutable_data<float>());
+    dequantize_bytes(x.raw(), x.dtype(), x.size(), z, s, y.mutable_data<float>());
     ctx.outputs[0] = std::move(y);
     return;
   }

@@ -40,4 +40,8 @@ void quantize_floats(const float* x, int64_t n, float scale, float zero, DType o
 // (an OpenMP region costs more than a run of 32 lanes).
 void quantize_floats_serial(const float* x, int64_t n, float scale, float zero, DType out, std::byte* y);
 
+// y[i] = (x[i] - zero) x scale of an 8-bit tensor (`in` U8 or I8): the difference in
+// integers, the product in float, as DequantizeLinear computes it with one scale.
+void dequantize_bytes(const std::byte* x, DType in, int64_t n, int32_t zero, float scale, float* y);
+
 }  // namespace geopt

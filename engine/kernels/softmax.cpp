@@ -8,11 +8,24 @@
 #include "kernels/dispatch.h"
 #include "kernels/layout.h"
 #include "kernels/row_math.h"
+#include "kernels/softmax.h"
 
 namespace geopt {
 namespace {
 
 enum class Kind { Softmax, LogSoftmax, Hardmax };
+
+// Calls f(base, stride, n) for every lane of length n along `axis` (opset 13's
+// semantics), the lanes shared among the threads for a large tensor.
+template <class F>
+void for_each_lane_along(const std::vector<int64_t>& dims, int64_t size, int64_t axis, F&& f) {
+  const int64_t n = dims[static_cast<size_t>(axis)];
+  const int64_t stride = strides_of(dims)[static_cast<size_t>(axis)];
+  const int64_t outer = n ? size / (n * stride) : 0;
+#pragma omp parallel for collapse(2) if (size > (1 << 15))
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t s = 0; s < stride; ++s) f(o * n * stride + s, stride, n);
+}
 
 // Calls f(base, stride, n) for every lane of length n along the reduction.
 template <class F>
@@ -27,13 +40,7 @@ void for_each_lane(const HostTensor& x, const KernelContext& ctx, F&& f) {
     for (int64_t o = 0; o < outer; ++o) f(o * inner, int64_t{1}, inner);
     return;
   }
-  int64_t axis = normalize_axis(ctx.attr_int("axis", -1), rank);
-  const int64_t n = x.dims()[static_cast<size_t>(axis)];
-  const int64_t stride = strides_of(x.dims())[static_cast<size_t>(axis)];
-  const int64_t outer = n ? x.size() / (n * stride) : 0;
-#pragma omp parallel for collapse(2) if (x.size() > (1 << 15))
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t s = 0; s < stride; ++s) f(o * n * stride + s, stride, n);
+  for_each_lane_along(x.dims(), x.size(), normalize_axis(ctx.attr_int("axis", -1), rank), f);
 }
 
 template <class T>
@@ -97,6 +104,14 @@ void add(OpRegistry& r, const char* name, Kind kind) {
 }
 
 }  // namespace
+
+void softmax_along(const std::vector<int64_t>& dims, int64_t axis, const float* x, float* y) {
+  int64_t size = 1;
+  for (int64_t d : dims) size *= d;
+  for_each_lane_along(dims, size, axis, [&](int64_t base, int64_t stride, int64_t n) {
+    lane(x + base, y + base, stride, n, Kind::Softmax);
+  });
+}
 
 void register_softmax_kernels(OpRegistry& r) {
   add(r, "Softmax", Kind::Softmax);

@@ -401,6 +401,59 @@ void register_quant_global_average_pool() {
   onnx::RegisterSchema(std::move(s));
 }
 
+// QuantSoftmax and QuantLayerNorm: a row op between a DequantizeLinear and a QuantizeLinear.
+void register_quant_rows() {
+  const std::vector<std::string> eight_bit = {"tensor(int8)", "tensor(uint8)"};
+  auto eight_bit_rows = [&](OpSchema& s) {
+    s.TypeConstraint("T1", eight_bit, "X's 8-bit type.");
+    s.TypeConstraint("T2", eight_bit, "Y's 8-bit type.");
+    s.TypeConstraint("S", {"tensor(float)"}, "Scales and the norm's scale and bias.");
+    s.Input(0, "X", "8-bit input.", "T1")
+        .Input(1, "X_scale", "X's scale (a scalar).", "S")
+        .Input(2, "X_zero_point", "X's zero point (a scalar).", "T1");
+    s.Output(0, "Y", "X's shape, Y_zero_point's type.", "T2");
+  };
+  {
+    OpSchema s = geopt_op(
+        "QuantSoftmax",
+        "Y = QuantizeLinear(Softmax(DequantizeLinear(X, X_scale, X_zero_point), axis), Y_scale, "
+        "Y_zero_point): "
+        "ONNX's Softmax (opset 13's semantics: along `axis` alone) between the two, each value dequantized, "
+        "normalized and quantized as those ops compute them (onnxruntime's QLinearSoftmax's inputs).");
+    eight_bit_rows(s);
+    s.Attr("axis", "The axis normalized along (negative: counted from the end).", AttributeProto::INT,
+           int64_t{-1});
+    s.Input(3, "Y_scale", "Y's scale (a scalar).", "S")
+        .Input(4, "Y_zero_point", "Y's zero point (a scalar).", "T2");
+    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+      onnx::propagateElemTypeFromInputToOutput(ctx, 4, 0);
+      if (onnx::hasInputShape(ctx, 0)) onnx::propagateShapeFromInputToOutput(ctx, 0, 0);
+    });
+    onnx::RegisterSchema(std::move(s));
+  }
+  {
+    OpSchema s = geopt_op(
+        "QuantLayerNorm",
+        "Y = QuantizeLinear(LayerNormalization(DequantizeLinear(X, X_scale, X_zero_point), Scale, B, axis, "
+        "epsilon), Y_scale, Y_zero_point): ONNX's LayerNormalization between the two, each value "
+        "dequantized, "
+        "normalized and quantized as those ops compute them; Scale and B float.");
+    eight_bit_rows(s);
+    s.Attr("axis", "The first normalized axis (negative: counted from the end).", AttributeProto::INT,
+           int64_t{-1});
+    s.Attr("epsilon", "Added to the variance.", AttributeProto::FLOAT, 1e-5f);
+    s.Input(3, "Scale", "Broadcast to the normalized dims.", "S")
+        .Input(4, "B", "Broadcast to the normalized dims.", "S", OpSchema::Optional)
+        .Input(5, "Y_scale", "Y's scale (a scalar).", "S")
+        .Input(6, "Y_zero_point", "Y's zero point (a scalar).", "T2");
+    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
+      onnx::propagateElemTypeFromInputToOutput(ctx, 6, 0);
+      if (onnx::hasInputShape(ctx, 0)) onnx::propagateShapeFromInputToOutput(ctx, 0, 0);
+    });
+    onnx::RegisterSchema(std::move(s));
+  }
+}
+
 // Roll.
 void register_roll() {
   OpSchema s = geopt_op(
@@ -441,6 +494,7 @@ void register_all() {
   register_quant_binary("QuantMul", "Mul", "*");
   register_quant_lookup();
   register_quant_global_average_pool();
+  register_quant_rows();
   register_roll();
 }
 

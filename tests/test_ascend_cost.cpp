@@ -187,6 +187,20 @@ TEST_CASE("ONNX's QLinearMatMul and QLinearConv are int8 products on the Cube, a
   CHECK(cost_of(conv, p).cube_us < 0.6 * cost_of(work_of(*fp16_model.graph->nodes()[0]), p).cube_us);
 }
 
+TEST_CASE("a sequence-first activation times a weight is one GEMM of all its rows") {
+  // nn.MultiheadAttention's packed projection of 197 tokens, batch 1: [197, 1, 768] x
+  // [768, 2304] is the product [1, 197, 768] x [768, 2304] is, not 197 products of one row.
+  auto cube_us = [](const char* a) {
+    const std::string text = std::string(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float16)") + a + R"( x, float16[768,2304] w) => (float16[)" +
+                             (std::string(a) == "[197,1,768]" ? "197,1,2304" : "1,197,2304") +
+                             R"(] y) { y = MatMul(x, w) })";
+    Model model = import_onnx_proto(test::parse_text_model(text.c_str()), "projection");
+    return cost_of(work_of(*model.graph->nodes()[0]), load_profile("Ascend910B1")).cube_us;
+  };
+  CHECK(cube_us("[197,1,768]") == doctest::Approx(cube_us("[1,197,768]")));
+}
+
 TEST_CASE("a fused kernel is feasible with a large UB and infeasible, with the reason, with a small one") {
   onnx::ModelProto m = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
     g (float[8,16384] x, float[8,16384] r, float[16384] g) => (float[8,16384] y) { y = ai.geopt.AddLayerNorm(x, r, g) })");

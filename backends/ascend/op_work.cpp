@@ -84,7 +84,10 @@ const std::map<std::string, double> kVectorWeight = {
     {"SkipSimplifiedLayerNormalization", 6},
     {"FastGelu", 8},
     {"BiasGelu", 9},
-    {"QuickGelu", 6}};
+    {"QuickGelu", 6},
+    // Their 8-bit forms: each value dequantized on the way in and quantized on the way out.
+    {"QuantSoftmax", 8},
+    {"QuantLayerNorm", 10}};
 // Ops that need a whole row (the last axis) in UB in one pass.
 const std::set<std::string> kRowOps = {"LayerNorm",
                                        "LayerNormalization",
@@ -94,7 +97,9 @@ const std::set<std::string> kRowOps = {"LayerNorm",
                                        "LogSoftmax",
                                        "SkipLayerNormalization",
                                        "SimplifiedLayerNormalization",
-                                       "SkipSimplifiedLayerNormalization"};
+                                       "SkipSimplifiedLayerNormalization",
+                                       "QuantSoftmax",
+                                       "QuantLayerNorm"};
 
 // Vector operations per element of an op (1 unless kVectorWeight says more).
 double vector_weight(const std::string& op) {
@@ -193,7 +198,12 @@ void matmul_work(const OpWork& c, const Form& f) {
         f.gemm && trans_a && trans_a->i ? static_cast<double>(a.front()) : static_cast<double>(a.back());
     w.cube_macs = out.elements * k;
     if (out.known && !out.empty()) {
-      const int64_t cols = out.back(), rows = out.rank() >= 2 ? out.dim(out.rank() - 2) : 1;
+      // Against a 2-D B (a weight) every leading dim of A is rows of one product: a
+      // sequence-first [L, N, E] activation (nn.MultiheadAttention's) is one GEMM of L x N
+      // rows, not L products of N rows. A stack of B's multiplies matrix by matrix.
+      const int64_t cols = out.back();
+      const int64_t rows = b.rank() == 2 && cols > 0 ? static_cast<int64_t>(out.elements) / cols
+                                                     : (out.rank() >= 2 ? out.dim(out.rank() - 2) : 1);
       w.products.push_back({out.elements / (static_cast<double>(rows) * static_cast<double>(cols)), rows,
                             cols, static_cast<int64_t>(k)});
     }

@@ -23,8 +23,10 @@ geopt run, optimize and compile.
 | static_qdq_resnet_u8 | onnxruntime's quantize_static, QDQ format, uint8 activations (its MinMax calibration on one input, from the float model): each tensor quantized once (a QuantizeLinear and DequantizeLinear pair its readers share), int8 per-channel weights and int32 biases as DequantizeLinear of initializers, the ReLU after each conv removed (the output's range starts at 0), residual Adds, MaxPool and Flatten between pairs of one scale, GlobalAveragePool, Gemm |
 | static_qdq_mobilenet_s8 | the same quantizer with int8 activations on an inverted-residual net: depthwise convs, Clip(0, 6) removed likewise, residual Adds, GlobalAveragePool, Gemm |
 | static_qdq_efficientnet_u8 | the same quantizer (uint8) on EfficientNet's and MobileNetV3's MBConv blocks: SiLU as a Sigmoid and a Mul between pairs, squeeze-and-excitation gates (Sigmoid, HardSigmoid) and their Mul, HardSwish, a residual Add |
+| static_qdq_transformer_u8 | the same quantizer (uint8) on a BERT encoder layer: per-channel int8 projections and their bias Adds (a quantized constant), the heads' Reshape and Transpose at one scale, Q x K^T and P x V between two quantized activations, the 1/sqrt(d) Div and GELU's Div and Erf left in float between pairs, Softmax, residual sums, LayerNormalization |
 
 """
+import math
 import os
 import sys
 
@@ -502,10 +504,119 @@ def static_qdq_mobilenet(act, name):
     return q.model(name, image, y, 13)
 
 
+def static_qdq_transformer(act, name):
+    """A BERT encoder layer quantized by quantize_static (QDQ): projections by per-channel
+    int8 weights, their bias Adds reading a quantized constant, the heads' Reshape and
+    Transpose at their input's scale, the scores and context as products of two quantized
+    activations, the 1/sqrt(d) Div and GELU's Div and Erf left in float between pairs (not
+    among the quantizer's op types), Softmax, residual sums, LayerNormalization between a
+    DequantizeLinear and the next projection's QuantizeLinear; the last norm's output float."""
+    q = StaticQdq(27, act)
+    seq, hidden, heads, ffn = 16, 32, 2, 64
+    d = hidden // heads
+    xv = np.random.default_rng(28).standard_normal((1, seq, hidden)).astype(np.float32)
+    x, (xs, _) = q.qdq("x", xv)
+
+    def const(value):
+        """A float constant an Add or Mul reads, quantized as an activation from its own range."""
+        scale, zp = q.params(value)
+        qmin, qmax = (0, 255) if q.act == np.uint8 else (-128, 127)
+        cq = np.clip(np.round(value / scale) + zp, qmin, qmax).astype(q.act)
+        c = q.b.node("DequantizeLinear", [q.b.const(cq, "c_quantized"), q.b.const(np.array(scale, np.float32), "c_scale"),
+                                          q.b.const(np.array(zp, q.act), "c_zero_point")])
+        return c, (cq.astype(np.float32) - zp) * scale
+
+    def linear(t, tv, n_out):
+        w = (q.b.rng.standard_normal((tv.shape[-1], n_out)) / np.sqrt(tv.shape[-1])).astype(np.float32)
+        ws = (np.abs(w).max(0) / 127).astype(np.float32)
+        wq = np.clip(np.round(w / ws), -127, 127).astype(np.int8)
+        wdq = q.b.node("DequantizeLinear", [q.b.const(wq, "w_quantized"), q.b.const(ws, "w_scale"),
+                                            q.b.const(np.zeros(n_out, np.int8), "w_zero_point")], axis=1)
+        m = q.b.node("MatMul", [t, wdq])
+        mv = tv @ (wq.astype(np.float32) * ws)
+        m, _ = q.qdq(m, mv)
+        b, bv = const((0.1 * q.b.rng.standard_normal(n_out)).astype(np.float32))
+        y = q.b.node("Add", [m, b])
+        yv = mv + bv
+        out, _ = q.qdq(y, yv)
+        return out, yv
+
+    def mover(op, t, tv, yv, inputs=(), **attrs):
+        """A Reshape or Transpose: its output quantized at its input's scale and zero point."""
+        y = q.b.node(op, [t, *inputs], **attrs)
+        out, _ = q.qdq(y, yv, q.params(tv))
+        return out, yv
+
+    def heads_of(t, tv, perm):
+        r, rv = mover("Reshape", t, tv, tv.reshape(1, seq, heads, d),
+                      [q.b.const(np.array([1, seq, heads, d], np.int64), "heads_shape")])
+        return mover("Transpose", r, rv, rv.transpose(perm), perm=list(perm))
+
+    def add(a, av, c, cv):
+        y = q.b.node("Add", [a, c])
+        out, _ = q.qdq(y, av + cv)
+        return out, av + cv
+
+    def norm(t, tv, quantized=True):
+        g = (1 + 0.1 * q.b.rng.standard_normal(hidden)).astype(np.float32)
+        b = (0.1 * q.b.rng.standard_normal(hidden)).astype(np.float32)
+        y = q.b.node("LayerNormalization", [t, q.b.const(g, "gamma"), q.b.const(b, "beta")], axis=-1, epsilon=1e-12)
+        mu, var = tv.mean(-1, keepdims=True), tv.var(-1, keepdims=True)
+        yv = (tv - mu) / np.sqrt(var + 1e-12) * g + b
+        return (q.qdq(y, yv)[0] if quantized else y), yv
+
+    qp, qpv = linear(x, xv, hidden)
+    kp, kpv = linear(x, xv, hidden)
+    vp, vpv = linear(x, xv, hidden)
+    qh, qhv = heads_of(qp, qpv, (0, 2, 1, 3))
+    kh, khv = heads_of(kp, kpv, (0, 2, 3, 1))
+    vh, vhv = heads_of(vp, vpv, (0, 2, 1, 3))
+    s = q.b.node("MatMul", [qh, kh])
+    sv = qhv @ khv
+    s, _ = q.qdq(s, sv)
+    sc = q.b.node("Div", [s, q.b.const(np.array(np.sqrt(d), np.float32), "sqrt_d")])
+    scv = sv / np.float32(np.sqrt(d))
+    sc, _ = q.qdq(sc, scv)
+    p = q.b.node("Softmax", [sc], axis=-1)
+    e = np.exp(scv - scv.max(-1, keepdims=True))
+    pv = e / e.sum(-1, keepdims=True)
+    p, _ = q.qdq(p, pv)
+    c = q.b.node("MatMul", [p, vh])
+    cv = pv @ vhv
+    c, _ = q.qdq(c, cv)
+    c, cv = mover("Transpose", c, cv, cv.transpose(0, 2, 1, 3), perm=[0, 2, 1, 3])
+    c, cv = mover("Reshape", c, cv, cv.reshape(1, seq, hidden), [q.b.const(np.array([1, seq, hidden], np.int64), "merged_shape")])
+    o, ov = linear(c, cv, hidden)
+    h, hv = add(o, ov, x, xv)
+    h, hv = norm(h, hv)
+    f, fv = linear(h, hv, ffn)
+    # GELU, erf's form: x / sqrt(2) and its erf in float, then 1 + erf, x times that and half of it quantized.
+    t = q.b.node("Erf", [q.b.node("Div", [f, q.b.const(np.array(np.sqrt(2), np.float32), "sqrt_2")])])
+    tv = np.vectorize(math.erf)(fv / np.float32(np.sqrt(2))).astype(np.float32)
+    t, _ = q.qdq(t, tv)
+    one, onev = const(np.array(1, np.float32))
+    t, tv = add(t, tv, one, onev)
+    g = q.b.node("Mul", [f, t])
+    gv = fv * tv
+    g, _ = q.qdq(g, gv)
+    half, halfv = const(np.array(0.5, np.float32))
+    g2 = q.b.node("Mul", [g, half])
+    g2v = gv * halfv
+    g2, _ = q.qdq(g2, g2v)
+    o2, o2v = linear(g2, g2v, hidden)
+    h2, h2v = add(o2, o2v, h, hv)
+    y, _ = norm(h2, h2v, quantized=False)
+    m = q.b.model(name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, hidden])],
+                  [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, seq, hidden])], 17,
+                  "onnxruntime.quantization (quantize_static, QDQ)-style")
+    return m, {"x": xv}
+
+
 MODELS = [tf_mobilenet_style, tf_blazeface_style, fp16_unet, fp16_io_classifier, dynamic_int8, lambda: dynamic_int8_unet(64), opset18_block, if_vad_like,
           lambda: static_qdq_resnet(np.uint8, "static_qdq_resnet_u8"),
           lambda: static_qdq_mobilenet(np.int8, "static_qdq_mobilenet_s8"),
-          lambda: static_qdq_efficientnet(np.uint8, "static_qdq_efficientnet_u8")]
+          lambda: static_qdq_efficientnet(np.uint8, "static_qdq_efficientnet_u8"),
+          lambda: static_qdq_transformer(np.uint8, "static_qdq_transformer_u8")]
 
 
 def save(out, model, inputs):

@@ -193,4 +193,40 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "onnxruntime's static quantization (QDQ) of a transformer layer fuses: every product, sum, Softmax, "
+    "norm, scale and GELU on 8-bit tensors, the plan as ONNX Runtime computes it") {
+  const fs::path model = test::exporters_dir() / "static_qdq_transformer_u8.onnx";
+  const fs::path dir = test::scratch_dir("static-qdq-transformer");
+  const fs::path optimized = dir / "o.onnx";
+  auto opt = test::run_cli({"optimize", model.string(), "-o", optimized.string()});
+  REQUIRE_MESSAGE(opt.exit_code == 0, opt.out << opt.err);
+  INFO(opt.out);
+  const Model before = import_onnx(model);
+  const Model after = import_onnx(optimized);
+  // Left: the input's QuantizeLinear and the last norm's DequantizeLinear (its output is float).
+  CHECK(test::count_op(after, "QuantizeLinear") == 1);
+  CHECK(test::count_op(after, "DequantizeLinear") == 1);
+  for (const char* op : {"MatMul", "Add", "Mul", "Div", "Erf", "Softmax"}) {
+    INFO(op);
+    CHECK(test::count_op(after, op) == 0);
+  }
+  // Six projections against int8 weights, the scores and context between two 8-bit
+  // activations, the projections' bias sums and two residual sums, one 8-bit Softmax and
+  // norm, and two tables: the scores' 1/sqrt(d), and GELU (erf, 1 + erf, x times it, half).
+  CHECK(test::count_op(after, "QuantMatMul") == 6);
+  CHECK(test::count_op(after, "QLinearMatMul") == 2);
+  CHECK(test::count_op(after, "QuantAdd") == 8);
+  CHECK(test::count_op(after, "QuantSoftmax") == 1);
+  CHECK(test::count_op(after, "QuantLayerNorm") == 1);
+  CHECK(test::count_op(after, "QuantLookup") == 2);
+  CHECK(test::count_op(before, "DequantizeLinear") + test::count_op(before, "QuantizeLinear") == 78);
+  // The plan computes what ONNX Runtime does.
+  const fs::path plan = dir / "p.plan";
+  auto compile = test::run_cli({"compile", model.string(), "-o", plan.string()});
+  REQUIRE_MESSAGE(compile.exit_code == 0, compile.out << compile.err);
+  auto run = test::run_cli(join(join({"run", plan.string()}, input_args(model)), compare_args(model)));
+  CHECK_MESSAGE(run.exit_code == 0, run.out << run.err);
+}
+
 }  // namespace geopt

@@ -413,6 +413,13 @@ void register_quant_rows() {
         .Input(2, "X_zero_point", "X's zero point (a scalar).", "T1");
     s.Output(0, "Y", "X's shape, Y_zero_point's type.", "T2");
   };
+  // Y: X's shape, the type of the zero point at input `zero_point`.
+  auto shape_of_x_type_of = [](int zero_point) {
+    return [zero_point](InferenceContext& ctx) {
+      onnx::propagateElemTypeFromInputToOutput(ctx, zero_point, 0);
+      if (onnx::hasInputShape(ctx, 0)) onnx::propagateShapeFromInputToOutput(ctx, 0, 0);
+    };
+  };
   {
     OpSchema s = geopt_op(
         "QuantSoftmax",
@@ -425,10 +432,7 @@ void register_quant_rows() {
            int64_t{-1});
     s.Input(3, "Y_scale", "Y's scale (a scalar).", "S")
         .Input(4, "Y_zero_point", "Y's zero point (a scalar).", "T2");
-    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
-      onnx::propagateElemTypeFromInputToOutput(ctx, 4, 0);
-      if (onnx::hasInputShape(ctx, 0)) onnx::propagateShapeFromInputToOutput(ctx, 0, 0);
-    });
+    s.TypeAndShapeInferenceFunction(shape_of_x_type_of(4));
     onnx::RegisterSchema(std::move(s));
   }
   {
@@ -446,10 +450,7 @@ void register_quant_rows() {
         .Input(4, "B", "Broadcast to the normalized dims.", "S", OpSchema::Optional)
         .Input(5, "Y_scale", "Y's scale (a scalar).", "S")
         .Input(6, "Y_zero_point", "Y's zero point (a scalar).", "T2");
-    s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
-      onnx::propagateElemTypeFromInputToOutput(ctx, 6, 0);
-      if (onnx::hasInputShape(ctx, 0)) onnx::propagateShapeFromInputToOutput(ctx, 0, 0);
-    });
+    s.TypeAndShapeInferenceFunction(shape_of_x_type_of(6));
     onnx::RegisterSchema(std::move(s));
   }
 }

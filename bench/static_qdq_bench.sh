@@ -7,14 +7,15 @@
 # under force_fp16 (Ascend910B1), and the plan's output against ONNX Runtime running the same QDQ
 # model on the same input.
 #   bench/static_qdq_bench.sh [BUILD_DIR] [SAMPLES] [MODEL:TYPE...]
-# MODEL: resnet50 or a zoo entry (examples/zoo.py --list, full size, opset 17); TYPE uint8 or int8.
+# MODEL: resnet50 or a zoo entry (examples/zoo.py --list, full size, opset 17: bert is BERT-base,
+# vit_b_16 ViT-B/16); TYPE uint8 or int8.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
 samples=${2:-4}
 shift $(( $# < 2 ? $# : 2 ))
 runs=("$@")
-[[ ${#runs[@]} -gt 0 ]] || runs=(resnet50:uint8 resnet50:int8 mobilenet_v3_large:int8 efficientnet_b0:uint8)
+[[ ${#runs[@]} -gt 0 ]] || runs=(resnet50:uint8 resnet50:int8 mobilenet_v3_large:int8 efficientnet_b0:uint8 bert:uint8 vit_b_16:uint8)
 geopt=$build/cli/geopt
 work=bench/out/static_qdq
 mkdir -p "$work"

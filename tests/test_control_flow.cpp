@@ -592,7 +592,7 @@ TEST_CASE(
   test::CliResult text =
       test::run_cli({"profile", (dir / "loop.plan").string(), "--trace", (dir / "trace.json").string()});
   CHECK(text.exit_code == 0);
-  CHECK(text.out.find("Loop body: ") != std::string::npos);
+  CHECK(text.out.find("Loop 'Loop' body: ") != std::string::npos);  // the unnamed Loop named after its op
   CHECK(text.out.find("x 5 trip(s)") != std::string::npos);
   test::CliResult json = test::run_cli({"profile", (dir / "loop.plan").string(), "--json"});
   const auto j = nlohmann::json::parse(json.out);
@@ -604,7 +604,7 @@ TEST_CASE(
   double loop_start = -1, loop_end = -1;
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] == "M" && e["name"] == "thread_name" &&
-        e["args"]["name"].get<std::string>().find("Loop body") != std::string::npos)
+        e["args"]["name"].get<std::string>().find("Loop 'Loop' body") != std::string::npos)
       body_tracks.insert(e["tid"].get<int>());
     if (e["ph"] == "X" && e["name"] == "Loop") {
       loop_start = e["ts"].get<double>();

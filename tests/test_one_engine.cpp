@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "ascend/device_ops/device_ops.h"
 #include "ascend/optimizer.h"
@@ -171,6 +172,46 @@ TEST_CASE("optimize and compile keep the model's quantization annotations") {
     CHECK(back.graph().quantization_annotation(0).tensor_name() == "y");
     CHECK(back.graph().quantization_annotation(0).quant_parameter_tensor_names(0).value() == "y_scale");
   }
+}
+
+TEST_CASE("a model whose nodes have no names (onnx.helper's default) reports what fused, node by node") {
+  const fs::path dir = test::scratch_dir("unnamed_nodes");
+  // SiLU as onnxruntime's static quantizer leaves it: eight kernels, three after fusion.
+  const std::string model = write_model(dir, R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,8,4,4] x) => (float[1,8,4,4] y) {
+      s = Constant <value = float {0.047}> ()
+      z = Constant <value = uint8 {117}> ()
+      ss = Constant <value = float {0.0039}> ()
+      zs = Constant <value = uint8 {0}> ()
+      so = Constant <value = float {0.031}> ()
+      zo = Constant <value = uint8 {9}> ()
+      q = QuantizeLinear(x, s, z)
+      d = DequantizeLinear(q, s, z)
+      g1 = Sigmoid(d)
+      gq = QuantizeLinear(g1, ss, zs)
+      gd = DequantizeLinear(gq, ss, zs)
+      p = Mul(d, gd)
+      pq = QuantizeLinear(p, so, zo)
+      y = DequantizeLinear(pq, so, zo)
+    })")
+                                .string();
+  auto o = test::run_cli({"optimize", model, "--json", "-o", (dir / "out.onnx").string()});
+  REQUIRE_MESSAGE(o.exit_code == 0, o.out << o.err);
+  const auto j = nlohmann::json::parse(o.out);
+  CHECK(j["kernels"]["before"] == 8);
+  CHECK(j["kernels"]["after"] == 3);
+  // The Sigmoid, Mul and the four QuantizeLinear and DequantizeLinear between them became one table.
+  CHECK(j["fusion_rate"].get<double>() == doctest::Approx(6.0 / 8));
+  const Model out = import_onnx(dir / "out.onnx");
+  for (const auto& n : out.graph->nodes()) CHECK(!n->name.empty());
+  // Each imported node is named after its op, apart from the others.
+  const Model in = import_onnx(model);
+  std::set<std::string> names;
+  for (const auto& n : in.graph->nodes()) names.insert(n->name);
+  CHECK(names.size() == in.graph->nodes().size());
+  CHECK(names.count("Sigmoid") == 1);
+  CHECK(names.count("QuantizeLinear") + names.count("QuantizeLinear_1") + names.count("QuantizeLinear_2") ==
+        3);
 }
 
 TEST_CASE("explain and optimize report the same fusion rate on every example model" *

@@ -534,6 +534,11 @@ void graph_from_proto(onnx::GraphProto& gp, ExternalData& ext, const std::string
     n->doc_string = np.doc_string();
     for (auto& ap : *np.mutable_attribute()) n->attributes.push_back(take_attribute(ap, ext, where));
   }
+  // Unnamed nodes (onnx.helper's default) take their op's name, made unique: reports name
+  // every node (fusion, profiles, explain), and a rewrite's record of the nodes it covered
+  // tells them apart.
+  for (const auto& n : g.nodes())
+    if (n->name.empty()) g.rename_node(n.get(), g.unique_name(n->op_type));
   for (const auto& vi : gp.value_info()) {
     if (Value* v = g.find_value(vi.name())) {
       v->type = typed(vi, "value");

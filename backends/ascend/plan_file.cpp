@@ -541,6 +541,8 @@ void check_plan_in(const plan::Plan& p, const std::string& where, const PlanChec
   auto check_ref = [&](const plan::TensorRef& r, const std::string& what) {
     if (r.absent()) return;
     check_text(r.name(), where + ": " + what);
+    // The executor binds tensors by name: one that is there has one (an absent one says so).
+    if (r.name().empty()) throw Error(where + ": " + what + " has no name and is not marked absent");
     static const std::set<std::string> formats = {"", "ND", "NCHW",
                                                   "NC1HWC0"};  // what lowering writes (format_of)
     if (!formats.count(r.format()))

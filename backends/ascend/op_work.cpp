@@ -112,8 +112,8 @@ double vector_weight(const std::string& op) {
 struct Form {
   // Matrix products and convolutions.
   bool gemm = false;  // Gemm's transA: k is A's first dim when A is transposed
-  int operand_b =
-      1;  // B's (the weight's) input: QLinearMatMul and QLinearConv take it after A's scale and zero point
+  // B's (the weight's) input: QLinearMatMul and QLinearConv take it after A's scale and zero point.
+  int operand_b = 1;
   double epilogue_ops = 0;         // Vector operations per output element after the product
   int bias_input = -1;             // a bias input, when given: one more per output element
   bool activation = false;         // an `activation` other than none: one more

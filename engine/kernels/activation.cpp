@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/row_math.h"
+#include "util/team_region.h"
 
 namespace geopt {
 
@@ -11,9 +12,11 @@ void gelu_in_place(HostTensor& y, bool tanh_approximation) {
   float* p = y.mutable_data<float>();
   const int64_t n = y.size();
   constexpr int64_t kChunk = 4096;
-#pragma omp parallel for if (n > (1 << 16))
-  for (int64_t first = 0; first < n; first += kChunk)
-    gelu_row(p + first, std::min(kChunk, n - first), tanh_approximation);
+  team_region(n > (1 << 16), [&] {
+#pragma omp for
+    for (int64_t first = 0; first < n; first += kChunk)
+      gelu_row(p + first, std::min(kChunk, n - first), tanh_approximation);
+  });
 }
 
 Activation parse_activation(const KernelContext& ctx, std::string_view name) {
@@ -106,9 +109,11 @@ void apply_activation(const KernelContext& ctx, HostTensor& y, const std::string
   float* p = y.mutable_data<float>();
   const int64_t n = y.size();
   constexpr int64_t kChunk = 4096;
-#pragma omp parallel for if (n > (1 << 16))
-  for (int64_t first = 0; first < n; first += kChunk)
-    apply_activation(ctx, p + first, std::min(kChunk, n - first), activation, params);
+  team_region(n > (1 << 16), [&] {
+#pragma omp for
+    for (int64_t first = 0; first < n; first += kChunk)
+      apply_activation(ctx, p + first, std::min(kChunk, n - first), activation, params);
+  });
 }
 
 }  // namespace geopt

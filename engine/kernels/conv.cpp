@@ -20,6 +20,7 @@
 #include "kernels/onednn.h"
 #include "kernels/pixel_conv.h"
 #include "util/checked_size.h"
+#include "util/team_region.h"
 
 namespace geopt {
 
@@ -98,20 +99,22 @@ bool copy_channel_blocks(const dnnl::memory::desc& from, const void* src, const 
   const int64_t from_blocks = (c + fb - 1) / fb, to_blocks = (c + tb - 1) / tb;
   const float* in = static_cast<const float*>(src);
   float* out = static_cast<float*>(dst);
-#pragma omp parallel for collapse(2) if (n * to_blocks * hw * tb > (1 << 15))
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t blk = 0; blk < to_blocks; ++blk)
-      for (int64_t lane = 0; lane < tb; lane += 8) {  // runs of 8 = the smaller block
-        const int64_t channel = blk * tb + lane, real = std::clamp<int64_t>(c - channel, 0, 8);
-        float* o = out + (b * to_blocks + blk) * hw * tb + lane;
-        const float* i = in + (b * from_blocks + channel / fb) * hw * fb + channel % fb;
-        // Only real channels are copied: padding comes out 0, whatever the primitive
-        // left there (an activation with f(0) != 0 computes on padding too).
-        for (int64_t p = 0; p < hw; ++p) {
-          if (real) std::memcpy(o + p * tb, i + p * fb, static_cast<size_t>(real) * sizeof(float));
-          if (real < 8) std::memset(o + p * tb + real, 0, static_cast<size_t>(8 - real) * sizeof(float));
+  team_region(n * to_blocks * hw * tb > (1 << 15), [&] {
+#pragma omp for collapse(2)
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t blk = 0; blk < to_blocks; ++blk)
+        for (int64_t lane = 0; lane < tb; lane += 8) {  // runs of 8 = the smaller block
+          const int64_t channel = blk * tb + lane, real = std::clamp<int64_t>(c - channel, 0, 8);
+          float* o = out + (b * to_blocks + blk) * hw * tb + lane;
+          const float* i = in + (b * from_blocks + channel / fb) * hw * fb + channel % fb;
+          // Only real channels are copied: padding comes out 0, whatever the primitive
+          // left there (an activation with f(0) != 0 computes on padding too).
+          for (int64_t p = 0; p < hw; ++p) {
+            if (real) std::memcpy(o + p * tb, i + p * fb, static_cast<size_t>(real) * sizeof(float));
+            if (real < 8) std::memset(o + p * tb + real, 0, static_cast<size_t>(8 - real) * sizeof(float));
+          }
         }
-      }
+  });
   return true;
 }
 

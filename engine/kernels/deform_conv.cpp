@@ -7,6 +7,7 @@
 #include "eval/kernel.h"
 #include "kernels/conv.h"
 #include "kernels/linalg.h"
+#include "util/team_region.h"
 
 namespace geopt {
 namespace {
@@ -62,27 +63,29 @@ void deform_conv(KernelContext& ctx) {
   const int64_t per_group = c / group, per_offset_group = c / offset_group, rows = per_group * taps;
   std::vector<float> columns(static_cast<size_t>(c * taps * positions));  // [C x kH x kW, oH x oW]
   for (int64_t b = 0; b < n; ++b) {
-#pragma omp parallel for if (c * taps * positions > (1 << 16))
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const int64_t og = ch / per_offset_group;
-      const float* plane = x.data<float>() + (b * c + ch) * height * width;
-      for (int64_t t = 0; t < taps; ++t) {
-        const int64_t i = t / kw, j = t % kw;
-        const float* dy = offset.data<float>() + ((b * offset_group + og) * 2 * taps + 2 * t) * positions;
-        const float* dx = dy + positions;
-        const float* m =
-            mask ? mask->data<float>() + ((b * offset_group + og) * taps + t) * positions : nullptr;
-        float* column = columns.data() + (ch * taps + t) * positions;
-        for (int64_t p = 0; p < positions; ++p) {
-          const int64_t r = p / ow, q = p % ow;
-          const double h =
-              static_cast<double>(r * g.strides[0] - g.pad_begin[0] + i * g.dilations[0]) + dy[p];
-          const double v =
-              static_cast<double>(q * g.strides[1] - g.pad_begin[1] + j * g.dilations[1]) + dx[p];
-          column[p] = bilinear_at(plane, height, width, h, v) * (m ? m[p] : 1.0f);
+    team_region(c * taps * positions > (1 << 16), [&] {
+#pragma omp for
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const int64_t og = ch / per_offset_group;
+        const float* plane = x.data<float>() + (b * c + ch) * height * width;
+        for (int64_t t = 0; t < taps; ++t) {
+          const int64_t i = t / kw, j = t % kw;
+          const float* dy = offset.data<float>() + ((b * offset_group + og) * 2 * taps + 2 * t) * positions;
+          const float* dx = dy + positions;
+          const float* m =
+              mask ? mask->data<float>() + ((b * offset_group + og) * taps + t) * positions : nullptr;
+          float* column = columns.data() + (ch * taps + t) * positions;
+          for (int64_t p = 0; p < positions; ++p) {
+            const int64_t r = p / ow, q = p % ow;
+            const double h =
+                static_cast<double>(r * g.strides[0] - g.pad_begin[0] + i * g.dilations[0]) + dy[p];
+            const double v =
+                static_cast<double>(q * g.strides[1] - g.pad_begin[1] + j * g.dilations[1]) + dx[p];
+            column[p] = bilinear_at(plane, height, width, h, v) * (m ? m[p] : 1.0f);
+          }
         }
       }
-    }
+    });
     for (int64_t gi = 0; gi < group; ++gi) {
       const int64_t out_per_group = oc / group;
       float* out = y.mutable_data<float>() + (b * oc + gi * out_per_group) * positions;

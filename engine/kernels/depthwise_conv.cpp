@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "eval/derived_constant.h"
+#include "util/team_region.h"
 
 namespace geopt {
 namespace {
@@ -158,8 +159,7 @@ void depthwise_conv_blocked(const KernelContext& ctx, const float* x, const Host
         std::fill(out + ox * kLanes + tail, out + (ox + 1) * kLanes, 0.0f);
   };
   const int64_t rows = planes * g.out_h;
-#pragma omp parallel if (rows * row * taps > (1 << 15))
-  {
+  team_region(rows * row * taps > (1 << 15), [&] {
     std::vector<float> scratch(e.residual ? static_cast<size_t>(row) : 0);
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
@@ -169,7 +169,7 @@ void depthwise_conv_blocked(const KernelContext& ctx, const float* x, const Host
                     bias.data() + block * kLanes, sums, r % g.out_h, g);
       finish_row(r, sums, block);
     }
-  }
+  });
 }
 
 }  // namespace geopt

@@ -9,6 +9,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/elementwise_util.h"
 #include "kernels/row_math.h"
+#include "util/team_region.h"
 
 namespace geopt {
 namespace {
@@ -223,9 +224,11 @@ void register_unary(OpRegistry& r) {
       const float* px = x.data<float>();
       float* py = y.mutable_data<float>();
       const int64_t n = x.size(), chunk = 1 << 14;
-#pragma omp parallel for if (n > (1 << 16))
-      for (int64_t first = 0; first < n; first += chunk)
-        sigmoid_row(px + first, py + first, std::min(chunk, n - first));
+      team_region(n > (1 << 16), [&] {
+#pragma omp for
+        for (int64_t first = 0; first < n; first += chunk)
+          sigmoid_row(px + first, py + first, std::min(chunk, n - first));
+      });
       ctx.outputs[0] = std::move(y);
       return;
     }

@@ -8,6 +8,7 @@
 
 #include "eval/kernel.h"
 #include "kernels/broadcast.h"
+#include "util/team_region.h"
 
 namespace geopt {
 
@@ -16,8 +17,10 @@ namespace geopt {
 template <class Run>
 void for_each_run(int64_t n, Run&& run) {
   constexpr int64_t kRun = 1 << 14;
-#pragma omp parallel for if (n > (1 << 16))
-  for (int64_t c = 0; c < (n + kRun - 1) / kRun; ++c) run(c * kRun, std::min(n, (c + 1) * kRun));
+  team_region(n > (1 << 16), [&] {
+#pragma omp for
+    for (int64_t c = 0; c < (n + kRun - 1) / kRun; ++c) run(c * kRun, std::min(n, (c + 1) * kRun));
+  });
 }
 
 template <size_t N>
@@ -94,21 +97,23 @@ void apply_broadcast_tiles(const BroadcastPlan<N>& p, Tile&& tile) {
     steps[k] = p.loop_strides[k][rank - 1];
     row_steps[k] = rank >= 2 ? p.loop_strides[k][rank - 2] : 0;
   }
-#pragma omp parallel for if (total > (1 << 16))
-  for (int64_t t = 0; t < outer * row_chunks * col_chunks; ++t) {
-    const int64_t first_col = t % col_chunks * cols, first_row = t / col_chunks % row_chunks * rows,
-                  o = t / col_chunks / row_chunks;
-    int64_t base[N];
-    for (size_t k = 0; k < N; ++k) base[k] = first_row * row_steps[k] + first_col * steps[k];
-    for (size_t d = rank >= 2 ? rank - 2 : 0, rest = static_cast<size_t>(o); d-- > 0;) {
-      const int64_t c = static_cast<int64_t>(rest % static_cast<size_t>(p.loop_dims[d]));
-      rest /= static_cast<size_t>(p.loop_dims[d]);
-      for (size_t k = 0; k < N; ++k) base[k] += c * p.loop_strides[k][d];
+  team_region(total > (1 << 16), [&] {
+#pragma omp for
+    for (int64_t t = 0; t < outer * row_chunks * col_chunks; ++t) {
+      const int64_t first_col = t % col_chunks * cols, first_row = t / col_chunks % row_chunks * rows,
+                    o = t / col_chunks / row_chunks;
+      int64_t base[N];
+      for (size_t k = 0; k < N; ++k) base[k] = first_row * row_steps[k] + first_col * steps[k];
+      for (size_t d = rank >= 2 ? rank - 2 : 0, rest = static_cast<size_t>(o); d-- > 0;) {
+        const int64_t c = static_cast<int64_t>(rest % static_cast<size_t>(p.loop_dims[d]));
+        rest /= static_cast<size_t>(p.loop_dims[d]);
+        for (size_t k = 0; k < N; ++k) base[k] += c * p.loop_strides[k][d];
+      }
+      tile((o * mid + first_row) * inner + first_col, static_cast<const int64_t*>(base),
+           static_cast<const int64_t*>(steps), std::min(cols, inner - first_col),
+           std::min(rows, mid - first_row), static_cast<const int64_t*>(row_steps));
     }
-    tile((o * mid + first_row) * inner + first_col, static_cast<const int64_t*>(base),
-         static_cast<const int64_t*>(steps), std::min(cols, inner - first_col),
-         std::min(rows, mid - first_row), static_cast<const int64_t*>(row_steps));
-  }
+  });
 }
 
 // Calls f(out_index, offsets) for every output element (in parallel for large tensors:
@@ -135,8 +140,10 @@ HostTensor map_unary(const HostTensor& x, DType out_dtype, F&& f) {
   const T* px = x.data<T>();
   Out* py = y.mutable_data<Out>();
   const int64_t n = x.size();
-#pragma omp parallel for if (n > (1 << 16))
-  for (int64_t i = 0; i < n; ++i) py[i] = f(px[i]);
+  team_region(n > (1 << 16), [&] {
+#pragma omp for
+    for (int64_t i = 0; i < n; ++i) py[i] = f(px[i]);
+  });
   return y;
 }
 

@@ -12,6 +12,7 @@
 #include "kernels/linalg.h"
 #include "kernels/norm.h"
 #include "kernels/row_math.h"
+#include "util/team_region.h"
 
 namespace geopt {
 namespace {
@@ -150,57 +151,60 @@ HostTensor attention(const KernelContext& ctx, const HostTensor& q, const HostTe
   const float* pk = k.data<float>();
   const float* pv = v.data<float>();
   float* py = y.mutable_data<float>();
-#pragma omp parallel for if (batches * query_blocks > 1)
-  for (int64_t task = 0; task < batches * query_blocks; ++task) {
-    const int64_t bi = task / query_blocks, q0 = (task % query_blocks) * kQueryBlock,
-                  rows = std::min(kQueryBlock, s - q0);
-    int64_t oq = 0, ok = 0, ov = 0, oy = 0, om = 0, r = bi;
-    for (size_t i = nb; i-- > 0;) {
-      const int64_t c = r % batch[i];
-      r /= batch[i];
-      oq += c * sq[i];
-      ok += c * sk[i];
-      ov += c * sv[i];
-      oy += c * sy[i];
-      if (mask) om += c * mask_strides[i];
-    }
-    const float* qb = pq + oq + q0 * mq.row_stride;
-    float* out = py + oy + q0 * my.row_stride;
-    std::vector<float> tile(static_cast<size_t>(rows * std::min(kKeyTile, t)));
-    std::vector<float> running_max(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
-    std::vector<float> running_sum(static_cast<size_t>(rows), 0.0f);
-    for (int64_t i = 0; i < rows; ++i) std::fill(out + i * my.row_stride, out + i * my.row_stride + dv, 0.0f);
-    for (int64_t k0 = 0; k0 < t; k0 += kKeyTile) {
-      const int64_t cols = std::min(kKeyTile, t - k0);
-      gemm_f32(false, true, rows, cols, d, scale, qb, mq.row_stride, pk + ok + k0 * mk.row_stride,
-               mk.row_stride, 0.0f, tile.data(), cols);
-      for (int64_t i = 0; i < rows; ++i) {
-        float* row = tile.data() + i * cols;
-        const int64_t qi = q0 + i;
-        if (mask)
-          for (int64_t j = 0; j < cols; ++j)
-            row[j] += mask->data<float>()[om + qi * mask_strides[nb] + (k0 + j) * mask_strides[nb + 1]];
-        if (causal)
-          for (int64_t j = std::max<int64_t>(0, qi + (t - s) + 1 - k0); j < cols; ++j)
-            row[j] = -std::numeric_limits<float>::infinity();
-        const size_t at = static_cast<size_t>(i);
-        const float new_max = std::max(running_max[at], row_max(row, cols));
-        if (new_max == -std::numeric_limits<float>::infinity()) {  // all masked so far: nothing to add
-          std::fill(row, row + cols, 0.0f);
-          continue;
-        }
-        const float rescale = fast_exp(running_max[at] - new_max);
-        running_sum[at] = running_sum[at] * rescale + exp_row(row, row, cols, new_max);
-        running_max[at] = new_max;
-        if (rescale != 1.0f) scale_row(out + i * my.row_stride, dv, rescale);
+  team_region(batches * query_blocks > 1, [&] {
+#pragma omp for
+    for (int64_t task = 0; task < batches * query_blocks; ++task) {
+      const int64_t bi = task / query_blocks, q0 = (task % query_blocks) * kQueryBlock,
+                    rows = std::min(kQueryBlock, s - q0);
+      int64_t oq = 0, ok = 0, ov = 0, oy = 0, om = 0, r = bi;
+      for (size_t i = nb; i-- > 0;) {
+        const int64_t c = r % batch[i];
+        r /= batch[i];
+        oq += c * sq[i];
+        ok += c * sk[i];
+        ov += c * sv[i];
+        oy += c * sy[i];
+        if (mask) om += c * mask_strides[i];
       }
-      gemm_f32(false, false, rows, dv, cols, 1.0f, tile.data(), cols, pv + ov + k0 * mv.row_stride,
-               mv.row_stride, 1.0f, out, my.row_stride);
-    }
-    if (t > 0)  // a row masked everywhere divides 0 by 0, as the unfused softmax does
+      const float* qb = pq + oq + q0 * mq.row_stride;
+      float* out = py + oy + q0 * my.row_stride;
+      std::vector<float> tile(static_cast<size_t>(rows * std::min(kKeyTile, t)));
+      std::vector<float> running_max(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
+      std::vector<float> running_sum(static_cast<size_t>(rows), 0.0f);
       for (int64_t i = 0; i < rows; ++i)
-        scale_row(out + i * my.row_stride, dv, 1.0f / running_sum[static_cast<size_t>(i)]);
-  }
+        std::fill(out + i * my.row_stride, out + i * my.row_stride + dv, 0.0f);
+      for (int64_t k0 = 0; k0 < t; k0 += kKeyTile) {
+        const int64_t cols = std::min(kKeyTile, t - k0);
+        gemm_f32(false, true, rows, cols, d, scale, qb, mq.row_stride, pk + ok + k0 * mk.row_stride,
+                 mk.row_stride, 0.0f, tile.data(), cols);
+        for (int64_t i = 0; i < rows; ++i) {
+          float* row = tile.data() + i * cols;
+          const int64_t qi = q0 + i;
+          if (mask)
+            for (int64_t j = 0; j < cols; ++j)
+              row[j] += mask->data<float>()[om + qi * mask_strides[nb] + (k0 + j) * mask_strides[nb + 1]];
+          if (causal)
+            for (int64_t j = std::max<int64_t>(0, qi + (t - s) + 1 - k0); j < cols; ++j)
+              row[j] = -std::numeric_limits<float>::infinity();
+          const size_t at = static_cast<size_t>(i);
+          const float new_max = std::max(running_max[at], row_max(row, cols));
+          if (new_max == -std::numeric_limits<float>::infinity()) {  // all masked so far: nothing to add
+            std::fill(row, row + cols, 0.0f);
+            continue;
+          }
+          const float rescale = fast_exp(running_max[at] - new_max);
+          running_sum[at] = running_sum[at] * rescale + exp_row(row, row, cols, new_max);
+          running_max[at] = new_max;
+          if (rescale != 1.0f) scale_row(out + i * my.row_stride, dv, rescale);
+        }
+        gemm_f32(false, false, rows, dv, cols, 1.0f, tile.data(), cols, pv + ov + k0 * mv.row_stride,
+                 mv.row_stride, 1.0f, out, my.row_stride);
+      }
+      if (t > 0)  // a row masked everywhere divides 0 by 0, as the unfused softmax does
+        for (int64_t i = 0; i < rows; ++i)
+          scale_row(out + i * my.row_stride, dv, 1.0f / running_sum[static_cast<size_t>(i)]);
+    }
+  });
   return y;
 }
 
@@ -278,17 +282,19 @@ void rotary_embedding(KernelContext& ctx) {
     };
     const std::vector<int64_t> sc = lead_of(cos), ss = lead_of(sin);
     const int64_t rows = x.size() / d;
-#pragma omp parallel for if (x.size() > (1 << 15))
-    for (int64_t row = 0; row < rows; ++row) {
-      int64_t oc = 0, os = 0, r = row;
-      for (size_t i = lead.size(); i-- > 0;) {
-        const int64_t c = r % lead[i];
-        r /= lead[i];
-        oc += c * sc[i];
-        os += c * ss[i];
+    team_region(x.size() > (1 << 15), [&] {
+#pragma omp for
+      for (int64_t row = 0; row < rows; ++row) {
+        int64_t oc = 0, os = 0, r = row;
+        for (size_t i = lead.size(); i-- > 0;) {
+          const int64_t c = r % lead[i];
+          r /= lead[i];
+          oc += c * sc[i];
+          os += c * ss[i];
+        }
+        rotary_row(px + row * d, pc + oc * d, ps + os * d, py + row * d, d, split);
       }
-      rotary_row(px + row * d, pc + oc * d, ps + os * d, py + row * d, d, split);
-    }
+    });
     ctx.outputs[0] = std::move(y);
     return;
   }

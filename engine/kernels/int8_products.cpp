@@ -11,6 +11,7 @@
 #include "eval/derived_constant.h"
 #include "eval/kernel_implementation.h"
 #include "kernels/onednn.h"
+#include "util/team_region.h"
 
 namespace geopt {
 namespace {
@@ -135,22 +136,24 @@ void blocked_to_channels_last(const uint8_t* x, int64_t n, int64_t c, int64_t la
       }
     }
   const uint8_t flip = shifted ? 0x80 : 0x00;
-#pragma omp parallel for if (n * h * w * c > (1 << 16))
-  for (int64_t r = 0; r < n * h; ++r) {
-    const int64_t b = r / h, y = r % h;
-    uint8_t* to = out + ((b * ih + y + top) * iw + left) * c;
-    for (int64_t cb = 0; cb < blocks; ++cb) {
-      const uint8_t* from = x + ((b * blocks + cb) * h + y) * w * lanes;
-      const int64_t run = std::min(lanes, c - cb * lanes);
-      if (run == 32) {  // int8's C0: a run of a size the compiler knows (one vector)
-        for (int64_t i = 0; i < w; ++i)
-          for (int64_t l = 0; l < 32; ++l) to[i * c + cb * 32 + l] = from[i * 32 + l] ^ flip;
-      } else {
-        for (int64_t i = 0; i < w; ++i)
-          for (int64_t l = 0; l < run; ++l) to[i * c + cb * lanes + l] = from[i * lanes + l] ^ flip;
+  team_region(n * h * w * c > (1 << 16), [&] {
+#pragma omp for
+    for (int64_t r = 0; r < n * h; ++r) {
+      const int64_t b = r / h, y = r % h;
+      uint8_t* to = out + ((b * ih + y + top) * iw + left) * c;
+      for (int64_t cb = 0; cb < blocks; ++cb) {
+        const uint8_t* from = x + ((b * blocks + cb) * h + y) * w * lanes;
+        const int64_t run = std::min(lanes, c - cb * lanes);
+        if (run == 32) {  // int8's C0: a run of a size the compiler knows (one vector)
+          for (int64_t i = 0; i < w; ++i)
+            for (int64_t l = 0; l < 32; ++l) to[i * c + cb * 32 + l] = from[i * 32 + l] ^ flip;
+        } else {
+          for (int64_t i = 0; i < w; ++i)
+            for (int64_t l = 0; l < run; ++l) to[i * c + cb * lanes + l] = from[i * lanes + l] ^ flip;
+        }
       }
     }
-  }
+  });
 }
 
 }  // namespace
@@ -239,13 +242,15 @@ bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
     uint8_t* copy = thread_source(static_cast<size_t>(planes * ih * iw * lanes));
     if (padded) std::fill(copy, copy + planes * ih * iw * lanes, static_cast<uint8_t>(zero));
     const int64_t top = padded ? g.pad_begin[0] : 0, left = padded ? g.pad_begin[1] : 0;
-#pragma omp parallel for if (rows * row_bytes > (1 << 16))
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t plane = r / g.in[0], y = r % g.in[0];
-      const uint8_t* in = reinterpret_cast<const uint8_t*>(x.raw()) + r * row_bytes;
-      uint8_t* out = copy + ((plane * ih + y + top) * iw + left) * lanes;
-      for (int64_t i = 0; i < row_bytes; ++i) out[i] = shifted ? static_cast<uint8_t>(in[i] ^ 0x80) : in[i];
-    }
+    team_region(rows * row_bytes > (1 << 16), [&] {
+#pragma omp for
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t plane = r / g.in[0], y = r % g.in[0];
+        const uint8_t* in = reinterpret_cast<const uint8_t*>(x.raw()) + r * row_bytes;
+        uint8_t* out = copy + ((plane * ih + y + top) * iw + left) * lanes;
+        for (int64_t i = 0; i < row_bytes; ++i) out[i] = shifted ? static_cast<uint8_t>(in[i] ^ 0x80) : in[i];
+      }
+    });
     src = copy;
   }
   const tag src_tag = x_block == 32 ? tag::aBcd32b : x_block == 16 ? tag::aBcd16b : tag::nchw;
@@ -262,13 +267,15 @@ bool int8_convolution(const HostTensor& x, int32_t x_zero, const HostTensor& w,
   }
   if (zero != 0) {
     const std::vector<int32_t>& sums = (*weights)->sums;
-#pragma omp parallel for collapse(2) if (n * m * spatial > (1 << 16))
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t oc = 0; oc < m; ++oc) {
-        const int32_t off = zero * sums[static_cast<size_t>(oc)];
-        int32_t* row = acc + (b * m + oc) * spatial;
-        for (int64_t i = 0; i < spatial; ++i) row[i] -= off;
-      }
+    team_region(n * m * spatial > (1 << 16), [&] {
+#pragma omp for collapse(2)
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t oc = 0; oc < m; ++oc) {
+          const int32_t off = zero * sums[static_cast<size_t>(oc)];
+          int32_t* row = acc + (b * m + oc) * spatial;
+          for (int64_t i = 0; i < spatial; ++i) row[i] -= off;
+        }
+    });
   }
   return true;
 }
@@ -307,17 +314,21 @@ bool int8_matmul(const std::byte* a, DType a_type, int64_t rows, int64_t k, int3
   if (shifted) {
     uint8_t* copy = thread_source(static_cast<size_t>(rows * k));
     const uint8_t* in = reinterpret_cast<const uint8_t*>(a);
-#pragma omp parallel for if (rows * k > (1 << 16))
-    for (int64_t i = 0; i < rows * k; ++i) copy[i] = static_cast<uint8_t>(in[i] ^ 0x80);
+    team_region(rows * k > (1 << 16), [&] {
+#pragma omp for
+      for (int64_t i = 0; i < rows * k; ++i) copy[i] = static_cast<uint8_t>(in[i] ^ 0x80);
+    });
     src = copy;
   }
   execute(plan->primitive, plan->src, memory::desc(src_dims, dt::u8, tag::ab), src, (*weights)->laid_out,
           plan->dst, memory::desc(dst_dims, dt::s32, tag::ab), acc, plan->scratchpad);
   if (zero != 0) {
     const std::vector<int32_t>& sums = (*weights)->sums;
-#pragma omp parallel for if (rows * n > (1 << 16))
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < n; ++j) acc[r * n + j] -= zero * sums[static_cast<size_t>(j)];
+    team_region(rows * n > (1 << 16), [&] {
+#pragma omp for
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < n; ++j) acc[r * n + j] -= zero * sums[static_cast<size_t>(j)];
+    });
   }
   return true;
 }

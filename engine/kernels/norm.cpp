@@ -10,6 +10,7 @@
 #include "kernels/layout.h"
 #include "kernels/norm.h"
 #include "kernels/row_math.h"
+#include "util/team_region.h"
 
 namespace geopt {
 namespace {
@@ -59,20 +60,22 @@ RowNorm split_rows(const KernelContext& ctx, const HostTensor& x, int64_t axis_a
 // the normalization read each row while it is in cache.
 void normalize_rows(const float* x, float* y, const RowNorm& r, const std::vector<float>& scale,
                     const std::vector<float>& bias, float eps, bool rms, float* mean_out, float* invstd_out) {
-#pragma omp parallel for if (r.rows * r.cols > (1 << 15))
-  for (int64_t row = 0; row < r.rows; ++row) {
-    const float* in = x + row * r.cols;
-    float mean = 0, variance = 0;
-    if (rms)
-      variance = row_mean_square(in, r.cols);
-    else
-      row_moments(in, r.cols, mean, variance);
-    const float inv = 1.0f / std::sqrt(variance + eps);
-    normalize_row(in, y + row * r.cols, r.cols, mean, inv, scale.data(),
-                  bias.empty() ? nullptr : bias.data());
-    if (mean_out) mean_out[row] = mean;
-    if (invstd_out) invstd_out[row] = inv;
-  }
+  team_region(r.rows * r.cols > (1 << 15), [&] {
+#pragma omp for
+    for (int64_t row = 0; row < r.rows; ++row) {
+      const float* in = x + row * r.cols;
+      float mean = 0, variance = 0;
+      if (rms)
+        variance = row_mean_square(in, r.cols);
+      else
+        row_moments(in, r.cols, mean, variance);
+      const float inv = 1.0f / std::sqrt(variance + eps);
+      normalize_row(in, y + row * r.cols, r.cols, mean, inv, scale.data(),
+                    bias.empty() ? nullptr : bias.data());
+      if (mean_out) mean_out[row] = mean;
+      if (invstd_out) invstd_out[row] = inv;
+    }
+  });
 }
 
 void require_f32(const KernelContext& ctx, const HostTensor& x) {
@@ -212,9 +215,11 @@ void add_layer_norm(KernelContext& ctx) {
   float* s = sum.mutable_data<float>();
   const int64_t period = res.size(), cols = x.rank() ? x.dim(-1) : 1;
   if (cols > 0 && period % cols == 0) {  // whole rows: one vector add per row
-#pragma omp parallel for if (x.size() > (1 << 15))
-    for (int64_t row = 0; row < x.size() / cols; ++row)
-      add_rows(a + row * cols, b + (row * cols) % period, s + row * cols, cols);
+    team_region(x.size() > (1 << 15), [&] {
+#pragma omp for
+      for (int64_t row = 0; row < x.size() / cols; ++row)
+        add_rows(a + row * cols, b + (row * cols) % period, s + row * cols, cols);
+    });
   } else {
     for (int64_t i = 0; i < x.size(); ++i) s[i] = a[i] + b[i % period];  // period > 0 whenever x has elements
   }
@@ -272,34 +277,36 @@ void channel_layer_norm(KernelContext& ctx, bool blocked) {
   // a block, each channel's row of positions is read contiguously.
   constexpr int64_t kBlock = 256;
   const int64_t blocks_per_image = (positions + kBlock - 1) / kBlock;
-#pragma omp parallel for if (x.size() > (1 << 15))
-  for (int64_t task = 0; task < n * blocks_per_image; ++task) {
-    const int64_t b = task / blocks_per_image, first = (task % blocks_per_image) * kBlock;
-    const int64_t count = std::min(kBlock, positions - first);
-    double mean[kBlock] = {}, var[kBlock] = {};
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* in = px + at(b, c) + first * step;
-      for (int64_t s = 0; s < count; ++s) mean[s] += in[s * step];
-    }
-    for (int64_t s = 0; s < count; ++s) mean[s] /= static_cast<double>(channels);
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* in = px + at(b, c) + first * step;
-      for (int64_t s = 0; s < count; ++s) {
-        const double d = in[s * step] - mean[s];
-        var[s] += d * d;
+  team_region(x.size() > (1 << 15), [&] {
+#pragma omp for
+    for (int64_t task = 0; task < n * blocks_per_image; ++task) {
+      const int64_t b = task / blocks_per_image, first = (task % blocks_per_image) * kBlock;
+      const int64_t count = std::min(kBlock, positions - first);
+      double mean[kBlock] = {}, var[kBlock] = {};
+      for (int64_t c = 0; c < channels; ++c) {
+        const float* in = px + at(b, c) + first * step;
+        for (int64_t s = 0; s < count; ++s) mean[s] += in[s * step];
+      }
+      for (int64_t s = 0; s < count; ++s) mean[s] /= static_cast<double>(channels);
+      for (int64_t c = 0; c < channels; ++c) {
+        const float* in = px + at(b, c) + first * step;
+        for (int64_t s = 0; s < count; ++s) {
+          const double d = in[s * step] - mean[s];
+          var[s] += d * d;
+        }
+      }
+      for (int64_t s = 0; s < count; ++s)
+        var[s] = 1.0 / std::sqrt(var[s] / static_cast<double>(channels) + eps);
+      for (int64_t c = 0; c < channels; ++c) {
+        const float* in = px + at(b, c) + first * step;
+        float* out = py + at(b, c) + first * step;
+        const float g = static_cast<float>(scale.real_at(c)),
+                    t = bias ? static_cast<float>(bias->real_at(c)) : 0.0f;
+        for (int64_t s = 0; s < count; ++s)
+          out[s * step] = static_cast<float>((in[s * step] - mean[s]) * var[s]) * g + t;
       }
     }
-    for (int64_t s = 0; s < count; ++s)
-      var[s] = 1.0 / std::sqrt(var[s] / static_cast<double>(channels) + eps);
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* in = px + at(b, c) + first * step;
-      float* out = py + at(b, c) + first * step;
-      const float g = static_cast<float>(scale.real_at(c)),
-                  t = bias ? static_cast<float>(bias->real_at(c)) : 0.0f;
-      for (int64_t s = 0; s < count; ++s)
-        out[s * step] = static_cast<float>((in[s * step] - mean[s]) * var[s]) * g + t;
-    }
-  }
+  });
   ctx.outputs[0] = std::move(y);
 }
 

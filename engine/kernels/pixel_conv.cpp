@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/team_region.h"
+
 namespace geopt {
 
 void pixel_conv(const KernelContext& ctx, const float* x, const float* w, float* y, const PixelConv& p) {
@@ -12,14 +14,16 @@ void pixel_conv(const KernelContext& ctx, const float* x, const float* w, float*
     // Products of more than 32 KiB of weights share the rows out: in a plan the weights
     // come from memory (EfficientNet's gate convs read up to 216 KiB), which two cores
     // read faster than one.
-#pragma omp parallel for if (p.outputs * p.channels > (1 << 13))
-    for (int64_t m = 0; m < p.outputs; ++m) {
-      const float* row = w + m * p.channels;
-      float acc = p.bias ? p.bias[m] : 0.0f;
+    team_region(p.outputs * p.channels > (1 << 13), [&] {
+#pragma omp for
+      for (int64_t m = 0; m < p.outputs; ++m) {
+        const float* row = w + m * p.channels;
+        float acc = p.bias ? p.bias[m] : 0.0f;
 #pragma omp simd reduction(+ : acc)
-      for (int64_t c = 0; c < p.channels; ++c) acc += row[c] * xn[c];
-      sums[static_cast<size_t>(m)] = acc;
-    }
+        for (int64_t c = 0; c < p.channels; ++c) acc += row[c] * xn[c];
+        sums[static_cast<size_t>(m)] = acc;
+      }
+    });
     if (p.residual)  // read before y is written: y may lie over it
       for (int64_t m = 0; m < p.outputs; ++m) sums[static_cast<size_t>(m)] += p.residual[n * p.y_stride + m];
     apply_activation_tail(ctx, sums.data(), p.outputs, p.activation, p.activation_params, p.post_scale,

@@ -14,6 +14,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/onednn.h"
 #include "kernels/row_math.h"
+#include "util/team_region.h"
 
 namespace geopt {
 namespace {
@@ -35,80 +36,84 @@ void pool_2d(const T* px, T* py, int64_t* pi, int64_t planes, int64_t lanes, con
       // A plain NCHW max pool without Indices (an int8 CNN's stem, where oneDNN's float
       // pooling does not apply): one running maximum per output, no per-row buffers.
       // The first tap read is kept unless a later one is greater, as below (NaN included).
-#pragma omp parallel for collapse(2) if (planes * oh * ow > (1 << 14))
-      for (int64_t plane = 0; plane < planes; ++plane)
-        for (int64_t y = 0; y < oh; ++y) {
-          const T* in = px + plane * ih * iw;
-          T* out = py + (plane * oh + y) * ow;
-          for (int64_t x = 0; x < ow; ++x) {
-            T best = std::numeric_limits<T>::lowest();
-            bool any = false;
-            for (int64_t a = 0; a < kh; ++a) {
-              const int64_t r = y * sh + a * dh - ph;
-              if (r >= limit_h) break;
-              if (r < 0 || r >= ih) continue;
-              for (int64_t b = 0; b < kw; ++b) {
-                const int64_t c = x * sw + b * dw - pw;
-                if (c >= limit_w) break;
-                if (c < 0 || c >= iw) continue;
-                const T v = in[r * iw + c];
-                if (!any || v > best) best = v;
-                any = true;
+      team_region(planes * oh * ow > (1 << 14), [&] {
+#pragma omp for collapse(2)
+        for (int64_t plane = 0; plane < planes; ++plane)
+          for (int64_t y = 0; y < oh; ++y) {
+            const T* in = px + plane * ih * iw;
+            T* out = py + (plane * oh + y) * ow;
+            for (int64_t x = 0; x < ow; ++x) {
+              T best = std::numeric_limits<T>::lowest();
+              bool any = false;
+              for (int64_t a = 0; a < kh; ++a) {
+                const int64_t r = y * sh + a * dh - ph;
+                if (r >= limit_h) break;
+                if (r < 0 || r >= ih) continue;
+                for (int64_t b = 0; b < kw; ++b) {
+                  const int64_t c = x * sw + b * dw - pw;
+                  if (c >= limit_w) break;
+                  if (c < 0 || c >= iw) continue;
+                  const T v = in[r * iw + c];
+                  if (!any || v > best) best = v;
+                  any = true;
+                }
               }
+              out[x] = best;
             }
-            out[x] = best;
           }
-        }
+      });
       return;
     }
   }
-#pragma omp parallel for collapse(2) if (planes * oh * ow * lanes > (1 << 14))
-  for (int64_t plane = 0; plane < planes; ++plane)
-    for (int64_t y = 0; y < oh; ++y) {
-      const T* in = px + plane * ih * iw * lanes;
-      std::vector<T> best(static_cast<size_t>(lanes));
-      std::vector<double> sum(static_cast<size_t>(lanes));
-      std::vector<int64_t> best_at(static_cast<size_t>(lanes));
-      for (int64_t x = 0; x < ow; ++x) {
-        std::fill(best.begin(), best.end(), std::numeric_limits<T>::lowest());
-        std::fill(sum.begin(), sum.end(), 0.0);
-        std::fill(best_at.begin(), best_at.end(), -1);
-        int64_t valid = 0, padded = 0;
-        for (int64_t a = 0; a < kh; ++a) {
-          const int64_t r = y * sh + a * dh - ph;
-          if (r >= limit_h) break;
-          for (int64_t b = 0; b < kw; ++b) {
-            const int64_t c = x * sw + b * dw - pw;
-            if (c >= limit_w) break;
-            ++padded;
-            if (r < 0 || c < 0 || r >= ih || c >= iw) continue;
-            ++valid;
-            const int64_t at = (r * iw + c) * lanes;
-            for (int64_t l = 0; l < lanes; ++l) {
-              const T v = in[at + l];
-              if constexpr (kind == Pool::Max) {
-                if (best_at[l] < 0 || v > best[l]) {
-                  best[l] = v;
-                  best_at[l] = at + l;
+  team_region(planes * oh * ow * lanes > (1 << 14), [&] {
+#pragma omp for collapse(2)
+    for (int64_t plane = 0; plane < planes; ++plane)
+      for (int64_t y = 0; y < oh; ++y) {
+        const T* in = px + plane * ih * iw * lanes;
+        std::vector<T> best(static_cast<size_t>(lanes));
+        std::vector<double> sum(static_cast<size_t>(lanes));
+        std::vector<int64_t> best_at(static_cast<size_t>(lanes));
+        for (int64_t x = 0; x < ow; ++x) {
+          std::fill(best.begin(), best.end(), std::numeric_limits<T>::lowest());
+          std::fill(sum.begin(), sum.end(), 0.0);
+          std::fill(best_at.begin(), best_at.end(), -1);
+          int64_t valid = 0, padded = 0;
+          for (int64_t a = 0; a < kh; ++a) {
+            const int64_t r = y * sh + a * dh - ph;
+            if (r >= limit_h) break;
+            for (int64_t b = 0; b < kw; ++b) {
+              const int64_t c = x * sw + b * dw - pw;
+              if (c >= limit_w) break;
+              ++padded;
+              if (r < 0 || c < 0 || r >= ih || c >= iw) continue;
+              ++valid;
+              const int64_t at = (r * iw + c) * lanes;
+              for (int64_t l = 0; l < lanes; ++l) {
+                const T v = in[at + l];
+                if constexpr (kind == Pool::Max) {
+                  if (best_at[l] < 0 || v > best[l]) {
+                    best[l] = v;
+                    best_at[l] = at + l;
+                  }
+                } else {
+                  sum[l] += static_cast<double>(v);
                 }
-              } else {
-                sum[l] += static_cast<double>(v);
               }
             }
           }
-        }
-        const int64_t o = ((plane * oh + y) * ow + x) * lanes;
-        const int64_t divisor = include_pad ? padded : valid;
-        for (int64_t l = 0; l < lanes; ++l) {
-          if constexpr (kind == Pool::Max) {
-            py[o + l] = best[l];
-            if (pi) pi[o + l] = plane * ih * iw * lanes + best_at[l];
-          } else {
-            py[o + l] = static_cast<T>(divisor ? sum[l] / static_cast<double>(divisor) : 0.0);
+          const int64_t o = ((plane * oh + y) * ow + x) * lanes;
+          const int64_t divisor = include_pad ? padded : valid;
+          for (int64_t l = 0; l < lanes; ++l) {
+            if constexpr (kind == Pool::Max) {
+              py[o + l] = best[l];
+              if (pi) pi[o + l] = plane * ih * iw * lanes + best_at[l];
+            } else {
+              py[o + l] = static_cast<T>(divisor ? sum[l] / static_cast<double>(divisor) : 0.0);
+            }
           }
         }
       }
-    }
+  });
 }
 
 // Pooling over two spatial axes, plain NCHW (lanes 1) or channel-blocked ([N, C, H, W,
@@ -234,59 +239,61 @@ void pool(KernelContext& ctx, Pool kind) {
             pool_2d<Pool::Average>(px, py, pi, n * c, lanes, g2, include_pad);
           return;
         }
-#pragma omp parallel for if (n * c * out_px > (1 << 14))
-        for (int64_t plane = 0; plane < n * c; ++plane) {
-          std::vector<int64_t> oc(sp), kc(sp), pos(sp);
-          for (int64_t o = 0; o < out_px; ++o) {
-            for (size_t i = sp, r = static_cast<size_t>(o); i-- > 0;) {
-              oc[i] = static_cast<int64_t>(r) % g.out[i];
-              r /= static_cast<size_t>(g.out[i]);
-            }
-            double sum = 0;
-            T best = std::numeric_limits<T>::lowest();
-            int64_t best_at = -1, valid = 0, padded_count = 0;
-            for (int64_t kp = 0; kp < k_px; ++kp) {
-              int64_t r = kp;
-              for (size_t i = sp; i-- > 0;) {
-                kc[i] = r % g.kernel[i];
-                r /= g.kernel[i];
+        team_region(n * c * out_px > (1 << 14), [&] {
+#pragma omp for
+          for (int64_t plane = 0; plane < n * c; ++plane) {
+            std::vector<int64_t> oc(sp), kc(sp), pos(sp);
+            for (int64_t o = 0; o < out_px; ++o) {
+              for (size_t i = sp, r = static_cast<size_t>(o); i-- > 0;) {
+                oc[i] = static_cast<int64_t>(r) % g.out[i];
+                r /= static_cast<size_t>(g.out[i]);
               }
-              bool inside = true, within_pads = true;
-              for (size_t i = 0; i < sp; ++i) {
-                pos[i] = oc[i] * g.strides[i] + kc[i] * g.dilations[i] - g.pad_begin[i];
-                inside = inside && pos[i] >= 0 && pos[i] < g.in[i];
-                within_pads = within_pads && pos[i] < g.in[i] + g.pad_end[i];
-              }
-              if (within_pads) ++padded_count;
-              if (!inside) continue;
-              int64_t flat = 0;
-              for (size_t i = 0; i < sp; ++i) flat = flat * g.in[i] + pos[i];
-              T v = px[plane * in_px + flat];
-              ++valid;
-              sum +=
-                  kind == Pool::Lp ? std::pow(std::fabs(static_cast<double>(v)), p) : static_cast<double>(v);
-              if (best_at < 0 || v > best) {
-                best = v;
-                if (column_major) {  // index in column-major spatial order
-                  int64_t cm = 0;
-                  for (size_t i = sp; i-- > 0;) cm = cm * g.in[i] + pos[i];
-                  best_at = plane * in_px + cm;
-                } else {
-                  best_at = plane * in_px + flat;
+              double sum = 0;
+              T best = std::numeric_limits<T>::lowest();
+              int64_t best_at = -1, valid = 0, padded_count = 0;
+              for (int64_t kp = 0; kp < k_px; ++kp) {
+                int64_t r = kp;
+                for (size_t i = sp; i-- > 0;) {
+                  kc[i] = r % g.kernel[i];
+                  r /= g.kernel[i];
+                }
+                bool inside = true, within_pads = true;
+                for (size_t i = 0; i < sp; ++i) {
+                  pos[i] = oc[i] * g.strides[i] + kc[i] * g.dilations[i] - g.pad_begin[i];
+                  inside = inside && pos[i] >= 0 && pos[i] < g.in[i];
+                  within_pads = within_pads && pos[i] < g.in[i] + g.pad_end[i];
+                }
+                if (within_pads) ++padded_count;
+                if (!inside) continue;
+                int64_t flat = 0;
+                for (size_t i = 0; i < sp; ++i) flat = flat * g.in[i] + pos[i];
+                T v = px[plane * in_px + flat];
+                ++valid;
+                sum += kind == Pool::Lp ? std::pow(std::fabs(static_cast<double>(v)), p)
+                                        : static_cast<double>(v);
+                if (best_at < 0 || v > best) {
+                  best = v;
+                  if (column_major) {  // index in column-major spatial order
+                    int64_t cm = 0;
+                    for (size_t i = sp; i-- > 0;) cm = cm * g.in[i] + pos[i];
+                    best_at = plane * in_px + cm;
+                  } else {
+                    best_at = plane * in_px + flat;
+                  }
                 }
               }
-            }
-            if (kind == Pool::Max) {
-              py[plane * out_px + o] = best;
-              if (pi) pi[plane * out_px + o] = best_at;
-            } else if (kind == Pool::Lp) {
-              py[plane * out_px + o] = static_cast<T>(std::pow(sum, 1.0 / p));
-            } else {
-              int64_t divisor = include_pad ? padded_count : valid;
-              py[plane * out_px + o] = static_cast<T>(divisor ? sum / static_cast<double>(divisor) : 0.0);
+              if (kind == Pool::Max) {
+                py[plane * out_px + o] = best;
+                if (pi) pi[plane * out_px + o] = best_at;
+              } else if (kind == Pool::Lp) {
+                py[plane * out_px + o] = static_cast<T>(std::pow(sum, 1.0 / p));
+              } else {
+                int64_t divisor = include_pad ? padded_count : valid;
+                py[plane * out_px + o] = static_cast<T>(divisor ? sum / static_cast<double>(divisor) : 0.0);
+              }
             }
           }
-        }
+        });
       },
       kind == Pool::Max  ? "MaxPool"
       : kind == Pool::Lp ? "LpPool"

@@ -10,6 +10,7 @@
 #include "eval/kernel.h"
 #include "kernels/arguments.h"
 #include "kernels/quantize.h"
+#include "util/team_region.h"
 
 namespace geopt {
 namespace {
@@ -52,8 +53,7 @@ void pool_typed(const uint8_t* in, C* out, const PoolShape& s, uint8_t mask, dou
   const double offset = zero * static_cast<double>(plane);
   // Shared among the threads when the input is large (for a small one an OpenMP region
   // costs more than the pass).
-#pragma omp parallel if (s.outer * plane * lanes > (1 << 16))
-  {
+  team_region(s.outer * plane * lanes > (1 << 16), [&] {
     std::vector<int64_t> sums(static_cast<size_t>(lanes));
 #pragma omp for schedule(static)
     for (int64_t o = 0; o < s.outer; ++o) {
@@ -69,7 +69,7 @@ void pool_typed(const uint8_t* in, C* out, const PoolShape& s, uint8_t mask, dou
         out[o * lanes + l] = quantize_value<C>(mean, y_scale, y_zero);
       }
     }
-  }
+  });
 }
 
 void quant_global_average_pool(KernelContext& ctx) {

@@ -16,6 +16,7 @@
 #include "kernels/layout.h"
 #include "kernels/linalg.h"
 #include "kernels/quantize.h"
+#include "util/team_region.h"
 
 namespace geopt {
 namespace {
@@ -221,24 +222,28 @@ void dynamic_quantize_linear(KernelContext& ctx) {
   const float* px = x.data<float>();
   const int64_t size = x.size();
   float lo = 0.0f, hi = 0.0f;  // NaN is passed over, as std::min and std::max do
-#pragma omp parallel for reduction(min : lo) reduction(max : hi) if (size > (1 << 16))
-  for (int64_t i = 0; i < size; ++i) {
-    lo = std::min(lo, px[i]);
-    hi = std::max(hi, px[i]);
-  }
+  team_region(size > (1 << 16), [&] {
+#pragma omp for reduction(min : lo) reduction(max : hi)
+    for (int64_t i = 0; i < size; ++i) {
+      lo = std::min(lo, px[i]);
+      hi = std::max(hi, px[i]);
+    }
+  });
   const float scale = (hi - lo) / 255.0f;
   const int64_t zero = scale == 0.0f ? 0 : saturate_round(std::nearbyint(-lo / scale), 0, 255);
   HostTensor y = ctx.new_output(0, DType::U8, x.dims());
   uint8_t* py = y.mutable_data<uint8_t>();
   const float z = static_cast<float>(zero);
-#pragma omp parallel for if (size > (1 << 16))
-  for (int64_t i = 0; i < size; ++i) {
-    // Past +-512 every value saturates, so the clamp changes nothing and keeps the
-    // rounding exact; NaN stays NaN through it and comes out 0, as saturate_round's.
-    const float v = scale == 0.0f ? 0.0f : std::min(std::max(px[i] / scale, -512.0f), 512.0f);
-    const float r = round_half_even(v) + z;
-    py[i] = r >= 255.0f ? uint8_t{255} : r > 0.0f ? static_cast<uint8_t>(r) : uint8_t{0};
-  }
+  team_region(size > (1 << 16), [&] {
+#pragma omp for
+    for (int64_t i = 0; i < size; ++i) {
+      // Past +-512 every value saturates, so the clamp changes nothing and keeps the
+      // rounding exact; NaN stays NaN through it and comes out 0, as saturate_round's.
+      const float v = scale == 0.0f ? 0.0f : std::min(std::max(px[i] / scale, -512.0f), 512.0f);
+      const float r = round_half_even(v) + z;
+      py[i] = r >= 255.0f ? uint8_t{255} : r > 0.0f ? static_cast<uint8_t>(r) : uint8_t{0};
+    }
+  });
   ctx.outputs[0] = std::move(y);
   ctx.set_output(1, HostTensor::scalar<float>(DType::F32, scale));
   ctx.set_output(2, HostTensor::scalar<uint8_t>(DType::U8, static_cast<uint8_t>(zero)));

@@ -24,6 +24,7 @@
 #include "kernels/int8_products.h"
 #include "kernels/quantize.h"
 #include "kernels/quantized_conv.h"
+#include "util/team_region.h"
 
 namespace geopt {
 namespace {
@@ -137,16 +138,18 @@ void sum_products(const HostTensor& a, int32_t a_zero, const HostTensor& b,
     centred_b = centre_b();
   }
   const std::vector<int16_t>& bc = *centred_b;
-#pragma omp parallel for if (m * n * k > (1 << 16))
-  for (int64_t r = 0; r < m; ++r) {
-    Acc* row = acc_data + r * n;
-    for (int64_t kk = 0; kk < k; ++kk) {
-      const int32_t av = ac[static_cast<size_t>(r * k + kk)];
-      if (av == 0) continue;
-      const int16_t* brow = bc.data() + kk * n;
-      for (int64_t c = 0; c < n; ++c) row[c] += av * brow[c];
+  team_region(m * n * k > (1 << 16), [&] {
+#pragma omp for
+    for (int64_t r = 0; r < m; ++r) {
+      Acc* row = acc_data + r * n;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const int32_t av = ac[static_cast<size_t>(r * k + kk)];
+        if (av == 0) continue;
+        const int16_t* brow = bc.data() + kk * n;
+        for (int64_t c = 0; c < n; ++c) row[c] += av * brow[c];
+      }
     }
-  }
+  });
 }
 
 // The output an int8 kernel requantizes to (output_dtype 2 or 3: the next layer's
@@ -241,32 +244,36 @@ void sum_conv_products(const HostTensor& x, int32_t x_zero, const HostTensor& w,
     for (int64_t gi = 0; gi < group; ++gi) {
       // The group's input as columns [C/group x kH x kW, OH x OW]; padding reads the
       // zero point, 0 once centred.
-#pragma omp parallel for if (depth * spatial > (1 << 16))
-      for (int64_t row = 0; row < depth; ++row) {
-        const int64_t ic = row / (kernel[0] * kernel[1]), ky = row / kernel[1] % kernel[0],
-                      kx = row % kernel[1];
-        const int16_t* plane = xc.data() + (b * c + gi * cg + ic) * ih * iw;
-        int16_t* out = cols.data() + row * spatial;
-        for (int64_t oy = 0; oy < oh; ++oy) {
-          const int64_t iy = oy * g.strides[0] - g.pad_begin[0] + ky * g.dilations[0];
-          for (int64_t ox = 0; ox < ow; ++ox) {
-            const int64_t ix = ox * g.strides[1] - g.pad_begin[1] + kx * g.dilations[1];
-            out[oy * ow + ox] = iy >= 0 && iy < ih && ix >= 0 && ix < iw ? plane[iy * iw + ix] : int16_t{0};
+      team_region(depth * spatial > (1 << 16), [&] {
+#pragma omp for
+        for (int64_t row = 0; row < depth; ++row) {
+          const int64_t ic = row / (kernel[0] * kernel[1]), ky = row / kernel[1] % kernel[0],
+                        kx = row % kernel[1];
+          const int16_t* plane = xc.data() + (b * c + gi * cg + ic) * ih * iw;
+          int16_t* out = cols.data() + row * spatial;
+          for (int64_t oy = 0; oy < oh; ++oy) {
+            const int64_t iy = oy * g.strides[0] - g.pad_begin[0] + ky * g.dilations[0];
+            for (int64_t ox = 0; ox < ow; ++ox) {
+              const int64_t ix = ox * g.strides[1] - g.pad_begin[1] + kx * g.dilations[1];
+              out[oy * ow + ox] = iy >= 0 && iy < ih && ix >= 0 && ix < iw ? plane[iy * iw + ix] : int16_t{0};
+            }
           }
         }
-      }
-#pragma omp parallel for if (mg * depth * spatial > (1 << 16))
-      for (int64_t oc = 0; oc < mg; ++oc) {
-        const int64_t channel = gi * mg + oc;
-        Acc* a = acc + (b * m + channel) * spatial;
-        std::fill(a, a + spatial, Acc{0});
-        for (int64_t row = 0; row < depth; ++row) {
-          const int32_t wv = weight_at(w, channel * depth + row) - w_zero[static_cast<size_t>(channel)];
-          if (wv == 0) continue;
-          const int16_t* col = cols.data() + row * spatial;
-          for (int64_t s = 0; s < spatial; ++s) a[s] += wv * col[s];
+      });
+      team_region(mg * depth * spatial > (1 << 16), [&] {
+#pragma omp for
+        for (int64_t oc = 0; oc < mg; ++oc) {
+          const int64_t channel = gi * mg + oc;
+          Acc* a = acc + (b * m + channel) * spatial;
+          std::fill(a, a + spatial, Acc{0});
+          for (int64_t row = 0; row < depth; ++row) {
+            const int32_t wv = weight_at(w, channel * depth + row) - w_zero[static_cast<size_t>(channel)];
+            if (wv == 0) continue;
+            const int16_t* col = cols.data() + row * spatial;
+            for (int64_t s = 0; s < spatial; ++s) a[s] += wv * col[s];
+          }
         }
-      }
+      });
     }
 }
 
@@ -398,11 +405,10 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks, co
     stage.padding = padding.data();
     // Positions shared among the threads in equal runs.
     const int64_t positions = batch * spatial;
-#pragma omp parallel if (batch * m * spatial > (1 << 16))
-    {
+    team_region(batch * m * spatial > (1 << 16), [&] {
       const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
       write_blocked_positions(stage, requant.dtype, positions * t / threads, positions * (t + 1) / threads);
-    }
+    });
     ctx.outputs[0] = std::move(y);
     return;
   }
@@ -423,9 +429,10 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks, co
       apply_activation(ctx, y, activation, ctx.attr_floats("activation_params"));
     if (affine.on()) {
       const int64_t n = y.size();
-#pragma omp parallel for if (n > (1 << 16))
-      for (int64_t i = 0; i < n; ++i)
-        py[i] = std::fma(py[i], affine.scale, affine.shift);  // as the blocked stage
+      team_region(n > (1 << 16), [&] {
+#pragma omp for
+        for (int64_t i = 0; i < n; ++i) py[i] = std::fma(py[i], affine.scale, affine.shift);
+      });  // as the blocked stage
     }
     // The activation or the shift of 0 need not be 0: the padding stays 0.
     if (blocks.y && m % blocks.y && ((!relu && act != Activation::None) || affine.on()))
@@ -441,29 +448,34 @@ void quantized_convolution(KernelContext& ctx, const QuantConvBlocks& blocks, co
     const int32_t* sums = channels_last.sums;
     const std::vector<int32_t>& offsets = channels_last.offsets;
     const int64_t run = blocks.y ? blocks.y : 16, runs = (m + run - 1) / run;
-#pragma omp parallel for collapse(2) if (batch * m * spatial > (1 << 16))
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t r = 0; r < runs; ++r) {
-        const int64_t first = r * run, last = std::min(m, first + run);
-        for (int64_t p = 0; p < spatial; ++p) {
-          const int32_t* row = sums + (b * spatial + p) * m;
-          for (int64_t channel = first; channel < last; ++channel)
-            py[out.at(b, channel, p)] = value(
-                row[channel] - (offsets.empty() ? 0 : offsets[static_cast<size_t>(channel)]), b, channel, p);
+    team_region(batch * m * spatial > (1 << 16), [&] {
+#pragma omp for collapse(2)
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t r = 0; r < runs; ++r) {
+          const int64_t first = r * run, last = std::min(m, first + run);
+          for (int64_t p = 0; p < spatial; ++p) {
+            const int32_t* row = sums + (b * spatial + p) * m;
+            for (int64_t channel = first; channel < last; ++channel)
+              py[out.at(b, channel, p)] =
+                  value(row[channel] - (offsets.empty() ? 0 : offsets[static_cast<size_t>(channel)]), b,
+                        channel, p);
+          }
         }
-      }
+    });
     done();
     return;
   }
-#pragma omp parallel for collapse(2) if (batch * m * spatial > (1 << 16))
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t channel = 0; channel < m; ++channel) {
-      const int64_t at = (b * m + channel) * spatial;
-      for (int64_t p = 0; p < spatial; ++p)
-        py[out.at(b, channel, p)] = value(
-            fast ? static_cast<double>(acc[at + p]) : static_cast<double>(wide[static_cast<size_t>(at + p)]),
-            b, channel, p);
-    }
+  team_region(batch * m * spatial > (1 << 16), [&] {
+#pragma omp for collapse(2)
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t channel = 0; channel < m; ++channel) {
+        const int64_t at = (b * m + channel) * spatial;
+        for (int64_t p = 0; p < spatial; ++p)
+          py[out.at(b, channel, p)] = value(fast ? static_cast<double>(acc[at + p])
+                                                 : static_cast<double>(wide[static_cast<size_t>(at + p)]),
+                                            b, channel, p);
+      }
+  });
   done();
 }
 

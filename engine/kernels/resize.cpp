@@ -15,6 +15,7 @@
 #include "kernels/layout.h"
 #include "util/checked_size.h"
 #include "util/memory.h"
+#include "util/team_region.h"
 
 namespace geopt {
 namespace {
@@ -215,22 +216,24 @@ void resize_nearest_f32(const float* x, const std::vector<int64_t>& in_dims,
   const std::vector<int64_t> xs = strides_of(in_dims);
   const int64_t row = out_dims[last];
   const AxisTaps& taps = axes[last];
-#pragma omp parallel for if (total > (1 << 15))
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t src = 0;
-    for (size_t d = last, rest = static_cast<size_t>(r); d-- > 0;) {
-      const int64_t o = static_cast<int64_t>(rest) % out_dims[d];
-      rest /= static_cast<size_t>(out_dims[d]);
-      src += axes[d].index[static_cast<size_t>(o) * axes[d].width] * xs[d];
+  team_region(total > (1 << 15), [&] {
+#pragma omp for
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t src = 0;
+      for (size_t d = last, rest = static_cast<size_t>(r); d-- > 0;) {
+        const int64_t o = static_cast<int64_t>(rest) % out_dims[d];
+        rest /= static_cast<size_t>(out_dims[d]);
+        src += axes[d].index[static_cast<size_t>(o) * axes[d].width] * xs[d];
+      }
+      const float* in_row = x + src;
+      float* out_row = y + r * row * inner;
+      for (int64_t j = 0; j < row; ++j) {
+        const float* from = in_row + taps.index[static_cast<size_t>(j) * taps.width] * inner;
+        float* to = out_row + j * inner;
+        for (int64_t i = 0; i < inner; ++i) to[i] = from[i];
+      }
     }
-    const float* in_row = x + src;
-    float* out_row = y + r * row * inner;
-    for (int64_t j = 0; j < row; ++j) {
-      const float* from = in_row + taps.index[static_cast<size_t>(j) * taps.width] * inner;
-      float* to = out_row + j * inner;
-      for (int64_t i = 0; i < inner; ++i) to[i] = from[i];
-    }
-  }
+  });
 }
 
 // One linear or cubic pass along `axis`: out[o, j, i] = sum_k w[j][k] x[o, index[j][k], i],
@@ -241,29 +244,31 @@ void resize_axis_f32(const float* x, const std::vector<int64_t>& dims, size_t ax
   for (size_t d = 0; d < axis; ++d) outer *= dims[d];
   for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
   const int64_t in = dims[axis], out = static_cast<int64_t>(taps.count.size());
-#pragma omp parallel for if (outer * out * inner > (1 << 15))
-  for (int64_t r = 0; r < outer * out; ++r) {
-    const int64_t o = r / out, j = r % out;
-    const size_t t = static_cast<size_t>(j) * taps.width;
-    const int count = taps.count[static_cast<size_t>(j)];
-    float* out_row = y + r * inner;
-    const float* base = x + o * in * inner;
-    if (inner == 1) {
-      float acc = 0;
-      for (int k = 0; k < count; ++k)
-        acc += taps.weight[t + static_cast<size_t>(k)] * base[taps.index[t + static_cast<size_t>(k)]];
-      out_row[0] = acc;
-      continue;
+  team_region(outer * out * inner > (1 << 15), [&] {
+#pragma omp for
+    for (int64_t r = 0; r < outer * out; ++r) {
+      const int64_t o = r / out, j = r % out;
+      const size_t t = static_cast<size_t>(j) * taps.width;
+      const int count = taps.count[static_cast<size_t>(j)];
+      float* out_row = y + r * inner;
+      const float* base = x + o * in * inner;
+      if (inner == 1) {
+        float acc = 0;
+        for (int k = 0; k < count; ++k)
+          acc += taps.weight[t + static_cast<size_t>(k)] * base[taps.index[t + static_cast<size_t>(k)]];
+        out_row[0] = acc;
+        continue;
+      }
+      const float w0 = taps.weight[t];
+      const float* r0 = base + taps.index[t] * inner;
+      for (int64_t i = 0; i < inner; ++i) out_row[i] = w0 * r0[i];
+      for (int k = 1; k < count; ++k) {
+        const float wk = taps.weight[t + static_cast<size_t>(k)];
+        const float* rk = base + taps.index[t + static_cast<size_t>(k)] * inner;
+        for (int64_t i = 0; i < inner; ++i) out_row[i] += wk * rk[i];
+      }
     }
-    const float w0 = taps.weight[t];
-    const float* r0 = base + taps.index[t] * inner;
-    for (int64_t i = 0; i < inner; ++i) out_row[i] = w0 * r0[i];
-    for (int k = 1; k < count; ++k) {
-      const float wk = taps.weight[t + static_cast<size_t>(k)];
-      const float* rk = base + taps.index[t + static_cast<size_t>(k)] * inner;
-      for (int64_t i = 0; i < inner; ++i) out_row[i] += wk * rk[i];
-    }
-  }
+  });
 }
 
 // The order of the linear/cubic passes that moves the fewest weighted elements: each pass

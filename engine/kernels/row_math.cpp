@@ -4,6 +4,8 @@
 #include <bit>
 #include <cmath>
 
+#include "util/team_region.h"
+
 namespace geopt {
 namespace {
 
@@ -145,9 +147,11 @@ void strided_means(const float* x, int64_t count, int64_t lanes, float* mean) {
 
 // Not cloned: it only shares the planes out; strided_means is.
 void mean_planes(const float* x, float* mean, int64_t planes, int64_t count, int64_t lanes) {
-#pragma omp parallel for if (planes * count * lanes > (1 << 15))
-  for (int64_t plane = 0; plane < planes; ++plane)
-    strided_means(x + plane * count * lanes, count, lanes, mean + plane * lanes);
+  team_region(planes * count * lanes > (1 << 15), [&] {
+#pragma omp for
+    for (int64_t plane = 0; plane < planes; ++plane)
+      strided_means(x + plane * count * lanes, count, lanes, mean + plane * lanes);
+  });
 }
 
 GEOPT_VECTOR_CLONES

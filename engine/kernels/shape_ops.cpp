@@ -11,6 +11,7 @@
 #include "kernels/broadcast.h"
 #include "kernels/dispatch.h"
 #include "kernels/layout.h"
+#include "util/team_region.h"
 
 namespace geopt {
 namespace {
@@ -231,8 +232,10 @@ void concat(KernelContext& ctx) {
     }
     offset += chunk;
   }
-#pragma omp parallel for if (pieces.size() > 4)
-  for (size_t i = 0; i < pieces.size(); ++i) std::memcpy(pieces[i].to, pieces[i].from, pieces[i].bytes);
+  team_region(pieces.size() > 4, [&] {
+#pragma omp for
+    for (size_t i = 0; i < pieces.size(); ++i) std::memcpy(pieces[i].to, pieces[i].from, pieces[i].bytes);
+  });
   ctx.outputs[0] = std::move(y);
 }
 

@@ -9,6 +9,7 @@
 #include "kernels/layout.h"
 #include "kernels/row_math.h"
 #include "kernels/softmax.h"
+#include "util/team_region.h"
 
 namespace geopt {
 namespace {
@@ -22,9 +23,11 @@ void for_each_lane_along(const std::vector<int64_t>& dims, int64_t size, int64_t
   const int64_t n = dims[static_cast<size_t>(axis)];
   const int64_t stride = strides_of(dims)[static_cast<size_t>(axis)];
   const int64_t outer = n ? size / (n * stride) : 0;
-#pragma omp parallel for collapse(2) if (size > (1 << 15))
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t s = 0; s < stride; ++s) f(o * n * stride + s, stride, n);
+  team_region(size > (1 << 15), [&] {
+#pragma omp for collapse(2)
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t s = 0; s < stride; ++s) f(o * n * stride + s, stride, n);
+  });
 }
 
 // Calls f(base, stride, n) for every lane of length n along the reduction.
@@ -36,8 +39,10 @@ void for_each_lane(const HostTensor& x, const KernelContext& ctx, F&& f) {
     if (axis < 0) axis += rank;
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= x.dims()[static_cast<size_t>(d)];
-#pragma omp parallel for if (outer * inner > (1 << 15))
-    for (int64_t o = 0; o < outer; ++o) f(o * inner, int64_t{1}, inner);
+    team_region(outer * inner > (1 << 15), [&] {
+#pragma omp for
+      for (int64_t o = 0; o < outer; ++o) f(o * inner, int64_t{1}, inner);
+    });
     return;
   }
   for_each_lane_along(x.dims(), x.size(), normalize_axis(ctx.attr_int("axis", -1), rank), f);

@@ -17,6 +17,7 @@
 #include "kernels/quantize.h"
 #include "layout.h"
 #include "onnx/schema_helpers.h"
+#include "util/team_region.h"
 
 namespace geopt::ascend {
 namespace {
@@ -69,22 +70,24 @@ void quantize_to_nc1hwc0(const HostTensor& x, int64_t channels, float scale, int
   std::byte* py = y.mutable_raw();
   // Per output block, its 32 lanes gathered from two input blocks into a float plane,
   // then quantized in one pass (padding lanes are 0, so they quantize to the zero point).
-#pragma omp parallel for collapse(2) if (batch * out_blocks * spatial * out_c0 > (1 << 16))
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t ob = 0; ob < out_blocks; ++ob) {
-      thread_local std::vector<float> plane;
-      plane.assign(static_cast<size_t>(spatial * out_c0), 0.0f);
-      for (int64_t half = 0; half < out_c0 / in_c0; ++half) {
-        const int64_t ib = ob * (out_c0 / in_c0) + half;
-        if (ib >= in_blocks) break;
-        const float* from = px + (b * in_blocks + ib) * spatial * in_c0;
-        for (int64_t p = 0; p < spatial; ++p)
-          std::copy_n(from + p * in_c0, in_c0, plane.data() + p * out_c0 + half * in_c0);
+  team_region(batch * out_blocks * spatial * out_c0 > (1 << 16), [&] {
+#pragma omp for collapse(2)
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t ob = 0; ob < out_blocks; ++ob) {
+        thread_local std::vector<float> plane;
+        plane.assign(static_cast<size_t>(spatial * out_c0), 0.0f);
+        for (int64_t half = 0; half < out_c0 / in_c0; ++half) {
+          const int64_t ib = ob * (out_c0 / in_c0) + half;
+          if (ib >= in_blocks) break;
+          const float* from = px + (b * in_blocks + ib) * spatial * in_c0;
+          for (int64_t p = 0; p < spatial; ++p)
+            std::copy_n(from + p * in_c0, in_c0, plane.data() + p * out_c0 + half * in_c0);
+        }
+        // Lanes past `channels` in the last input block hold its zero padding already.
+        quantize_floats_serial(plane.data(), spatial * out_c0, scale, static_cast<float>(zero), out,
+                               py + (b * out_blocks + ob) * spatial * out_c0);
       }
-      // Lanes past `channels` in the last input block hold its zero padding already.
-      quantize_floats_serial(plane.data(), spatial * out_c0, scale, static_cast<float>(zero), out,
-                             py + (b * out_blocks + ob) * spatial * out_c0);
-    }
+  });
 }
 
 namespace {}  // namespace

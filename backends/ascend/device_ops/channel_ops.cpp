@@ -20,6 +20,7 @@
 #include "ir/node.h"
 #include "layout.h"
 #include "onnx/schema_helpers.h"
+#include "util/team_region.h"
 
 namespace geopt::ascend {
 namespace {
@@ -126,55 +127,57 @@ void move_channels(const std::vector<const HostTensor*>& xs, const std::vector<B
   std::byte* dst = out.mutable_raw();
   const auto blocks = static_cast<int64_t>(groups.size());
   const bool permute = elem == 4 && c0 == 16 && how != ChannelMoves::words && has_avx512f();
-#pragma omp parallel for schedule(dynamic) if (plane * c0 * blocks * images > (1 << 15))
-  for (int64_t task = 0; task < blocks * images; ++task) {
-    const int64_t n = task / blocks;
-    const auto [first, end] = groups[static_cast<size_t>(task % blocks)];
-    std::byte* block = dst + (n * out_c1 + runs[first].dst_block) * plane * c0 * elem;
-    auto source = [&](const Run& r) { return image(r.src, n) + r.src_block * plane * c0 * elem; };
-    if (end == first + 1 &&
-        runs[first].len == c0) {  // a whole block (DenseNet's 32-channel features): one copy
-      std::memcpy(block, source(runs[first]), static_cast<size_t>(plane * c0 * elem));
-      continue;
-    }
-    if (permute) {  // this block's source blocks, the lanes each gives and from where
-      std::vector<LanePermute> sources;
-      uint16_t written = 0;
-      for (size_t r = first; r < end; ++r) {
-        const auto* from = reinterpret_cast<const uint32_t*>(source(runs[r]));
-        auto it = std::find_if(sources.begin(), sources.end(),
-                               [&](const LanePermute& s) { return s.src_block == from; });
-        if (it == sources.end()) it = sources.insert(sources.end(), LanePermute{from, 0, {}});
-        for (int64_t i = 0; i < runs[r].len; ++i) {
-          const int64_t lane = runs[r].dst_lane + i;
-          it->mask = static_cast<uint16_t>(it->mask | (1u << lane));
-          it->index[lane] = static_cast<int32_t>(runs[r].src_lane + i);
-          written = static_cast<uint16_t>(written | (1u << lane));
-        }
+  team_region(plane * c0 * blocks * images > (1 << 15), [&] {
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < blocks * images; ++task) {
+      const int64_t n = task / blocks;
+      const auto [first, end] = groups[static_cast<size_t>(task % blocks)];
+      std::byte* block = dst + (n * out_c1 + runs[first].dst_block) * plane * c0 * elem;
+      auto source = [&](const Run& r) { return image(r.src, n) + r.src_block * plane * c0 * elem; };
+      if (end == first + 1 &&
+          runs[first].len == c0) {  // a whole block (DenseNet's 32-channel features): one copy
+        std::memcpy(block, source(runs[first]), static_cast<size_t>(plane * c0 * elem));
+        continue;
       }
-      permute_block(reinterpret_cast<uint32_t*>(block), plane, sources, written);
-      continue;
-    }
-    if (elem == 4) {  // f32, i32: each lane from its own source, copied as words
-      std::vector<int64_t> lane;
-      std::vector<const uint32_t*> from;
-      for (size_t r = first; r < end; ++r)
-        for (int64_t i = 0; i < runs[r].len; ++i) {
-          lane.push_back(runs[r].dst_lane + i);
-          from.push_back(reinterpret_cast<const uint32_t*>(source(runs[r])) + runs[r].src_lane + i);
+      if (permute) {  // this block's source blocks, the lanes each gives and from where
+        std::vector<LanePermute> sources;
+        uint16_t written = 0;
+        for (size_t r = first; r < end; ++r) {
+          const auto* from = reinterpret_cast<const uint32_t*>(source(runs[r]));
+          auto it = std::find_if(sources.begin(), sources.end(),
+                                 [&](const LanePermute& s) { return s.src_block == from; });
+          if (it == sources.end()) it = sources.insert(sources.end(), LanePermute{from, 0, {}});
+          for (int64_t i = 0; i < runs[r].len; ++i) {
+            const int64_t lane = runs[r].dst_lane + i;
+            it->mask = static_cast<uint16_t>(it->mask | (1u << lane));
+            it->index[lane] = static_cast<int32_t>(runs[r].src_lane + i);
+            written = static_cast<uint16_t>(written | (1u << lane));
+          }
         }
-      auto* d32 = reinterpret_cast<uint32_t*>(block);
-      const size_t lanes = lane.size();
+        permute_block(reinterpret_cast<uint32_t*>(block), plane, sources, written);
+        continue;
+      }
+      if (elem == 4) {  // f32, i32: each lane from its own source, copied as words
+        std::vector<int64_t> lane;
+        std::vector<const uint32_t*> from;
+        for (size_t r = first; r < end; ++r)
+          for (int64_t i = 0; i < runs[r].len; ++i) {
+            lane.push_back(runs[r].dst_lane + i);
+            from.push_back(reinterpret_cast<const uint32_t*>(source(runs[r])) + runs[r].src_lane + i);
+          }
+        auto* d32 = reinterpret_cast<uint32_t*>(block);
+        const size_t lanes = lane.size();
+        for (int64_t p = 0; p < plane; ++p)
+          for (size_t k = 0; k < lanes; ++k) d32[p * c0 + lane[k]] = from[k][p * c0];
+        continue;
+      }
       for (int64_t p = 0; p < plane; ++p)
-        for (size_t k = 0; k < lanes; ++k) d32[p * c0 + lane[k]] = from[k][p * c0];
-      continue;
+        for (size_t r = first; r < end; ++r)
+          std::memcpy(block + (p * c0 + runs[r].dst_lane) * elem,
+                      source(runs[r]) + (p * c0 + runs[r].src_lane) * elem,
+                      static_cast<size_t>(runs[r].len * elem));
     }
-    for (int64_t p = 0; p < plane; ++p)
-      for (size_t r = first; r < end; ++r)
-        std::memcpy(block + (p * c0 + runs[r].dst_lane) * elem,
-                    source(runs[r]) + (p * c0 + runs[r].src_lane) * elem,
-                    static_cast<size_t>(runs[r].len * elem));
-  }
+  });
 }
 
 // Zeroes the lanes past `channels` in the last block of every image and position.

@@ -10,6 +10,7 @@
 
 #include "layout.h"
 #include "util/error.h"
+#include "util/team_region.h"
 
 namespace geopt::ascend {
 
@@ -52,20 +53,22 @@ void convert_5hd(const HostTensor& src, HostTensor& dst, const std::vector<int64
   by_element_size(src.dtype(), [&]<class T>() {
     const T* in = reinterpret_cast<const T*>(src.raw());
     T* out = reinterpret_cast<T*>(dst.mutable_raw());
-#pragma omp parallel for collapse(2) if (n * c * hw > (1 << 16))
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t blk = 0; blk < c1; ++blk) {
-        const int64_t lanes = std::min(c0, c - blk * c0);
-        for (int64_t p = 0; p < hw; ++p) {
-          const int64_t blocked = ((b * c1 + blk) * hw + p) * c0, plain = (b * c + blk * c0) * hw + p;
-          for (int64_t l = 0; l < lanes; ++l) {
-            if (to5)
-              out[blocked + l] = in[plain + l * hw];
-            else
-              out[plain + l * hw] = in[blocked + l];
+    team_region(n * c * hw > (1 << 16), [&] {
+#pragma omp for collapse(2)
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t blk = 0; blk < c1; ++blk) {
+          const int64_t lanes = std::min(c0, c - blk * c0);
+          for (int64_t p = 0; p < hw; ++p) {
+            const int64_t blocked = ((b * c1 + blk) * hw + p) * c0, plain = (b * c + blk * c0) * hw + p;
+            for (int64_t l = 0; l < lanes; ++l) {
+              if (to5)
+                out[blocked + l] = in[plain + l * hw];
+              else
+                out[plain + l * hw] = in[blocked + l];
+            }
           }
         }
-      }
+    });
   });
 }
 
@@ -115,20 +118,22 @@ void convert_fractal_z(const HostTensor& src, HostTensor& dst, const FractalZ& f
   by_element_size(src.dtype(), [&]<class T>() {
     const T* in = reinterpret_cast<const T*>(src.raw());
     T* out = reinterpret_cast<T*>(dst.mutable_raw());
-#pragma omp parallel for if (rows * f.n * f.c0 > (1 << 16))
-    for (int64_t row = 0; row < rows; ++row) {
-      const int64_t blk = row / kernel, k = row % kernel, lanes = std::min(f.c0, channels - blk * f.c0);
-      for (int64_t on = 0; on < f.n; ++on) {
-        const int64_t blocked = ((row * f.n1 + on / 16) * 16 + on % 16) * f.c0,
-                      plain = (on * channels + blk * f.c0) * kernel + k;
-        for (int64_t l = 0; l < lanes; ++l) {
-          if (to_z)
-            out[blocked + l] = in[plain + l * kernel];
-          else
-            out[plain + l * kernel] = in[blocked + l];
+    team_region(rows * f.n * f.c0 > (1 << 16), [&] {
+#pragma omp for
+      for (int64_t row = 0; row < rows; ++row) {
+        const int64_t blk = row / kernel, k = row % kernel, lanes = std::min(f.c0, channels - blk * f.c0);
+        for (int64_t on = 0; on < f.n; ++on) {
+          const int64_t blocked = ((row * f.n1 + on / 16) * 16 + on % 16) * f.c0,
+                        plain = (on * channels + blk * f.c0) * kernel + k;
+          for (int64_t l = 0; l < lanes; ++l) {
+            if (to_z)
+              out[blocked + l] = in[plain + l * kernel];
+            else
+              out[plain + l * kernel] = in[blocked + l];
+          }
         }
       }
-    }
+    });
   });
 }
 

@@ -418,10 +418,13 @@ TEST_CASE("a depthwise FusedConv in NC1HWC0 (geopt's own loop) equals Conv on ev
   // 29 columns: runs of 8 outputs inside the row and single ones at its edges; 20
   // channels, so the second block is mostly padding and must come out 0 (Sigmoid(0) is
   // not). Strides, asymmetric pads, dilations, a 1x7 window, no bias, a residual; each with
-  // an activation the loop takes by default (Sigmoid, SiLU, QuickGelu).
+  // an activation the loop takes by default (Sigmoid, SiLU, QuickGelu). A 6 x 3 plane
+  // under a 5 x 5 window (every output at an edge, the window wider than the row) and a
+  // 3 x 3 window at stride 2 with pads wider than it (outputs whose window holds no input
+  // column: the bias alone).
   check_pairs(
       R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
-    g (float[2,20,23,29] x, float[20,1,3,3] w3, float[20,1,5,5] w5, float[20,1,1,7] w17, float[20] b, float[2,20,23,29] z) => (float[2,2,23,29,16] res_f, float[2,2,23,29,16] res_r, float[2,2,11,14,16] s2_f, float[2,2,11,14,16] s2_r, float[2,2,23,29,16] dil_f, float[2,2,23,29,16] dil_r, float[2,2,23,15,16] row_f, float[2,2,23,15,16] row_r, float[2,2,11,14,16] sig_f, float[2,2,11,14,16] sig_r) {
+    g (float[2,20,23,29] x, float[20,1,3,3] w3, float[20,1,5,5] w5, float[20,1,1,7] w17, float[20] b, float[2,20,23,29] z, float[2,20,6,3] xs) => (float[2,2,6,3,16] narrow_f, float[2,2,6,3,16] narrow_r, float[2,2,4,4,16] wide_f, float[2,2,4,4,16] wide_r, float[2,2,23,29,16] res_f, float[2,2,23,29,16] res_r, float[2,2,11,14,16] s2_f, float[2,2,11,14,16] s2_r, float[2,2,23,29,16] dil_f, float[2,2,23,29,16] dil_r, float[2,2,23,15,16] row_f, float[2,2,23,15,16] row_r, float[2,2,11,14,16] sig_f, float[2,2,11,14,16] sig_r) {
       x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
       z5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (z)
       res_f = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [3, 3], pads = [1, 1, 1, 1], activation = "SiLU"> (x5, w3, b, z5)
@@ -454,8 +457,25 @@ TEST_CASE("a depthwise FusedConv in NC1HWC0 (geopt's own loop) equals Conv on ev
       c5 = Conv <group = 20, kernel_shape = [3, 3], strides = [2, 2]> (x, w3, b)
       r5 = Sigmoid(c5)
       sig_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (r5)
+      xs5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (xs)
+      narrow_f = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [5, 5], pads = [2, 2, 2, 2], activation = "SiLU"> (xs5, w5, b)
+      c6 = Conv <group = 20, kernel_shape = [5, 5], pads = [2, 2, 2, 2]> (xs, w5, b)
+      g6 = Sigmoid(c6)
+      r6 = Mul(c6, g6)
+      narrow_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (r6)
+      wide_f = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [3, 3], strides = [2, 2], pads = [2, 3, 2, 3], activation = "SiLU"> (xs5, w3, b)
+      c7 = Conv <group = 20, kernel_shape = [3, 3], strides = [2, 2], pads = [2, 3, 2, 3]> (xs, w3, b)
+      g7 = Sigmoid(c7)
+      r7 = Mul(c7, g7)
+      wide_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (r7)
     })",
-      {{"res_f", "res_r"}, {"s2_f", "s2_r"}, {"dil_f", "dil_r"}, {"row_f", "row_r"}, {"sig_f", "sig_r"}},
+      {{"narrow_f", "narrow_r"},
+       {"wide_f", "wide_r"},
+       {"res_f", "res_r"},
+       {"s2_f", "s2_r"},
+       {"dil_f", "dil_r"},
+       {"row_f", "row_r"},
+       {"sig_f", "sig_r"}},
       1e-5);
 }
 

@@ -80,15 +80,108 @@ __attribute__((always_inline)) inline void sum_edge(const float* plane, const fl
   std::memcpy(out + ox * kLanes, &acc, sizeof acc);
 }
 
+// Outputs [ox, ox + R) of one row for a window of KW columns at stride SW (dilation 1
+// across): each input column of a kernel row loaded once and multiplied into every output
+// of the run whose window holds it ((R - 1) x SW + KW loads a kernel row, not R x KW), the
+// row's KW weights held in registers. Columns outside the input (the padding) are
+// skipped, so a row's ends need no loop of their own and a 7-wide row is one run. Each
+// output sums its taps in the order sum_run does (kernel rows, then columns): the same bits.
+template <int64_t R, int64_t KW, int64_t SW>
+__attribute__((always_inline)) inline void sum_run_reusing(const float* plane, const float* taps,
+                                                           const float* bias, float* out, int64_t ox,
+                                                           int64_t iy0, int64_t ky_lo, int64_t ky_hi,
+                                                           const DepthwiseGeometry& g) {
+  constexpr int64_t kColumns = (R - 1) * SW + KW;
+  const int64_t ix0 = ox * SW - g.pad_left;
+  const int64_t first = std::max<int64_t>(0, -ix0), last = std::min<int64_t>(kColumns, g.in_w - ix0);
+  Block acc[R];
+#pragma GCC unroll 8
+  for (int64_t j = 0; j < R; ++j) std::memcpy(&acc[j], bias, sizeof(Block));
+  for (int64_t ky = ky_lo; ky < ky_hi; ++ky) {
+    const float* row = plane + (iy0 + ky * g.dilation_h) * g.in_w * kLanes;
+    Block wv[KW];
+#pragma GCC unroll 8
+    for (int64_t kx = 0; kx < KW; ++kx) std::memcpy(&wv[kx], taps + (ky * KW + kx) * kLanes, sizeof(Block));
+#pragma GCC unroll 32
+    for (int64_t i = 0; i < kColumns; ++i) {
+      if (i < first || i >= last) continue;
+      Block xv;
+      std::memcpy(&xv, row + (ix0 + i) * kLanes, sizeof xv);
+#pragma GCC unroll 8
+      for (int64_t kx = 0; kx < KW; ++kx)
+        if (i >= kx && (i - kx) % SW == 0 && (i - kx) / SW < R) acc[(i - kx) / SW] += xv * wv[kx];
+    }
+  }
+#pragma GCC unroll 8
+  for (int64_t j = 0; j < R; ++j) std::memcpy(out + (ox + j) * kLanes, &acc[j], sizeof(Block));
+}
+
+// One output row as sum_run_reusing's runs: of 8 outputs, and one of the rest.
+template <int64_t KW, int64_t SW>
+__attribute__((always_inline)) inline void row_reusing(const float* plane, const float* taps,
+                                                       const float* bias, float* out, int64_t iy0,
+                                                       int64_t ky_lo, int64_t ky_hi,
+                                                       const DepthwiseGeometry& g) {
+  int64_t ox = 0;
+  for (; ox + 8 <= g.out_w; ox += 8)
+    sum_run_reusing<8, KW, SW>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+  switch (g.out_w - ox) {
+    case 7:
+      return sum_run_reusing<7, KW, SW>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+    case 6:
+      return sum_run_reusing<6, KW, SW>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+    case 5:
+      return sum_run_reusing<5, KW, SW>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+    case 4:
+      return sum_run_reusing<4, KW, SW>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+    case 3:
+      return sum_run_reusing<3, KW, SW>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+    case 2:
+      return sum_run_reusing<2, KW, SW>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+    case 1:
+      return sum_run_reusing<1, KW, SW>(plane, taps, bias, out, ox, iy0, ky_lo, ky_hi, g);
+    default:
+      return;
+  }
+}
+
+// The kernel rows of output row oy whose input row lies inside the plane: [ky_lo, ky_hi).
+void kernel_rows(int64_t oy, const DepthwiseGeometry& g, int64_t& iy0, int64_t& ky_lo, int64_t& ky_hi) {
+  iy0 = oy * g.stride_h - g.pad_top;
+  ky_lo = iy0 < 0 ? ceil_div(-iy0, g.dilation_h) : 0;
+  ky_hi = std::min(g.kernel_h, iy0 >= g.in_h ? 0 : (g.in_h - 1 - iy0) / g.dilation_h + 1);
+}
+
+// Whether depthwise_row_reusing covers the geometry: the windows of EfficientNet's,
+// MobileNet's and ShuffleNet's depthwise convs (3 x 3 and 5 x 5 columns, stride 1 or 2).
+bool reusing_covers(const DepthwiseGeometry& g) {
+  return g.dilation_w == 1 && (g.stride_w == 1 || g.stride_w == 2) && (g.kernel_w == 3 || g.kernel_w == 5);
+}
+
+// depthwise_row for the geometries reusing_covers, with AVX-512 only: its runs hold up to
+// 8 sums and 5 weights in registers, which AVX-512's 32 vector registers do and AVX2's 16
+// (two for a block) do not. On Zen 4, one thread, against depthwise_row: 0.31-0.66x on
+// EfficientNet-B0's 5 x 5 and 7 x 7 and 14 x 14 planes, 0.95-1.03x on its 112 x 112 and 56 x 56 ones.
+__attribute__((target("avx512f,fma"))) void depthwise_row_reusing(const float* plane, const float* taps,
+                                                                  const float* bias, float* out, int64_t oy,
+                                                                  const DepthwiseGeometry& g) {
+  int64_t iy0, ky_lo, ky_hi;
+  kernel_rows(oy, g, iy0, ky_lo, ky_hi);
+  if (g.kernel_w == 3)
+    return g.stride_w == 1 ? row_reusing<3, 1>(plane, taps, bias, out, iy0, ky_lo, ky_hi, g)
+                           : row_reusing<3, 2>(plane, taps, bias, out, iy0, ky_lo, ky_hi, g);
+  return g.stride_w == 1 ? row_reusing<5, 1>(plane, taps, bias, out, iy0, ky_lo, ky_hi, g)
+                         : row_reusing<5, 2>(plane, taps, bias, out, iy0, ky_lo, ky_hi, g);
+}
+
 // One output row of one channel block: out[ox] = bias + the sum over the taps inside
 // the input of x[iy, ix] * w[ky, kx]. Outputs whose window lies inside the row go in
 // runs of 8 and one of the rest; the few at the row's ends one at a time.
 GEOPT_DEPTHWISE_CLONES
 void depthwise_row(const float* plane, const float* taps, const float* bias, float* out, int64_t oy,
                    const DepthwiseGeometry& g) {
-  const int64_t iy0 = oy * g.stride_h - g.pad_top;
-  const int64_t ky_lo = iy0 < 0 ? ceil_div(-iy0, g.dilation_h) : 0;
-  const int64_t ky_hi = std::min(g.kernel_h, iy0 >= g.in_h ? 0 : (g.in_h - 1 - iy0) / g.dilation_h + 1);
+  int64_t iy0, ky_lo, ky_hi;
+  kernel_rows(oy, g, iy0, ky_lo, ky_hi);
   // Outputs whose whole window lies in [0, W): ox * sw - pad_left >= 0 and
   // ox * sw - pad_left + (KW - 1) * dw <= W - 1.
   const int64_t last_start = g.in_w - 1 - (g.kernel_w - 1) * g.dilation_w + g.pad_left;
@@ -158,6 +251,8 @@ void depthwise_conv_blocked(const KernelContext& ctx, const float* x, const Host
       for (int64_t ox = 0; ox < g.out_w; ++ox)
         std::fill(out + ox * kLanes + tail, out + (ox + 1) * kLanes, 0.0f);
   };
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  const auto row_sums = avx512 && reusing_covers(g) ? depthwise_row_reusing : depthwise_row;
   const int64_t rows = planes * g.out_h;
   team_region(rows * row * taps > (1 << 15), [&] {
     std::vector<float> scratch(e.residual ? static_cast<size_t>(row) : 0);
@@ -165,8 +260,8 @@ void depthwise_conv_blocked(const KernelContext& ctx, const float* x, const Host
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t p = r / g.out_h, block = p % blocks;
       float* sums = e.residual ? scratch.data() : y + r * row;
-      depthwise_row(x + p * g.in_h * g.in_w * kLanes, packed->data() + block * taps * kLanes,
-                    bias.data() + block * kLanes, sums, r % g.out_h, g);
+      row_sums(x + p * g.in_h * g.in_w * kLanes, packed->data() + block * taps * kLanes,
+               bias.data() + block * kLanes, sums, r % g.out_h, g);
       finish_row(r, sums, block);
     }
   });

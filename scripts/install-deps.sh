@@ -10,7 +10,8 @@ packages=(
   doctest-dev libspdlog-dev libcli11-dev nlohmann-json3-dev libdnnl-dev libmimalloc-dev zlib1g-dev
   ocl-icd-opencl-dev  # dnnl-config.cmake looks for OpenCL (oneDNN is built with its GPU runtime)
   libonnx-testdata
-  # the coverage-guided fuzzers (tests/fuzz/): clang with libFuzzer's runtime and LLVM's OpenMP
+  # the coverage-guided fuzzers (tests/fuzz/): clang with libFuzzer's runtime; LLVM's OpenMP
+  # runtime, which the executables run their OpenMP regions on (GEOPT_LLVM_OPENMP)
   clang libclang-rt-14-dev libomp-14-dev
   clang-format  # the style check (scripts/check-format.sh, a CTest test)
   # the Python module and its tests (torch exports a model, as users' scripts do)

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -657,6 +658,26 @@ TEST_CASE("DynamicQuantizeLinear rounds half to even and saturates as ONNX defin
     const double v = std::nearbyint(static_cast<double>(values[i] / scale)) + 100;  // float division, as ONNX
     CHECK(static_cast<int>(y.data<uint8_t>()[i]) == static_cast<int>(std::clamp(v, 0.0, 255.0)));
   }
+}
+
+TEST_CASE("DynamicQuantizeLinear takes the range of a tensor the threads share, NaN passed over") {
+  // 3 x 40000 values (shared by the threads above 65536), all in [-0.5, 0.5] but the
+  // minimum -2 in the last run of 16384 values, the maximum 3 in the first, and a NaN
+  // between: scale 5 / 255, zero point round(2 / scale) = 102.
+  const Model m = import_onnx_proto(test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[3,40000] x) => (uint8[3,40000] y, float s, uint8 z) { y, s, z = DynamicQuantizeLinear(x) })"),
+                                    "dql_wide");
+  HostTensor x(DType::F32, {3, 40000});
+  float* px = x.mutable_data<float>();
+  for (int64_t i = 0; i < x.size(); ++i) px[i] = static_cast<float>(i % 1001) / 1000.0f - 0.5f;
+  px[x.size() - 7] = -2.0f;
+  px[5] = 3.0f;
+  px[50000] = std::numeric_limits<float>::quiet_NaN();
+  const NamedTensors out = Evaluator(m, ascend::op_registry()).run({{"x", x}});
+  CHECK(out.at(1).second.data<float>()[0] == 5.0f / 255.0f);
+  CHECK(out.at(2).second.data<uint8_t>()[0] == 102);
+  CHECK(out.at(0).second.data<uint8_t>()[x.size() - 7] == 0);
+  CHECK(out.at(0).second.data<uint8_t>()[5] == 255);
 }
 
 }  // namespace geopt

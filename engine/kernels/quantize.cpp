@@ -6,6 +6,7 @@
 #include <limits>
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 #include "eval/kernel.h"
 #include "kernels/arguments.h"
@@ -221,14 +222,29 @@ void dynamic_quantize_linear(KernelContext& ctx) {
   if (x.dtype() != DType::F32) ctx.fail("x must be float, not " + dtype_name(x.dtype()));
   const float* px = x.data<float>();
   const int64_t size = x.size();
-  float lo = 0.0f, hi = 0.0f;  // NaN is passed over, as std::min and std::max do
+  // The range of each run of 16K values, then of the runs (an OpenMP reduction cannot name
+  // the caller's variables from team_region's lambda). NaN is passed over, as std::min and
+  // std::max do; 0 is in every run's range.
+  constexpr int64_t kRun = 1 << 14;
+  const int64_t runs = (size + kRun - 1) / kRun;
+  std::vector<float> run_lo(static_cast<size_t>(runs), 0.0f), run_hi(static_cast<size_t>(runs), 0.0f);
   team_region(size > (1 << 16), [&] {
-#pragma omp for reduction(min : lo) reduction(max : hi)
-    for (int64_t i = 0; i < size; ++i) {
-      lo = std::min(lo, px[i]);
-      hi = std::max(hi, px[i]);
+#pragma omp for
+    for (int64_t r = 0; r < runs; ++r) {
+      float l = 0.0f, h = 0.0f;
+      for (int64_t i = r * kRun; i < std::min(size, (r + 1) * kRun); ++i) {
+        l = std::min(l, px[i]);
+        h = std::max(h, px[i]);
+      }
+      run_lo[static_cast<size_t>(r)] = l;
+      run_hi[static_cast<size_t>(r)] = h;
     }
   });
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t r = 0; r < runs; ++r) {
+    lo = std::min(lo, run_lo[static_cast<size_t>(r)]);
+    hi = std::max(hi, run_hi[static_cast<size_t>(r)]);
+  }
   const float scale = (hi - lo) / 255.0f;
   const int64_t zero = scale == 0.0f ? 0 : saturate_round(std::nearbyint(-lo / scale), 0, 255);
   HostTensor y = ctx.new_output(0, DType::U8, x.dims());

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "eval/derived_constant.h"
+#include "util/cpu_features.h"
 #include "util/team_region.h"
 
 namespace geopt {
@@ -251,8 +252,7 @@ void depthwise_conv_blocked(const KernelContext& ctx, const float* x, const Host
       for (int64_t ox = 0; ox < g.out_w; ++ox)
         std::fill(out + ox * kLanes + tail, out + (ox + 1) * kLanes, 0.0f);
   };
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  const auto row_sums = avx512 && reusing_covers(g) ? depthwise_row_reusing : depthwise_row;
+  const auto row_sums = cpu_has_avx512f() && reusing_covers(g) ? depthwise_row_reusing : depthwise_row;
   const int64_t rows = planes * g.out_h;
   team_region(rows * row * taps > (1 << 15), [&] {
     std::vector<float> scratch(e.residual ? static_cast<size_t>(row) : 0);

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "kernels/quantize.h"
+#include "util/cpu_features.h"
 
 namespace geopt {
 namespace {
@@ -273,9 +274,8 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void write_vectorize
 void write_blocked_positions(const BlockedStage& s, DType out, int64_t begin, int64_t end,
                              StageInstructions instructions) {
   if (begin >= end) return;
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
   // (Another activation's walk runs where it is vectorized: in the loops' clones.)
-  if (avx512 && instructions == StageInstructions::best && !s.activate)
+  if (cpu_has_avx512f() && instructions == StageInstructions::best && !s.activate)
     stage_all<Avx512>(s, out, begin, end);
   else
     write_vectorized(s, out, begin, end);

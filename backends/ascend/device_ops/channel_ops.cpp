@@ -20,6 +20,7 @@
 #include "ir/node.h"
 #include "layout.h"
 #include "onnx/schema_helpers.h"
+#include "util/cpu_features.h"
 #include "util/team_region.h"
 
 namespace geopt::ascend {
@@ -74,11 +75,6 @@ __attribute__((target("avx512f"))) void permute_block(uint32_t* block, int64_t p
   }
 }
 
-bool has_avx512f() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-}
-
 // Where an output channel comes from: an input and its channel.
 struct ChannelSource {
   size_t input;
@@ -126,7 +122,7 @@ void move_channels(const std::vector<const HostTensor*>& xs, const std::vector<B
   auto image = [&](size_t i, int64_t n) { return xs[i]->raw() + n * in[i].c1 * plane * c0 * elem; };
   std::byte* dst = out.mutable_raw();
   const auto blocks = static_cast<int64_t>(groups.size());
-  const bool permute = elem == 4 && c0 == 16 && how != ChannelMoves::words && has_avx512f();
+  const bool permute = elem == 4 && c0 == 16 && how != ChannelMoves::words && cpu_has_avx512f();
   team_region(plane * c0 * blocks * images > (1 << 15), [&] {
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < blocks * images; ++task) {

@@ -159,13 +159,15 @@ TEST_CASE("Resize in f32 (separable passes) equals the general loop in double, e
 }
 
 TEST_CASE("broadcasting binary ops on large tensors (tiles shared among threads) equal the element formula") {
-  // Shapes that coalesce to one long row (cut into tiles), to rows of 16 lanes many to a
-  // tile (an NC1HWC0 tensor times a per-channel gate), and to rows with a repeated value.
+  // Shapes that coalesce to one long row (cut into tiles), to rows of 16 or 32 lanes many
+  // to a tile (an NC1HWC0 tensor times a per-channel gate, C0 16 and int8's 32), and to
+  // rows with a repeated value.
   onnx::ModelProto proto = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[70001] a, float[70001] b, float[1,5,40,41,16] x, float[1,5,1,1,16] s, float[300,257] m, float[300,1] c) => (float[70001] sum, float[1,5,40,41,16] gate, float[300,257] diff) {
+    g (float[70001] a, float[70001] b, float[1,5,40,41,16] x, float[1,5,1,1,16] s, float[300,257] m, float[300,1] c, float[2,3,7,6,32] u, float[2,3,1,1,32] t) => (float[70001] sum, float[1,5,40,41,16] gate, float[300,257] diff, float[2,3,7,6,32] gate32) {
       sum = Add(a, b)
       gate = Mul(x, s)
       diff = Sub(c, m)
+      gate32 = Mul(u, t)
     })");
   fs::path p = test::scratch_dir("fast") / "broadcast.onnx";
   test::save_model(proto, p);
@@ -181,10 +183,15 @@ TEST_CASE("broadcasting binary ops on large tensors (tiles shared among threads)
   const float* sum = outs[0].second.data<float>();
   const float* gate = outs[1].second.data<float>();
   const float* diff = outs[2].second.data<float>();
+  const float* u = feeds.at("u").data<float>();
+  const float* t = feeds.at("t").data<float>();
+  const float* gate32 = outs[3].second.data<float>();
   int64_t wrong = 0;
   for (int64_t i = 0; i < 70001; ++i) wrong += sum[i] != a[i] + b[i];
   for (int64_t i = 0; i < 5 * 40 * 41 * 16; ++i)
     wrong += gate[i] != x[i] * s[(i / (40 * 41 * 16)) * 16 + i % 16];
   for (int64_t i = 0; i < 300 * 257; ++i) wrong += diff[i] != c[i / 257] - m[i];
+  for (int64_t i = 0; i < 2 * 3 * 7 * 6 * 32; ++i)
+    wrong += gate32[i] != u[i] * t[(i / (7 * 6 * 32)) * 32 + i % 32];
   CHECK(wrong == 0);
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "kernels/cast.h"
 #include "kernels/dispatch.h"
@@ -46,10 +47,22 @@ HostTensor binary(const KernelContext& ctx, const HostTensor& a, const HostTenso
       for (int64_t r = 0; r < rows; ++r)
         row(pa + o[0] + r * row_steps[0], pb + o[1] + r * row_steps[1], py + i + r * count);
     };
-    if (steps[0] == 1 && steps[1] == 1) {
+    // Runs of one NC1HWC0 block (C0 = 16, or 32 for int8) against a per-channel operand
+    // (an SE gate [N, C1, 1, 1, C0]): a width known when compiling makes each row one
+    // vector operation; a run-time count of 16 cost a loop's set-up per row (EfficientNet-B0's
+    // 16 gates: 0.39 -> 0.25 ms a run on 2 threads).
+    auto runs = [&](auto width) {
       each_row([&](const T* x, const T* z, Out* out) {
-        for (int64_t j = 0; j < count; ++j) out[j] = op(x[j], z[j]);
+        for (int64_t j = 0; j < width; ++j) out[j] = op(x[j], z[j]);
       });
+    };
+    if (steps[0] == 1 && steps[1] == 1) {
+      if (count == 16)
+        runs(std::integral_constant<int64_t, 16>{});
+      else if (count == 32)
+        runs(std::integral_constant<int64_t, 32>{});
+      else
+        runs(count);
     } else if (steps[0] == 1 && steps[1] == 0) {
       each_row([&](const T* x, const T* z, Out* out) {
         const T v = *z;

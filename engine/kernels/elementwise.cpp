@@ -47,10 +47,10 @@ HostTensor binary(const KernelContext& ctx, const HostTensor& a, const HostTenso
       for (int64_t r = 0; r < rows; ++r)
         row(pa + o[0] + r * row_steps[0], pb + o[1] + r * row_steps[1], py + i + r * count);
     };
-    // Runs of one NC1HWC0 block (C0 = 16, or 32 for int8) against a per-channel operand
-    // (an SE gate [N, C1, 1, 1, C0]): a width known when compiling makes each row one
-    // vector operation; a run-time count of 16 cost a loop's set-up per row (EfficientNet-B0's
-    // 16 gates: 0.39 -> 0.25 ms a run on 2 threads).
+    // Runs of one channel block (16 lanes, or 32 for 8-bit types) against a per-channel
+    // operand (a squeeze-and-excitation gate [N, C1, 1, 1, 16] over [N, C1, H, W, 16]): a
+    // width known when compiling makes each row one vector operation; a run-time count of 16 cost a loop's
+    // set-up per row (EfficientNet-B0's 16 gates: 0.39 -> 0.25 ms a run on 2 threads).
     auto runs = [&](auto width) {
       each_row([&](const T* x, const T* z, Out* out) {
         for (int64_t j = 0; j < width; ++j) out[j] = op(x[j], z[j]);

@@ -480,6 +480,38 @@ TEST_CASE("a depthwise FusedConv in NC1HWC0 (geopt's own loop) equals Conv on ev
 }
 
 TEST_CASE(
+    "a FusedConv's channel means (its output 1) equal a global average pool of its output, on every path") {
+  // The depthwise loop sums each row as it writes it (SiLU, a residual; 20 channels, so
+  // the second block's 12 padding lanes must average 0; 23 x 29 planes shared by both
+  // threads); a strided oneDNN conv reading FRACTAL_Z weights; a matrix-vector product
+  // over a 1 x 1 image; an NCHW conv. Each against the pool of the conv's own output.
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[2,20,23,29] x, float[20,1,3,3] dw, float[20] b, float[2,20,23,29] z, float[18,20,3,3] w, float[18] b18, float[2,20,1,1] p, float[18,20,1,1] w1) => (float[2,2,1,1,16] dw_m, float[2,2,1,1,16] dw_r, float[2,2,1,1,16] res_m, float[2,2,1,1,16] res_r, float[2,2,1,1,16] cube_m, float[2,2,1,1,16] cube_r, float[2,2,1,1,16] pixel_m, float[2,2,1,1,16] pixel_r, float[2,18,1,1] nchw_m, float[2,18,1,1] nchw_r) {
+      x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
+      z5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (z)
+      dw_y, dw_m = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [3, 3], pads = [1, 1, 1, 1], activation = "SiLU"> (x5, dw, b)
+      dw_r = AveragePool <kernel_shape = [23, 29, 1]> (dw_y)
+      z5s = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [3, 3], strides = [2, 2]> (z5, dw, b)
+      res_y, res_m = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [3, 3], strides = [2, 2], activation = "Relu"> (x5, dw, b, z5s)
+      res_r = AveragePool <kernel_shape = [11, 14, 1]> (res_y)
+      wz = ai.geopt.TransData <src_format = "NCHW", dst_format = "FRACTAL_Z"> (w)
+      cube_y, cube_m = ai.geopt.FusedConv <data_format = "NC1HWC0", weight_format = "FRACTAL_Z", channels = 18, kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], activation = "Sigmoid"> (x5, wz, b18)
+      cube_r = AveragePool <kernel_shape = [12, 15, 1]> (cube_y)
+      p5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (p)
+      pixel_y, pixel_m = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [1, 1], activation = "SiLU"> (p5, w1, b18)
+      pixel_r = AveragePool <kernel_shape = [1, 1, 1]> (pixel_y)
+      nchw_y, nchw_m = ai.geopt.FusedConv <kernel_shape = [3, 3], pads = [0, 1, 2, 1], activation = "Relu"> (x, w, b18)
+      nchw_r = GlobalAveragePool(nchw_y)
+    })",
+              {{"dw_m", "dw_r"},
+               {"res_m", "res_r"},
+               {"cube_m", "cube_r"},
+               {"pixel_m", "pixel_r"},
+               {"nchw_m", "nchw_r"}},
+              1e-6);
+}
+
+TEST_CASE(
     "a global average pool and a ReduceMean over H and W give each plane's mean, in NCHW and over a whole "
     "NC1HWC0 plane") {
   // 37 channels: 3 blocks, the last with 11 padding lanes (their mean is 0); 9 x 11

@@ -23,8 +23,10 @@ size_t align_up(size_t n) {
 // (OpTraits::may_run_in_place): every input of an elementwise op (its kernel reads each
 // element before writing it), and FusedConv's residual (input 3: the conv adds it where it
 // writes, KernelContext::new_output), which keeps a ResNet's residual stream in one buffer.
-bool may_run_in_place(const Node& n, size_t input) {
-  return n.outputs().size() == 1 && op_registry().traits(n.domain, n.op_type).may_run_in_place(input);
+// Only output 0 takes an input's bytes: a second output (a FusedConv's channel means) is
+// written beside it.
+bool may_run_in_place(const Node& n, size_t output, size_t input) {
+  return output == 0 && op_registry().traits(n.domain, n.op_type).may_run_in_place(input);
 }
 
 // For each buffer, the buffers whose lifetimes overlap it: a sweep in order of first
@@ -283,7 +285,7 @@ MemoryPlan plan_memory(const Graph& graph, const std::vector<size_t>& order,
       if (options.reuse && !apart)
         for (size_t i = 0; i < n.inputs().size(); ++i)
           if (const Value* in = n.inputs()[i];
-              in && may_run_in_place(n, i) && !in->initializer && plan.buffer_of.count(in) &&
+              in && may_run_in_place(n, o, i) && !in->initializer && plan.buffer_of.count(in) &&
               static_bytes(*in) == static_bytes(*out) &&
               plan.buffers[plan.buffer_of.at(in)].last_step == step &&
               (!host || plan.buffers[plan.buffer_of.at(in)].first_step <

@@ -294,6 +294,10 @@ void conv_work(const OpWork& c, const Form& f) {
     }
   }
   add_epilogue(c, f);
+  // A FusedConv that also writes its channel means (output 1) adds each output value into
+  // its channel's sum as the tile leaves the Unified Buffer: one more Vector operation per
+  // output element, and no second read of the output from HBM.
+  if (at(n.outputs, 1) && out.known) w.vector_ops += out.elements;
   // A FusedQuantConv that quantizes its float input as it reads it: one more Vector
   // operation per input element.
   if (const Attribute* quantize = find_attr(n, "quantize_input"); quantize && quantize->i && x.known)

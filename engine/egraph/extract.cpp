@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "onnx/node_inference.h"
 #include "util/error.h"
 
 namespace geopt {
@@ -766,6 +767,27 @@ Model extraction_to_model(const Model& original, const GraphEGraph& geg, const E
       v = named;
     }
     out.add_output(v);
+  }
+  // An output of a multi-output op that nothing reads was typed by no projection (a
+  // FusedConv kept for its channel means alone): ONNX's inference of the op types it, as
+  // the rewrite that made the op did, since a plan allocates every output a kernel writes.
+  for (const auto& [c, node] : tuple_nodes) {
+    const auto& outs = node->outputs();
+    if (std::none_of(outs.begin(), outs.end(),
+                     [](const Value* v) { return v && v->type.dtype == DType::Undefined; }))
+      continue;
+    std::vector<const ValueType*> in_types;
+    std::vector<const Tensor*> in_constants;
+    for (const Value* v : node->inputs()) {
+      in_types.push_back(v ? &v->type : nullptr);
+      in_constants.push_back(v ? v->initializer.get() : nullptr);
+    }
+    const onnx_io::InferredTypes inferred =
+        onnx_io::infer_output_types(node->domain, node->op_type, node->attributes, in_types, in_constants,
+                                    outs.size(), node->domain.empty() ? m.opset_version("") : 1);
+    for (size_t k = 0; k < outs.size() && k < inferred.types.size(); ++k)
+      if (outs[k] && outs[k]->type.dtype == DType::Undefined && inferred.types[k])
+        outs[k]->type = *inferred.types[k];
   }
   if (!out.topological_sort()) throw InternalError("the extracted graph has a cycle");
   return m;

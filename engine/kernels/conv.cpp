@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <numeric>
 #include <optional>
 #include <string_view>
 
@@ -19,6 +21,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/onednn.h"
 #include "kernels/pixel_conv.h"
+#include "kernels/row_math.h"
 #include "util/checked_size.h"
 #include "util/team_region.h"
 
@@ -183,7 +186,21 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   // The primitive (or its reorder) writes every byte. The sum post-op reads the residual
   // where it writes, so the output may be planned over it (no copy of it into dst).
   HostTensor y = ctx.new_output(0, DType::F32, out_dims, fusion.residual_input);
-  if (y.size() == 0) return y;
+  // The channel means: planes of `count` positions of `lanes` channels side by side.
+  const int64_t lanes = fusion.y_blocked ? 16 : 1, planes = fusion.y_blocked ? n * out_dims[1] : n * m;
+  const int64_t count = std::accumulate(g.out.begin(), g.out.end(), int64_t{1}, std::multiplies<>());
+  float* means = nullptr;
+  if (fusion.channel_means) {
+    std::vector<int64_t> mean_dims = out_dims;
+    std::fill(mean_dims.begin() + 2, mean_dims.begin() + 2 + static_cast<int64_t>(g.out.size()), 1);
+    *fusion.channel_means = ctx.new_output(1, DType::F32, mean_dims);
+    means = fusion.channel_means->mutable_data<float>();
+  }
+  auto with_means = [&](HostTensor& out) -> HostTensor& {
+    if (means) mean_planes(out.data<float>(), means, planes, count, lanes);
+    return out;
+  };
+  if (y.size() == 0) return with_means(y);
   if (b && (b->dtype() != DType::F32 || b->size() != m))
     ctx.fail("bias " + b->shape_string() + " must hold " + std::to_string(m) +
              " f32 values, one per channel");
@@ -225,7 +242,8 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
                                      .activation = activation,
                                      .activation_params = fusion.activation_params,
                                      .post_scale = fusion.post_scale,
-                                     .post_shift = fusion.post_shift};
+                                     .post_shift = fusion.post_shift,
+                                     .channel_means = means};
     note_implementation("geopt depthwise");
     depthwise_conv_blocked(ctx, x.data<float>(), w, y.mutable_data<float>(), geometry, epilogue);
     return y;
@@ -245,7 +263,7 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
                             .post_shift = fusion.post_shift};
     note_implementation("geopt matrix-vector");
     pixel_conv(ctx, x.data<float>(), w.data<float>(), y.mutable_data<float>(), product);
-    return y;
+    return with_means(y);
   }
   engine& eng = cpu_engine();
   stream& s = cpu_stream();
@@ -374,7 +392,7 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
     convert(dst, dst_user);
   }
   s.wait();
-  return y;
+  return with_means(y);
 }
 
 HostTensor convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,

@@ -33,10 +33,14 @@ struct ConvFusion {
   std::string activation = "none";
   std::vector<float> activation_params;
   float post_scale = 1.0f, post_shift = 0.0f;  // after the activation: y * post_scale + post_shift
+  // Where set, receives the kernel's output 1: the mean of y over its spatial axes, per
+  // channel ([N, M, 1...], or [N, M1, 1, 1, 16] blocked), taken while y is in cache (a
+  // squeeze-and-excitation squeeze, a classifier's global pool).
+  HostTensor* channel_means = nullptr;
 };
 
 // y = act(Conv(x, w) + b + residual) * post_scale + post_shift. Blocked outputs keep their
-// padding channels 0.
+// padding channels 0 (so their means are 0 too).
 HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,
                              const HostTensor* b, const ConvFusion& fusion);
 

@@ -30,6 +30,30 @@ std::vector<float> regroup_weights(const float* w, int64_t channels, int64_t tap
   return out;
 }
 
+// sums[l] = the sum of lane l over `width` positions of one output row, in four
+// independent sums (one chain of adds would wait on each add's latency).
+GEOPT_DEPTHWISE_CLONES
+void add_lanes(const float* row, int64_t width, float* sums) {
+  Block a0{}, a1{}, a2{}, a3{}, v0, v1, v2, v3;
+  int64_t i = 0;
+  for (; i + 4 <= width; i += 4) {
+    std::memcpy(&v0, row + i * kLanes, sizeof(Block));
+    std::memcpy(&v1, row + (i + 1) * kLanes, sizeof(Block));
+    std::memcpy(&v2, row + (i + 2) * kLanes, sizeof(Block));
+    std::memcpy(&v3, row + (i + 3) * kLanes, sizeof(Block));
+    a0 += v0;
+    a1 += v1;
+    a2 += v2;
+    a3 += v3;
+  }
+  for (; i < width; ++i) {
+    std::memcpy(&v0, row + i * kLanes, sizeof(Block));
+    a0 += v0;
+  }
+  const Block total = (a0 + a1) + (a2 + a3);
+  std::memcpy(sums, &total, sizeof total);
+}
+
 // Outputs [ox, ox + R) of one row, each window wholly inside the row: their sums stay in
 // registers across the taps. Inlined into each clone of depthwise_row (a default-target
 // callee inlines into any target), so it compiles to that clone's vectors.
@@ -254,6 +278,9 @@ void depthwise_conv_blocked(const KernelContext& ctx, const float* x, const Host
   };
   const auto row_sums = cpu_has_avx512f() && reusing_covers(g) ? depthwise_row_reusing : depthwise_row;
   const int64_t rows = planes * g.out_h;
+  // Each finished row's lanes summed while it is in cache; the rows of a plane added up in
+  // double afterwards, in row order, so the means do not depend on the thread count.
+  std::vector<float> row_totals(e.channel_means ? static_cast<size_t>(rows * kLanes) : 0);
   team_region(rows * row * taps > (1 << 15), [&] {
     std::vector<float> scratch(e.residual ? static_cast<size_t>(row) : 0);
 #pragma omp for schedule(static)
@@ -263,8 +290,18 @@ void depthwise_conv_blocked(const KernelContext& ctx, const float* x, const Host
       row_sums(x + p * g.in_h * g.in_w * kLanes, packed->data() + block * taps * kLanes,
                bias.data() + block * kLanes, sums, r % g.out_h, g);
       finish_row(r, sums, block);
+      if (e.channel_means) add_lanes(y + r * row, g.out_w, row_totals.data() + r * kLanes);
     }
   });
+  if (!e.channel_means) return;
+  const double positions = static_cast<double>(g.out_h * g.out_w);  // 0: NaN, as a pool of nothing
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t l = 0; l < kLanes; ++l) {
+      double total = 0;
+      for (int64_t oy = 0; oy < g.out_h; ++oy)
+        total += row_totals[static_cast<size_t>((p * g.out_h + oy) * kLanes + l)];
+      e.channel_means[p * kLanes + l] = static_cast<float>(total / positions);
+    }
 }
 
 }  // namespace geopt

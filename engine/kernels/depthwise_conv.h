@@ -29,6 +29,9 @@ struct DepthwiseEpilogue {
   Activation activation = Activation::None;
   std::vector<float> activation_params;
   float post_scale = 1.0f, post_shift = 0.0f;
+  // Where set, [N * C1 * 16]: each channel's mean over the output plane, summed row by
+  // row as the rows are written (padding channels 0).
+  float* channel_means = nullptr;
 };
 
 // x [N, C1, H, W, 16], w [C, 1, KH, KW] f32, y [N, C1, OH, OW, 16] with C1 = ceil(C / 16).

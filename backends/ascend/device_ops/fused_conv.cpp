@@ -84,6 +84,7 @@ void fused_conv(KernelContext& ctx) {
   fusion.activation_params = ctx.attr_floats("activation_params");
   fusion.post_scale = ctx.attr_float("post_scale", 1.0f);
   fusion.post_shift = ctx.attr_float("post_shift", 0.0f);
+  if (ctx.wants_output(1)) fusion.channel_means = &ctx.outputs[1];
   ctx.outputs[0] = fused_convolution(ctx, x_in, w, ctx.has_input(2) ? &ctx.input(2) : nullptr, fusion);
 }
 
@@ -141,6 +142,26 @@ void infer_blocked_conv_shape(InferenceContext& ctx, bool plain_input, int64_t c
   onnx::updateOutputShape(ctx, 0, out);
 }
 
+// Y's type and shape: ONNX Conv's for NCHW, infer_blocked_conv_shape's for NC1HWC0.
+void infer_fused_conv(InferenceContext& ctx) {
+  const ConvFormats f = conv_formats(
+      [&](const char* name, const char* fallback) {
+        const auto* a = ctx.getAttribute(name);
+        return a ? a->s() : std::string(fallback);
+      },
+      [](const std::string& message) { fail_shape_inference(message); });
+  if (!f.blocked) {
+    infer_like("Conv", 11, ctx);
+    return;
+  }
+  onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  const auto* m_attr = ctx.getAttribute("channels");
+  if (f.fractal_weights && (!m_attr || m_attr->i() <= 0))
+    fail_shape_inference("FRACTAL_Z weights need `channels`");
+  infer_blocked_conv_shape(ctx, f.plain_input, f.fractal_weights ? m_attr->i() : 0,
+                           c0_for(static_cast<DType>(ctx.getInputType(0)->tensor_type().elem_type())));
+}
+
 void register_fused_conv_schema() {
   OpSchema s =
       base("FusedConv",
@@ -168,23 +189,21 @@ void register_fused_conv_schema() {
       .Input(2, "B", "Bias.", "T", OpSchema::Optional);
   s.Input(3, "Z", "Residual added before the activation.", "T", OpSchema::Optional);
   s.Output(0, "Y", "Output.", "T");
+  s.Output(
+      1, "M",
+      "Optional: each channel's mean of Y over the spatial axes ([N, M, 1...]; NC1HWC0: [N, M1, 1, 1, C0]), "
+      "taken as Y is written (a squeeze-and-excitation squeeze or a global average pool that reads Y).",
+      "T", OpSchema::Optional);
   s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
-    const ConvFormats f = conv_formats(
-        [&](const char* name, const char* fallback) {
-          const auto* a = ctx.getAttribute(name);
-          return a ? a->s() : std::string(fallback);
-        },
-        [](const std::string& message) { fail_shape_inference(message); });
-    if (!f.blocked) {
-      infer_like("Conv", 11, ctx);
-      return;
-    }
-    onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-    const auto* m_attr = ctx.getAttribute("channels");
-    if (f.fractal_weights && (!m_attr || m_attr->i() <= 0))
-      fail_shape_inference("FRACTAL_Z weights need `channels`");
-    infer_blocked_conv_shape(ctx, f.plain_input, f.fractal_weights ? m_attr->i() : 0,
-                             c0_for(static_cast<DType>(ctx.getInputType(0)->tensor_type().elem_type())));
+    infer_fused_conv(ctx);
+    if (ctx.getNumOutputs() < 2) return;
+    // The means: Y's type, its spatial dims 1 (NC1HWC0's C0 stays).
+    onnx::propagateElemTypeFromInputToOutput(ctx, 0, 1);
+    if (!onnx::hasShape(*ctx.getOutputType(0))) return;
+    onnx::TensorShapeProto means = ctx.getOutputType(0)->tensor_type().shape();
+    const bool blocked = ctx.getAttribute("data_format") && ctx.getAttribute("data_format")->s() == "NC1HWC0";
+    for (int i = 2; i < means.dim_size() - (blocked ? 1 : 0); ++i) means.mutable_dim(i)->set_dim_value(1);
+    onnx::updateOutputShape(ctx, 1, means);
   });
   onnx::RegisterSchema(std::move(s));
 }

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "ascend/device_ops/device_ops.h"
@@ -637,6 +638,40 @@ TEST_CASE(
       }
   CHECK(worst_plain <= 1e-5);
   CHECK(worst_blocked <= 1e-5);
+}
+
+TEST_CASE("NC1HWC0 puts channel c at [n, c / C0, h, w, c % C0], pads with zeros, and converts back") {
+  // Positions in tiles of 64 and a partial one (9 x 17 = 153), a last block mostly padding
+  // (37 channels); f32 and fp16 (C0 16), uint8 (C0 32); a tensor the threads share.
+  for (const auto& shaped :
+       std::vector<std::pair<DType, std::vector<int64_t>>>{{DType::F32, {2, 37, 9, 17}},
+                                                           {DType::F16, {2, 37, 9, 17}},
+                                                           {DType::U8, {2, 37, 9, 17}},
+                                                           {DType::F32, {1, 20, 60, 61}}}) {
+    const DType dtype = shaped.first;  // not a structured binding: clang's INFO lambda cannot capture one
+    const std::vector<int64_t>& dims = shaped.second;
+    INFO(dtype_name(dtype) << " " << dims[1] << " channels of " << dims[2] << "x" << dims[3]);
+    HostTensor x(dtype, dims);
+    const int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
+    for (int64_t i = 0; i < x.size(); ++i)  // each element's own bytes: its index, modulo
+      std::memcpy(x.mutable_raw() + i * bytes, &i, static_cast<size_t>(bytes));
+    HostTensor y = ascend::to_nc1hwc0(x);
+    const int64_t c0 = y.dims()[4], c1 = y.dims()[1], hw = dims[2] * dims[3];
+    CHECK(c0 == (dtype == DType::U8 ? 32 : 16));
+    int64_t misplaced = 0;
+    for (int64_t n = 0; n < dims[0]; ++n)
+      for (int64_t c = 0; c < c1 * c0; ++c)
+        for (int64_t p = 0; p < hw; ++p) {
+          const std::byte* got = y.raw() + (((n * c1 + c / c0) * hw + p) * c0 + c % c0) * bytes;
+          int64_t want = 0;  // a padding channel is zero
+          if (c < dims[1]) want = (n * dims[1] + c) * hw + p;
+          misplaced += std::memcmp(got, &want, static_cast<size_t>(bytes)) != 0;
+        }
+    CHECK(misplaced == 0);
+    HostTensor back = ascend::from_nc1hwc0(y, dims[1]);
+    REQUIRE(back.dims() == dims);
+    CHECK(std::memcmp(back.raw(), x.raw(), x.nbytes()) == 0);
+  }
 }
 
 TEST_CASE("FRACTAL_Z and FRACTAL_NZ put each element where CANN does, pad with zeros, and convert back") {

@@ -45,29 +45,37 @@ void by_element_size(DType dtype, F&& f) {
   }
 }
 
-// Copies between the two layouts (`to5` picks the direction), one (batch, C1 block,
-// position) run of C0 channels at a time; channels past C are left as they are (zero).
+// Copies between the two layouts (`to5` picks the direction): each (batch, C1 block) is
+// [HW, C0] on one side and C0 planes of HW on the other, copied a tile of kTile positions
+// at a time, plane by plane: the side read or written across the lanes stays in L1 while
+// the planes are read or written in runs. One position at a time across the lanes, each
+// element went to another plane's line: a 96-channel 112 x 112 map back to NCHW took 1.48
+// ms, now 1.23 (one thread; medians of 10 rounds; 16 channels into NC1HWC0 0.30 -> 0.24).
+// Channels past C are left as they are (zero).
 void convert_5hd(const HostTensor& src, HostTensor& dst, const std::vector<int64_t>& nchw, int64_t c0,
                  bool to5) {
+  constexpr int64_t kTile = 64;
   const int64_t n = nchw[0], c = nchw[1], hw = nchw[2] * nchw[3], c1 = (c + c0 - 1) / c0;
+  const int64_t tiles = (hw + kTile - 1) / kTile;
   by_element_size(src.dtype(), [&]<class T>() {
     const T* in = reinterpret_cast<const T*>(src.raw());
     T* out = reinterpret_cast<T*>(dst.mutable_raw());
     team_region(n * c * hw > (1 << 16), [&] {
-#pragma omp for collapse(2)
+#pragma omp for collapse(3)
       for (int64_t b = 0; b < n; ++b)
-        for (int64_t blk = 0; blk < c1; ++blk) {
-          const int64_t lanes = std::min(c0, c - blk * c0);
-          for (int64_t p = 0; p < hw; ++p) {
-            const int64_t blocked = ((b * c1 + blk) * hw + p) * c0, plain = (b * c + blk * c0) * hw + p;
-            for (int64_t l = 0; l < lanes; ++l) {
-              if (to5)
-                out[blocked + l] = in[plain + l * hw];
-              else
-                out[plain + l * hw] = in[blocked + l];
+        for (int64_t blk = 0; blk < c1; ++blk)
+          for (int64_t t = 0; t < tiles; ++t) {
+            const int64_t lanes = std::min(c0, c - blk * c0), first = t * kTile,
+                          last = std::min(hw, first + kTile);
+            const int64_t blocked = (b * c1 + blk) * hw * c0, plain = (b * c + blk * c0) * hw;
+            if (to5) {
+              for (int64_t l = 0; l < lanes; ++l)
+                for (int64_t p = first; p < last; ++p) out[blocked + p * c0 + l] = in[plain + l * hw + p];
+            } else {
+              for (int64_t l = 0; l < lanes; ++l)
+                for (int64_t p = first; p < last; ++p) out[plain + l * hw + p] = in[blocked + p * c0 + l];
             }
           }
-        }
     });
   });
 }

@@ -143,7 +143,8 @@ void infer_blocked_conv_shape(InferenceContext& ctx, bool plain_input, int64_t c
 }
 
 // Y's type and shape: ONNX Conv's for NCHW, infer_blocked_conv_shape's for NC1HWC0.
-void infer_fused_conv(InferenceContext& ctx) {
+// Returns whether Y is NC1HWC0.
+bool infer_fused_conv(InferenceContext& ctx) {
   const ConvFormats f = conv_formats(
       [&](const char* name, const char* fallback) {
         const auto* a = ctx.getAttribute(name);
@@ -152,7 +153,7 @@ void infer_fused_conv(InferenceContext& ctx) {
       [](const std::string& message) { fail_shape_inference(message); });
   if (!f.blocked) {
     infer_like("Conv", 11, ctx);
-    return;
+    return false;
   }
   onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
   const auto* m_attr = ctx.getAttribute("channels");
@@ -160,6 +161,7 @@ void infer_fused_conv(InferenceContext& ctx) {
     fail_shape_inference("FRACTAL_Z weights need `channels`");
   infer_blocked_conv_shape(ctx, f.plain_input, f.fractal_weights ? m_attr->i() : 0,
                            c0_for(static_cast<DType>(ctx.getInputType(0)->tensor_type().elem_type())));
+  return true;
 }
 
 void register_fused_conv_schema() {
@@ -195,13 +197,12 @@ void register_fused_conv_schema() {
       "taken as Y is written (a squeeze-and-excitation squeeze or a global average pool that reads Y).",
       "T", OpSchema::Optional);
   s.TypeAndShapeInferenceFunction([](InferenceContext& ctx) {
-    infer_fused_conv(ctx);
+    const bool blocked = infer_fused_conv(ctx);
     if (ctx.getNumOutputs() < 2) return;
     // The means: Y's type, its spatial dims 1 (NC1HWC0's C0 stays).
     onnx::propagateElemTypeFromInputToOutput(ctx, 0, 1);
     if (!onnx::hasShape(*ctx.getOutputType(0))) return;
     onnx::TensorShapeProto means = ctx.getOutputType(0)->tensor_type().shape();
-    const bool blocked = ctx.getAttribute("data_format") && ctx.getAttribute("data_format")->s() == "NC1HWC0";
     for (int i = 2; i < means.dim_size() - (blocked ? 1 : 0); ++i) means.mutable_dim(i)->set_dim_value(1);
     onnx::updateOutputShape(ctx, 1, means);
   });

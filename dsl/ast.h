@@ -131,7 +131,7 @@ struct AttrAssign {
 };
 
 struct Replacement {
-  enum class Kind { Var, Op, Const } kind = Kind::Var;
+  enum class Kind { Var, Op, Const, Absent } kind = Kind::Var;  // Absent: `_`, an omitted optional input
   SourceLoc loc;
   std::string var;
   bool splice = false;  // `%xs...` among an op's inputs: every value the list variable holds

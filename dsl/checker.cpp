@@ -342,6 +342,10 @@ class RuleChecker {
   }
 
   void check_replacement(const Replacement& r, bool input = false) {
+    if (r.kind == Replacement::Kind::Absent) {
+      if (!input) error(r.loc, "`_` leaves an input absent: it stands among an op's inputs, not for a value");
+      return;
+    }
     if (r.kind == Replacement::Kind::Var) {
       if (r.splice && !input)
         error(r.loc,
@@ -364,6 +368,10 @@ class RuleChecker {
     for (const auto& a : r.args) check_replacement(*a, true);
     if (!info) return;
     const int given = static_cast<int>(r.args.size());
+    for (int i = 0; i < std::min(given, info->min_inputs); ++i)
+      if (r.args[static_cast<size_t>(i)]->kind == Replacement::Kind::Absent)
+        error(r.args[static_cast<size_t>(i)]->loc,
+              "input " + std::to_string(i) + " of " + r.op + " is required: `_` cannot leave it absent");
     const bool spliced =
         std::any_of(r.args.begin(), r.args.end(), [](const ReplacementPtr& a) { return a->splice; });
     const int fixed = static_cast<int>(

@@ -141,7 +141,9 @@ struct dtype_of : seq<kw_dtype, ws, one<'('>, ws, var_name, ws, one<')'>> {};
 struct const_dtype : sor<dtype_of, ident> {};
 struct const_value : sor<list_expr, var_name, number> {};
 struct repl_const : seq<kw_const, ws, must<const_dtype>, ws, must<const_value>> {};
-struct replacement : sor<repl_const, repl_op, spliced_var, var_name> {};
+// `_` among an op's inputs: that optional input left absent (a later one given).
+struct repl_absent : seq<one<'_'>, not_at<identifier_other>> {};
+struct replacement : sor<repl_const, repl_absent, repl_op, spliced_var, var_name> {};
 
 // Tests.
 struct model_text : seq<kw_model, ws, triple_string> {};
@@ -219,7 +221,7 @@ inline constexpr const char* expected<arrow> =
     "expected `=>` after `rewrite` (rewrite %value => Replacement)";
 template <>
 inline constexpr const char* expected<replacement> =
-    "expected a replacement: Op(args) {attrs}, %var or const DTYPE VALUE";
+    "expected a replacement: Op(args) {attrs}, %var, const DTYPE VALUE or `_` (an absent input)";
 template <>
 inline constexpr const char* expected<const_dtype> =
     "expected the constant's element type after `const` (f32, i64, ... or dtype(%v))";

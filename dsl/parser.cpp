@@ -39,8 +39,8 @@ using selector = pt::selector<
               attr_in, tolerance, range_lit, set_lit, bind_as, predicate, term, fn_call, kw_rank, kw_dim,
               kw_dtype, kw_shape, kw_zeros, kw_is_const, kw_is_static, kw_one_use, kw_zero_rows, kw_full_rows,
               modulo, repl_op, shape_call, ratio, product, list_expr, sum_item, indexed_var, gathered_var,
-              spliced_var, repl_const, dtype_of, attr_assign, model_text, model_path, expect_count,
-              expect_fired, expect_matched, expect_equal, kw_in, arrow>>;
+              spliced_var, repl_const, repl_absent, dtype_of, attr_assign, model_text, model_path,
+              expect_count, expect_fired, expect_matched, expect_equal, kw_in, arrow>>;
 
 using Node = pt::node;
 
@@ -365,6 +365,10 @@ class Builder {
       r->kind = Replacement::Kind::Var;
       r->splice = n.is_type<spliced_var>();
       r->var = r->splice ? n.children.at(0)->string() : n.string();
+      return r;
+    }
+    if (n.is_type<repl_absent>()) {
+      r->kind = Replacement::Kind::Absent;
       return r;
     }
     if (n.is_type<repl_const>()) {

@@ -76,6 +76,10 @@ ClassId build(EGraph& g, const Rule& ast, const Replacement& r, const EMatch& m,
   }
   std::vector<ClassId> children;
   for (const auto& a : r.args) {
+    if (a->kind == Replacement::Kind::Absent) {  // `_`: an optional input left out
+      children.push_back(kAbsent);
+      continue;
+    }
     if (a->splice) {  // %xs...: every value the list variable bound, in input order
       if (auto it = m.lists.find(a->var); it != m.lists.end())
         for (ClassId c : it->second) children.push_back(g.find(c));

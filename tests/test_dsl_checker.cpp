@@ -176,3 +176,14 @@ TEST_CASE("a splice leaves the fixed inputs checked") {
   REQUIRE(e.size() == 1);
   CHECK(e[0].find("Relu takes 1..1 inputs, the rewrite gives 2 and a splice") != std::string::npos);
 }
+
+TEST_CASE("`_` leaves an optional input of a rewrite's op absent, and stands for nothing else") {
+  CHECK(
+      check("rule A { match %y = Clip(%x, %lo, %hi) rewrite %y => Clip(Clip(%x, %lo, _), _, %hi) }").empty());
+  auto e = check(
+      "rule B { match %y = Relu(%_x) rewrite %y => _ }\n"
+      "rule C { match %y = Relu(%x) rewrite %y => Add(_, %x) }");
+  REQUIRE(e.size() == 2);
+  CHECK(e[0] == "1:45 `_` leaves an input absent: it stands among an op's inputs, not for a value");
+  CHECK(e[1] == "2:48 input 0 of Add is required: `_` cannot leave it absent");
+}

@@ -194,6 +194,19 @@ TEST_CASE("a rule without match, an unknown item and an unterminated rule are re
   CHECK(parse_rule_file("/no/such/file.gerule").errors.at(0).message == "cannot read the rule file");
 }
 
+TEST_CASE("`_` among a rewrite's inputs parses as an absent input, and `_name` is still an op") {
+  auto ok = parse("rule A { match %y = Clip(%x, %lo, %hi) rewrite %y => Clip(%x, _, %hi) }");
+  REQUIRE(ok.errors.empty());
+  const Replacement& clip = *ok.file.rules[0].rewrites[0].replacement;
+  REQUIRE(clip.args.size() == 3);
+  CHECK(clip.args[0]->kind == Replacement::Kind::Var);
+  CHECK(clip.args[1]->kind == Replacement::Kind::Absent);
+  CHECK(clip.args[2]->var == "%hi");
+  auto named = parse("rule B { match %y = Relu(%x) rewrite %y => _Op(%x) }");
+  REQUIRE(named.errors.empty());
+  CHECK(named.file.rules[0].rewrites[0].replacement->op == "_Op");
+}
+
 TEST_CASE("a constant in a rewrite parses, and one without a type or value says what it needs") {
   auto ok = parse(
       "rule A { match %y = Relu(%x) rewrite %y => Reshape(%x, const i64 [dim(%x, 0), -1]) }\n"

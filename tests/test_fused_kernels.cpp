@@ -553,6 +553,54 @@ TEST_CASE(
               1e-6);
 }
 
+TEST_CASE(
+    "a FusedConv reading its input times a scale per channel (input S) equals the product, then the conv") {
+  // The scale goes into the weights where one serves both samples (oneDNN's cached copy
+  // of constant weights, scaled in its own layout: a 1x1 conv with a residual, a grouped
+  // 3x3 conv, a depthwise one; a copy of weights that are an input, in NCHW) and into a
+  // copy of x where each sample has its own. 20 channels: the second block's padding
+  // lanes meet a scale too. Each against the Mul the rules fuse, then the conv.
+  check_pairs(
+      R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[2,20,9,7] x, float[1,20,1,1] s, float[2,20,1,1] each, float[2,8,9,7] z, float[8] b8, float[4] b4, float[20] b20, float[8,20,3,3] wi) => (float[2,1,9,7,16] one, float[2,1,9,7,16] one_r, float[2,1,9,7,16] own, float[2,1,9,7,16] own_r, float[2,1,5,4,16] grouped, float[2,1,5,4,16] grouped_r, float[2,2,9,7,16] dw, float[2,2,9,7,16] dw_r, float[2,8,9,7] nchw, float[2,8,9,7] nchw_r) {
+      w8 = Constant <value = float[8,20,1,1] {-0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0, -1, 0.75, -0.25, -1.25, 0.5, -0.5, 1.25, 0.25, -0.75, 1, 0}> ()
+      wg = Constant <value = float[4,10,3,3] {-1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5, 0.75, -0.75, 0.5, -1, 0.25, -1.25, 0, 1.25, -0.25, 1, -0.5}> ()
+      wd = Constant <value = float[20,1,3,3] {-0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25, -0.5, 0.25, 1, -1, -0.25, 0.5, 1.25, -0.75, 0, 0.75, -1.25}> ()
+      x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
+      s5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (s)
+      each5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (each)
+      z5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (z)
+      xs = Mul(x5, s5)
+      xe = Mul(x5, each5)
+      one = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [1, 1], activation = "Relu"> (x5, w8, b8, z5, s5)
+      one_r = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [1, 1], activation = "Relu"> (xs, w8, b8, z5)
+      own = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [1, 1]> (x5, w8, b8, , each5)
+      own_r = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [1, 1]> (xe, w8, b8)
+      grouped = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 2, kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (x5, wg, b4, , s5)
+      grouped_r = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 2, kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (xs, wg, b4)
+      dw = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [3, 3], pads = [1, 1, 1, 1], activation = "SiLU"> (x5, wd, b20, , s5)
+      dw_r = ai.geopt.FusedConv <data_format = "NC1HWC0", group = 20, kernel_shape = [3, 3], pads = [1, 1, 1, 1], activation = "SiLU"> (xs, wd, b20)
+      xn = Mul(x, s)
+      nchw = ai.geopt.FusedConv <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (x, wi, b8, , s)
+      nchw_r = ai.geopt.FusedConv <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (xn, wi, b8)
+    })",
+      {{"one", "one_r"}, {"own", "own_r"}, {"grouped", "grouped_r"}, {"dw", "dw_r"}, {"nchw", "nchw_r"}},
+      1e-5);
+}
+
+TEST_CASE("a FusedConv refuses an input scale that is not one value per channel, naming the node") {
+  onnx::ModelProto proto = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[1,20,9,7] x, float[1,20,9,7] s, float[8,20,1,1] w) => (float[1,8,9,7] y) {
+      y = ai.geopt.FusedConv <kernel_shape = [1, 1]> (x, w, , , s)
+    })");
+  fs::path p = test::scratch_dir("fused") / "bad_scale.onnx";
+  test::save_model(proto, p);
+  Model model = import_onnx(p);
+  Evaluator ev(model, ascend::op_registry());
+  CHECK_THROWS_WITH_AS(ev.run(random_inputs(model, 1)),
+                       doctest::Contains("must hold one f32 value per channel of the input"), Error);
+}
+
 TEST_CASE("a 1x1 FusedConv over a 1x1 image (a matrix-vector product) equals Conv, in NCHW and in NC1HWC0") {
   // A squeeze-and-excitation gate's two convs: 40 -> 20 with SiLU, 20 -> 40 with Sigmoid
   // (padding lanes of the blocked output must come out 0, not Sigmoid(0)), and a residual

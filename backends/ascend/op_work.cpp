@@ -298,6 +298,14 @@ void conv_work(const OpWork& c, const Form& f) {
   // its channel's sum as the tile leaves the Unified Buffer: one more Vector operation per
   // output element, and no second read of the output from HBM.
   if (at(n.outputs, 1) && out.known) w.vector_ops += out.elements;
+  // A FusedConv that reads its input times one scale per channel (input 4, a squeeze-
+  // and-excitation gate) multiplies the smaller of its weights and its input by it on the
+  // Vector unit as it moves them (the weights only where one scale serves every sample),
+  // in place of an elementwise kernel that reads and writes the whole input in HBM.
+  if (const ValueType* scale = at(n.inputs, 4); scale && op == "FusedConv" && x.known && wt.known) {
+    const Extent s = extent(scale, o);
+    w.vector_ops += s.known && !s.empty() && s.front() == 1 ? std::min(wt.elements, x.elements) : x.elements;
+  }
   // A FusedQuantConv that quantizes its float input as it reads it: one more Vector
   // operation per input element.
   if (const Attribute* quantize = find_attr(n, "quantize_input"); quantize && quantize->i && x.known)

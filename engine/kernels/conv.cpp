@@ -16,6 +16,7 @@
 
 #include <omp.h>
 
+#include "eval/derived_constant.h"
 #include "eval/kernel_implementation.h"
 #include "kernels/depthwise_conv.h"
 #include "kernels/dispatch.h"
@@ -131,10 +132,157 @@ bool own_loops_allowed(const HostTactic& tactic) {
          (tactic.conv_layout == ConvLayout::automatic || tactic.conv_layout == ConvLayout::caller);
 }
 
+// Conv(x * s, w) for s one scale per input channel (a squeeze-and-excitation gate): the
+// same products whether the scale goes into the weights (w[o, i] * s[channel of (o, i)])
+// or into a copy of x, so it goes into the smaller of the two where one scale serves
+// every sample (s's dim 0 is 1), else into x. Returns nothing where constant weights take
+// it (fused_convolution scales oneDNN's cached copy of them in the primitive's layout).
+std::optional<HostTensor> scaled_input_convolution(const KernelContext& ctx, const HostTensor& x,
+                                                   const HostTensor& w, const HostTensor* b,
+                                                   const ConvFusion& fusion) {
+  const HostTensor& s = *fusion.input_scale;
+  ConvFusion rest = fusion;
+  rest.input_scale = nullptr;
+  const int64_t group = ctx.attr_int("group", 1);
+  if (w.rank() < 3 || x.rank() < 3 || group <= 0 || w.dims()[0] % group != 0)
+    ctx.fail("weights " + w.shape_string() + " do not match group " + std::to_string(group));
+  const int64_t channels = w.dims()[1] * group, m = w.dims()[0], n = x.dims()[0];
+  const int64_t lanes = fusion.x_blocked ? 16 : 1, blocks = fusion.x_blocked ? x.dims()[1] : channels;
+  // s: [1 or N, C (blocks), 1...] (+ [16] blocked), f32.
+  bool per_channel = s.dtype() == DType::F32 && s.rank() == x.rank() &&
+                     (s.dims()[0] == 1 || s.dims()[0] == n) && s.dims()[1] == blocks &&
+                     (!fusion.x_blocked || s.dims().back() == 16) && x.dims()[1] == blocks &&
+                     blocks * lanes >= channels;
+  for (size_t i = 2; i + (fusion.x_blocked ? 1 : 0) < s.rank() && per_channel; ++i)
+    per_channel = s.dims()[i] == 1;
+  if (!per_channel)
+    ctx.fail("the input scale " + s.shape_string() + " must hold one f32 value per channel of the input " +
+             x.shape_string() + ", for every sample or for each");
+  const float* scale = s.data<float>();
+  if (s.dims()[0] == 1 && w.size() <= x.size()) {
+    if (cacheable_constant(w)) return std::nullopt;
+    HostTensor scaled = HostTensor::uninitialized(DType::F32, w.dims());
+    const float* from = w.data<float>();
+    float* to = scaled.mutable_data<float>();
+    const int64_t per_group = channels / group, taps = w.size() / (m * per_group);
+    for (int64_t o = 0; o < m; ++o)
+      for (int64_t i = 0; i < per_group; ++i) {
+        const float k = scale[o / (m / group) * per_group + i];
+        const int64_t at = (o * per_group + i) * taps;
+        for (int64_t t = 0; t < taps; ++t) to[at + t] = from[at + t] * k;
+      }
+    return fused_convolution(ctx, x, scaled, b, rest);
+  }
+  // x's planes (blocked: rows of 16 lanes, padding lanes left 0) times their scales, in
+  // this thread's buffer (no fresh tensor to page in on every call).
+  const dnnl::memory buffer = thread_operand(
+      ThreadOperand::scaled_input,
+      dnnl::memory::desc({x.size()}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a));
+  HostTensor scaled = HostTensor::borrowed(
+      DType::F32, x.dims(), static_cast<const std::byte*>(buffer.get_data_handle()), nullptr, false);
+  const int64_t positions = x.size() / (n * blocks * lanes), stride = blocks * lanes;
+  const float* from = x.data<float>();
+  float* to = static_cast<float*>(buffer.get_data_handle());
+  team_region(x.size() > (1 << 15), [&] {
+#pragma omp for collapse(2)
+    for (int64_t sample = 0; sample < n; ++sample)
+      for (int64_t block = 0; block < blocks; ++block) {
+        const float* k = scale + (s.dims()[0] == 1 ? 0 : sample * stride) + block * lanes;
+        float row[16];
+        for (int64_t l = 0; l < lanes; ++l) row[l] = block * lanes + l < channels ? k[l] : 0.0f;
+        const int64_t at = (sample * blocks + block) * positions * lanes;
+        if (lanes == 16)
+          for (int64_t p = 0; p < positions; ++p)
+            for (int64_t l = 0; l < 16; ++l) to[at + p * 16 + l] = from[at + p * 16 + l] * row[l];
+        else
+          for (int64_t p = 0; p < positions; ++p) to[at + p] = from[at + p] * row[0];
+      }
+  });
+  return fused_convolution(ctx, scaled, w, b, rest);
+}
+
+// The input channel of each element of weights in a primitive's layout, in runs of
+// `run` elements that share one (oneDNN's blocked weights keep 16 output channels of one
+// input channel side by side: one number a run).
+struct WeightChannels {
+  std::vector<int32_t> channel;  // per run
+  int64_t run = 1;
+};
+
+// Constant weights in the primitive's layout times each input channel's scale: the layout
+// made once (cached with the weights) and, beside it, its elements' input channels (the
+// plain weights' channel numbers put through the same conversion), so the scaling is one
+// pass in whatever blocked order oneDNN chose.
+dnnl::memory scaled_weights_in_layout(const HostTensor& w, const HostTensor& s, int64_t group,
+                                      const std::string& key, const dnnl::memory::desc& want,
+                                      const dnnl::memory::desc& user, const MemoryConvert& convert) {
+  const dnnl::memory weights = weights_in_layout(w, key, want, user, convert);
+  const auto channels = derived_constant<WeightChannels>(w, key + " input channels", [&] {
+    const int64_t m = w.dims()[0], per_group = w.dims()[1], taps = w.size() / (m * per_group);
+    // Channel + 1: the conversion's padding elements come out 0 (their weights are 0, any
+    // scale keeps them 0, so they join any run).
+    std::vector<float> numbers(static_cast<size_t>(w.size()));
+    for (int64_t o = 0; o < m; ++o)
+      for (int64_t i = 0; i < per_group; ++i)
+        std::fill_n(numbers.begin() + (o * per_group + i) * taps, taps,
+                    static_cast<float>(o / (m / group) * per_group + i + 1));  // exact below 2^24
+    dnnl::memory from(user, cpu_engine(), numbers.data()), to(want, cpu_engine());
+    if (want == user)
+      std::memcpy(to.get_data_handle(), numbers.data(), numbers.size() * sizeof(float));
+    else
+      convert(from, to);
+    const float* laid = static_cast<const float*>(to.get_data_handle());
+    const size_t count = want.get_size() / sizeof(float);
+    // Each run's channel, or nothing where a run holds two.
+    auto runs_of = [&](size_t run) -> std::optional<std::vector<int32_t>> {
+      std::vector<int32_t> out;
+      for (size_t start = 0; start < count; start += run) {
+        float number = 0;
+        for (size_t e = start; e < start + run; ++e) {
+          if (laid[e] == 0) continue;
+          if (number != 0 && laid[e] != number) return std::nullopt;
+          number = laid[e];
+        }
+        out.push_back(std::max(0, static_cast<int32_t>(number) - 1));
+      }
+      return out;
+    };
+    auto made = std::make_shared<WeightChannels>();
+    if (count % 16 == 0)
+      if (std::optional<std::vector<int32_t>> runs = runs_of(16)) {
+        made->channel = std::move(*runs);
+        made->run = 16;
+      }
+    if (made->run == 1) made->channel = *runs_of(1);
+    return std::shared_ptr<const WeightChannels>(std::move(made));
+  });
+  dnnl::memory scaled = thread_operand(ThreadOperand::weights, want);
+  const float* from = static_cast<const float*>(weights.get_data_handle());
+  const float* scale = s.data<float>();
+  float* to = static_cast<float*>(scaled.get_data_handle());
+  const int32_t* channel = channels->channel.data();
+  const int64_t runs = static_cast<int64_t>(channels->channel.size());
+  team_region(runs * channels->run > (1 << 15), [&] {
+    if (channels->run == 16) {
+#pragma omp for
+      for (int64_t r = 0; r < runs; ++r) {
+        const float k = scale[channel[r]];
+        for (int64_t j = 0; j < 16; ++j) to[r * 16 + j] = from[r * 16 + j] * k;
+      }
+    } else {
+#pragma omp for
+      for (int64_t e = 0; e < runs; ++e) to[e] = from[e] * scale[channel[e]];
+    }
+  });
+  return scaled;
+}
+
 }  // namespace
 
 HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,
                              const HostTensor* b, const ConvFusion& fusion) {
+  if (fusion.input_scale)
+    if (std::optional<HostTensor> y = scaled_input_convolution(ctx, x, w, b, fusion)) return std::move(*y);
   using namespace dnnl;
   using dt = memory::data_type;
   using tag = memory::format_tag;
@@ -208,7 +356,8 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   const bool padded_outward =
       std::all_of(g.pad_begin.begin(), g.pad_begin.end(), [](int64_t p) { return p >= 0; }) &&
       std::all_of(g.pad_end.begin(), g.pad_end.end(), [](int64_t p) { return p >= 0; });
-  const bool own = own_loops_allowed(tactic) && rank == 4;
+  // (An input scale left to here goes into oneDNN's copy of the weights.)
+  const bool own = own_loops_allowed(tactic) && rank == 4 && !fusion.input_scale;
   const Activation activation = parse_activation(ctx, fusion.activation);
   if (activation == Activation::Clip && fusion.activation_params.size() != 2)
     ctx.fail("Clip activation needs 2 params (min, max)");
@@ -369,7 +518,10 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
       reorder_memory(from, to);
   };
   memory src = input_in_layout(plan->src, src_user_md, x.raw(), convert);
-  memory wei = weights_in_layout(w, plan->weights_key, plan->weights, wei_user_md, convert);
+  memory wei = fusion.input_scale
+                   ? scaled_weights_in_layout(w, *fusion.input_scale, group, plan->weights_key, plan->weights,
+                                              wei_user_md, convert)
+                   : weights_in_layout(w, plan->weights_key, plan->weights, wei_user_md, convert);
   memory dst_user(dst_user_md, eng, y.mutable_raw());
   memory dst = plan->dst == dst_user_md ? dst_user : thread_operand(ThreadOperand::destination, plan->dst);
   if (fusion.residual) {  // the sum post-op adds what dst holds

@@ -37,9 +37,12 @@ struct ConvFusion {
   // channel ([N, M, 1...], or [N, M1, 1, 1, 16] blocked), taken while y is in cache (a
   // squeeze-and-excitation squeeze, a classifier's global pool).
   HostTensor* channel_means = nullptr;
+  // Where set, x is read times one scale per input channel (a squeeze-and-excitation
+  // gate): [S, C, 1...] or blocked [S, C1, 1, 1, 16], S 1 (every sample) or N.
+  const HostTensor* input_scale = nullptr;
 };
 
-// y = act(Conv(x, w) + b + residual) * post_scale + post_shift. Blocked outputs keep their
+// y = act(Conv(x [* input_scale], w) + b + residual) * post_scale + post_shift. Blocked outputs keep their
 // padding channels 0 (so their means are 0 too).
 HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, const HostTensor& w,
                              const HostTensor* b, const ConvFusion& fusion);

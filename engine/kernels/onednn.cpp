@@ -53,8 +53,18 @@ dnnl::memory thread_scratchpad(const dnnl::memory::desc& desc) {
 }
 
 dnnl::memory thread_operand(ThreadOperand role, const dnnl::memory::desc& desc) {
-  thread_local ThreadBuffer source, destination;
-  return (role == ThreadOperand::source ? source : destination).view(desc);
+  thread_local ThreadBuffer source, destination, weights, scaled_input;
+  switch (role) {
+    case ThreadOperand::source:
+      return source.view(desc);
+    case ThreadOperand::destination:
+      return destination.view(desc);
+    case ThreadOperand::weights:
+      return weights.view(desc);
+    case ThreadOperand::scaled_input:
+      break;
+  }
+  return scaled_input.view(desc);
 }
 
 void reorder_memory(dnnl::memory from, dnnl::memory to) {

@@ -28,7 +28,7 @@ dnnl::memory thread_scratchpad(const dnnl::memory::desc& desc);
 // converted input, the output before it is converted back): kept per thread like the
 // scratchpad, one buffer per role, so a call neither allocates nor page-faults a fresh
 // tensor. Valid until this thread's next call for the same role.
-enum class ThreadOperand { source, destination };
+enum class ThreadOperand { source, destination, weights, scaled_input };
 dnnl::memory thread_operand(ThreadOperand role, const dnnl::memory::desc& desc);
 
 // A primitive's plan (its descriptor, the primitive, what the kernel keeps of them) made

@@ -85,6 +85,7 @@ void fused_conv(KernelContext& ctx) {
   fusion.post_scale = ctx.attr_float("post_scale", 1.0f);
   fusion.post_shift = ctx.attr_float("post_shift", 0.0f);
   if (ctx.wants_output(1)) fusion.channel_means = &ctx.outputs[1];
+  if (ctx.has_input(4)) fusion.input_scale = &ctx.input(4);
   ctx.outputs[0] = fused_convolution(ctx, x_in, w, ctx.has_input(2) ? &ctx.input(2) : nullptr, fusion);
 }
 
@@ -165,10 +166,10 @@ bool infer_fused_conv(InferenceContext& ctx) {
 }
 
 void register_fused_conv_schema() {
-  OpSchema s =
-      base("FusedConv",
-           "Y = activation(Conv(X, W, B) [+ Z]) * post_scale + post_shift; Conv attributes as ONNX Conv-11. "
-           "With data_format NC1HWC0, X, Z and Y are 5-D NC1HWC0 tensors (W stays [M, C/group, k...]).");
+  OpSchema s = base(
+      "FusedConv",
+      "Y = activation(Conv(X [* S], W, B) [+ Z]) * post_scale + post_shift; Conv attributes as ONNX Conv-11. "
+      "With data_format NC1HWC0, X, Z and Y are 5-D NC1HWC0 tensors (W stays [M, C/group, k...]).");
   add_conv_attrs(s);
   s.Attr("data_format", "NCHW, or NC1HWC0 (Ascend's 5-D layout).", AttributeProto::STRING,
          std::string("NCHW"));
@@ -190,6 +191,11 @@ void register_fused_conv_schema() {
       .Input(1, "W", "Weights.", "T")
       .Input(2, "B", "Bias.", "T", OpSchema::Optional);
   s.Input(3, "Z", "Residual added before the activation.", "T", OpSchema::Optional);
+  s.Input(
+      4, "S",
+      "Optional: one scale per input channel, X read times it (a squeeze-and-excitation gate): [1 or N, C, "
+      "1...], NC1HWC0: [1 or N, C1, 1, 1, C0].",
+      "T", OpSchema::Optional);
   s.Output(0, "Y", "Output.", "T");
   s.Output(
       1, "M",

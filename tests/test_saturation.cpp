@@ -121,6 +121,39 @@ TEST_CASE("optimize keeps every example model's outputs and never raises its mod
   CHECK(r.after.kernels < r.before.kernels);
 }
 
+TEST_CASE("the fusion rate counts kernels: an op of constants folded when the plan is built is none") {
+  // A layer scale after a conv folds into its weights: Mul(W, gamma) of 76,800 weights is
+  // past the e-graph's materialising cap, so it stays an op of constants, computed when the
+  // plan is built. It is no kernel left unfused, and the conv and the Mul fused.
+  auto rules = test::load_rules({test::shipped_rules()});
+  onnx::ModelProto proto = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[1,300,4,4] x) => (float[1,256,4,4] y) {
+      c = Conv <kernel_shape = [1, 1]> (x, w, b)
+      y = Mul(c, gamma)
+    })");
+  auto add = [&](const char* name, std::vector<int64_t> dims, auto value) {
+    onnx::TensorProto& t = *proto.mutable_graph()->add_initializer();
+    t.set_name(name);
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    int64_t count = 1;
+    for (int64_t d : dims) {
+      t.add_dims(d);
+      count *= d;
+    }
+    for (int64_t i = 0; i < count; ++i) t.add_float_data(value(i));
+  };
+  add("w", {256, 300, 1, 1}, [](int64_t i) { return static_cast<float>(i % 7) * 0.01f - 0.03f; });
+  add("b", {256}, [](int64_t i) { return static_cast<float>(i % 5) * 0.1f; });
+  add("gamma", {1, 256, 1, 1}, [](int64_t i) { return i % 2 ? 4.0f : 0.25f; });
+  Model m = import_onnx_proto(proto, "layer_scale.onnx");
+  ascend::OptimizeResult r = ascend::optimize(m, *rules, ascend::load_profile("Ascend910B1"));
+  CHECK(count_op(r.model, "Mul") == 1);  // of the weights, at compile time
+  CHECK(r.after.kernels == 1);
+  CHECK(r.unfused.empty());
+  CHECK(r.fusion_rate == doctest::Approx(1.0));
+  CHECK(max_error(m, r.model) <= 1e-4);
+}
+
 TEST_CASE("a fusion is picked where it fits the UB and refused, with the reason, where it does not") {
   auto rules = rules_from(R"(rule AddLayerNormFusion [fusion] {
   match %y = LayerNormalization(Add(%x, %r), %g, %b) { epsilon == %e }

@@ -236,20 +236,26 @@ KernelCost cost_of(const KernelWork& w, const HardwareProfile& p) {
   return c;
 }
 
-GraphCost cost_of_graph(const Graph& g, const HardwareProfile& p, const CostOptions& o) {
-  GraphCost gc;
-  // Values known when the model is compiled: initializers (not graph inputs), and what
-  // ops of them compute. Such an op runs at compile time (ATC folds it), not as a kernel.
+std::unordered_set<const Value*> compile_time_values(const Graph& g) {
   std::unordered_set<const Value*> constant(g.initializers().begin(), g.initializers().end());
   for (const Value* in : g.inputs()) constant.erase(in);
-  for (const auto& n : g.nodes()) {
-    bool of_constants = !n->inputs().empty();
-    for (const Value* in : n->inputs()) of_constants = of_constants && (!in || constant.count(in));
-    if (is_constant_node(*n)) of_constants = true;
-    if (of_constants && !n->is_nondeterministic()) {
+  for (const auto& n : g.nodes())
+    if (runs_at_compile_time(*n, constant))
       for (const Value* out : n->outputs()) constant.insert(out);
-      continue;
-    }
+  return constant;
+}
+
+bool runs_at_compile_time(const Node& n, const std::unordered_set<const Value*>& constants) {
+  bool of_constants = !n.inputs().empty();
+  for (const Value* in : n.inputs()) of_constants = of_constants && (!in || constants.count(in));
+  return (of_constants || is_constant_node(n)) && !n.is_nondeterministic();
+}
+
+GraphCost cost_of_graph(const Graph& g, const HardwareProfile& p, const CostOptions& o) {
+  GraphCost gc;
+  const std::unordered_set<const Value*> constant = compile_time_values(g);
+  for (const auto& n : g.nodes()) {
+    if (runs_at_compile_time(*n, constant)) continue;
     KernelWork w = work_of(describe(*n, constant), o);
     if (!w.is_kernel) continue;
     KernelCost c = cost_of(w, p);

@@ -123,6 +123,11 @@ struct GraphCost {
       per_kernel;  // every kernel, in graph order (cost_of_graph's own graph; not the bodies')
 };
 
+// Values known when the model is compiled: initializers (not graph inputs), and what ops
+// of them compute. Such an op runs at compile time (ATC folds it), not as a kernel: the
+// cost model counts no kernel for it, nor does the fusion rate.
+std::unordered_set<const Value*> compile_time_values(const Graph& graph);
+bool runs_at_compile_time(const Node& node, const std::unordered_set<const Value*>& constants);
 GraphCost cost_of_graph(const Graph& graph, const HardwareProfile& profile, const CostOptions& options = {});
 // cost_of_graph of the model's graph, with the kernels of its control-flow bodies
 // (nested ones too) counted in `kernels` and `body_kernels`. The time stays the

@@ -333,21 +333,27 @@ KernelCount count_fused_kernels(const Model& input, OptimizeResult& r, const dsl
         kernels_replaced += work_of(*n, cost_options).is_kernel;
     if (kernels_replaced >= 2) covered.insert(s.replaced.begin(), s.replaced.end());
   }
+  // Ops of constants run when the plan is built (cost_of_graph's kernels leave them out
+  // too): a Mul of a weight by a layer scale folded into it is no kernel left unfused.
+  const std::unordered_set<const Value*> known = compile_time_values(*input.graph);
+  const std::unordered_set<const Value*> folded = compile_time_values(*r.model.graph);
   // A fused node may inherit the name of the input node it grew from (the Conv of a
   // Conv+Relu): that input node counts as absorbed when its op changed.
   auto same_op_survives = [&](const Node& n) {
     const Node* kept = r.model.graph->find_node(n.name);
-    return kept && kept->op_type == n.op_type && kept->domain == n.domain;
+    return kept && kept->op_type == n.op_type && kept->domain == n.domain &&
+           !runs_at_compile_time(*kept, folded);
   };
   KernelCount count;
   for (const auto& n : input.graph->nodes()) {
-    if (!work_of(*n, cost_options).is_kernel) continue;
+    if (runs_at_compile_time(*n, known) || !work_of(*n, cost_options).is_kernel) continue;
     ++count.kernels;
     if (covered.count(n->name) && !same_op_survives(*n)) ++count.absorbed;
   }
   for (const auto& n : r.model.graph->nodes())
     if (const Node* was = input.graph->find_node(n->name);
-        was && n->domain.empty() && work_of(*n, cost_options).is_kernel && was->op_type == n->op_type)
+        was && n->domain.empty() && !runs_at_compile_time(*n, folded) &&
+        work_of(*n, cost_options).is_kernel && was->op_type == n->op_type)
       ++r.unfused[n->op_type];
   return count;
 }

@@ -132,6 +132,12 @@ bool own_loops_allowed(const HostTactic& tactic) {
          (tactic.conv_layout == ConvLayout::automatic || tactic.conv_layout == ConvLayout::caller);
 }
 
+// The input channel that weight w[o, i] (of [M, C/group, ...]) reads: its group's first
+// channel plus i.
+int64_t input_channel_of(int64_t o, int64_t i, int64_t m, int64_t group, int64_t per_group) {
+  return o / (m / group) * per_group + i;
+}
+
 // Conv(x * s, w) for s one scale per input channel (a squeeze-and-excitation gate): the
 // same products whether the scale goes into the weights (w[o, i] * s[channel of (o, i)])
 // or into a copy of x, so it goes into the smaller of the two where one scale serves
@@ -167,7 +173,7 @@ std::optional<HostTensor> scaled_input_convolution(const KernelContext& ctx, con
     const int64_t per_group = channels / group, taps = w.size() / (m * per_group);
     for (int64_t o = 0; o < m; ++o)
       for (int64_t i = 0; i < per_group; ++i) {
-        const float k = scale[o / (m / group) * per_group + i];
+        const float k = scale[input_channel_of(o, i, m, group, per_group)];
         const int64_t at = (o * per_group + i) * taps;
         for (int64_t t = 0; t < taps; ++t) to[at + t] = from[at + t] * k;
       }
@@ -225,7 +231,7 @@ dnnl::memory scaled_weights_in_layout(const HostTensor& w, const HostTensor& s, 
     for (int64_t o = 0; o < m; ++o)
       for (int64_t i = 0; i < per_group; ++i)
         std::fill_n(numbers.begin() + (o * per_group + i) * taps, taps,
-                    static_cast<float>(o / (m / group) * per_group + i + 1));  // exact below 2^24
+                    static_cast<float>(input_channel_of(o, i, m, group, per_group) + 1));  // exact below 2^24
     dnnl::memory from(user, cpu_engine(), numbers.data()), to(want, cpu_engine());
     if (want == user)
       std::memcpy(to.get_data_handle(), numbers.data(), numbers.size() * sizeof(float));

@@ -195,3 +195,68 @@ TEST_CASE("broadcasting binary ops on large tensors (tiles shared among threads)
     wrong += gate32[i] != u[i] * t[(i / (7 * 6 * 32)) * 32 + i % 32];
   CHECK(wrong == 0);
 }
+
+TEST_CASE(
+    "Sigmoid, SiLU and QuickGelu in f32 (the vector rows) stay within 4 ulps of the formula in double") {
+  // A row whose length leaves a tail past the last full vector, over the whole float range:
+  // NaN, the infinities, values past exp's clamps (-87.3) and near them, 0 and -0, and a
+  // dense sweep of [-100, 100]. SiLU and QuickGelu run as a 1x1 conv's activation (identity
+  // weights over 1 x 1 planes, geopt's matrix-vector loop: each output is one input
+  // exactly, then the row).
+  std::vector<float> v = {NAN,    INFINITY, -INFINITY, -1e30f, 1e30f, -87.5f,
+                          -87.3f, -87.2f,   88.5f,     0.0f,   -0.0f};
+  while (v.size() < 4000) v.push_back(-100.0f + 200.0f * static_cast<float>(v.size()) / 4000.0f);
+  v.resize(4007);
+  const int64_t n = static_cast<int64_t>(v.size()), c = 40;
+  std::string eye;
+  for (int64_t i = 0; i < c * c; ++i) eye += std::string(i ? ", " : "") + (i / c == i % c ? "1" : "0");
+  onnx::ModelProto proto = test::parse_text_model((R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[4007] x, float[1,40,1,1] p) => (float[4007] sig, float[1,40,1,1] silu, float[1,40,1,1] quick) {
+      eye = Constant <value = float[40,40,1,1] {)" +
+                                                   eye + R"(}> ()
+      sig = Sigmoid(x)
+      silu = ai.geopt.FusedConv <kernel_shape = [1, 1], activation = "SiLU"> (p, eye)
+      quick = ai.geopt.FusedConv <kernel_shape = [1, 1], activation = "QuickGelu", activation_params = [1.5]> (p, eye)
+    })")
+                                                      .c_str());
+  fs::path path = test::scratch_dir("fast") / "logistic.onnx";
+  test::save_model(proto, path);
+  Model model = import_onnx(path);
+  Evaluator ev(model, ascend::op_registry());
+  auto logistic = [](double a) { return 1.0 / (1.0 + std::exp(-a)); };
+  // 4 float ulps of the exact value; below 1e-30 (a sigmoid under e^-69, which the rows
+  // flush to 0 past exp's floor of -87.3) an absolute 1e-30.
+  auto close = [](double got, double want) {
+    return std::fabs(got - want) <= std::max(4 * std::ldexp(1.0, std::ilogb(want) - 23), 1e-30);
+  };
+  std::map<std::string, HostTensor> feeds;
+  feeds["x"] = HostTensor::from_vector<float>(DType::F32, {n}, v);
+  feeds["p"] = HostTensor::uninitialized(DType::F32, {1, c, 1, 1});
+  int64_t wrong = 0;
+  // The conv's planes from the sweep, after the NaN and the infinities (through the zero
+  // weights they make every output NaN).
+  for (int64_t offset = 3; offset + c <= n; offset += 397) {
+    std::copy(v.begin() + offset, v.begin() + offset + c, feeds["p"].mutable_data<float>());
+    NamedTensors outs = ev.run(feeds);
+    std::map<std::string, HostTensor> by_name(outs.begin(), outs.end());
+    if (offset == 3)
+      for (int64_t i = 0; i < n; ++i) {
+        const double got = by_name.at("sig").data<float>()[i];
+        const bool ok = std::isnan(v[i]) ? std::isnan(got) : close(got, logistic(v[i]));
+        CHECK_MESSAGE(ok, "Sigmoid(" << v[i] << ") = " << got << ", want " << logistic(v[i]));
+        wrong += !ok;
+      }
+    for (int64_t i = 0; i < c; ++i) {
+      const double x = v[offset + i];
+      const double silu = by_name.at("silu").data<float>()[i], quick = by_name.at("quick").data<float>()[i];
+      // QuickGelu's alpha x is a float product: its rounding (e^-60 moves by 60 x 2^-24 of
+      // itself) belongs to the argument, not to the row.
+      const double alpha_x = static_cast<float>(1.5f * static_cast<float>(x));
+      const bool ok = close(silu, x * logistic(x)) && close(quick, x * logistic(alpha_x));
+      CHECK_MESSAGE(ok, "x " << x << ": SiLU " << silu << " want " << x * logistic(x) << ", QuickGelu "
+                             << quick << " want " << x * logistic(alpha_x));
+      wrong += !ok;
+    }
+  }
+  CHECK(wrong == 0);
+}

@@ -1,8 +1,9 @@
 #pragma once
 // The row loops of the Vector kernels (LayerNorm, AddLayerNorm, RMSNorm, Softmax, GELU,
-// attention's online softmax), written so that the compiler vectorizes them (checked
-// with -fopt-info-vec) and compiled three times, for AVX-512, for AVX2 + FMA and for the
-// baseline: GCC's target_clones picks one when the program loads.
+// attention's online softmax, the logistic activations), written so that the compiler
+// vectorizes them (checked with -fopt-info-vec) and compiled three times, for AVX-512,
+// for AVX2 + FMA and for the baseline: GCC's target_clones picks one when the program
+// loads. The logistic rows also have a path in AVX-512's own instructions.
 #include <cstdint>
 
 namespace geopt {
@@ -35,11 +36,15 @@ float exp_row(const float* x, float* y, int64_t n, float shift);
 void scale_row(float* x, int64_t n, float factor);
 // GELU, exact (erf) or tanh-approximated, in place.
 void gelu_row(float* x, int64_t n, bool tanh_approximation);
-// y = 1 / (1 + e^-x) (x and y may alias), on e^-|x| so that neither side overflows; NaN
-// stays NaN.
-void sigmoid_row(const float* x, float* y, int64_t n);
+// Which instructions the logistic rows use: `best` takes AVX-512's own (vrndscaleps,
+// vscalefps) where the CPU has them, `portable` the compiler-vectorized loop every CPU
+// runs (a test compares the two).
+enum class RowInstructions { best, portable };
+// y = 1 / (1 + e^-x) (x and y may alias); NaN stays NaN.
+void sigmoid_row(const float* x, float* y, int64_t n, RowInstructions instructions = RowInstructions::best);
 // y = x * sigmoid(alpha x): SiLU (alpha 1) and QuickGelu (x and y may alias); NaN stays NaN.
-void swish_row(const float* x, float* y, int64_t n, float alpha);
+void swish_row(const float* x, float* y, int64_t n, float alpha,
+               RowInstructions instructions = RowInstructions::best);
 
 // e^x for one value, as exp_row computes it: relative error under 2.5e-7 on [-87.3,
 // 88.3]; 0 below, e^88.3 above (the callers pass x <= 0); NaN stays NaN.

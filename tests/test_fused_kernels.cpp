@@ -604,9 +604,24 @@ TEST_CASE("a FusedConv refuses an input scale that is not one value per channel,
 TEST_CASE("a 1x1 FusedConv over a 1x1 image (a matrix-vector product) equals Conv, in NCHW and in NC1HWC0") {
   // A squeeze-and-excitation gate's two convs: 40 -> 20 with SiLU, 20 -> 40 with Sigmoid
   // (padding lanes of the blocked output must come out 0, not Sigmoid(0)), and a residual
-  // with an affine tail; a batch of 2.
+  // with an affine tail; a batch of 2. A squeeze of 150 channels to 70 (in NCHW two steps of
+  // the product's four 16-lane sums, one of a single sum, a tail of 6; in NC1HWC0 its 160
+  // lanes) against a MatMul: a Conv of its shape runs on the same matrix-vector loop.
   check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
-    g (float[2,40,1,1] x, float[20,40,1,1] w1, float[20] b1, float[40,20,1,1] w2, float[40] b2, float[2,20,1,1] z) => (float[2,20,1,1] plain_f, float[2,20,1,1] plain_r, float[2,3,1,1,16] gate_f, float[2,3,1,1,16] gate_r, float[2,2,1,1,16] res_f, float[2,2,1,1,16] res_r) {
+    g (float[2,40,1,1] x, float[20,40,1,1] w1, float[20] b1, float[40,20,1,1] w2, float[40] b2, float[2,20,1,1] z, float[2,150,1,1] xl, float[70,150,1,1] wl, float[70] bl) => (float[2,20,1,1] plain_f, float[2,20,1,1] plain_r, float[2,3,1,1,16] gate_f, float[2,3,1,1,16] gate_r, float[2,2,1,1,16] res_f, float[2,2,1,1,16] res_r, float[2,70,1,1] long_f, float[2,70,1,1] long_r, float[2,5,1,1,16] long_bf, float[2,5,1,1,16] long_br) {
+      long_f = ai.geopt.FusedConv <kernel_shape = [1, 1]> (xl, wl, bl)
+      xs = Constant <value = int64[2] {2, 150}> ()
+      ws = Constant <value = int64[2] {70, 150}> ()
+      ys = Constant <value = int64[4] {2, 70, 1, 1}> ()
+      xr = Reshape(xl, xs)
+      wr = Reshape(wl, ws)
+      wt = Transpose <perm = [1, 0]> (wr)
+      mm = MatMul(xr, wt)
+      mb = Add(mm, bl)
+      long_r = Reshape(mb, ys)
+      xl5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (xl)
+      long_bf = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [1, 1]> (xl5, wl, bl)
+      long_br = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (long_r)
       plain_f = ai.geopt.FusedConv <kernel_shape = [1, 1], activation = "SiLU"> (x, w1, b1)
       c1 = Conv <kernel_shape = [1, 1]> (x, w1, b1)
       s1 = Sigmoid(c1)
@@ -627,7 +642,12 @@ TEST_CASE("a 1x1 FusedConv over a 1x1 image (a matrix-vector product) equals Con
       ra = Add(rh, one)
       res_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (ra)
     })",
-              {{"plain_f", "plain_r"}, {"gate_f", "gate_r"}, {"res_f", "res_r"}}, 1e-5);
+              {{"plain_f", "plain_r"},
+               {"gate_f", "gate_r"},
+               {"res_f", "res_r"},
+               {"long_f", "long_r"},
+               {"long_bf", "long_br"}},
+              1e-5);
 }
 
 TEST_CASE(

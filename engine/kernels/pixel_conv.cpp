@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/row_math.h"
 #include "util/team_region.h"
 
 namespace geopt {
@@ -16,13 +17,9 @@ void pixel_conv(const KernelContext& ctx, const float* x, const float* w, float*
     // read faster than one.
     team_region(p.outputs * p.channels > (1 << 13), [&] {
 #pragma omp for
-      for (int64_t m = 0; m < p.outputs; ++m) {
-        const float* row = w + m * p.channels;
-        float acc = p.bias ? p.bias[m] : 0.0f;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t c = 0; c < p.channels; ++c) acc += row[c] * xn[c];
-        sums[static_cast<size_t>(m)] = acc;
-      }
+      for (int64_t m = 0; m < p.outputs; ++m)
+        sums[static_cast<size_t>(m)] =
+            (p.bias ? p.bias[m] : 0.0f) + dot_row(w + m * p.channels, xn, p.channels);
     });
     if (p.residual)  // read before y is written: y may lie over it
       for (int64_t m = 0; m < p.outputs; ++m) sums[static_cast<size_t>(m)] += p.residual[n * p.y_stride + m];

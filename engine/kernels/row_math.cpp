@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 
 #include <immintrin.h>
 
@@ -155,6 +156,44 @@ void mean_planes(const float* x, float* mean, int64_t planes, int64_t count, int
     for (int64_t plane = 0; plane < planes; ++plane)
       strided_means(x + plane * count * lanes, count, lanes, mean + plane * lanes);
   });
+}
+
+// Four sums of 16 lanes, so that the multiply-adds of a long row overlap (one sum waits
+// on each add's latency, and GCC's `omp simd` reduction kept its sum on the stack between
+// iterations). EfficientNet-B0's largest squeeze-and-excitation product (1152 channels to
+// 48, its 221 KB of weights read from memory) took 36 us a call as the loop inside the
+// matrix-vector kernel (which GCC left scalar), 19 us with an `omp simd` reduction here,
+// 16 us with the four sums (one thread, Zen 4).
+GEOPT_VECTOR_CLONES
+float dot_row(const float* a, const float* b, int64_t n) {
+  typedef float Lanes __attribute__((vector_size(16 * sizeof(float))));
+  constexpr int64_t kLanes = 16;
+  Lanes s0{}, s1{}, s2{}, s3{}, a0, a1, a2, a3, b0, b1, b2, b3;
+  int64_t i = 0;
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    std::memcpy(&a0, a + i, sizeof(Lanes));
+    std::memcpy(&a1, a + i + kLanes, sizeof(Lanes));
+    std::memcpy(&a2, a + i + 2 * kLanes, sizeof(Lanes));
+    std::memcpy(&a3, a + i + 3 * kLanes, sizeof(Lanes));
+    std::memcpy(&b0, b + i, sizeof(Lanes));
+    std::memcpy(&b1, b + i + kLanes, sizeof(Lanes));
+    std::memcpy(&b2, b + i + 2 * kLanes, sizeof(Lanes));
+    std::memcpy(&b3, b + i + 3 * kLanes, sizeof(Lanes));
+    s0 += a0 * b0;
+    s1 += a1 * b1;
+    s2 += a2 * b2;
+    s3 += a3 * b3;
+  }
+  for (; i + kLanes <= n; i += kLanes) {
+    std::memcpy(&a0, a + i, sizeof(Lanes));
+    std::memcpy(&b0, b + i, sizeof(Lanes));
+    s0 += a0 * b0;
+  }
+  const Lanes total = (s0 + s1) + (s2 + s3);
+  float s = 0;
+  for (int64_t l = 0; l < kLanes; ++l) s += total[l];
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
 }
 
 GEOPT_VECTOR_CLONES

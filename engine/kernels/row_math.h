@@ -20,6 +20,8 @@ void strided_means(const float* x, int64_t count, int64_t lanes, float* mean);
 // strided_means of each of `planes` planes of count x lanes values, one after another (a
 // global average pool, a mean over trailing axes), the planes shared among the threads.
 void mean_planes(const float* x, float* mean, int64_t planes, int64_t count, int64_t lanes);
+// The sum of a[i] * b[i] over [0, n), in vector lanes (the lanes' partial sums added last).
+float dot_row(const float* a, const float* b, int64_t n);
 // y = (x - mean) * inv * scale + bias; bias may be null.
 void normalize_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale,
                    const float* bias);

@@ -79,6 +79,17 @@ TEST_CASE(
       ref = Transpose <perm = [0, 3, 1, 2]> (n)
     })",
               {{"nchw", "ref"}, {"blocked", "ref"}});
+  // 300 positions (a full run of 256 and one of 44) of 40 channels (the third block 8 real).
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
+    g (float[1,40,20,15] x, float[40] gamma, float[40] beta) => (float[1,40,20,15] blocked, float[1,40,20,15] ref) {
+      x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
+      padded = ai.geopt.LayerNorm <data_format = "NC1HWC0", channels = 40, epsilon = 0.001> (x5, gamma, beta)
+      blocked = ai.geopt.TransData <src_format = "NC1HWC0", dst_format = "NCHW", channels = 40> (padded)
+      t = Transpose <perm = [0, 2, 3, 1]> (x)
+      n = LayerNormalization <axis = -1, epsilon = 0.001> (t, gamma, beta)
+      ref = Transpose <perm = [0, 3, 1, 2]> (n)
+    })",
+              {{"blocked", "ref"}});
   onnx::ModelProto proto = test::parse_text_model(R"(<ir_version: 8, opset_import: ["" : 17, "ai.geopt" : 1]>
     g (float[1,20,2,2] x, float[20] gamma, float[20] beta) => (float[1,2,2,2,16] y) {
       x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)

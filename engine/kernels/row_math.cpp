@@ -197,6 +197,58 @@ float dot_row(const float* a, const float* b, int64_t n) {
 }
 
 GEOPT_VECTOR_CLONES
+void channel_block_norm(const float* x, float* y, int64_t blocks, int64_t block_stride, int64_t count,
+                        int64_t channels, const float* scale, const float* bias, float epsilon) {
+  constexpr int64_t kLanes = 16, kMost = kChannelNormPositions;
+  // Each position's 16 lanes summed over the blocks lane by lane (adds that vectorize, in
+  // double as the unblocked loop sums), the lanes added last.
+  double lanes[kMost][kLanes], mean[kMost], inv[kMost];
+  const int64_t real_last = channels - (blocks - 1) * kLanes;  // real lanes of the last block
+  float last_mask[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) last_mask[l] = l < real_last ? 1.0f : 0.0f;
+  auto lane_totals = [&](double* out) {
+    for (int64_t s = 0; s < count; ++s) {
+      double t = 0;
+      for (int64_t l = 0; l < kLanes; ++l) t += lanes[s][l];
+      out[s] = t / static_cast<double>(channels);
+    }
+  };
+  for (int64_t s = 0; s < count; ++s)
+    for (int64_t l = 0; l < kLanes; ++l) lanes[s][l] = 0;
+  for (int64_t b = 0; b < blocks; ++b) {  // padding lanes hold 0 and add nothing
+    const float* in = x + b * block_stride;
+    for (int64_t s = 0; s < count; ++s)
+      for (int64_t l = 0; l < kLanes; ++l) lanes[s][l] += in[s * kLanes + l];
+  }
+  lane_totals(mean);
+  for (int64_t s = 0; s < count; ++s)
+    for (int64_t l = 0; l < kLanes; ++l) lanes[s][l] = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* in = x + b * block_stride;
+    const bool last = b == blocks - 1;
+    for (int64_t s = 0; s < count; ++s)
+      for (int64_t l = 0; l < kLanes; ++l) {
+        const double d = (in[s * kLanes + l] - mean[s]) * (last ? last_mask[l] : 1.0f);
+        lanes[s][l] += d * d;
+      }
+  }
+  lane_totals(inv);
+  for (int64_t s = 0; s < count; ++s) inv[s] = 1.0 / std::sqrt(inv[s] + epsilon);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* in = x + b * block_stride;
+    float* out = y + b * block_stride;
+    const float* g = scale + b * kLanes;
+    const float* t = bias + b * kLanes;
+    const bool last = b == blocks - 1;
+    for (int64_t s = 0; s < count; ++s)
+      for (int64_t l = 0; l < kLanes; ++l) {
+        const float v = static_cast<float>((in[s * kLanes + l] - mean[s]) * inv[s]) * g[l] + t[l];
+        out[s * kLanes + l] = !last || last_mask[l] != 0.0f ? v : 0.0f;  // padding stays 0
+      }
+  }
+}
+
+GEOPT_VECTOR_CLONES
 void normalize_row(const float* x, float* y, int64_t n, float mean, float inv, const float* scale,
                    const float* bias) {
   if (bias) {

@@ -22,12 +22,12 @@ void strided_means(const float* x, int64_t count, int64_t lanes, float* mean);
 void mean_planes(const float* x, float* mean, int64_t planes, int64_t count, int64_t lanes);
 // The sum of a[i] * b[i] over [0, n), in vector lanes (the lanes' partial sums added last).
 float dot_row(const float* a, const float* b, int64_t n);
-// LayerNorm over the channels of up to kChannelNormPositions positions of an NC1HWC0 image:
-// x and y point at the first position of block 0, block b lies block_stride floats
-// further, a position's 16 lanes are side by side; `channels` of the blocks' lanes are
-// real (the rest of the last block is 0 in x and comes out 0). scale and bias hold 16 values
-// per block, 0 in the padding lanes. Statistics in double; mean and variance over the real
-// channels only.
+// LayerNorm over the channels of up to kChannelNormPositions positions of a channel-blocked
+// image ([N, C / 16, H, W, 16]): x and y point at the first position of block 0, block b
+// lies block_stride floats further, a position's 16 lanes are side by side; `channels` of
+// the blocks' lanes are real (the rest of the last block is 0 in x and comes out 0). scale
+// and bias hold 16 values per block, 0 in the padding lanes. Statistics in double; mean and
+// variance over the real channels only.
 inline constexpr int64_t kChannelNormPositions = 256;
 void channel_block_norm(const float* x, float* y, int64_t blocks, int64_t block_stride, int64_t count,
                         int64_t channels, const float* scale, const float* bias, float epsilon);

@@ -10,6 +10,7 @@
 #include "ascend/device_ops/layout_conversions.h"
 #include "ascend/layout.h"
 #include "eval/evaluator.h"
+#include "eval/kernel.h"
 #include "onnx/import.h"
 #include "test_support.h"
 #include "util/error.h"
@@ -423,6 +424,47 @@ TEST_CASE("FusedConv in NC1HWC0 equals Conv on every path, padding channels incl
                {"clip_f", "clip_r"},
                {"affine_f", "affine_r"},
                {"dw_affine_f", "dw_affine_r"}},
+              1e-5);
+}
+
+TEST_CASE(
+    "on one thread, a FusedConv's Sigmoid, SiLU and QuickGelu after the primitive equal Conv + activation") {
+  // A team of one thread applies these three on the row loops after oneDNN's primitive,
+  // the affine after them, and sets a blocked output's padding lanes back to 0: 18 output
+  // channels (the second C0 block mostly padding; Sigmoid(0) * 2 - 0.5 is not 0 there, so
+  // padding left activated fails), a residual added before the activation, an NCHW
+  // output, and an EfficientNet-style 1x1 expansion.
+  const KernelThreadLimit one_thread(1);
+  check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
+    g (float[2,20,7,7] x, float[18,20,3,3] w, float[18,20,1,1] w1, float[18] b, float[2,18,7,7] z) => (float[2,2,7,7,16] silu_f, float[2,2,7,7,16] silu_r, float[2,2,4,4,16] sig_f, float[2,2,4,4,16] sig_r, float[2,2,7,7,16] quick_f, float[2,2,7,7,16] quick_r, float[2,18,4,4] plain_f, float[2,18,4,4] plain_r) {
+      x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
+      z5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (z)
+      silu_f = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [1, 1], activation = "SiLU"> (x5, w1, b)
+      e = Conv <kernel_shape = [1, 1]> (x, w1, b)
+      eg = Sigmoid(e)
+      es = Mul(e, eg)
+      silu_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (es)
+      sig_f = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], activation = "Sigmoid", post_scale = 2.0, post_shift = -0.5> (x5, w, b)
+      c = Conv <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (x, w, b)
+      cg = Sigmoid(c)
+      two = Constant <value = float {2.0}> ()
+      half = Constant <value = float {0.5}> ()
+      c2 = Mul(cg, two)
+      c3 = Sub(c2, half)
+      sig_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (c3)
+      quick_f = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [3, 3], pads = [1, 1, 1, 1], activation = "QuickGelu", activation_params = [1.5]> (x5, w, b, z5)
+      r = Conv <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (x, w, b)
+      rz = Add(r, z)
+      a = Constant <value = float {1.5}> ()
+      ra = Mul(rz, a)
+      rg = Sigmoid(ra)
+      rq = Mul(rz, rg)
+      quick_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (rq)
+      plain_f = ai.geopt.FusedConv <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], activation = "SiLU"> (x, w, b)
+      pg = Sigmoid(c)
+      plain_r = Mul(c, pg)
+    })",
+              {{"silu_f", "silu_r"}, {"sig_f", "sig_r"}, {"quick_f", "quick_r"}, {"plain_f", "plain_r"}},
               1e-5);
 }
 

@@ -427,11 +427,20 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   memory::desc dst_user_md(dst_dims, dt::f32, fusion.y_blocked ? tag::nChw16c : row_major_tag(rank));
   memory::desc bias_md = b ? memory::desc({m}, dt::f32, tag::a) : memory::desc();
   auto any = [](const memory::dims& d) { return memory::desc(d, dt::f32, tag::any); };
+  // On a team of one thread, Sigmoid, SiLU and QuickGelu (and the affine after them) go on
+  // the row loops after the primitive: the primitive's swish post-op costs 0.24-0.27 ns an
+  // element, the row loop 0.16, and the output it re-reads is in this core's cache (a whole
+  // EfficientNet-B0 plan on one thread: 0.975). On two threads the post-op stays: the row
+  // loop's share of the output is not the share each thread of the primitive wrote, and the
+  // plan ran 1.003-1.038x (docs/BENCHMARKS.md).
+  const bool rows_after = omp_get_max_threads() == 1 && activation_rows_beat_post_ops(activation);
   post_ops ops;
   if (fusion.residual) ops.append_sum(1.0f);
-  append_activation(ctx, ops, fusion.activation, fusion.activation_params);
   const bool affine = fusion.post_scale != 1.0f || fusion.post_shift != 0.0f;
-  if (affine) ops.append_eltwise(1.0f, algorithm::eltwise_linear, fusion.post_scale, fusion.post_shift);
+  if (!rows_after) {
+    append_activation(ctx, ops, fusion.activation, fusion.activation_params);
+    if (affine) ops.append_eltwise(1.0f, algorithm::eltwise_linear, fusion.post_scale, fusion.post_shift);
+  }
   std::string key;
   for (const auto* v : {&src_dims, &wei_dims, &dst_dims, &strides, &dil, &pl, &pr}) {
     for (auto d : *v) key += std::to_string(d) + ',';
@@ -441,8 +450,12 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   key += fusion.y_blocked ? "y16;" : ";";
   key += b ? "bias;" : ";";
   key += fusion.residual ? "sum;" : ";";
-  key += activation_key(fusion.activation, fusion.activation_params);
-  if (affine) key += ";affine " + activation_key("", {fusion.post_scale, fusion.post_shift});
+  if (rows_after) {
+    key += ";activation after";
+  } else {
+    key += activation_key(fusion.activation, fusion.activation_params);
+    if (affine) key += ";affine " + activation_key("", {fusion.post_scale, fusion.post_shift});
+  }
   key += ";threads " +
          std::to_string(omp_get_max_threads());  // a primitive runs the thread count it was made for
   key += ";tactic " +
@@ -550,6 +563,19 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
     convert(dst, dst_user);
   }
   s.wait();
+  if (rows_after) {
+    float* out = y.mutable_data<float>();
+    apply_activation_tail(ctx, out, y.size(), activation, fusion.activation_params, fusion.post_scale,
+                          fusion.post_shift);
+    // A blocked output's padding lanes back to 0 (Sigmoid(0) is not; the post-op path
+    // leaves them as oneDNN wrote them, 0).
+    const int64_t real = m % 16;
+    if (fusion.y_blocked && real)
+      for (int64_t image = 0; image < n; ++image) {
+        float* last = out + ((image + 1) * out_dims[1] - 1) * count * 16;
+        for (int64_t p = 0; p < count; ++p) std::fill(last + p * 16 + real, last + (p + 1) * 16, 0.0f);
+      }
+  }
   return with_means(y);
 }
 

@@ -430,7 +430,7 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
   // On a team of one thread, Sigmoid, SiLU and QuickGelu (and the affine after them) go on
   // the row loops after the primitive: the primitive's swish post-op costs 0.24-0.27 ns an
   // element, the row loop 0.16, and the output it re-reads is in this core's cache (a whole
-  // EfficientNet-B0 plan on one thread: 0.975). On two threads the post-op stays: the row
+  // EfficientNet-B0 plan on one thread: 0.969-0.976). On two threads the post-op stays: the row
   // loop's share of the output is not the share each thread of the primitive wrote, and the
   // plan ran 1.003-1.038x (docs/BENCHMARKS.md).
   const bool rows_after = omp_get_max_threads() == 1 && activation_rows_beat_post_ops(activation);

@@ -433,10 +433,11 @@ TEST_CASE(
   // the affine after them, and sets a blocked output's padding lanes back to 0: 18 output
   // channels (the second C0 block mostly padding; Sigmoid(0) * 2 - 0.5 is not 0 there, so
   // padding left activated fails), a residual added before the activation, an NCHW
-  // output, and an EfficientNet-style 1x1 expansion.
+  // output, an EfficientNet-style 1x1 expansion, its channel means (output 1: of the
+  // activated output, padding lanes 0) and a gate's input scale (input 4).
   const KernelThreadLimit one_thread(1);
   check_pairs(R"(<ir_version: 8, opset_import: ["" : 13, "ai.geopt" : 1]>
-    g (float[2,20,7,7] x, float[18,20,3,3] w, float[18,20,1,1] w1, float[18] b, float[2,18,7,7] z) => (float[2,2,7,7,16] silu_f, float[2,2,7,7,16] silu_r, float[2,2,4,4,16] sig_f, float[2,2,4,4,16] sig_r, float[2,2,7,7,16] quick_f, float[2,2,7,7,16] quick_r, float[2,18,4,4] plain_f, float[2,18,4,4] plain_r) {
+    g (float[2,20,7,7] x, float[18,20,3,3] w, float[18,20,1,1] w1, float[18] b, float[2,18,7,7] z, float[1,20,1,1] s) => (float[2,2,7,7,16] silu_f, float[2,2,7,7,16] silu_r, float[2,2,4,4,16] sig_f, float[2,2,4,4,16] sig_r, float[2,2,7,7,16] quick_f, float[2,2,7,7,16] quick_r, float[2,18,4,4] plain_f, float[2,18,4,4] plain_r, float[2,2,1,1,16] means_f, float[2,2,1,1,16] means_r, float[2,2,7,7,16] gated_f, float[2,2,7,7,16] gated_r) {
       x5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (x)
       z5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (z)
       silu_f = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [1, 1], activation = "SiLU"> (x5, w1, b)
@@ -463,8 +464,22 @@ TEST_CASE(
       plain_f = ai.geopt.FusedConv <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], activation = "SiLU"> (x, w, b)
       pg = Sigmoid(c)
       plain_r = Mul(c, pg)
+      means_y, means_f = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [1, 1], activation = "Sigmoid"> (x5, w1, b)
+      means_r = AveragePool <kernel_shape = [7, 7, 1]> (means_y)
+      s5 = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (s)
+      gated_f = ai.geopt.FusedConv <data_format = "NC1HWC0", kernel_shape = [1, 1], activation = "SiLU"> (x5, w1, b, , s5)
+      xs = Mul(x, s)
+      ge = Conv <kernel_shape = [1, 1]> (xs, w1, b)
+      gg = Sigmoid(ge)
+      gs = Mul(ge, gg)
+      gated_r = ai.geopt.TransData <src_format = "NCHW", dst_format = "NC1HWC0"> (gs)
     })",
-              {{"silu_f", "silu_r"}, {"sig_f", "sig_r"}, {"quick_f", "quick_r"}, {"plain_f", "plain_r"}},
+              {{"silu_f", "silu_r"},
+               {"sig_f", "sig_r"},
+               {"quick_f", "quick_r"},
+               {"plain_f", "plain_r"},
+               {"means_f", "means_r"},
+               {"gated_f", "gated_r"}},
               1e-5);
 }
 

@@ -567,8 +567,8 @@ HostTensor fused_convolution(const KernelContext& ctx, const HostTensor& x, cons
     float* out = y.mutable_data<float>();
     apply_activation_tail(ctx, out, y.size(), activation, fusion.activation_params, fusion.post_scale,
                           fusion.post_shift);
-    // A blocked output's padding lanes back to 0 (Sigmoid(0) is not; the post-op path
-    // leaves them as oneDNN wrote them, 0).
+    // A blocked output's padding lanes back to 0: Sigmoid(0) is not (oneDNN's blocked
+    // kernels write them 0 after their post-ops).
     const int64_t real = m % 16;
     if (fusion.y_blocked && real)
       for (int64_t image = 0; image < n; ++image) {
